@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install tidal with its test dependencies into .venv, lint, and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/ruff check tidal tests bench
+.venv/bin/python -m pytest "$@"
