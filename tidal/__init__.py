@@ -1,0 +1,31 @@
+"""tidal: temporal stream analytics for Python.
+
+A tempo-relational engine after Trill: events carry a sync time and an other time,
+data moves in columnar batches with punctuations, and row-oriented lambdas are compiled
+into columnar kernels. Start with :func:`from_arrow`, :func:`from_pandas` or
+:func:`from_records`, chain operators on the returned :class:`Stream`, then call an egress
+method such as ``to_arrow()`` or ``to_intervals()``.
+"""
+
+from .core.errors import InputError, LambdaError, PlanError, TidalError
+from .core.time import INFINITY
+from .io.egress import Event
+from .io.sources import from_arrow, from_numpy, from_pandas, from_records
+from .stream.plan import Properties
+from .stream.streamable import Stream
+
+__all__ = [
+    "INFINITY",
+    "Event",
+    "InputError",
+    "LambdaError",
+    "PlanError",
+    "Properties",
+    "Stream",
+    "TidalError",
+    "from_arrow",
+    "from_numpy",
+    "from_pandas",
+    "from_records",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,259 @@
+"""Compile user lambdas for an operator: columnar when possible, row at a time otherwise.
+
+:class:`CompiledLambda` is what operators hold. Its ``mode`` is ``"columnar"`` when the
+lambda translated into an expression tree that runs over this input schema, else
+``"row"`` (with ``reason`` saying why). Columnar evaluation goes through three tiers:
+numpy/Arrow kernels from the first batch, and a fused numba loop once a numeric
+expression has seen ``jit_threshold`` events. A batch whose data needs Python semantics
+(nulls, a zero divisor) is evaluated row at a time; results are the same either way.
+"""
+
+from __future__ import annotations
+
+import collections
+import keyword
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.errors import LambdaError, PlanError, describe_row
+from . import jit
+from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
+from .lambdas import Opaque, translate
+from .nodes import Col, Node, Record
+
+JIT_THRESHOLD = 1_000_000  # events evaluated in numpy before a numeric tree is fused with numba
+
+
+@lru_cache(maxsize=1024)
+def row_class(names: tuple[str, ...]):
+    """A namedtuple type for rows with these fields; ``row["field"]`` also works."""
+    base = collections.namedtuple("Row", names, rename=True)
+    index = {n: i for i, n in enumerate(names)}
+
+    class Row(base):
+        __slots__ = ()
+
+        def __getitem__(self, item):
+            if isinstance(item, str):
+                try:
+                    return tuple.__getitem__(self, index[item])
+                except KeyError:
+                    raise KeyError(f"no field {item!r}; fields are {list(names)}") from None
+            return tuple.__getitem__(self, item)
+
+        def __getattr__(self, item):
+            raise AttributeError(f"no field {item!r}; fields are {list(names)}")
+
+        def _asdict(self):
+            return dict(zip(names, self, strict=True))
+
+    Row.__name__ = "Row"
+    return Row
+
+
+def rows_of(batch: EventBatch, fields: list[str] | None = None):
+    """Row objects for every event of ``batch`` (absent ones included; callers skip them)."""
+    names = tuple(batch.columns) if fields is None else tuple(fields)
+    cls = row_class(names)
+    cols = [batch.columns[n].to_pylist() for n in names]
+    if not cols:
+        return [cls() for _ in range(len(batch))]
+    return list(map(cls._make, zip(*cols, strict=True)))
+
+
+def _lambda_text(fn) -> str:
+    try:
+        from .lambdas import lambda_source
+
+        return "lambda: " + lambda_source(fn)
+    except Exception:
+        return getattr(fn, "__qualname__", repr(fn))
+
+
+def raise_row_error(fn, exc: Exception, batch: EventBatch, i: int, row) -> None:
+    values = row._asdict() if hasattr(row, "_asdict") else {"row": row}
+    raise LambdaError(
+        f"{_lambda_text(fn)} raised {type(exc).__name__}: {exc} on the event at sync_time={int(batch.sync[i])} "
+        f"(batch position {i}) with payload {{{describe_row(values)}}}"
+    ) from exc
+
+
+class CompiledLambda:
+    """A user lambda compiled for one operator and one input schema."""
+
+    def __init__(self, fn, schema: pa.Schema | None, *, truth: bool, allow_record: bool = True):
+        self.fn = fn
+        self.truth = truth
+        self.node: Node | None = None
+        self.reason = ""
+        self.mode = "row"
+        self._events = 0
+        self._jit = None
+        self._jit_dtype = None
+        self._jit_failed = False
+        try:
+            self.node = translate(fn, allow_record=allow_record)
+        except Opaque as exc:
+            self.reason = str(exc)
+            return
+        if isinstance(self.node, Record) and truth:
+            self.node, self.reason = None, "a predicate must not return a record"
+            return
+        self.mode = "columnar"
+        if schema is not None:
+            self.check_schema(schema)
+
+    def check_schema(self, schema: pa.Schema) -> None:
+        """Type-check by evaluating over empty columns; switch to row mode if unsupported."""
+        if self.node is None:
+            return
+        empty = {f.name: pa.array([], type=f.type) for f in schema}
+        missing = self.node.columns() - set(empty)
+        if missing:
+            raise PlanError(
+                f"{_lambda_text(self.fn)} uses field(s) {sorted(missing)} not in the stream; "
+                f"fields are {schema.names}"
+            )
+        try:
+            ev = Evaluator(empty, 0)
+            for _, n in record_fields(self.node):
+                ev.truth(n) if self.truth else ev.eval(n)
+            self.mode = "columnar"
+        except Unsupported as exc:
+            self.mode, self.reason = "row", str(exc)
+        except Fallback:
+            pass
+
+    def describe(self) -> str:
+        if self.mode == "columnar":
+            jit_note = ", fused" if self._jit else ""
+            return f"columnar{jit_note}: {self.node}"
+        return f"row mode ({self.reason})"
+
+    # -- predicates -----------------------------------------------------------------
+    def mask(self, batch: EventBatch) -> np.ndarray:
+        """Truth of the lambda for each event of the batch (absent events: anything)."""
+        n = len(batch)
+        if self.mode == "columnar":
+            try:
+                return self._columnar_truth(batch, n)
+            except Fallback:
+                pass
+            except Unsupported as exc:
+                self.mode, self.reason = "row", str(exc)
+        return self._row_truth(batch)
+
+    def _columnar_truth(self, batch: EventBatch, n: int) -> np.ndarray:
+        if self._jit is not None:
+            try:
+                cols = {c: batch.columns[c].to_numpy(zero_copy_only=True) for c in self._jit_cols}
+                return self._jit(cols, n, np.bool_)
+            except (ZeroDivisionError, pa.ArrowInvalid):
+                raise Fallback("jit kernel error") from None
+        value = Evaluator(batch.columns, n).truth(self.node)
+        if not isinstance(value, np.ndarray):
+            value = np.full(n, bool(value))
+        self._count(batch, n)
+        return value
+
+    def _count(self, batch: EventBatch, n: int) -> None:
+        self._events += n
+        if self._jit is None and not self._jit_failed and self._events >= JIT_THRESHOLD:
+            self._try_jit(batch)
+
+    def _try_jit(self, batch: EventBatch) -> None:
+        node = self.node
+        dtypes = {}
+        for c in node.columns():
+            col = batch.columns[c]
+            if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+                self._jit_failed = True
+                return
+            dtypes[c] = np.dtype(col.type.to_pandas_dtype())
+        if not isinstance(node, Record) and jit.numeric_only(node, dtypes):
+            self._jit = jit.compile_kernel(node, dtypes, truth=self.truth)
+            self._jit_cols = sorted(dtypes)
+        else:
+            self._jit_failed = True
+
+    def _row_truth(self, batch: EventBatch) -> np.ndarray:
+        rows = rows_of(batch)
+        fn = self.fn
+        present = batch.present_mask()
+        out = np.zeros(len(rows), dtype=bool)
+        i = 0
+        try:
+            for i in np.flatnonzero(present).tolist():
+                out[i] = bool(fn(rows[i]))
+        except Exception as exc:
+            raise_row_error(fn, exc, batch, i, rows[i])
+        return out
+
+    # -- projections ----------------------------------------------------------------
+    def project(self, batch: EventBatch) -> dict[str, pa.Array] | None:
+        """Output columns for every event of the batch, or None when it must go row by row."""
+        n = len(batch)
+        if self.mode == "columnar":
+            try:
+                ev = Evaluator(batch.columns, n)
+                out = {}
+                for name, node in record_fields(self.node):
+                    if isinstance(node, Col):
+                        out[name] = batch.columns[node.name]  # pointer swing: share the column
+                    else:
+                        out[name] = to_arrow_column(ev.eval(node), n)
+                return out
+            except Fallback:
+                return None
+            except Unsupported as exc:
+                self.mode, self.reason = "row", str(exc)
+        return None
+
+    def row_results(self, batch: EventBatch) -> list:
+        rows = rows_of(batch)
+        fn = self.fn
+        i = 0
+        try:
+            return [fn(r) for r in rows]
+        except Exception:
+            for i, r in enumerate(rows):
+                try:
+                    fn(r)
+                except Exception as exc:
+                    raise_row_error(fn, exc, batch, i, r)
+            raise
+
+    def project_rows(self, batch: EventBatch) -> dict[str, pa.Array]:
+        return records_to_columns(self.row_results(batch), self.output_types)
+
+    output_types: dict[str, pa.DataType] | None = None
+
+
+def records_to_columns(results: list, types: dict[str, pa.DataType] | None = None) -> dict[str, pa.Array]:
+    """Turn a list of per-row results (dicts, dataclasses, named tuples or scalars) into columns."""
+    if not results:
+        return {k: pa.array([], type=t) for k, t in (types or {}).items()}
+    first = results[0]
+    if isinstance(first, dict):
+        names = list(first)
+        cols = {k: [r[k] for r in results] for k in names}
+    elif hasattr(first, "_asdict"):
+        names = list(first._asdict())
+        cols = {k: [getattr(r, k) for r in results] for k in names}
+    elif hasattr(first, "__dataclass_fields__"):
+        names = list(first.__dataclass_fields__)
+        cols = {k: [getattr(r, k) for r in results] for k in names}
+    else:
+        cols = {"value": results}
+    out = {}
+    for k, values in cols.items():
+        t = (types or {}).get(k)
+        out[k] = pa.array(values, type=t) if t is not None else pa.array(values)
+    return out
+
+
+def is_identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)

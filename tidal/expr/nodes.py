@@ -1,0 +1,128 @@
+"""The expression tree that user lambdas are translated into.
+
+Nodes are small immutable dataclasses; kernels (``kernels.py``) evaluate them over the
+columns of a batch, and ``numba_codegen.py`` turns numeric trees into fused loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Node:
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def walk(self):
+        yield self
+        for c in self.children():
+            yield from c.walk()
+
+    def columns(self) -> set[str]:
+        return {n.name for n in self.walk() if isinstance(n, Col)}
+
+
+@dataclass(frozen=True)
+class Col(Node):
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const(Node):
+    value: object
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class BinOp(Node):
+    op: str  # + - * / // % ** & | ^ << >>
+    left: Node
+    right: Node
+
+    def children(self):
+        return (self.left, self.right)
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.op} {self.right})"
+
+
+@dataclass(frozen=True)
+class Unary(Node):
+    op: str  # - + not ~
+    operand: Node
+
+    def children(self):
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        sep = " " if self.op == "not" else ""
+        return f"({self.op}{sep}{self.operand})"
+
+
+@dataclass(frozen=True)
+class Compare(Node):
+    op: str  # == != < <= > >= in notin
+    left: Node
+    right: Node
+
+    def children(self):
+        return (self.left, self.right)
+
+    def __str__(self) -> str:
+        op = "not in" if self.op == "notin" else self.op
+        return f"({self.left} {op} {self.right})"
+
+
+@dataclass(frozen=True)
+class BoolOp(Node):
+    op: str  # and / or
+    operands: tuple[Node, ...]
+
+    def children(self):
+        return self.operands
+
+    def __str__(self) -> str:
+        return "(" + f" {self.op} ".join(map(str, self.operands)) + ")"
+
+
+@dataclass(frozen=True)
+class IfElse(Node):
+    cond: Node
+    then: Node
+    otherwise: Node
+
+    def children(self):
+        return (self.cond, self.then, self.otherwise)
+
+    def __str__(self) -> str:
+        return f"({self.then} if {self.cond} else {self.otherwise})"
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    func: str  # abs len min max float int str.upper str.lower str.strip str.startswith ...
+    args: tuple[Node, ...]
+
+    def children(self):
+        return self.args
+
+    def __str__(self) -> str:
+        return f"{self.func}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class Record(Node):
+    """A projection's result: output field name -> expression."""
+
+    fields: tuple[tuple[str, Node], ...]
+
+    def children(self):
+        return tuple(n for _, n in self.fields)
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(f"{k}: {v}" for k, v in self.fields) + "}"

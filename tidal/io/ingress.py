@@ -1,0 +1,266 @@
+"""Ingress: turn Arrow tables, pandas frames, numpy arrays and Python rows into event batches.
+
+Each input row becomes one event: a point ``[t, t+1)`` (default), an interval
+``[t, end)`` (with ``end=``), a start edge (``kind="start"``), or, with ``other=``, the
+physical event ``(sync_time, other_time)`` exactly as ``to_arrow()`` writes it.
+
+Policies: ``punctuate_every`` (ticks) inserts a punctuation each time sync time crosses a
+multiple of that many ticks; ``punctuate_every_events`` after every N events;
+``flush="punctuation"`` (default) pushes partial batches through at each punctuation,
+``flush="none"`` only when batches fill; ``on_completed="end_of_stream"`` (default)
+punctuates at infinity at the end, ``"flush"`` flushes, ``"none"`` does neither.
+
+Input must be in sync-time order; a row going back in time raises :class:`InputError`
+naming the row and both times. Numeric columns of Arrow input are passed on without copying.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import BatchSizer, EventBatch, concat_batches
+from ..core.errors import InputError, describe_row
+from ..core.messages import Completed, Flush, Punctuation
+from ..core.time import INFINITY, MIN_TIME, align_down
+from ..expr.compile import CompiledLambda
+
+KINDS = ("point", "interval", "start")
+
+
+@dataclass(frozen=True)
+class IngressPolicy:
+    punctuate_every: int | None = None
+    punctuate_every_events: int | None = None
+    flush: str = "punctuation"
+    on_completed: str = "end_of_stream"
+    batch_size: int | None = None
+    adaptive: bool = True
+
+    def __post_init__(self):
+        if self.flush not in ("punctuation", "none"):
+            raise ValueError(f"flush must be 'punctuation' or 'none', got {self.flush!r}")
+        if self.on_completed not in ("end_of_stream", "flush", "none"):
+            raise ValueError(f"on_completed must be 'end_of_stream', 'flush' or 'none', got {self.on_completed!r}")
+        for name in ("punctuate_every", "punctuate_every_events", "batch_size"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise ValueError(f"{name} must be positive, got {v}")
+
+    def sizer(self) -> BatchSizer:
+        from ..core.batch import DEFAULT_BATCH_SIZE
+
+        default = self.batch_size or DEFAULT_BATCH_SIZE
+        periodic = self.punctuate_every is not None or self.punctuate_every_events is not None
+        return BatchSizer(default=default, adaptive=self.adaptive and periodic)
+
+
+def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.ndarray:
+    """The int64 values of a time field or lambda for this record batch."""
+    if callable(spec):
+        lam = CompiledLambda(spec, rb.schema, truth=False, allow_record=False)
+        batch = EventBatch(np.zeros(rb.num_rows, np.int64), np.zeros(rb.num_rows, np.int64),
+                           {n: rb.column(i) for i, n in enumerate(rb.schema.names)})
+        cols = lam.project(batch) or lam.project_rows(batch)
+        arr = next(iter(cols.values()))
+        name = "the time lambda"
+    else:
+        if spec not in rb.schema.names:
+            raise InputError(f"{role} field {spec!r} not found; the input has fields {rb.schema.names}")
+        arr = rb.column(rb.schema.names.index(spec))
+        name = f"field {spec!r}"
+    if arr.null_count:
+        i = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+        row = {n: rb.column(j)[i].as_py() for j, n in enumerate(rb.schema.names)}
+        raise InputError(f"row {row_offset + i}: {role} ({name}) is null: {{{describe_row(row)}}}")
+    t = arr.type
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_duration(t):
+        arr = arr.view(pa.int64())
+    elif pa.types.is_integer(t):
+        if t != pa.int64():
+            arr = arr.cast(pa.int64())
+    else:
+        raise InputError(f"{role} ({name}) must be an integer or timestamp, got {t}")
+    return arr.to_numpy(zero_copy_only=True)
+
+
+def _check_order(sync: np.ndarray, previous: int, offset: int, rb: pa.RecordBatch, spec) -> None:
+    if len(sync) == 0:
+        return
+    if int(sync[0]) < previous:
+        bad = 0
+    else:
+        back = np.flatnonzero(sync[1:] < sync[:-1])
+        if not len(back):
+            return
+        bad = int(back[0]) + 1
+        previous = int(sync[bad - 1])
+    row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
+    field = spec if isinstance(spec, str) else "time lambda"
+    raise InputError(
+        f"row {offset + bad}: sync time {int(sync[bad])} ({field}) is earlier than the previous row's {previous}; "
+        f"input must be in time order: {{{describe_row(row)}}}"
+    )
+
+
+def arrow_messages(
+    batches: Callable[[], Iterable[pa.RecordBatch]],
+    time,
+    end=None,
+    other=None,
+    kind: str = "point",
+    policy: IngressPolicy = IngressPolicy(),
+) -> Iterator:
+    """Messages (batches, punctuations, flushes) for a sequence of record batches."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    sizer = policy.sizer()
+    pending: list[EventBatch] = []
+    count = 0
+    since_flush = 0
+    previous = MIN_TIME
+    offset = 0
+    last_punct = MIN_TIME
+    events_since_punct = 0
+
+    def take_pending():
+        nonlocal pending, count
+        out = concat_batches(pending) if pending else None
+        pending, count = [], 0
+        return out
+
+    for rb in batches():
+        if rb.num_rows == 0:
+            continue
+        sync = _time_column(rb, time, "time", offset)
+        _check_order(sync, previous, offset, rb, time)
+        if other is not None:
+            oth = _time_column(rb, other, "other", offset)
+        elif end is not None:
+            oth = _time_column(rb, end, "end", offset)
+            bad = np.flatnonzero(oth <= sync)
+            if len(bad):
+                i = int(bad[0])
+                raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
+        elif kind == "start":
+            oth = np.full(len(sync), INFINITY, dtype=np.int64)
+        else:
+            oth = sync + 1
+        cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
+        batch = EventBatch(sync, oth, cols)
+        previous = int(sync[-1])
+        offset += len(sync)
+
+        # punctuation cut points inside this batch: (position, time)
+        cuts: list[tuple[int, int]] = []
+        if policy.punctuate_every:
+            grid = align_down(sync, policy.punctuate_every)
+            ups = np.flatnonzero(grid > np.concatenate([[last_punct], grid[:-1]]))
+            cuts += [(int(p), int(grid[p])) for p in ups if int(grid[p]) > last_punct]
+        if policy.punctuate_every_events:
+            n = policy.punctuate_every_events
+            first = n - events_since_punct
+            cuts += [(int(p), int(sync[p - 1])) for p in range(first, len(sync) + 1, n)]
+            events_since_punct = (events_since_punct + len(sync)) % n
+        cuts.sort()
+
+        start = 0
+        for pos, ptime in [*cuts, (len(sync), None)]:
+            if ptime is not None and ptime <= last_punct:
+                continue
+            while start < pos:
+                room = sizer.max_size - count
+                stop = min(pos, start + room)
+                piece = batch.slice(start, stop)
+                pending.append(piece)
+                count += len(piece)
+                since_flush += len(piece)
+                sizer.on_events(len(piece))
+                start = stop
+                if count >= sizer.max_size:
+                    yield take_pending()
+            if ptime is not None:
+                last_punct = ptime
+                if policy.flush == "punctuation":
+                    sizer.on_flush(since_flush)
+                    since_flush = 0
+                    if pending:
+                        yield take_pending()
+                yield Punctuation(ptime)
+    if pending:
+        yield take_pending()
+    if policy.on_completed == "end_of_stream":
+        yield Punctuation(INFINITY)
+    elif policy.on_completed == "flush":
+        yield Flush()
+    yield Completed()
+
+
+def table_batches(table: pa.Table | pa.RecordBatch, max_rows: int) -> Callable[[], Iterable[pa.RecordBatch]]:
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    return lambda: table.to_batches(max_chunksize=max_rows)
+
+
+def _record_fields(first) -> list[str] | None:
+    if isinstance(first, dict):
+        return None
+    if dataclasses.is_dataclass(first) and not isinstance(first, type):
+        return [f.name for f in dataclasses.fields(first)]
+    if hasattr(first, "_fields"):
+        return list(first._fields)
+    return None
+
+
+def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schema | None, chunk: int):
+    """Chunks of Python rows (dicts, tuples, named tuples, dataclasses) as record batches."""
+
+    def gen():
+        it = iter(rows)
+        offset = 0
+        fields = names
+        while True:
+            part = list(itertools.islice(it, chunk))
+            if not part:
+                return
+            first = part[0]
+            try:
+                if isinstance(first, dict):
+                    keys = list(schema.names) if schema else list(dict.fromkeys(k for r in part for k in r))
+                    _check_missing(part, keys, offset)
+                    rb = pa.RecordBatch.from_arrays(
+                        [pa.array([r[k] for r in part], type=schema.field(k).type if schema else None) for k in keys],
+                        names=keys)
+                else:
+                    fields = fields or _record_fields(first)
+                    if fields is None:
+                        raise InputError("rows are plain tuples: pass names=[...] to from_records")
+                    if dataclasses.is_dataclass(first):
+                        columns = [[getattr(r, f) for r in part] for f in fields]
+                    else:
+                        for i, r in enumerate(part):
+                            if len(r) != len(fields):
+                                raise InputError(f"row {offset + i}: has {len(r)} values, expected {len(fields)} "
+                                                 f"({fields}): {r!r}")
+                        columns = [list(c) for c in zip(*part, strict=True)]
+                    arrays = [pa.array(c, type=schema.field(f).type if schema else None)
+                              for f, c in zip(fields, columns, strict=True)]
+                    rb = pa.RecordBatch.from_arrays(arrays, names=fields)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise InputError(f"rows {offset}..{offset + len(part) - 1}: cannot convert to columns: {exc}") from exc
+            offset += len(part)
+            yield rb
+
+    return gen
+
+
+def _check_missing(part: list[dict], names: list[str], offset: int) -> None:
+    for i, r in enumerate(part):
+        if len(r) < len(names) or any(n not in r for n in names):
+            missing = [n for n in names if n not in r]
+            raise InputError(f"row {offset + i}: missing field(s) {missing}: {{{describe_row(r)}}}")

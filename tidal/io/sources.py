@@ -1,0 +1,150 @@
+"""User-facing constructors of streams from in-memory data: Arrow, pandas, numpy, Python rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import DEFAULT_BATCH_SIZE
+from ..core.errors import InputError
+from ..stream.plan import Properties, SourceNode
+from ..stream.streamable import Stream
+from .ingress import IngressPolicy, arrow_messages, records_to_batches, table_batches
+
+
+def _props(kind: str, end, other) -> Properties:
+    if other is not None or end is not None:
+        return Properties()
+    if kind == "start":
+        return Properties(start_edge_only=True)
+    return Properties(constant_duration=1)
+
+
+def _describe(origin: str, kind: str, end, other, policy: IngressPolicy) -> str:
+    shape = "physical events" if other is not None else ("intervals" if end is not None else f"{kind} events")
+    parts = [origin, shape, f"batch size {policy.batch_size or DEFAULT_BATCH_SIZE}"]
+    if policy.punctuate_every:
+        parts.append(f"punctuate every {policy.punctuate_every} ticks")
+    if policy.punctuate_every_events:
+        parts.append(f"punctuate every {policy.punctuate_every_events} events")
+    return ", ".join(parts)
+
+
+def _stream(batches, schema, origin, time, end, other, kind, policy) -> Stream:
+    def open_messages():
+        return arrow_messages(batches, time, end=end, other=other, kind=kind, policy=policy)
+
+    node = SourceNode(open_messages, schema, _props(kind, end, other), _describe(origin, kind, end, other, policy))
+    return Stream(node)
+
+
+def _check_field(schema: pa.Schema, spec, role: str) -> None:
+    if isinstance(spec, str) and spec not in schema.names:
+        raise InputError(f"{role} field {spec!r} not found; the input has fields {schema.names}")
+
+
+def from_arrow(
+    data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch],
+    time,
+    end=None,
+    *,
+    other=None,
+    kind: str = "point",
+    punctuate_every: int | None = None,
+    punctuate_every_events: int | None = None,
+    flush: str = "punctuation",
+    on_completed: str = "end_of_stream",
+    batch_size: int | None = None,
+    adaptive_batching: bool = True,
+) -> Stream:
+    """A stream over an Arrow table (or record batches), one event per row.
+
+    ``time`` (and ``end`` for intervals) name an integer or timestamp field, or are a lambda
+    over a row. ``other=`` reads physical events (``sync_time``/``other_time`` as written by
+    ``to_arrow``). Numeric columns are not copied.
+    """
+    policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
+    size = batch_size or DEFAULT_BATCH_SIZE
+    if isinstance(data, pa.Table | pa.RecordBatch):
+        schema = data.schema
+        batches = table_batches(data, size)
+    else:
+        materialised = list(data)
+        if not materialised:
+            raise InputError("from_arrow: no record batches given")
+        schema = materialised[0].schema
+        batches = table_batches(pa.Table.from_batches(materialised), size)
+    for spec, role in ((time, "time"), (end, "end"), (other, "other")):
+        _check_field(schema, spec, role)
+    if other is not None:
+        schema = pa.schema([f for f in schema if f.name not in (time, other)])
+        inner = batches
+        batches = lambda: (rb.select([n for n in rb.schema.names if n not in (time, other)] + [time, other])  # noqa: E731
+                           for rb in inner())
+        return _stream_physical(batches, schema, time, other, policy)
+    return _stream(batches, schema, "arrow", time, end, other, kind, policy)
+
+
+def _stream_physical(batches, schema, time, other, policy) -> Stream:
+    def open_messages():
+        def strip():
+            for rb in batches():
+                yield rb
+        return _physical_messages(strip, time, other, policy)
+
+    return Stream(SourceNode(open_messages, schema, Properties(), _describe("arrow", "point", None, other, policy)))
+
+
+def _physical_messages(batches, time, other, policy):
+    from ..core.batch import EventBatch
+
+    for msg in arrow_messages(batches, time, other=other, policy=policy):
+        if isinstance(msg, EventBatch):
+            msg = msg.replace(columns={k: v for k, v in msg.columns.items() if k not in (time, other)})
+        yield msg
+
+
+def from_pandas(df, time, end=None, **options) -> Stream:
+    """A stream over a pandas DataFrame (converted to Arrow once; see :func:`from_arrow`)."""
+    return from_arrow(pa.Table.from_pandas(df, preserve_index=False), time, end, **options)
+
+
+def from_numpy(columns: dict[str, np.ndarray], time, end=None, **options) -> Stream:
+    """A stream over a dict of equal-length numpy arrays (numeric arrays are not copied)."""
+    return from_arrow(pa.table({k: pa.array(v) for k, v in columns.items()}), time, end, **options)
+
+
+def from_records(
+    rows: Iterable,
+    time,
+    end=None,
+    *,
+    names: list[str] | None = None,
+    schema: pa.Schema | None = None,
+    kind: str = "point",
+    punctuate_every: int | None = None,
+    punctuate_every_events: int | None = None,
+    flush: str = "punctuation",
+    on_completed: str = "end_of_stream",
+    batch_size: int | None = None,
+    adaptive_batching: bool = True,
+) -> Stream:
+    """A stream over Python rows: dicts, named tuples, dataclasses, or tuples with ``names=``.
+
+    Rows are read lazily in chunks of the batch size, so ``rows`` may be a generator (then
+    the stream can be run once). The payload schema is inferred from the data unless given.
+    """
+    policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
+    if isinstance(rows, list | tuple) and rows:
+        first_batch = next(iter(records_to_batches(rows[:1], names, schema, 1)()))
+        inferred = schema or first_batch.schema
+        if schema is None and len(rows) > 1:
+            inferred = None  # types may widen across rows (int then float, None then str)
+        for spec, role in ((time, "time"), (end, "end")):
+            _check_field(first_batch.schema, spec, role)
+    else:
+        inferred = schema
+    batches = records_to_batches(rows, names, schema, batch_size or DEFAULT_BATCH_SIZE)
+    return _stream(batches, inferred, "records", time, end, None, kind, policy)

@@ -1,0 +1,190 @@
+"""Logical plan nodes, stream properties, and the runtime that executes a plan.
+
+A :class:`PlanNode` knows its inputs, its payload schema (``None`` when only known at run
+time), its stream properties, and how to make its physical operator. Executing a plan
+builds one physical operator per node (a node consumed twice is built once: that is a
+multicast), connects them, and drives the sources in sync-time order: the source whose
+next message is earliest goes first, so two-input operators buffer little.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.messages import Completed, Flush, LowWatermark, Punctuation
+from ..core.time import INFINITY
+from ..ops.base import Consumer, Operator, PassThrough
+
+
+@dataclass(frozen=True)
+class Properties:
+    """Compile-time facts about a stream that let operators pick faster variants.
+
+    * ``constant_duration``: every event is an interval of exactly this length.
+    * ``constant_hop``: ``(hop, offset)``: every start lies on this grid (windows).
+    * ``start_edge_only``: every event is a start edge (no ends ever come).
+    * ``grouping``: the grouping key fields, ``()`` when ungrouped.
+    """
+
+    constant_duration: int | None = None
+    constant_hop: tuple[int, int] | None = None
+    start_edge_only: bool = False
+    grouping: tuple[str, ...] = ()
+
+    def but(self, **changes) -> Properties:
+        return replace(self, **changes)
+
+    def describe(self) -> str:
+        parts = []
+        if self.constant_duration is not None:
+            parts.append(f"constant duration {self.constant_duration}")
+        if self.constant_hop is not None:
+            parts.append(f"constant hop {self.constant_hop[0]} (offset {self.constant_hop[1]})")
+        if self.start_edge_only:
+            parts.append("start edges only")
+        if self.grouping:
+            parts.append(f"grouped by {', '.join(self.grouping)}")
+        return "; ".join(parts) or "general"
+
+
+class PlanNode:
+    label = "node"
+
+    def __init__(self, inputs: tuple[PlanNode, ...], schema: pa.Schema | None, props: Properties):
+        self.inputs = inputs
+        self.schema = schema
+        self.props = props
+
+    def make(self) -> Operator:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return ""
+
+    def ports(self, op: Operator) -> list[Consumer]:
+        """Where each input connects on the physical operator."""
+        return list(getattr(op, "ports", [op] * len(self.inputs)))
+
+
+class OperatorNode(PlanNode):
+    """A node whose physical operator comes from a factory (most operators)."""
+
+    def __init__(self, label: str, inputs, schema, props, factory: Callable[[], Operator], detail: str = ""):
+        super().__init__(tuple(inputs), schema, props)
+        self.label = label
+        self.factory = factory
+        self.detail = detail
+        self._probe: Operator | None = None
+
+    def make(self) -> Operator:
+        return self.factory()
+
+    def describe(self) -> str:
+        if self._probe is None:
+            self._probe = self.factory()
+        variant = getattr(self._probe, "variant", "")
+        return ", ".join(x for x in (variant, self.detail) if x)
+
+
+class SourceNode(PlanNode):
+    label = "Ingress"
+
+    def __init__(self, open_messages: Callable[[], Iterator], schema, props, detail: str):
+        super().__init__((), schema, props)
+        self.open_messages = open_messages
+        self.detail = detail
+
+    def make(self) -> Operator:
+        return PassThrough()
+
+    def describe(self) -> str:
+        return self.detail
+
+
+def explain(root: PlanNode) -> str:
+    lines: list[str] = []
+    seen: dict[int, int] = {}
+
+    def visit(node: PlanNode, depth: int) -> None:
+        pad = "  " * depth + ("└─ " if depth else "")
+        if id(node) in seen:
+            lines.append(f"{pad}{node.label} (shared, see #{seen[id(node)]})")
+            return
+        seen[id(node)] = len(seen) + 1
+        schema = ", ".join(f"{f.name}: {f.type}" for f in node.schema) if node.schema is not None else "known at run time"
+        lines.append(f"{pad}#{seen[id(node)]} {node.label} [{node.describe()}]")
+        lines.append(f"{'  ' * depth}{'   ' if depth else ''}   properties: {node.props.describe()}; payload: {schema}")
+        for child in node.inputs:
+            visit(child, depth + 1)
+
+    visit(root, 0)
+    return "\n".join(lines)
+
+
+def execute(root: PlanNode, sink: Consumer) -> None:
+    """Build the physical DAG for ``root``, attach ``sink``, and run it to completion."""
+    built: dict[int, Operator] = {}
+    sources: list[tuple[SourceNode, Operator]] = []
+
+    def build(node: PlanNode) -> Operator:
+        if id(node) in built:
+            return built[id(node)]
+        op = node.make()
+        built[id(node)] = op
+        if isinstance(node, SourceNode):
+            sources.append((node, op))
+        for child, port in zip(node.inputs, node.ports(op), strict=True):
+            build(child).downstream.append(port)
+        return op
+
+    build(root).downstream.append(sink)
+    run_sources([(node.open_messages(), op) for node, op in sources])
+
+
+def _message_time(msg) -> int:
+    if isinstance(msg, EventBatch):
+        return int(msg.sync[0]) if len(msg) else -(2**63)
+    if isinstance(msg, Punctuation | LowWatermark):
+        return msg.time
+    return -(2**63)
+
+
+def run_sources(streams: list[tuple[Iterator, Operator]]) -> None:
+    """Drive the sources, always advancing the one whose next message is earliest."""
+    heap = []
+    for idx, (it, op) in enumerate(streams):
+        msg = next(it, None)
+        if msg is not None:
+            heapq.heappush(heap, (_message_time(msg), idx, msg))
+    while heap:
+        _, idx, msg = heapq.heappop(heap)
+        it, op = streams[idx]
+        deliver(op, msg)
+        if isinstance(msg, Completed):
+            continue
+        nxt = next(it, None)
+        if nxt is None:
+            op.on_completed()
+            continue
+        t = _message_time(nxt)
+        heapq.heappush(heap, (min(t, INFINITY), idx, nxt))
+
+
+def deliver(op: Consumer, msg) -> None:
+    if isinstance(msg, EventBatch):
+        op.on_batch(msg)
+    elif isinstance(msg, Punctuation):
+        op.on_punctuation(msg.time)
+    elif isinstance(msg, LowWatermark):
+        op.on_low_watermark(msg.time)
+    elif isinstance(msg, Flush):
+        op.on_flush()
+    elif isinstance(msg, Completed):
+        op.on_completed()
+    else:
+        raise TypeError(f"unknown message {msg!r}")
