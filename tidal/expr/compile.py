@@ -114,8 +114,7 @@ class CompiledLambda:
         missing = self.node.columns() - set(empty)
         if missing:
             raise PlanError(
-                f"{_lambda_text(self.fn)} uses field(s) {sorted(missing)} not in the stream; "
-                f"fields are {schema.names}"
+                f"{_lambda_text(self.fn)} uses field(s) {sorted(missing)} not in the stream; fields are {schema.names}"
             )
         try:
             ev = Evaluator(empty, 0)

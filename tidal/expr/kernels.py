@@ -29,8 +29,12 @@ class Fallback(Exception):
 
 
 def _is_str(v) -> bool:
-    return isinstance(v, str) or (isinstance(v, pa.Array) and pa.types.is_string(v.type) or
-                                  isinstance(v, pa.Array) and pa.types.is_large_string(v.type))
+    return isinstance(v, str) or (
+        isinstance(v, pa.Array)
+        and pa.types.is_string(v.type)
+        or isinstance(v, pa.Array)
+        and pa.types.is_large_string(v.type)
+    )
 
 
 def _is_num(v) -> bool:
@@ -75,18 +79,44 @@ def _ascii_only(v) -> None:
 
 
 _NUM_BINOPS = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "//": np.floor_divide,
-    "%": np.mod, "**": np.power, "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor,
-    "<<": np.left_shift, ">>": np.right_shift,
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "/": np.true_divide,
+    "//": np.floor_divide,
+    "%": np.mod,
+    "**": np.power,
+    "&": np.bitwise_and,
+    "|": np.bitwise_or,
+    "^": np.bitwise_xor,
+    "<<": np.left_shift,
+    ">>": np.right_shift,
 }
 _ARITH = frozenset({"+", "-", "*", "/", "//", "%", "**"})
-_CMP_NUM = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
-            ">=": np.greater_equal}
-_CMP_ARROW = {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
-              ">=": pc.greater_equal}
-_STR_UNARY = {"str.upper": pc.utf8_upper, "str.lower": pc.utf8_lower, "str.title": pc.utf8_title,
-              "str.strip": pc.utf8_trim_whitespace, "str.lstrip": pc.utf8_ltrim_whitespace,
-              "str.rstrip": pc.utf8_rtrim_whitespace}
+_CMP_NUM = {
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+}
+_CMP_ARROW = {
+    "==": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+_STR_UNARY = {
+    "str.upper": pc.utf8_upper,
+    "str.lower": pc.utf8_lower,
+    "str.title": pc.utf8_title,
+    "str.strip": pc.utf8_trim_whitespace,
+    "str.lstrip": pc.utf8_ltrim_whitespace,
+    "str.rstrip": pc.utf8_rtrim_whitespace,
+}
 
 
 class Evaluator:
@@ -166,8 +196,9 @@ class Evaluator:
                 a, b = _as_int_if_bool(a), _as_int_if_bool(b)
             if op in ("/", "//", "%") and _any_zero(b):
                 raise Fallback("division by zero")
-            if op == "**" and (isinstance(b, np.ndarray) and b.dtype.kind in "iu" and (b < 0).any()
-                               or isinstance(b, int) and b < 0):
+            if op == "**" and (
+                isinstance(b, np.ndarray) and b.dtype.kind in "iu" and (b < 0).any() or isinstance(b, int) and b < 0
+            ):
                 raise Fallback("negative integer power")
             if op in ("&", "|", "^", "<<", ">>") and (_float(a) or _float(b)):
                 raise Unsupported("bitwise operator on floats")

@@ -26,21 +26,49 @@ class Opaque(Exception):
 
 
 _BINOPS = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
 }
 _CMPOPS = {
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-    ast.In: "in", ast.NotIn: "notin",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.In: "in",
+    ast.NotIn: "notin",
 }
 _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not", ast.Invert: "~"}
 
 # Functions a lambda may call in columnar mode, by identity of the Python object.
 _KNOWN_FUNCS = {
-    id(builtins.abs): "abs", id(builtins.len): "len", id(builtins.min): "min", id(builtins.max): "max",
-    id(builtins.float): "float", id(builtins.int): "int", id(builtins.bool): "bool",
-    id(math.sqrt): "sqrt", id(np.sqrt): "sqrt", id(math.floor): "floor", id(math.ceil): "ceil",
-    id(np.abs): "abs", id(math.log): "log", id(np.log): "log", id(math.exp): "exp", id(np.exp): "exp",
+    id(builtins.abs): "abs",
+    id(builtins.len): "len",
+    id(builtins.min): "min",
+    id(builtins.max): "max",
+    id(builtins.float): "float",
+    id(builtins.int): "int",
+    id(builtins.bool): "bool",
+    id(math.sqrt): "sqrt",
+    id(np.sqrt): "sqrt",
+    id(math.floor): "floor",
+    id(math.ceil): "ceil",
+    id(np.abs): "abs",
+    id(math.log): "log",
+    id(np.log): "log",
+    id(math.exp): "exp",
+    id(np.exp): "exp",
 }
 _STR_METHODS = {"upper", "lower", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "title"}
 _SCALARS = (int, float, bool, str, type(None))

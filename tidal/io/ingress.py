@@ -64,8 +64,11 @@ def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.nda
     """The int64 values of a time field or lambda for this record batch."""
     if callable(spec):
         lam = CompiledLambda(spec, rb.schema, truth=False, allow_record=False)
-        batch = EventBatch(np.zeros(rb.num_rows, np.int64), np.zeros(rb.num_rows, np.int64),
-                           {n: rb.column(i) for i, n in enumerate(rb.schema.names)})
+        batch = EventBatch(
+            np.zeros(rb.num_rows, np.int64),
+            np.zeros(rb.num_rows, np.int64),
+            {n: rb.column(i) for i, n in enumerate(rb.schema.names)},
+        )
         cols = lam.project(batch) or lam.project_rows(batch)
         arr = next(iter(cols.values()))
         name = "the time lambda"
@@ -235,7 +238,8 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
                     _check_missing(part, keys, offset)
                     rb = pa.RecordBatch.from_arrays(
                         [pa.array([r[k] for r in part], type=schema.field(k).type if schema else None) for k in keys],
-                        names=keys)
+                        names=keys,
+                    )
                 else:
                     fields = fields or _record_fields(first)
                     if fields is None:
@@ -245,11 +249,14 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
                     else:
                         for i, r in enumerate(part):
                             if len(r) != len(fields):
-                                raise InputError(f"row {offset + i}: has {len(r)} values, expected {len(fields)} "
-                                                 f"({fields}): {r!r}")
+                                raise InputError(
+                                    f"row {offset + i}: has {len(r)} values, expected {len(fields)} ({fields}): {r!r}"
+                                )
                         columns = [list(c) for c in zip(*part, strict=True)]
-                    arrays = [pa.array(c, type=schema.field(f).type if schema else None)
-                              for f, c in zip(fields, columns, strict=True)]
+                    arrays = [
+                        pa.array(c, type=schema.field(f).type if schema else None)
+                        for f, c in zip(fields, columns, strict=True)
+                    ]
                     rb = pa.RecordBatch.from_arrays(arrays, names=fields)
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
                 raise InputError(f"rows {offset}..{offset + len(part) - 1}: cannot convert to columns: {exc}") from exc

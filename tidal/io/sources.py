@@ -81,8 +81,10 @@ def from_arrow(
     if other is not None:
         schema = pa.schema([f for f in schema if f.name not in (time, other)])
         inner = batches
-        batches = lambda: (rb.select([n for n in rb.schema.names if n not in (time, other)] + [time, other])  # noqa: E731
-                           for rb in inner())
+        batches = lambda: (
+            rb.select([n for n in rb.schema.names if n not in (time, other)] + [time, other])  # noqa: E731
+            for rb in inner()
+        )
         return _stream_physical(batches, schema, time, other, policy)
     return _stream(batches, schema, "arrow", time, end, other, kind, policy)
 
@@ -90,8 +92,8 @@ def from_arrow(
 def _stream_physical(batches, schema, time, other, policy) -> Stream:
     def open_messages():
         def strip():
-            for rb in batches():
-                yield rb
+            yield from batches()
+
         return _physical_messages(strip, time, other, policy)
 
     return Stream(SourceNode(open_messages, schema, Properties(), _describe("arrow", "point", None, other, policy)))

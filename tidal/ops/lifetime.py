@@ -202,7 +202,8 @@ class ClipDurationOp(LifetimeOp):
         other = np.where(interval, np.minimum(batch.other, batch.sync + self.limit), batch.other)
         out = batch.replace(other=other)
         if not (start.any() or end.any()):
-            return out
+            extra = self.edges.expire_before(self.progress, self._expire)
+            return concat_batches([out, *extra]) if extra else out
         # edges need per-edge state: a start edge is clipped by a synthetic end edge unless
         # its real end edge comes first
         absent = out.absent.copy() if out.absent is not None else np.zeros(len(out), bool)

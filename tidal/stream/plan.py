@@ -116,7 +116,9 @@ def explain(root: PlanNode) -> str:
             lines.append(f"{pad}{node.label} (shared, see #{seen[id(node)]})")
             return
         seen[id(node)] = len(seen) + 1
-        schema = ", ".join(f"{f.name}: {f.type}" for f in node.schema) if node.schema is not None else "known at run time"
+        schema = (
+            ", ".join(f"{f.name}: {f.type}" for f in node.schema) if node.schema is not None else "known at run time"
+        )
         lines.append(f"{pad}#{seen[id(node)]} {node.label} [{node.describe()}]")
         lines.append(f"{'  ' * depth}{'   ' if depth else ''}   properties: {node.props.describe()}; payload: {schema}")
         for child in node.inputs:
@@ -157,7 +159,7 @@ def _message_time(msg) -> int:
 def run_sources(streams: list[tuple[Iterator, Operator]]) -> None:
     """Drive the sources, always advancing the one whose next message is earliest."""
     heap = []
-    for idx, (it, op) in enumerate(streams):
+    for idx, (it, _op) in enumerate(streams):
         msg = next(it, None)
         if msg is not None:
             heapq.heappush(heap, (_message_time(msg), idx, msg))

@@ -106,15 +106,22 @@ class Stream:
         schema = self.schema
         probe = CompiledLambda(fn, schema, truth=False)
         out_schema = _projection_schema(probe, schema)
-        return self._derive("Select", lambda: SelectOp(CompiledLambda(fn, schema, truth=False)), schema=out_schema,
-                            props=self.properties.but(grouping=()))
+        return self._derive(
+            "Select",
+            lambda: SelectOp(CompiledLambda(fn, schema, truth=False)),
+            schema=out_schema,
+            props=self.properties.but(grouping=()),
+        )
 
     def _select_named(self, named: dict) -> Stream:
         # build a record lambda equivalent: each value is a field name or a one-row lambda
         schema = self.schema
         parts = dict(named)
-        compiled = {k: CompiledLambda(v, schema, truth=False, allow_record=False)
-                    for k, v in parts.items() if not isinstance(v, str)}
+        compiled = {
+            k: CompiledLambda(v, schema, truth=False, allow_record=False)
+            for k, v in parts.items()
+            if not isinstance(v, str)
+        }
         out_fields = []
         for k, v in named.items():
             if isinstance(v, str) and schema is not None:
@@ -126,14 +133,19 @@ class Stream:
                     break
                 out_fields.append(pa.field(k, s.field(0).type))
         out_schema = pa.schema(out_fields) if out_fields is not None else None
-        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema,
-                            props=self.properties.but(grouping=()))
+        return self._derive(
+            "Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=self.properties.but(grouping=())
+        )
 
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
         schema = self.schema
-        return self._derive("SelectMany", lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-                            schema=None, props=self.properties.but(constant_hop=self.properties.constant_hop))
+        return self._derive(
+            "SelectMany",
+            lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
+            schema=None,
+            props=self.properties.but(constant_hop=self.properties.constant_hop),
+        )
 
     # -- lifetimes --------------------------------------------------------------------
     def shift_lifetime(self, delta: int) -> Stream:
@@ -187,9 +199,7 @@ class Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""
         limit = _positive("limit", limit)
         cd = self.properties.constant_duration
-        props = self.properties.but(
-            constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False
-        )
+        props = self.properties.but(constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False)
         return self._derive("ClipDuration", lambda: ClipDurationOp(limit), props=props)
 
     def extend_lifetime(self, delta: int) -> Stream:
@@ -232,8 +242,9 @@ class Stream:
             start_edge_only=self.properties.start_edge_only and other.properties.start_edge_only,
             grouping=self.properties.grouping if self.properties.grouping == other.properties.grouping else (),
         )
-        return self._derive("Union", UnionOp, schema=a if a is not None else b, props=props,
-                            inputs=(self._node, other._node))
+        return self._derive(
+            "Union", UnionOp, schema=a if a is not None else b, props=props, inputs=(self._node, other._node)
+        )
 
     def multicast(self, fn=None):
         """Share this stream between several consumers in one query (built and run once).
@@ -297,8 +308,10 @@ class _NamedSelectOp(SelectOp):
         from ..ops.base import Operator
 
         Operator.__init__(self)
-        self.parts = {k: v if isinstance(v, str) else CompiledLambda(v, schema, truth=False, allow_record=False)
-                      for k, v in parts.items()}
+        self.parts = {
+            k: v if isinstance(v, str) else CompiledLambda(v, schema, truth=False, allow_record=False)
+            for k, v in parts.items()
+        }
 
     @property
     def variant(self) -> str:

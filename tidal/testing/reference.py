@@ -1,0 +1,175 @@
+"""A plain, obviously-correct evaluator of tidal's operators on logical intervals.
+
+A stream here is a list of ``(start, end, payload)`` with ``payload`` a tuple in field
+order (``end`` is ``INFINITY`` for lifetimes that never end). Each operator is written
+straight from its definition, one event at a time, with no batching, edges or buffering,
+so the engine's results can be checked against it: two streams mean the same thing when
+their :func:`canonical` forms are equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..core.canonical import deltas_from_intervals, deltas_from_physical, layers
+from ..core.time import INFINITY
+from ..expr.compile import row_class
+
+
+def _floor(t: int, period: int, offset: int = 0) -> int:
+    return t - ((t - offset) % period)
+
+
+@dataclass
+class Reference:
+    """Logical intervals with field names; methods mirror :class:`tidal.Stream`."""
+
+    names: tuple[str, ...]
+    events: list[tuple[int, int, tuple]]
+
+    @classmethod
+    def points(cls, names, rows: list[tuple[int, tuple]]) -> Reference:
+        return cls(tuple(names), [(t, t + 1, p) for t, p in rows])
+
+    def _rows(self):
+        cls = row_class(self.names)
+        return [(s, e, cls._make(p)) for s, e, p in self.events]
+
+    def where(self, predicate) -> Reference:
+        return Reference(self.names, [(s, e, tuple(r)) for s, e, r in self._rows() if predicate(r)])
+
+    def select(self, fn) -> Reference:
+        out, names = [], None
+        for s, e, r in self._rows():
+            value = fn(r)
+            if not isinstance(value, dict):
+                value = {"value": value}
+            names = tuple(value)
+            out.append((s, e, tuple(value.values())))
+        return Reference(names or self.names, out)
+
+    def select_many(self, fn) -> Reference:
+        out, names = [], None
+        for s, e, r in self._rows():
+            for value in fn(r):
+                if not isinstance(value, dict):
+                    value = {"value": value}
+                names = tuple(value)
+                out.append((s, e, tuple(value.values())))
+        return Reference(names or self.names, out)
+
+    def _map(self, f) -> Reference:
+        out = []
+        for s, e, p in self.events:
+            for ns, ne in f(s, e):
+                if ne > ns:
+                    out.append((ns, ne, p))
+        return Reference(self.names, out)
+
+    def shift_lifetime(self, d: int) -> Reference:
+        return self._map(lambda s, e: [(s + d, e if e == INFINITY else e + d)])
+
+    def alter_lifetime(self, start=None, duration=None) -> Reference:
+        def f(s, e):
+            ns = s if start is None else int(start(s))
+            if duration is None:
+                return [(ns, INFINITY if e == INFINITY else ns + (e - s))]
+            d = duration if isinstance(duration, int) else int(duration(s))
+            return [(ns, ns + d)]
+
+        return self._map(f)
+
+    def alter_duration(self, d) -> Reference:
+        return self.alter_lifetime(duration=d)
+
+    def hopping_window(self, size: int, hop: int, offset: int = 0) -> Reference:
+        def f(s, e):
+            if hop > size and (s - offset) % hop >= size:
+                return []
+            ws = _floor(s, hop, offset)
+            if hop > size or size % hop == 0:
+                return [(ws, ws + size)]
+            return [(ws, _floor(s + size, hop, offset))]
+
+        return self._map(f)
+
+    def tumbling_window(self, size: int, offset: int = 0) -> Reference:
+        return self.hopping_window(size, size, offset)
+
+    def clip_duration(self, limit: int) -> Reference:
+        return self._map(lambda s, e: [(s, min(e, s + limit))])
+
+    def extend_lifetime(self, d: int) -> Reference:
+        return self._map(lambda s, e: [(s, e if e == INFINITY else e + d)])
+
+    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Reference:
+        hop = size if hop is None else hop
+        return self._map(
+            lambda s, e: [(_floor(s, hop, offset), INFINITY if e == INFINITY else _floor(e - 1, hop, offset) + size)]
+        )
+
+    def point_at_end(self) -> Reference:
+        return self._map(lambda s, e: [] if e == INFINITY else [(e, e + 1)])
+
+    def chop(self, period: int, offset: int = 0) -> Reference:
+        def f(s, e):
+            if e == INFINITY:
+                return [(s, e)]  # an open lifetime: the pieces are the same snapshots
+            pieces, cur = [], s
+            while cur < e:
+                nxt = min(_floor(cur, period, offset) + period, e)
+                pieces.append((cur, nxt))
+                cur = nxt
+            return pieces
+
+        return self._map(f)
+
+    def union(self, other: Reference) -> Reference:
+        return Reference(self.names, self.events + other.events)
+
+    def canonical(self) -> list[tuple[int, int, tuple]]:
+        return layers(deltas_from_intervals(self.events))
+
+
+def intervals_of(result) -> list[tuple[int, int, tuple]]:
+    """Canonical layers of a Stream, a physical-events Arrow table, or a Reference."""
+    return canonical(result)
+
+
+def canonical(result) -> list[tuple[int, int, tuple]]:
+    if isinstance(result, Reference):
+        return result.canonical()
+    if hasattr(result, "to_arrow") and not isinstance(result, pa.Table):
+        result = result.to_arrow()
+    if isinstance(result, pa.Table):
+        names = [n for n in result.column_names if n not in ("sync_time", "other_time")]
+        cols = [result.column(n).to_pylist() for n in names]
+        payloads = list(zip(*cols, strict=True)) if cols else [()] * result.num_rows
+        return layers(
+            deltas_from_physical(
+                result.column("sync_time").to_pylist(), result.column("other_time").to_pylist(), payloads
+            )
+        )
+    return layers(deltas_from_intervals(result))
+
+
+def assert_same_snapshots(actual, expected) -> None:
+    """Fail unless both have the same snapshot at every instant (shows the first difference)."""
+    a, b = canonical(actual), canonical(expected)
+    if a == b:
+        return
+    only_a = [x for x in a if x not in b][:5]
+    only_b = [x for x in b if x not in a][:5]
+    raise AssertionError(
+        f"snapshots differ: {len(a)} vs {len(b)} layers; only in actual: {only_a}; only in expected: {only_b}"
+    )
+
+
+def check_physical(table: pa.Table) -> None:
+    """Fail unless a physical result is well formed: sync times non-decreasing, every end edge matched."""
+    sync = table.column("sync_time").to_pylist()
+    if any(b < a for a, b in zip(sync, sync[1:], strict=False)):
+        raise AssertionError("sync times go backwards in the output")
+    canonical(table)  # raises if an end edge has no start
