@@ -10,7 +10,10 @@ from tidal.testing import assert_same_snapshots
 from tidal.testing.reference import check_physical
 
 OPS = {
-    "where": (lambda s: s.where(lambda e: e.v % 2 == 0 and e.k != 1), lambda r: r.where(lambda e: e.v % 2 == 0 and e.k != 1)),
+    "where": (
+        lambda s: s.where(lambda e: e.v % 2 == 0 and e.k != 1),
+        lambda r: r.where(lambda e: e.v % 2 == 0 and e.k != 1),
+    ),
     "where_row_mode": (
         lambda s: s.where(lambda e: _opaque(e.v)),
         lambda r: r.where(lambda e: _opaque(e.v)),

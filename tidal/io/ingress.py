@@ -104,7 +104,7 @@ def _check_order(sync: np.ndarray, previous: int, offset: int, rb: pa.RecordBatc
         bad = int(back[0]) + 1
         previous = int(sync[bad - 1])
     row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
-    field = spec if isinstance(spec, str) else "time lambda"
+    field = f"field {spec!r}" if isinstance(spec, str) else "time lambda"
     raise InputError(
         f"row {offset + bad}: sync time {int(sync[bad])} ({field}) is earlier than the previous row's {previous}; "
         f"input must be in time order: {{{describe_row(row)}}}"
@@ -189,9 +189,9 @@ def arrow_messages(
                     yield take_pending()
             if ptime is not None:
                 last_punct = ptime
+                sizer.on_flush(since_flush)  # adapt to the events seen between punctuations
+                since_flush = 0
                 if policy.flush == "punctuation":
-                    sizer.on_flush(since_flush)
-                    since_flush = 0
                     if pending:
                         yield take_pending()
                 yield Punctuation(ptime)

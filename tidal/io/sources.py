@@ -139,14 +139,13 @@ def from_records(
     the stream can be run once). The payload schema is inferred from the data unless given.
     """
     policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
+    chunk = batch_size or DEFAULT_BATCH_SIZE
+    inferred = schema
     if isinstance(rows, list | tuple) and rows:
-        first_batch = next(iter(records_to_batches(rows[:1], names, schema, 1)()))
+        # a materialised list: read the first chunk now so the plan knows its fields and types
+        first_batch = next(iter(records_to_batches(rows[:chunk], names, schema, chunk)()))
         inferred = schema or first_batch.schema
-        if schema is None and len(rows) > 1:
-            inferred = None  # types may widen across rows (int then float, None then str)
         for spec, role in ((time, "time"), (end, "end")):
             _check_field(first_batch.schema, spec, role)
-    else:
-        inferred = schema
     batches = records_to_batches(rows, names, schema, batch_size or DEFAULT_BATCH_SIZE)
     return _stream(batches, inferred, "records", time, end, None, kind, policy)

@@ -124,7 +124,10 @@ class Stream:
         }
         out_fields = []
         for k, v in named.items():
-            if isinstance(v, str) and schema is not None:
+            if isinstance(v, str):
+                if schema is None:
+                    out_fields = None
+                    break
                 out_fields.append(pa.field(k, schema.field(v).type))
             else:
                 s = _projection_schema(compiled[k], schema)
