@@ -11,6 +11,8 @@ expression has seen ``jit_threshold`` events. A batch whose data needs Python se
 from __future__ import annotations
 
 import collections
+import functools
+import gc
 import keyword
 from functools import lru_cache
 
@@ -58,10 +60,25 @@ def rows_of(batch: EventBatch, fields: list[str] | None = None):
     """Row objects for every event of ``batch`` (absent ones included; callers skip them)."""
     names = tuple(batch.columns) if fields is None else tuple(fields)
     cls = row_class(names)
-    cols = [batch.columns[n].to_pylist() for n in names]
+    cols = [_pylist(batch.columns[n]) for n in names]
     if not cols:
         return [cls() for _ in range(len(batch))]
-    return list(map(cls._make, zip(*cols, strict=True)))
+    make = functools.partial(tuple.__new__, cls)  # skips namedtuple's Python-level __new__
+    enabled = gc.isenabled()
+    gc.disable()  # a batch of fresh tuples would otherwise trigger repeated collections
+    try:
+        return list(map(make, zip(*cols, strict=True)))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _pylist(col: pa.Array) -> list:
+    """Python values of a column; numeric columns without nulls go through numpy (much faster)."""
+    t = col.type
+    if not col.null_count and (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+        return col.to_numpy(zero_copy_only=False).tolist()
+    return col.to_pylist()
 
 
 def _lambda_text(fn) -> str:
@@ -182,14 +199,21 @@ class CompiledLambda:
         rows = rows_of(batch)
         fn = self.fn
         present = batch.present_mask()
-        out = np.zeros(len(rows), dtype=bool)
         i = 0
         try:
+            if batch.absent is None:
+                return np.fromiter(map(bool, map(fn, rows)), dtype=bool, count=len(rows))
+            out = np.zeros(len(rows), dtype=bool)
             for i in np.flatnonzero(present).tolist():
                 out[i] = bool(fn(rows[i]))
-        except Exception as exc:
-            raise_row_error(fn, exc, batch, i, rows[i])
-        return out
+            return out
+        except Exception:
+            for i in np.flatnonzero(present).tolist():
+                try:
+                    fn(rows[i])
+                except Exception as exc:
+                    raise_row_error(fn, exc, batch, i, rows[i])
+            raise
 
     # -- projections ----------------------------------------------------------------
     def project(self, batch: EventBatch) -> dict[str, pa.Array] | None:
