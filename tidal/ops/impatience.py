@@ -54,42 +54,52 @@ _START, _STOP, _LIMIT, _TAIL = 0, 1, 2, 3
 
 
 @nb.njit(cache=True, nogil=True)
-def _compact_pool(pool_t, pool_r, meta, nruns, extra):
+def _compact_pool(pool_t, pool_r, spare_t, spare_r, meta, nruns, extra):
     """Copy every run into a fresh pool, each with capacity max(2 * live, _MIN_CAP).
 
-    ``extra`` is room that the caller is about to need on top of that."""
+    ``extra`` is room that the caller is about to need on top of that.  The spare pool (the one that
+    was compacted away last time) is reused when it is large enough, so memory is not re-faulted.
+    Returns (new pool times, new pool rows, used, new spare times, new spare rows)."""
     need = extra
     for i in range(nruns):
         live = meta[i, _STOP] - meta[i, _START]
         need += max(2 * live, _MIN_CAP)
-    size = max(2 * need, 64)
-    new_t = np.empty(size, dtype=np.int64)
-    new_r = np.empty(size, dtype=np.int64)
+    if spare_t.shape[0] >= need + need // 2 and spare_t.shape[0] <= 8 * need:
+        new_t = spare_t
+        new_r = spare_r
+    else:
+        size = max(2 * need, 64)
+        new_t = np.empty(size, dtype=np.int64)
+        new_r = np.empty(size, dtype=np.int64)
     pos = 0
     for i in range(nruns):
         s = meta[i, _START]
         live = meta[i, _STOP] - s
-        for j in range(live):
-            new_t[pos + j] = pool_t[s + j]
-            new_r[pos + j] = pool_r[s + j]
+        new_t[pos:pos + live] = pool_t[s:s + live]
+        new_r[pos:pos + live] = pool_r[s:s + live]
         meta[i, _START] = pos
         meta[i, _STOP] = pos + live
         cap = max(2 * live, _MIN_CAP)
         meta[i, _LIMIT] = pos + cap
         pos += cap
-    return new_t, new_r, pos
+    return new_t, new_r, pos, pool_t, pool_r
 
 
 @nb.njit(cache=True, nogil=True)
-def _push_kernel(times, row0, late_bound, late, pool_t, pool_r, used, meta, nruns, last_run):
-    """Place each element of ``times`` into a run.  Returns the (possibly reallocated) storage."""
+def _place(times, i0, row0, late_bound, late, pool_t, pool_r, used, meta, nruns, last_run):
+    """Place times[i0:] into runs until done or until storage must grow.
+
+    Never reassigns an array (keeps numba's reference counting out of the hot loop).  Returns
+    (next index, need, used, nruns, last_run): need == 0 when done, -1 when the run table is full,
+    otherwise the pool room required for the element at the returned index."""
     n = times.shape[0]
-    for i in range(n):
+    pool_size = pool_t.shape[0]
+    for i in range(i0, n):
         x = times[i]
         if x < late_bound:
             late[i] = True
             continue
-        # ---- choose the run: first run (lowest index) with tail <= x -----------------------------
+        # ---- choose the run: the first run (lowest index) with tail <= x -------------------------
         r = last_run
         if r < nruns and meta[r, _TAIL] <= x and (r == 0 or meta[r - 1, _TAIL] > x):
             pass  # speculation on the previously used run hit
@@ -108,39 +118,56 @@ def _push_kernel(times, row0, late_bound, late, pool_t, pool_r, used, meta, nrun
         if r == nruns:
             # ---- open a new run at the end --------------------------------------------------------
             if nruns == meta.shape[0]:
-                bigger = np.empty((2 * meta.shape[0], 4), dtype=np.int64)
-                bigger[:nruns] = meta[:nruns]
-                meta = bigger
-            if used + _MIN_CAP > pool_t.shape[0]:
-                pool_t, pool_r, used = _compact_pool(pool_t, pool_r, meta, nruns, _MIN_CAP)
+                return i, -1, used, nruns, last_run
+            if used + _MIN_CAP > pool_size:
+                return i, _MIN_CAP, used, nruns, last_run
             meta[r, _START] = used
             meta[r, _STOP] = used
             meta[r, _LIMIT] = used + _MIN_CAP
             used += _MIN_CAP
             nruns += 1
         elif meta[r, _STOP] == meta[r, _LIMIT]:
-            # ---- region full: relocate the run to the end of the pool with doubled capacity -------
+            # ---- region full: move the run to the end of the pool with doubled capacity -----------
             s = meta[r, _START]
             live = meta[r, _STOP] - s
             cap = max(2 * live, _MIN_CAP)
-            if used + cap > pool_t.shape[0]:
-                pool_t, pool_r, used = _compact_pool(pool_t, pool_r, meta, nruns, cap)
-                # compaction gave the run room to grow already
-            else:
-                for j in range(live):
-                    pool_t[used + j] = pool_t[s + j]
-                    pool_r[used + j] = pool_r[s + j]
-                meta[r, _START] = used
-                meta[r, _STOP] = used + live
-                meta[r, _LIMIT] = used + cap
-                used += cap
+            if used + cap > pool_size:
+                return i, cap, used, nruns, last_run
+            for j in range(live):
+                pool_t[used + j] = pool_t[s + j]
+                pool_r[used + j] = pool_r[s + j]
+            meta[r, _START] = used
+            meta[r, _STOP] = used + live
+            meta[r, _LIMIT] = used + cap
+            used += cap
         p = meta[r, _STOP]
         pool_t[p] = x
         pool_r[p] = row0 + i
         meta[r, _STOP] = p + 1
         meta[r, _TAIL] = x
         last_run = r
-    return pool_t, pool_r, used, meta, nruns, last_run
+    return n, 0, used, nruns, last_run
+
+
+@nb.njit(cache=True, nogil=True)
+def _push_kernel(times, row0, late_bound, late, pool_t, pool_r, spare_t, spare_r, used, meta, nruns,
+                 last_run):
+    """Place each element of ``times`` into a run.  Returns the (possibly reallocated) storage."""
+    i = 0
+    while True:
+        i, need, used, nruns, last_run = _place(times, i, row0, late_bound, late, pool_t, pool_r, used, meta,
+                                                nruns, last_run)
+        if need == 0:
+            break
+        if need < 0:
+            bigger = np.empty((2 * meta.shape[0], 4), dtype=np.int64)
+            bigger[:nruns] = meta[:nruns]
+            meta = bigger
+        else:
+            # compaction leaves room for `need` more and gives every run spare capacity
+            pool_t, pool_r, used, spare_t, spare_r = _compact_pool(pool_t, pool_r, spare_t, spare_r, meta,
+                                                                    nruns, need)
+    return pool_t, pool_r, spare_t, spare_r, used, meta, nruns, last_run
 
 
 @nb.njit(cache=True, nogil=True)
@@ -295,13 +322,15 @@ def _punctuate_kernel(t, pool_t, pool_r, meta, nruns, last_run):
 class ImpatienceSorter:
     """Incremental sorter of int64 times; see the module docstring for the guarantees."""
 
-    __slots__ = ("_pool_t", "_pool_r", "_used", "_meta", "_nruns", "_last_run", "_watermark", "_next_row",
-                 "_buffered")
+    __slots__ = ("_pool_t", "_pool_r", "_spare_t", "_spare_r", "_used", "_meta", "_nruns", "_last_run",
+                 "_watermark", "_next_row", "_buffered")
 
     def __init__(self, initial_capacity: int = 1024):
         cap = max(int(initial_capacity), 64)
         self._pool_t = np.empty(cap, dtype=np.int64)
         self._pool_r = np.empty(cap, dtype=np.int64)
+        self._spare_t = np.empty(0, dtype=np.int64)
+        self._spare_r = np.empty(0, dtype=np.int64)
         self._used = 0
         self._meta = np.empty((16, 4), dtype=np.int64)
         self._nruns = 0
@@ -323,9 +352,10 @@ class ImpatienceSorter:
         late = np.zeros(n, dtype=np.bool_)
         if n == 0:
             return late
-        (self._pool_t, self._pool_r, self._used, self._meta, self._nruns, self._last_run) = _push_kernel(
-            times, self._next_row, self._watermark, late, self._pool_t, self._pool_r, self._used,
-            self._meta, self._nruns, self._last_run)
+        (self._pool_t, self._pool_r, self._spare_t, self._spare_r, self._used, self._meta, self._nruns,
+         self._last_run) = _push_kernel(times, self._next_row, self._watermark, late, self._pool_t,
+                                        self._pool_r, self._spare_t, self._spare_r, self._used, self._meta,
+                                        self._nruns, self._last_run)
         self._next_row += n
         self._buffered += n - int(np.count_nonzero(late))
         return late
