@@ -27,7 +27,7 @@ If no run fits a new run is opened at the end.  On a punctuation each run gives 
 prefixes are merged two at a time, always the two shortest first (Huffman order).  The merge
 compares ``(time, row_id)`` so that ties keep arrival order whatever the merge tree looks like.
 
-Storage: all runs share one growable pool (parallel ``times`` / ``rows`` arrays).  Each run owns a
+Storage: all runs share one growable pool (a (2, capacity) array: times and row ids).  Each run owns a
 contiguous region ``[start, stop)`` with an allocation limit; a full region is relocated to the end of
 the pool with doubled capacity, and a full pool is compacted into a fresh one.  Per-element work (the
 placement loop, cutting and merging) runs in numba-compiled functions; Python only runs per batch and
@@ -54,35 +54,32 @@ _START, _STOP, _LIMIT, _TAIL = 0, 1, 2, 3
 
 
 @nb.njit(cache=True, nogil=True)
-def _compact_pool(pool_t, pool_r, spare_t, spare_r, meta, nruns, extra):
+def _compact_pool(pool, spare, meta, nruns, extra):
     """Copy every run into a fresh pool, each with capacity max(2 * live, _MIN_CAP).
 
-    ``extra`` is room that the caller is about to need on top of that.  The spare pool (the one that
-    was compacted away last time) is reused when it is large enough, so memory is not re-faulted.
-    Returns (new pool times, new pool rows, used, new spare times, new spare rows)."""
+    Pools are (2, size) arrays: row 0 times, row 1 row ids.  ``extra`` is room that the caller is about
+    to need on top of that.  The spare pool (the one compacted away last time) is reused when its size
+    fits, so memory is not faulted in again.  Returns (new pool, used, new spare)."""
     need = extra
     for i in range(nruns):
         live = meta[i, _STOP] - meta[i, _START]
         need += max(2 * live, _MIN_CAP)
-    if spare_t.shape[0] >= need + need // 2 and spare_t.shape[0] <= 8 * need:
-        new_t = spare_t
-        new_r = spare_r
+    if spare.shape[1] >= need + need // 2 and spare.shape[1] <= 8 * need:
+        new = spare
     else:
-        size = max(2 * need, 64)
-        new_t = np.empty(size, dtype=np.int64)
-        new_r = np.empty(size, dtype=np.int64)
+        new = np.empty((2, max(2 * need, 64)), dtype=np.int64)
     pos = 0
     for i in range(nruns):
         s = meta[i, _START]
         live = meta[i, _STOP] - s
-        new_t[pos:pos + live] = pool_t[s:s + live]
-        new_r[pos:pos + live] = pool_r[s:s + live]
+        new[0, pos:pos + live] = pool[0, s:s + live]
+        new[1, pos:pos + live] = pool[1, s:s + live]
         meta[i, _START] = pos
         meta[i, _STOP] = pos + live
         cap = max(2 * live, _MIN_CAP)
         meta[i, _LIMIT] = pos + cap
         pos += cap
-    return new_t, new_r, pos, pool_t, pool_r
+    return new, pos, pool
 
 
 @nb.njit(cache=True, nogil=True)
@@ -149,14 +146,20 @@ def _place(times, i0, row0, late_bound, late, pool_t, pool_r, used, meta, nruns,
     return n, 0, used, nruns, last_run
 
 
+# scalar state shared with the kernels: st = [used, nruns, last_run, next_row, watermark]
+_USED, _NRUNS, _LAST, _ROW0, _WM = 0, 1, 2, 3, 4
+
+
 @nb.njit(cache=True, nogil=True)
-def _push_kernel(times, row0, late_bound, late, pool_t, pool_r, spare_t, spare_r, used, meta, nruns,
-                 last_run):
-    """Place each element of ``times`` into a run.  Returns the (possibly reallocated) storage."""
+def _push_kernel(times, late, pool, spare, meta, st):
+    """Place each element of ``times`` into a run.  Returns the (possibly reallocated) pool, spare, meta."""
+    used = st[_USED]
+    nruns = st[_NRUNS]
+    last_run = st[_LAST]
     i = 0
     while True:
-        i, need, used, nruns, last_run = _place(times, i, row0, late_bound, late, pool_t, pool_r, used, meta,
-                                                nruns, last_run)
+        i, need, used, nruns, last_run = _place(times, i, st[_ROW0], st[_WM], late, pool[0], pool[1], used,
+                                                meta, nruns, last_run)
         if need == 0:
             break
         if need < 0:
@@ -165,9 +168,12 @@ def _push_kernel(times, row0, late_bound, late, pool_t, pool_r, spare_t, spare_r
             meta = bigger
         else:
             # compaction leaves room for `need` more and gives every run spare capacity
-            pool_t, pool_r, used, spare_t, spare_r = _compact_pool(pool_t, pool_r, spare_t, spare_r, meta,
-                                                                    nruns, need)
-    return pool_t, pool_r, spare_t, spare_r, used, meta, nruns, last_run
+            pool, used, spare = _compact_pool(pool, spare, meta, nruns, need)
+    st[_USED] = used
+    st[_NRUNS] = nruns
+    st[_LAST] = last_run
+    st[_ROW0] += times.shape[0]
+    return pool, spare, meta
 
 
 @nb.njit(cache=True, nogil=True)
@@ -228,10 +234,14 @@ def _merge2(at, ar, ao, an, bt, br, bo, bn, ot, orr):
 
 
 @nb.njit(cache=True, nogil=True)
-def _punctuate_kernel(t, pool_t, pool_r, meta, nruns, last_run):
+def _punctuate_kernel(t, pool, meta, st):
     """Cut the prefix <= t of every run, merge the prefixes in Huffman order, drop emptied runs.
 
-    Returns (out_times, out_rows, nruns, last_run)."""
+    Returns (out_times, out_rows); updates st."""
+    pool_t = pool[0]
+    pool_r = pool[1]
+    nruns = st[_NRUNS]
+    last_run = st[_LAST]
     # ---- find the head runs ----------------------------------------------------------------------
     hstart = np.empty(nruns, dtype=np.int64)
     hlen = np.empty(nruns, dtype=np.int64)
@@ -248,7 +258,7 @@ def _punctuate_kernel(t, pool_t, pool_r, meta, nruns, last_run):
         total += c
         meta[i, _START] = s + c
     if nh == 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), nruns, last_run
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     out_t = np.empty(total, dtype=np.int64)
     out_r = np.empty(total, dtype=np.int64)
     if nh == 1:
@@ -311,7 +321,11 @@ def _punctuate_kernel(t, pool_t, pool_r, meta, nruns, last_run):
             if i == last_run:
                 new_last = w
             w += 1
-    return out_t, out_r, w, new_last
+    st[_NRUNS] = w
+    st[_LAST] = new_last
+    if w == 0:
+        st[_USED] = 0  # the whole pool is free again
+    return out_t, out_r
 
 
 # --------------------------------------------------------------------------------------------------
@@ -322,20 +336,16 @@ def _punctuate_kernel(t, pool_t, pool_r, meta, nruns, last_run):
 class ImpatienceSorter:
     """Incremental sorter of int64 times; see the module docstring for the guarantees."""
 
-    __slots__ = ("_pool_t", "_pool_r", "_spare_t", "_spare_r", "_used", "_meta", "_nruns", "_last_run",
-                 "_watermark", "_next_row", "_buffered")
+    __slots__ = ("_pool", "_spare", "_meta", "_st", "_watermark", "_next_row", "_buffered")
 
     def __init__(self, initial_capacity: int = 1024):
         cap = max(int(initial_capacity), 64)
-        self._pool_t = np.empty(cap, dtype=np.int64)
-        self._pool_r = np.empty(cap, dtype=np.int64)
-        self._spare_t = np.empty(0, dtype=np.int64)
-        self._spare_r = np.empty(0, dtype=np.int64)
-        self._used = 0
+        self._pool = np.empty((2, cap), dtype=np.int64)  # row 0: times, row 1: row ids
+        self._spare = np.empty((2, 0), dtype=np.int64)
         self._meta = np.empty((16, 4), dtype=np.int64)
-        self._nruns = 0
-        self._last_run = 0
+        self._st = np.zeros(5, dtype=np.int64)  # used, nruns, last_run, next_row, watermark
         self._watermark = int(INT64_MIN)
+        self._st[_WM] = self._watermark
         self._next_row = 0
         self._buffered = 0
 
@@ -352,12 +362,13 @@ class ImpatienceSorter:
         late = np.zeros(n, dtype=np.bool_)
         if n == 0:
             return late
-        (self._pool_t, self._pool_r, self._spare_t, self._spare_r, self._used, self._meta, self._nruns,
-         self._last_run) = _push_kernel(times, self._next_row, self._watermark, late, self._pool_t,
-                                        self._pool_r, self._spare_t, self._spare_r, self._used, self._meta,
-                                        self._nruns, self._last_run)
+        self._pool, self._spare, self._meta = _push_kernel(times, late, self._pool, self._spare, self._meta,
+                                                           self._st)
         self._next_row += n
-        self._buffered += n - int(np.count_nonzero(late))
+        if self._watermark == INT64_MIN:
+            self._buffered += n
+        else:
+            self._buffered += n - int(np.count_nonzero(late))
         return late
 
     # -- release ----------------------------------------------------------------------------------
@@ -369,6 +380,7 @@ class ImpatienceSorter:
         t = int(t)
         if t > self._watermark:
             self._watermark = t
+            self._st[_WM] = t
         return self._release(t)
 
     def flush_all(self) -> tuple[np.ndarray, np.ndarray]:
@@ -376,14 +388,10 @@ class ImpatienceSorter:
         return self._release(int(INT64_MAX))
 
     def _release(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        if self._nruns == 0:
+        if self._buffered == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        out_t, out_r, self._nruns, self._last_run = _punctuate_kernel(
-            t, self._pool_t, self._pool_r, self._meta, self._nruns, self._last_run)
+        out_t, out_r = _punctuate_kernel(t, self._pool, self._meta, self._st)
         self._buffered -= out_t.shape[0]
-        if self._nruns == 0:
-            self._used = 0  # whole pool is free again
-            self._last_run = 0
         return out_t, out_r
 
     # -- introspection ----------------------------------------------------------------------------
@@ -394,7 +402,7 @@ class ImpatienceSorter:
 
     @property
     def num_runs(self) -> int:
-        return self._nruns
+        return int(self._st[_NRUNS])
 
     @property
     def watermark(self) -> int:
@@ -408,7 +416,7 @@ class ImpatienceSorter:
     # -- checkpointing ----------------------------------------------------------------------------
     def snapshot(self) -> dict:
         """State as plain numpy arrays and ints: the runs in placement order, concatenated."""
-        k = self._nruns
+        k = self.num_runs
         meta = self._meta[:k]
         lengths = (meta[:, _STOP] - meta[:, _START]).astype(np.int64)
         if k:
@@ -417,10 +425,10 @@ class ImpatienceSorter:
             idx = np.empty(0, dtype=np.int64)
         return {
             "version": 1,
-            "times": self._pool_t[idx].copy(),
-            "row_ids": self._pool_r[idx].copy(),
+            "times": self._pool[0, idx].copy(),
+            "row_ids": self._pool[1, idx].copy(),
             "run_lengths": lengths,
-            "last_run": int(self._last_run),
+            "last_run": int(self._st[_LAST]),
             "watermark": int(self._watermark),
             "next_row_id": int(self._next_row),
         }
@@ -443,17 +451,16 @@ class ImpatienceSorter:
             src = np.zeros(k, dtype=np.int64)
             src[1:] = np.cumsum(lengths)[:-1]
             for s, d, n in zip(src.tolist(), starts.tolist(), lengths.tolist(), strict=True):
-                self._pool_t[d:d + n] = times[s:s + n]
-                self._pool_r[d:d + n] = rows[s:s + n]
+                self._pool[0, d:d + n] = times[s:s + n]
+                self._pool[1, d:d + n] = rows[s:s + n]
         self._meta = np.empty((max(16, k), 4), dtype=np.int64)
         self._meta[:k, _START] = starts
         self._meta[:k, _STOP] = starts + lengths
         self._meta[:k, _LIMIT] = starts + caps
-        self._meta[:k, _TAIL] = self._pool_t[starts + lengths - 1] if k else 0
-        self._used = int(caps.sum())
-        self._nruns = k
-        self._last_run = int(state["last_run"]) if k else 0
+        self._meta[:k, _TAIL] = self._pool[0, starts + lengths - 1] if k else 0
         self._watermark = int(state["watermark"])
         self._next_row = int(state["next_row_id"])
+        last = int(state["last_run"]) if k else 0
+        self._st[:] = (int(caps.sum()), k, last, self._next_row, self._watermark)
         self._buffered = int(times.shape[0])
         return self
