@@ -1,0 +1,466 @@
+"""Impatience sort: incremental sorting of an out-of-order stream of int64 timestamps.
+
+Guarantees of :class:`ImpatienceSorter`:
+
+* Every pushed element receives a global row id: the number of elements pushed before it
+  (0, 1, 2, ... across all ``push`` calls, late elements included).  The sorter only moves
+  ``(time, row_id)`` pairs; callers gather payload columns with ``np.take(col, row_ids)``.
+* ``punctuate(t)`` releases every buffered element with ``time <= t`` in non-decreasing time order.
+  The release is stable: equal times come out in arrival (row id) order.  Across successive
+  punctuations the concatenated output is also non-decreasing and stable.
+* The *watermark* is the largest punctuation seen so far (initially ``INT64_MIN``).  A pushed element
+  with ``time < watermark`` is *late*: it can no longer be released in order, so it is never placed
+  into a run and never released.  ``push`` reports late elements through its returned mask; the
+  caller decides the policy (drop, adjust, side-output).  An element with ``time == watermark`` is
+  not late: it is buffered and released by the next punctuation (or ``flush_all``), which keeps the
+  output non-decreasing because everything already released has ``time <= watermark``.
+* Punctuations that go backwards are harmless: the watermark never decreases and such a call
+  releases nothing.
+* ``flush_all()`` releases everything (end of stream) without moving the watermark.
+
+Algorithm (Impatience sort, after Chandramouli et al., "Impatience is a Virtue", ICDE 2018):
+buffered elements live in sorted runs.  A new element goes to the first run (lowest index) whose
+last time ("tail") is ``<= time``; tails therefore stay strictly descending across runs, so the
+choice is a binary search, short-circuited by speculative checks of the run used last and of run 0.
+If no run fits a new run is opened at the end.  On a punctuation each run gives up its prefix with
+``time <= t`` (found by galloping search since runs are sorted), emptied runs are dropped, and the
+prefixes are merged two at a time, always the two shortest first (Huffman order).  The merge
+compares ``(time, row_id)`` so that ties keep arrival order whatever the merge tree looks like.
+
+Storage: all runs share one growable pool (a (2, capacity) array: times and row ids).  Each run owns a
+contiguous region ``[start, stop)`` with an allocation limit; a full region is relocated to the end of
+the pool with doubled capacity, and a full pool is compacted into a fresh one.  Per-element work (the
+placement loop, cutting and merging) runs in numba-compiled functions; Python only runs per batch and
+per punctuation.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numba as nb
+import numpy as np
+
+INT64_MIN = np.iinfo(np.int64).min
+INT64_MAX = np.iinfo(np.int64).max
+
+_MIN_CAP = 8  # smallest region given to a run in the pool
+# run metadata columns: meta[i] = (start, stop, limit, tail)
+_START, _STOP, _LIMIT, _TAIL = 0, 1, 2, 3
+
+# --------------------------------------------------------------------------------------------------
+# numba kernels
+# --------------------------------------------------------------------------------------------------
+
+
+@nb.njit(cache=True, nogil=True)
+def _compact_pool(pool, spare, meta, nruns, extra):
+    """Copy every run into a fresh pool, each with capacity max(2 * live, _MIN_CAP).
+
+    Pools are (2, size) arrays: row 0 times, row 1 row ids.  ``extra`` is room that the caller is about
+    to need on top of that.  The spare pool (the one compacted away last time) is reused when its size
+    fits, so memory is not faulted in again.  Returns (new pool, used, new spare)."""
+    need = extra
+    for i in range(nruns):
+        live = meta[i, _STOP] - meta[i, _START]
+        need += max(2 * live, _MIN_CAP)
+    if spare.shape[1] >= need + need // 2 and spare.shape[1] <= 8 * need:
+        new = spare
+    else:
+        new = np.empty((2, max(2 * need, 64)), dtype=np.int64)
+    pos = 0
+    for i in range(nruns):
+        s = meta[i, _START]
+        live = meta[i, _STOP] - s
+        new[0, pos:pos + live] = pool[0, s:s + live]
+        new[1, pos:pos + live] = pool[1, s:s + live]
+        meta[i, _START] = pos
+        meta[i, _STOP] = pos + live
+        cap = max(2 * live, _MIN_CAP)
+        meta[i, _LIMIT] = pos + cap
+        pos += cap
+    return new, pos, pool
+
+
+@nb.njit(cache=True, nogil=True)
+def _place(times, i0, row0, late_bound, late, pool_t, pool_r, used, meta, nruns, last_run):
+    """Place times[i0:] into runs until done or until storage must grow.
+
+    Never reassigns an array (keeps numba's reference counting out of the hot loop).  Returns
+    (next index, need, used, nruns, last_run): need == 0 when done, -1 when the run table is full,
+    otherwise the pool room required for the element at the returned index."""
+    n = times.shape[0]
+    pool_size = pool_t.shape[0]
+    for i in range(i0, n):
+        x = times[i]
+        if x < late_bound:
+            late[i] = True
+            continue
+        # ---- choose the run: the first run (lowest index) with tail <= x -------------------------
+        r = last_run
+        if r < nruns and meta[r, _TAIL] <= x and (r == 0 or meta[r - 1, _TAIL] > x):
+            pass  # speculation on the previously used run hit
+        elif nruns == 0 or meta[0, _TAIL] <= x:
+            r = 0
+        else:
+            lo = 1
+            hi = nruns
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if meta[mid, _TAIL] <= x:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            r = lo
+        if r == nruns:
+            # ---- open a new run at the end --------------------------------------------------------
+            if nruns == meta.shape[0]:
+                return i, -1, used, nruns, last_run
+            if used + _MIN_CAP > pool_size:
+                return i, _MIN_CAP, used, nruns, last_run
+            meta[r, _START] = used
+            meta[r, _STOP] = used
+            meta[r, _LIMIT] = used + _MIN_CAP
+            used += _MIN_CAP
+            nruns += 1
+        elif meta[r, _STOP] == meta[r, _LIMIT]:
+            # ---- region full: move the run to the end of the pool with doubled capacity -----------
+            s = meta[r, _START]
+            live = meta[r, _STOP] - s
+            cap = max(2 * live, _MIN_CAP)
+            if used + cap > pool_size:
+                return i, cap, used, nruns, last_run
+            for j in range(live):
+                pool_t[used + j] = pool_t[s + j]
+                pool_r[used + j] = pool_r[s + j]
+            meta[r, _START] = used
+            meta[r, _STOP] = used + live
+            meta[r, _LIMIT] = used + cap
+            used += cap
+        p = meta[r, _STOP]
+        pool_t[p] = x
+        pool_r[p] = row0 + i
+        meta[r, _STOP] = p + 1
+        meta[r, _TAIL] = x
+        last_run = r
+    return n, 0, used, nruns, last_run
+
+
+# scalar state shared with the kernels: st = [used, nruns, last_run, next_row, watermark]
+_USED, _NRUNS, _LAST, _ROW0, _WM = 0, 1, 2, 3, 4
+
+
+@nb.njit(cache=True, nogil=True)
+def _push_kernel(times, late, pool, spare, meta, st):
+    """Place each element of ``times`` into a run.  Returns the (possibly reallocated) pool, spare, meta."""
+    used = st[_USED]
+    nruns = st[_NRUNS]
+    last_run = st[_LAST]
+    i = 0
+    while True:
+        i, need, used, nruns, last_run = _place(times, i, st[_ROW0], st[_WM], late, pool[0], pool[1], used,
+                                                meta, nruns, last_run)
+        if need == 0:
+            break
+        if need < 0:
+            bigger = np.empty((2 * meta.shape[0], 4), dtype=np.int64)
+            bigger[:nruns] = meta[:nruns]
+            meta = bigger
+        else:
+            # compaction leaves room for `need` more and gives every run spare capacity
+            pool, used, spare = _compact_pool(pool, spare, meta, nruns, need)
+    st[_USED] = used
+    st[_NRUNS] = nruns
+    st[_LAST] = last_run
+    st[_ROW0] += times.shape[0]
+    return pool, spare, meta
+
+
+@nb.njit(cache=True, nogil=True)
+def _count_le(a, lo, hi, t):
+    """Number of elements of sorted a[lo:hi] that are <= t (galloping from lo, then binary search)."""
+    if hi <= lo or a[lo] > t:
+        return 0
+    if a[hi - 1] <= t:
+        return hi - lo
+    # a[lo] <= t < a[hi - 1]
+    step = 1
+    good = lo  # a[good] <= t
+    probe = lo + 1
+    while probe < hi - 1 and a[probe] <= t:
+        good = probe
+        step <<= 1
+        probe = lo + step
+    bad = min(probe, hi - 1)  # a[bad] > t
+    while bad - good > 1:
+        mid = (good + bad) >> 1
+        if a[mid] <= t:
+            good = mid
+        else:
+            bad = mid
+    return good + 1 - lo
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge2(at, ar, ao, an, bt, br, bo, bn, ot, orr):
+    """Stable merge by (time, row) of a[ao:ao+an] and b[bo:bo+bn] into ot/orr (from 0)."""
+    i = ao
+    j = bo
+    ie = ao + an
+    je = bo + bn
+    k = 0
+    while i < ie and j < je:
+        x = at[i]
+        y = bt[j]
+        if x < y or (x == y and ar[i] < br[j]):
+            ot[k] = x
+            orr[k] = ar[i]
+            i += 1
+        else:
+            ot[k] = y
+            orr[k] = br[j]
+            j += 1
+        k += 1
+    while i < ie:
+        ot[k] = at[i]
+        orr[k] = ar[i]
+        i += 1
+        k += 1
+    while j < je:
+        ot[k] = bt[j]
+        orr[k] = br[j]
+        j += 1
+        k += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _punctuate_kernel(t, pool, meta, st):
+    """Cut the prefix <= t of every run, merge the prefixes in Huffman order, drop emptied runs.
+
+    Returns (out_times, out_rows); updates st."""
+    pool_t = pool[0]
+    pool_r = pool[1]
+    nruns = st[_NRUNS]
+    last_run = st[_LAST]
+    # ---- find the head runs ----------------------------------------------------------------------
+    hstart = np.empty(nruns, dtype=np.int64)
+    hlen = np.empty(nruns, dtype=np.int64)
+    nh = 0
+    total = 0
+    for i in range(nruns):
+        s = meta[i, _START]
+        if pool_t[s] > t:  # runs are never empty, pool_t[s] is the run's head
+            continue
+        c = _count_le(pool_t, s, meta[i, _STOP], t)
+        hstart[nh] = s
+        hlen[nh] = c
+        nh += 1
+        total += c
+        meta[i, _START] = s + c
+    if nh == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    out_t = np.empty(total, dtype=np.int64)
+    out_r = np.empty(total, dtype=np.int64)
+    if nh == 1:
+        s = hstart[0]
+        for j in range(total):
+            out_t[j] = pool_t[s + j]
+            out_r[j] = pool_r[s + j]
+    elif nh == 2:
+        _merge2(pool_t, pool_r, hstart[0], hlen[0], pool_t, pool_r, hstart[1], hlen[1], out_t, out_r)
+    else:
+        # ---- Huffman merge: repeatedly merge the two shortest segments --------------------------
+        # segment id < nh: head run in the pool; id >= nh: merged array bufs[id - nh]
+        bufs_t = [np.empty(0, dtype=np.int64)]
+        bufs_r = [np.empty(0, dtype=np.int64)]
+        bufs_t.pop()
+        bufs_r.pop()
+        heap = [(hlen[i], i) for i in range(nh)]
+        heapq.heapify(heap)
+        while len(heap) > 2:
+            na, a = heapq.heappop(heap)
+            nb_, b = heapq.heappop(heap)
+            mt = np.empty(na + nb_, dtype=np.int64)
+            mr = np.empty(na + nb_, dtype=np.int64)
+            if a < nh:
+                at, ar, ao = pool_t, pool_r, hstart[a]
+            else:
+                at, ar, ao = bufs_t[a - nh], bufs_r[a - nh], 0
+            if b < nh:
+                bt, br, bo = pool_t, pool_r, hstart[b]
+            else:
+                bt, br, bo = bufs_t[b - nh], bufs_r[b - nh], 0
+            _merge2(at, ar, ao, na, bt, br, bo, nb_, mt, mr)
+            if a >= nh:  # free merged inputs early
+                bufs_t[a - nh] = np.empty(0, dtype=np.int64)
+                bufs_r[a - nh] = np.empty(0, dtype=np.int64)
+            if b >= nh:
+                bufs_t[b - nh] = np.empty(0, dtype=np.int64)
+                bufs_r[b - nh] = np.empty(0, dtype=np.int64)
+            bufs_t.append(mt)
+            bufs_r.append(mr)
+            heapq.heappush(heap, (na + nb_, nh + len(bufs_t) - 1))
+        na, a = heapq.heappop(heap)
+        nb_, b = heapq.heappop(heap)
+        if a < nh:
+            at, ar, ao = pool_t, pool_r, hstart[a]
+        else:
+            at, ar, ao = bufs_t[a - nh], bufs_r[a - nh], 0
+        if b < nh:
+            bt, br, bo = pool_t, pool_r, hstart[b]
+        else:
+            bt, br, bo = bufs_t[b - nh], bufs_r[b - nh], 0
+        _merge2(at, ar, ao, na, bt, br, bo, nb_, out_t, out_r)
+    # ---- drop emptied runs (order of the others is kept, so tails stay descending) --------------
+    w = 0
+    new_last = 0
+    for i in range(nruns):
+        if meta[i, _START] < meta[i, _STOP]:
+            if w != i:
+                meta[w] = meta[i]
+            if i == last_run:
+                new_last = w
+            w += 1
+    st[_NRUNS] = w
+    st[_LAST] = new_last
+    if w == 0:
+        st[_USED] = 0  # the whole pool is free again
+    return out_t, out_r
+
+
+# --------------------------------------------------------------------------------------------------
+# Python wrapper
+# --------------------------------------------------------------------------------------------------
+
+
+class ImpatienceSorter:
+    """Incremental sorter of int64 times; see the module docstring for the guarantees."""
+
+    __slots__ = ("_pool", "_spare", "_meta", "_st", "_watermark", "_next_row", "_buffered")
+
+    def __init__(self, initial_capacity: int = 1024):
+        cap = max(int(initial_capacity), 64)
+        self._pool = np.empty((2, cap), dtype=np.int64)  # row 0: times, row 1: row ids
+        self._spare = np.empty((2, 0), dtype=np.int64)
+        self._meta = np.empty((16, 4), dtype=np.int64)
+        self._st = np.zeros(5, dtype=np.int64)  # used, nruns, last_run, next_row, watermark
+        self._watermark = int(INT64_MIN)
+        self._st[_WM] = self._watermark
+        self._next_row = 0
+        self._buffered = 0
+
+    # -- ingest -----------------------------------------------------------------------------------
+    def push(self, times: np.ndarray) -> np.ndarray:
+        """Insert a batch of int64 times given in arrival order.
+
+        Returns a bool mask over the batch, True where the element is late (``time < watermark``);
+        late elements are not buffered.  Row ids are assigned to all elements, late ones included."""
+        times = np.ascontiguousarray(times, dtype=np.int64)
+        if times.ndim != 1:
+            raise ValueError("times must be one-dimensional")
+        n = times.shape[0]
+        late = np.zeros(n, dtype=np.bool_)
+        if n == 0:
+            return late
+        self._pool, self._spare, self._meta = _push_kernel(times, late, self._pool, self._spare, self._meta,
+                                                           self._st)
+        self._next_row += n
+        if self._watermark == INT64_MIN:
+            self._buffered += n
+        else:
+            self._buffered += n - int(np.count_nonzero(late))
+        return late
+
+    # -- release ----------------------------------------------------------------------------------
+    def punctuate(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Release every buffered element with ``time <= t``, sorted by (time, arrival).
+
+        Afterwards the watermark is ``max(watermark, t)`` and pushed times ``< watermark`` are late.
+        Returns ``(times, row_ids)`` as int64 arrays."""
+        t = int(t)
+        if t > self._watermark:
+            self._watermark = t
+            self._st[_WM] = t
+        return self._release(t)
+
+    def flush_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """Release everything that is buffered (end of stream).  The watermark is not changed."""
+        return self._release(int(INT64_MAX))
+
+    def _release(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._buffered == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        out_t, out_r = _punctuate_kernel(t, self._pool, self._meta, self._st)
+        self._buffered -= out_t.shape[0]
+        return out_t, out_r
+
+    # -- introspection ----------------------------------------------------------------------------
+    @property
+    def buffered(self) -> int:
+        """Number of elements currently held (pushed, not late, not yet released)."""
+        return self._buffered
+
+    @property
+    def num_runs(self) -> int:
+        return int(self._st[_NRUNS])
+
+    @property
+    def watermark(self) -> int:
+        """Largest punctuation seen so far (``INT64_MIN`` before the first one)."""
+        return self._watermark
+
+    @property
+    def next_row_id(self) -> int:
+        return self._next_row
+
+    # -- checkpointing ----------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """State as plain numpy arrays and ints: the runs in placement order, concatenated."""
+        k = self.num_runs
+        meta = self._meta[:k]
+        lengths = (meta[:, _STOP] - meta[:, _START]).astype(np.int64)
+        if k:
+            idx = np.concatenate([np.arange(s, e, dtype=np.int64) for s, e in meta[:, :2]])
+        else:
+            idx = np.empty(0, dtype=np.int64)
+        return {
+            "version": 1,
+            "times": self._pool[0, idx].copy(),
+            "row_ids": self._pool[1, idx].copy(),
+            "run_lengths": lengths,
+            "last_run": int(self._st[_LAST]),
+            "watermark": int(self._watermark),
+            "next_row_id": int(self._next_row),
+        }
+
+    @classmethod
+    def restore(cls, state: dict) -> ImpatienceSorter:
+        if int(state.get("version", 1)) != 1:
+            raise ValueError(f"unsupported ImpatienceSorter snapshot version {state['version']!r}")
+        times = np.asarray(state["times"], dtype=np.int64)
+        rows = np.asarray(state["row_ids"], dtype=np.int64)
+        lengths = np.asarray(state["run_lengths"], dtype=np.int64)
+        k = lengths.shape[0]
+        if int(lengths.sum()) != times.shape[0] or rows.shape != times.shape or (lengths <= 0).any():
+            raise ValueError("inconsistent ImpatienceSorter snapshot")
+        self = cls(initial_capacity=2 * times.shape[0] + _MIN_CAP * k)
+        caps = np.maximum(2 * lengths, _MIN_CAP)
+        starts = np.zeros(k, dtype=np.int64)
+        if k:
+            starts[1:] = np.cumsum(caps)[:-1]
+            src = np.zeros(k, dtype=np.int64)
+            src[1:] = np.cumsum(lengths)[:-1]
+            for s, d, n in zip(src.tolist(), starts.tolist(), lengths.tolist(), strict=True):
+                self._pool[0, d:d + n] = times[s:s + n]
+                self._pool[1, d:d + n] = rows[s:s + n]
+        self._meta = np.empty((max(16, k), 4), dtype=np.int64)
+        self._meta[:k, _START] = starts
+        self._meta[:k, _STOP] = starts + lengths
+        self._meta[:k, _LIMIT] = starts + caps
+        self._meta[:k, _TAIL] = self._pool[0, starts + lengths - 1] if k else 0
+        self._watermark = int(state["watermark"])
+        self._next_row = int(state["next_row_id"])
+        last = int(state["last_run"]) if k else 0
+        self._st[:] = (int(caps.sum()), k, last, self._next_row, self._watermark)
+        self._buffered = int(times.shape[0])
+        return self
