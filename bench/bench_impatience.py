@@ -352,8 +352,13 @@ def main(argv=None):
             for name, make in SORTERS.items():
                 ev, sec, rel = run_one(make, t, f, lat, budget)
                 rate = ev / sec
-                row["sorters"][name] = {"events": ev, "seconds": round(sec, 4), "events_per_s": rate,
-                                        "complete": ev == n, "released": rel}
+                row["sorters"][name] = {
+                    "events": ev,
+                    "seconds": round(sec, 4),
+                    "events_per_s": rate,
+                    "complete": ev == n,
+                    "released": rel,
+                }
                 cells.append(f"{rate / 1e6:12.2f}{'*' if ev < n else ' '}")
             rates = {k: v["events_per_s"] for k, v in row["sorters"].items()}
             best = max(v for k, v in rates.items() if k != "impatience")
@@ -365,15 +370,19 @@ def main(argv=None):
 
     ratios = np.array([r["ratio_impatience_vs_best"] for r in results])
     geo = np.exp(np.log(ratios).mean())
-    print(f"\nimpatience / best competitor: min {ratios.min():.2f}x, geo-mean {geo:.2f}x, "
-          f"max {ratios.max():.2f}x")
+    print(f"\nimpatience / best competitor: min {ratios.min():.2f}x, geo-mean {geo:.2f}x, max {ratios.max():.2f}x")
     out = {
         "benchmark": "impatience",
         "quick": bool(args.quick),
         "n": n,
         "budget_s": budget,
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "numba": nb.__version__,
-                    "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "numba": nb.__version__,
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
         "results": results,
     }
     if args.out:

@@ -76,8 +76,14 @@ def main(argv=None) -> int:
 
     def record(workload, engine, seconds, spread, events):
         results.append(
-            {"workload": workload, "engine": engine, "seconds": seconds, "spread_s": spread, "events": events,
-             "events_per_s": events / seconds}
+            {
+                "workload": workload,
+                "engine": engine,
+                "seconds": seconds,
+                "spread_s": spread,
+                "events": events,
+                "events_per_s": events / seconds,
+            }
         )
 
     # pass-through: ingress + egress of every event, no per-event work
@@ -88,8 +94,12 @@ def main(argv=None) -> int:
     # where
     record("where", "tidal", *timed(lambda: stream.where(sample).count(), args.repeat), n)
     record("where", "numpy", *timed(lambda: int(np.count_nonzero(cols["user_id"] % 100 < 5)), args.repeat), n)
-    record("where", "python loop", *timed(lambda: sum(1 for r in py_rows if r.user_id % 100 < 5), args.repeat),
-           len(py_rows))
+    record(
+        "where",
+        "python loop",
+        *timed(lambda: sum(1 for r in py_rows if r.user_id % 100 < 5), args.repeat),
+        len(py_rows),
+    )
 
     # where + select
     def np_where_select():
@@ -107,10 +117,18 @@ def main(argv=None) -> int:
 
     # row-mode fallback (an opaque function) against the same Python loop
     small_stream = tidal.from_arrow(small, time="ts")
-    record("where row mode", "tidal", *timed(lambda: small_stream.where(lambda e: opaque_sample(e.user_id)).count(),
-                                           args.repeat), len(py_rows))
-    record("where row mode", "python loop",
-           *timed(lambda: sum(1 for r in py_rows if opaque_sample(r.user_id)), args.repeat), len(py_rows))
+    record(
+        "where row mode",
+        "tidal",
+        *timed(lambda: small_stream.where(lambda e: opaque_sample(e.user_id)).count(), args.repeat),
+        len(py_rows),
+    )
+    record(
+        "where row mode",
+        "python loop",
+        *timed(lambda: sum(1 for r in py_rows if opaque_sample(r.user_id)), args.repeat),
+        len(py_rows),
+    )
 
     by = {(r["workload"], r["engine"]): r["events_per_s"] for r in results}
     print(f"{'workload':<16}{'engine':<18}{'events/s':>16}{'tidal/peer':>12}")
@@ -119,8 +137,13 @@ def main(argv=None) -> int:
         r["tidal_ratio"] = ratio
         print(f"{r['workload']:<16}{r['engine']:<18}{r['events_per_s']:>16,.0f}{ratio:>12.2f}")
     out = {
-        "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-                    "numpy": np.__version__, "pyarrow": pa.__version__},
+        "machine": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "numpy": np.__version__,
+            "pyarrow": pa.__version__,
+        },
         "events": n,
         "results": results,
     }

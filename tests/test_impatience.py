@@ -175,7 +175,7 @@ def test_large_against_numpy(cap):
     wm = INT64_MIN
     pos = 0
     for size in rng.integers(1, 3000, size=200):
-        b = t[pos:pos + size]
+        b = t[pos : pos + size]
         if b.size == 0:
             break
         late_all.append(s.push(b))
@@ -260,7 +260,7 @@ def test_batch_split_invariance(times, data):
     pos = 0
     while pos < len(t):
         n = data.draw(st.integers(1, 10))
-        split.push(t[pos:pos + n])
+        split.push(t[pos : pos + n])
         pos += n
     _same(split.flush_all(), ref)
     np.testing.assert_array_equal(ref[1], np.lexsort((np.arange(len(t)), t)))

@@ -40,7 +40,9 @@ def _demo(args) -> int:
     elapsed = time.perf_counter() - started
     windows = result.group_by(["sync_time", "ad_id"]).aggregate([([], "count_all")])
     top = windows.sort_by([("count_all", "descending")]).slice(0, 5)
-    print(f"{n:,} clicks in, {result.num_rows:,} sampled clicks out, {elapsed:.3f} s ({n / elapsed / 1e6:.1f} M events/s)")
+    print(
+        f"{n:,} clicks in, {result.num_rows:,} sampled clicks out, {elapsed:.3f} s ({n / elapsed / 1e6:.1f} M events/s)"
+    )
     print("busiest (window start, ad) pairs:")
     for row in top.to_pylist():
         print(f"  window at {row['sync_time'] / 1e6:>7.0f} s  ad {row['ad_id']:>4}  {row['count_all']} clicks")

@@ -72,8 +72,8 @@ def _compact_pool(pool, spare, meta, nruns, extra):
     for i in range(nruns):
         s = meta[i, _START]
         live = meta[i, _STOP] - s
-        new[0, pos:pos + live] = pool[0, s:s + live]
-        new[1, pos:pos + live] = pool[1, s:s + live]
+        new[0, pos : pos + live] = pool[0, s : s + live]
+        new[1, pos : pos + live] = pool[1, s : s + live]
         meta[i, _START] = pos
         meta[i, _STOP] = pos + live
         cap = max(2 * live, _MIN_CAP)
@@ -158,8 +158,9 @@ def _push_kernel(times, late, pool, spare, meta, st):
     last_run = st[_LAST]
     i = 0
     while True:
-        i, need, used, nruns, last_run = _place(times, i, st[_ROW0], st[_WM], late, pool[0], pool[1], used,
-                                                meta, nruns, last_run)
+        i, need, used, nruns, last_run = _place(
+            times, i, st[_ROW0], st[_WM], late, pool[0], pool[1], used, meta, nruns, last_run
+        )
         if need == 0:
             break
         if need < 0:
@@ -362,8 +363,7 @@ class ImpatienceSorter:
         late = np.zeros(n, dtype=np.bool_)
         if n == 0:
             return late
-        self._pool, self._spare, self._meta = _push_kernel(times, late, self._pool, self._spare, self._meta,
-                                                           self._st)
+        self._pool, self._spare, self._meta = _push_kernel(times, late, self._pool, self._spare, self._meta, self._st)
         self._next_row += n
         if self._watermark == INT64_MIN:
             self._buffered += n
@@ -451,8 +451,8 @@ class ImpatienceSorter:
             src = np.zeros(k, dtype=np.int64)
             src[1:] = np.cumsum(lengths)[:-1]
             for s, d, n in zip(src.tolist(), starts.tolist(), lengths.tolist(), strict=True):
-                self._pool[0, d:d + n] = times[s:s + n]
-                self._pool[1, d:d + n] = rows[s:s + n]
+                self._pool[0, d : d + n] = times[s : s + n]
+                self._pool[1, d : d + n] = rows[s : s + n]
         self._meta = np.empty((max(16, k), 4), dtype=np.int64)
         self._meta[:k, _START] = starts
         self._meta[:k, _STOP] = starts + lengths
