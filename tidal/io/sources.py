@@ -91,10 +91,7 @@ def from_arrow(
 
 def _stream_physical(batches, schema, time, other, policy) -> Stream:
     def open_messages():
-        def strip():
-            yield from batches()
-
-        return _physical_messages(strip, time, other, policy)
+        return _physical_messages(batches, time, other, policy)
 
     return Stream(SourceNode(open_messages, schema, Properties(), _describe("arrow", "point", None, other, policy)))
 

@@ -186,7 +186,18 @@ class AlterLifetimeOp(LifetimeOp):
         return batch.replace(sync=sync, other=other).with_absent(absent)
 
 
-class ClipDurationOp(LifetimeOp):
+class _EdgeStateOp(LifetimeOp):
+    """A lifetime operator that also keeps per-open-edge state (``self.edges``) in its snapshot."""
+
+    def snapshot(self) -> dict:
+        return {**super().snapshot(), "edges": self.edges.snapshot()}
+
+    def restore(self, state: dict) -> None:
+        super().restore(state)
+        self.edges.restore(state["edges"])
+
+
+class ClipDurationOp(_EdgeStateOp):
     name = "ClipDuration"
 
     def __init__(self, limit: int):
@@ -234,15 +245,8 @@ class ClipDurationOp(LifetimeOp):
             self.buffer.push(concat_batches(extra))
         super().on_completed()
 
-    def snapshot(self) -> dict:
-        return {**super().snapshot(), "edges": self.edges.snapshot()}
 
-    def restore(self, state: dict) -> None:
-        super().restore(state)
-        self.edges.restore(state["edges"])
-
-
-class ChopOp(LifetimeOp):
+class ChopOp(_EdgeStateOp):
     name = "Chop"
 
     def __init__(self, period: int, offset: int = 0):
@@ -294,13 +298,6 @@ class ChopOp(LifetimeOp):
             if extra:
                 self.buffer.push(concat_batches(extra))
         super().on_punctuation(time)
-
-    def snapshot(self) -> dict:
-        return {**super().snapshot(), "edges": self.edges.snapshot()}
-
-    def restore(self, state: dict) -> None:
-        super().restore(state)
-        self.edges.restore(state["edges"])
 
 
 class ExtendLifetimeOp(LifetimeOp):
