@@ -53,7 +53,16 @@ class Properties:
 
 
 class PlanNode:
+    """One operator of a logical plan.
+
+    ``partitioning`` tells a distributed backend what a node needs of its inputs' placement:
+    ``None`` for a stateless node (runs on any partition of its input); otherwise one entry per
+    input, each a tuple of payload field names the input must be hash-partitioned by so that
+    equal keys meet, or ``()`` when the whole input must be in one partition.
+    """
+
     label = "node"
+    partitioning: tuple[tuple[str, ...], ...] | None = None
 
     def __init__(self, inputs: tuple[PlanNode, ...], schema: pa.Schema | None, props: Properties):
         self.inputs = inputs
