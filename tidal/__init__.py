@@ -7,6 +7,7 @@ into columnar kernels. Start with :func:`from_arrow`, :func:`from_pandas` or
 method such as ``to_arrow()`` or ``to_intervals()``.
 """
 
+from . import agg
 from .core.errors import InputError, LambdaError, PlanError, TidalError
 from .core.time import INFINITY
 from .io.egress import Event
@@ -15,6 +16,7 @@ from .stream.plan import Properties
 from .stream.streamable import Stream
 
 __all__ = [
+    "agg",
     "INFINITY",
     "Event",
     "InputError",
