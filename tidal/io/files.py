@@ -146,7 +146,7 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     convert_opts = pv.ConvertOptions(
         include_columns=[raw(c) for c in columns] if columns is not None else None,
         null_values=[nulls] if nulls is not None else None,
-        strings_can_be_null=nulls is not None,
+        strings_can_be_null=True,  # an empty field is NULL, as in DuckDB
         column_types=None if schema is None else {raw(f.name): f.type for f in schema},
     )
     try:

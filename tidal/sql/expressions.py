@@ -4,8 +4,8 @@ A bound expression (a sqlglot tree whose columns name physical batch columns) is
 over a dict of Arrow arrays, one kernel call per node, never row by row. Scalars stay Arrow
 scalars and broadcast. SQL null rules follow from Arrow's: arithmetic and comparisons with a
 null give null, ``AND``/``OR`` use Kleene logic, a null predicate does not keep a row.
-Division follows DuckDB: ``/`` is floating point and a zero divisor gives null; ``//`` is
-integer division.
+Division follows DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` is
+integer division, where a zero divisor gives null.
 
 Errors name the expression: a type mismatch raises :class:`SqlTypeError` with the SQL text of
 the failing node, found at plan time by evaluating over empty columns of the input's types.
@@ -124,10 +124,16 @@ def _like_pattern(pattern: str, escape: str | None = None) -> str:
     return pattern
 
 
-class InValues(exp.Expression):
-    """``x IN (subquery)``: ``plan`` numbers a subquery whose result is materialised before the query runs."""
+IN_SUBQUERY = "in_subquery"
 
-    arg_types = {"this": True, "plan": True}
+
+def in_subquery(value: exp.Expression, key: int) -> exp.Expression:
+    """``value IN (subquery number key)``; the subquery's result is materialised before the query runs."""
+    return exp.Anonymous(this=IN_SUBQUERY, expressions=[value, exp.Literal.number(key)])
+
+
+def has_subquery(node: exp.Expression) -> bool:
+    return any(isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY for x in node.walk())
 
 
 class Evaluator:
@@ -141,12 +147,12 @@ class Evaluator:
         self.n = n
         self.subresults = subresults or {}
 
-    def e_InValues(self, node):
-        key = int(node.args["plan"].name)
+    def _in_subquery(self, node):
+        value, key = node.expressions[0], int(node.expressions[1].name)
         if key not in self.subresults:
             # at plan time (type checks) the subquery has not run: a boolean of the right length
             return pa.nulls(self.n, pa.bool_())
-        return self.in_array(self.eval(node.this), self.subresults[key])
+        return self.in_array(self.eval(value), self.subresults[key])
 
     def array(self, node: exp.Expression) -> pa.Array:
         """The expression's value for every row, as an Arrow array of length ``n``."""
@@ -224,9 +230,7 @@ class Evaluator:
         a, b = self._binary(node)
         if not (_numeric(_type(a)) and _numeric(_type(b))):
             raise SqlTypeError(f"type error in {node.sql()}: cannot divide {_type(a)} by {_type(b)}")
-        a, b = pc.cast(a, pa.float64()), pc.cast(b, pa.float64())
-        b = pc.if_else(pc.equal(b, 0.0), pa.scalar(None, pa.float64()), b)
-        return pc.divide(a, b)
+        return pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
 
     def e_IntDiv(self, node):
         a, b = self._binary(node)
@@ -470,7 +474,7 @@ class Evaluator:
         v = self.eval(node.this)
         nd = int(digits.name) if digits is not None else 0
         # SQL rounds half away from zero
-        return pc.round(v, ndigits=nd, round_mode="half_towards_infinity" if False else "half_away_from_zero")
+        return pc.round(v, ndigits=nd, round_mode="half_towards_infinity")
 
     def e_Floor(self, node):
         return pc.floor(self.eval(node.this))
@@ -552,6 +556,8 @@ class Evaluator:
     def e_Anonymous(self, node):
         name = node.name.lower()
         args = node.expressions
+        if name == IN_SUBQUERY:
+            return self._in_subquery(node)
         if name == "strlen":
             return pc.cast(pc.utf8_length(self.eval(args[0])), pa.int64())
         if name in ("epoch_us", "epoch_ms", "epoch"):

@@ -20,7 +20,7 @@ from sqlglot import exp
 from ..core.errors import PlanError
 from ..io.files import file_format, file_schema
 from .dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
-from .expressions import Evaluator, InValues, SqlTypeError, interval_micros, output_type
+from .expressions import Evaluator, SqlTypeError, has_subquery, in_subquery, interval_micros, output_type
 
 
 class Node:
@@ -514,14 +514,14 @@ class Builder:
                     raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
                 key = len(self.subplans)
                 self.subplans[key] = sub
-                return InValues(this=visit(e.this), plan=exp.Literal.number(key))
+                return in_subquery(visit(e.this), key)
             return None
 
         return _transform(expr.copy(), visit)
 
     def check(self, expr: exp.Expression, node: Node) -> pa.DataType | None:
         schema = node.schema()
-        if schema is None or expr.find(InValues):
+        if schema is None or has_subquery(expr):
             return None
         try:
             return output_type(expr, schema)

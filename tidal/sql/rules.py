@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from .expressions import Evaluator, InValues, scalar_to_sql
+from .expressions import Evaluator, has_subquery, scalar_to_sql
 from .logical import Aggregate, EventTime, Filter, Node, Project, Scan, Tumble, UnionAll, _col, _transform
 
 
@@ -25,9 +25,9 @@ def _map(node: Node, fn) -> Node:
 
 def _fold(expr: exp.Expression) -> exp.Expression:
     def visit(e):
-        if isinstance(e, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Star | InValues):
+        if isinstance(e, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Star) or has_subquery(e):
             return e
-        if e.find(exp.Column, InValues) is None and not isinstance(e, exp.Interval | exp.DataType):
+        if e.find(exp.Column) is None and not isinstance(e, exp.Interval | exp.DataType):
             try:
                 value = Evaluator({}, 0).eval(e)
             except Exception:
@@ -89,7 +89,7 @@ def push_filters(root: Node) -> Node:
         if isinstance(child, Project):
             renames = {n: e.name for n, e in child.exprs if isinstance(e, exp.Column)}
             parts = _conjuncts(node.condition)
-            movable = [p for p in parts if _columns(p) <= set(renames) and not p.find(InValues)]
+            movable = [p for p in parts if _columns(p) <= set(renames) and not has_subquery(p)]
             if not movable:
                 return node
             rest = [p for p in parts if p not in movable]
