@@ -84,7 +84,8 @@ def _status(stats) -> str:
 
     wm = stats.watermark
     wm_text = "end of input" if wm == INFINITY else ("none" if wm is None else str(wm))
-    return f"rows read: {stats.rows_read:,}  late rows: {stats.late:,}  skipped rows: {stats.skipped:,}  watermark: {wm_text}"
+    counts = f"rows read: {stats.rows_read:,}  late rows: {stats.late:,}  skipped rows: {stats.skipped:,}"
+    return f"{counts}  watermark: {wm_text}"
 
 
 def _query(args) -> int:
@@ -128,7 +129,8 @@ def _query(args) -> int:
                     raise SystemExit("tidal: --format parquet needs --output PATH")
                 pq.write_table(table, args.output)
             else:  # live-table on finite input shows its final redraw; batch-table the final state
-                out.write(_table_text(table, q.stats))
+                out.write(_table_text(table, q.stats).rstrip("\n") + "\n")
+        out.flush()
         if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped:
             print(_status(q.stats), file=sys.stderr)
     finally:

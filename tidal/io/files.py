@@ -40,6 +40,7 @@ FORMATS = {
     ".feather": "arrow",
 }
 # options accepted by read_csv(...) and friends, with the reader setting each one maps to
+SCHEMA_SAMPLE_BYTES = 1 << 20
 CSV_OPTIONS = {"sep", "delim", "delimiter", "header", "quote", "escape", "skip", "null", "nullstr"}
 
 
@@ -101,7 +102,11 @@ def _normalise_times(table: pa.Table) -> pa.Table:
 
 def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
     """1-based line of the first line equal to ``text`` (pyarrow does not always know it)."""
-    raw = data if isinstance(data, bytes) else open(data, "rb").read()
+    if isinstance(data, bytes):
+        raw = data
+    else:
+        with open(data, "rb") as fh:
+            raw = fh.read()
     want = text.encode()
     for i, line in enumerate(raw.splitlines()):
         if i == 0 and header:
@@ -131,8 +136,10 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     bad: list = []
 
     def on_invalid(row) -> str:
+        # always skip inside pyarrow (an error raised from here escapes as an unraisable exception);
+        # the first bad row is reported below when the user did not ask to skip
         bad.append(row)
-        return "skip" if on_error == "skip" else "error"
+        return "skip"
 
     parse_opts = pv.ParseOptions(
         delimiter=sep,
@@ -152,16 +159,16 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     try:
         table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
     except pa.ArrowInvalid as exc:
-        if bad:
-            row = bad[0]
-            data = source.getvalue() if isinstance(source, io.BytesIO) else source
-            line = row.number if row.number not in (None, -1) else _line_of(data, row.text, header)
-            column = min(row.expected_columns, row.actual_columns) + 1
-            raise InputError(
-                f"{path}: line {line}, column {column}: malformed row, expected {row.expected_columns} "
-                f"fields, got {row.actual_columns}: {row.text!r} (use --on-error skip to skip such rows)"
-            ) from None
         raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
+    if bad and on_error == "fail":
+        row = bad[0]
+        data = source.getvalue() if isinstance(source, io.BytesIO) else source
+        line = row.number if row.number not in (None, -1) else _line_of(data, row.text, header)
+        column = min(row.expected_columns, row.actual_columns) + 1
+        raise InputError(
+            f"{path}: line {line}, column {column}: malformed row, expected {row.expected_columns} "
+            f"fields, got {row.actual_columns}: {row.text!r} (use --on-error skip to skip such rows)"
+        )
     skipped_lines = []
     if bad:
         data = source.getvalue() if isinstance(source, io.BytesIO) else source
@@ -185,7 +192,8 @@ def read_file(
 
     ``options`` are the reader's settings (CSV: ``sep``, ``header``, ``quote``, ``escape``,
     ``skip``, ``null``); ``columns`` and ``predicate`` push a projection and a filter into
-    the read; ``schema`` (from :func:`file_schema`) fixes the CSV column types. ``on_error`` is ``"fail"`` or ``"skip"`` (malformed CSV rows).
+    the read; ``schema`` (from :func:`file_schema`) fixes the CSV column types.
+    ``on_error`` is ``"fail"`` or ``"skip"`` (malformed CSV rows).
     """
     if on_error not in ("fail", "skip"):
         raise InputError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
@@ -241,17 +249,26 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
     if fmt in ("csv", "tsv"):
         import pyarrow.csv as pv
 
-        # types are inferred from the first block; the full read then uses them for every row
+        # types are inferred from the first megabyte; the full read then uses them for every row
         sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
+        source = _open(path)
+        if isinstance(source, io.BytesIO):
+            head = source.getvalue()[:SCHEMA_SAMPLE_BYTES]
+        else:
+            with open(source, "rb") as fh:
+                head = fh.read(SCHEMA_SAMPLE_BYTES)
+        if len(head) == SCHEMA_SAMPLE_BYTES and b"\n" in head:
+            head = head[: head.rindex(b"\n") + 1]
         try:
-            reader = pv.open_csv(
-                _open(path),
+            sample = pv.read_csv(
+                io.BytesIO(head),
                 read_options=read_opts,
                 parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
+                convert_options=pv.ConvertOptions(strings_can_be_null=True),
             )
         except pa.ArrowInvalid as exc:
             raise InputError(f"{path}: {exc}") from None
-        schema = reader.schema
+        schema = sample.schema
         if not header:
             schema = pa.schema([pa.field(f"column{i}", f.type) for i, f in enumerate(schema)])
         return _normalise_times(schema.empty_table()).schema

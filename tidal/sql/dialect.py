@@ -85,7 +85,9 @@ def parse(sql: str) -> exp.Expression:
         # sqlglot's col points at the end of the offending token; put the caret at its start
         token = err.get("highlight") or ""
         start = max(1, col - len(token) + 1) if token else col
-        raise SqlSyntaxError(f"syntax error at line {line}, column {start}: {desc}\n{caret(sql, line, start)}") from None
+        raise SqlSyntaxError(
+            f"syntax error at line {line}, column {start}: {desc}\n{caret(sql, line, start)}"
+        ) from None
     except TokenError as exc:
         raise SqlSyntaxError(f"syntax error: {exc}") from None
     trees = [t for t in trees if t is not None]

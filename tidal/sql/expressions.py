@@ -382,8 +382,10 @@ class Evaluator:
         wrapped = "(?P<g0>" + re.sub(r"\((?!\?)", name_group, pattern) + ")"
         got = pc.extract_regex(v, wrapped)
         # DuckDB returns '' when nothing matches
-        return pc.fill_null(pc.if_else(pc.is_null(v), None, pc.struct_field(got, [group])), "") if len(v) else pa.array(
-            [], pa.string()
+        return (
+            pc.fill_null(pc.if_else(pc.is_null(v), None, pc.struct_field(got, [group])), "")
+            if len(v)
+            else pa.array([], pa.string())
         )
 
     def e_Case(self, node):
@@ -522,7 +524,9 @@ class Evaluator:
         start = int(node.args["start"].name) if node.args.get("start") is not None else 1
         length = node.args.get("length")
         begin = start - 1 if start > 0 else 0
-        stop = None if length is None else begin + int(length.name) if start > 0 else max(0, start - 1 + int(length.name))
+        stop = (
+            None if length is None else begin + int(length.name) if start > 0 else max(0, start - 1 + int(length.name))
+        )
         return pc.utf8_slice_codeunits(v, begin, stop)
 
     def e_Concat(self, node):
@@ -548,7 +552,11 @@ class Evaluator:
 
     def e_Right(self, node):
         n = int(node.expression.name)
-        return pc.utf8_slice_codeunits(self.eval(node.this), -n) if n else pc.utf8_slice_codeunits(self.eval(node.this), 0, 0)
+        return (
+            pc.utf8_slice_codeunits(self.eval(node.this), -n)
+            if n
+            else pc.utf8_slice_codeunits(self.eval(node.this), 0, 0)
+        )
 
     def e_Reverse(self, node):
         return pc.utf8_reverse(self.eval(node.this))
@@ -680,7 +688,14 @@ def pushable_predicate(node: exp.Expression) -> pc.Expression | None:
     if isinstance(node, exp.Not):
         a = pushable_predicate(node.this)
         return None if a is None else ~a
-    ops = {exp.EQ: "__eq__", exp.NEQ: "__ne__", exp.GT: "__gt__", exp.GTE: "__ge__", exp.LT: "__lt__", exp.LTE: "__le__"}
+    ops = {
+        exp.EQ: "__eq__",
+        exp.NEQ: "__ne__",
+        exp.GT: "__gt__",
+        exp.GTE: "__ge__",
+        exp.LT: "__lt__",
+        exp.LTE: "__le__",
+    }
     for cls, method in ops.items():
         if isinstance(node, cls):
             col, lit = node.this, node.expression

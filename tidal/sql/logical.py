@@ -187,7 +187,9 @@ class EventTime(Node):
         return replace(self, input=inputs[0])
 
     def describe(self) -> str:
-        return f"EventTime {self.time_field}, {self.generator}_watermark({', '.join(f'{k}={v}' for k, v in self.params)})"
+        return (
+            f"EventTime {self.time_field}, {self.generator}_watermark({', '.join(f'{k}={v}' for k, v in self.params)})"
+        )
 
 
 @dataclass(frozen=True)
@@ -483,7 +485,8 @@ class Builder:
             value = value.expressions[0]
         if isinstance(value, str):
             value = exp.column(value)
-        return self.bind(value, node).name
+        # the qualifier in DESCRIPTOR(e.time) names the table function's own alias: match the column name
+        return self.resolve(exp.column(value.name), node)
 
     # -- expressions -----------------------------------------------------------------------
     def resolve(self, column: exp.Column, node: Node) -> str:
@@ -605,7 +608,9 @@ class Builder:
                 hidden += 1
                 target = phys
             order.append((target, desc, o.args.get("nulls_first")))
-        project = Project(node, tuple(exprs), scope=out_scope + tuple((None, "") for _ in range(hidden)), types=tuple(types))
+        project = Project(
+            node, tuple(exprs), scope=out_scope + tuple((None, "") for _ in range(hidden)), types=tuple(types)
+        )
         root: Node = project
         if sel.args.get("distinct"):
             if hidden:
@@ -758,7 +763,11 @@ class Builder:
         new_order = []
         for o in order_exprs:
             key = o.this
-            if isinstance(key, exp.Column) and not key.table and any(_display(i).lower() == key.name.lower() for i in items):
+            if (
+                isinstance(key, exp.Column)
+                and not key.table
+                and any(_display(i).lower() == key.name.lower() for i in items)
+            ):
                 new_order.append(o)
                 continue
             if isinstance(key, exp.Literal):

@@ -198,8 +198,10 @@ class Translator:
             inner = self.stream(node.input, inner_time)
             return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults), node)
         if isinstance(node, EventTime):
-            if time.column is not None:
+            if time.generator is not None:
                 raise PlanError("an event time is declared twice (two watermark generators)")
+            if time.column is not None and time.column != node.time_field:
+                raise PlanError(f"tumble's time field {time.column} is not the watermark's {node.time_field}")
             return self.stream(node.input, TimeSpec(node.time_field, node.generator, node.params, time.ordinal))
         if isinstance(node, Tumble):
             inner_time = time if time.column is not None else TimeSpec(node.time_field, None, (), None)
@@ -297,7 +299,9 @@ def _messages(table: pa.Table, time: TimeSpec, stats: RunStats, late_path: str |
         if time.generator == "max_diff":
             marks = max_diff_watermarks(ticks, int(params.get("offset", 0)))
         elif time.generator == "percentile":
-            marks = percentile_watermarks(ticks, int(params["events"]), float(params["percentile"]), int(params["frequency"]))
+            marks = percentile_watermarks(
+                ticks, int(params["events"]), float(params["percentile"]), int(params["frequency"])
+            )
         else:
             marks = None
         if marks is not None and n:
@@ -375,7 +379,9 @@ class SqlQuery:
     def _subresults(self) -> dict:
         out = {}
         for key, sub in self.query.subplans.items():
-            inner = SqlQuery(self.text, sub, sub.root, optimize(sub.root)[0], [], self.on_error, self.late_path, self.stats)
+            inner = SqlQuery(
+                self.text, sub, sub.root, optimize(sub.root)[0], [], self.on_error, self.late_path, self.stats
+            )
             table = inner.result()
             out[key] = table.column(0).combine_chunks()
         return out
@@ -392,8 +398,10 @@ class SqlQuery:
         if q.order and ordered:
             keys = [(name, "descending" if desc else "ascending") for name, desc, _ in q.order]
             nulls_first = q.order[0][2]
-            table = table.sort_by(keys) if not nulls_first else pc.take(
-                table, pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
+            table = (
+                table.sort_by(keys)
+                if not nulls_first
+                else pc.take(table, pc.sort_indices(table, sort_keys=keys, null_placement="at_start"))
             )
         if q.offset or q.limit is not None:
             table = table.slice(q.offset, q.limit if q.limit is not None else None)
@@ -419,8 +427,10 @@ class SqlQuery:
         parts.append(Translator(self.on_error, self.stats, {}, None).stream(self.optimized).explain())
         q = self.query
         if q.order or q.limit is not None or q.offset:
-            parts.append(f"Final result: order by {[(n, 'desc' if d else 'asc') for n, d, _ in q.order]}, "
-                         f"limit {q.limit}, offset {q.offset}")
+            parts.append(
+                f"Final result: order by {[(n, 'desc' if d else 'asc') for n, d, _ in q.order]}, "
+                f"limit {q.limit}, offset {q.offset}"
+            )
         return "\n".join(parts)
 
 

@@ -101,8 +101,10 @@ def push_filters(root: Node) -> Node:
             moved = replace(child, input=below)
             return Filter(moved, _and(rest)) if rest else moved
         if isinstance(child, UnionAll):
-            return UnionAll(push(Filter(child.left, _rename_for(child.left, child, node.condition))),
-                            push(Filter(child.right, _rename_for(child.right, child, node.condition))))
+            return UnionAll(
+                push(Filter(child.left, _rename_for(child.left, child, node.condition))),
+                push(Filter(child.right, _rename_for(child.right, child, node.condition))),
+            )
         if isinstance(child, Scan):
             from .expressions import pushable_predicate
 
@@ -152,8 +154,9 @@ def prune_columns(root: Node) -> Node:
             exprs = node.exprs if needed is None else tuple((n, e) for n, e in node.exprs if n in needed)
             if len(exprs) != len(node.exprs):
                 idx = [i for i, (n, _) in enumerate(node.exprs) if n in needed]
-                node = replace(node, exprs=exprs, scope=tuple(node.scope[i] for i in idx),
-                               types=tuple(node.types[i] for i in idx))
+                node = replace(
+                    node, exprs=exprs, scope=tuple(node.scope[i] for i in idx), types=tuple(node.types[i] for i in idx)
+                )
             uses = set().union(*(_columns(e) for _, e in exprs)) if exprs else set()
             return replace(node, input=visit(node.input, uses))
         if isinstance(node, Filter):
@@ -175,7 +178,23 @@ def prune_columns(root: Node) -> Node:
     return visit(root, None)
 
 
-RULES = (fold_constants, push_filters, prune_columns)
+def drop_identity_projections(root: Node) -> Node:
+    """Remove projections that pass every input column through unchanged (left by aliases and CTEs)."""
+
+    def fn(node):
+        if isinstance(node, Project) and len(node.exprs) == len(node.input.names):
+            same = all(
+                isinstance(e, exp.Column) and e.name == n == src
+                for (n, e), src in zip(node.exprs, node.input.names, strict=True)
+            )
+            if same:
+                return node.input
+        return node
+
+    return _map(root, fn)
+
+
+RULES = (fold_constants, push_filters, prune_columns, drop_identity_projections)
 
 
 def explain_logical(node: Node, depth: int = 0) -> str:
