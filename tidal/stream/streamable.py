@@ -360,6 +360,29 @@ class Stream:
         """Trill's temporal map-reduce: ``map_fn`` on the whole stream, then ``reduce_fn`` per key."""
         return map_fn(self).group_apply(key, reduce_fn, result)
 
+    # -- out-of-order input (see tidal.stream.disordered) ----------------------------------
+    def late_count(self) -> int:
+        """Events the sorts feeding this stream found late (dropped, adjusted or thrown).
+
+        Taken from the last completed run; if there was none, the sorts are run to count."""
+        from .disordered import late_count
+
+        return late_count(self)
+
+    def late_events(self) -> Stream:
+        """The late events of the sorts feeding this stream, with their original times.
+
+        Released sorted by time when the input completes (a late event can be arbitrarily early)."""
+        from .disordered import late_events
+
+        return late_events(self)
+
+    def disorder_stats(self) -> list:
+        """Per sort feeding this stream: events, late, dropped, adjusted, per band, peak buffered."""
+        from .disordered import disorder_stats
+
+        return disorder_stats(self)
+
     # -- egress ---------------------------------------------------------------------------
     def to_arrow(self) -> pa.Table:
         """The physical events as an Arrow table: ``sync_time, other_time``, then payload fields."""
