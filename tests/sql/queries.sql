@@ -108,7 +108,7 @@ SELECT customer FROM 'orders.csv' UNION SELECT name FROM 'customers.csv';
 -- name: global_agg_empty [agg]
 SELECT COUNT(*), SUM(qty) FROM 'orders.csv' WHERE qty > 100;
 -- name: group_order_limit [agg]
-SELECT customer, SUM(qty) AS q FROM 'orders.csv' GROUP BY customer ORDER BY q DESC LIMIT 2;
+SELECT customer, SUM(qty) AS q FROM 'orders.csv' GROUP BY customer ORDER BY q DESC, customer LIMIT 2;
 -- name: agg_over_cte [agg]
 WITH t AS (SELECT customer, qty * price AS v FROM 'orders.csv') SELECT customer, SUM(v) FROM t GROUP BY customer;
 -- name: agg_parquet [agg]
