@@ -233,3 +233,21 @@ def test_seed_ad_click_windowed_count_per_ad():
     result = query.to_arrow()
     assert result.column_names == ["sync_time", "other_time", "key", "count"]
     assert_same_snapshots(result, expected)
+
+
+def test_running_sum_user_aggregates_compile_to_kernels():
+    count = dict(
+        initial_state=lambda: 0,
+        accumulate=lambda old, t, e: old + 1,
+        deaccumulate=lambda old, t, e: old - 1,
+        difference=lambda left, right: left - right,
+        compute_result=lambda c: c,
+    )
+    s = tidal.from_arrow(pa.table({"t": [0, 1], "v": [3, 4]}), time="t")
+    assert "user-defined, compiled as sum(1)" in s.aggregate(**count).explain()
+    opaque = dict(initial_state=lambda: 0, accumulate=lambda old, e: _bump(old), deaccumulate=lambda old, e: old - 1)
+    assert "python" in s.aggregate(**opaque).explain()
+
+
+def _bump(x):
+    return x + 1

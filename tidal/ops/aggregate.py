@@ -44,6 +44,8 @@ from ..core.batch import EventBatch, as_numpy
 from ..core.errors import PlanError
 from ..core.time import INFINITY
 from ..expr.compile import CompiledLambda, projection_schema, rows_of
+from ..expr.kernels import Evaluator, to_arrow_column
+from ..expr.nodes import Node
 from .aggfuncs import LINEAR, ORDERED, AggregateFunction, new_state, result_type
 from .base import Operator, OutputBuffer
 from .keys import KeyIndex
@@ -348,13 +350,19 @@ class ArgumentColumn:
 
     def __init__(self, arg, schema: pa.Schema | None):
         self.arg = arg
-        self.fn = None if arg is None or isinstance(arg, str) else CompiledLambda(arg, schema, truth=False)
+        self.node = arg if isinstance(arg, Node) else None  # a user aggregate's compiled contribution
+        plain = arg is None or isinstance(arg, str) or self.node is not None
+        self.fn = None if plain else CompiledLambda(arg, schema, truth=False)
         if isinstance(arg, str) and schema is not None and arg not in schema.names:
             raise PlanError(f"aggregate argument {arg!r} is not a field; fields are {schema.names}")
 
     def values(self, batch: EventBatch) -> pa.Array:
         if isinstance(self.arg, str):
             return batch.columns[self.arg]
+        if self.node is not None:
+            cols = dict(batch.columns)
+            cols["__time"] = pa.array(batch.sync, pa.int64())
+            return to_arrow_column(Evaluator(cols, len(batch)).eval(self.node), len(batch))
         got = self.fn.project(batch) if self.fn.mode == "columnar" else None
         return (got or self.fn.project_rows(batch))["value"]
 
@@ -842,6 +850,9 @@ class SnapshotAggregateOp(Operator):
         engine: str | None = None,
     ):
         super().__init__()
+        self.user_results: dict[str, tuple] = {}  # linear user aggregates: name -> (initial, result tree)
+        if engine != "python":
+            fns = [self._linear_user_aggregate(name, fn) for name, fn in fns]
         self.fns = fns
         self.schema = schema
         self.mode = choose_mode(props, force)
@@ -857,6 +868,25 @@ class SnapshotAggregateOp(Operator):
         self.out = OutputBuffer(self)
         self.upto = np.iinfo(np.int64).min
 
+    def _linear_user_aggregate(self, name: str, fn: AggregateFunction) -> tuple[str, AggregateFunction]:
+        """A user aggregate that is a running sum becomes ``sum`` of its compiled contribution."""
+        if fn.kind != "udf":
+            return name, fn
+        form = fn.udf.linear_form()
+        if form is None:
+            return name, fn
+        initial, contribution, result = form
+        self.user_results[name] = (initial, result)
+        return name, AggregateFunction("sum", contribution)
+
+    def _finish_user_results(self, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        for name, (initial, result) in self.user_results.items():
+            state = pc.add(cols[name].fill_null(0), initial)
+            if result is not None:
+                state = to_arrow_column(Evaluator({"__state": state}, len(state)).eval(result), len(state))
+            cols[name] = state
+        return cols
+
     def _static_type(self, fn: AggregateFunction, arg: ArgumentColumn):
         if fn.kind == "count":
             return pa.int64()
@@ -864,6 +894,12 @@ class SnapshotAggregateOp(Operator):
             return None
         if isinstance(fn.arg, str):
             return self.schema.field(fn.arg).type
+        if arg.node is not None:
+            empty = EventBatch.empty(self.schema)
+            try:
+                return arg.values(empty).type
+            except Exception:
+                return None
         if arg.fn is not None:
             out = projection_schema(arg.fn, self.schema)
             return None if out is None else out.field(0).type
@@ -872,7 +908,10 @@ class SnapshotAggregateOp(Operator):
     @property
     def variant(self) -> str:
         engine = "compiled" if isinstance(self.engine, CompiledEngine) else "python"
-        aggs = ", ".join(f"{name}={fn.describe()}" for name, fn in self.fns)
+        aggs = ", ".join(
+            f"{name}={'user-defined, compiled as ' if name in self.user_results else ''}{fn.describe()}"
+            for name, fn in self.fns
+        )
         keyed = f"grouped by {', '.join(self.key_fields)}; " if self.key_fields else ""
         return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}"
 
@@ -893,6 +932,8 @@ class SnapshotAggregateOp(Operator):
         if got is None:
             return
         sync, other, gid, cols = got
+        if self.user_results:
+            cols = self._finish_user_results(cols)
         key = hsh = None
         if self.keys is not None and self.key_fields:
             cols = dict(zip(self.key_fields, self.keys.key_columns(gid), strict=True)) | cols
@@ -937,4 +978,3 @@ class SnapshotAggregateOp(Operator):
 
 
 _EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})
-_ = pc  # pyarrow.compute is used by argument lambdas through CompiledLambda
