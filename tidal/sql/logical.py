@@ -12,12 +12,14 @@ time is not declared are relational: they all exist from time 0.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from sqlglot import exp
 
 from ..core.errors import PlanError
+from ..io.files import FORMATS as FILE_FORMATS
 from ..io.files import file_format, file_schema
 from .dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from .expressions import Evaluator, SqlTypeError, has_subquery, in_subquery, interval_micros, output_type
@@ -400,7 +402,16 @@ class Builder:
                     return frame[name.lower()]
             if target.quoted or "." in name or "/" in name:
                 return self.scan(name, None, {})
-            raise PlanError(f"unknown table {name!r}: name a CTE or a quoted file path such as '{name}.csv'")
+            # a bare name (the thesis's ``TABLE(events)``) is a file of that name in the current directory
+            found = sorted(p for p in (f"{name}{ext}" for ext in FILE_FORMATS) if os.path.isfile(p))
+            if len(found) == 1:
+                return self.scan(found[0], None, {})
+            if found:
+                raise PlanError(f"table {name!r} is ambiguous: {', '.join(found)} all exist; quote the path you mean")
+            raise PlanError(
+                f"unknown table {name!r}: name a CTE, a quoted file path such as '{name}.csv', "
+                f"or a file {name}.csv/.json/.parquet/... in the current directory"
+            )
         if isinstance(target, exp.ReadCSV):
             return self.scan(target.this.name, "csv", self._kwargs(target.expressions))
         if isinstance(target, exp.Anonymous | exp.Func):
@@ -584,6 +595,7 @@ class Builder:
         order = []
         hidden = 0
         out_scope = tuple((None, n) for n in names)
+        visible = list(exprs)
         for o in order_exprs:
             key = o.this
             desc = bool(o.args.get("desc"))
@@ -594,11 +606,19 @@ class Builder:
                     raise PlanError(f"ORDER BY position {pos} is out of range")
                 target = exprs[pos - 1][0]
             elif isinstance(key, exp.Column) and not key.table:
-                hits = [p for (p, _), n in zip(exprs, names, strict=True) if n.lower() == key.name.lower()]
+                hits = [p for (p, _), n in zip(visible, names, strict=True) if n.lower() == key.name.lower()]
                 target = hits[0] if hits else None
             if target is None:
                 text = key.sql()
-                hits = [p for (p, e), item in zip(exprs, items, strict=True) if item.sql() == text]
+                hits = [p for (p, e), item in zip(visible, items, strict=True) if item.sql() == text]
+                target = hits[0] if hits else None
+            if target is None and not getattr(o, "_bound", False):
+                # a qualified column (ORDER BY t.x) that is also selected: order by the output
+                try:
+                    text = self.bind(key, node).sql()
+                except PlanError:
+                    text = None
+                hits = [p for p, e in visible if e.sql() == text]
                 target = hits[0] if hits else None
             if target is None:
                 bound = key if getattr(o, "_bound", False) else self.bind(key, node)
