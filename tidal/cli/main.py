@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import sys
 import time
 
@@ -80,7 +79,7 @@ def _rich_table(table, status: str | None = None):
 def _table_text(table, stats) -> str:
     from rich.console import Console
 
-    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console = Console(width=200, record=True, file=io.StringIO())
     console.print(_rich_table(table))
     return console.export_text()
 
