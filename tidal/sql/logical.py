@@ -248,11 +248,19 @@ _AGGS = {
     exp.Stddev: "stddev",
     exp.StddevSamp: "stddev",
     exp.Variance: "variance",
-    exp.VariancePop: "variance_pop",
-    exp.StddevPop: "stddev_pop",
     exp.Median: "median",
     exp.AnyValue: "first",
 }
+
+
+def _fraction(node: exp.Expression, where: str) -> float:
+    try:
+        value = Evaluator({}, 0).eval(node).as_py()
+    except Exception:
+        value = None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise PlanError(f"{where}: the fraction must be a constant between 0 and 1, got {node.sql()}")
+    return float(value)
 
 
 def _is_agg(node: exp.Expression) -> bool:
@@ -741,15 +749,49 @@ class Builder:
                 if fn == "median":
                     fn, param = "percentile_cont", 0.5
             elif isinstance(e, exp.PercentileCont | exp.PercentileDisc):
-                raise PlanError(f"unsupported aggregate {e.sql()}")
+                # quantile_cont(x, p) / quantile_disc(x, p) (DuckDB's names); WITHIN GROUP comes here rewritten
+                fn = "percentile_cont" if isinstance(e, exp.PercentileCont) else "percentile_disc"
+                if e.expression is None:
+                    raise PlanError(
+                        f"{e.sql()} needs a column: write quantile_cont(x, p) or ... WITHIN GROUP (ORDER BY x)"
+                    )
+                param = _fraction(e.expression, e.sql())
+                arg_phys = self._agg_arg(arg, node, pre)
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             calls.append(AggCall(out, fn, arg_phys, param))
             agg_map[text] = out
             return out
 
+        def visit_population(x: exp.Expression) -> exp.Expression:
+            # population variance from the sample variance: var_samp * (n - 1) / n (0 for one value, null for none)
+            n = _col(add_agg(exp.Count(this=x.this.copy())))
+            samp = _col(add_agg(exp.Variance(this=x.this.copy())))
+            pop = exp.Case(
+                ifs=[
+                    exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), true=exp.Null()),
+                    exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(1)), true=exp.Literal.number(0.0)),
+                ],
+                default=exp.Div(
+                    this=exp.Mul(
+                        this=samp, expression=exp.Paren(this=exp.Sub(this=n.copy(), expression=exp.Literal.number(1)))
+                    ),
+                    expression=n.copy(),
+                ),
+            )
+            out = exp.Sqrt(this=pop) if isinstance(x, exp.StddevPop) else pop
+            return exp.Cast(this=out, to=exp.DataType.build("DOUBLE"))
+
         def rewrite(e: exp.Expression) -> exp.Expression:
             def visit(x):
+                if isinstance(x, exp.WithinGroup) and isinstance(x.this, exp.PercentileCont | exp.PercentileDisc):
+                    # percentile_cont(p) WITHIN GROUP (ORDER BY x): the same aggregate as quantile_cont(x, p)
+                    order = x.expression.expressions
+                    if len(order) != 1 or order[0].args.get("desc"):
+                        raise PlanError(f"{x.sql()}: WITHIN GROUP takes one ascending ORDER BY column")
+                    return _col(add_agg(type(x.this)(this=order[0].this, expression=x.this.this)))
+                if isinstance(x, exp.VariancePop | exp.StddevPop):
+                    return visit_population(x)
                 if _is_agg(x):
                     return _col(add_agg(x))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):

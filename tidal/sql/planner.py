@@ -258,18 +258,19 @@ class Translator:
             return self.stream(node.left, time).union(self.stream(node.right, time))
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
-            inner_time = time
-            if node.trigger and not timed:
-                inner_time = TimeSpec(time.column, time.generator, time.params, True)
+            # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time
+            ordered = any(c.function in ("first", "last") for c in node.aggs)
+            ordinal = (bool(node.trigger) or ordered) and not timed
+            inner_time = TimeSpec(time.column, time.generator, time.params, True) if ordinal else time
             inner = self.stream(node.input, inner_time)
-            return self.aggregate(inner, node, timed)
+            return self.aggregate(inner, node, timed, ordinal)
         raise PlanError(f"cannot translate {node.describe()}")
 
     def _op(self, inner: Stream, label: str, factory, node: Node) -> Stream:
         schema = node.schema()
         return Stream(OperatorNode(label, (inner._node,), schema, inner.properties.but(grouping=()), factory))
 
-    def aggregate(self, inner: Stream, node: Aggregate, timed: bool) -> Stream:
+    def aggregate(self, inner: Stream, node: Aggregate, timed: bool, ordinal: bool = False) -> Stream:
         from .. import agg  # the engine's aggregates (tidal.agg)
 
         makers = {}
@@ -293,8 +294,8 @@ class Translator:
             out = inner.group_aggregate(list(node.keys), **makers)
         else:
             out = inner.aggregate(**makers)
-        if node.trigger or timed:
-            # event-time input changes a key's value at every tick: without a TRIGGER, materialise at end of input
+        if node.trigger or timed or ordinal:
+            # input over time changes a key's value at every tick: without a TRIGGER, materialise at end of input
             evt = event_time_field(node.input)
             schema = out.schema
             keys = tuple(node.keys)
