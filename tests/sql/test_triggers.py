@@ -371,3 +371,31 @@ def test_live_table_off_a_terminal_prints_the_final_table(in_dir, capsys):
     assert cli(["query", "SELECT k, SUM(v) AS s FROM 'a.csv' GROUP BY k ORDER BY k", "--format", "live-table"]) == 0
     captured = capsys.readouterr()
     assert "│ a │ 4 │" in captured.out.replace(" 4 ", " 4 ") and "rows read: 3" in captured.err
+
+
+def test_hop_windows_count_each_row_in_every_window_holding_it(in_dir):
+    write_events(in_dir / "events.csv", 500, seed=11, disorder_s=2, teams=3)
+    sql = (
+        "SELECT window_start, window_end, team, COUNT(*) AS n FROM hop(source => TABLE(max_diff_watermark("
+        "source => TABLE(events), time_field => DESCRIPTOR(time), offset => INTERVAL 3 SECONDS)),"
+        " time_field => DESCRIPTOR(time), window_length => INTERVAL 60 SECONDS, hop => INTERVAL 20 SECONDS,"
+        " offset => INTERVAL 5 SECONDS) e GROUP BY window_start, window_end, team TRIGGER ON WATERMARK"
+    )
+    changes, batch = stream_and_batch(sql)
+    assert not any(c.get("sys.undo") for c in changes)  # each window once
+    expected: Counter = Counter()
+    for r in pv.read_csv(in_dir / "events.csv").to_pylist():
+        t = _us(r["time"])
+        start = (t - 5_000_000) // 20_000_000 * 20_000_000 + 5_000_000
+        while start + 60_000_000 > t:
+            expected[(start, start + 60_000_000, r["team"])] += 1
+            start -= 20_000_000
+    got = {
+        (
+            _us(dt.datetime.fromisoformat(r["window_start"])),
+            _us(dt.datetime.fromisoformat(r["window_end"])),
+            r["team"],
+        ): r["n"]
+        for r in batch
+    }
+    assert got == dict(expected)

@@ -201,6 +201,7 @@ class Tumble(Node):
     length: int
     offset: int
     scope: tuple = ()
+    hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
 
     @property
     def names(self):
@@ -218,7 +219,8 @@ class Tumble(Node):
         return replace(self, input=inputs[0])
 
     def describe(self) -> str:
-        return f"Tumble {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
+        kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
+        return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
 
 
 @dataclass
@@ -477,11 +479,23 @@ class Builder:
             if len(params) != 3:
                 raise PlanError("percentile_watermark needs events, percentile and frequency")
             return EventTime(node, time_field, "percentile", params)
-        if name == "tumble":
+        if name in ("tumble", "hop"):
+            if "window_length" not in args:
+                raise PlanError(f"{name}(...) needs window_length => INTERVAL ...")
             length = interval_micros(args["window_length"])
             offset = interval_micros(args["offset"]) if "offset" in args else 0
             scope = (*node.scope, (None, "window_start"), (None, "window_end"))
-            return Tumble(node, time_field, length, offset, scope=scope)
+            hop = None
+            if name == "hop":
+                given = [k for k in ("hop", "slide", "hop_length") if k in args]
+                if not given:
+                    raise PlanError("hop(...) needs hop => INTERVAL ... (how often a window starts)")
+                hop = interval_micros(args[given[0]])
+                if hop <= 0 or length <= 0:
+                    raise PlanError("hop(...): window_length and hop must be positive intervals")
+            elif length <= 0:
+                raise PlanError("tumble(...): window_length must be a positive interval")
+            return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
         raise PlanError(f"unknown table function {name}")
 
     def table_arg(self, value) -> Node:

@@ -150,25 +150,42 @@ class SqlProjectOp(Operator):
 class TumbleOp(Operator):
     """Adds ``window_start``/``window_end`` from the event time; lifetimes are unchanged.
 
-    Windows are ``[offset + k*length, offset + (k+1)*length)`` (start inclusive, end exclusive).
-    The window end becomes the row's *event time field* (what ``TRIGGER ON WATERMARK`` waits
-    for when grouping by it), while the row keeps its own time in the stream, so a trigger can
-    also materialise a window's value before the window ends (``COUNTING n``, ``AFTER DELAY``).
+    Tumbling windows are ``[offset + k*length, offset + (k+1)*length)`` (start inclusive, end
+    exclusive). With ``hop`` (``hop(...)``), windows of ``length`` start every ``hop``, and a row
+    is copied once into every window containing its time (in place, so the stream stays in
+    time order). The window end becomes the row's *event time field* (what ``TRIGGER ON
+    WATERMARK`` waits for when grouping by it), while the row keeps its own time in the
+    stream, so a trigger can also materialise a window's value before the window ends.
     """
 
     name = "Tumble"
 
-    def __init__(self, length: int, offset: int):
+    def __init__(self, length: int, offset: int, hop: int | None = None):
         super().__init__()
-        self.length, self.offset = length, offset
-        self.variant = f"length {length} us, offset {offset} us"
+        self.length, self.offset, self.hop = length, offset, hop
+        if hop is None:
+            self.variant = f"length {length} us, offset {offset} us"
+        else:
+            self.name = "Hop"
+            self.variant = f"length {length} us every {hop} us, offset {offset} us"
 
     def window_end(self, t: np.ndarray) -> np.ndarray:
         return (t - self.offset) // self.length * self.length + self.offset + self.length
 
     def on_batch(self, batch: EventBatch) -> None:
         dense = batch.compact()
-        end = self.window_end(dense.sync)
+        if self.hop is None:
+            end = self.window_end(dense.sync)
+        else:
+            # the latest window start at or before t, then earlier ones while the window still holds t
+            last = (dense.sync - self.offset) // self.hop * self.hop + self.offset
+            copies = -(-self.length // self.hop)
+            rows = np.repeat(np.arange(len(dense)), copies)
+            starts = last[rows] - np.tile(np.arange(copies), len(dense)) * self.hop
+            keep = starts + self.length > dense.sync[rows]
+            rows, starts = rows[keep], starts[keep]
+            dense = dense.take(rows)
+            end = starts + self.length
         cols = dict(dense.columns)
         cols["window_start"] = pa.array(end - self.length, pa.int64()).cast(pa.timestamp("us"))
         cols["window_end"] = pa.array(end, pa.int64()).cast(pa.timestamp("us"))
@@ -253,7 +270,8 @@ class Translator:
             if inner_time.column != node.time_field:
                 raise PlanError(f"tumble's time field {node.time_field} is not the declared event time {time.column}")
             inner = self.stream(node.input, inner_time)
-            return self._op(inner, "Tumble", lambda: TumbleOp(node.length, node.offset), node)
+            label = "Tumble" if node.hop is None else "Hop"
+            return self._op(inner, label, lambda: TumbleOp(node.length, node.offset, node.hop), node)
         if isinstance(node, UnionAll):
             return self.stream(node.left, time).union(self.stream(node.right, time))
         if isinstance(node, Aggregate):
