@@ -65,10 +65,10 @@ def _json_value(v):
     return v
 
 
-def _rich_table(table, status: str | None = None):
+def _rich_table(table):
     from rich.table import Table
 
-    out = Table(show_lines=False, caption=status)
+    out = Table(show_lines=False)
     for name in table.column_names:
         out.add_column(name)
     for row in table.to_pylist():
@@ -116,7 +116,10 @@ def _live_table(q, out) -> None:
     last = [0.0]
 
     def view():
-        return _rich_table(q._finish(current.table(names, schema)), _status(q.stats))
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(_rich_table(q._finish(current.table(names, schema))), Text(_status(q.stats), style="dim"))
 
     with Live(view(), console=console, auto_refresh=False) as live:
 
