@@ -399,3 +399,31 @@ def test_hop_windows_count_each_row_in_every_window_holding_it(in_dir):
         for r in batch
     }
     assert got == dict(expected)
+
+
+def test_stream_json_is_written_while_the_input_is_read(in_dir, monkeypatch):
+    from tidal.sql import planner
+    from tidal.sql.output import ChangelogSink
+
+    monkeypatch.setattr(planner, "BATCH_ROWS", 10)
+    (in_dir / "n.csv").write_text("x\n" + "\n".join(str(i) for i in range(50)) + "\n")
+    q = plan("SELECT x FROM 'n.csv' WHERE x % 2 = 0")
+    seen_at = []
+    q.run(ChangelogSink(q.visible_names(), ["x"], lambda t, undo, row: seen_at.append(q.stats.rows_read)))
+    assert len(seen_at) == 25 and seen_at[0] == 10 and seen_at[-1] == 50
+
+
+def test_percentile_watermark_routes_late_rows(in_dir):
+    secs = [4, 7, 2, 3, 8, 10, 9, 1, 12, 11, 30, 5]  # after 5 records the watermark is 7 (section 2.5)
+    lines = ["team,time"] + [f"t{i % 2},{BASE + dt.timedelta(seconds=s)}" for i, s in enumerate(secs)]
+    (in_dir / "p.csv").write_text("\n".join(lines) + "\n")
+    sql = (
+        "SELECT team, COUNT(*) AS n FROM percentile_watermark(source => TABLE('p.csv'), time_field => DESCRIPTOR(time),"
+        " events => 5, percentile => 20, frequency => 5) e GROUP BY team"
+    )
+    q = plan(sql, late_path=str(in_dir / "late.json"))
+    got = {r["team"]: r["n"] for r in q.result().to_pylist()}
+    late = [json.loads(x) for x in (in_dir / "late.json").read_text().splitlines()]
+    assert q.stats.late == len(late) >= 2  # 1 s (watermark 9) and 5 s (watermark 11) are behind it
+    assert sum(got.values()) == len(secs) - len(late)
+    stream_and_batch(sql)
