@@ -273,45 +273,79 @@ class SessionWindowOp(Operator):
 # -- stitch and distinct: layers of each payload's multiplicity ----------------------------------------
 @numba.njit(cache=True, nogil=True)
 def _apply_changes(
-    times, pids, deltas, mult, head, node_start, node_next, free_head, max_level, out_sync, out_other, out_pid
+    times,
+    pids,
+    deltas,
+    mult,
+    head,
+    node_start,
+    node_next,
+    free_head,
+    max_level,
+    acc,
+    touched,
+    out_sync,
+    out_other,
+    out_pid,
 ):
-    """Apply net multiplicity changes (sorted by time; one per (time, payload)) and emit edges.
+    """Apply multiplicity changes (sorted by time) and emit the edges of the layers that move.
 
-    Each payload keeps a stack (linked nodes) of the start times of its open layers, up to
-    ``max_level`` layers; a rise opens layers (start edges), a fall closes the newest ones
-    (end edges). Returns (outputs, free list head, index of a change that went negative or -1).
+    Changes at one instant are netted per payload first (``acc``, ``touched`` are scratch), so
+    an end and a start of equal payloads at the same time cancel: that is the stitching. Each
+    payload keeps a stack (linked nodes) of the start times of its open layers, up to
+    ``max_level`` of them; a rise opens layers (start edges), a fall closes the newest ones
+    (end edges). Returns (outputs, free list head, net nodes taken, and the payload and time
+    where a count went negative, payload -1 when none did).
     """
     n_out = 0
-    for i in range(len(times)):
-        p = pids[i]
+    taken = 0
+    i = 0
+    n = len(times)
+    while i < n:
         t = times[i]
-        old = mult[p]
-        new = old + deltas[i]
-        if new < 0:
-            return n_out, free_head, i
-        mult[p] = new
-        if new > old:
-            for _ in range(min(old, max_level), min(new, max_level)):
-                node = free_head
-                free_head = node_next[node]
-                node_start[node] = t
-                node_next[node] = head[p]
-                head[p] = node
-                out_sync[n_out] = t
-                out_other[n_out] = np.iinfo(np.int64).max
-                out_pid[n_out] = p
-                n_out += 1
-        else:
-            for _ in range(min(new, max_level), min(old, max_level)):
-                node = head[p]
-                head[p] = node_next[node]
-                out_sync[n_out] = t
-                out_other[n_out] = node_start[node]
-                out_pid[n_out] = p
-                n_out += 1
-                node_next[node] = free_head
-                free_head = node
-    return n_out, free_head, -1
+        n_touched = 0
+        while i < n and times[i] == t:
+            p = pids[i]
+            if acc[p] == 0:
+                touched[n_touched] = p
+                n_touched += 1
+            acc[p] += deltas[i]
+            i += 1
+        for j in range(n_touched):
+            p = touched[j]
+            d = acc[p]
+            if d == 0:
+                continue  # no net change (or listed twice: the first visit took the whole net)
+            acc[p] = 0
+            old = mult[p]
+            new = old + d
+            if new < 0:
+                return n_out, free_head, taken, p, t
+            mult[p] = new
+            if new > old:
+                for _ in range(min(old, max_level), min(new, max_level)):
+                    node = free_head
+                    free_head = node_next[node]
+                    node_start[node] = t
+                    node_next[node] = head[p]
+                    head[p] = node
+                    out_sync[n_out] = t
+                    out_other[n_out] = np.iinfo(np.int64).max
+                    out_pid[n_out] = p
+                    n_out += 1
+                    taken += 1
+            else:
+                for _ in range(min(new, max_level), min(old, max_level)):
+                    node = head[p]
+                    head[p] = node_next[node]
+                    out_sync[n_out] = t
+                    out_other[n_out] = node_start[node]
+                    out_pid[n_out] = p
+                    n_out += 1
+                    node_next[node] = free_head
+                    free_head = node
+                    taken -= 1
+    return n_out, free_head, taken, -1, t
 
 
 class _LayersOp(Operator):
@@ -328,6 +362,7 @@ class _LayersOp(Operator):
         self.node_start = np.zeros(0, np.int64)
         self.node_next = np.zeros(0, np.int64)
         self.free_head = -1
+        self.n_free = 0
         # changes not final yet (time >= the sealed bound), sorted by time
         self.pend_t = np.zeros(0, np.int64)
         self.pend_id = np.zeros(0, np.int64)
@@ -381,38 +416,33 @@ class _LayersOp(Operator):
             return
         t, p, d = self.pend_t[:cut], self.pend_id[:cut], self.pend_d[:cut]
         self.pend_t, self.pend_id, self.pend_d = self.pend_t[cut:], self.pend_id[cut:], self.pend_d[cut:]
-        order = np.lexsort((p, t))
-        t, p, d = t[order], p[order], d[order]
-        first = np.flatnonzero(np.r_[True, (t[1:] != t[:-1]) | (p[1:] != p[:-1])])
-        net = np.add.reduceat(d, first)
-        t, p = t[first], p[first]
-        moved = net != 0
-        t, p, net = t[moved], p[moved], net[moved]
-        if len(t) == 0:
-            return
-        self._ensure_nodes(int(np.minimum(net[net > 0], self.max_level).sum()))
-        bound_out = int(np.minimum(np.abs(net), self.max_level).sum())
-        out_sync = np.empty(bound_out, np.int64)
-        out_other = np.empty(bound_out, np.int64)
-        out_pid = np.empty(bound_out, np.int64)
-        n_out, self.free_head, bad = _apply_changes(
+        self._ensure_nodes(cut)
+        out_sync = np.empty(cut, np.int64)
+        out_other = np.empty(cut, np.int64)
+        out_pid = np.empty(cut, np.int64)
+        acc = np.zeros(len(self.mult), np.int64)
+        touched = np.empty(cut, np.int64)
+        n_out, self.free_head, taken, bad, when = _apply_changes(
             t,
             p,
-            net,
+            d,
             self.mult,
             self.head,
             self.node_start,
             self.node_next,
             self.free_head,
             self.max_level,
+            acc,
+            touched,
             out_sync,
             out_other,
             out_pid,
         )
+        self.n_free -= taken
         if bad >= 0:
-            row = rows_of(self.reps.slice(int(p[bad]), int(p[bad]) + 1))[0]
+            row = rows_of(self.reps.slice(int(bad), int(bad) + 1))[0]
             raise InputError(
-                f"{self.name}: at time {int(t[bad])} payload {tuple(row)} ends more often than it started "
+                f"{self.name}: at time {int(when)} payload {tuple(row)} ends more often than it started "
                 "(an end edge without its start edge)"
             )
         if n_out:
@@ -421,22 +451,17 @@ class _LayersOp(Operator):
 
     def _ensure_nodes(self, needed: int) -> None:
         """Make sure the free list holds at least ``needed`` nodes (grows the pool)."""
-        free = 0
-        node = self.free_head
-        # the free list is only walked when it might be short: count at most `needed`
-        while node >= 0 and free < needed:
-            free += 1
-            node = int(self.node_next[node])
-        if free >= needed:
+        if self.n_free >= needed:
             return
         old = len(self.node_start)
-        size = max(2 * old, old + needed - free, 64)
+        size = max(2 * old, old + needed - self.n_free, 64)
         self.node_start = _grown(self.node_start, size, 0)
         self.node_next = _grown(self.node_next, size, -1)
         fresh = np.arange(old, len(self.node_next))
         self.node_next[fresh[:-1]] = fresh[1:]
         self.node_next[fresh[-1]] = self.free_head
         self.free_head = old
+        self.n_free += len(fresh)
 
     def on_punctuation(self, time: int) -> None:
         self._seal(time)
@@ -456,6 +481,7 @@ class _LayersOp(Operator):
             "node_start": self.node_start.copy(),
             "node_next": self.node_next.copy(),
             "free_head": self.free_head,
+            "n_free": self.n_free,
             "pend_t": self.pend_t.copy(),
             "pend_id": self.pend_id.copy(),
             "pend_d": self.pend_d.copy(),
@@ -469,7 +495,7 @@ class _LayersOp(Operator):
         self.reps = None if state["reps"] is None else EventBatch.from_record_batch(state["reps"])
         for name in ("mult", "head", "node_start", "node_next", "pend_t", "pend_id", "pend_d"):
             setattr(self, name, np.array(state[name], copy=True))
-        self.free_head = int(state["free_head"])
+        self.free_head, self.n_free = int(state["free_head"]), int(state["n_free"])
 
 
 class StitchOp(_LayersOp):
