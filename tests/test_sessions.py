@@ -325,3 +325,35 @@ def test_restored_query_continues_exactly(case, which, cut):
     assert second.run()
     combined = pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")
     assert combined.to_pylist() == whole.to_pylist()  # the same events in the same order
+
+
+@pytest.mark.parametrize("timeout", [1, 7, 40])
+def test_session_window_matches_duckdb_sessionisation(timeout):
+    # the relational view: DuckDB's gap-and-island query assigns every event the same session
+    duckdb = pytest.importorskip("duckdb")
+    rng = np.random.default_rng(timeout)
+    n = 3000
+    table = pa.table(
+        {
+            "ts": np.cumsum(rng.integers(0, 4, n)).astype(np.int64),
+            "key": rng.integers(0, 25, n),
+            "id": np.arange(n),
+        }
+    )
+    con = duckdb.connect(config={"threads": 1})
+    con.register("events", table)
+    expected = con.execute(
+        f"""
+        WITH flagged AS (
+          SELECT key, ts, id,
+                 CASE WHEN ts - lag(ts) OVER (PARTITION BY key ORDER BY ts, id) < {timeout} THEN 0 ELSE 1 END AS fresh
+          FROM events),
+        numbered AS (
+          SELECT *, sum(fresh) OVER (PARTITION BY key ORDER BY ts, id ROWS UNBOUNDED PRECEDING) AS sid FROM flagged)
+        SELECT min(ts) OVER w AS start, max(ts) OVER w + {timeout} AS stop, key, id
+        FROM numbered WINDOW w AS (PARTITION BY key, sid)
+        """
+    ).fetchall()
+    got = tidal.from_arrow(table, time="ts").group_apply("key", lambda g: g.session_window(timeout)).to_arrow()
+    rows = zip(*(got.column(c).to_pylist() for c in ("sync_time", "other_time", "key", "id")), strict=True)
+    assert sorted(rows) == sorted(expected)
