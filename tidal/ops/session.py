@@ -415,19 +415,17 @@ class _LayersOp(Operator):
             return
         ids = self._payload_ids(batch)
         interval, _, end = event_kinds(batch.sync, batch.other)
-        up = ~end
-        t = np.concatenate([batch.sync[up], batch.sync[end], batch.other[interval]])
-        p = np.concatenate([ids[up], ids[end], ids[interval]])
-        d = np.concatenate(
-            [np.ones(int(up.sum()), np.int64), np.full(int(end.sum()) + int(interval.sum()), -1, np.int64)]
-        )
-        order = np.argsort(t, kind="stable")
-        self.pend_t = np.concatenate([self.pend_t, t[order]])
-        self.pend_id = np.concatenate([self.pend_id, p[order]])
-        self.pend_d = np.concatenate([self.pend_d, d[order]])
-        if len(self.pend_t) > len(t) and (np.diff(self.pend_t) < 0).any():
-            merged = np.argsort(self.pend_t, kind="stable")
-            self.pend_t, self.pend_id, self.pend_d = self.pend_t[merged], self.pend_id[merged], self.pend_d[merged]
+        # +1 at each start, -1 at each end edge: one run already in time order; -1 at each
+        # interval's end: a second run. Merging them with the pending changes (sorted) is a
+        # stable sort of three sorted runs, which the run-detecting sort does in near-linear time.
+        n_ends = int(interval.sum())
+        t = np.concatenate([self.pend_t, batch.sync, batch.other[interval]])
+        p = np.concatenate([self.pend_id, ids, ids[interval]])
+        d = np.concatenate([self.pend_d, np.where(end, -1, 1), np.full(n_ends, -1, np.int64)])
+        if len(t) > 1 and (t[1:] < t[:-1]).any():
+            order = np.argsort(t, kind="stable")
+            t, p, d = t[order], p[order], d[order]
+        self.pend_t, self.pend_id, self.pend_d = t, p, d
         # more input at the batch's last time may still come: only earlier changes are final
         self._seal(int(batch.sync[-1]))
 
