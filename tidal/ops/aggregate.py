@@ -75,7 +75,7 @@ def choose_mode(props, force: str | None = None) -> int:
 
 
 # -- compiled kernel ---------------------------------------------------------------------------
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _ms_insert(ms, ms_len, idx, v):
     arr = ms[idx]
     n = ms_len[idx]
@@ -97,7 +97,7 @@ def _ms_insert(ms, ms_len, idx, v):
     ms_len[idx] = n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _ms_remove(ms, ms_len, idx, v):
     arr = ms[idx]
     n = ms_len[idx]
@@ -114,7 +114,7 @@ def _ms_remove(ms, ms_len, idx, v):
         ms_len[idx] = n - 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _ms_result(arr, n, kind, p):
     if kind == 2:  # count distinct
         d = 0
@@ -138,14 +138,9 @@ def _ms_result(arr, n, kind, p):
 
 
 @numba.njit(cache=True)
-def _apply(g, sign, ivals, fvals, mvals, g_int, g_flt, g_cnt, ms, ms_len, km):
-    for j in range(ivals.shape[0]):
-        g_int[g, j] += sign * ivals[j]
-    for j in range(fvals.shape[0]):
-        g_flt[g, j] += sign * fvals[j]
-    g_cnt[g] += sign
+def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
     for j in range(km):
-        v = mvals[j]
+        v = src_m[row, j]
         if not np.isnan(v):
             if sign > 0:
                 _ms_insert(ms, ms_len, g * km + j, v)
@@ -153,7 +148,7 @@ def _apply(g, sign, ivals, fvals, mvals, g_int, g_flt, g_cnt, ms, ms_len, km):
                 _ms_remove(ms, ms_len, g * km + j, v)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _write_row(o, t, other, g, ints, flts, cnt, res, out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res):
     out_sync[o] = t
     out_other[o] = other
@@ -219,7 +214,7 @@ def _finalize(
     st[NHELD] = 0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _heap_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
     q_time[a], q_time[b] = q_time[b], q_time[a]
     q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
@@ -231,26 +226,7 @@ def _heap_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
         q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
 
 
-@numba.njit(cache=True)
-def _queue_push(st, mode, t, g, ivals, fvals, mvals, q_time, q_gid, q_int, q_flt, q_mv):
-    size = st[QSIZE]
-    pos = st[QHEAD] + size if mode == 1 else size
-    q_time[pos] = t
-    q_gid[pos] = g
-    q_int[pos, :] = ivals
-    q_flt[pos, :] = fvals
-    q_mv[pos, :] = mvals
-    st[QSIZE] = size + 1
-    if mode == 2:  # sift up
-        while pos > 0:
-            parent = (pos - 1) >> 1
-            if q_time[parent] <= q_time[pos]:
-                break
-            _heap_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
-            pos = parent
-
-
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv):
     """Move the heap's minimum to the slot just past the shrunken heap and return that slot."""
     last = st[QSIZE] - 1
@@ -279,53 +255,87 @@ def sweep(
     o_valid, o_start, o_int, o_flt, o_cnt, o_res,
     out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
 ):  # fmt: skip
-    """Feed one batch (sorted by sync time), then let progress reach ``upto``."""
+    """Feed one batch (sorted by sync time), then let progress reach ``upto``.
+
+    Each step applies one delta: the earliest queued end if it is due, else the next
+    event. The per-delta work is written out here rather than in helpers: a call that
+    passes arrays costs more than the work itself.
+    """
     km = len(m_kind)
+    ki = ic.shape[1]
+    kf = fc.shape[1]
     n = len(sync)
-    for i in range(n + 1):
+    i = 0
+    while True:
         t = sync[i] if i < n else upto
-        # retire the queued ends at or before t (strictly before when only progress is known)
-        while st[QSIZE] > 0:
+        use_queue = False
+        top = 0
+        if st[QSIZE] > 0:
             top = st[QHEAD] if mode == 1 else 0
             e = q_time[top]
-            if e > t or (i == n and e >= t):
-                break
-            if e != st[CUR]:
-                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-                st[CUR] = e
-            if mode == 1:
-                slot = top
-                st[QHEAD] = top + 1
-                st[QSIZE] -= 1
-            else:
-                slot = _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv)
-            g = q_gid[slot]
-            _apply(g, -1, q_int[slot], q_flt[slot], q_mv[slot], g_int, g_flt, g_cnt, ms, ms_len, km)
-            if not held_flag[g]:
-                held_flag[g] = True
-                held[st[NHELD]] = g
-                st[NHELD] += 1
-        if i == n:
+            use_queue = e <= t if i < n else e < t
+            if use_queue:
+                t = e
+        if not use_queue and i == n:
             if st[CUR] < upto:
                 _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
                           o_valid, o_start, o_int, o_flt, o_cnt, o_res,
                           out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
             break
         if t != st[CUR]:
-            _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                      o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                      out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
+            if st[NHELD] > 0:
+                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
+                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
+                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
             st[CUR] = t
-        g = gid[i]
-        o = other[i]
-        if o < t:  # end edge
-            _apply(g, -1, ic[i], fc[i], mv[i], g_int, g_flt, g_cnt, ms, ms_len, km)
+        if use_queue:
+            if mode == 1:
+                row = top
+                st[QHEAD] = top + 1
+                st[QSIZE] -= 1
+            else:
+                row = _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv)
+            g = q_gid[row]
+            sign = -1
+            # (written twice on purpose: choosing between arrays in one variable costs 30x in numba)
+            for j in range(ki):
+                g_int[g, j] -= q_int[row, j]
+            for j in range(kf):
+                g_flt[g, j] -= q_flt[row, j]
+            if km > 0:
+                _apply_multisets(g, sign, q_mv, row, ms, ms_len, km)
         else:
-            _apply(g, 1, ic[i], fc[i], mv[i], g_int, g_flt, g_cnt, ms, ms_len, km)
-            if o != 9223372036854775807 and (mode == 1 or mode == 2):
-                _queue_push(st, mode, o, g, ic[i], fc[i], mv[i], q_time, q_gid, q_int, q_flt, q_mv)
+            row = i
+            i += 1
+            g = gid[row]
+            o = other[row]
+            sign = -1 if o < t else 1
+            if sign > 0 and o != 9223372036854775807 and (mode == 1 or mode == 2):
+                size = st[QSIZE]
+                pos = st[QHEAD] + size if mode == 1 else size
+                q_time[pos] = o
+                q_gid[pos] = g
+                for j in range(ki):
+                    q_int[pos, j] = ic[row, j]
+                for j in range(kf):
+                    q_flt[pos, j] = fc[row, j]
+                for j in range(km):
+                    q_mv[pos, j] = mv[row, j]
+                st[QSIZE] = size + 1
+                if mode == 2:  # sift up
+                    while pos > 0:
+                        parent = (pos - 1) >> 1
+                        if q_time[parent] <= q_time[pos]:
+                            break
+                        _heap_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
+                        pos = parent
+            for j in range(ki):
+                g_int[g, j] += sign * ic[row, j]
+            for j in range(kf):
+                g_flt[g, j] += sign * fc[row, j]
+            if km > 0:
+                _apply_multisets(g, sign, mv, row, ms, ms_len, km)
+        g_cnt[g] += sign
         if not held_flag[g]:
             held_flag[g] = True
             held[st[NHELD]] = g
