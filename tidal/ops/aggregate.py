@@ -150,105 +150,6 @@ def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
                 _ms_remove(ms, ms_len, g * km + j, v)
 
 
-@numba.njit(cache=True, inline="always")
-def _write_row(o, t, other, g, ints, flts, cnt, res, out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res):
-    out_sync[o] = t
-    out_other[o] = other
-    out_gid[o] = g
-    out_int[o, :] = ints
-    out_flt[o, :] = flts
-    out_cnt[o] = cnt
-    out_res[o, :] = res
-
-
-@numba.njit(cache=True)
-def _finalize(
-    st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-    o_valid, o_start, o_int, o_flt, o_cnt, o_res, out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
-):  # fmt: skip
-    cur = st[CUR]
-    km = len(m_kind)
-    res = np.empty(km, np.float64)
-    o = st[NOUT]
-    for h in range(st[NHELD]):
-        g = held[h]
-        held_flag[g] = False
-        for j in range(km):
-            res[j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
-        if mode == 3:  # tumbling window: the result is the window's interval, then the state resets
-            if g_cnt[g] > 0:
-                _write_row(o, cur, cur + window_len, g, g_int[g], g_flt[g], g_cnt[g], res,
-                           out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-                o += 1
-            g_int[g, :] = 0
-            g_flt[g, :] = 0.0
-            g_cnt[g] = 0
-            for j in range(km):
-                ms_len[g * km + j] = 0
-            continue
-        if o_valid[g] and g_cnt[g] == o_cnt[g]:
-            same = True
-            for j in range(g_int.shape[1]):
-                same = same and g_int[g, j] == o_int[g, j]
-            for j in range(g_flt.shape[1]):
-                same = same and g_flt[g, j] == o_flt[g, j]
-            for j in range(km):
-                same = same and res[j] == o_res[g, j]
-            if same:
-                continue
-        if o_valid[g]:
-            _write_row(o, cur, o_start[g], g, o_int[g], o_flt[g], o_cnt[g], o_res[g],
-                       out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-            o += 1
-        if g_cnt[g] > 0:
-            o_valid[g] = True
-            o_start[g] = cur
-            o_int[g, :] = g_int[g]
-            o_flt[g, :] = g_flt[g]
-            o_cnt[g] = g_cnt[g]
-            o_res[g, :] = res
-            _write_row(o, cur, 9223372036854775807, g, g_int[g], g_flt[g], g_cnt[g], res,
-                       out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-            o += 1
-        else:
-            o_valid[g] = False
-    st[NOUT] = o
-    st[NHELD] = 0
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
-    q_time[a], q_time[b] = q_time[b], q_time[a]
-    q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
-    for j in range(q_int.shape[1]):
-        q_int[a, j], q_int[b, j] = q_int[b, j], q_int[a, j]
-    for j in range(q_flt.shape[1]):
-        q_flt[a, j], q_flt[b, j] = q_flt[b, j], q_flt[a, j]
-    for j in range(q_mv.shape[1]):
-        q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv):
-    """Move the heap's minimum to the slot just past the shrunken heap and return that slot."""
-    last = st[QSIZE] - 1
-    _heap_swap(0, last, q_time, q_gid, q_int, q_flt, q_mv)
-    st[QSIZE] = last
-    pos = 0
-    while True:
-        left = 2 * pos + 1
-        if left >= last:
-            break
-        child = left
-        if left + 1 < last and q_time[left + 1] < q_time[left]:
-            child = left + 1
-        if q_time[pos] <= q_time[child]:
-            break
-        _heap_swap(pos, child, q_time, q_gid, q_int, q_flt, q_mv)
-        pos = child
-    return last
-
-
 @numba.njit(cache=True)
 def sweep(
     sync, other, gid, ic, fc, mv, upto, mode, window_len,
@@ -259,14 +160,16 @@ def sweep(
 ):  # fmt: skip
     """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
-    Each step applies one delta: the earliest queued end if it is due, else the next
-    event. The per-delta work is written out here rather than in helpers: a call that
-    passes arrays costs more than the work itself.
+    Each step applies one delta: the earliest queued end if it is due, else the next event;
+    when time moves on, the held groups' results are emitted first. Everything is written
+    out in this one loop on purpose: in numba, calling a helper that takes arrays, or
+    choosing between arrays in one variable, costs more than the work itself.
     """
     km = len(m_kind)
     ki = ic.shape[1]
     kf = fc.shape[1]
     n = len(sync)
+    res = np.empty(km, np.float64)  # the current group's order-aggregate results
     i = 0
     while True:
         t = sync[i] if i < n else upto
@@ -278,28 +181,120 @@ def sweep(
             use_queue = e <= t if i < n else e < t
             if use_queue:
                 t = e
-        if not use_queue and i == n:
-            if st[CUR] < upto:
-                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
+        done = not use_queue and i == n
+        if st[NHELD] > 0 and ((done and st[CUR] < upto) or (not done and t != st[CUR])):
+            # -- emit the held groups' results at the current time, then clear the held list --
+            cur = st[CUR]
+            o = st[NOUT]
+            for h in range(st[NHELD]):
+                g = held[h]
+                held_flag[g] = False
+                for j in range(km):
+                    res[j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
+                if mode == 3:  # tumbling window: the result is the window's interval; the state resets
+                    if g_cnt[g] > 0:
+                        out_sync[o] = cur
+                        out_other[o] = cur + window_len
+                        out_gid[o] = g
+                        for j in range(ki):
+                            out_int[o, j] = g_int[g, j]
+                        for j in range(kf):
+                            out_flt[o, j] = g_flt[g, j]
+                        out_cnt[o] = g_cnt[g]
+                        for j in range(km):
+                            out_res[o, j] = res[j]
+                        o += 1
+                    for j in range(ki):
+                        g_int[g, j] = 0
+                    for j in range(kf):
+                        g_flt[g, j] = 0.0
+                    g_cnt[g] = 0
+                    for j in range(km):
+                        ms_len[g * km + j] = 0
+                    continue
+                if o_valid[g] and g_cnt[g] == o_cnt[g]:
+                    same = True
+                    for j in range(ki):
+                        same = same and g_int[g, j] == o_int[g, j]
+                    for j in range(kf):
+                        same = same and g_flt[g, j] == o_flt[g, j]
+                    for j in range(km):
+                        same = same and res[j] == o_res[g, j]
+                    if same:  # touched, but the result did not change
+                        continue
+                if o_valid[g]:  # end edge of the previous result
+                    out_sync[o] = cur
+                    out_other[o] = o_start[g]
+                    out_gid[o] = g
+                    for j in range(ki):
+                        out_int[o, j] = o_int[g, j]
+                    for j in range(kf):
+                        out_flt[o, j] = o_flt[g, j]
+                    out_cnt[o] = o_cnt[g]
+                    for j in range(km):
+                        out_res[o, j] = o_res[g, j]
+                    o += 1
+                if g_cnt[g] > 0:  # start edge of the new one, remembered as the open result
+                    o_valid[g] = True
+                    o_start[g] = cur
+                    out_sync[o] = cur
+                    out_other[o] = 9223372036854775807
+                    out_gid[o] = g
+                    for j in range(ki):
+                        o_int[g, j] = g_int[g, j]
+                        out_int[o, j] = g_int[g, j]
+                    for j in range(kf):
+                        o_flt[g, j] = g_flt[g, j]
+                        out_flt[o, j] = g_flt[g, j]
+                    o_cnt[g] = g_cnt[g]
+                    out_cnt[o] = g_cnt[g]
+                    for j in range(km):
+                        o_res[g, j] = res[j]
+                        out_res[o, j] = res[j]
+                    o += 1
+                else:
+                    o_valid[g] = False
+            st[NOUT] = o
+            st[NHELD] = 0
+        if done:
             break
-        if t != st[CUR]:
-            if st[NHELD] > 0:
-                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-            st[CUR] = t
+        st[CUR] = t
         if use_queue:
             if mode == 1:
                 row = top
                 st[QHEAD] = top + 1
                 st[QSIZE] -= 1
-            else:
-                row = _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv)
+            else:  # heap: move the minimum just past the shrunken heap, then sift down
+                row = st[QSIZE] - 1
+                q_time[0], q_time[row] = q_time[row], q_time[0]
+                q_gid[0], q_gid[row] = q_gid[row], q_gid[0]
+                for j in range(ki):
+                    q_int[0, j], q_int[row, j] = q_int[row, j], q_int[0, j]
+                for j in range(kf):
+                    q_flt[0, j], q_flt[row, j] = q_flt[row, j], q_flt[0, j]
+                for j in range(km):
+                    q_mv[0, j], q_mv[row, j] = q_mv[row, j], q_mv[0, j]
+                st[QSIZE] = row
+                pos = 0
+                while True:
+                    child = 2 * pos + 1
+                    if child >= row:
+                        break
+                    if child + 1 < row and q_time[child + 1] < q_time[child]:
+                        child += 1
+                    if q_time[pos] <= q_time[child]:
+                        break
+                    q_time[pos], q_time[child] = q_time[child], q_time[pos]
+                    q_gid[pos], q_gid[child] = q_gid[child], q_gid[pos]
+                    for j in range(ki):
+                        q_int[pos, j], q_int[child, j] = q_int[child, j], q_int[pos, j]
+                    for j in range(kf):
+                        q_flt[pos, j], q_flt[child, j] = q_flt[child, j], q_flt[pos, j]
+                    for j in range(km):
+                        q_mv[pos, j], q_mv[child, j] = q_mv[child, j], q_mv[pos, j]
+                    pos = child
             g = q_gid[row]
             sign = -1
-            # (written twice on purpose: choosing between arrays in one variable costs 30x in numba)
             for j in range(ki):
                 g_int[g, j] -= q_int[row, j]
             for j in range(kf):
@@ -329,7 +324,14 @@ def sweep(
                         parent = (pos - 1) >> 1
                         if q_time[parent] <= q_time[pos]:
                             break
-                        _heap_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
+                        q_time[parent], q_time[pos] = q_time[pos], q_time[parent]
+                        q_gid[parent], q_gid[pos] = q_gid[pos], q_gid[parent]
+                        for j in range(ki):
+                            q_int[parent, j], q_int[pos, j] = q_int[pos, j], q_int[parent, j]
+                        for j in range(kf):
+                            q_flt[parent, j], q_flt[pos, j] = q_flt[pos, j], q_flt[parent, j]
+                        for j in range(km):
+                            q_mv[parent, j], q_mv[pos, j] = q_mv[pos, j], q_mv[parent, j]
                         pos = parent
             for j in range(ki):
                 g_int[g, j] += sign * ic[row, j]
