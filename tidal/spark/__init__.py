@@ -13,13 +13,16 @@ manager, shuffle or RPC. Requires the ``spark`` extra (``pip install 'tidal[spar
 from .batch import SparkPlanner, to_arrow, to_changelog, to_spark
 from .session import add_master_option, resolve_master, spark_session
 from .source import from_spark
+from .streaming import read_output, start_streaming
 
 __all__ = [
     "SparkPlanner",
     "add_master_option",
     "from_spark",
+    "read_output",
     "resolve_master",
     "spark_session",
+    "start_streaming",
     "to_arrow",
     "to_changelog",
     "to_spark",
