@@ -1,5 +1,9 @@
 """tidal's command line.
 
+``tidal query "<SQL>"`` runs a query of tidal's SQL dialect over files (paths relative to the
+current directory) and prints its result in one of several formats; ``tidal explain "<SQL>"``
+prints the logical plan, the rewrites applied and the stream plan.
+
 ``tidal demo`` runs the main job on the embedded engine: the ad-click stream of the Trill
 paper (a 5% sample of users, projected to the ad) over generated data, prints the plan
 and a summary of the result. ``tidal demo --events N`` sets the size.
@@ -8,6 +12,9 @@ and a summary of the result. ``tidal demo --events N`` sets the size.
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
 import sys
 import time
 
@@ -49,6 +56,96 @@ def _demo(args) -> int:
     return 0
 
 
+FORMATS = ("live-table", "batch-table", "live-csv", "batch-csv", "batch-json", "stream-json", "parquet")
+
+
+def _json_value(v):
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return v
+
+
+def _table_text(table, stats) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(show_lines=False)
+    for name in table.column_names:
+        out.add_column(name)
+    for row in table.to_pylist():
+        out.add_row(*["NULL" if v is None else str(_json_value(v)) for v in row.values()])
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(out)
+    return console.export_text()
+
+
+def _status(stats) -> str:
+    from tidal.core.time import INFINITY
+
+    wm = stats.watermark
+    wm_text = "end of input" if wm == INFINITY else ("none" if wm is None else str(wm))
+    counts = f"rows read: {stats.rows_read:,}  late rows: {stats.late:,}  skipped rows: {stats.skipped:,}"
+    return f"{counts}  watermark: {wm_text}"
+
+
+def _query(args) -> int:
+    import pyarrow.csv as pv
+
+    from tidal.sql import plan
+
+    fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
+    q = plan(args.sql, on_error=args.on_error, late_path=args.late_records)
+    out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
+    try:
+        if fmt in ("stream-json", "live-csv"):
+            log = q.changelog()
+            names = log.column_names[2:]
+            if fmt == "live-csv":
+                out.write(",".join(["sys.undo", *names]) + "\n")
+            for row in log.to_pylist():
+                undo = row.pop("undo")
+                row.pop("time")
+                if fmt == "stream-json":
+                    record = {k: _json_value(v) for k, v in row.items()}
+                    if undo:
+                        record["sys.undo"] = True
+                    out.write(json.dumps(record) + "\n")
+                else:
+                    values = ["" if v is None else str(_json_value(v)) for v in row.values()]
+                    out.write(",".join(["true" if undo else "false", *values]) + "\n")
+        else:
+            table = q.result()
+            if fmt == "batch-csv":
+                buf = io.BytesIO()
+                pv.write_csv(table, buf)
+                out.write(buf.getvalue().decode())
+            elif fmt == "batch-json":
+                for row in table.to_pylist():
+                    out.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
+            elif fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                if not args.output:
+                    raise SystemExit("tidal: --format parquet needs --output PATH")
+                pq.write_table(table, args.output)
+            else:  # live-table on finite input shows its final redraw; batch-table the final state
+                out.write(_table_text(table, q.stats).rstrip("\n") + "\n")
+        out.flush()
+        if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped:
+            print(_status(q.stats), file=sys.stderr)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def _explain(args) -> int:
+    from tidal.sql import plan
+
+    print(plan(args.sql).explain())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidal", description="Temporal stream analytics for Python.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,6 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--events", type=int, default=2_000_000, help="number of generated clicks")
     demo.add_argument("--seed", type=int, default=7)
     demo.set_defaults(run=_demo)
+    query = sub.add_parser("query", help="run a SQL query over files")
+    query.add_argument("sql", help="the query, e.g. \"SELECT a, COUNT(*) FROM 'data.csv' GROUP BY a\"")
+    query.add_argument("--format", choices=FORMATS, help="output format (default: live-table on a terminal)")
+    query.add_argument("--output", help="write the result to PATH instead of standard output")
+    query.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="malformed CSV rows")
+    query.add_argument("--late-records", help="append records behind the watermark to this JSON-lines file")
+    query.set_defaults(run=_query)
+    explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
+    explain.add_argument("sql")
+    explain.set_defaults(run=_explain)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

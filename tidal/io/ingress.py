@@ -107,7 +107,8 @@ def _check_order(sync: np.ndarray, previous: int, offset: int, rb: pa.RecordBatc
     field = f"field {spec!r}" if isinstance(spec, str) else "time lambda"
     raise InputError(
         f"row {offset + bad}: sync time {int(sync[bad])} ({field}) is earlier than the previous row's {previous}; "
-        f"input must be in time order: {{{describe_row(row)}}}"
+        f"input must be in time order (or pass disorder='drop'|'adjust'|'throw' and reorder_latency=N "
+        f"to sort it): {{{describe_row(row)}}}"
     )
 
 

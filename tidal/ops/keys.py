@@ -1,0 +1,326 @@
+"""Grouping keys: dense group ids for key values, and the stable hash every event carries.
+
+A grouped stream materialises its key (an Arrow struct of the key fields) and the key's
+hash once, when it is grouped (Trill's design: every later stateful operator and every
+shuffle reuses them). Stateful operators index their per-group state by a *group id*: a
+dense ``0..n-1`` number handed out in order of first appearance. :class:`KeyIndex` does
+that mapping for whole batches at once:
+
+* an integer-like key column whose values fall in a modest range uses a direct lookup
+  table (one gather per event);
+* other integer-like columns use a compiled hash map;
+* strings and other types are dictionary-encoded per batch, so Python only sees each
+  distinct value of a batch once;
+* several key columns are combined pairwise into one id through the same compiled map.
+
+Nulls are a key value of their own (as in SQL's GROUP BY). The hash is a deterministic
+64-bit mix of the key values, identical in every process, so it can place groups on
+partitions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import types
+from numba.typed import Dict
+
+from ..core.batch import as_numpy
+
+_DIRECT_SPAN = 1 << 20  # direct-table ids for integer keys spanning at most this many values
+_NULL = object()
+
+
+@numba.njit(cache=True)
+def _dict_ids(values, table, next_id):
+    out = np.empty(len(values), np.int64)
+    for i in range(len(values)):
+        v = values[i]
+        got = table.get(v, -1)
+        if got < 0:
+            got = next_id
+            table[v] = got
+            next_id += 1
+        out[i] = got
+    return out, next_id
+
+
+def _new_table():
+    return Dict.empty(key_type=types.int64, value_type=types.int64)
+
+
+@numba.njit(cache=True)
+def _splitmix(x):
+    x = (x + np.uint64(0x9E3779B97F4A7C15)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    return x ^ (x >> np.uint64(31))
+
+
+@numba.njit(cache=True)
+def _mix_hashes(acc, col):
+    out = np.empty(len(acc), np.uint64)
+    for i in range(len(acc)):
+        out[i] = _splitmix(acc[i] ^ (col[i] * np.uint64(0x100000001B3)))
+    return out
+
+
+def _integer_like(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
+    )
+
+
+def _as_int64(col: pa.Array) -> np.ndarray:
+    """Integer-like values as int64 (nulls filled with 0; the caller tracks validity)."""
+    t = col.type
+    if pa.types.is_boolean(t):
+        return np.asarray(col.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if not pa.types.is_integer(t):
+        col = col.view(pa.int64()) if t.bit_width == 64 else col.cast(pa.int32()).cast(pa.int64())
+    if col.null_count:
+        col = col.fill_null(0)
+    return as_numpy(col).astype(np.int64, copy=False)
+
+
+class _ColumnCodes:
+    """Dense codes for the values of one key column, and those values kept for output."""
+
+    def __init__(self):
+        self.kind: str | None = None  # "int", "float" or "other"
+        self.type: pa.DataType | None = None
+        self.count = 0
+        self.null_code = -1
+        self.base = 0
+        self.direct: np.ndarray | None = None  # value - base -> code, -1 when unseen
+        self.table = None  # numba dict for wide integer ranges
+        self.lookup: dict = {}  # other types: python value -> code
+        self.chunks: list[pa.Array] = []  # values of new codes, in code order
+        self.values: pa.Array | None = None
+
+    def codes(self, col: pa.Array) -> np.ndarray:
+        if self.type is None:
+            self.type = col.type
+            t = col.type
+            self.kind = "int" if _integer_like(t) else ("float" if pa.types.is_floating(t) else "other")
+        elif not col.type.equals(self.type):
+            col = col.cast(self.type)
+        if self.kind == "other":
+            return self._codes_other(col)
+        if self.kind == "float":
+            # one code per value: -0.0 is 0.0 and every NaN is the same NaN
+            f = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64) + 0.0
+            f = np.where(np.isnan(f), np.nan, f)
+            ints = f.view(np.int64)
+        else:
+            ints = _as_int64(col)
+        out = self._codes_int(ints, col)
+        if col.null_count:
+            valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+            if self.null_code < 0:
+                self.null_code = self.count
+                self.count += 1
+                self.chunks.append(pa.nulls(1, self.type))
+            out = np.where(valid, out, self.null_code)
+        return out
+
+    def _codes_int(self, ints: np.ndarray, col: pa.Array) -> np.ndarray:
+        if len(ints) == 0:
+            return np.empty(0, np.int64)
+        valid = None if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+        probe = ints if valid is None else ints[valid]
+        if len(probe) == 0:
+            return np.full(len(ints), -1, np.int64)
+        if self.table is None:
+            lo, hi = int(probe.min()), int(probe.max())
+            if self.direct is None:
+                if hi - lo < _DIRECT_SPAN:
+                    self.base = lo
+                    self.direct = np.full(hi - lo + 1, -1, np.int64)
+                else:
+                    self._to_table()
+            else:
+                new_lo, new_hi = min(lo, self.base), max(hi, self.base + len(self.direct) - 1)
+                if new_hi - new_lo < _DIRECT_SPAN:
+                    if new_lo < self.base or new_hi >= self.base + len(self.direct):
+                        grown = np.full(new_hi - new_lo + 1, -1, np.int64)
+                        grown[self.base - new_lo : self.base - new_lo + len(self.direct)] = self.direct
+                        self.direct, self.base = grown, new_lo
+                else:
+                    self._to_table()
+        if self.direct is not None and self.table is None:
+            pos = ints - self.base
+            if valid is not None:
+                pos = np.where(valid, pos, 0)
+            out = self.direct[pos]
+            fresh = out < 0
+            if valid is not None:
+                fresh &= valid
+            if fresh.any():
+                idx = np.flatnonzero(fresh)
+                uniq, first = np.unique(pos[idx], return_index=True)
+                order = np.argsort(first)  # codes in order of first appearance
+                uniq = uniq[order]
+                self.direct[uniq] = np.arange(self.count, self.count + len(uniq))
+                self._remember(col.take(pa.array(idx[first[order]])))
+                out = self.direct[pos]
+            return out
+        before = self.count
+        rows = np.arange(len(ints)) if valid is None else np.flatnonzero(valid)
+        got, self.count = _dict_ids(probe, self.table, self.count)
+        if self.count > before:
+            new = np.flatnonzero(got >= before)
+            _, first = np.unique(got[new], return_index=True)
+            self.chunks.append(col.take(pa.array(rows[new[first]])))
+            self.values = None
+        if valid is None:
+            return got
+        out = np.full(len(ints), -1, np.int64)
+        out[rows] = got
+        return out
+
+    def _to_table(self) -> None:
+        self.table = _new_table()
+        if self.direct is not None:
+            pos = np.flatnonzero(self.direct >= 0)
+            for p, c in zip(pos.tolist(), self.direct[pos].tolist(), strict=True):
+                self.table[p + self.base] = c
+        self.direct = None
+
+    def _remember(self, new_values: pa.Array) -> None:
+        self.chunks.append(new_values)
+        self.count += len(new_values)
+        self.values = None
+
+    def _codes_other(self, col: pa.Array) -> np.ndarray:
+        if len(col) == 0:
+            return np.empty(0, np.int64)
+        enc = pc.dictionary_encode(col, null_encoding="encode")
+        dictionary = enc.dictionary
+        local = np.empty(len(dictionary), np.int64)
+        new = []
+        for i, v in enumerate(dictionary.to_pylist()):
+            k = _NULL if v is None else v
+            code = self.lookup.get(k)
+            if code is None:
+                code = self.count + len(new)
+                self.lookup[k] = code
+                new.append(i)
+                if v is None:
+                    self.null_code = code
+            local[i] = code
+        if new:
+            self._remember(dictionary.take(pa.array(new, pa.int64())))
+        return local[as_numpy(enc.indices).astype(np.int64, copy=False)]
+
+    def take(self, codes: np.ndarray) -> pa.Array:
+        if self.values is None:
+            self.values = pa.concat_arrays(self.chunks) if self.chunks else pa.array([], self.type or pa.null())
+            self.chunks = [self.values]
+        return self.values.take(pa.array(codes, pa.int64()))
+
+
+class KeyIndex:
+    """Dense group ids for the rows of one or more key columns."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = tuple(names)
+        self.columns = [_ColumnCodes() for _ in self.names]
+        self.pairs = [_new_table() for _ in self.names[1:]]
+        self.pair_codes: list[np.ndarray] = []  # group id -> code per column (several columns)
+        self.count = 0
+        self._hash = np.empty(0, np.int64)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def ids(self, cols) -> np.ndarray:
+        """Group ids for key columns (a list of Arrow arrays, or a struct array)."""
+        if isinstance(cols, pa.StructArray):
+            cols = cols.flatten()
+        codes = [c.codes(col) for c, col in zip(self.columns, cols, strict=True)]
+        if len(codes) == 1:
+            self.count = self.columns[0].count
+            return codes[0]
+        acc = codes[0]
+        n_before = self.count
+        for level, nxt in enumerate(codes[1:]):
+            combined = (acc << 32) | nxt
+            table = self.pairs[level]
+            acc, size = _dict_ids(combined, table, len(table))
+        self.count = len(self.pairs[-1])
+        if self.count > n_before:
+            new = np.flatnonzero(acc >= n_before)
+            gids, first = np.unique(acc[new], return_index=True)
+            rows = new[first]
+            self.pair_codes.append(np.stack([c[rows] for c in codes], axis=1))
+        return acc
+
+    def _codes_of(self, gids: np.ndarray) -> list[np.ndarray]:
+        if len(self.columns) == 1:
+            return [gids]
+        if len(self.pair_codes) > 1:
+            self.pair_codes = [np.concatenate(self.pair_codes)]
+        table = self.pair_codes[0] if self.pair_codes else np.empty((0, len(self.columns)), np.int64)
+        return [table[gids, j] for j in range(len(self.columns))]
+
+    def key_columns(self, gids: np.ndarray) -> list[pa.Array]:
+        """The key values of the given groups, one Arrow array per key field."""
+        return [c.take(codes) for c, codes in zip(self.columns, self._codes_of(gids), strict=True)]
+
+    def key_struct(self, gids: np.ndarray) -> pa.StructArray:
+        return pa.StructArray.from_arrays(self.key_columns(gids), names=list(self.names))
+
+    def hashes(self, gids: np.ndarray) -> np.ndarray:
+        """Stable 64-bit hashes of the groups' key values (same in every process)."""
+        if len(self._hash) < self.count:
+            new = np.arange(len(self._hash), self.count)
+            self._hash = np.concatenate([self._hash, stable_hash(self.key_columns(new))])
+        return self._hash[gids]
+
+    def snapshot(self) -> dict:
+        """The groups in id order as an Arrow table: restoring replays them in the same order."""
+        gids = np.arange(self.count)
+        return {"keys": pa.table(self.key_columns(gids), names=list(self.names)) if self.count else None}
+
+    def restore(self, state: dict) -> None:
+        self.__init__(self.names)
+        table = state.get("keys")
+        if table is not None and table.num_rows:
+            self.ids([table.column(i).combine_chunks() for i in range(table.num_columns)])
+
+
+def stable_hash(cols: list[pa.Array]) -> np.ndarray:
+    """A deterministic 64-bit hash per row of the given key columns."""
+    n = len(cols[0]) if cols else 0
+    acc = np.zeros(n, np.uint64)
+    for col in cols:
+        if _integer_like(col.type) or pa.types.is_floating(col.type):
+            if pa.types.is_floating(col.type):
+                f = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64) + 0.0
+                raw = np.where(np.isnan(f), np.nan, f).view(np.uint64)
+            else:
+                raw = _as_int64(col).view(np.uint64)
+        else:
+            raw = np.fromiter(
+                (
+                    int.from_bytes(hashlib.blake2b(repr(v).encode(), digest_size=8).digest(), "little")
+                    for v in col.to_pylist()
+                ),
+                dtype=np.uint64,
+                count=n,
+            )
+        if col.null_count:
+            valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+            raw = np.where(valid, raw, np.uint64(0x5BD1E995))
+        acc = _mix_hashes(acc, raw)
+    return acc.view(np.int64)
