@@ -20,7 +20,7 @@ from test_operators_reference import OPS
 
 import tidal
 import tidal.spark
-from tidal import INFINITY
+from tidal import INFINITY, agg
 from tidal.testing import assert_same_snapshots
 from tidal.testing.reference import check_physical
 
@@ -158,3 +158,24 @@ def test_changelog_matches_embedded(spark):
     on_spark = tidal.spark.to_changelog(q, partitions=3).sort_by(order)
     assert on_spark.num_rows > 0
     assert on_spark.equals(q.to_changelog().sort_by(order))
+
+
+AGG_QUERIES = {
+    "group_count_sum": lambda s: s.tumbling_window(10).group_aggregate("k", n=agg.count(), total=agg.sum("v")),
+    "global_aggregate": lambda s: s.hopping_window(10, 5).aggregate(agg.count(), agg.max("v")),
+    "group_apply": lambda s: s.group_apply("k", lambda g: g.tumbling_window(8).aggregate(n=agg.count())),
+    "aggregate_then_map": lambda s: s.group_aggregate(["k"], total=agg.sum("v")).where(lambda e: e.total != 0),
+    "two_levels": lambda s: s.group_aggregate("v", n=agg.count()).group_aggregate("n", m=agg.count()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(AGG_QUERIES))
+def test_aggregates_on_spark_match_embedded(spark, name):
+    """Grouped and global aggregates: keys spread over partitions, globals in one."""
+    q = AGG_QUERIES[name](_source(EVENTS))
+    embedded = q.to_arrow()
+    assert embedded.num_rows > 0
+    for p in PARTITIONS:
+        out = tidal.spark.to_arrow(q, partitions=p, spark=spark)
+        check_physical(out)
+        assert_same_snapshots(out, embedded)

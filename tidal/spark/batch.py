@@ -122,7 +122,13 @@ class SparkPlanner:
         return df.sortWithinPartitions(SYNC_FIELD)
 
     def _reduce_one(self, node: PlanNode) -> _Rel:
-        df, schema = self.frame(node.inputs[0])
+        child = node.inputs[0]
+        if child.props.grouping:
+            # inside a group_apply: the Group node already placed every group in one partition, in
+            # time order, and the group key travels with the batches, so keep going in the same task
+            parent = self.rel(child)
+            return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
+        df, schema = self.frame(child)
         keys = tuple(node.partitioning[0])
         _check_keys(node, keys, schema)
         return _Rel(self._shuffle(df, keys), schema, (node,), True)
