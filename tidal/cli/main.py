@@ -88,6 +88,23 @@ def _status(stats) -> str:
     return f"{counts}  watermark: {wm_text}"
 
 
+class _OnSpark:
+    """A planned query whose result and changelog come from Spark (``--engine spark``)."""
+
+    def __init__(self, q, master: str | None):
+        self.q, self.master, self.stats = q, master, q.stats
+
+    def result(self):
+        from tidal.spark import run_query_on_spark
+
+        return run_query_on_spark(self.q, master=self.master)
+
+    def changelog(self):
+        from tidal.spark import run_query_on_spark
+
+        return run_query_on_spark(self.q, master=self.master, changelog=True)
+
+
 def _query(args) -> int:
     import pyarrow.csv as pv
 
@@ -95,6 +112,8 @@ def _query(args) -> int:
 
     fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
     q = plan(args.sql, on_error=args.on_error, late_path=args.late_records)
+    if getattr(args, "engine", "embedded") == "spark":
+        q = _OnSpark(q, args.spark_master)
     out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
     try:
         if fmt in ("stream-json", "live-csv"):
@@ -157,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     query.add_argument("sql", help="the query, e.g. \"SELECT a, COUNT(*) FROM 'data.csv' GROUP BY a\"")
     query.add_argument("--format", choices=FORMATS, help="output format (default: live-table on a terminal)")
     query.add_argument("--output", help="write the result to PATH instead of standard output")
+    query.add_argument("--engine", choices=("embedded", "spark"), default="embedded", help="where the query runs")
+    query.add_argument(
+        "--spark-master", default=None, help="Spark master for --engine spark (default: $SPARK_MASTER, else local[*])"
+    )
     query.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="malformed CSV rows")
     query.add_argument("--late-records", help="append records behind the watermark to this JSON-lines file")
     query.set_defaults(run=_query)

@@ -13,6 +13,7 @@ manager, shuffle or RPC. Requires the ``spark`` extra (``pip install 'tidal[spar
 from .batch import SparkPlanner, to_arrow, to_changelog, to_spark
 from .session import add_master_option, resolve_master, spark_session
 from .source import from_spark
+from .sql import run_query_on_spark
 from .streaming import read_output, start_streaming
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "from_spark",
     "read_output",
     "resolve_master",
+    "run_query_on_spark",
     "spark_session",
     "start_streaming",
     "to_arrow",
