@@ -54,7 +54,7 @@ class _Rel:
     schema: pa.Schema
     chain: tuple[PlanNode, ...] = ()
     sorted: bool = False
-    side_payloads: tuple[tuple[str, ...], ...] | None = None
+    side_payloads: tuple[pa.Schema, ...] | None = None
 
 
 class SparkPlanner:
@@ -155,7 +155,7 @@ class SparkPlanner:
                     cols.append(value.alias(side_field(t, name)))
             tagged.append(df.select(*cols))
         both = tagged[0].unionByName(tagged[1])
-        side_payloads = tuple(tuple(schema.names) for _, schema in sides)
+        side_payloads = tuple(schema for _, schema in sides)
         return _Rel(self._shuffle(both, key_names), pa.schema([]), (node,), True, side_payloads)
 
     def _materialize(self, rel: _Rel):
@@ -168,7 +168,10 @@ class SparkPlanner:
             df = df.sortWithinPartitions(SYNC_FIELD)
         payload = self.payload_schema(rel.chain[-1])
         out = physical_schema(payload)
-        fragment = Fragment(list(rel.chain), out, None if rel.side_payloads is None else list(rel.side_payloads))
+        if rel.side_payloads is None:
+            fragment = Fragment(list(rel.chain), [rel.schema], out)
+        else:
+            fragment = Fragment(list(rel.chain), list(rel.side_payloads), out, tagged=True)
         return df.mapInArrow(fragment, from_arrow_schema(out)), payload
 
     # -- schemas ------------------------------------------------------------------------
@@ -261,8 +264,15 @@ def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
 
 def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:
     """Run the stream on Spark and collect its physical events, sorted by sync time."""
-    df = to_spark(stream, partitions=partitions, spark=spark)
+    from .session import spark_session
+
+    spark = spark or _spark_of(stream._node) or spark_session()
+    df, payload = SparkPlanner(spark, partitions or spark.sparkContext.defaultParallelism).frame(stream._node)
     table = df.toArrow()
+    # Spark's types come back a little different (naive timestamps as UTC ones): restore the plan's
+    table = pa.Table.from_arrays(
+        [table.column(f.name).cast(f.type) for f in physical_schema(payload)], schema=physical_schema(payload)
+    )
     return table.take(pa.compute.sort_indices(table, [(SYNC_FIELD, "ascending")]))
 
 

@@ -66,15 +66,23 @@ def conform(rb: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def physical(payload: pa.Schema) -> pa.Schema:
+    """``sync_time, other_time`` and then the payload fields."""
+    return pa.schema([pa.field(SYNC_FIELD, pa.int64()), pa.field(OTHER_FIELD, pa.int64()), *payload])
+
+
 class Fragment:
     """A chain of plan nodes run per partition; ``fragment(batches)`` is a mapInArrow function."""
 
-    def __init__(self, nodes: list[PlanNode], out_schema: pa.Schema, side_payloads: list[list[str]] | None = None):
+    def __init__(self, nodes: list[PlanNode], in_schemas: list[pa.Schema], out_schema: pa.Schema, tagged: bool = False):
         if not nodes:
             raise ValueError("a fragment needs at least one node")
         self.nodes = [detach(n) for n in nodes]
+        # the payload of each input as the plan knows it (Spark hands some types back changed,
+        # e.g. naive timestamps as UTC ones: they are cast back before tidal sees them)
+        self.in_schemas = in_schemas
         self.out_schema = out_schema
-        self.side_payloads = side_payloads  # payload field names per side of a two-input head
+        self.side_payloads = [s.names for s in in_schemas] if tagged else None
 
     @property
     def sides(self) -> int:
@@ -96,7 +104,8 @@ class Fragment:
         out = []
         for s, payload in enumerate(self.side_payloads):
             mask = pc.equal(side, s)
-            cols = {n: pc.filter(rb.column(side_field(s, n)), mask) for n in payload}
+            types = self.in_schemas[s]
+            cols = {n: pc.filter(rb.column(side_field(s, n)), mask).cast(types.field(n).type) for n in payload}
             out.append(
                 EventBatch(
                     sync=pc.filter(sync, mask).to_numpy(),
@@ -111,7 +120,10 @@ class Fragment:
         for rb in batches:
             if rb.num_rows == 0:
                 continue
-            parts = [EventBatch.from_record_batch(rb)] if self.sides == 1 else self.split(rb)
+            if self.sides == 1:
+                parts = [EventBatch.from_record_batch(conform(rb, physical(self.in_schemas[0])))]
+            else:
+                parts = self.split(rb)
             for entry, part in zip(entries, parts, strict=True):
                 if len(part):
                     entry.on_batch(part)
