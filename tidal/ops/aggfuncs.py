@@ -117,6 +117,13 @@ class PyState:
     def result(self):
         raise NotImplementedError
 
+    def dump(self):
+        """The state as plain data (checkpoints); ``load`` puts it back into a fresh object."""
+        raise NotImplementedError
+
+    def load(self, data) -> None:
+        raise NotImplementedError
+
 
 class MultisetState(PyState):
     """Built-ins as functions of the multiset of alive non-null values (items carry start times for first/last)."""
@@ -143,6 +150,12 @@ class MultisetState(PyState):
 
     def result(self):
         return multiset_result(self.kind, self.param, self.items)
+
+    def dump(self):
+        return list(self.items.items())
+
+    def load(self, data) -> None:
+        self.items = Counter(dict((tuple(k) if isinstance(k, list) else k, c) for k, c in data))
 
 
 def multiset_result(kind: str, param, items: Counter):
@@ -233,6 +246,12 @@ class CountState(PyState):
     def result(self):
         return self.n
 
+    def dump(self):
+        return self.n
+
+    def load(self, data) -> None:
+        self.n = data
+
 
 class UserState(PyState):
     """A user-defined aggregate's state; rebuilt from alive inputs when it cannot be inverted."""
@@ -277,6 +296,13 @@ class UserState(PyState):
 
     def result(self):
         return self.state if self.spec.compute_result is None else self.spec.compute_result(self.state)
+
+    def dump(self):
+        return (self.state, None if self.alive is None else list(self.alive.items()))
+
+    def load(self, data) -> None:
+        self.state, alive = data
+        self.alive = None if alive is None else Counter(dict(alive))
 
 
 def new_state(fn: AggregateFunction) -> PyState:

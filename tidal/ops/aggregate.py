@@ -31,6 +31,7 @@ user-defined functions) run in the same algorithm with Python state objects per 
 from __future__ import annotations
 
 import heapq
+import pickle
 from collections import deque
 
 import numba
@@ -402,6 +403,7 @@ class CompiledEngine(_Engine):
         return slots.index(key)
 
     def _layout(self, types: list[pa.DataType]) -> None:
+        self.layout_types = list(types)
         first_of: dict[str, int] = {}
         for (name, fn), a, t in zip(self.fns, range(len(self.args)), types, strict=True):
             if fn.kind == "count":
@@ -612,7 +614,7 @@ class CompiledEngine(_Engine):
         flat = [self.ms[i][: lens[i]] for i in range(len(self.ms))]
         return {
             "typed": True,
-            "types": [self.arg_types.get(a) for a in range(len(self.args))],
+            "types": self.layout_types,
             "arrays": {
                 k: getattr(self, k).copy()
                 for k in (
@@ -642,8 +644,7 @@ class CompiledEngine(_Engine):
     def restore(self, state: dict) -> None:
         if not state["typed"]:
             return
-        types = state["types"]
-        self._layout([types[a] for a in range(len(self.args))])
+        self._layout(state["types"])
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
         self.ms = List([np.empty(0, np.float64)])
@@ -797,19 +798,21 @@ class PythonEngine(_Engine):
         return sync, other, gid, cols
 
     def snapshot(self) -> dict:
-        import pickle
-
-        # Python states are arbitrary objects (user aggregates); they travel pickled inside Arrow binary
-        blob = pickle.dumps(
-            (self.states, self.counts, self.open, self.queue, list(self.fifo), self.seq, self.cur, self.types)
-        )
-        return {"python_state": pa.array([blob], pa.binary())}
+        # per-group states as plain data (user aggregates' own state values must pickle)
+        states = {g: ([s.dump() for s in sts], self.counts[g]) for g, sts in self.states.items()}
+        data = (states, list(self.held), self.open, self.queue, list(self.fifo), self.seq, self.cur, self.types)
+        return {"python_state": pa.array([pickle.dumps(data)], pa.binary())}
 
     def restore(self, state: dict) -> None:
-        import pickle
-
-        blob = state["python_state"][0].as_py()
-        self.states, self.counts, self.open, self.queue, fifo, self.seq, self.cur, self.types = pickle.loads(blob)
+        data = pickle.loads(state["python_state"][0].as_py())
+        states, held, self.open, self.queue, fifo, self.seq, self.cur, self.types = data
+        self.states, self.counts = {}, {}
+        for g, (dumps, count) in states.items():
+            objs = self._state(g)
+            for obj, dumped in zip(objs, dumps, strict=True):
+                obj.load(dumped)
+            self.counts[g] = count
+        self.held = dict.fromkeys(held)
         self.fifo = deque(fifo)
 
 

@@ -28,7 +28,8 @@ from ..io import egress
 from ..ops.base import Consumer, Operator
 from ..ops.lifetime import LifetimeOp
 from ..ops.reorder import BandTap, DisorderPolicy, DisorderStats, LateTap, ReorderOp
-from .plan import OperatorNode, PlanNode, SourceNode, explain, run_sources
+from .plan import OperatorNode, PlanNode, SourceNode, explain
+from .query import execute_many
 from .streamable import Stream
 
 ORDER_INSENSITIVE = (
@@ -119,27 +120,6 @@ class UnorderedLifetimeOp(Operator):
 # --------------------------------------------------------------------------------------------------
 # running several outputs in one pass
 # --------------------------------------------------------------------------------------------------
-
-
-def execute_many(roots: Sequence[PlanNode], sinks: Sequence[Consumer]) -> None:
-    """Build one physical DAG for several roots (shared nodes built once) and run it once."""
-    built: dict[int, Operator] = {}
-    sources: list[tuple[SourceNode, Operator]] = []
-
-    def build(node: PlanNode) -> Operator:
-        if id(node) in built:
-            return built[id(node)]
-        op = node.make()
-        built[id(node)] = op
-        if isinstance(node, SourceNode):
-            sources.append((node, op))
-        for child, port in zip(node.inputs, node.ports(op), strict=True):
-            build(child).downstream.append(port)
-        return op
-
-    for root, sink in zip(roots, sinks, strict=True):
-        build(root).downstream.append(sink)
-    run_sources([(node.open_messages(), op) for node, op in sources])
 
 
 class _Discard(Consumer):

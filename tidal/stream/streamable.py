@@ -29,7 +29,8 @@ from ..ops.lifetime import (
 )
 from ..ops.selection import SelectManyOp, SelectOp, WhereOp
 from ..ops.union import UnionOp
-from .plan import OperatorNode, PlanNode, Properties, execute, explain
+from .plan import OperatorNode, PlanNode, Properties, explain
+from .query import Query, execute
 
 
 def _positive(name: str, value: int) -> int:
@@ -385,6 +386,18 @@ class Stream:
         return disorder_stats(self)
 
     # -- egress ---------------------------------------------------------------------------
+    def query(self, sink=None) -> Query:
+        """A runnable query over this stream, for step-by-step runs and checkpoints.
+
+        ``q = stream.query(); q.run(max_messages=100); state = q.checkpoint()``; later
+        ``q2 = stream.query(); q2.restore(state); q2.run()`` continues exactly. Without a
+        ``sink`` the output is collected: ``q.sink.table()``.
+        """
+        sink = sink if sink is not None else egress.CollectSink(self.schema)
+        q = Query([self._node], [sink])
+        q.sink = sink
+        return q
+
     def to_arrow(self) -> pa.Table:
         """The physical events as an Arrow table: ``sync_time, other_time``, then payload fields."""
         sink = egress.CollectSink(self.schema)
