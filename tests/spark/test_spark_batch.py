@@ -127,6 +127,9 @@ def test_spark_dataframe_source_matches_embedded(spark):
         for p in (1, 3):
             assert_same_snapshots(tidal.spark.to_arrow(q, partitions=p), embedded)
         assert_same_snapshots(tidal.spark.to_arrow(_partitioned(q, ("k",)).chop(7), partitions=2), q.chop(7))
+    # fields known only at run time: learned from a sample of the DataFrame run embedded
+    many = tidal.spark.from_spark(df, time="t").select_many(lambda e: [{"x": e.v}] * (e.k % 2))
+    assert_same_snapshots(tidal.spark.to_arrow(many, partitions=2), many.to_arrow())
 
 
 def test_timestamps_are_microseconds(spark):

@@ -30,8 +30,8 @@ import pyarrow as pa
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..core.errors import PlanError
 from ..io.egress import CollectSink
-from ..ops.base import PassThrough
-from ..stream.plan import PlanNode, SourceNode, run_sources
+from ..stream.plan import PlanNode, SourceNode
+from ..stream.query import execute
 from ..stream.streamable import Stream
 from .fragment import SIDE_FIELD, Fragment, side_field
 from .source import SparkSourceNode
@@ -201,41 +201,37 @@ def _check_keys(node: PlanNode, keys: tuple[str, ...], schema: pa.Schema) -> Non
 
 def _collect(node: SourceNode) -> pa.Table:
     sink = CollectSink(node.schema)
-    op = PassThrough()
-    op.downstream.append(sink)
-    run_sources([(node.open_messages(), op)])
+    execute(node, sink)
     return sink.table()
 
 
-def _sample_messages(node: SourceNode):
-    if isinstance(node, SparkSourceNode):
-        if node.df.isStreaming:
-            raise PlanError("cannot sample a streaming DataFrame to learn a schema; give the fields explicitly")
-        from ..io.sources import from_arrow
+def _sample_messages(node: SparkSourceNode):
+    if node.df.isStreaming:
+        raise PlanError("cannot sample a streaming DataFrame to learn a schema; give the fields explicitly")
+    from ..io.sources import from_arrow
 
-        table = node.df.limit(SAMPLE_ROWS).toArrow().sort_by(node.time)
-        return from_arrow(table, node.time, node.end, other=node.other, kind=node.kind)._node.open_messages()
-    return node.open_messages()
+    table = node.df.limit(SAMPLE_ROWS).toArrow().sort_by(node.time)
+    return from_arrow(table, node.time, node.end, other=node.other, kind=node.kind)._node.open_messages()
+
+
+def _spark_sources(node: PlanNode, found: dict) -> dict:
+    if isinstance(node, SparkSourceNode):
+        found[id(node)] = node
+    for child in node.inputs:
+        _spark_sources(child, found)
+    return found
 
 
 def _execute_sampled(root: PlanNode, sink) -> None:
     """Run ``root`` embedded over samples of its Spark sources (for output schemas)."""
-    built: dict[int, object] = {}
-    sources = []
-
-    def build(node: PlanNode):
-        if id(node) in built:
-            return built[id(node)]
-        op = node.make()
-        built[id(node)] = op
-        if isinstance(node, SourceNode):
-            sources.append((_sample_messages(node), op))
-        for child, port in zip(node.inputs, node.ports(op), strict=True):
-            build(child).downstream.append(port)
-        return op
-
-    build(root).downstream.append(sink)
-    run_sources(sources)
+    sources = list(_spark_sources(root, {}).values())
+    try:
+        for src in sources:
+            src.open_messages = lambda src=src: _sample_messages(src)
+        execute(root, sink)
+    finally:
+        for src in sources:
+            src.open_messages = src._open_embedded
 
 
 def _spark_of(node: PlanNode):
