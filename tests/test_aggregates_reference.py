@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given
@@ -10,7 +11,7 @@ from streams import physical_table, reference_of, stream_cases
 
 import tidal
 from tidal import INFINITY, agg
-from tidal.testing import assert_same_snapshots
+from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import check_physical
 
 COMPILED_SETS = {
@@ -199,3 +200,54 @@ def test_aggregate_errors_name_the_problem():
         s.aggregate(agg.sum("nope"))
     with pytest.raises(tidal.PlanError, match="not an aggregate"):
         s.aggregate(lambda e: e.v)
+
+
+def test_seed_ad_click_windowed_count_per_ad():
+    """Seed 001 section 2: sample 5% of users, keep AdId, count per ad over a 5-minute window."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    clicks = pa.table(
+        {
+            "click_time": np.sort(rng.integers(0, 3_600, n)),
+            "user_id": rng.integers(0, 2_000, n),
+            "ad_id": rng.integers(0, 20, n),
+        }
+    )
+    minutes5 = 300
+    stream = tidal.from_arrow(clicks, time="click_time", punctuate_every=60)
+    query = (
+        stream.where(lambda e: e.user_id % 100 < 5)
+        .select(lambda e: {"ad_id": e.ad_id})
+        .group_apply(lambda e: e.ad_id, lambda s: s.alter_duration(minutes5).aggregate(agg.count()))
+    )
+    assert "columnar" in query.explain()
+    ref = Reference.points(
+        ("click_time", "user_id", "ad_id"),
+        [(r["click_time"], (r["click_time"], r["user_id"], r["ad_id"])) for r in clicks.to_pylist()],
+    )
+    expected = (
+        ref.where(lambda e: e.user_id % 100 < 5)
+        .select(lambda e: {"ad_id": e.ad_id})
+        .group_apply(lambda e: e.ad_id, lambda s: s.alter_duration(minutes5).aggregate(agg.count()))
+    )
+    result = query.to_arrow()
+    assert result.column_names == ["sync_time", "other_time", "key", "count"]
+    assert_same_snapshots(result, expected)
+
+
+def test_running_sum_user_aggregates_compile_to_kernels():
+    count = dict(
+        initial_state=lambda: 0,
+        accumulate=lambda old, t, e: old + 1,
+        deaccumulate=lambda old, t, e: old - 1,
+        difference=lambda left, right: left - right,
+        compute_result=lambda c: c,
+    )
+    s = tidal.from_arrow(pa.table({"t": [0, 1], "v": [3, 4]}), time="t")
+    assert "user-defined, compiled as sum(1)" in s.aggregate(**count).explain()
+    opaque = dict(initial_state=lambda: 0, accumulate=lambda old, e: _bump(old), deaccumulate=lambda old, e: old - 1)
+    assert "python" in s.aggregate(**opaque).explain()
+
+
+def _bump(x):
+    return x + 1

@@ -44,6 +44,8 @@ from ..core.batch import EventBatch, as_numpy
 from ..core.errors import PlanError
 from ..core.time import INFINITY
 from ..expr.compile import CompiledLambda, projection_schema, rows_of
+from ..expr.kernels import Evaluator, to_arrow_column
+from ..expr.nodes import Node
 from .aggfuncs import LINEAR, ORDERED, AggregateFunction, new_state, result_type
 from .base import Operator, OutputBuffer
 from .keys import KeyIndex
@@ -75,7 +77,7 @@ def choose_mode(props, force: str | None = None) -> int:
 
 
 # -- compiled kernel ---------------------------------------------------------------------------
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _ms_insert(ms, ms_len, idx, v):
     arr = ms[idx]
     n = ms_len[idx]
@@ -97,7 +99,7 @@ def _ms_insert(ms, ms_len, idx, v):
     ms_len[idx] = n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _ms_remove(ms, ms_len, idx, v):
     arr = ms[idx]
     n = ms_len[idx]
@@ -114,7 +116,7 @@ def _ms_remove(ms, ms_len, idx, v):
         ms_len[idx] = n - 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _ms_result(arr, n, kind, p):
     if kind == 2:  # count distinct
         d = 0
@@ -138,14 +140,9 @@ def _ms_result(arr, n, kind, p):
 
 
 @numba.njit(cache=True)
-def _apply(g, sign, ivals, fvals, mvals, g_int, g_flt, g_cnt, ms, ms_len, km):
-    for j in range(ivals.shape[0]):
-        g_int[g, j] += sign * ivals[j]
-    for j in range(fvals.shape[0]):
-        g_flt[g, j] += sign * fvals[j]
-    g_cnt[g] += sign
+def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
     for j in range(km):
-        v = mvals[j]
+        v = src_m[row, j]
         if not np.isnan(v):
             if sign > 0:
                 _ms_insert(ms, ms_len, g * km + j, v)
@@ -153,7 +150,7 @@ def _apply(g, sign, ivals, fvals, mvals, g_int, g_flt, g_cnt, ms, ms_len, km):
                 _ms_remove(ms, ms_len, g * km + j, v)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _write_row(o, t, other, g, ints, flts, cnt, res, out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res):
     out_sync[o] = t
     out_other[o] = other
@@ -219,7 +216,7 @@ def _finalize(
     st[NHELD] = 0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _heap_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
     q_time[a], q_time[b] = q_time[b], q_time[a]
     q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
@@ -231,26 +228,7 @@ def _heap_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
         q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
 
 
-@numba.njit(cache=True)
-def _queue_push(st, mode, t, g, ivals, fvals, mvals, q_time, q_gid, q_int, q_flt, q_mv):
-    size = st[QSIZE]
-    pos = st[QHEAD] + size if mode == 1 else size
-    q_time[pos] = t
-    q_gid[pos] = g
-    q_int[pos, :] = ivals
-    q_flt[pos, :] = fvals
-    q_mv[pos, :] = mvals
-    st[QSIZE] = size + 1
-    if mode == 2:  # sift up
-        while pos > 0:
-            parent = (pos - 1) >> 1
-            if q_time[parent] <= q_time[pos]:
-                break
-            _heap_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
-            pos = parent
-
-
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv):
     """Move the heap's minimum to the slot just past the shrunken heap and return that slot."""
     last = st[QSIZE] - 1
@@ -279,53 +257,87 @@ def sweep(
     o_valid, o_start, o_int, o_flt, o_cnt, o_res,
     out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
 ):  # fmt: skip
-    """Feed one batch (sorted by sync time), then let progress reach ``upto``."""
+    """Feed one batch (sorted by sync time), then let progress reach ``upto``.
+
+    Each step applies one delta: the earliest queued end if it is due, else the next
+    event. The per-delta work is written out here rather than in helpers: a call that
+    passes arrays costs more than the work itself.
+    """
     km = len(m_kind)
+    ki = ic.shape[1]
+    kf = fc.shape[1]
     n = len(sync)
-    for i in range(n + 1):
+    i = 0
+    while True:
         t = sync[i] if i < n else upto
-        # retire the queued ends at or before t (strictly before when only progress is known)
-        while st[QSIZE] > 0:
+        use_queue = False
+        top = 0
+        if st[QSIZE] > 0:
             top = st[QHEAD] if mode == 1 else 0
             e = q_time[top]
-            if e > t or (i == n and e >= t):
-                break
-            if e != st[CUR]:
-                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-                st[CUR] = e
-            if mode == 1:
-                slot = top
-                st[QHEAD] = top + 1
-                st[QSIZE] -= 1
-            else:
-                slot = _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv)
-            g = q_gid[slot]
-            _apply(g, -1, q_int[slot], q_flt[slot], q_mv[slot], g_int, g_flt, g_cnt, ms, ms_len, km)
-            if not held_flag[g]:
-                held_flag[g] = True
-                held[st[NHELD]] = g
-                st[NHELD] += 1
-        if i == n:
+            use_queue = e <= t if i < n else e < t
+            if use_queue:
+                t = e
+        if not use_queue and i == n:
             if st[CUR] < upto:
                 _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
                           o_valid, o_start, o_int, o_flt, o_cnt, o_res,
                           out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
             break
         if t != st[CUR]:
-            _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                      o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                      out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
+            if st[NHELD] > 0:
+                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
+                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
+                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
             st[CUR] = t
-        g = gid[i]
-        o = other[i]
-        if o < t:  # end edge
-            _apply(g, -1, ic[i], fc[i], mv[i], g_int, g_flt, g_cnt, ms, ms_len, km)
+        if use_queue:
+            if mode == 1:
+                row = top
+                st[QHEAD] = top + 1
+                st[QSIZE] -= 1
+            else:
+                row = _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv)
+            g = q_gid[row]
+            sign = -1
+            # (written twice on purpose: choosing between arrays in one variable costs 30x in numba)
+            for j in range(ki):
+                g_int[g, j] -= q_int[row, j]
+            for j in range(kf):
+                g_flt[g, j] -= q_flt[row, j]
+            if km > 0:
+                _apply_multisets(g, sign, q_mv, row, ms, ms_len, km)
         else:
-            _apply(g, 1, ic[i], fc[i], mv[i], g_int, g_flt, g_cnt, ms, ms_len, km)
-            if o != 9223372036854775807 and (mode == 1 or mode == 2):
-                _queue_push(st, mode, o, g, ic[i], fc[i], mv[i], q_time, q_gid, q_int, q_flt, q_mv)
+            row = i
+            i += 1
+            g = gid[row]
+            o = other[row]
+            sign = -1 if o < t else 1
+            if sign > 0 and o != 9223372036854775807 and (mode == 1 or mode == 2):
+                size = st[QSIZE]
+                pos = st[QHEAD] + size if mode == 1 else size
+                q_time[pos] = o
+                q_gid[pos] = g
+                for j in range(ki):
+                    q_int[pos, j] = ic[row, j]
+                for j in range(kf):
+                    q_flt[pos, j] = fc[row, j]
+                for j in range(km):
+                    q_mv[pos, j] = mv[row, j]
+                st[QSIZE] = size + 1
+                if mode == 2:  # sift up
+                    while pos > 0:
+                        parent = (pos - 1) >> 1
+                        if q_time[parent] <= q_time[pos]:
+                            break
+                        _heap_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
+                        pos = parent
+            for j in range(ki):
+                g_int[g, j] += sign * ic[row, j]
+            for j in range(kf):
+                g_flt[g, j] += sign * fc[row, j]
+            if km > 0:
+                _apply_multisets(g, sign, mv, row, ms, ms_len, km)
+        g_cnt[g] += sign
         if not held_flag[g]:
             held_flag[g] = True
             held[st[NHELD]] = g
@@ -338,13 +350,19 @@ class ArgumentColumn:
 
     def __init__(self, arg, schema: pa.Schema | None):
         self.arg = arg
-        self.fn = None if arg is None or isinstance(arg, str) else CompiledLambda(arg, schema, truth=False)
+        self.node = arg if isinstance(arg, Node) else None  # a user aggregate's compiled contribution
+        plain = arg is None or isinstance(arg, str) or self.node is not None
+        self.fn = None if plain else CompiledLambda(arg, schema, truth=False)
         if isinstance(arg, str) and schema is not None and arg not in schema.names:
             raise PlanError(f"aggregate argument {arg!r} is not a field; fields are {schema.names}")
 
     def values(self, batch: EventBatch) -> pa.Array:
         if isinstance(self.arg, str):
             return batch.columns[self.arg]
+        if self.node is not None:
+            cols = dict(batch.columns)
+            cols["__time"] = pa.array(batch.sync, pa.int64())
+            return to_arrow_column(Evaluator(cols, len(batch)).eval(self.node), len(batch))
         got = self.fn.project(batch) if self.fn.mode == "columnar" else None
         return (got or self.fn.project_rows(batch))["value"]
 
@@ -832,6 +850,9 @@ class SnapshotAggregateOp(Operator):
         engine: str | None = None,
     ):
         super().__init__()
+        self.user_results: dict[str, tuple] = {}  # linear user aggregates: name -> (initial, result tree)
+        if engine != "python":
+            fns = [self._linear_user_aggregate(name, fn) for name, fn in fns]
         self.fns = fns
         self.schema = schema
         self.mode = choose_mode(props, force)
@@ -847,6 +868,25 @@ class SnapshotAggregateOp(Operator):
         self.out = OutputBuffer(self)
         self.upto = np.iinfo(np.int64).min
 
+    def _linear_user_aggregate(self, name: str, fn: AggregateFunction) -> tuple[str, AggregateFunction]:
+        """A user aggregate that is a running sum becomes ``sum`` of its compiled contribution."""
+        if fn.kind != "udf":
+            return name, fn
+        form = fn.udf.linear_form()
+        if form is None:
+            return name, fn
+        initial, contribution, result = form
+        self.user_results[name] = (initial, result)
+        return name, AggregateFunction("sum", contribution)
+
+    def _finish_user_results(self, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        for name, (initial, result) in self.user_results.items():
+            state = pc.add(cols[name].fill_null(0), initial)
+            if result is not None:
+                state = to_arrow_column(Evaluator({"__state": state}, len(state)).eval(result), len(state))
+            cols[name] = state
+        return cols
+
     def _static_type(self, fn: AggregateFunction, arg: ArgumentColumn):
         if fn.kind == "count":
             return pa.int64()
@@ -854,6 +894,12 @@ class SnapshotAggregateOp(Operator):
             return None
         if isinstance(fn.arg, str):
             return self.schema.field(fn.arg).type
+        if arg.node is not None:
+            empty = EventBatch.empty(self.schema)
+            try:
+                return arg.values(empty).type
+            except Exception:
+                return None
         if arg.fn is not None:
             out = projection_schema(arg.fn, self.schema)
             return None if out is None else out.field(0).type
@@ -862,7 +908,10 @@ class SnapshotAggregateOp(Operator):
     @property
     def variant(self) -> str:
         engine = "compiled" if isinstance(self.engine, CompiledEngine) else "python"
-        aggs = ", ".join(f"{name}={fn.describe()}" for name, fn in self.fns)
+        aggs = ", ".join(
+            f"{name}={'user-defined, compiled as ' if name in self.user_results else ''}{fn.describe()}"
+            for name, fn in self.fns
+        )
         keyed = f"grouped by {', '.join(self.key_fields)}; " if self.key_fields else ""
         return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}"
 
@@ -883,6 +932,8 @@ class SnapshotAggregateOp(Operator):
         if got is None:
             return
         sync, other, gid, cols = got
+        if self.user_results:
+            cols = self._finish_user_results(cols)
         key = hsh = None
         if self.keys is not None and self.key_fields:
             cols = dict(zip(self.key_fields, self.keys.key_columns(gid), strict=True)) | cols
@@ -927,4 +978,3 @@ class SnapshotAggregateOp(Operator):
 
 
 _EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})
-_ = pc  # pyarrow.compute is used by argument lambdas through CompiledLambda

@@ -28,6 +28,7 @@ from ..ops.lifetime import (
     ShiftLifetimeOp,
 )
 from ..ops.selection import SelectManyOp, SelectOp, WhereOp
+from ..ops.session import DistinctOp, SessionWindowOp, StitchOp
 from ..ops.union import UnionOp
 from .plan import OperatorNode, PlanNode, Properties, explain
 from .query import Query, execute
@@ -219,6 +220,35 @@ class Stream:
         period = _positive("period", period)
         props = self.properties.but(constant_duration=None)
         return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
+
+    # -- stateful lifetimes (tidal.ops.session) ------------------------------------------------
+    def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Stream:
+        """Cut each group's events into sessions: a gap of ``timeout`` ticks (or a multiple of
+        ``max_duration``) ends one. Every event lives through its session ``[S, E)``
+        (``lifetime="event"``: ``[s, E)``, Trill's SessionTimeoutWindow), ``E`` being the last
+        start plus ``timeout``, capped at the next ``max_duration`` grid point."""
+        timeout = _positive("timeout", timeout)
+        max_duration = None if max_duration is None else _positive("max_duration", max_duration)
+        make = lambda: SessionWindowOp(timeout, max_duration, lifetime)  # noqa: E731
+        make()  # validate arguments now
+        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False)
+        stream = self._derive("SessionWindow", make, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
+    def stitch(self) -> Stream:
+        """Coalesce lifetimes of equal payloads (adjacent ones join; snapshots unchanged)."""
+        props = self.properties.but(constant_duration=None, constant_hop=None)
+        stream = self._derive("Stitch", StitchOp, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
+    def distinct(self) -> Stream:
+        """At every instant, each distinct payload of the snapshot once (per group)."""
+        props = self.properties.but(constant_duration=None, constant_hop=None)
+        stream = self._derive("Distinct", DistinctOp, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
 
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:

@@ -129,6 +129,43 @@ class Reference:
 
         return self._map(f)
 
+    # -- stateful lifetimes, straight from their definitions (tidal.ops.session) -----------------
+    def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Reference:
+        """Sessions over start times: a start joins while ``< last + timeout`` and ``< cap``."""
+        out, session = [], []  # session: the (start, payload) of the open session's events
+
+        def close():
+            first = session[0][0]
+            cap = INFINITY if max_duration is None else _floor(first, max_duration) + max_duration
+            end = min(session[-1][0] + timeout, cap)
+            out.extend((first if lifetime == "session" else s, end, p) for s, p in session)
+
+        for s, _, p in sorted(self.events, key=lambda ev: ev[0]):
+            if session:
+                first = session[0][0]
+                cap = INFINITY if max_duration is None else _floor(first, max_duration) + max_duration
+                if s >= session[-1][0] + timeout or s >= cap:
+                    close()
+                    session = []
+            session.append((s, p))
+        if session:
+            close()
+        return Reference(self.names, out)
+
+    def stitch(self) -> Reference:
+        """The layers of each payload's multiplicity: the coalesced lifetimes, snapshots unchanged."""
+        return Reference(self.names, layers(deltas_from_intervals(self.events)))
+
+    def distinct(self) -> Reference:
+        """Between consecutive event boundaries, each payload alive there once."""
+        cuts = sorted({s for s, _, _ in self.events} | {e for _, e, _ in self.events if e != INFINITY})
+        out = []
+        for i, t in enumerate(cuts):
+            nxt = cuts[i + 1] if i + 1 < len(cuts) else INFINITY
+            alive = {p for s, e, p in self.events if s <= t < e}
+            out.extend((t, nxt, p) for p in alive)
+        return Reference(self.names, out)
+
     def union(self, other: Reference) -> Reference:
         return Reference(self.names, self.events + other.events)
 
@@ -171,9 +208,11 @@ class Reference:
         out, names = [], None
         for k, events in parts.items():
             sub = subquery(Reference(self.names, events))
+            # like the engine's ungroup: a subquery field named like a key field is the key itself
+            kept = [i for i, n in enumerate(sub.names) if n not in key_names]
             for s, e, p in sub.events:
                 if result is None:
-                    out.append((s, e, tuple(k) + p))
+                    out.append((s, e, tuple(k) + tuple(p[i] for i in kept)))
                 else:
                     value = result(k[0] if len(k) == 1 else k, row_class(sub.names)._make(p))
                     value = value if isinstance(value, dict) else {"value": value}
