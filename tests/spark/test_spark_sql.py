@@ -51,13 +51,3 @@ def test_golden_on_spark(spark, data_dir, sql, monkeypatch):
     log = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=3, changelog=True)
     assert _net(log) == _net(plan(sql).changelog())
 
-
-def test_cli_engine_spark(spark, data_dir, monkeypatch, capsys):
-    from tidal.cli.main import main as cli
-
-    monkeypatch.chdir(data_dir)
-    sql = QUERIES[0].values[0]
-    assert cli(["query", sql, "--format", "batch-json"]) == 0
-    embedded = capsys.readouterr().out
-    assert cli(["query", sql, "--format", "batch-json", "--engine", "spark"]) == 0
-    assert sorted(capsys.readouterr().out.splitlines()) == sorted(embedded.splitlines())
