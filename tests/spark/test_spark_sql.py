@@ -50,4 +50,3 @@ def test_golden_on_spark(spark, data_dir, sql, monkeypatch):
         assert _rows(got) == _rows(expected)
     log = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=3, changelog=True)
     assert _net(log) == _net(plan(sql).changelog())
-
