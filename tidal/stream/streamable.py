@@ -134,12 +134,13 @@ class Stream:
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
         schema = self.schema
-        return self._derive(
+        out = self._derive(
             "SelectMany",
             lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-            schema=None,
             props=self.properties.but(constant_hop=self.properties.constant_hop),
         )
+        out._node.schema = None  # the payload fields are whatever fn returns: known at run time
+        return out
 
     # -- lifetimes --------------------------------------------------------------------
     def shift_lifetime(self, delta: int) -> Stream:
