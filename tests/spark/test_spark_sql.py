@@ -50,3 +50,16 @@ def test_golden_on_spark(spark, data_dir, sql, monkeypatch):
         assert _rows(got) == _rows(expected)
     log = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=3, changelog=True)
     assert _net(log) == _net(plan(sql).changelog())
+
+
+def test_cli_engine_spark_gives_the_embedded_answer(spark, tmp_path, monkeypatch, capsys):
+    from tidal.cli.main import main
+
+    (tmp_path / "goals.csv").write_text("team,minute\nred,1\nblue,2\nred,3\nred,4\nblue,9\n")
+    monkeypatch.chdir(tmp_path)
+    sql = "SELECT team, COUNT(*) AS goals FROM 'goals.csv' GROUP BY team ORDER BY team"
+    assert main(["query", sql, "--format", "batch-csv"]) == 0
+    embedded = capsys.readouterr().out
+    assert main(["query", sql, "--format", "batch-csv", "--engine", "spark"]) == 0
+    on_spark = capsys.readouterr().out
+    assert on_spark == embedded == '"team","goals"\n"blue",2\n"red",3\n'

@@ -163,8 +163,6 @@ def _with_progress(q, work):
 
 
 def _query(args) -> int:
-    import pyarrow.csv as pv
-
     from tidal.sql import plan
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
 
@@ -180,24 +178,12 @@ def _query(args) -> int:
             q.run(ChangelogSink(q.visible_names(), labels, writer))
         elif fmt == "live-table" and out.isatty():
             _live_table(q, out)
+        elif args.engine == "spark":
+            _on_spark(q, args, fmt, out, labels)
         else:
             show_progress = fmt != "live-table" and sys.stderr.isatty()
             table = _with_progress(q, q.result) if show_progress else q.result()
-            if fmt == "batch-csv":
-                buf = io.BytesIO()
-                pv.write_csv(table, buf)
-                out.write(buf.getvalue().decode())
-            elif fmt == "batch-json":
-                for row in table.to_pylist():
-                    out.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
-            elif fmt == "parquet":
-                import pyarrow.parquet as pq
-
-                if not args.output:
-                    raise SystemExit("tidal: --format parquet needs --output PATH")
-                pq.write_table(table, args.output)
-            else:  # live-table off a terminal shows its final redraw; batch-table the final state
-                out.write(_table_text(table, q.stats).rstrip("\n") + "\n")
+            _write_final(table, fmt, out, args, q.stats)
         out.flush()
         if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped:
             print(_status(q.stats), file=sys.stderr)
@@ -205,6 +191,44 @@ def _query(args) -> int:
         if out is not sys.stdout:
             out.close()
     return 0
+
+
+def _on_spark(q, args, fmt: str, out, labels) -> None:
+    """The same query planned by tidal, executed inside Spark tasks (see tidal.spark)."""
+    from tidal.spark.sql import run_query_on_spark
+
+    if fmt in ("stream-json", "live-csv"):
+        log = run_query_on_spark(q, master=args.spark_master, changelog=True)
+        names = [n for n in log.column_names if n not in ("time", "undo")]
+        for row in log.to_pylist():
+            record = {n: _json_value(row[n]) for n in names}
+            if row["undo"]:
+                record["sys.undo"] = True
+            out.write(json.dumps(record) + "\n")
+        return
+    table = run_query_on_spark(q, master=args.spark_master)
+    _write_final(table, "batch-table" if fmt == "live-table" else fmt, out, args, q.stats)
+
+
+def _write_final(table, fmt: str, out, args, stats) -> None:
+    """A final answer in one of the batch formats."""
+    import pyarrow.csv as pv
+
+    if fmt == "batch-csv":
+        buf = io.BytesIO()
+        pv.write_csv(table, buf)
+        out.write(buf.getvalue().decode())
+    elif fmt == "batch-json":
+        for row in table.to_pylist():
+            out.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        if not args.output:
+            raise SystemExit("tidal: --format parquet needs --output PATH")
+        pq.write_table(table, args.output)
+    else:  # live-table off a terminal shows its final redraw; batch-table the final state
+        out.write(_table_text(table, stats).rstrip("\n") + "\n")
 
 
 def _progressive(q, percent: float, fmt: str, out) -> None:
@@ -258,6 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         metavar="N",
         help="on finite input, print refined answers after every N%% of the input, ending with the exact answer",
+    )
+    query.add_argument(
+        "--engine",
+        choices=("embedded", "spark"),
+        default="embedded",
+        help="run in this process (default) or inside Spark tasks",
+    )
+    query.add_argument(
+        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
     )
     query.set_defaults(run=_query)
     explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
