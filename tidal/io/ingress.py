@@ -112,6 +112,22 @@ def _check_order(sync: np.ndarray, previous: int, offset: int, rb: pa.RecordBatc
     )
 
 
+def other_times(rb: pa.RecordBatch, sync: np.ndarray, offset: int, *, end=None, kind="point", other=None):
+    """The other time of each row: a physical ``other`` field, an interval ``end``, a start edge, or a point."""
+    if other is not None:
+        return _time_column(rb, other, "other", offset)
+    if end is not None:
+        oth = _time_column(rb, end, "end", offset)
+        bad = np.flatnonzero(oth <= sync)
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
+        return oth
+    if kind == "start":
+        return np.full(len(sync), INFINITY, dtype=np.int64)
+    return sync + 1
+
+
 def arrow_messages(
     batches: Callable[[], Iterable[pa.RecordBatch]],
     time,
@@ -143,18 +159,7 @@ def arrow_messages(
             continue
         sync = _time_column(rb, time, "time", offset)
         _check_order(sync, previous, offset, rb, time)
-        if other is not None:
-            oth = _time_column(rb, other, "other", offset)
-        elif end is not None:
-            oth = _time_column(rb, end, "end", offset)
-            bad = np.flatnonzero(oth <= sync)
-            if len(bad):
-                i = int(bad[0])
-                raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
-        elif kind == "start":
-            oth = np.full(len(sync), INFINITY, dtype=np.int64)
-        else:
-            oth = sync + 1
+        oth = other_times(rb, sync, offset, end=end, kind=kind, other=other)
         cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
         batch = EventBatch(sync, oth, cols)
         previous = int(sync[-1])

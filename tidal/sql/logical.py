@@ -46,6 +46,25 @@ class Node:
         return type(self).__name__
 
 
+class Unary(Node):
+    """A node with one input, held in its ``input`` field."""
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def with_inputs(self, inputs):
+        return replace(self, input=inputs[0])
+
+
+class SameColumns(Unary):
+    """A one-input node whose rows keep the input's columns."""
+
+    names = property(lambda self: self.input.names)
+    scope = property(lambda self: self.input.scope)
+    types = property(lambda self: self.input.types)
+
+
 @dataclass(frozen=True)
 class Scan(Node):
     path: str
@@ -66,27 +85,16 @@ class Scan(Node):
 
 
 @dataclass(frozen=True)
-class Filter(Node):
+class Filter(SameColumns):
     input: Node
     condition: exp.Expression
-
-    names = property(lambda self: self.input.names)
-    scope = property(lambda self: self.input.scope)
-    types = property(lambda self: self.input.types)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return f"Filter {self.condition.sql()}"
 
 
 @dataclass(frozen=True)
-class Project(Node):
+class Project(Unary):
     input: Node
     exprs: tuple  # ((physical name, bound expression), ...)
     scope: tuple = ()
@@ -95,13 +103,6 @@ class Project(Node):
     @property
     def names(self):
         return tuple(n for n, _ in self.exprs)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return "Project " + ", ".join(e.sql() if e.sql() == n else f"{e.sql()} AS {n}" for n, e in self.exprs)
@@ -122,7 +123,7 @@ class AggCall:
 
 
 @dataclass(frozen=True)
-class Aggregate(Node):
+class Aggregate(Unary):
     input: Node
     keys: tuple  # input columns
     aggs: tuple  # AggCall
@@ -133,13 +134,6 @@ class Aggregate(Node):
     @property
     def names(self):
         return tuple(self.keys) + tuple(a.output for a in self.aggs)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         keys = f" by {', '.join(self.keys)}" if self.keys else ""
@@ -169,24 +163,13 @@ class UnionAll(Node):
 
 
 @dataclass(frozen=True)
-class EventTime(Node):
+class EventTime(SameColumns):
     """Declares ``time_field`` the event time; the watermark generator decides which rows are late."""
 
     input: Node
     time_field: str
     generator: str  # "max_diff" | "percentile"
     params: tuple  # (("offset", micros),) or (("events", n), ("percentile", p), ("frequency", f))
-
-    names = property(lambda self: self.input.names)
-    scope = property(lambda self: self.input.scope)
-    types = property(lambda self: self.input.types)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return (
@@ -195,7 +178,7 @@ class EventTime(Node):
 
 
 @dataclass(frozen=True)
-class Tumble(Node):
+class Tumble(Unary):
     input: Node
     time_field: str
     length: int
@@ -210,13 +193,6 @@ class Tumble(Node):
     @property
     def types(self):
         return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
