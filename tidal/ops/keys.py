@@ -34,6 +34,31 @@ _NULL = object()
 
 
 @numba.njit(cache=True)
+def _direct_ids(ints, base, direct, next_id):
+    """Ids through a direct table in one pass; stops at the first value outside the table.
+
+    Returns (ids, next id, rows where new ids were handed out, row where it stopped or -1)."""
+    n = len(ints)
+    out = np.empty(n, np.int64)
+    new_rows = np.empty(n, np.int64)
+    k = 0
+    size = len(direct)
+    for i in range(n):
+        p = ints[i] - base
+        if p < 0 or p >= size:
+            return out, next_id, new_rows[:k], i
+        c = direct[p]
+        if c < 0:
+            c = next_id
+            direct[p] = c
+            next_id += 1
+            new_rows[k] = i
+            k += 1
+        out[i] = c
+    return out, next_id, new_rows[:k], -1
+
+
+@numba.njit(cache=True)
 def _probe_ids(values, keys, ids, next_id):
     """Ids for int64 values in an open-addressing table (``keys``/``ids``, power-of-two size, -1 = empty);
     unseen values get ``next_id``, ``next_id + 1``, ... The caller keeps the table at most half full."""
@@ -204,6 +229,13 @@ class _ColumnCodes:
     def _codes_int(self, ints: np.ndarray, col: pa.Array) -> np.ndarray:
         if len(ints) == 0:
             return np.empty(0, np.int64)
+        if col.null_count == 0 and self.direct is not None and self.table is None:
+            out, count, new_rows, stopped = _direct_ids(ints, self.base, self.direct, self.count)
+            if len(new_rows):
+                self._remember(col.take(pa.array(new_rows)))
+            if stopped < 0:
+                return out
+            # a value beyond the table: grow it (or switch to the hash table) on the general path below
         valid = None if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
         probe = ints if valid is None else ints[valid]
         if len(probe) == 0:
