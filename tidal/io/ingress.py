@@ -21,6 +21,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pyarrow as pa
 
@@ -92,16 +93,24 @@ def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.nda
     return arr.to_numpy(zero_copy_only=True)
 
 
+@numba.njit(cache=True)
+def _first_step_back(sync):
+    """Index of the first time earlier than the one before it, or -1 (one pass, stops early)."""
+    for i in range(1, len(sync)):
+        if sync[i] < sync[i - 1]:
+            return i
+    return -1
+
+
 def _check_order(sync: np.ndarray, previous: int, offset: int, rb: pa.RecordBatch, spec) -> None:
     if len(sync) == 0:
         return
     if int(sync[0]) < previous:
         bad = 0
     else:
-        back = np.flatnonzero(sync[1:] < sync[:-1])
-        if not len(back):
+        bad = _first_step_back(sync)
+        if bad < 0:
             return
-        bad = int(back[0]) + 1
         previous = int(sync[bad - 1])
     row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
     field = f"field {spec!r}" if isinstance(spec, str) else "time lambda"
