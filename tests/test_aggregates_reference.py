@@ -251,3 +251,13 @@ def test_running_sum_user_aggregates_compile_to_kernels():
 
 def _bump(x):
     return x + 1
+
+
+@given(case=stream_cases())
+def test_map_reduce_is_group_apply_after_the_map_stage(case):
+    stream, ref = case
+    mapper = lambda s: s.where(lambda e: e.v >= 0).select(lambda e: {"k": e.k, "v": e.v + 1})  # noqa: E731
+    reducer = lambda g: g.tumbling_window(10).aggregate(agg.sum("v"))  # noqa: E731
+    q = stream.map(mapper, key="k").reduce(reducer)
+    assert_same_snapshots(q.to_arrow(), mapper(ref).group_apply("k", reducer))
+    assert_same_snapshots(stream.map_reduce(mapper, "k", reducer).to_arrow(), mapper(ref).group_apply("k", reducer))

@@ -388,9 +388,17 @@ class Stream:
             props=inner.properties.but(grouping=outer),
         )
 
+    def map(self, mapper=None, key=None) -> MappedStream:
+        """Trill's Map: ``mapper`` (a Stream -> Stream function, stateless work that runs where the
+        data is) then the ``key`` the following ``reduce`` groups by. The Spark backend runs the map
+        stage per partition and shuffles by the key; embedded, it is one plan."""
+        if key is None:
+            raise PlanError("map needs key=: the field(s) or lambda the reduce stage groups by")
+        return MappedStream(mapper(self) if mapper is not None else self, key)
+
     def map_reduce(self, map_fn, key, reduce_fn, result=None) -> Stream:
         """Trill's temporal map-reduce: ``map_fn`` on the whole stream, then ``reduce_fn`` per key."""
-        return map_fn(self).group_apply(key, reduce_fn, result)
+        return self.map(map_fn, key).reduce(reduce_fn, result)
 
     # -- out-of-order input (see tidal.stream.disordered) ----------------------------------
     def late_count(self) -> int:
@@ -551,3 +559,16 @@ def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema 
             return None
         fields.append(pa.field(name, t))
     return pa.schema(fields)
+
+
+class MappedStream:
+    """The result of ``Stream.map``: a stream and the key its ``reduce`` will group by."""
+
+    def __init__(self, stream: Stream, key):
+        self.stream = stream
+        self.key = key
+
+    def reduce(self, reducer, result=None) -> Stream:
+        """Trill's Reduce: ``reducer`` (Stream -> Stream) per key, then ``result(key, payload)`` (default: key
+        fields, then the reducer's fields)."""
+        return self.stream.group_apply(self.key, reducer, result)
