@@ -184,7 +184,13 @@ class Stream:
         )
         label = f"window size {size}, hop {hop}, offset {offset}"
         kind = "TumblingWindow" if size == hop else "HoppingWindow"
-        return self._derive(kind, lambda: AlterLifetimeOp(start, duration, keep=keep, label=label), props=props)
+        return self._derive(
+            kind,
+            lambda: AlterLifetimeOp(
+                start, duration, keep=keep, label=label, grid=(hop, offset, size if hop > size else -1)
+            ),
+            props=props,
+        )
 
     def tumbling_window(self, size: int, offset: int = 0) -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
