@@ -1,0 +1,1166 @@
+"""The join family: temporal equi-join, outer joins, cross join, semi/anti-joins and clip.
+
+Every operator here is defined per snapshot (CEDR): at each instant ``T`` the output
+snapshot is a relational operation applied to the two inputs' snapshots at ``T``. Lifetimes
+are half-open ``[s, e)``; ``e = INFINITY`` for a start edge whose end has not come.
+
+* ``join(r, lk, rk, result)`` (inner equi-join): one output per pair ``(l, r)`` whose keys are
+  equal and whose lifetimes overlap, alive over the intersection ``[max(ls, rs), min(le, re))``,
+  payload ``result(l, r)`` (default: left fields, then right fields, a clashing right name
+  gets the suffix ``_right``). A pair of intervals comes out as one interval; a pair with an
+  edge comes out as a start edge at ``max(ls, rs)`` and an end edge when either side ends.
+* ``cross_join(r, result)``: the join with every pair's keys equal.
+* ``left_outer_join``: at every instant ``T``, the inner join of the snapshots at ``T``, plus
+  every left row of ``L(T)`` that has no key-equal row in ``R(T)``, with the right fields null.
+  A left event is thus padded exactly over the parts of its lifetime where no partner is
+  alive. ``full_outer_join`` adds the right rows of ``R(T)`` with no partner in ``L(T)``,
+  left fields null. With a ``result`` lambda, the missing side is a row whose fields are all
+  None.
+* ``where_exists(r, lk, rk)`` (semi-join): a left event is present at ``T`` iff some right
+  event with an equal key is alive at ``T``; its lifetime is cut to those instants.
+  ``where_not_exists`` (anti-join): present iff no such right event is alive.
+* ``clip(r, lk, rk)`` (Trill's ClipEventDuration): each left event's lifetime ends at the start
+  of the first right event with an equal key that starts strictly after the left event
+  starts: ``[s, min(e, c))``. Right lifetimes' ends play no part.
+
+Keys are a field name, a list of field names, or a row lambda. SQL's null rule applies: a key
+with a null field equals nothing, so such a left event never joins, is always present for
+``where_not_exists`` and in outer joins, never for ``where_exists``, and is never clipped.
+On grouped inputs (``batch.key`` set), events only meet within the same group: the group
+key's fields are prepended to the join key (group-key nulls are an ordinary value, as in
+GROUP BY); outputs carry the left's group key and hash (the right's, for right-only rows of
+a full outer join).
+
+Physically, both inputs are merged in sync-time order: events at time ``t`` are processed only
+once both sides have moved past ``t`` (by data or punctuation), ends before starts, so every
+output is produced at its own sync time and leaves in order. State is a symmetric hash table:
+per side and per key, a linked list of the events alive now (numba kernels over dense key
+ids from :class:`~tidal.ops.keys.KeyIndex`), plus an endpoint queue of interval ends chosen
+from the side's stream properties: none for start-edge-only inputs, a FIFO for constant
+duration, a binary heap otherwise. End edges find their start edge by key, start time and a
+64-bit payload hash. ``where_exists``/``where_not_exists`` keep the left events by key and only
+a count of alive right events per key; a left event's first output waits until its time step
+is complete (a right end and start at the same instant must not produce an empty piece).
+``clip`` keeps only the unclipped left events. Output punctuation is the smaller of the two
+inputs' punctuations.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..core.batch import EventBatch, concat_batches
+from ..core.errors import PlanError
+from ..core.time import INFINITY, MIN_TIME
+from ..expr.compile import CompiledLambda, records_to_columns, row_class, rows_of
+from .base import InputPort, Operator
+from .keys import KeyIndex, stable_hash
+
+END, START, INTERVAL = 0, 1, 2
+FIFO, HEAP = 0, 1
+NONE = MIN_TIME  # no open output piece
+_ERR_FIFO = 1
+
+_KEY_COL = "__key"
+_HASH_COL = "__hash"
+
+
+# --------------------------------------------------------------------------------------
+# numba building blocks: endpoint queues and per-key linked lists
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _q_peek(qt, qmeta, s):
+    if qmeta[s, 1] > qmeta[s, 0]:
+        return qt[s, qmeta[s, 0]]
+    return INFINITY
+
+
+@numba.njit(cache=True)
+def _q_push(qt, qv, qmeta, qkind, s, t, v):
+    """Push (t, v) on side s's queue; False if a FIFO queue would go out of order."""
+    i = qmeta[s, 1]
+    if qkind[s] == FIFO:
+        if i > qmeta[s, 0] and qt[s, i - 1] > t:
+            return False
+        qt[s, i] = t
+        qv[s, i] = v
+        qmeta[s, 1] = i + 1
+        return True
+    qmeta[s, 1] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if qt[s, p] <= t:
+            break
+        qt[s, i] = qt[s, p]
+        qv[s, i] = qv[s, p]
+        i = p
+    qt[s, i] = t
+    qv[s, i] = v
+    return True
+
+
+@numba.njit(cache=True)
+def _q_pop(qt, qv, qmeta, qkind, s):
+    if qkind[s] == FIFO:
+        i = qmeta[s, 0]
+        qmeta[s, 0] = i + 1
+        return qt[s, i], qv[s, i]
+    top_t = qt[s, 0]
+    top_v = qv[s, 0]
+    n = qmeta[s, 1] - 1
+    qmeta[s, 1] = n
+    if n > 0:
+        t = qt[s, n]
+        v = qv[s, n]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and qt[s, c + 1] < qt[s, c]:
+                c += 1
+            if qt[s, c] >= t:
+                break
+            qt[s, i] = qt[s, c]
+            qv[s, i] = qv[s, c]
+            i = c
+        qt[s, i] = t
+        qv[s, i] = v
+    return top_t, top_v
+
+
+@numba.njit(cache=True)
+def _q_min_side(qt, qmeta):
+    """The side whose queue holds the earliest end (-1 when both are empty), and that time."""
+    a = _q_peek(qt, qmeta, 0)
+    b = _q_peek(qt, qmeta, 1)
+    if qmeta[0, 1] == qmeta[0, 0] and qmeta[1, 1] == qmeta[1, 0]:
+        return -1, INFINITY
+    if qmeta[1, 1] == qmeta[1, 0] or (qmeta[0, 1] > qmeta[0, 0] and a <= b):
+        return 0, a
+    return 1, b
+
+
+@numba.njit(cache=True)
+def _link(nxt, prv, inl, head, s, x, g):
+    q = head[s, g]
+    nxt[s, x] = q
+    prv[s, x] = -1
+    if q >= 0:
+        prv[s, q] = x
+    head[s, g] = x
+    inl[s, x] = True
+
+
+@numba.njit(cache=True)
+def _unlink(nxt, prv, inl, head, s, x, g):
+    p = prv[s, x]
+    q = nxt[s, x]
+    if p >= 0:
+        nxt[s, p] = q
+    else:
+        head[s, g] = q
+    if q >= 0:
+        prv[s, q] = p
+    inl[s, x] = False
+
+
+@numba.njit(cache=True)
+def _find_open(nxt, inl, head, st, en, ph, s, g, start, h):
+    """The alive open event of side s, key g, started at ``start`` with payload hash h (-1 if none)."""
+    x = head[s, g]
+    while x >= 0:
+        if st[s, x] == start and en[s, x] == INFINITY and ph[s, x] == h and inl[s, x]:
+            return x
+        x = nxt[s, x]
+    return -1
+
+
+@numba.njit(cache=True)
+def _grow(a, n):
+    out = np.empty(max(2 * len(a), n + 16), a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+@numba.njit(cache=True)
+def _emit(o_sync, o_other, o_a, o_b, n, t, other, a, b):
+    if n >= len(o_sync):
+        o_sync = _grow(o_sync, n)
+        o_other = _grow(o_other, n)
+        o_a = _grow(o_a, n)
+        o_b = _grow(o_b, n)
+    o_sync[n] = t
+    o_other[n] = other
+    o_a[n] = a
+    o_b[n] = b
+    return o_sync, o_other, o_a, o_b, n + 1
+
+
+# --------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _join_expire(s, x, t, st, en, gr, nxt, prv, inl, head, openc, alive, o_sync, o_other, o_a, o_b, n):
+    """Side s's interval x ends at t: leave the table; pairs it formed with open events end too."""
+    g = gr[s, x]
+    _unlink(nxt, prv, inl, head, s, x, g)
+    alive[s] -= 1
+    o = 1 - s
+    if openc[o, g] > 0:
+        y = head[o, g]
+        while y >= 0:
+            if en[o, y] == INFINITY:
+                ps = max(st[s, x], st[o, y])
+                if s == 0:
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, x, y)
+                else:
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, y, x)
+            y = nxt[o, y]
+    return o_sync, o_other, o_a, o_b, n
+
+
+@numba.njit(cache=True)
+def join_kernel(
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound,
+    st, en, ph, gr, nxt, prv, inl, head, openc, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Symmetric hash join over merged events (sorted by time, ends first); see the module docstring.
+
+    Outputs (sync, other, left row, right row) in sync-time order.
+    """
+    n_ev = len(e_side)
+    cap = max(16, 2 * n_ev)
+    o_sync = np.empty(cap, np.int64)
+    o_other = np.empty(cap, np.int64)
+    o_a = np.empty(cap, np.int64)
+    o_b = np.empty(cap, np.int64)
+    n = 0
+    err = 0
+    for i in range(n_ev + 1):
+        t = e_sync[i] if i < n_ev else bound
+        # interval ends at or before t leave first (before the ends of the last step: strictly before bound)
+        while True:
+            s, qtime = _q_min_side(qt, qmeta)
+            if s < 0 or qtime > t or (i == n_ev and qtime >= bound):
+                break
+            _, x = _q_pop(qt, qv, qmeta, qkind, s)
+            o_sync, o_other, o_a, o_b, n = _join_expire(
+                s, x, qtime, st, en, gr, nxt, prv, inl, head, openc, alive, o_sync, o_other, o_a, o_b, n
+            )
+        if i == n_ev:
+            break
+        g = e_gid[i]
+        if g < 0:
+            continue
+        s = e_side[i]
+        o = 1 - s
+        k = e_kind[i]
+        if k == END:
+            x = _find_open(nxt, inl, head, st, en, ph, s, g, e_other[i], e_ph[i])
+            if x < 0:
+                continue
+            _unlink(nxt, prv, inl, head, s, x, g)
+            openc[s, g] -= 1
+            alive[s] -= 1
+            y = head[o, g]
+            while y >= 0:
+                ps = max(st[s, x], st[o, y])
+                if s == 0:
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, x, y)
+                else:
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, y, x)
+                y = nxt[o, y]
+            continue
+        x = e_row[i]
+        st[s, x] = t
+        gr[s, x] = g
+        ph[s, x] = e_ph[i]
+        if k == START:
+            en[s, x] = INFINITY
+            openc[s, g] += 1
+        else:
+            en[s, x] = e_other[i]
+            if not _q_push(qt, qv, qmeta, qkind, s, e_other[i], x):
+                err = _ERR_FIFO
+        _link(nxt, prv, inl, head, s, x, g)
+        alive[s] += 1
+        y = head[o, g]
+        while y >= 0:
+            if k == INTERVAL and en[o, y] != INFINITY:
+                other = min(en[s, x], en[o, y])
+            else:
+                other = INFINITY
+            if s == 0:
+                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, other, x, y)
+            else:
+                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, other, y, x)
+            y = nxt[o, y]
+    return o_sync[:n], o_other[:n], o_a[:n], o_b[:n], err
+
+
+@numba.njit(cache=True)
+def exists_kernel(
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, exists,
+    st, en, ph, gr, seg, nxt, prv, inl, head, cnt, mark, before, stamp, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Semi-join (``exists``) or anti-join of side 0 against side 1; outputs (sync, other, left row, -1).
+
+    Side 0 keeps its alive events per key; side 1 only a count of alive events per key. Key
+    ids of side 0's null keys are 0, which side 1 never uses.
+    """
+    n_ev = len(e_side)
+    cap = max(16, 2 * n_ev)
+    o_sync = np.empty(cap, np.int64)
+    o_other = np.empty(cap, np.int64)
+    o_a = np.empty(cap, np.int64)
+    o_b = np.empty(cap, np.int64)
+    n = 0
+    err = 0
+    touched = np.empty(head.shape[1] + 1, np.int64)
+    n_touched = 0
+    pending = np.empty(n_ev + 1, np.int64)
+    n_pending = 0
+    cur = MIN_TIME
+    i = 0
+    while True:
+        s, qtime = _q_min_side(qt, qmeta)
+        use_queue = s >= 0 and qtime < bound and (i >= n_ev or qtime <= e_sync[i])
+        if not use_queue and i >= n_ev:
+            t = INFINITY
+        else:
+            t = qtime if use_queue else e_sync[i]
+        if t > cur:
+            # the step at ``cur`` is complete: keys whose right count crossed zero flip their left events
+            for j in range(n_touched):
+                g = touched[j]
+                now = cnt[g] > 0
+                if (before[g] > 0) != now:
+                    want = now == exists
+                    x = head[0, g]
+                    while x >= 0:
+                        if st[0, x] < cur:
+                            if want and seg[x] == NONE:
+                                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, cur, INFINITY, x, -1)
+                                seg[x] = cur
+                            elif not want and seg[x] != NONE:
+                                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, cur, seg[x], x, -1)
+                                seg[x] = NONE
+                        x = nxt[0, x]
+            n_touched = 0
+            for j in range(n_pending):
+                x = pending[j]
+                if inl[0, x] and (cnt[gr[0, x]] > 0) == exists:
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, cur, INFINITY, x, -1)
+                    seg[x] = cur
+            n_pending = 0
+            stamp[0] += 1
+            cur = t
+        if t == INFINITY:
+            break
+        if use_queue:
+            _, v = _q_pop(qt, qv, qmeta, qkind, s)
+            if s == 0:
+                if inl[0, v]:
+                    _unlink(nxt, prv, inl, head, 0, v, gr[0, v])
+                    alive[0] -= 1
+                    if seg[v] != NONE:
+                        o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, qtime, seg[v], v, -1)
+                        seg[v] = NONE
+            else:
+                if mark[v] != stamp[0]:
+                    mark[v] = stamp[0]
+                    before[v] = cnt[v]
+                    touched[n_touched] = v
+                    n_touched += 1
+                cnt[v] -= 1
+            continue
+        g = e_gid[i]
+        k = e_kind[i]
+        side = e_side[i]
+        if g < 0:
+            i += 1
+            continue
+        if side == 1:
+            if mark[g] != stamp[0]:
+                mark[g] = stamp[0]
+                before[g] = cnt[g]
+                touched[n_touched] = g
+                n_touched += 1
+            if k == END:
+                cnt[g] -= 1
+            else:
+                cnt[g] += 1
+                if k == INTERVAL and not _q_push(qt, qv, qmeta, qkind, 1, e_other[i], g):
+                    err = _ERR_FIFO
+        elif k == END:
+            x = _find_open(nxt, inl, head, st, en, ph, 0, g, e_other[i], e_ph[i])
+            if x >= 0:
+                _unlink(nxt, prv, inl, head, 0, x, g)
+                alive[0] -= 1
+                if seg[x] != NONE:
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, seg[x], x, -1)
+                    seg[x] = NONE
+        else:
+            x = e_row[i]
+            st[0, x] = t
+            gr[0, x] = g
+            ph[0, x] = e_ph[i]
+            seg[x] = NONE
+            if k == START:
+                en[0, x] = INFINITY
+            else:
+                en[0, x] = e_other[i]
+                if not _q_push(qt, qv, qmeta, qkind, 0, e_other[i], x):
+                    err = _ERR_FIFO
+            _link(nxt, prv, inl, head, 0, x, g)
+            alive[0] += 1
+            pending[n_pending] = x
+            n_pending += 1
+        i += 1
+    return o_sync[:n], o_other[:n], o_a[:n], o_b[:n], err
+
+
+@numba.njit(cache=True)
+def clip_kernel(
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound,
+    st, en, ph, gr, nxt, prv, inl, head, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Clip side 0's lifetimes at the next start of a key-equal side-1 event; outputs edges."""
+    n_ev = len(e_side)
+    cap = max(16, 2 * n_ev)
+    o_sync = np.empty(cap, np.int64)
+    o_other = np.empty(cap, np.int64)
+    o_a = np.empty(cap, np.int64)
+    o_b = np.empty(cap, np.int64)
+    n = 0
+    err = 0
+    for i in range(n_ev + 1):
+        t = e_sync[i] if i < n_ev else bound
+        while qmeta[0, 1] > qmeta[0, 0]:
+            qtime = _q_peek(qt, qmeta, 0)
+            if qtime > t or (i == n_ev and qtime >= bound):
+                break
+            _, x = _q_pop(qt, qv, qmeta, qkind, 0)
+            if inl[0, x]:
+                _unlink(nxt, prv, inl, head, 0, x, gr[0, x])
+                alive[0] -= 1
+                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, qtime, st[0, x], x, -1)
+        if i == n_ev:
+            break
+        g = e_gid[i]
+        k = e_kind[i]
+        if g < 0:
+            continue
+        if e_side[i] == 1:
+            if k == END:
+                continue
+            x = head[0, g]
+            while x >= 0:
+                nx = nxt[0, x]
+                if st[0, x] < t:
+                    _unlink(nxt, prv, inl, head, 0, x, g)
+                    alive[0] -= 1
+                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, st[0, x], x, -1)
+                x = nx
+        elif k == END:
+            x = _find_open(nxt, inl, head, st, en, ph, 0, g, e_other[i], e_ph[i])
+            if x >= 0:
+                _unlink(nxt, prv, inl, head, 0, x, g)
+                alive[0] -= 1
+                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, st[0, x], x, -1)
+        else:
+            x = e_row[i]
+            st[0, x] = t
+            gr[0, x] = g
+            ph[0, x] = e_ph[i]
+            if k == START:
+                en[0, x] = INFINITY
+            else:
+                en[0, x] = e_other[i]
+                if not _q_push(qt, qv, qmeta, qkind, 0, e_other[i], x):
+                    err = _ERR_FIFO
+            _link(nxt, prv, inl, head, 0, x, g)
+            alive[0] += 1
+            o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, INFINITY, x, -1)
+    return o_sync[:n], o_other[:n], o_a[:n], o_b[:n], err
+
+
+@numba.njit(cache=True)
+def _remap_links(nxt, prv, head, s, keep, mapping):
+    """Renumber side s's rows after compaction (``keep``: old row of each new row)."""
+    for j in range(len(keep)):
+        a = nxt[s, keep[j]]
+        b = prv[s, keep[j]]
+        nxt[s, j] = mapping[a] if a >= 0 else -1
+        prv[s, j] = mapping[b] if b >= 0 else -1
+    for g in range(head.shape[1]):
+        h = head[s, g]
+        if h >= 0:
+            head[s, g] = mapping[h]
+
+
+# --------------------------------------------------------------------------------------
+# per-side payload stores and key extraction
+# --------------------------------------------------------------------------------------
+class _Store:
+    """The payload rows of one input that state refers to, by row number."""
+
+    def __init__(self):
+        self.batches: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.schema: pa.Schema | None = None
+
+    def append(self, batch: EventBatch) -> int:
+        base = self.rows
+        cols = dict(batch.columns)
+        if batch.key is not None:
+            cols[_KEY_COL] = batch.key
+            cols[_HASH_COL] = pa.array(batch.hash, pa.int64())
+        rb = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+        if self.schema is None:
+            self.schema = rb.schema
+        elif not rb.schema.equals(self.schema):
+            rb = rb.cast(self.schema) if rb.schema.names == self.schema.names else rb
+        self.batches.append(rb)
+        self.rows += rb.num_rows
+        if len(self.batches) > 32:
+            self.batches = pa.Table.from_batches(self.batches).combine_chunks().to_batches()
+        return base
+
+    def take(self, rows: np.ndarray) -> dict[str, pa.Array]:
+        if not self.batches:
+            return {}
+        table = pa.Table.from_batches(self.batches).take(pa.array(rows, pa.int64()))
+        return {name: col.combine_chunks() for name, col in zip(table.column_names, table.columns, strict=True)}
+
+    def compact(self, keep: np.ndarray) -> None:
+        if self.batches:
+            table = pa.Table.from_batches(self.batches).take(pa.array(keep, pa.int64()))
+            self.batches = table.combine_chunks().to_batches() or []
+        self.rows = len(keep)
+
+    def snapshot(self) -> dict:
+        table = pa.Table.from_batches(self.batches) if self.batches else None
+        return {"rows": table, "count": self.rows}
+
+    def restore(self, state: dict) -> None:
+        table = state["rows"]
+        self.batches = table.combine_chunks().to_batches() if table is not None else []
+        self.schema = table.schema if table is not None else None
+        self.rows = state["count"]
+
+
+def key_spec(key) -> tuple[str, object]:
+    """Normalise a key argument: ("fields", names), ("lambda", fn) or ("none", None)."""
+    if key is None:
+        return ("none", ())
+    if isinstance(key, str):
+        return ("fields", (key,))
+    if isinstance(key, list | tuple) and all(isinstance(k, str) for k in key):
+        if not key:
+            raise PlanError("a join key needs at least one field")
+        return ("fields", tuple(key))
+    if callable(key):
+        return ("lambda", key)
+    raise PlanError(f"a join key is a field name, a list of field names, or a lambda; got {key!r}")
+
+
+class _KeyColumns:
+    """Computes one input's join-key columns for a batch."""
+
+    def __init__(self, key, schema: pa.Schema | None, side: str):
+        self.kind, self.spec = key_spec(key)
+        self.fn = None
+        if self.kind == "fields" and schema is not None:
+            missing = [f for f in self.spec if f not in schema.names]
+            if missing:
+                raise PlanError(f"{side} join key field(s) {missing} not in the stream; fields are {schema.names}")
+        if self.kind == "lambda":
+            self.fn = CompiledLambda(self.spec, schema, truth=False)
+
+    def describe(self) -> str:
+        if self.kind == "fields":
+            return ", ".join(self.spec)
+        if self.kind == "lambda":
+            return f"lambda ({self.fn.describe()})"
+        return "none"
+
+    def columns(self, batch: EventBatch) -> list[pa.Array]:
+        if self.kind == "none":
+            return []
+        if self.kind == "fields":
+            try:
+                return [batch.columns[f] for f in self.spec]
+            except KeyError as exc:
+                raise PlanError(f"join key field {exc.args[0]!r} not in the stream; fields are {batch.names}") from None
+        got = self.fn.project(batch) if self.fn.mode == "columnar" else None
+        if got is None:
+            got = self.fn.project_rows(batch)
+        return [pa.array(c) if not isinstance(c, pa.Array) else c for c in got.values()]
+
+
+def _flatten(struct: pa.Array) -> list[pa.Array]:
+    if isinstance(struct, pa.ChunkedArray):
+        struct = struct.combine_chunks()
+    return list(struct.flatten()) if isinstance(struct, pa.StructArray) else [struct]
+
+
+def payload_hash(columns: dict[str, pa.Array], n: int) -> np.ndarray:
+    """A 64-bit hash per row of the payload (end edges find their start edge by it).
+
+    Non-numeric columns are dictionary-encoded first, so each distinct value is hashed once.
+    """
+    if not columns:
+        return np.zeros(n, np.int64)
+    parts = []
+    for col in columns.values():
+        t = col.type
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
+            parts.append(col)
+            continue
+        enc = pc.dictionary_encode(col, null_encoding="encode")
+        dictionary_hash = stable_hash([enc.dictionary]) if len(enc.dictionary) else np.zeros(0, np.int64)
+        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        parts.append(pa.array(dictionary_hash[idx], pa.int64()))
+    return stable_hash(parts)
+
+
+# --------------------------------------------------------------------------------------
+# cores: the state and kernel of one operation over the merged events
+# --------------------------------------------------------------------------------------
+def _queue_kind(props) -> tuple[int, str]:
+    if props is None:
+        return HEAP, "general (priority endpoint queue)"
+    if props.start_edge_only:
+        return FIFO, "start edges only (no endpoint queue)"
+    if props.constant_duration is not None:
+        return FIFO, f"constant duration {props.constant_duration} (FIFO endpoint queue)"
+    return HEAP, "general (priority endpoint queue)"
+
+
+def _grow_rows(a: np.ndarray, n: int, fill) -> np.ndarray:
+    if a.shape[-1] >= n:
+        return a
+    size = max(n, 2 * a.shape[-1], 64)
+    out = np.full(a.shape[:-1] + (size,), fill, a.dtype)
+    out[..., : a.shape[-1]] = a
+    return out
+
+
+class _Core:
+    """State of one kernel: per-row arrays for both sides, per-key heads, endpoint queues."""
+
+    ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "gr": (np.int64, -1)}
+    LINK_ARRAYS = {"nxt": (np.int64, -1), "prv": (np.int64, -1), "inl": (np.bool_, False)}
+    KEY_ARRAYS = {"head": (np.int64, -1)}
+
+    def __init__(self, qkinds: tuple[int, int], mirrored: bool = False):
+        self.mirrored = mirrored  # side 0 of this core is the operator's right input
+        for name, (dt, fill) in {**self.ROW_ARRAYS, **self.LINK_ARRAYS}.items():
+            setattr(self, name, np.full((2, 0), fill, dt))
+        for name, (dt, fill) in self.KEY_ARRAYS.items():
+            setattr(self, name, np.full((2, 0), fill, dt))
+        self.qt = np.zeros((2, 16), np.int64)
+        self.qv = np.zeros((2, 16), np.int64)
+        self.qmeta = np.zeros((2, 2), np.int64)
+        self.qkind = np.array(qkinds, np.int64)
+        self.alive = np.zeros(2, np.int64)
+
+    def local(self, side: int) -> int:
+        return 1 - side if self.mirrored else side
+
+    def ensure(self, rows: tuple[int, int], keys: int, intervals: tuple[int, int]) -> None:
+        n = max(rows)
+        for name, (_, fill) in {**self.ROW_ARRAYS, **self.LINK_ARRAYS}.items():
+            setattr(self, name, _grow_rows(getattr(self, name), n, fill))
+        for name, (_, fill) in self.KEY_ARRAYS.items():
+            setattr(self, name, _grow_rows(getattr(self, name), keys + 1, fill))
+        for s in (0, 1):
+            h = int(self.qmeta[s, 0])
+            if h and self.qkind[s] == FIFO and h * 2 >= self.qmeta[s, 1]:
+                tail = int(self.qmeta[s, 1])
+                self.qt[s, : tail - h] = self.qt[s, h:tail]
+                self.qv[s, : tail - h] = self.qv[s, h:tail]
+                self.qmeta[s] = (0, tail - h)
+        need = int(self.qmeta[:, 1].max()) + max(intervals) + 1
+        self.qt = _grow_rows(self.qt, need, 0)
+        self.qv = _grow_rows(self.qv, need, 0)
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        return self.inl[s, :n]
+
+    def remap(self, s: int, keep: np.ndarray, mapping: np.ndarray) -> None:
+        for name in self.ROW_ARRAYS:
+            arr = getattr(self, name)
+            arr[s, : len(keep)] = arr[s, keep]
+        _remap_links(self.nxt, self.prv, self.head, s, keep, mapping)
+        self.inl[s, : len(keep)] = self.inl[s, keep]
+        self.inl[s, len(keep) :] = False
+        self._remap_queue(s, mapping)
+
+    def _remap_queue(self, s: int, mapping: np.ndarray) -> None:
+        h, t = self.qmeta[s]
+        self.qv[s, h:t] = mapping[self.qv[s, h:t]]
+
+    def snapshot(self) -> dict:
+        state = {name: getattr(self, name).copy() for name in (*self.ROW_ARRAYS, *self.LINK_ARRAYS, *self.KEY_ARRAYS)}
+        state.update(qt=self.qt.copy(), qv=self.qv.copy(), qmeta=self.qmeta.copy(), alive=self.alive.copy())
+        return state
+
+    def restore(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, np.array(value, copy=True))
+
+
+class _JoinCore(_Core):
+    KEY_ARRAYS = {"head": (np.int64, -1), "openc": (np.int64, 0)}
+
+    def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
+        return kid
+
+    def run(self, ev: dict, bound: int):
+        return join_kernel(
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound,
+            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.openc,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+
+
+class _ExistsCore(_Core):
+    KEY_ARRAYS = {"head": (np.int64, -1), "cnt": (np.int64, 0), "mark": (np.int64, -1), "before": (np.int64, 0)}
+
+    def __init__(self, qkinds, exists: bool, mirrored: bool = False):
+        super().__init__(qkinds, mirrored)
+        self.exists = exists
+        self.seg = np.full(0, NONE, np.int64)
+        self.stamp = np.zeros(1, np.int64)
+
+    def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
+        # local side 0 (kept): null keys get id 0, which local side 1 never touches
+        if side == 0:
+            return np.where(kid >= 0, kid + 1, 0)
+        return np.where(kid >= 0, kid + 1, -1)
+
+    def ensure(self, rows, keys, intervals) -> None:
+        super().ensure(rows, keys + 1, intervals)
+        self.seg = _grow_rows(self.seg, self.st.shape[1], NONE)
+
+    def remap(self, s, keep, mapping) -> None:
+        if s == 1:  # side 1 keeps no rows: its queue holds key ids
+            return
+        super().remap(s, keep, mapping)
+        self.seg[: len(keep)] = self.seg[keep]
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        return self.inl[s, :n] if s == 0 else np.zeros(n, bool)
+
+    def run(self, ev: dict, bound: int):
+        return exists_kernel(
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.exists,
+            self.st, self.en, self.ph, self.gr, self.seg, self.nxt, self.prv, self.inl, self.head, self.cnt[1],
+            self.mark[1], self.before[1], self.stamp, self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+
+    def snapshot(self) -> dict:
+        state = super().snapshot()
+        state.update(seg=self.seg.copy(), stamp=self.stamp.copy())
+        return state
+
+
+class _ClipCore(_Core):
+    def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
+        if side == 0:
+            return np.where(kid >= 0, kid + 1, 0)
+        return np.where(kid >= 0, kid + 1, -1)
+
+    def ensure(self, rows, keys, intervals) -> None:
+        super().ensure(rows, keys + 1, intervals)
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        return self.inl[s, :n] if s == 0 else np.zeros(n, bool)
+
+    def remap(self, s, keep, mapping) -> None:
+        if s == 0:
+            super().remap(s, keep, mapping)
+
+    def run(self, ev: dict, bound: int):
+        return clip_kernel(
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound,
+            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------
+# the operator
+# --------------------------------------------------------------------------------------
+class _NullRow:
+    """Stands for the missing side of an outer join in a ``result`` lambda: every field is None."""
+
+    def __getattr__(self, name):
+        return None
+
+    def __getitem__(self, name):
+        return None
+
+
+def output_names(left: list[str], right: list[str]) -> list[str]:
+    """Default result fields: the left's, then the right's (a clashing name gets ``_right``)."""
+    taken = set(left)
+    out = list(left)
+    for name in right:
+        new = name
+        while new in taken:
+            new = new + "_right"
+        taken.add(new)
+        out.append(new)
+    return out
+
+
+def _unify(columns: list[dict[str, pa.Array]]) -> list[dict[str, pa.Array]]:
+    """Cast null-typed columns (a missing side seen before its type was known) to the others' type."""
+    if len(columns) < 2:
+        return columns
+    types = {}
+    for cols in columns:
+        for k, v in cols.items():
+            if not pa.types.is_null(v.type):
+                types.setdefault(k, v.type)
+    return [
+        {k: (v.cast(types[k]) if pa.types.is_null(v.type) and k in types else v) for k, v in cols.items()}
+        for cols in columns
+    ]
+
+
+class JoinOp(Operator):
+    """The two-input operator behind every member of the family (see the module docstring).
+
+    ``mode`` is one of ``inner``, ``left_outer``, ``full_outer``, ``exists``, ``not_exists``,
+    ``clip``. ``left_key``/``right_key`` of None make a cross join.
+    """
+
+    name = "Join"
+
+    def __init__(
+        self,
+        mode: str,
+        left_key,
+        right_key,
+        left_schema: pa.Schema | None = None,
+        right_schema: pa.Schema | None = None,
+        left_props=None,
+        right_props=None,
+        result=None,
+    ):
+        super().__init__()
+        self.mode = mode
+        self.ports = (InputPort(self, 0), InputPort(self, 1))
+        self.keys = (_KeyColumns(left_key, left_schema, "left"), _KeyColumns(right_key, right_schema, "right"))
+        self.schemas = [left_schema, right_schema]
+        self.result = result
+        q = [_queue_kind(left_props), _queue_kind(right_props)]
+        qk = (q[0][0], q[1][0])
+        self.start_edge_only = (
+            bool(left_props and left_props.start_edge_only),
+            bool(right_props and right_props.start_edge_only),
+        )
+        if mode == "inner":
+            self.cores = [_JoinCore(qk)]
+        elif mode == "left_outer":
+            self.cores = [_JoinCore(qk), _ExistsCore(qk, exists=False)]
+        elif mode == "full_outer":
+            self.cores = [_JoinCore(qk), _ExistsCore(qk, exists=False), _ExistsCore(qk[::-1], False, mirrored=True)]
+        elif mode in ("exists", "not_exists"):
+            self.cores = [_ExistsCore(qk, exists=mode == "exists")]
+        elif mode == "clip":
+            self.cores = [_ClipCore(qk)]
+        else:
+            raise PlanError(f"unknown join mode {mode!r}")
+        algorithm = {
+            "inner": "symmetric hash join",
+            "left_outer": "symmetric hash join + anti-join (left)",
+            "full_outer": "symmetric hash join + anti-joins (both sides)",
+            "exists": "semi-join (left by key, right counts)",
+            "not_exists": "anti-join (left by key, right counts)",
+            "clip": "clip (left by key, right starts)",
+        }[mode]
+        cross = self.keys[0].kind == "none"
+        self.variant = (
+            f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
+            f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
+        )
+        if result is not None:
+            self.variant += "; result: row mode (a two-argument lambda runs per output row)"
+        self.stores = (_Store(), _Store())
+        self.index: KeyIndex | None = None
+        self.pending: list[list[EventBatch]] = [[], []]
+        self.seen = [MIN_TIME, MIN_TIME]
+        self.punct = [MIN_TIME, MIN_TIME]
+        self.completed = [False, False]
+        self.last_punct = MIN_TIME
+        self.grouped: bool | None = None
+
+    # -- control -----------------------------------------------------------------------
+    def on_side_batch(self, side: int, batch: EventBatch) -> None:
+        batch = batch.compact()
+        if len(batch) == 0:
+            return
+        self._check_grouping(batch)
+        self.pending[side].append(batch)
+        self.seen[side] = max(self.seen[side], int(batch.sync[-1]))
+        self._advance()
+
+    def on_side_punctuation(self, side: int, time: int) -> None:
+        self.punct[side] = max(self.punct[side], time)
+        self._advance()
+        low = min(self.punct)
+        if low > self.last_punct:
+            self.last_punct = low
+            self.emit_punctuation(low)
+
+    def on_side_flush(self, side: int) -> None:
+        self.emit_flush()
+
+    def on_side_completed(self, side: int) -> None:
+        self.completed[side] = True
+        self.seen[side] = self.punct[side] = INFINITY
+        self._advance()
+        if all(self.completed):
+            self.emit_completed()
+
+    def _check_grouping(self, batch: EventBatch) -> None:
+        grouped = batch.key is not None
+        if self.grouped is None:
+            self.grouped = grouped
+        elif grouped != self.grouped:
+            raise PlanError("a join needs both inputs grouped the same way (both inside group_apply, or neither)")
+
+    # -- processing --------------------------------------------------------------------
+    def _advance(self) -> None:
+        # events at time t are processed once both inputs are past t, so ends precede starts at t
+        bound = min(max(self.seen[s], self.punct[s]) for s in (0, 1))
+        if bound == MIN_TIME:
+            return
+        parts: list[EventBatch | None] = [None, None]
+        for side in (0, 1):
+            if not self.pending[side]:
+                continue
+            whole = concat_batches(self.pending[side])
+            cut = len(whole) if bound >= INFINITY else int(np.searchsorted(whole.sync, bound, side="left"))
+            if cut:
+                parts[side] = whole.slice(0, cut)
+            self.pending[side] = [whole.slice(cut, len(whole))] if cut < len(whole) else []
+        if parts[0] is None and parts[1] is None and not self._queued_before(bound):
+            return
+        self._process(parts, bound)
+
+    def _queued_before(self, bound: int) -> bool:
+        for core in self.cores:
+            for s in (0, 1):
+                if core.qmeta[s, 1] > core.qmeta[s, 0] and int(core.qt[s, core.qmeta[s, 0]]) < bound:
+                    return True
+        return False
+
+    def _key_ids(self, side: int, batch: EventBatch) -> np.ndarray:
+        cols = self.keys[side].columns(batch)
+        n = len(batch)
+        valid = None
+        for c in cols:
+            if c.null_count:
+                v = np.asarray(c.is_valid().to_numpy(zero_copy_only=False))
+                valid = v if valid is None else valid & v
+        if batch.key is not None:
+            cols = _flatten(batch.key) + cols
+        if not cols:
+            return np.zeros(n, np.int64)
+        if self.index is None:
+            self.index = KeyIndex(tuple(f"k{i}" for i in range(len(cols))))
+        elif len(cols) != len(self.index.names):
+            raise PlanError(
+                f"the two join keys have different numbers of fields ({len(self.index.names)} vs {len(cols)})"
+            )
+        ids = self.index.ids(cols)
+        if valid is not None:
+            ids = np.where(valid, ids, -1)
+        return ids
+
+    def _process(self, parts: list[EventBatch | None], bound: int) -> None:
+        sides, kinds, syncs, others, kids, rows, phs = [], [], [], [], [], [], []
+        counts = [0, 0]
+        intervals = [0, 0]
+        for side in (0, 1):
+            b = parts[side]
+            if b is None:
+                continue
+            n = len(b)
+            kind = np.full(n, INTERVAL, np.int8)
+            kind[b.other == INFINITY] = START
+            kind[b.other < b.sync] = END
+            intervals[side] = int(np.count_nonzero(kind == INTERVAL))
+            if self.start_edge_only[side] or not ((kind == START).any() or (kind == END).any()):
+                ph = np.zeros(n, np.int64)
+            else:
+                ph = payload_hash(b.columns, n)
+            base = self.stores[side].append(b)
+            sides.append(np.full(n, side, np.int8))
+            kinds.append(kind)
+            syncs.append(b.sync)
+            others.append(b.other)
+            kids.append(self._key_ids(side, b))
+            rows.append(np.arange(base, base + n, dtype=np.int64))
+            phs.append(ph)
+            counts[side] = n
+        if sides:
+            side_arr = np.concatenate(sides)
+            kind_arr = np.concatenate(kinds)
+            sync_arr = np.concatenate(syncs)
+            order = np.lexsort((kind_arr != END, sync_arr))  # by time, ends first; stable (left before right)
+            ev = {
+                "side": side_arr[order],
+                "kind": kind_arr[order],
+                "sync": sync_arr[order],
+                "other": np.concatenate(others)[order],
+                "row": np.concatenate(rows)[order],
+                "ph": np.concatenate(phs)[order],
+            }
+            kid = np.concatenate(kids)[order]
+        else:
+            ev = {k: np.empty(0, np.int64) for k in ("other", "row", "ph", "sync")}
+            ev["side"] = np.empty(0, np.int8)
+            ev["kind"] = np.empty(0, np.int8)
+            kid = np.empty(0, np.int64)
+        n_keys = len(self.index) if self.index is not None else 1
+        outputs = []
+        for core in self.cores:
+            local_side = ev["side"] if not core.mirrored else (1 - ev["side"]).astype(np.int8)
+            gid = np.where(local_side == 0, core.gids(0, kid), core.gids(1, kid))
+            local = dict(ev, side=local_side, gid=gid)
+            rows_local = (self.stores[0].rows, self.stores[1].rows)
+            ints = (intervals[0], intervals[1])
+            if core.mirrored:
+                rows_local, ints = rows_local[::-1], ints[::-1]
+            core.ensure(rows_local, max(n_keys, 1), ints)
+            o_sync, o_other, o_a, o_b, err = core.run(local, bound)
+            if err == _ERR_FIFO:
+                raise PlanError(
+                    "a join input declared constant duration delivered intervals whose ends go back in time"
+                )
+            if len(o_sync):
+                outputs.append(self._assemble(core, o_sync, o_other, o_a, o_b))
+        if outputs:
+            out = outputs[0] if len(outputs) == 1 else _merge_sorted(outputs)
+            self.emit(out)
+        self._maybe_compact()
+
+    # -- output --------------------------------------------------------------------------
+    def _side_columns(self, side: int, rows: np.ndarray) -> tuple[dict, pa.Array | None, np.ndarray | None]:
+        taken = self.stores[side].take(rows)
+        key = taken.pop(_KEY_COL, None)
+        hsh = taken.pop(_HASH_COL, None)
+        return taken, key, (None if hsh is None else np.asarray(hsh.to_numpy(zero_copy_only=False), np.int64))
+
+    def _null_columns(self, side: int, n: int) -> dict[str, pa.Array]:
+        schema = self.stores[side].schema or self.schemas[side]
+        if schema is None:
+            return {}
+        return {f.name: pa.nulls(n, f.type) for f in schema if f.name not in (_KEY_COL, _HASH_COL)}
+
+    def _assemble(self, core: _Core, o_sync, o_other, o_a, o_b) -> EventBatch:
+        n = len(o_sync)
+        if self.mode in ("exists", "not_exists", "clip"):
+            cols, key, hsh = self._side_columns(0, o_a)
+            return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
+        if isinstance(core, _JoinCore):
+            lcols, key, hsh = self._side_columns(0, o_a)
+            rcols, _, _ = self._side_columns(1, o_b)
+        elif not core.mirrored:
+            lcols, key, hsh = self._side_columns(0, o_a)
+            rcols = self._null_columns(1, n)
+        else:
+            rcols, key, hsh = self._side_columns(1, o_a)
+            lcols = self._null_columns(0, n)
+            return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing=0), key=key, hash=hsh)
+        missing = 1 if not isinstance(core, _JoinCore) else None
+        return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing), key=key, hash=hsh)
+
+    def _result(self, lcols: dict, rcols: dict, n: int, missing: int | None = None) -> dict[str, pa.Array]:
+        if self.result is None:
+            names = output_names(list(lcols), list(rcols))
+            return dict(zip(names, list(lcols.values()) + list(rcols.values()), strict=True))
+        zeros = np.zeros(n, np.int64)
+        lrows = [_NullRow()] * n if missing == 0 else rows_of(EventBatch(zeros, zeros, lcols))
+        rrows = [_NullRow()] * n if missing == 1 else rows_of(EventBatch(zeros, zeros, rcols))
+        fn = self.result
+        return records_to_columns([fn(a, b) for a, b in zip(lrows, rrows, strict=True)])
+
+    # -- memory ----------------------------------------------------------------------------
+    def _maybe_compact(self) -> None:
+        for side in (0, 1):
+            store = self.stores[side]
+            n = store.rows
+            if n < 4096:
+                continue
+            alive = sum(int(core.alive[core.local(side)]) for core in self.cores)
+            if n <= 2 * alive + 4096:
+                continue
+            live = np.zeros(n, bool)
+            for core in self.cores:
+                live |= core.live(core.local(side), n)
+            keep = np.flatnonzero(live)
+            mapping = np.full(n, -1, np.int64)
+            mapping[keep] = np.arange(len(keep))
+            for core in self.cores:
+                core.remap(core.local(side), keep, mapping)
+            store.compact(keep)
+
+    # -- state -----------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        return {
+            "pending": [[b.to_record_batch(with_key=True) for b in side] for side in self.pending],
+            "seen": list(self.seen),
+            "punct": list(self.punct),
+            "completed": list(self.completed),
+            "last_punct": self.last_punct,
+            "grouped": self.grouped,
+            "keys": None if self.index is None else self.index.snapshot(),
+            "key_names": None if self.index is None else list(self.index.names),
+            "stores": [s.snapshot() for s in self.stores],
+            "cores": [c.snapshot() for c in self.cores],
+        }
+
+    def restore(self, state: dict) -> None:
+        self.pending = [[EventBatch.from_record_batch(rb) for rb in side] for side in state["pending"]]
+        self.seen = list(state["seen"])
+        self.punct = list(state["punct"])
+        self.completed = list(state["completed"])
+        self.last_punct = state["last_punct"]
+        self.grouped = state["grouped"]
+        if state["keys"] is None:
+            self.index = None
+        else:
+            self.index = KeyIndex(tuple(state["key_names"]))
+            self.index.restore(state["keys"])
+        for store, s in zip(self.stores, state["stores"], strict=True):
+            store.restore(s)
+        for core, s in zip(self.cores, state["cores"], strict=True):
+            core.restore(s)
+
+
+def _merge_sorted(batches: list[EventBatch]) -> EventBatch:
+    cols = _unify([b.columns for b in batches])
+    names = list(cols[0])
+    batches = [b.replace(columns={k: c[k] for k in names}) for b, c in zip(batches, cols, strict=True)]
+    keyed = [b.key is not None for b in batches]
+    if any(keyed) and not all(keyed):
+        raise PlanError("internal: join outputs disagree on grouping")
+    merged = concat_batches(batches)
+    return merged.take(np.argsort(merged.sync, kind="stable"))
+
+
+def null_row(names) -> object:
+    """A row of Nones with the given field names (the missing side in a reference outer join)."""
+    return row_class(tuple(names))._make([None] * len(names))
