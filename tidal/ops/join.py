@@ -895,6 +895,7 @@ class JoinOp(Operator):
         )
         if result is not None:
             self.variant += "; result: row mode (a two-argument lambda runs per output row)"
+        self.result_types: dict[str, pa.DataType] = dict(result_types(result, left_schema, right_schema) or {})
         self.stores = (_Store(), _Store())
         self.index: KeyIndex | None = None
         self.pending: list[list[EventBatch]] = [[], []]
@@ -973,6 +974,8 @@ class JoinOp(Operator):
             if c.null_count:
                 v = np.asarray(c.is_valid().to_numpy(zero_copy_only=False))
                 valid = v if valid is None else valid & v
+        if valid is not None and not valid.any():
+            return np.full(n, -1, np.int64)  # every key has a null field (row mode may even type it null)
         if batch.key is not None:
             cols = _flatten(batch.key) + cols
         if not cols:
@@ -1095,7 +1098,11 @@ class JoinOp(Operator):
         lrows = [_NullRow()] * n if missing == 0 else rows_of(EventBatch(zeros, zeros, lcols))
         rrows = [_NullRow()] * n if missing == 1 else rows_of(EventBatch(zeros, zeros, rcols))
         fn = self.result
-        return records_to_columns([fn(a, b) for a, b in zip(lrows, rrows, strict=True)])
+        cols = records_to_columns([fn(a, b) for a, b in zip(lrows, rrows, strict=True)], self.result_types or None)
+        for name, col in cols.items():  # later batches keep the types the first informative one had
+            if not pa.types.is_null(col.type):
+                self.result_types.setdefault(name, col.type)
+        return cols
 
     # -- memory ----------------------------------------------------------------------------
     def _maybe_compact(self) -> None:
@@ -1142,12 +1149,64 @@ class JoinOp(Operator):
         if state["keys"] is None:
             self.index = None
         else:
-            self.index = KeyIndex(tuple(state["key_names"]))
-            self.index.restore(state["keys"])
+            self.index = _restore_index(tuple(state["key_names"]), state["keys"])
         for store, s in zip(self.stores, state["stores"], strict=True):
             store.restore(s)
         for core, s in zip(self.cores, state["cores"], strict=True):
             core.restore(s)
+
+
+def _probe_value(t: pa.DataType):
+    if pa.types.is_integer(t):
+        return 1
+    if pa.types.is_floating(t):
+        return 1.0
+    if pa.types.is_boolean(t):
+        return False
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "a"
+    return None
+
+
+def result_types(result, left: pa.Schema | None, right: pa.Schema | None) -> dict[str, pa.DataType] | None:
+    """Output field types of a ``result`` lambda, found by calling it once on made-up rows.
+
+    None when the schemas are unknown, the lambda fails on the probe, or a field's type cannot
+    be told (a None value): the operator then learns the types from the data.
+    """
+    if result is None or left is None or right is None:
+        return None
+    lrow = row_class(tuple(left.names))._make([_probe_value(f.type) for f in left])
+    rrow = row_class(tuple(right.names))._make([_probe_value(f.type) for f in right])
+    try:
+        value = result(lrow, rrow)
+        cols = records_to_columns([value])
+    except Exception:
+        return None
+    if any(pa.types.is_null(c.type) for c in cols.values()):
+        return None
+    return {k: c.type for k, c in cols.items()}
+
+
+def _restore_index(names: tuple[str, ...], state: dict) -> KeyIndex:
+    """A KeyIndex handing out the same ids as the one snapshotted.
+
+    Replays the keys in id order; a single-column null key is replayed on its own, because
+    within one batch KeyIndex numbers a null after the batch's other new values.
+    """
+    index = KeyIndex(names)
+    table = state.get("keys")
+    if table is None or table.num_rows == 0:
+        return index
+    cols = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    if len(cols) == 1 and cols[0].null_count:
+        nulls = np.flatnonzero(~np.asarray(cols[0].is_valid().to_numpy(zero_copy_only=False)))
+        edges = sorted({0, table.num_rows, *nulls.tolist(), *(nulls + 1).tolist()})
+        for a, b in zip(edges, edges[1:], strict=False):
+            index.ids([cols[0].slice(a, b - a)])
+        return index
+    index.ids(cols)
+    return index
 
 
 def _merge_sorted(batches: list[EventBatch]) -> EventBatch:

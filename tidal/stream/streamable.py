@@ -285,7 +285,7 @@ class Stream:
         return self._join("clip", other, left_key, right_key, None)
 
     def _join(self, mode: str, other: Stream, left_key, right_key, result) -> Stream:
-        from ..ops.join import JoinOp, key_spec, output_names
+        from ..ops.join import JoinOp, key_spec, output_names, result_types
 
         if not isinstance(other, Stream):
             raise PlanError(f"{mode} join: the other input must be a Stream, got {type(other).__name__}")
@@ -299,7 +299,10 @@ class Stream:
             raise PlanError(f"join keys have different numbers of fields: {list(lk[1])} vs {list(rk[1])}")
         if mode in ("exists", "not_exists", "clip"):
             schema = ls
-        elif result is not None or ls is None or rs is None:
+        elif result is not None:
+            types = result_types(result, ls, rs)
+            schema = None if types is None else pa.schema(list(types.items()))
+        elif ls is None or rs is None:
             schema = None
         else:
             names = output_names(ls.names, rs.names)

@@ -192,7 +192,7 @@ class Reference:
     def _instants(self, *others: Reference):
         """Elementary segments [a, b) between consecutive lifetime boundaries of all inputs."""
         times = sorted({t for ref in (self, *others) for s, e, _ in ref.events for t in (s, e) if t != INFINITY})
-        return list(zip(times, times[1:] + [INFINITY], strict=True))
+        return list(zip(times, [*times[1:], INFINITY], strict=True)) if times else []
 
     @staticmethod
     def _alive(ref: Reference, t: int):
