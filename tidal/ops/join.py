@@ -69,272 +69,227 @@ _HASH_COL = "__hash"
 
 
 # --------------------------------------------------------------------------------------
-# numba building blocks: endpoint queues and per-key linked lists
+# kernels. They are written flat on purpose: a numba helper taking arrays, or an array
+# variable rebound inside the loop, costs tens to hundreds of nanoseconds per event in
+# reference counting, so queue and list operations are spelled out inline, and output goes
+# into a caller-owned buffer ``out`` (rows: sync, other, left row, right row). Before each
+# item a kernel checks there is room for everything the item can emit (the other side's
+# list length for the key); if not, it returns ``(n, i, need, err)`` with ``need > 0`` and
+# the caller drains the buffer (growing it to ``need``) and calls again from event ``i``.
 # --------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _q_peek(qt, qmeta, s):
-    if qmeta[s, 1] > qmeta[s, 0]:
-        return qt[s, qmeta[s, 0]]
-    return INFINITY
-
-
-@numba.njit(cache=True)
-def _q_push(qt, qv, qmeta, qkind, s, t, v):
-    """Push (t, v) on side s's queue; False if a FIFO queue would go out of order."""
-    i = qmeta[s, 1]
-    if qkind[s] == FIFO:
-        if i > qmeta[s, 0] and qt[s, i - 1] > t:
-            return False
-        qt[s, i] = t
-        qv[s, i] = v
-        qmeta[s, 1] = i + 1
-        return True
-    qmeta[s, 1] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if qt[s, p] <= t:
-            break
-        qt[s, i] = qt[s, p]
-        qv[s, i] = qv[s, p]
-        i = p
-    qt[s, i] = t
-    qv[s, i] = v
-    return True
-
-
-@numba.njit(cache=True)
-def _q_pop(qt, qv, qmeta, qkind, s):
-    if qkind[s] == FIFO:
-        i = qmeta[s, 0]
-        qmeta[s, 0] = i + 1
-        return qt[s, i], qv[s, i]
-    top_t = qt[s, 0]
-    top_v = qv[s, 0]
-    n = qmeta[s, 1] - 1
-    qmeta[s, 1] = n
-    if n > 0:
-        t = qt[s, n]
-        v = qv[s, n]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and qt[s, c + 1] < qt[s, c]:
-                c += 1
-            if qt[s, c] >= t:
-                break
-            qt[s, i] = qt[s, c]
-            qv[s, i] = qv[s, c]
-            i = c
-        qt[s, i] = t
-        qv[s, i] = v
-    return top_t, top_v
-
-
-@numba.njit(cache=True)
-def _q_min_side(qt, qmeta):
-    """The side whose queue holds the earliest end (-1 when both are empty), and that time."""
-    a = _q_peek(qt, qmeta, 0)
-    b = _q_peek(qt, qmeta, 1)
-    if qmeta[0, 1] == qmeta[0, 0] and qmeta[1, 1] == qmeta[1, 0]:
-        return -1, INFINITY
-    if qmeta[1, 1] == qmeta[1, 0] or (qmeta[0, 1] > qmeta[0, 0] and a <= b):
-        return 0, a
-    return 1, b
-
-
-@numba.njit(cache=True)
-def _link(nxt, prv, inl, head, s, x, g):
-    q = head[s, g]
-    nxt[s, x] = q
-    prv[s, x] = -1
-    if q >= 0:
-        prv[s, q] = x
-    head[s, g] = x
-    inl[s, x] = True
-
-
-@numba.njit(cache=True)
-def _unlink(nxt, prv, inl, head, s, x, g):
-    p = prv[s, x]
-    q = nxt[s, x]
-    if p >= 0:
-        nxt[s, p] = q
-    else:
-        head[s, g] = q
-    if q >= 0:
-        prv[s, q] = p
-    inl[s, x] = False
-
-
-@numba.njit(cache=True)
-def _find_open(nxt, inl, head, st, en, ph, s, g, start, h):
-    """The alive open event of side s, key g, started at ``start`` with payload hash h (-1 if none)."""
-    x = head[s, g]
-    while x >= 0:
-        if st[s, x] == start and en[s, x] == INFINITY and ph[s, x] == h and inl[s, x]:
-            return x
-        x = nxt[s, x]
-    return -1
-
-
-@numba.njit(cache=True)
-def _grow(a, n):
-    out = np.empty(max(2 * len(a), n + 16), a.dtype)
-    out[: len(a)] = a
-    return out
-
-
-@numba.njit(cache=True)
-def _emit(o_sync, o_other, o_a, o_b, n, t, other, a, b):
-    if n >= len(o_sync):
-        o_sync = _grow(o_sync, n)
-        o_other = _grow(o_other, n)
-        o_a = _grow(o_a, n)
-        o_b = _grow(o_b, n)
-    o_sync[n] = t
-    o_other[n] = other
-    o_a[n] = a
-    o_b[n] = b
-    return o_sync, o_other, o_a, o_b, n + 1
-
-
-# --------------------------------------------------------------------------------------
-# kernels
-# --------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _join_expire(s, x, t, st, en, gr, nxt, prv, inl, head, openc, alive, o_sync, o_other, o_a, o_b, n):
-    """Side s's interval x ends at t: leave the table; pairs it formed with open events end too."""
-    g = gr[s, x]
-    _unlink(nxt, prv, inl, head, s, x, g)
-    alive[s] -= 1
-    o = 1 - s
-    if openc[o, g] > 0:
-        y = head[o, g]
-        while y >= 0:
-            if en[o, y] == INFINITY:
-                ps = max(st[s, x], st[o, y])
-                if s == 0:
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, x, y)
-                else:
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, y, x)
-            y = nxt[o, y]
-    return o_sync, o_other, o_a, o_b, n
+_EXPIRE, _END_EDGE, _START = 0, 1, 2
 
 
 @numba.njit(cache=True)
 def join_kernel(
-    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound,
-    st, en, ph, gr, nxt, prv, inl, head, openc, qt, qv, qmeta, qkind, alive,
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0,
+    st, en, ph, gr, nxt, prv, inl, head, lcount, openc, qt, qv, qmeta, qkind, alive,
 ):  # fmt: skip
     """Symmetric hash join over merged events (sorted by time, ends first); see the module docstring.
 
     Outputs (sync, other, left row, right row) in sync-time order.
     """
     n_ev = len(e_side)
-    cap = max(16, 2 * n_ev)
-    o_sync = np.empty(cap, np.int64)
-    o_other = np.empty(cap, np.int64)
-    o_a = np.empty(cap, np.int64)
-    o_b = np.empty(cap, np.int64)
+    cap = out.shape[1]
     n = 0
     err = 0
-    for i in range(n_ev + 1):
-        t = e_sync[i] if i < n_ev else bound
-        # interval ends at or before t leave first (before the ends of the last step: strictly before bound)
-        while True:
-            s, qtime = _q_min_side(qt, qmeta)
-            if s < 0 or qtime > t or (i == n_ev and qtime >= bound):
-                break
-            _, x = _q_pop(qt, qv, qmeta, qkind, s)
-            o_sync, o_other, o_a, o_b, n = _join_expire(
-                s, x, qtime, st, en, gr, nxt, prv, inl, head, openc, alive, o_sync, o_other, o_a, o_b, n
-            )
-        if i == n_ev:
-            break
-        g = e_gid[i]
-        if g < 0:
-            continue
-        s = e_side[i]
-        o = 1 - s
-        k = e_kind[i]
-        if k == END:
-            x = _find_open(nxt, inl, head, st, en, ph, s, g, e_other[i], e_ph[i])
-            if x < 0:
-                continue
-            _unlink(nxt, prv, inl, head, s, x, g)
-            openc[s, g] -= 1
-            alive[s] -= 1
-            y = head[o, g]
-            while y >= 0:
-                ps = max(st[s, x], st[o, y])
-                if s == 0:
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, x, y)
-                else:
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, ps, y, x)
-                y = nxt[o, y]
-            continue
-        x = e_row[i]
-        st[s, x] = t
-        gr[s, x] = g
-        ph[s, x] = e_ph[i]
-        if k == START:
-            en[s, x] = INFINITY
-            openc[s, g] += 1
+    i = i0
+    while True:
+        # the earliest queued interval end, of either side
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
+        if i < n_ev:
+            t = e_sync[i]
+            use_queue = qs >= 0 and qtime <= t  # ends at t go before the events at t
         else:
-            en[s, x] = e_other[i]
-            if not _q_push(qt, qv, qmeta, qkind, s, e_other[i], x):
-                err = _ERR_FIFO
-        _link(nxt, prv, inl, head, s, x, g)
-        alive[s] += 1
+            use_queue = qs >= 0 and qtime < bound
+            if not use_queue:
+                break
+        if use_queue:
+            need = lcount[1 - qs, gr[qs, qv[qs, qmeta[qs, 0]]]]
+        else:
+            need = lcount[1 - e_side[i], e_gid[i]] if e_gid[i] >= 0 else 0
+        if n + need > cap:
+            return n, i, need, err
+        if use_queue:
+            s = qs
+            t = qtime
+            if qkind[s] == FIFO:
+                x = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                x = qv[s, 0]
+                m = qmeta[s, 1] - 1
+                qmeta[s, 1] = m
+                if m > 0:
+                    lt = qt[s, m]
+                    lv = qv[s, m]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= m:
+                            break
+                        if c + 1 < m and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
+            g = gr[s, x]
+            mode = _EXPIRE
+        else:
+            g = e_gid[i]
+            k = e_kind[i]
+            s = e_side[i]
+            other_time = e_other[i]
+            h = e_ph[i]
+            x = e_row[i]
+            i += 1
+            if g < 0:
+                continue
+            if k == END:
+                x = head[s, g]
+                while x >= 0:
+                    if st[s, x] == other_time and en[s, x] == INFINITY and ph[s, x] == h:
+                        break
+                    x = nxt[s, x]
+                if x < 0:
+                    continue
+                openc[s, g] -= 1
+                mode = _END_EDGE
+            else:
+                st[s, x] = t
+                gr[s, x] = g
+                ph[s, x] = h
+                if k == START:
+                    en[s, x] = INFINITY
+                    openc[s, g] += 1
+                else:
+                    en[s, x] = other_time
+                    j = qmeta[s, 1]
+                    if qkind[s] == FIFO:
+                        if j > qmeta[s, 0] and qt[s, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                        qmeta[s, 1] = j + 1
+                    else:
+                        qmeta[s, 1] = j + 1
+                        while j > 0:
+                            p = (j - 1) >> 1
+                            if qt[s, p] <= other_time:
+                                break
+                            qt[s, j] = qt[s, p]
+                            qv[s, j] = qv[s, p]
+                            j = p
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                q = head[s, g]
+                nxt[s, x] = q
+                prv[s, x] = -1
+                if q >= 0:
+                    prv[s, q] = x
+                head[s, g] = x
+                inl[s, x] = True
+                lcount[s, g] += 1
+                alive[s] += 1
+                mode = _START
+        if mode != _START:
+            p = prv[s, x]
+            q = nxt[s, x]
+            if p >= 0:
+                nxt[s, p] = q
+            else:
+                head[s, g] = q
+            if q >= 0:
+                prv[s, q] = p
+            inl[s, x] = False
+            lcount[s, g] -= 1
+            alive[s] -= 1
+        o = 1 - s
+        if mode == _EXPIRE and openc[o, g] == 0:
+            continue  # pairs of two intervals came out as intervals: nothing to end
+        xs = st[s, x]
+        xe = en[s, x]
         y = head[o, g]
         while y >= 0:
-            if k == INTERVAL and en[o, y] != INFINITY:
-                other = min(en[s, x], en[o, y])
+            ye = en[o, y]
+            if mode == _START:
+                emit = True
+                other_out = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
             else:
-                other = INFINITY
-            if s == 0:
-                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, other, x, y)
-            else:
-                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, other, y, x)
+                emit = mode == _END_EDGE or ye == INFINITY
+                other_out = max(xs, st[o, y])
+            if emit:
+                out[0, n] = t
+                out[1, n] = other_out
+                if s == 0:
+                    out[2, n] = x
+                    out[3, n] = y
+                else:
+                    out[2, n] = y
+                    out[3, n] = x
+                n += 1
             y = nxt[o, y]
-    return o_sync[:n], o_other[:n], o_a[:n], o_b[:n], err
+    return n, i, 0, err
 
 
 @numba.njit(cache=True)
 def exists_kernel(
-    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, exists,
-    st, en, ph, gr, seg, nxt, prv, inl, head, cnt, mark, before, stamp, qt, qv, qmeta, qkind, alive,
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0, exists,
+    st, en, ph, gr, seg, nxt, prv, inl, head, lcount, cnt, mark, before, stamp, touched, pending, step,
+    qt, qv, qmeta, qkind, alive,
 ):  # fmt: skip
     """Semi-join (``exists``) or anti-join of side 0 against side 1; outputs (sync, other, left row, -1).
 
     Side 0 keeps its alive events per key; side 1 only a count of alive events per key. Key
-    ids of side 0's null keys are 0, which side 1 never uses.
+    ids of side 0's null keys are 0, which side 1 never uses. Work happens per time step:
+    ends, then starts, then the keys whose count crossed zero flip their left events, and
+    the left events that started in the step get their first piece.
     """
     n_ev = len(e_side)
-    cap = max(16, 2 * n_ev)
-    o_sync = np.empty(cap, np.int64)
-    o_other = np.empty(cap, np.int64)
-    o_a = np.empty(cap, np.int64)
-    o_b = np.empty(cap, np.int64)
+    cap = out.shape[1]
     n = 0
     err = 0
-    touched = np.empty(head.shape[1] + 1, np.int64)
-    n_touched = 0
-    pending = np.empty(n_ev + 1, np.int64)
-    n_pending = 0
-    cur = MIN_TIME
-    i = 0
+    n_touched = step[0]
+    n_pending = step[1]
+    cur = step[2]
+    i = i0
     while True:
-        s, qtime = _q_min_side(qt, qmeta)
-        use_queue = s >= 0 and qtime < bound and (i >= n_ev or qtime <= e_sync[i])
-        if not use_queue and i >= n_ev:
-            t = INFINITY
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
+        use_queue = qs >= 0 and qtime < bound and (i >= n_ev or qtime <= e_sync[i])
+        if use_queue:
+            t = qtime
+        elif i < n_ev:
+            t = e_sync[i]
         else:
-            t = qtime if use_queue else e_sync[i]
+            t = INFINITY
         if t > cur:
-            # the step at ``cur`` is complete: keys whose right count crossed zero flip their left events
+            # the step at ``cur`` is complete
+            need = n_pending
+            for j in range(n_touched):
+                need += lcount[0, touched[j]]
+            if n + need > cap:
+                step[0] = n_touched
+                step[1] = n_pending
+                step[2] = cur
+                return n, i, need, err
             for j in range(n_touched):
                 g = touched[j]
                 now = cnt[g] > 0
@@ -343,33 +298,70 @@ def exists_kernel(
                     x = head[0, g]
                     while x >= 0:
                         if st[0, x] < cur:
+                            emit_other = -1
                             if want and seg[x] == NONE:
-                                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, cur, INFINITY, x, -1)
+                                emit_other = INFINITY
                                 seg[x] = cur
                             elif not want and seg[x] != NONE:
-                                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, cur, seg[x], x, -1)
+                                emit_other = seg[x]
                                 seg[x] = NONE
+                            if emit_other != -1:
+                                out[0, n] = cur
+                                out[1, n] = emit_other
+                                out[2, n] = x
+                                out[3, n] = -1
+                                n += 1
                         x = nxt[0, x]
             n_touched = 0
             for j in range(n_pending):
                 x = pending[j]
                 if inl[0, x] and (cnt[gr[0, x]] > 0) == exists:
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, cur, INFINITY, x, -1)
+                    out[0, n] = cur
+                    out[1, n] = INFINITY
+                    out[2, n] = x
+                    out[3, n] = -1
+                    n += 1
                     seg[x] = cur
             n_pending = 0
             stamp[0] += 1
             cur = t
         if t == INFINITY:
             break
+        if n + 1 > cap:
+            step[0] = n_touched
+            step[1] = n_pending
+            step[2] = cur
+            return n, i, 1, err
+        x = -1  # a left event that ends now, if any
         if use_queue:
-            _, v = _q_pop(qt, qv, qmeta, qkind, s)
+            s = qs
+            if qkind[s] == FIFO:
+                v = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                v = qv[s, 0]
+                m = qmeta[s, 1] - 1
+                qmeta[s, 1] = m
+                if m > 0:
+                    lt = qt[s, m]
+                    lv = qv[s, m]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= m:
+                            break
+                        if c + 1 < m and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
             if s == 0:
                 if inl[0, v]:
-                    _unlink(nxt, prv, inl, head, 0, v, gr[0, v])
-                    alive[0] -= 1
-                    if seg[v] != NONE:
-                        o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, qtime, seg[v], v, -1)
-                        seg[v] = NONE
+                    x = v
             else:
                 if mark[v] != stamp[0]:
                     mark[v] = stamp[0]
@@ -377,116 +369,277 @@ def exists_kernel(
                     touched[n_touched] = v
                     n_touched += 1
                 cnt[v] -= 1
-            continue
-        g = e_gid[i]
-        k = e_kind[i]
-        side = e_side[i]
-        if g < 0:
-            i += 1
-            continue
-        if side == 1:
-            if mark[g] != stamp[0]:
-                mark[g] = stamp[0]
-                before[g] = cnt[g]
-                touched[n_touched] = g
-                n_touched += 1
-            if k == END:
-                cnt[g] -= 1
-            else:
-                cnt[g] += 1
-                if k == INTERVAL and not _q_push(qt, qv, qmeta, qkind, 1, e_other[i], g):
-                    err = _ERR_FIFO
-        elif k == END:
-            x = _find_open(nxt, inl, head, st, en, ph, 0, g, e_other[i], e_ph[i])
-            if x >= 0:
-                _unlink(nxt, prv, inl, head, 0, x, g)
-                alive[0] -= 1
-                if seg[x] != NONE:
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, seg[x], x, -1)
-                    seg[x] = NONE
         else:
-            x = e_row[i]
-            st[0, x] = t
-            gr[0, x] = g
-            ph[0, x] = e_ph[i]
-            seg[x] = NONE
-            if k == START:
-                en[0, x] = INFINITY
+            g = e_gid[i]
+            k = e_kind[i]
+            side = e_side[i]
+            other_time = e_other[i]
+            h = e_ph[i]
+            row = e_row[i]
+            i += 1
+            if g < 0:
+                continue
+            if side == 1:
+                if mark[g] != stamp[0]:
+                    mark[g] = stamp[0]
+                    before[g] = cnt[g]
+                    touched[n_touched] = g
+                    n_touched += 1
+                if k == END:
+                    cnt[g] -= 1
+                else:
+                    cnt[g] += 1
+                    if k == INTERVAL:
+                        j = qmeta[1, 1]
+                        if qkind[1] == FIFO:
+                            if j > qmeta[1, 0] and qt[1, j - 1] > other_time:
+                                err = _ERR_FIFO
+                            qt[1, j] = other_time
+                            qv[1, j] = g
+                            qmeta[1, 1] = j + 1
+                        else:
+                            qmeta[1, 1] = j + 1
+                            while j > 0:
+                                p = (j - 1) >> 1
+                                if qt[1, p] <= other_time:
+                                    break
+                                qt[1, j] = qt[1, p]
+                                qv[1, j] = qv[1, p]
+                                j = p
+                            qt[1, j] = other_time
+                            qv[1, j] = g
+            elif k == END:
+                y = head[0, g]
+                while y >= 0:
+                    if st[0, y] == other_time and en[0, y] == INFINITY and ph[0, y] == h:
+                        break
+                    y = nxt[0, y]
+                x = y
             else:
-                en[0, x] = e_other[i]
-                if not _q_push(qt, qv, qmeta, qkind, 0, e_other[i], x):
-                    err = _ERR_FIFO
-            _link(nxt, prv, inl, head, 0, x, g)
-            alive[0] += 1
-            pending[n_pending] = x
-            n_pending += 1
-        i += 1
-    return o_sync[:n], o_other[:n], o_a[:n], o_b[:n], err
+                x = row
+                st[0, x] = t
+                gr[0, x] = g
+                ph[0, x] = h
+                seg[x] = NONE
+                if k == START:
+                    en[0, x] = INFINITY
+                else:
+                    en[0, x] = other_time
+                    j = qmeta[0, 1]
+                    if qkind[0] == FIFO:
+                        if j > qmeta[0, 0] and qt[0, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                        qmeta[0, 1] = j + 1
+                    else:
+                        qmeta[0, 1] = j + 1
+                        while j > 0:
+                            p = (j - 1) >> 1
+                            if qt[0, p] <= other_time:
+                                break
+                            qt[0, j] = qt[0, p]
+                            qv[0, j] = qv[0, p]
+                            j = p
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                q = head[0, g]
+                nxt[0, x] = q
+                prv[0, x] = -1
+                if q >= 0:
+                    prv[0, q] = x
+                head[0, g] = x
+                inl[0, x] = True
+                lcount[0, g] += 1
+                alive[0] += 1
+                pending[n_pending] = x
+                n_pending += 1
+                x = -1
+        if x >= 0:
+            # left event x ends at t: leave the table, close its open piece
+            g = gr[0, x]
+            p = prv[0, x]
+            q = nxt[0, x]
+            if p >= 0:
+                nxt[0, p] = q
+            else:
+                head[0, g] = q
+            if q >= 0:
+                prv[0, q] = p
+            inl[0, x] = False
+            lcount[0, g] -= 1
+            alive[0] -= 1
+            if seg[x] != NONE:
+                out[0, n] = t
+                out[1, n] = seg[x]
+                out[2, n] = x
+                out[3, n] = -1
+                n += 1
+                seg[x] = NONE
+    step[0] = 0
+    step[1] = 0
+    step[2] = MIN_TIME
+    return n, i, 0, err
 
 
 @numba.njit(cache=True)
 def clip_kernel(
-    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound,
-    st, en, ph, gr, nxt, prv, inl, head, qt, qv, qmeta, qkind, alive,
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0,
+    st, en, ph, gr, nxt, prv, inl, head, lcount, qt, qv, qmeta, qkind, alive,
 ):  # fmt: skip
     """Clip side 0's lifetimes at the next start of a key-equal side-1 event; outputs edges."""
     n_ev = len(e_side)
-    cap = max(16, 2 * n_ev)
-    o_sync = np.empty(cap, np.int64)
-    o_other = np.empty(cap, np.int64)
-    o_a = np.empty(cap, np.int64)
-    o_b = np.empty(cap, np.int64)
+    cap = out.shape[1]
     n = 0
     err = 0
-    for i in range(n_ev + 1):
-        t = e_sync[i] if i < n_ev else bound
-        while qmeta[0, 1] > qmeta[0, 0]:
-            qtime = _q_peek(qt, qmeta, 0)
-            if qtime > t or (i == n_ev and qtime >= bound):
-                break
-            _, x = _q_pop(qt, qv, qmeta, qkind, 0)
-            if inl[0, x]:
-                _unlink(nxt, prv, inl, head, 0, x, gr[0, x])
-                alive[0] -= 1
-                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, qtime, st[0, x], x, -1)
-        if i == n_ev:
-            break
-        g = e_gid[i]
-        k = e_kind[i]
-        if g < 0:
-            continue
-        if e_side[i] == 1:
-            if k == END:
-                continue
-            x = head[0, g]
-            while x >= 0:
-                nx = nxt[0, x]
-                if st[0, x] < t:
-                    _unlink(nxt, prv, inl, head, 0, x, g)
-                    alive[0] -= 1
-                    o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, st[0, x], x, -1)
-                x = nx
-        elif k == END:
-            x = _find_open(nxt, inl, head, st, en, ph, 0, g, e_other[i], e_ph[i])
-            if x >= 0:
-                _unlink(nxt, prv, inl, head, 0, x, g)
-                alive[0] -= 1
-                o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, st[0, x], x, -1)
+    i = i0
+    while True:
+        has_q = qmeta[0, 1] > qmeta[0, 0]
+        qtime = qt[0, qmeta[0, 0]] if has_q else INFINITY
+        if i < n_ev:
+            t = e_sync[i]
+            use_queue = has_q and qtime <= t
         else:
-            x = e_row[i]
-            st[0, x] = t
-            gr[0, x] = g
-            ph[0, x] = e_ph[i]
-            if k == START:
-                en[0, x] = INFINITY
+            use_queue = has_q and qtime < bound
+            if not use_queue:
+                break
+        need = 1
+        if not use_queue and e_side[i] == 1 and e_gid[i] >= 0:
+            need = lcount[0, e_gid[i]]
+        if n + need > cap:
+            return n, i, need, err
+        x = -1  # a left event whose output ends now
+        if use_queue:
+            t = qtime
+            if qkind[0] == FIFO:
+                v = qv[0, qmeta[0, 0]]
+                qmeta[0, 0] += 1
             else:
-                en[0, x] = e_other[i]
-                if not _q_push(qt, qv, qmeta, qkind, 0, e_other[i], x):
-                    err = _ERR_FIFO
-            _link(nxt, prv, inl, head, 0, x, g)
-            alive[0] += 1
-            o_sync, o_other, o_a, o_b, n = _emit(o_sync, o_other, o_a, o_b, n, t, INFINITY, x, -1)
-    return o_sync[:n], o_other[:n], o_a[:n], o_b[:n], err
+                v = qv[0, 0]
+                m = qmeta[0, 1] - 1
+                qmeta[0, 1] = m
+                if m > 0:
+                    lt = qt[0, m]
+                    lv = qv[0, m]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= m:
+                            break
+                        if c + 1 < m and qt[0, c + 1] < qt[0, c]:
+                            c += 1
+                        if qt[0, c] >= lt:
+                            break
+                        qt[0, j] = qt[0, c]
+                        qv[0, j] = qv[0, c]
+                        j = c
+                    qt[0, j] = lt
+                    qv[0, j] = lv
+            if inl[0, v]:
+                x = v
+        else:
+            g = e_gid[i]
+            k = e_kind[i]
+            other_time = e_other[i]
+            h = e_ph[i]
+            row = e_row[i]
+            side = e_side[i]
+            i += 1
+            if g < 0:
+                continue
+            if side == 1:
+                if k == END:
+                    continue
+                # every unclipped left event of this key that started earlier ends now
+                y = head[0, g]
+                while y >= 0:
+                    ny = nxt[0, y]
+                    if st[0, y] < t:
+                        p = prv[0, y]
+                        if p >= 0:
+                            nxt[0, p] = ny
+                        else:
+                            head[0, g] = ny
+                        if ny >= 0:
+                            prv[0, ny] = p
+                        inl[0, y] = False
+                        lcount[0, g] -= 1
+                        alive[0] -= 1
+                        out[0, n] = t
+                        out[1, n] = st[0, y]
+                        out[2, n] = y
+                        out[3, n] = -1
+                        n += 1
+                    y = ny
+                continue
+            if k == END:
+                y = head[0, g]
+                while y >= 0:
+                    if st[0, y] == other_time and en[0, y] == INFINITY and ph[0, y] == h:
+                        break
+                    y = nxt[0, y]
+                x = y
+            else:
+                x = row
+                st[0, x] = t
+                gr[0, x] = g
+                ph[0, x] = h
+                if k == START:
+                    en[0, x] = INFINITY
+                else:
+                    en[0, x] = other_time
+                    j = qmeta[0, 1]
+                    if qkind[0] == FIFO:
+                        if j > qmeta[0, 0] and qt[0, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                        qmeta[0, 1] = j + 1
+                    else:
+                        qmeta[0, 1] = j + 1
+                        while j > 0:
+                            p = (j - 1) >> 1
+                            if qt[0, p] <= other_time:
+                                break
+                            qt[0, j] = qt[0, p]
+                            qv[0, j] = qv[0, p]
+                            j = p
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                q = head[0, g]
+                nxt[0, x] = q
+                prv[0, x] = -1
+                if q >= 0:
+                    prv[0, q] = x
+                head[0, g] = x
+                inl[0, x] = True
+                lcount[0, g] += 1
+                alive[0] += 1
+                out[0, n] = t
+                out[1, n] = INFINITY
+                out[2, n] = x
+                out[3, n] = -1
+                n += 1
+                continue
+        if x >= 0:
+            g = gr[0, x]
+            p = prv[0, x]
+            q = nxt[0, x]
+            if p >= 0:
+                nxt[0, p] = q
+            else:
+                head[0, g] = q
+            if q >= 0:
+                prv[0, q] = p
+            inl[0, x] = False
+            lcount[0, g] -= 1
+            alive[0] -= 1
+            out[0, n] = t
+            out[1, n] = st[0, x]
+            out[2, n] = x
+            out[3, n] = -1
+            n += 1
+    return n, i, 0, err
 
 
 @numba.njit(cache=True)
@@ -657,6 +810,7 @@ class _Core:
     ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "gr": (np.int64, -1)}
     LINK_ARRAYS = {"nxt": (np.int64, -1), "prv": (np.int64, -1), "inl": (np.bool_, False)}
     KEY_ARRAYS = {"head": (np.int64, -1)}
+    out_capacity = 1 << 16
 
     def __init__(self, qkinds: tuple[int, int], mirrored: bool = False):
         self.mirrored = mirrored  # side 0 of this core is the operator's right input
@@ -669,6 +823,7 @@ class _Core:
         self.qmeta = np.zeros((2, 2), np.int64)
         self.qkind = np.array(qkinds, np.int64)
         self.alive = np.zeros(2, np.int64)
+        self.out = np.empty((4, self.out_capacity), np.int64)  # output buffer, drained after each kernel call
 
     def local(self, side: int) -> int:
         return 1 - side if self.mirrored else side
@@ -706,6 +861,25 @@ class _Core:
         h, t = self.qmeta[s]
         self.qv[s, h:t] = mapping[self.qv[s, h:t]]
 
+    def run(self, ev: dict, bound: int):
+        """Run the kernel over one chunk, draining the output buffer whenever it fills."""
+        self.begin(ev)
+        parts = []
+        i = 0
+        while True:
+            n, i, need, err = self.call(ev, bound, i)
+            if n:
+                parts.append(self.out[:, :n].copy())
+            if need == 0 or err:
+                break
+            if need > self.out.shape[1]:
+                self.out = np.empty((4, max(need, 2 * self.out.shape[1])), np.int64)
+        out = np.concatenate(parts, axis=1) if len(parts) > 1 else (parts[0] if parts else np.empty((4, 0), np.int64))
+        return out[0], out[1], out[2], out[3], err
+
+    def begin(self, ev: dict) -> None:
+        pass
+
     def snapshot(self) -> dict:
         state = {name: getattr(self, name).copy() for name in (*self.ROW_ARRAYS, *self.LINK_ARRAYS, *self.KEY_ARRAYS)}
         state.update(qt=self.qt.copy(), qv=self.qv.copy(), qmeta=self.qmeta.copy(), alive=self.alive.copy())
@@ -717,27 +891,44 @@ class _Core:
 
 
 class _JoinCore(_Core):
-    KEY_ARRAYS = {"head": (np.int64, -1), "openc": (np.int64, 0)}
+    KEY_ARRAYS = {"head": (np.int64, -1), "lcount": (np.int64, 0), "openc": (np.int64, 0)}
 
     def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
         return kid
 
-    def run(self, ev: dict, bound: int):
+    def call(self, ev: dict, bound: int, i: int):
         return join_kernel(
-            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound,
-            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.openc,
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.lcount, self.openc,
             self.qt, self.qv, self.qmeta, self.qkind, self.alive,
         )  # fmt: skip
 
 
 class _ExistsCore(_Core):
-    KEY_ARRAYS = {"head": (np.int64, -1), "cnt": (np.int64, 0), "mark": (np.int64, -1), "before": (np.int64, 0)}
+    KEY_ARRAYS = {
+        "head": (np.int64, -1),
+        "lcount": (np.int64, 0),
+        "cnt": (np.int64, 0),
+        "mark": (np.int64, -1),
+        "before": (np.int64, 0),
+    }
 
     def __init__(self, qkinds, exists: bool, mirrored: bool = False):
         super().__init__(qkinds, mirrored)
         self.exists = exists
         self.seg = np.full(0, NONE, np.int64)
         self.stamp = np.zeros(1, np.int64)
+        self.touched = np.empty(0, np.int64)
+        self.pending = np.empty(0, np.int64)
+        self.step = np.array([0, 0, MIN_TIME], np.int64)
+
+    def begin(self, ev: dict) -> None:
+        # per-chunk scratch: keys touched in the current time step, left events started in it
+        if len(self.touched) < self.head.shape[1] + 1:
+            self.touched = np.empty(2 * self.head.shape[1] + 1, np.int64)
+        if len(self.pending) < len(ev["side"]) + 1:
+            self.pending = np.empty(2 * len(ev["side"]) + 1, np.int64)
+        self.step[:] = (0, 0, MIN_TIME)
 
     def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
         # local side 0 (kept): null keys get id 0, which local side 1 never touches
@@ -758,11 +949,12 @@ class _ExistsCore(_Core):
     def live(self, s: int, n: int) -> np.ndarray:
         return self.inl[s, :n] if s == 0 else np.zeros(n, bool)
 
-    def run(self, ev: dict, bound: int):
+    def call(self, ev: dict, bound: int, i: int):
         return exists_kernel(
-            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.exists,
-            self.st, self.en, self.ph, self.gr, self.seg, self.nxt, self.prv, self.inl, self.head, self.cnt[1],
-            self.mark[1], self.before[1], self.stamp, self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            self.exists, self.st, self.en, self.ph, self.gr, self.seg, self.nxt, self.prv, self.inl, self.head,
+            self.lcount, self.cnt[1], self.mark[1], self.before[1], self.stamp, self.touched, self.pending, self.step,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
         )  # fmt: skip
 
     def snapshot(self) -> dict:
@@ -772,6 +964,8 @@ class _ExistsCore(_Core):
 
 
 class _ClipCore(_Core):
+    KEY_ARRAYS = {"head": (np.int64, -1), "lcount": (np.int64, 0)}
+
     def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
         if side == 0:
             return np.where(kid >= 0, kid + 1, 0)
@@ -787,10 +981,10 @@ class _ClipCore(_Core):
         if s == 0:
             super().remap(s, keep, mapping)
 
-    def run(self, ev: dict, bound: int):
+    def call(self, ev: dict, bound: int, i: int):
         return clip_kernel(
-            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound,
-            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head,
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.lcount,
             self.qt, self.qv, self.qmeta, self.qkind, self.alive,
         )  # fmt: skip
 
