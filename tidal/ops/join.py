@@ -1101,11 +1101,12 @@ class JoinOp(Operator):
 
     # -- control -----------------------------------------------------------------------
     def on_side_batch(self, side: int, batch: EventBatch) -> None:
-        batch = batch.compact()
+        # absent (filtered-out) events stay in the batch: the kernels skip them, no copy is made
         if len(batch) == 0:
             return
         self._check_grouping(batch)
-        self.pending[side].append(batch)
+        if batch.absent is None or not batch.absent.all():
+            self.pending[side].append(batch)
         self.seen[side] = max(self.seen[side], int(batch.sync[-1]))
         self._advance()
 
@@ -1189,42 +1190,58 @@ class JoinOp(Operator):
         sides, kinds, syncs, others, kids, rows, phs = [], [], [], [], [], [], []
         counts = [0, 0]
         intervals = [0, 0]
+        has_end = False
         for side in (0, 1):
             b = parts[side]
             if b is None:
                 continue
-            n = len(b)
+            present = None if b.absent is None else np.flatnonzero(~b.absent)
+            if present is not None and len(present) == 0:
+                continue
+            sync = b.sync if present is None else b.sync[present]
+            other = b.other if present is None else b.other[present]
+            n = len(sync)
             kind = np.full(n, INTERVAL, np.int8)
-            kind[b.other == INFINITY] = START
-            kind[b.other < b.sync] = END
+            kind[other == INFINITY] = START
+            ends = other < sync
+            kind[ends] = END
+            has_end = has_end or bool(ends.any())
             intervals[side] = int(np.count_nonzero(kind == INTERVAL))
-            if self.start_edge_only[side] or not ((kind == START).any() or (kind == END).any()):
+            if self.start_edge_only[side] or not (kind != INTERVAL).any():
                 ph = np.zeros(n, np.int64)
             else:
-                ph = payload_hash(b.columns, n)
-            base = self.stores[side].append(b)
+                ph = payload_hash(b.columns, len(b))
+                ph = ph if present is None else ph[present]
+            base = self.stores[side].append(b)  # every row, shared not copied; absent ones are never referenced
             sides.append(np.full(n, side, np.int8))
             kinds.append(kind)
-            syncs.append(b.sync)
-            others.append(b.other)
-            kids.append(self._key_ids(side, b))
-            rows.append(np.arange(base, base + n, dtype=np.int64))
+            syncs.append(sync)
+            others.append(other)
+            if present is None:
+                kids.append(self._key_ids(side, b))
+                rows.append(np.arange(base, base + n, dtype=np.int64))
+            else:
+                # a key lambda must not see filtered-out rows (they may be what the filter guarded against)
+                lambda_key = self.keys[side].kind == "lambda"
+                kids.append(self._key_ids(side, b.take(present)) if lambda_key else self._key_ids(side, b)[present])
+                rows.append(base + present.astype(np.int64))
             phs.append(ph)
             counts[side] = n
         if sides:
-            side_arr = np.concatenate(sides)
-            kind_arr = np.concatenate(kinds)
-            sync_arr = np.concatenate(syncs)
-            order = np.lexsort((kind_arr != END, sync_arr))  # by time, ends first; stable (left before right)
-            ev = {
-                "side": side_arr[order],
-                "kind": kind_arr[order],
-                "sync": sync_arr[order],
-                "other": np.concatenate(others)[order],
-                "row": np.concatenate(rows)[order],
-                "ph": np.concatenate(phs)[order],
-            }
-            kid = np.concatenate(kids)[order]
+            cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
+            side_arr, kind_arr, sync_arr = cat(sides), cat(kinds), cat(syncs)
+            if has_end:
+                order = np.lexsort((kind_arr != END, sync_arr))  # by time, ends first; stable (left before right)
+            elif len(sides) == 2:
+                order = np.argsort(sync_arr, kind="stable")  # two sorted runs: a linear merge
+            else:
+                order = None
+            ev = {"side": side_arr, "kind": kind_arr, "sync": sync_arr, "other": cat(others), "row": cat(rows)}
+            ev["ph"] = cat(phs)
+            kid = cat(kids)
+            if order is not None:
+                ev = {k: v[order] for k, v in ev.items()}
+                kid = kid[order]
         else:
             ev = {k: np.empty(0, np.int64) for k in ("other", "row", "ph", "sync")}
             ev["side"] = np.empty(0, np.int8)
