@@ -109,6 +109,8 @@ OPS = {
     "join_row_mode_key": lambda a, b: a.join(b, lambda e: _opaque_key(e.k), lambda e: _opaque_key(e.k)),
     "join_two_fields": lambda a, b: a.join(b, ["k", "v"], ["k", "v"]),
     "join_result": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y.v}),
+    "join_build_once": lambda a, b: a.join(b, "k", "k", left_is_small=True),
+    "join_build_once_result": lambda a, b: a.join(b, "v", "v", lambda x, y: {"k": x.k, "w": y.k}, left_is_small=True),
     "cross_join": lambda a, b: a.cross_join(b),
     "left_outer_join": lambda a, b: a.left_outer_join(b, "k", "k"),
     "full_outer_join": lambda a, b: a.full_outer_join(b, "k", "k"),
@@ -129,7 +131,7 @@ def test_join_family_matches_reference(op, case):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("op", ["join", "where_not_exists", "clip", "full_outer_join"])
+@pytest.mark.parametrize("op", ["join", "join_build_once", "where_not_exists", "clip", "full_outer_join"])
 @given(data=st.data())
 def test_each_variant_on_both_sides(shape, op, data):
     """Both inputs of one shape, so each variant (no queue, FIFO queue, heap) runs on both sides."""
@@ -139,7 +141,7 @@ def test_each_variant_on_both_sides(shape, op, data):
     assert_same_snapshots(result, OPS[op](lref, rref))
 
 
-@pytest.mark.parametrize("op", ["join", "cross_join", "full_outer_join", "where_exists", "clip"])
+@pytest.mark.parametrize("op", ["join", "join_build_once", "cross_join", "full_outer_join", "where_exists", "clip"])
 @given(case=pairs())
 def test_tiny_output_buffer_resumes_kernels(op, case):
     """With room for one output at a time, kernels pause and resume mid-chunk: same answer."""
@@ -165,6 +167,7 @@ def test_variant_names_follow_properties():
     assert "cross join" in a.cross_join(c).explain()
     assert "anti-join" in a.where_not_exists(c, "k", "k").explain()
     assert "clip" in a.clip(c, "k", "k").explain()
+    assert "built once" in a.join(c, "k", "k", left_is_small=True).explain()
     assert a.join(b, "k", "k")._node.partitioning == (("k",), ("k",))
     assert a.join(b, ["k", "v"], ["k", "v"])._node.partitioning == (("k", "v"), ("k", "v"))
     assert a.join(b, lambda e: e.k, lambda e: e.k)._node.partitioning == ((), ())
@@ -213,14 +216,18 @@ class _KeySink(CollectSink):
         self.keys.append((b.columns["k"], b.key.field(0), b.hash))
 
 
-@given(case=pairs(), op=st.sampled_from(["join", "where_exists", "where_not_exists", "clip", "left_outer_join"]))
+GROUPED_OPS = ["join", "join_build_once", "where_exists", "where_not_exists", "clip", "left_outer_join"]
+
+
+@given(case=pairs(), op=st.sampled_from(GROUPED_OPS))
 def test_grouped_inputs_join_within_groups(case, op):
     left, right, lref, rref = case
     gl, gr = grouped(left, "k"), grouped(right, "k")
     key = lambda e: e.v % 2  # noqa: E731
     ref_key = lambda e: (e.k, e.v % 2)  # noqa: E731  the group key joins the join key
-    engine = getattr(gl, op)(gr, key, key)
-    expected = getattr(lref, op)(rref, ref_key, ref_key)
+    method, options = (op, {}) if op != "join_build_once" else ("join", {"left_is_small": True})
+    engine = getattr(gl, method)(gr, key, key, **options)
+    expected = getattr(lref, method)(rref, ref_key, ref_key)
     # the group key (null is an ordinary group value) is not a null join key
     if any(p[0] is None for _, _, p in lref.events + rref.events):
         expected = _grouped_null_reference(op, lref, rref)
@@ -238,7 +245,7 @@ def _grouped_null_reference(op, lref, rref):
     # replace the null group value by a sentinel so the reference treats it as a value
     sub = lambda ref: Reference(ref.names, [(s, e, (-99 if p[0] is None else p[0], p[1])) for s, e, p in ref.events])  # noqa: E731
     key = lambda e: (e.k, e.v % 2)  # noqa: E731
-    out = getattr(sub(lref), op)(sub(rref), key, key)
+    out = getattr(sub(lref), "join" if op == "join_build_once" else op)(sub(rref), key, key)
     back = lambda p: tuple(None if x == -99 else x for x in p)  # noqa: E731  (v never reaches -99)
     return Reference(out.names, [(s, e, back(p)) for s, e, p in out.events])
 

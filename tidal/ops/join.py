@@ -56,7 +56,7 @@ from ..core.batch import EventBatch, concat_batches
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
 from ..expr.compile import CompiledLambda, records_to_columns, row_class, rows_of
-from .base import InputPort, Operator
+from .base import InputPort, Operator, ReorderBuffer
 from .keys import KeyIndex, stable_hash
 
 END, START, INTERVAL = 0, 1, 2
@@ -687,8 +687,11 @@ class _Store:
     def take(self, rows: np.ndarray) -> dict[str, pa.Array]:
         if not self.batches:
             return {}
-        table = pa.Table.from_batches(self.batches).take(pa.array(rows, pa.int64()))
-        return {name: col.combine_chunks() for name, col in zip(table.column_names, table.columns, strict=True)}
+        if len(self.batches) > 1:
+            # one contiguous batch: compaction keeps the store near the alive rows, so this is cheap
+            self.batches = [pa.concat_batches(self.batches)]
+        taken = self.batches[0].take(pa.array(rows, pa.int64()))
+        return dict(zip(taken.schema.names, taken.columns, strict=True))
 
     def compact(self, keep: np.ndarray) -> None:
         if self.batches:
@@ -1049,14 +1052,18 @@ class JoinOp(Operator):
         left_props=None,
         right_props=None,
         result=None,
+        build_once: bool = False,
     ):
         super().__init__()
         self.mode = mode
+        self.build_once = build_once and mode == "inner"
         self.ports = (InputPort(self, 0), InputPort(self, 1))
         self.keys = (_KeyColumns(left_key, left_schema, "left"), _KeyColumns(right_key, right_schema, "right"))
         self.schemas = [left_schema, right_schema]
         self.result = result
         q = [_queue_kind(left_props), _queue_kind(right_props)]
+        if self.build_once:  # the built left replays as intervals of any length
+            q[0] = (HEAP, "built once when it completes (right intervals probe it, unstored)")
         qk = (q[0][0], q[1][0])
         self.start_edge_only = (
             bool(left_props and left_props.start_edge_only),
@@ -1098,6 +1105,10 @@ class JoinOp(Operator):
         self.completed = [False, False]
         self.last_punct = MIN_TIME
         self.grouped: bool | None = None
+        self.built: dict[str, np.ndarray] | None = None  # build-once: the left as intervals, by key then start
+        self.replay: dict[str, np.ndarray] | None = None  # the same, by start
+        self.replay_pos = 0  # build-once: left intervals (by start) already fed to the kernel
+        self.reorder = ReorderBuffer()  # build-once: probe outputs that start in the future
 
     # -- control -----------------------------------------------------------------------
     def on_side_batch(self, side: int, batch: EventBatch) -> None:
@@ -1113,6 +1124,8 @@ class JoinOp(Operator):
     def on_side_punctuation(self, side: int, time: int) -> None:
         self.punct[side] = max(self.punct[side], time)
         self._advance()
+        if self.build_once and not self.completed[0]:
+            return  # held right events may still produce output before the right's punctuation
         low = min(self.punct)
         if low > self.last_punct:
             self.last_punct = low
@@ -1124,6 +1137,8 @@ class JoinOp(Operator):
     def on_side_completed(self, side: int) -> None:
         self.completed[side] = True
         self.seen[side] = self.punct[side] = INFINITY
+        if self.build_once and side == 0:
+            self._build()
         self._advance()
         if all(self.completed):
             self.emit_completed()
@@ -1137,6 +1152,8 @@ class JoinOp(Operator):
 
     # -- processing --------------------------------------------------------------------
     def _advance(self) -> None:
+        if self.build_once and not self.completed[0]:
+            return  # the right waits until the left is built
         # events at time t are processed once both inputs are past t, so ends precede starts at t
         bound = min(max(self.seen[s], self.punct[s]) for s in (0, 1))
         if bound == MIN_TIME:
@@ -1150,6 +1167,9 @@ class JoinOp(Operator):
             if cut:
                 parts[side] = whole.slice(0, cut)
             self.pending[side] = [whole.slice(cut, len(whole))] if cut < len(whole) else []
+        if self.build_once:
+            self._probe_built(parts[1], bound)
+            return
         if parts[0] is None and parts[1] is None and not self._queued_before(bound):
             return
         self._process(parts, bound)
@@ -1186,7 +1206,89 @@ class JoinOp(Operator):
             ids = np.where(valid, ids, -1)
         return ids
 
-    def _process(self, parts: list[EventBatch | None], bound: int) -> None:
+    # -- build once (a small left side) -----------------------------------------------------
+    def _build(self) -> None:
+        """The whole left is in: resolve its edges to intervals and index them by key, then start."""
+        whole = concat_batches(self.pending[0]).compact() if self.pending[0] else None
+        self.pending[0] = []
+        empty = np.empty(0, np.int64)
+        if whole is None or len(whole) == 0:
+            self.built = {"g": empty, "s": empty, "e": empty, "row": empty}
+            self.replay = {"g": empty, "s": empty, "e": empty, "row": empty}
+            return
+        base = self.stores[0].append(whole)
+        kid = self._key_ids(0, whole)
+        sync, other = whole.sync, whole.other
+        rows = np.arange(base, base + len(whole), dtype=np.int64)
+        end = np.where(other < sync, -1, other)  # intervals keep their end; start edges: INFINITY for now
+        starts = np.flatnonzero(other == INFINITY)
+        ends = np.flatnonzero(other < sync)
+        if len(ends):
+            # an end edge closes a start edge with the same key, start time and payload
+            ph = payload_hash(whole.columns, len(whole))
+            keys = np.concatenate(
+                [np.stack([kid[starts], sync[starts], ph[starts]], 1), np.stack([kid[ends], other[ends], ph[ends]], 1)]
+            )
+            _, group = np.unique(keys, axis=0, return_inverse=True)
+            group = group.reshape(-1)
+            gs, ge = group[: len(starts)], group[len(starts) :]
+            rank_s = _rank_within(gs)
+            rank_e = _rank_within(ge)
+            width = max(len(starts), len(ends)) + 1
+            code_s = gs * width + rank_s
+            order = np.argsort(code_s)
+            at = order[np.searchsorted(code_s[order], ge * width + rank_e)]
+            end[starts[at]] = sync[ends]
+        keep = (end >= 0) & (kid >= 0)
+        g, s_, e, row = kid[keep], sync[keep], end[keep], rows[keep]
+        by_key = np.lexsort((s_, g))
+        self.built = {"g": g[by_key], "s": s_[by_key], "e": e[by_key], "row": row[by_key]}
+        by_start = np.argsort(s_, kind="stable")
+        self.replay = {"g": g[by_start], "s": s_[by_start], "e": e[by_start], "row": row[by_start]}
+
+    def _probe_built(self, right: EventBatch | None, bound: int) -> None:
+        """Right intervals probe the built left (never stored); right edges and the left replay run the kernel."""
+        edges = None
+        if right is not None:
+            right = right.compact()
+            kind_interval = (right.other != INFINITY) & (right.other > right.sync)
+            intervals = right.take(np.flatnonzero(kind_interval)) if not kind_interval.all() else right
+            if len(intervals):
+                self._probe_intervals(intervals)
+            if not kind_interval.all():
+                edges = right.take(np.flatnonzero(~kind_interval))
+        # the left replays into the kernel as its intervals start, so right edges meet them in time order
+        stop = (
+            len(self.replay["s"]) if bound >= INFINITY else int(np.searchsorted(self.replay["s"], bound, side="left"))
+        )
+        lo, self.replay_pos = self.replay_pos, stop
+        if lo < stop or edges is not None or self._queued_before(bound):
+            self._process([None, edges], bound, replay=(lo, stop))
+        ready = self.reorder.release(bound - 1 if bound < INFINITY else INFINITY)
+        if ready is not None:
+            self.emit(ready)
+
+    def _probe_intervals(self, right: EventBatch) -> None:
+        b = self.built
+        kid = self._key_ids(1, right)
+        lo = np.searchsorted(b["g"], kid, side="left")
+        hi = np.searchsorted(b["g"], kid, side="right")
+        counts = np.where(kid >= 0, hi - lo, 0)
+        total = int(counts.sum())
+        if total == 0:
+            return
+        r = np.repeat(np.arange(len(right)), counts)
+        li = np.repeat(lo, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        start = np.maximum(b["s"][li], right.sync[r])
+        end = np.minimum(b["e"][li], right.other[r])
+        ok = np.flatnonzero(start < end)
+        if len(ok) == 0:
+            return
+        base = self.stores[1].append(right)
+        out = self._assemble(self.cores[0], start[ok], end[ok], b["row"][li[ok]], base + r[ok])
+        self.reorder.push(out)
+
+    def _process(self, parts: list[EventBatch | None], bound: int, replay: tuple[int, int] | None = None) -> None:
         sides, kinds, syncs, others, kids, rows, phs = [], [], [], [], [], [], []
         counts = [0, 0]
         intervals = [0, 0]
@@ -1227,6 +1329,18 @@ class JoinOp(Operator):
                 rows.append(base + present.astype(np.int64))
             phs.append(ph)
             counts[side] = n
+        if replay is not None and replay[0] < replay[1]:
+            r = slice(*replay)
+            n = replay[1] - replay[0]
+            e = self.replay["e"][r]
+            sides.insert(0, np.zeros(n, np.int8))
+            kinds.insert(0, np.where(e == INFINITY, START, INTERVAL).astype(np.int8))
+            syncs.insert(0, self.replay["s"][r])
+            others.insert(0, e)
+            kids.insert(0, self.replay["g"][r])
+            rows.insert(0, self.replay["row"][r])
+            phs.insert(0, np.zeros(n, np.int64))
+            intervals[0] = n
         if sides:
             cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
             side_arr, kind_arr, sync_arr = cat(sides), cat(kinds), cat(syncs)
@@ -1267,7 +1381,10 @@ class JoinOp(Operator):
                 outputs.append(self._assemble(core, o_sync, o_other, o_a, o_b))
         if outputs:
             out = outputs[0] if len(outputs) == 1 else _merge_sorted(outputs)
-            self.emit(out)
+            if self.build_once:
+                self.reorder.push(out)
+            else:
+                self.emit(out)
         self._maybe_compact()
 
     # -- output --------------------------------------------------------------------------
@@ -1325,6 +1442,8 @@ class JoinOp(Operator):
             alive = sum(int(core.alive[core.local(side)]) for core in self.cores)
             if n <= 2 * alive + 4096:
                 continue
+            if self.build_once and side == 0:
+                continue  # the built left is referenced by its index for the whole run
             live = np.zeros(n, bool)
             for core in self.cores:
                 live |= core.live(core.local(side), n)
@@ -1348,6 +1467,9 @@ class JoinOp(Operator):
             "key_names": None if self.index is None else list(self.index.names),
             "stores": [s.snapshot() for s in self.stores],
             "cores": [c.snapshot() for c in self.cores],
+            "built": None if self.built is None else {**self.built, **{"r_" + k: v for k, v in self.replay.items()}},
+            "replay_pos": self.replay_pos,
+            "reorder": self.reorder.snapshot(),
         }
 
     def restore(self, state: dict) -> None:
@@ -1365,6 +1487,12 @@ class JoinOp(Operator):
             store.restore(s)
         for core, s in zip(self.cores, state["cores"], strict=True):
             core.restore(s)
+        built = state["built"]
+        if built is not None:
+            self.built = {k: np.array(v) for k, v in built.items() if not k.startswith("r_")}
+            self.replay = {k[2:]: np.array(v) for k, v in built.items() if k.startswith("r_")}
+        self.replay_pos = state["replay_pos"]
+        self.reorder.restore(state["reorder"])
 
 
 def _probe_value(t: pa.DataType):
@@ -1397,6 +1525,17 @@ def result_types(result, left: pa.Schema | None, right: pa.Schema | None) -> dic
     if any(pa.types.is_null(c.type) for c in cols.values()):
         return None
     return {k: c.type for k, c in cols.items()}
+
+
+def _rank_within(group: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... for the successive occurrences of each value of ``group``."""
+    order = np.argsort(group, kind="stable")
+    sorted_g = group[order]
+    first = np.r_[0, np.flatnonzero(sorted_g[1:] != sorted_g[:-1]) + 1] if len(group) else np.empty(0, np.int64)
+    starts = np.repeat(first, np.diff(np.r_[first, len(group)]))
+    rank = np.empty(len(group), np.int64)
+    rank[order] = np.arange(len(group)) - starts
+    return rank
 
 
 def _restore_index(names: tuple[str, ...], state: dict) -> KeyIndex:

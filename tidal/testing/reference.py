@@ -171,7 +171,8 @@ class Reference:
             value = {"value": value}
         return tuple(value.values()), tuple(value)
 
-    def join(self, other: Reference, left_key, right_key, result=None) -> Reference:
+    def join(self, other: Reference, left_key, right_key, result=None, left_is_small: bool = False) -> Reference:
+        """``left_is_small`` picks a physical variant in the engine; the meaning is the same."""
         lk, rk = self._key_of(left_key), other._key_of(right_key)
         out, names = [], self._joined_names(other, result)
         for s1, e1, r1 in self._rows():
