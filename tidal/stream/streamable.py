@@ -276,6 +276,93 @@ class Stream:
             "Union", UnionOp, schema=a if a is not None else b, props=props, inputs=(self._node, other._node)
         )
 
+    # -- joins (tidal/ops/join.py states the temporal semantics) -----------------------
+    def join(self, other: Stream, left_key, right_key, result=None, *, left_is_small: bool = False) -> Stream:
+        """Temporal equi-join: each key-equal pair whose lifetimes overlap, over their intersection.
+
+        Keys are a field name, a list of field names, or a row lambda. ``result(l, r)`` builds
+        the payload (default: left fields then right fields; a clashing right name gets
+        ``_right``). ``left_is_small=True`` picks the build-once variant: the right waits until
+        the (finite) left has completed, the left is indexed once, and right intervals probe it
+        without being stored.
+        """
+        return self._join("inner", other, left_key, right_key, result, build_once=left_is_small)
+
+    def left_outer_join(self, other: Stream, left_key, right_key, result=None) -> Stream:
+        """The join plus, at every instant, each left row with no partner alive, right fields null."""
+        return self._join("left_outer", other, left_key, right_key, result)
+
+    def full_outer_join(self, other: Stream, left_key, right_key, result=None) -> Stream:
+        """The left outer join plus each right row with no partner alive, left fields null."""
+        return self._join("full_outer", other, left_key, right_key, result)
+
+    def cross_join(self, other: Stream, result=None) -> Stream:
+        """Every pair of events whose lifetimes overlap (within the same group on grouped streams)."""
+        return self._join("inner", other, None, None, result)
+
+    def where_exists(self, other: Stream, left_key, right_key) -> Stream:
+        """Semi-join: keep each left event while some key-equal right event is alive."""
+        return self._join("exists", other, left_key, right_key, None)
+
+    def where_not_exists(self, other: Stream, left_key, right_key) -> Stream:
+        """Anti-join: keep each left event while no key-equal right event is alive."""
+        return self._join("not_exists", other, left_key, right_key, None)
+
+    def clip(self, other: Stream, left_key, right_key) -> Stream:
+        """End each left lifetime at the next start of a key-equal right event (Trill's ClipEventDuration)."""
+        return self._join("clip", other, left_key, right_key, None)
+
+    def _join(self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False) -> Stream:
+        from ..ops.join import JoinOp, key_spec, output_names, result_types
+
+        if not isinstance(other, Stream):
+            raise PlanError(f"{mode} join: the other input must be a Stream, got {type(other).__name__}")
+        ls, rs = self.schema, other.schema
+        lp, rp = self.properties, other.properties
+        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once)  # validates keys now
+        lk, rk = key_spec(left_key), key_spec(right_key)
+        if (lk[0] == "none") != (rk[0] == "none"):
+            raise PlanError("give both join keys or neither (a cross join)")
+        if lk[0] == "fields" and rk[0] == "fields" and len(lk[1]) != len(rk[1]):
+            raise PlanError(f"join keys have different numbers of fields: {list(lk[1])} vs {list(rk[1])}")
+        if mode in ("exists", "not_exists", "clip"):
+            schema = ls
+        elif result is not None:
+            types = result_types(result, ls, rs)
+            schema = None if types is None else pa.schema(list(types.items()))
+        elif ls is None or rs is None:
+            schema = None
+        else:
+            names = output_names(ls.names, rs.names)
+            schema = pa.schema([pa.field(n, f.type) for n, f in zip(names, list(ls) + list(rs), strict=True)])
+        both_start = lp.start_edge_only and rp.start_edge_only
+        seo = {"inner": both_start, "exists": both_start}.get(mode, False)
+        props = Properties(start_edge_only=seo, grouping=lp.grouping)
+        label = {
+            "inner": "CrossJoin" if lk[0] == "none" else "Join",
+            "left_outer": "LeftOuterJoin",
+            "full_outer": "FullOuterJoin",
+            "exists": "WhereExists",
+            "not_exists": "WhereNotExists",
+            "clip": "Clip",
+        }[mode]
+        stream = self._derive(
+            label,
+            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once),
+            schema=schema,
+            props=props,
+            inputs=(self._node, other._node),
+        )
+        stream._node._probe = probe
+        # a distributed backend must bring equal keys together; lambda keys name no field,
+        # so they (and a cross join) need each input whole in one partition
+        lfields = lk[1] if lk[0] == "fields" else ()
+        rfields = rk[1] if rk[0] == "fields" else ()
+        if not lfields or not rfields:
+            lfields = rfields = ()
+        stream._node.partitioning = (tuple(lfields), tuple(rfields))
+        return stream
+
     def multicast(self, fn=None):
         """Share this stream between several consumers in one query (built and run once).
 
