@@ -259,3 +259,18 @@ def test_batching_never_changes_the_answer(rows, size_a, size_b):
     assert_same_snapshots(
         query(size_a), ref.where(lambda e: e.v != 0).select(lambda e: {"w": e.v * 2}).hopping_window(4, 2)
     )
+
+
+def test_row_mode_builds_only_the_fields_a_lambda_reads():
+    from tidal.expr.lambdas import fields_used
+
+    assert fields_used(lambda e: _opaque_check(e.a) and e["b"] > 1) == {"a", "b"}
+    assert fields_used(lambda e: _opaque_check(e)) is None  # the row itself escapes: build every field
+    t = pa.table({"t": [1, 2, 3], "a": [1, -2, 3], "b": [5, 5, 0]})
+    s = tidal.from_arrow(t, time="t")
+    assert s.where(lambda e: _opaque_check(e.a) and e["b"] > 1).to_arrow().column("a").to_pylist() == [1]
+    assert s.where(lambda e: _opaque_check(e)).count() == 3
+
+
+def _opaque_check(x):
+    return x if not isinstance(x, int) else x > 0

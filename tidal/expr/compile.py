@@ -23,7 +23,7 @@ from ..core.batch import EventBatch
 from ..core.errors import LambdaError, PlanError, describe_row
 from . import jit
 from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
-from .lambdas import Opaque, translate
+from .lambdas import Opaque, fields_used, translate
 from .nodes import Col, Node, Record
 
 JIT_THRESHOLD = 1_000_000  # events evaluated in numpy before a numeric tree is fused with numba
@@ -202,8 +202,16 @@ class CompiledLambda:
         else:
             self._jit_failed = True
 
+    def _row_fields(self, batch: EventBatch) -> list[str] | None:
+        """Only the fields the lambda reads, when that is known: converting fewer columns is most of row mode."""
+        if not hasattr(self, "_fields"):
+            self._fields = fields_used(self.fn)
+        if self._fields is None or not self._fields <= set(batch.columns):
+            return None
+        return [f for f in batch.columns if f in self._fields]
+
     def _row_truth(self, batch: EventBatch) -> np.ndarray:
-        rows = rows_of(batch)
+        rows = rows_of(batch, self._row_fields(batch))
         fn = self.fn
         present = batch.present_mask()
         i = 0
@@ -243,7 +251,7 @@ class CompiledLambda:
         return None
 
     def row_results(self, batch: EventBatch) -> list:
-        rows = rows_of(batch)
+        rows = rows_of(batch, self._row_fields(batch))
         fn = self.fn
         i = 0
         try:

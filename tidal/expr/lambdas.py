@@ -128,6 +128,38 @@ def translate(fn, *, allow_record: bool = True) -> Node:
     return _Translator(fn, allow_record).visit(body)
 
 
+def fields_used(fn) -> set[str] | None:
+    """The row fields a one-parameter lambda reads (``e.x``, ``e["x"]``), or None when it uses the
+    row in any other way (passes it on, iterates it), so that row mode can build only those."""
+    try:
+        code = fn.__code__
+        if code.co_argcount != 1 or fn.__name__ != "<lambda>":
+            return None
+        body = _parse_body(code, lambda_source(fn))
+    except (Opaque, AttributeError, OSError, TypeError):
+        return None
+    param = code.co_varnames[0]
+    fields: set[str] = set()
+    covered: set[int] = set()
+    for node in ast.walk(body):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
+            fields.add(node.attr)
+            covered.add(id(node.value))
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == param
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            fields.add(node.slice.value)
+            covered.add(id(node.value))
+    for node in ast.walk(body):
+        if isinstance(node, ast.Name) and node.id == param and id(node) not in covered:
+            return None
+    return fields
+
+
 def translate_params(fn, roles: list[str | None]) -> Node:
     """Translate a lambda of several parameters: ``roles[i]`` names the column parameter ``i`` stands
     for (a scalar such as an aggregate's state), or is None for the row parameter."""
