@@ -233,3 +233,31 @@ def test_seed_ad_click_windowed_count_per_ad():
     result = query.to_arrow()
     assert result.column_names == ["sync_time", "other_time", "key", "count"]
     assert_same_snapshots(result, expected)
+
+
+def test_running_sum_user_aggregates_compile_to_kernels():
+    count = dict(
+        initial_state=lambda: 0,
+        accumulate=lambda old, t, e: old + 1,
+        deaccumulate=lambda old, t, e: old - 1,
+        difference=lambda left, right: left - right,
+        compute_result=lambda c: c,
+    )
+    s = tidal.from_arrow(pa.table({"t": [0, 1], "v": [3, 4]}), time="t")
+    assert "user-defined, compiled as sum(1)" in s.aggregate(**count).explain()
+    opaque = dict(initial_state=lambda: 0, accumulate=lambda old, e: _bump(old), deaccumulate=lambda old, e: old - 1)
+    assert "python" in s.aggregate(**opaque).explain()
+
+
+def _bump(x):
+    return x + 1
+
+
+@given(case=stream_cases())
+def test_map_reduce_is_group_apply_after_the_map_stage(case):
+    stream, ref = case
+    mapper = lambda s: s.where(lambda e: e.v >= 0).select(lambda e: {"k": e.k, "v": e.v + 1})  # noqa: E731
+    reducer = lambda g: g.tumbling_window(10).aggregate(agg.sum("v"))  # noqa: E731
+    q = stream.map(mapper, key="k").reduce(reducer)
+    assert_same_snapshots(q.to_arrow(), mapper(ref).group_apply("k", reducer))
+    assert_same_snapshots(stream.map_reduce(mapper, "k", reducer).to_arrow(), mapper(ref).group_apply("k", reducer))

@@ -115,3 +115,51 @@ WITH t AS (SELECT customer, qty * price AS v FROM 'orders.csv') SELECT customer,
 SELECT customer, COUNT(*), AVG(qty) FROM 'orders.parquet' GROUP BY customer;
 -- name: agg_json [agg]
 SELECT user, SUM(score) FROM 'events.json' GROUP BY user;
+-- name: first_last [agg]
+SELECT customer, FIRST(qty), LAST(qty) FROM 'orders.csv' GROUP BY customer;
+-- name: first_last_global_nulls [agg]
+SELECT FIRST(customer), LAST(customer), FIRST(note), LAST(discount) FROM 'orders.csv';
+-- name: median_quantile_cont [agg]
+SELECT customer, median(price), quantile_cont(price, 0.25) FROM 'orders.csv' GROUP BY customer;
+-- name: quantile_disc [agg]
+SELECT quantile_disc(price, 0.5), quantile_cont(qty, 0.9) FROM 'orders.csv';
+-- name: percentile_within_group [agg]
+SELECT customer, percentile_cont(0.3) WITHIN GROUP (ORDER BY price) FROM 'orders.csv' GROUP BY customer;
+-- name: stddev_variance_samp_pop [agg]
+SELECT stddev_samp(price), var_samp(price), stddev_pop(price), var_pop(price) FROM 'orders.csv';
+-- name: stddev_variance_grouped [agg]
+SELECT customer, stddev(qty), variance(qty), var_pop(qty) FROM 'orders.csv' GROUP BY customer HAVING COUNT(*) > 1;
+-- name: count_distinct_with_nulls [agg]
+SELECT COUNT(DISTINCT customer), COUNT(DISTINCT note) FROM 'orders.csv';
+-- name: count_distinct_grouped [agg]
+SELECT customer, COUNT(DISTINCT note) FROM 'orders.csv' GROUP BY customer;
+-- name: null_group_key_aggs [agg]
+SELECT note, COUNT(*), SUM(discount), AVG(discount), MIN(discount), MAX(discount) FROM 'orders.csv' GROUP BY note;
+-- name: case_group_key [agg]
+SELECT CASE WHEN qty > 3 THEN 'big' ELSE 'small' END AS size, COUNT(*), SUM(price) FROM 'orders.csv' GROUP BY size;
+-- name: case_inside_sum [agg]
+SELECT customer, SUM(CASE WHEN note IS NULL THEN 1 ELSE 0 END) AS no_note FROM 'orders.csv' GROUP BY customer;
+-- name: min_max_timestamps [agg]
+SELECT customer, MIN(ts), MAX(ts) FROM 'orders.csv' GROUP BY customer;
+-- name: min_max_strings [agg]
+SELECT MIN(customer), MAX(customer) FROM 'orders.csv';
+-- name: having_two_aggregates [agg]
+SELECT customer, AVG(qty) FROM 'orders.csv' GROUP BY customer HAVING AVG(qty) > 2 AND MAX(price) < 30;
+-- name: having_order_by [agg]
+SELECT customer, COUNT(*) AS n FROM 'orders.csv' WHERE note IS NOT NULL GROUP BY customer HAVING COUNT(*) >= 1 ORDER BY n DESC, customer;
+-- name: aggs_over_only_nulls [agg]
+SELECT SUM(discount), AVG(discount), COUNT(discount), MIN(discount) FROM 'orders.csv' WHERE discount IS NULL;
+-- name: json_grouped [agg]
+SELECT user, COUNT(*), MAX(score), MIN(at) FROM 'events.json' GROUP BY user;
+-- name: tsv_having [agg]
+SELECT city, SUM(pop) FROM 'cities.tsv' GROUP BY city HAVING SUM(pop) > 100;
+-- name: arrow_grouped [agg]
+SELECT customer, COUNT(*), SUM(price) FROM 'orders.arrow' GROUP BY customer;
+-- name: read_csv_grouped [agg]
+SELECT b, COUNT(*) FROM read_csv('pipes.txt', sep => '|') GROUP BY b;
+-- name: parquet_having [agg]
+SELECT customer, SUM(qty) FROM 'orders.parquet' WHERE price > 5 GROUP BY customer HAVING SUM(qty) > 2;
+-- name: parquet_median [agg]
+SELECT customer, median(qty), quantile_disc(qty, 0.75) FROM 'orders.parquet' GROUP BY customer;
+-- name: coalesce_group_key [agg]
+SELECT COALESCE(note, 'none') AS n, COUNT(*) FROM 'orders.csv' GROUP BY n;

@@ -34,15 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch
-from ..core.errors import InputError
 from ..core.messages import Completed
-from ..core.time import INFINITY
 from ..ops.reorder import POLICIES, DisorderPolicy, PunctuationGenerator, late_bounds_model
-from .ingress import KINDS, _time_column
+from .ingress import KINDS, _time_column, other_times
 
 
 def disordered_messages(
@@ -56,16 +53,7 @@ def disordered_messages(
         if rb.num_rows == 0:
             continue
         sync = _time_column(rb, time, "time", offset)
-        if end is not None:
-            oth = _time_column(rb, end, "end", offset)
-            bad = np.flatnonzero(oth <= sync)
-            if len(bad):
-                i = int(bad[0])
-                raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
-        elif kind == "start":
-            oth = np.full(len(sync), INFINITY, dtype=np.int64)
-        else:
-            oth = sync + 1
+        oth = other_times(rb, sync, offset, end=end, kind=kind)
         offset += len(sync)
         yield EventBatch(sync, oth, {n: rb.column(i) for i, n in enumerate(rb.schema.names)})
     yield Completed()

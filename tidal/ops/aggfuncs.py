@@ -50,6 +50,56 @@ class UserAggregate:
     def invertible(self) -> bool:
         return self.deaccumulate is not None or self.difference is not None
 
+    def linear_form(self):
+        """``(initial, contribution, result)`` when this aggregate is a running sum, else None.
+
+        An aggregate whose accumulate is ``state + x(t, row)``, whose deaccumulate (if any) is
+        ``state - x(t, row)`` with the same ``x``, and whose initial state is a number, is
+        ``result(initial + sum of x)``: the compiled kernels evaluate it like ``sum``, with
+        ``x`` and ``result`` as columnar expressions. Trill's Count is ``x = 1``.
+        """
+        from ..expr.lambdas import Opaque, translate_params
+        from ..expr.nodes import BinOp, Col, Unary
+
+        try:
+            initial = self.initial_state()
+            if isinstance(initial, bool) or not isinstance(initial, int | float):
+                return None
+            three = _arity(self.accumulate) == 3
+            roles = ["__state", "__time", None] if three else ["__state", None]
+            acc = translate_params(self.accumulate, roles)
+            x = _added_to_state(acc, BinOp, Unary, Col)
+            if x is None:
+                return None
+            if self.deaccumulate is not None:
+                dec = translate_params(self.deaccumulate, roles)
+                if not (isinstance(dec, BinOp) and dec.op == "-" and dec.left == Col("__state") and dec.right == x):
+                    return None
+            elif self.difference is not None:
+                diff = translate_params(self.difference, ["__state", "__other"])
+                if not (isinstance(diff, BinOp) and diff.op == "-" and diff.left == Col("__state")):
+                    return None
+                if diff.right != Col("__other"):
+                    return None
+            else:
+                return None
+            result = None
+            if self.compute_result is not None:
+                result = translate_params(self.compute_result, ["__state"])
+            return initial, x, result
+        except Opaque:
+            return None
+
+
+def _added_to_state(tree, BinOp, Unary, Col):
+    """x when ``tree`` is ``state + x`` or ``x + state`` with no other use of the state."""
+    state = Col("__state")
+    if isinstance(tree, BinOp) and tree.op == "+":
+        for mine, other in ((tree.left, tree.right), (tree.right, tree.left)):
+            if mine == state and "__state" not in other.columns():
+                return other
+    return None
+
 
 @dataclass(frozen=True)
 class AggregateFunction:
@@ -63,7 +113,11 @@ class AggregateFunction:
         return "aggregate" if self.kind == "udf" else self.kind
 
     def describe(self) -> str:
+        if self.kind == "udf":
+            return "user-defined (Python state per group)"
         arg = self.arg if isinstance(self.arg, str) or self.arg is None else "λ"
+        if hasattr(self.arg, "columns"):  # a compiled user aggregate's contribution
+            arg = str(self.arg)
         inner = ", ".join(str(x) for x in (arg, self.param) if x is not None)
         return f"{self.kind}({inner})"
 

@@ -44,6 +44,8 @@ from ..core.batch import EventBatch, as_numpy
 from ..core.errors import PlanError
 from ..core.time import INFINITY
 from ..expr.compile import CompiledLambda, projection_schema, rows_of
+from ..expr.kernels import Evaluator, to_arrow_column
+from ..expr.nodes import Node
 from .aggfuncs import LINEAR, ORDERED, AggregateFunction, new_state, result_type
 from .base import Operator, OutputBuffer
 from .keys import KeyIndex
@@ -148,105 +150,6 @@ def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
                 _ms_remove(ms, ms_len, g * km + j, v)
 
 
-@numba.njit(cache=True, inline="always")
-def _write_row(o, t, other, g, ints, flts, cnt, res, out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res):
-    out_sync[o] = t
-    out_other[o] = other
-    out_gid[o] = g
-    out_int[o, :] = ints
-    out_flt[o, :] = flts
-    out_cnt[o] = cnt
-    out_res[o, :] = res
-
-
-@numba.njit(cache=True)
-def _finalize(
-    st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-    o_valid, o_start, o_int, o_flt, o_cnt, o_res, out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
-):  # fmt: skip
-    cur = st[CUR]
-    km = len(m_kind)
-    res = np.empty(km, np.float64)
-    o = st[NOUT]
-    for h in range(st[NHELD]):
-        g = held[h]
-        held_flag[g] = False
-        for j in range(km):
-            res[j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
-        if mode == 3:  # tumbling window: the result is the window's interval, then the state resets
-            if g_cnt[g] > 0:
-                _write_row(o, cur, cur + window_len, g, g_int[g], g_flt[g], g_cnt[g], res,
-                           out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-                o += 1
-            g_int[g, :] = 0
-            g_flt[g, :] = 0.0
-            g_cnt[g] = 0
-            for j in range(km):
-                ms_len[g * km + j] = 0
-            continue
-        if o_valid[g] and g_cnt[g] == o_cnt[g]:
-            same = True
-            for j in range(g_int.shape[1]):
-                same = same and g_int[g, j] == o_int[g, j]
-            for j in range(g_flt.shape[1]):
-                same = same and g_flt[g, j] == o_flt[g, j]
-            for j in range(km):
-                same = same and res[j] == o_res[g, j]
-            if same:
-                continue
-        if o_valid[g]:
-            _write_row(o, cur, o_start[g], g, o_int[g], o_flt[g], o_cnt[g], o_res[g],
-                       out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-            o += 1
-        if g_cnt[g] > 0:
-            o_valid[g] = True
-            o_start[g] = cur
-            o_int[g, :] = g_int[g]
-            o_flt[g, :] = g_flt[g]
-            o_cnt[g] = g_cnt[g]
-            o_res[g, :] = res
-            _write_row(o, cur, 9223372036854775807, g, g_int[g], g_flt[g], g_cnt[g], res,
-                       out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-            o += 1
-        else:
-            o_valid[g] = False
-    st[NOUT] = o
-    st[NHELD] = 0
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
-    q_time[a], q_time[b] = q_time[b], q_time[a]
-    q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
-    for j in range(q_int.shape[1]):
-        q_int[a, j], q_int[b, j] = q_int[b, j], q_int[a, j]
-    for j in range(q_flt.shape[1]):
-        q_flt[a, j], q_flt[b, j] = q_flt[b, j], q_flt[a, j]
-    for j in range(q_mv.shape[1]):
-        q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
-
-
-@numba.njit(cache=True, inline="always")
-def _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv):
-    """Move the heap's minimum to the slot just past the shrunken heap and return that slot."""
-    last = st[QSIZE] - 1
-    _heap_swap(0, last, q_time, q_gid, q_int, q_flt, q_mv)
-    st[QSIZE] = last
-    pos = 0
-    while True:
-        left = 2 * pos + 1
-        if left >= last:
-            break
-        child = left
-        if left + 1 < last and q_time[left + 1] < q_time[left]:
-            child = left + 1
-        if q_time[pos] <= q_time[child]:
-            break
-        _heap_swap(pos, child, q_time, q_gid, q_int, q_flt, q_mv)
-        pos = child
-    return last
-
-
 @numba.njit(cache=True)
 def sweep(
     sync, other, gid, ic, fc, mv, upto, mode, window_len,
@@ -257,14 +160,16 @@ def sweep(
 ):  # fmt: skip
     """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
-    Each step applies one delta: the earliest queued end if it is due, else the next
-    event. The per-delta work is written out here rather than in helpers: a call that
-    passes arrays costs more than the work itself.
+    Each step applies one delta: the earliest queued end if it is due, else the next event;
+    when time moves on, the held groups' results are emitted first. Everything is written
+    out in this one loop on purpose: in numba, calling a helper that takes arrays, or
+    choosing between arrays in one variable, costs more than the work itself.
     """
     km = len(m_kind)
     ki = ic.shape[1]
     kf = fc.shape[1]
     n = len(sync)
+    res = np.empty(km, np.float64)  # the current group's order-aggregate results
     i = 0
     while True:
         t = sync[i] if i < n else upto
@@ -276,28 +181,120 @@ def sweep(
             use_queue = e <= t if i < n else e < t
             if use_queue:
                 t = e
-        if not use_queue and i == n:
-            if st[CUR] < upto:
-                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
+        done = not use_queue and i == n
+        if st[NHELD] > 0 and ((done and st[CUR] < upto) or (not done and t != st[CUR])):
+            # -- emit the held groups' results at the current time, then clear the held list --
+            cur = st[CUR]
+            o = st[NOUT]
+            for h in range(st[NHELD]):
+                g = held[h]
+                held_flag[g] = False
+                for j in range(km):
+                    res[j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
+                if mode == 3:  # tumbling window: the result is the window's interval; the state resets
+                    if g_cnt[g] > 0:
+                        out_sync[o] = cur
+                        out_other[o] = cur + window_len
+                        out_gid[o] = g
+                        for j in range(ki):
+                            out_int[o, j] = g_int[g, j]
+                        for j in range(kf):
+                            out_flt[o, j] = g_flt[g, j]
+                        out_cnt[o] = g_cnt[g]
+                        for j in range(km):
+                            out_res[o, j] = res[j]
+                        o += 1
+                    for j in range(ki):
+                        g_int[g, j] = 0
+                    for j in range(kf):
+                        g_flt[g, j] = 0.0
+                    g_cnt[g] = 0
+                    for j in range(km):
+                        ms_len[g * km + j] = 0
+                    continue
+                if o_valid[g] and g_cnt[g] == o_cnt[g]:
+                    same = True
+                    for j in range(ki):
+                        same = same and g_int[g, j] == o_int[g, j]
+                    for j in range(kf):
+                        same = same and g_flt[g, j] == o_flt[g, j]
+                    for j in range(km):
+                        same = same and res[j] == o_res[g, j]
+                    if same:  # touched, but the result did not change
+                        continue
+                if o_valid[g]:  # end edge of the previous result
+                    out_sync[o] = cur
+                    out_other[o] = o_start[g]
+                    out_gid[o] = g
+                    for j in range(ki):
+                        out_int[o, j] = o_int[g, j]
+                    for j in range(kf):
+                        out_flt[o, j] = o_flt[g, j]
+                    out_cnt[o] = o_cnt[g]
+                    for j in range(km):
+                        out_res[o, j] = o_res[g, j]
+                    o += 1
+                if g_cnt[g] > 0:  # start edge of the new one, remembered as the open result
+                    o_valid[g] = True
+                    o_start[g] = cur
+                    out_sync[o] = cur
+                    out_other[o] = 9223372036854775807
+                    out_gid[o] = g
+                    for j in range(ki):
+                        o_int[g, j] = g_int[g, j]
+                        out_int[o, j] = g_int[g, j]
+                    for j in range(kf):
+                        o_flt[g, j] = g_flt[g, j]
+                        out_flt[o, j] = g_flt[g, j]
+                    o_cnt[g] = g_cnt[g]
+                    out_cnt[o] = g_cnt[g]
+                    for j in range(km):
+                        o_res[g, j] = res[j]
+                        out_res[o, j] = res[j]
+                    o += 1
+                else:
+                    o_valid[g] = False
+            st[NOUT] = o
+            st[NHELD] = 0
+        if done:
             break
-        if t != st[CUR]:
-            if st[NHELD] > 0:
-                _finalize(st, mode, window_len, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
-                          o_valid, o_start, o_int, o_flt, o_cnt, o_res,
-                          out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)  # fmt: skip
-            st[CUR] = t
+        st[CUR] = t
         if use_queue:
             if mode == 1:
                 row = top
                 st[QHEAD] = top + 1
                 st[QSIZE] -= 1
-            else:
-                row = _heap_pop_to_end(st, q_time, q_gid, q_int, q_flt, q_mv)
+            else:  # heap: move the minimum just past the shrunken heap, then sift down
+                row = st[QSIZE] - 1
+                q_time[0], q_time[row] = q_time[row], q_time[0]
+                q_gid[0], q_gid[row] = q_gid[row], q_gid[0]
+                for j in range(ki):
+                    q_int[0, j], q_int[row, j] = q_int[row, j], q_int[0, j]
+                for j in range(kf):
+                    q_flt[0, j], q_flt[row, j] = q_flt[row, j], q_flt[0, j]
+                for j in range(km):
+                    q_mv[0, j], q_mv[row, j] = q_mv[row, j], q_mv[0, j]
+                st[QSIZE] = row
+                pos = 0
+                while True:
+                    child = 2 * pos + 1
+                    if child >= row:
+                        break
+                    if child + 1 < row and q_time[child + 1] < q_time[child]:
+                        child += 1
+                    if q_time[pos] <= q_time[child]:
+                        break
+                    q_time[pos], q_time[child] = q_time[child], q_time[pos]
+                    q_gid[pos], q_gid[child] = q_gid[child], q_gid[pos]
+                    for j in range(ki):
+                        q_int[pos, j], q_int[child, j] = q_int[child, j], q_int[pos, j]
+                    for j in range(kf):
+                        q_flt[pos, j], q_flt[child, j] = q_flt[child, j], q_flt[pos, j]
+                    for j in range(km):
+                        q_mv[pos, j], q_mv[child, j] = q_mv[child, j], q_mv[pos, j]
+                    pos = child
             g = q_gid[row]
             sign = -1
-            # (written twice on purpose: choosing between arrays in one variable costs 30x in numba)
             for j in range(ki):
                 g_int[g, j] -= q_int[row, j]
             for j in range(kf):
@@ -327,7 +324,14 @@ def sweep(
                         parent = (pos - 1) >> 1
                         if q_time[parent] <= q_time[pos]:
                             break
-                        _heap_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
+                        q_time[parent], q_time[pos] = q_time[pos], q_time[parent]
+                        q_gid[parent], q_gid[pos] = q_gid[pos], q_gid[parent]
+                        for j in range(ki):
+                            q_int[parent, j], q_int[pos, j] = q_int[pos, j], q_int[parent, j]
+                        for j in range(kf):
+                            q_flt[parent, j], q_flt[pos, j] = q_flt[pos, j], q_flt[parent, j]
+                        for j in range(km):
+                            q_mv[parent, j], q_mv[pos, j] = q_mv[pos, j], q_mv[parent, j]
                         pos = parent
             for j in range(ki):
                 g_int[g, j] += sign * ic[row, j]
@@ -348,13 +352,19 @@ class ArgumentColumn:
 
     def __init__(self, arg, schema: pa.Schema | None):
         self.arg = arg
-        self.fn = None if arg is None or isinstance(arg, str) else CompiledLambda(arg, schema, truth=False)
+        self.node = arg if isinstance(arg, Node) else None  # a user aggregate's compiled contribution
+        plain = arg is None or isinstance(arg, str) or self.node is not None
+        self.fn = None if plain else CompiledLambda(arg, schema, truth=False)
         if isinstance(arg, str) and schema is not None and arg not in schema.names:
             raise PlanError(f"aggregate argument {arg!r} is not a field; fields are {schema.names}")
 
     def values(self, batch: EventBatch) -> pa.Array:
         if isinstance(self.arg, str):
             return batch.columns[self.arg]
+        if self.node is not None:
+            cols = dict(batch.columns)
+            cols["__time"] = pa.array(batch.sync, pa.int64())
+            return to_arrow_column(Evaluator(cols, len(batch)).eval(self.node), len(batch))
         got = self.fn.project(batch) if self.fn.mode == "columnar" else None
         return (got or self.fn.project_rows(batch))["value"]
 
@@ -842,6 +852,9 @@ class SnapshotAggregateOp(Operator):
         engine: str | None = None,
     ):
         super().__init__()
+        self.user_results: dict[str, tuple] = {}  # linear user aggregates: name -> (initial, result tree)
+        if engine != "python":
+            fns = [self._linear_user_aggregate(name, fn) for name, fn in fns]
         self.fns = fns
         self.schema = schema
         self.mode = choose_mode(props, force)
@@ -857,6 +870,25 @@ class SnapshotAggregateOp(Operator):
         self.out = OutputBuffer(self)
         self.upto = np.iinfo(np.int64).min
 
+    def _linear_user_aggregate(self, name: str, fn: AggregateFunction) -> tuple[str, AggregateFunction]:
+        """A user aggregate that is a running sum becomes ``sum`` of its compiled contribution."""
+        if fn.kind != "udf":
+            return name, fn
+        form = fn.udf.linear_form()
+        if form is None:
+            return name, fn
+        initial, contribution, result = form
+        self.user_results[name] = (initial, result)
+        return name, AggregateFunction("sum", contribution)
+
+    def _finish_user_results(self, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        for name, (initial, result) in self.user_results.items():
+            state = pc.add(cols[name].fill_null(0), initial)
+            if result is not None:
+                state = to_arrow_column(Evaluator({"__state": state}, len(state)).eval(result), len(state))
+            cols[name] = state
+        return cols
+
     def _static_type(self, fn: AggregateFunction, arg: ArgumentColumn):
         if fn.kind == "count":
             return pa.int64()
@@ -864,6 +896,12 @@ class SnapshotAggregateOp(Operator):
             return None
         if isinstance(fn.arg, str):
             return self.schema.field(fn.arg).type
+        if arg.node is not None:
+            empty = EventBatch.empty(self.schema)
+            try:
+                return arg.values(empty).type
+            except Exception:
+                return None
         if arg.fn is not None:
             out = projection_schema(arg.fn, self.schema)
             return None if out is None else out.field(0).type
@@ -872,7 +910,10 @@ class SnapshotAggregateOp(Operator):
     @property
     def variant(self) -> str:
         engine = "compiled" if isinstance(self.engine, CompiledEngine) else "python"
-        aggs = ", ".join(f"{name}={fn.describe()}" for name, fn in self.fns)
+        aggs = ", ".join(
+            f"{name}={'user-defined, compiled as ' if name in self.user_results else ''}{fn.describe()}"
+            for name, fn in self.fns
+        )
         keyed = f"grouped by {', '.join(self.key_fields)}; " if self.key_fields else ""
         return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}"
 
@@ -893,6 +934,8 @@ class SnapshotAggregateOp(Operator):
         if got is None:
             return
         sync, other, gid, cols = got
+        if self.user_results:
+            cols = self._finish_user_results(cols)
         key = hsh = None
         if self.keys is not None and self.key_fields:
             cols = dict(zip(self.key_fields, self.keys.key_columns(gid), strict=True)) | cols
@@ -937,4 +980,3 @@ class SnapshotAggregateOp(Operator):
 
 
 _EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})
-_ = pc  # pyarrow.compute is used by argument lambdas through CompiledLambda

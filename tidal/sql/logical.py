@@ -12,12 +12,14 @@ time is not declared are relational: they all exist from time 0.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from sqlglot import exp
 
 from ..core.errors import PlanError
+from ..io.files import FORMATS as FILE_FORMATS
 from ..io.files import file_format, file_schema
 from .dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from .expressions import Evaluator, SqlTypeError, has_subquery, in_subquery, interval_micros, output_type
@@ -44,6 +46,25 @@ class Node:
         return type(self).__name__
 
 
+class Unary(Node):
+    """A node with one input, held in its ``input`` field."""
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def with_inputs(self, inputs):
+        return replace(self, input=inputs[0])
+
+
+class SameColumns(Unary):
+    """A one-input node whose rows keep the input's columns."""
+
+    names = property(lambda self: self.input.names)
+    scope = property(lambda self: self.input.scope)
+    types = property(lambda self: self.input.types)
+
+
 @dataclass(frozen=True)
 class Scan(Node):
     path: str
@@ -64,27 +85,16 @@ class Scan(Node):
 
 
 @dataclass(frozen=True)
-class Filter(Node):
+class Filter(SameColumns):
     input: Node
     condition: exp.Expression
-
-    names = property(lambda self: self.input.names)
-    scope = property(lambda self: self.input.scope)
-    types = property(lambda self: self.input.types)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return f"Filter {self.condition.sql()}"
 
 
 @dataclass(frozen=True)
-class Project(Node):
+class Project(Unary):
     input: Node
     exprs: tuple  # ((physical name, bound expression), ...)
     scope: tuple = ()
@@ -93,13 +103,6 @@ class Project(Node):
     @property
     def names(self):
         return tuple(n for n, _ in self.exprs)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return "Project " + ", ".join(e.sql() if e.sql() == n else f"{e.sql()} AS {n}" for n, e in self.exprs)
@@ -120,7 +123,7 @@ class AggCall:
 
 
 @dataclass(frozen=True)
-class Aggregate(Node):
+class Aggregate(Unary):
     input: Node
     keys: tuple  # input columns
     aggs: tuple  # AggCall
@@ -131,13 +134,6 @@ class Aggregate(Node):
     @property
     def names(self):
         return tuple(self.keys) + tuple(a.output for a in self.aggs)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         keys = f" by {', '.join(self.keys)}" if self.keys else ""
@@ -167,24 +163,13 @@ class UnionAll(Node):
 
 
 @dataclass(frozen=True)
-class EventTime(Node):
+class EventTime(SameColumns):
     """Declares ``time_field`` the event time; the watermark generator decides which rows are late."""
 
     input: Node
     time_field: str
     generator: str  # "max_diff" | "percentile"
     params: tuple  # (("offset", micros),) or (("events", n), ("percentile", p), ("frequency", f))
-
-    names = property(lambda self: self.input.names)
-    scope = property(lambda self: self.input.scope)
-    types = property(lambda self: self.input.types)
-
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
 
     def describe(self) -> str:
         return (
@@ -193,12 +178,13 @@ class EventTime(Node):
 
 
 @dataclass(frozen=True)
-class Tumble(Node):
+class Tumble(Unary):
     input: Node
     time_field: str
     length: int
     offset: int
     scope: tuple = ()
+    hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
 
     @property
     def names(self):
@@ -208,15 +194,9 @@ class Tumble(Node):
     def types(self):
         return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
 
-    @property
-    def inputs(self):
-        return (self.input,)
-
-    def with_inputs(self, inputs):
-        return replace(self, input=inputs[0])
-
     def describe(self) -> str:
-        return f"Tumble {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
+        kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
+        return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
 
 
 @dataclass
@@ -246,11 +226,19 @@ _AGGS = {
     exp.Stddev: "stddev",
     exp.StddevSamp: "stddev",
     exp.Variance: "variance",
-    exp.VariancePop: "variance_pop",
-    exp.StddevPop: "stddev_pop",
     exp.Median: "median",
     exp.AnyValue: "first",
 }
+
+
+def _fraction(node: exp.Expression, where: str) -> float:
+    try:
+        value = Evaluator({}, 0).eval(node).as_py()
+    except Exception:
+        value = None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise PlanError(f"{where}: the fraction must be a constant between 0 and 1, got {node.sql()}")
+    return float(value)
 
 
 def _is_agg(node: exp.Expression) -> bool:
@@ -400,7 +388,16 @@ class Builder:
                     return frame[name.lower()]
             if target.quoted or "." in name or "/" in name:
                 return self.scan(name, None, {})
-            raise PlanError(f"unknown table {name!r}: name a CTE or a quoted file path such as '{name}.csv'")
+            # a bare name (the thesis's ``TABLE(events)``) is a file of that name in the current directory
+            found = sorted(p for p in (f"{name}{ext}" for ext in FILE_FORMATS) if os.path.isfile(p))
+            if len(found) == 1:
+                return self.scan(found[0], None, {})
+            if found:
+                raise PlanError(f"table {name!r} is ambiguous: {', '.join(found)} all exist; quote the path you mean")
+            raise PlanError(
+                f"unknown table {name!r}: name a CTE, a quoted file path such as '{name}.csv', "
+                f"or a file {name}.csv/.json/.parquet/... in the current directory"
+            )
         if isinstance(target, exp.ReadCSV):
             return self.scan(target.this.name, "csv", self._kwargs(target.expressions))
         if isinstance(target, exp.Anonymous | exp.Func):
@@ -458,11 +455,23 @@ class Builder:
             if len(params) != 3:
                 raise PlanError("percentile_watermark needs events, percentile and frequency")
             return EventTime(node, time_field, "percentile", params)
-        if name == "tumble":
+        if name in ("tumble", "hop"):
+            if "window_length" not in args:
+                raise PlanError(f"{name}(...) needs window_length => INTERVAL ...")
             length = interval_micros(args["window_length"])
             offset = interval_micros(args["offset"]) if "offset" in args else 0
             scope = (*node.scope, (None, "window_start"), (None, "window_end"))
-            return Tumble(node, time_field, length, offset, scope=scope)
+            hop = None
+            if name == "hop":
+                given = [k for k in ("hop", "slide", "hop_length") if k in args]
+                if not given:
+                    raise PlanError("hop(...) needs hop => INTERVAL ... (how often a window starts)")
+                hop = interval_micros(args[given[0]])
+                if hop <= 0 or length <= 0:
+                    raise PlanError("hop(...): window_length and hop must be positive intervals")
+            elif length <= 0:
+                raise PlanError("tumble(...): window_length must be a positive interval")
+            return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
         raise PlanError(f"unknown table function {name}")
 
     def table_arg(self, value) -> Node:
@@ -584,6 +593,7 @@ class Builder:
         order = []
         hidden = 0
         out_scope = tuple((None, n) for n in names)
+        visible = list(exprs)
         for o in order_exprs:
             key = o.this
             desc = bool(o.args.get("desc"))
@@ -594,11 +604,19 @@ class Builder:
                     raise PlanError(f"ORDER BY position {pos} is out of range")
                 target = exprs[pos - 1][0]
             elif isinstance(key, exp.Column) and not key.table:
-                hits = [p for (p, _), n in zip(exprs, names, strict=True) if n.lower() == key.name.lower()]
+                hits = [p for (p, _), n in zip(visible, names, strict=True) if n.lower() == key.name.lower()]
                 target = hits[0] if hits else None
             if target is None:
                 text = key.sql()
-                hits = [p for (p, e), item in zip(exprs, items, strict=True) if item.sql() == text]
+                hits = [p for (p, e), item in zip(visible, items, strict=True) if item.sql() == text]
+                target = hits[0] if hits else None
+            if target is None and not getattr(o, "_bound", False):
+                # a qualified column (ORDER BY t.x) that is also selected: order by the output
+                try:
+                    text = self.bind(key, node).sql()
+                except PlanError:
+                    text = None
+                hits = [p for p, e in visible if e.sql() == text]
                 target = hits[0] if hits else None
             if target is None:
                 bound = key if getattr(o, "_bound", False) else self.bind(key, node)
@@ -721,15 +739,49 @@ class Builder:
                 if fn == "median":
                     fn, param = "percentile_cont", 0.5
             elif isinstance(e, exp.PercentileCont | exp.PercentileDisc):
-                raise PlanError(f"unsupported aggregate {e.sql()}")
+                # quantile_cont(x, p) / quantile_disc(x, p) (DuckDB's names); WITHIN GROUP comes here rewritten
+                fn = "percentile_cont" if isinstance(e, exp.PercentileCont) else "percentile_disc"
+                if e.expression is None:
+                    raise PlanError(
+                        f"{e.sql()} needs a column: write quantile_cont(x, p) or ... WITHIN GROUP (ORDER BY x)"
+                    )
+                param = _fraction(e.expression, e.sql())
+                arg_phys = self._agg_arg(arg, node, pre)
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             calls.append(AggCall(out, fn, arg_phys, param))
             agg_map[text] = out
             return out
 
+        def visit_population(x: exp.Expression) -> exp.Expression:
+            # population variance from the sample variance: var_samp * (n - 1) / n (0 for one value, null for none)
+            n = _col(add_agg(exp.Count(this=x.this.copy())))
+            samp = _col(add_agg(exp.Variance(this=x.this.copy())))
+            pop = exp.Case(
+                ifs=[
+                    exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), true=exp.Null()),
+                    exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(1)), true=exp.Literal.number(0.0)),
+                ],
+                default=exp.Div(
+                    this=exp.Mul(
+                        this=samp, expression=exp.Paren(this=exp.Sub(this=n.copy(), expression=exp.Literal.number(1)))
+                    ),
+                    expression=n.copy(),
+                ),
+            )
+            out = exp.Sqrt(this=pop) if isinstance(x, exp.StddevPop) else pop
+            return exp.Cast(this=out, to=exp.DataType.build("DOUBLE"))
+
         def rewrite(e: exp.Expression) -> exp.Expression:
             def visit(x):
+                if isinstance(x, exp.WithinGroup) and isinstance(x.this, exp.PercentileCont | exp.PercentileDisc):
+                    # percentile_cont(p) WITHIN GROUP (ORDER BY x): the same aggregate as quantile_cont(x, p)
+                    order = x.expression.expressions
+                    if len(order) != 1 or order[0].args.get("desc"):
+                        raise PlanError(f"{x.sql()}: WITHIN GROUP takes one ascending ORDER BY column")
+                    return _col(add_agg(type(x.this)(this=order[0].this, expression=x.this.this)))
+                if isinstance(x, exp.VariancePop | exp.StddevPop):
+                    return visit_population(x)
                 if _is_agg(x):
                     return _col(add_agg(x))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):

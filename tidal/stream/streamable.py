@@ -28,6 +28,7 @@ from ..ops.lifetime import (
     ShiftLifetimeOp,
 )
 from ..ops.selection import SelectManyOp, SelectOp, WhereOp
+from ..ops.session import DistinctOp, SessionWindowOp, StitchOp
 from ..ops.union import UnionOp
 from .plan import OperatorNode, PlanNode, Properties, explain
 from .query import Query, execute
@@ -133,12 +134,13 @@ class Stream:
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
         schema = self.schema
-        return self._derive(
+        out = self._derive(
             "SelectMany",
             lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-            schema=None,
             props=self.properties.but(constant_hop=self.properties.constant_hop),
         )
+        out._node.schema = None  # the payload fields are whatever fn returns: known at run time
+        return out
 
     # -- lifetimes --------------------------------------------------------------------
     def shift_lifetime(self, delta: int) -> Stream:
@@ -182,7 +184,13 @@ class Stream:
         )
         label = f"window size {size}, hop {hop}, offset {offset}"
         kind = "TumblingWindow" if size == hop else "HoppingWindow"
-        return self._derive(kind, lambda: AlterLifetimeOp(start, duration, keep=keep, label=label), props=props)
+        return self._derive(
+            kind,
+            lambda: AlterLifetimeOp(
+                start, duration, keep=keep, label=label, grid=(hop, offset, size if hop > size else -1)
+            ),
+            props=props,
+        )
 
     def tumbling_window(self, size: int, offset: int = 0) -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
@@ -219,6 +227,35 @@ class Stream:
         props = self.properties.but(constant_duration=None)
         return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
 
+    # -- stateful lifetimes (tidal.ops.session) ------------------------------------------------
+    def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Stream:
+        """Cut each group's events into sessions: a gap of ``timeout`` ticks (or a multiple of
+        ``max_duration``) ends one. Every event lives through its session ``[S, E)``
+        (``lifetime="event"``: ``[s, E)``, Trill's SessionTimeoutWindow), ``E`` being the last
+        start plus ``timeout``, capped at the next ``max_duration`` grid point."""
+        timeout = _positive("timeout", timeout)
+        max_duration = None if max_duration is None else _positive("max_duration", max_duration)
+        make = lambda: SessionWindowOp(timeout, max_duration, lifetime)  # noqa: E731
+        make()  # validate arguments now
+        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False)
+        stream = self._derive("SessionWindow", make, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
+    def stitch(self) -> Stream:
+        """Coalesce lifetimes of equal payloads (adjacent ones join; snapshots unchanged)."""
+        props = self.properties.but(constant_duration=None, constant_hop=None)
+        stream = self._derive("Stitch", StitchOp, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
+    def distinct(self) -> Stream:
+        """At every instant, each distinct payload of the snapshot once (per group)."""
+        props = self.properties.but(constant_duration=None, constant_hop=None)
+        stream = self._derive("Distinct", DistinctOp, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:
         """The temporal merge: at every instant, the multiset union of both snapshots."""
@@ -238,6 +275,93 @@ class Stream:
         return self._derive(
             "Union", UnionOp, schema=a if a is not None else b, props=props, inputs=(self._node, other._node)
         )
+
+    # -- joins (tidal/ops/join.py states the temporal semantics) -----------------------
+    def join(self, other: Stream, left_key, right_key, result=None, *, left_is_small: bool = False) -> Stream:
+        """Temporal equi-join: each key-equal pair whose lifetimes overlap, over their intersection.
+
+        Keys are a field name, a list of field names, or a row lambda. ``result(l, r)`` builds
+        the payload (default: left fields then right fields; a clashing right name gets
+        ``_right``). ``left_is_small=True`` picks the build-once variant: the right waits until
+        the (finite) left has completed, the left is indexed once, and right intervals probe it
+        without being stored.
+        """
+        return self._join("inner", other, left_key, right_key, result, build_once=left_is_small)
+
+    def left_outer_join(self, other: Stream, left_key, right_key, result=None) -> Stream:
+        """The join plus, at every instant, each left row with no partner alive, right fields null."""
+        return self._join("left_outer", other, left_key, right_key, result)
+
+    def full_outer_join(self, other: Stream, left_key, right_key, result=None) -> Stream:
+        """The left outer join plus each right row with no partner alive, left fields null."""
+        return self._join("full_outer", other, left_key, right_key, result)
+
+    def cross_join(self, other: Stream, result=None) -> Stream:
+        """Every pair of events whose lifetimes overlap (within the same group on grouped streams)."""
+        return self._join("inner", other, None, None, result)
+
+    def where_exists(self, other: Stream, left_key, right_key) -> Stream:
+        """Semi-join: keep each left event while some key-equal right event is alive."""
+        return self._join("exists", other, left_key, right_key, None)
+
+    def where_not_exists(self, other: Stream, left_key, right_key) -> Stream:
+        """Anti-join: keep each left event while no key-equal right event is alive."""
+        return self._join("not_exists", other, left_key, right_key, None)
+
+    def clip(self, other: Stream, left_key, right_key) -> Stream:
+        """End each left lifetime at the next start of a key-equal right event (Trill's ClipEventDuration)."""
+        return self._join("clip", other, left_key, right_key, None)
+
+    def _join(self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False) -> Stream:
+        from ..ops.join import JoinOp, key_spec, output_names, result_types
+
+        if not isinstance(other, Stream):
+            raise PlanError(f"{mode} join: the other input must be a Stream, got {type(other).__name__}")
+        ls, rs = self.schema, other.schema
+        lp, rp = self.properties, other.properties
+        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once)  # validates keys now
+        lk, rk = key_spec(left_key), key_spec(right_key)
+        if (lk[0] == "none") != (rk[0] == "none"):
+            raise PlanError("give both join keys or neither (a cross join)")
+        if lk[0] == "fields" and rk[0] == "fields" and len(lk[1]) != len(rk[1]):
+            raise PlanError(f"join keys have different numbers of fields: {list(lk[1])} vs {list(rk[1])}")
+        if mode in ("exists", "not_exists", "clip"):
+            schema = ls
+        elif result is not None:
+            types = result_types(result, ls, rs)
+            schema = None if types is None else pa.schema(list(types.items()))
+        elif ls is None or rs is None:
+            schema = None
+        else:
+            names = output_names(ls.names, rs.names)
+            schema = pa.schema([pa.field(n, f.type) for n, f in zip(names, list(ls) + list(rs), strict=True)])
+        both_start = lp.start_edge_only and rp.start_edge_only
+        seo = {"inner": both_start, "exists": both_start}.get(mode, False)
+        props = Properties(start_edge_only=seo, grouping=lp.grouping)
+        label = {
+            "inner": "CrossJoin" if lk[0] == "none" else "Join",
+            "left_outer": "LeftOuterJoin",
+            "full_outer": "FullOuterJoin",
+            "exists": "WhereExists",
+            "not_exists": "WhereNotExists",
+            "clip": "Clip",
+        }[mode]
+        stream = self._derive(
+            label,
+            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once),
+            schema=schema,
+            props=props,
+            inputs=(self._node, other._node),
+        )
+        stream._node._probe = probe
+        # a distributed backend must bring equal keys together; lambda keys name no field,
+        # so they (and a cross join) need each input whole in one partition
+        lfields = lk[1] if lk[0] == "fields" else ()
+        rfields = rk[1] if rk[0] == "fields" else ()
+        if not lfields or not rfields:
+            lfields = rfields = ()
+        stream._node.partitioning = (tuple(lfields), tuple(rfields))
+        return stream
 
     def multicast(self, fn=None):
         """Share this stream between several consumers in one query (built and run once).
@@ -357,9 +481,17 @@ class Stream:
             props=inner.properties.but(grouping=outer),
         )
 
+    def map(self, mapper=None, key=None) -> MappedStream:
+        """Trill's Map: ``mapper`` (a Stream -> Stream function, stateless work that runs where the
+        data is) then the ``key`` the following ``reduce`` groups by. The Spark backend runs the map
+        stage per partition and shuffles by the key; embedded, it is one plan."""
+        if key is None:
+            raise PlanError("map needs key=: the field(s) or lambda the reduce stage groups by")
+        return MappedStream(mapper(self) if mapper is not None else self, key)
+
     def map_reduce(self, map_fn, key, reduce_fn, result=None) -> Stream:
         """Trill's temporal map-reduce: ``map_fn`` on the whole stream, then ``reduce_fn`` per key."""
-        return map_fn(self).group_apply(key, reduce_fn, result)
+        return self.map(map_fn, key).reduce(reduce_fn, result)
 
     # -- out-of-order input (see tidal.stream.disordered) ----------------------------------
     def late_count(self) -> int:
@@ -520,3 +652,16 @@ def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema 
             return None
         fields.append(pa.field(name, t))
     return pa.schema(fields)
+
+
+class MappedStream:
+    """The result of ``Stream.map``: a stream and the key its ``reduce`` will group by."""
+
+    def __init__(self, stream: Stream, key):
+        self.stream = stream
+        self.key = key
+
+    def reduce(self, reducer, result=None) -> Stream:
+        """Trill's Reduce: ``reducer`` (Stream -> Stream) per key, then ``result(key, payload)`` (default: key
+        fields, then the reducer's fields)."""
+        return self.stream.group_apply(self.key, reducer, result)

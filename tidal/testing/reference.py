@@ -129,6 +129,43 @@ class Reference:
 
         return self._map(f)
 
+    # -- stateful lifetimes, straight from their definitions (tidal.ops.session) -----------------
+    def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Reference:
+        """Sessions over start times: a start joins while ``< last + timeout`` and ``< cap``."""
+        out, session = [], []  # session: the (start, payload) of the open session's events
+
+        def close():
+            first = session[0][0]
+            cap = INFINITY if max_duration is None else _floor(first, max_duration) + max_duration
+            end = min(session[-1][0] + timeout, cap)
+            out.extend((first if lifetime == "session" else s, end, p) for s, p in session)
+
+        for s, _, p in sorted(self.events, key=lambda ev: ev[0]):
+            if session:
+                first = session[0][0]
+                cap = INFINITY if max_duration is None else _floor(first, max_duration) + max_duration
+                if s >= session[-1][0] + timeout or s >= cap:
+                    close()
+                    session = []
+            session.append((s, p))
+        if session:
+            close()
+        return Reference(self.names, out)
+
+    def stitch(self) -> Reference:
+        """The layers of each payload's multiplicity: the coalesced lifetimes, snapshots unchanged."""
+        return Reference(self.names, layers(deltas_from_intervals(self.events)))
+
+    def distinct(self) -> Reference:
+        """Between consecutive event boundaries, each payload alive there once."""
+        cuts = sorted({s for s, _, _ in self.events} | {e for _, e, _ in self.events if e != INFINITY})
+        out = []
+        for i, t in enumerate(cuts):
+            nxt = cuts[i + 1] if i + 1 < len(cuts) else INFINITY
+            alive = {p for s, e, p in self.events if s <= t < e}
+            out.extend((t, nxt, p) for p in alive)
+        return Reference(self.names, out)
+
     def union(self, other: Reference) -> Reference:
         return Reference(self.names, self.events + other.events)
 
@@ -171,9 +208,11 @@ class Reference:
         out, names = [], None
         for k, events in parts.items():
             sub = subquery(Reference(self.names, events))
+            # like the engine's ungroup: a subquery field named like a key field is the key itself
+            kept = [i for i, n in enumerate(sub.names) if n not in key_names]
             for s, e, p in sub.events:
                 if result is None:
-                    out.append((s, e, tuple(k) + p))
+                    out.append((s, e, tuple(k) + tuple(p[i] for i in kept)))
                 else:
                     value = result(k[0] if len(k) == 1 else k, row_class(sub.names)._make(p))
                     value = value if isinstance(value, dict) else {"value": value}
@@ -182,6 +221,129 @@ class Reference:
             if result is None:
                 names = tuple(key_names) + tuple(n for n in sub.names if n not in key_names)
         return Reference(names or tuple(key_names) + self.names, out)
+
+    # -- joins: written from the per-instant definitions in tidal/ops/join.py -------------
+    def _key_of(self, key):
+        """A function from a row to its key tuple, or None when a key field is null."""
+        if key is None:
+            return lambda r: ()
+        if isinstance(key, str):
+            key = [key]
+        if isinstance(key, list | tuple):
+            names = list(key)
+            fn = lambda r: tuple(r[n] for n in names)  # noqa: E731
+        else:
+            fn = lambda r: _as_tuple(key(r))  # noqa: E731
+
+        def of(r):
+            k = fn(r)
+            return None if any(v is None for v in k) else k
+
+        return of
+
+    def _joined_names(self, other: Reference, result) -> tuple[str, ...] | None:
+        if result is not None:
+            return None
+        names = list(self.names)
+        taken = set(names)
+        for n in other.names:
+            while n in taken:
+                n = n + "_right"
+            taken.add(n)
+            names.append(n)
+        return tuple(names)
+
+    def _pair(self, other: Reference, result, lp, rp):
+        """Payload of a joined pair; ``lp``/``rp`` None stands for a missing side (all fields null)."""
+        lrow = row_class(self.names)._make(lp if lp is not None else [None] * len(self.names))
+        rrow = row_class(other.names)._make(rp if rp is not None else [None] * len(other.names))
+        if result is None:
+            return tuple(lrow) + tuple(rrow), None
+        value = result(_NullRow() if lp is None else lrow, _NullRow() if rp is None else rrow)
+        if not isinstance(value, dict):
+            value = {"value": value}
+        return tuple(value.values()), tuple(value)
+
+    def join(self, other: Reference, left_key, right_key, result=None, left_is_small: bool = False) -> Reference:
+        """``left_is_small`` picks a physical variant in the engine; the meaning is the same."""
+        lk, rk = self._key_of(left_key), other._key_of(right_key)
+        out, names = [], self._joined_names(other, result)
+        for s1, e1, r1 in self._rows():
+            k1 = lk(r1)
+            for s2, e2, r2 in other._rows():
+                if k1 is None or k1 != rk(r2):
+                    continue
+                s, e = max(s1, s2), min(e1, e2)
+                if s < e:
+                    payload, got = self._pair(other, result, tuple(r1), tuple(r2))
+                    names = names or got
+                    out.append((s, e, payload))
+        return Reference(names or (), out)
+
+    def cross_join(self, other: Reference, result=None) -> Reference:
+        return self.join(other, None, None, result)
+
+    def _instants(self, *others: Reference):
+        """Elementary segments [a, b) between consecutive lifetime boundaries of all inputs."""
+        times = sorted({t for ref in (self, *others) for s, e, _ in ref.events for t in (s, e) if t != INFINITY})
+        return list(zip(times, [*times[1:], INFINITY], strict=True)) if times else []
+
+    @staticmethod
+    def _alive(ref: Reference, t: int):
+        return [(i, r) for i, (s, e, r) in enumerate(ref._rows()) if s <= t < e]
+
+    def _outer(self, other: Reference, left_key, right_key, result, full: bool) -> Reference:
+        inner = self.join(other, left_key, right_key, result)
+        lk, rk = self._key_of(left_key), other._key_of(right_key)
+        out, names = list(inner.events), inner.names or None
+        for a, b in self._instants(other):
+            lalive, ralive = self._alive(self, a), self._alive(other, a)
+            rkeys = {rk(r) for _, r in ralive} - {None}
+            lkeys = {lk(r) for _, r in lalive} - {None}
+            for _, r in lalive:
+                if lk(r) is None or lk(r) not in rkeys:
+                    payload, got = self._pair(other, result, tuple(r), None)
+                    names = names or got
+                    out.append((a, b, payload))
+            if full:
+                for _, r in ralive:
+                    if rk(r) is None or rk(r) not in lkeys:
+                        payload, got = self._pair(other, result, None, tuple(r))
+                        names = names or got
+                        out.append((a, b, payload))
+        return Reference(names or self._joined_names(other, None), out)
+
+    def left_outer_join(self, other: Reference, left_key, right_key, result=None) -> Reference:
+        return self._outer(other, left_key, right_key, result, full=False)
+
+    def full_outer_join(self, other: Reference, left_key, right_key, result=None) -> Reference:
+        return self._outer(other, left_key, right_key, result, full=True)
+
+    def _semi(self, other: Reference, left_key, right_key, exists: bool) -> Reference:
+        lk, rk = self._key_of(left_key), other._key_of(right_key)
+        out = []
+        for a, b in self._instants(other):
+            rkeys = {rk(r) for _, r in self._alive(other, a)} - {None}
+            for _, r in self._alive(self, a):
+                k = lk(r)
+                if (k is not None and k in rkeys) == exists:
+                    out.append((a, b, tuple(r)))
+        return Reference(self.names, out)
+
+    def where_exists(self, other: Reference, left_key, right_key) -> Reference:
+        return self._semi(other, left_key, right_key, exists=True)
+
+    def where_not_exists(self, other: Reference, left_key, right_key) -> Reference:
+        return self._semi(other, left_key, right_key, exists=False)
+
+    def clip(self, other: Reference, left_key, right_key) -> Reference:
+        lk, rk = self._key_of(left_key), other._key_of(right_key)
+        out = []
+        for s1, e1, r1 in self._rows():
+            k = lk(r1)
+            later = [s2 for s2, _, r2 in other._rows() if k is not None and rk(r2) == k and s2 > s1]
+            out.append((s1, min([e1, *later]), tuple(r1)))
+        return Reference(self.names, out)
 
     def canonical(self) -> list[tuple[int, int, tuple]]:
         return layers(deltas_from_intervals(self.events))
@@ -237,6 +399,24 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
         lo, hi = math.floor(pos), math.ceil(pos)
         return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
     raise ValueError(f"the reference evaluator has no aggregate {kind!r}")
+
+
+class _NullRow:
+    """The missing side of an outer join, as a ``result`` lambda sees it: every field is None."""
+
+    def __getattr__(self, name):
+        return None
+
+    def __getitem__(self, name):
+        return None
+
+
+def _as_tuple(value) -> tuple:
+    if isinstance(value, tuple):
+        return value
+    if isinstance(value, dict):
+        return tuple(value.values())
+    return (value,)
 
 
 def intervals_of(result) -> list[tuple[int, int, tuple]]:

@@ -1,0 +1,1575 @@
+"""The join family: temporal equi-join, outer joins, cross join, semi/anti-joins and clip.
+
+Every operator here is defined per snapshot (CEDR): at each instant ``T`` the output
+snapshot is a relational operation applied to the two inputs' snapshots at ``T``. Lifetimes
+are half-open ``[s, e)``; ``e = INFINITY`` for a start edge whose end has not come.
+
+* ``join(r, lk, rk, result)`` (inner equi-join): one output per pair ``(l, r)`` whose keys are
+  equal and whose lifetimes overlap, alive over the intersection ``[max(ls, rs), min(le, re))``,
+  payload ``result(l, r)`` (default: left fields, then right fields, a clashing right name
+  gets the suffix ``_right``). A pair of intervals comes out as one interval; a pair with an
+  edge comes out as a start edge at ``max(ls, rs)`` and an end edge when either side ends.
+* ``cross_join(r, result)``: the join with every pair's keys equal.
+* ``left_outer_join``: at every instant ``T``, the inner join of the snapshots at ``T``, plus
+  every left row of ``L(T)`` that has no key-equal row in ``R(T)``, with the right fields null.
+  A left event is thus padded exactly over the parts of its lifetime where no partner is
+  alive. ``full_outer_join`` adds the right rows of ``R(T)`` with no partner in ``L(T)``,
+  left fields null. With a ``result`` lambda, the missing side is a row whose fields are all
+  None.
+* ``where_exists(r, lk, rk)`` (semi-join): a left event is present at ``T`` iff some right
+  event with an equal key is alive at ``T``; its lifetime is cut to those instants.
+  ``where_not_exists`` (anti-join): present iff no such right event is alive.
+* ``clip(r, lk, rk)`` (Trill's ClipEventDuration): each left event's lifetime ends at the start
+  of the first right event with an equal key that starts strictly after the left event
+  starts: ``[s, min(e, c))``. Right lifetimes' ends play no part.
+
+Keys are a field name, a list of field names, or a row lambda. SQL's null rule applies: a key
+with a null field equals nothing, so such a left event never joins, is always present for
+``where_not_exists`` and in outer joins, never for ``where_exists``, and is never clipped.
+On grouped inputs (``batch.key`` set), events only meet within the same group: the group
+key's fields are prepended to the join key (group-key nulls are an ordinary value, as in
+GROUP BY); outputs carry the left's group key and hash (the right's, for right-only rows of
+a full outer join).
+
+Physically, both inputs are merged in sync-time order: events at time ``t`` are processed only
+once both sides have moved past ``t`` (by data or punctuation), ends before starts, so every
+output is produced at its own sync time and leaves in order. State is a symmetric hash table:
+per side and per key, a linked list of the events alive now (numba kernels over dense key
+ids from :class:`~tidal.ops.keys.KeyIndex`), plus an endpoint queue of interval ends chosen
+from the side's stream properties: none for start-edge-only inputs, a FIFO for constant
+duration, a binary heap otherwise. End edges find their start edge by key, start time and a
+64-bit payload hash. ``where_exists``/``where_not_exists`` keep the left events by key and only
+a count of alive right events per key; a left event's first output waits until its time step
+is complete (a right end and start at the same instant must not produce an empty piece).
+``clip`` keeps only the unclipped left events. Output punctuation is the smaller of the two
+inputs' punctuations.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..core.batch import EventBatch, concat_batches
+from ..core.errors import PlanError
+from ..core.time import INFINITY, MIN_TIME
+from ..expr.compile import CompiledLambda, records_to_columns, row_class, rows_of
+from .base import InputPort, Operator, ReorderBuffer
+from .keys import KeyIndex, stable_hash
+
+END, START, INTERVAL = 0, 1, 2
+FIFO, HEAP = 0, 1
+NONE = MIN_TIME  # no open output piece
+_ERR_FIFO = 1
+
+_KEY_COL = "__key"
+_HASH_COL = "__hash"
+
+
+# --------------------------------------------------------------------------------------
+# kernels. They are written flat on purpose: a numba helper taking arrays, or an array
+# variable rebound inside the loop, costs tens to hundreds of nanoseconds per event in
+# reference counting, so queue and list operations are spelled out inline, and output goes
+# into a caller-owned buffer ``out`` (rows: sync, other, left row, right row). Before each
+# item a kernel checks there is room for everything the item can emit (the other side's
+# list length for the key); if not, it returns ``(n, i, need, err)`` with ``need > 0`` and
+# the caller drains the buffer (growing it to ``need``) and calls again from event ``i``.
+# --------------------------------------------------------------------------------------
+_EXPIRE, _END_EDGE, _START = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def join_kernel(
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0,
+    st, en, ph, gr, nxt, prv, inl, head, lcount, openc, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Symmetric hash join over merged events (sorted by time, ends first); see the module docstring.
+
+    Outputs (sync, other, left row, right row) in sync-time order.
+    """
+    n_ev = len(e_side)
+    cap = out.shape[1]
+    n = 0
+    err = 0
+    i = i0
+    while True:
+        # the earliest queued interval end, of either side
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
+        if i < n_ev:
+            t = e_sync[i]
+            use_queue = qs >= 0 and qtime <= t  # ends at t go before the events at t
+        else:
+            use_queue = qs >= 0 and qtime < bound
+            if not use_queue:
+                break
+        if use_queue:
+            need = lcount[1 - qs, gr[qs, qv[qs, qmeta[qs, 0]]]]
+        else:
+            need = lcount[1 - e_side[i], e_gid[i]] if e_gid[i] >= 0 else 0
+        if n + need > cap:
+            return n, i, need, err
+        if use_queue:
+            s = qs
+            t = qtime
+            if qkind[s] == FIFO:
+                x = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                x = qv[s, 0]
+                m = qmeta[s, 1] - 1
+                qmeta[s, 1] = m
+                if m > 0:
+                    lt = qt[s, m]
+                    lv = qv[s, m]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= m:
+                            break
+                        if c + 1 < m and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
+            g = gr[s, x]
+            mode = _EXPIRE
+        else:
+            g = e_gid[i]
+            k = e_kind[i]
+            s = e_side[i]
+            other_time = e_other[i]
+            h = e_ph[i]
+            x = e_row[i]
+            i += 1
+            if g < 0:
+                continue
+            if k == END:
+                x = head[s, g]
+                while x >= 0:
+                    if st[s, x] == other_time and en[s, x] == INFINITY and ph[s, x] == h:
+                        break
+                    x = nxt[s, x]
+                if x < 0:
+                    continue
+                openc[s, g] -= 1
+                mode = _END_EDGE
+            else:
+                st[s, x] = t
+                gr[s, x] = g
+                ph[s, x] = h
+                if k == START:
+                    en[s, x] = INFINITY
+                    openc[s, g] += 1
+                else:
+                    en[s, x] = other_time
+                    j = qmeta[s, 1]
+                    if qkind[s] == FIFO:
+                        if j > qmeta[s, 0] and qt[s, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                        qmeta[s, 1] = j + 1
+                    else:
+                        qmeta[s, 1] = j + 1
+                        while j > 0:
+                            p = (j - 1) >> 1
+                            if qt[s, p] <= other_time:
+                                break
+                            qt[s, j] = qt[s, p]
+                            qv[s, j] = qv[s, p]
+                            j = p
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                q = head[s, g]
+                nxt[s, x] = q
+                prv[s, x] = -1
+                if q >= 0:
+                    prv[s, q] = x
+                head[s, g] = x
+                inl[s, x] = True
+                lcount[s, g] += 1
+                alive[s] += 1
+                mode = _START
+        if mode != _START:
+            p = prv[s, x]
+            q = nxt[s, x]
+            if p >= 0:
+                nxt[s, p] = q
+            else:
+                head[s, g] = q
+            if q >= 0:
+                prv[s, q] = p
+            inl[s, x] = False
+            lcount[s, g] -= 1
+            alive[s] -= 1
+        o = 1 - s
+        if mode == _EXPIRE and openc[o, g] == 0:
+            continue  # pairs of two intervals came out as intervals: nothing to end
+        xs = st[s, x]
+        xe = en[s, x]
+        y = head[o, g]
+        while y >= 0:
+            ye = en[o, y]
+            if mode == _START:
+                emit = True
+                other_out = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+            else:
+                emit = mode == _END_EDGE or ye == INFINITY
+                other_out = max(xs, st[o, y])
+            if emit:
+                out[0, n] = t
+                out[1, n] = other_out
+                if s == 0:
+                    out[2, n] = x
+                    out[3, n] = y
+                else:
+                    out[2, n] = y
+                    out[3, n] = x
+                n += 1
+            y = nxt[o, y]
+    return n, i, 0, err
+
+
+@numba.njit(cache=True)
+def exists_kernel(
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0, exists,
+    st, en, ph, gr, seg, nxt, prv, inl, head, lcount, cnt, mark, before, stamp, touched, pending, step,
+    qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Semi-join (``exists``) or anti-join of side 0 against side 1; outputs (sync, other, left row, -1).
+
+    Side 0 keeps its alive events per key; side 1 only a count of alive events per key. Key
+    ids of side 0's null keys are 0, which side 1 never uses. Work happens per time step:
+    ends, then starts, then the keys whose count crossed zero flip their left events, and
+    the left events that started in the step get their first piece.
+    """
+    n_ev = len(e_side)
+    cap = out.shape[1]
+    n = 0
+    err = 0
+    n_touched = step[0]
+    n_pending = step[1]
+    cur = step[2]
+    i = i0
+    while True:
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
+        use_queue = qs >= 0 and qtime < bound and (i >= n_ev or qtime <= e_sync[i])
+        if use_queue:
+            t = qtime
+        elif i < n_ev:
+            t = e_sync[i]
+        else:
+            t = INFINITY
+        if t > cur:
+            # the step at ``cur`` is complete
+            need = n_pending
+            for j in range(n_touched):
+                need += lcount[0, touched[j]]
+            if n + need > cap:
+                step[0] = n_touched
+                step[1] = n_pending
+                step[2] = cur
+                return n, i, need, err
+            for j in range(n_touched):
+                g = touched[j]
+                now = cnt[g] > 0
+                if (before[g] > 0) != now:
+                    want = now == exists
+                    x = head[0, g]
+                    while x >= 0:
+                        if st[0, x] < cur:
+                            emit_other = -1
+                            if want and seg[x] == NONE:
+                                emit_other = INFINITY
+                                seg[x] = cur
+                            elif not want and seg[x] != NONE:
+                                emit_other = seg[x]
+                                seg[x] = NONE
+                            if emit_other != -1:
+                                out[0, n] = cur
+                                out[1, n] = emit_other
+                                out[2, n] = x
+                                out[3, n] = -1
+                                n += 1
+                        x = nxt[0, x]
+            n_touched = 0
+            for j in range(n_pending):
+                x = pending[j]
+                if inl[0, x] and (cnt[gr[0, x]] > 0) == exists:
+                    out[0, n] = cur
+                    out[1, n] = INFINITY
+                    out[2, n] = x
+                    out[3, n] = -1
+                    n += 1
+                    seg[x] = cur
+            n_pending = 0
+            stamp[0] += 1
+            cur = t
+        if t == INFINITY:
+            break
+        if n + 1 > cap:
+            step[0] = n_touched
+            step[1] = n_pending
+            step[2] = cur
+            return n, i, 1, err
+        x = -1  # a left event that ends now, if any
+        if use_queue:
+            s = qs
+            if qkind[s] == FIFO:
+                v = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                v = qv[s, 0]
+                m = qmeta[s, 1] - 1
+                qmeta[s, 1] = m
+                if m > 0:
+                    lt = qt[s, m]
+                    lv = qv[s, m]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= m:
+                            break
+                        if c + 1 < m and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
+            if s == 0:
+                if inl[0, v]:
+                    x = v
+            else:
+                if mark[v] != stamp[0]:
+                    mark[v] = stamp[0]
+                    before[v] = cnt[v]
+                    touched[n_touched] = v
+                    n_touched += 1
+                cnt[v] -= 1
+        else:
+            g = e_gid[i]
+            k = e_kind[i]
+            side = e_side[i]
+            other_time = e_other[i]
+            h = e_ph[i]
+            row = e_row[i]
+            i += 1
+            if g < 0:
+                continue
+            if side == 1:
+                if mark[g] != stamp[0]:
+                    mark[g] = stamp[0]
+                    before[g] = cnt[g]
+                    touched[n_touched] = g
+                    n_touched += 1
+                if k == END:
+                    cnt[g] -= 1
+                else:
+                    cnt[g] += 1
+                    if k == INTERVAL:
+                        j = qmeta[1, 1]
+                        if qkind[1] == FIFO:
+                            if j > qmeta[1, 0] and qt[1, j - 1] > other_time:
+                                err = _ERR_FIFO
+                            qt[1, j] = other_time
+                            qv[1, j] = g
+                            qmeta[1, 1] = j + 1
+                        else:
+                            qmeta[1, 1] = j + 1
+                            while j > 0:
+                                p = (j - 1) >> 1
+                                if qt[1, p] <= other_time:
+                                    break
+                                qt[1, j] = qt[1, p]
+                                qv[1, j] = qv[1, p]
+                                j = p
+                            qt[1, j] = other_time
+                            qv[1, j] = g
+            elif k == END:
+                y = head[0, g]
+                while y >= 0:
+                    if st[0, y] == other_time and en[0, y] == INFINITY and ph[0, y] == h:
+                        break
+                    y = nxt[0, y]
+                x = y
+            else:
+                x = row
+                st[0, x] = t
+                gr[0, x] = g
+                ph[0, x] = h
+                seg[x] = NONE
+                if k == START:
+                    en[0, x] = INFINITY
+                else:
+                    en[0, x] = other_time
+                    j = qmeta[0, 1]
+                    if qkind[0] == FIFO:
+                        if j > qmeta[0, 0] and qt[0, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                        qmeta[0, 1] = j + 1
+                    else:
+                        qmeta[0, 1] = j + 1
+                        while j > 0:
+                            p = (j - 1) >> 1
+                            if qt[0, p] <= other_time:
+                                break
+                            qt[0, j] = qt[0, p]
+                            qv[0, j] = qv[0, p]
+                            j = p
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                q = head[0, g]
+                nxt[0, x] = q
+                prv[0, x] = -1
+                if q >= 0:
+                    prv[0, q] = x
+                head[0, g] = x
+                inl[0, x] = True
+                lcount[0, g] += 1
+                alive[0] += 1
+                pending[n_pending] = x
+                n_pending += 1
+                x = -1
+        if x >= 0:
+            # left event x ends at t: leave the table, close its open piece
+            g = gr[0, x]
+            p = prv[0, x]
+            q = nxt[0, x]
+            if p >= 0:
+                nxt[0, p] = q
+            else:
+                head[0, g] = q
+            if q >= 0:
+                prv[0, q] = p
+            inl[0, x] = False
+            lcount[0, g] -= 1
+            alive[0] -= 1
+            if seg[x] != NONE:
+                out[0, n] = t
+                out[1, n] = seg[x]
+                out[2, n] = x
+                out[3, n] = -1
+                n += 1
+                seg[x] = NONE
+    step[0] = 0
+    step[1] = 0
+    step[2] = MIN_TIME
+    return n, i, 0, err
+
+
+@numba.njit(cache=True)
+def clip_kernel(
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0,
+    st, en, ph, gr, nxt, prv, inl, head, lcount, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Clip side 0's lifetimes at the next start of a key-equal side-1 event; outputs edges."""
+    n_ev = len(e_side)
+    cap = out.shape[1]
+    n = 0
+    err = 0
+    i = i0
+    while True:
+        has_q = qmeta[0, 1] > qmeta[0, 0]
+        qtime = qt[0, qmeta[0, 0]] if has_q else INFINITY
+        if i < n_ev:
+            t = e_sync[i]
+            use_queue = has_q and qtime <= t
+        else:
+            use_queue = has_q and qtime < bound
+            if not use_queue:
+                break
+        need = 1
+        if not use_queue and e_side[i] == 1 and e_gid[i] >= 0:
+            need = lcount[0, e_gid[i]]
+        if n + need > cap:
+            return n, i, need, err
+        x = -1  # a left event whose output ends now
+        if use_queue:
+            t = qtime
+            if qkind[0] == FIFO:
+                v = qv[0, qmeta[0, 0]]
+                qmeta[0, 0] += 1
+            else:
+                v = qv[0, 0]
+                m = qmeta[0, 1] - 1
+                qmeta[0, 1] = m
+                if m > 0:
+                    lt = qt[0, m]
+                    lv = qv[0, m]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= m:
+                            break
+                        if c + 1 < m and qt[0, c + 1] < qt[0, c]:
+                            c += 1
+                        if qt[0, c] >= lt:
+                            break
+                        qt[0, j] = qt[0, c]
+                        qv[0, j] = qv[0, c]
+                        j = c
+                    qt[0, j] = lt
+                    qv[0, j] = lv
+            if inl[0, v]:
+                x = v
+        else:
+            g = e_gid[i]
+            k = e_kind[i]
+            other_time = e_other[i]
+            h = e_ph[i]
+            row = e_row[i]
+            side = e_side[i]
+            i += 1
+            if g < 0:
+                continue
+            if side == 1:
+                if k == END:
+                    continue
+                # every unclipped left event of this key that started earlier ends now
+                y = head[0, g]
+                while y >= 0:
+                    ny = nxt[0, y]
+                    if st[0, y] < t:
+                        p = prv[0, y]
+                        if p >= 0:
+                            nxt[0, p] = ny
+                        else:
+                            head[0, g] = ny
+                        if ny >= 0:
+                            prv[0, ny] = p
+                        inl[0, y] = False
+                        lcount[0, g] -= 1
+                        alive[0] -= 1
+                        out[0, n] = t
+                        out[1, n] = st[0, y]
+                        out[2, n] = y
+                        out[3, n] = -1
+                        n += 1
+                    y = ny
+                continue
+            if k == END:
+                y = head[0, g]
+                while y >= 0:
+                    if st[0, y] == other_time and en[0, y] == INFINITY and ph[0, y] == h:
+                        break
+                    y = nxt[0, y]
+                x = y
+            else:
+                x = row
+                st[0, x] = t
+                gr[0, x] = g
+                ph[0, x] = h
+                if k == START:
+                    en[0, x] = INFINITY
+                else:
+                    en[0, x] = other_time
+                    j = qmeta[0, 1]
+                    if qkind[0] == FIFO:
+                        if j > qmeta[0, 0] and qt[0, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                        qmeta[0, 1] = j + 1
+                    else:
+                        qmeta[0, 1] = j + 1
+                        while j > 0:
+                            p = (j - 1) >> 1
+                            if qt[0, p] <= other_time:
+                                break
+                            qt[0, j] = qt[0, p]
+                            qv[0, j] = qv[0, p]
+                            j = p
+                        qt[0, j] = other_time
+                        qv[0, j] = x
+                q = head[0, g]
+                nxt[0, x] = q
+                prv[0, x] = -1
+                if q >= 0:
+                    prv[0, q] = x
+                head[0, g] = x
+                inl[0, x] = True
+                lcount[0, g] += 1
+                alive[0] += 1
+                out[0, n] = t
+                out[1, n] = INFINITY
+                out[2, n] = x
+                out[3, n] = -1
+                n += 1
+                continue
+        if x >= 0:
+            g = gr[0, x]
+            p = prv[0, x]
+            q = nxt[0, x]
+            if p >= 0:
+                nxt[0, p] = q
+            else:
+                head[0, g] = q
+            if q >= 0:
+                prv[0, q] = p
+            inl[0, x] = False
+            lcount[0, g] -= 1
+            alive[0] -= 1
+            out[0, n] = t
+            out[1, n] = st[0, x]
+            out[2, n] = x
+            out[3, n] = -1
+            n += 1
+    return n, i, 0, err
+
+
+@numba.njit(cache=True)
+def _remap_links(nxt, prv, head, s, keep, mapping):
+    """Renumber side s's rows after compaction (``keep``: old row of each new row)."""
+    for j in range(len(keep)):
+        a = nxt[s, keep[j]]
+        b = prv[s, keep[j]]
+        nxt[s, j] = mapping[a] if a >= 0 else -1
+        prv[s, j] = mapping[b] if b >= 0 else -1
+    for g in range(head.shape[1]):
+        h = head[s, g]
+        if h >= 0:
+            head[s, g] = mapping[h]
+
+
+# --------------------------------------------------------------------------------------
+# per-side payload stores and key extraction
+# --------------------------------------------------------------------------------------
+class _Store:
+    """The payload rows of one input that state refers to, by row number."""
+
+    def __init__(self):
+        self.batches: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.schema: pa.Schema | None = None
+
+    def append(self, batch: EventBatch) -> int:
+        base = self.rows
+        cols = dict(batch.columns)
+        if batch.key is not None:
+            cols[_KEY_COL] = batch.key
+            cols[_HASH_COL] = pa.array(batch.hash, pa.int64())
+        rb = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+        if self.schema is None:
+            self.schema = rb.schema
+        elif not rb.schema.equals(self.schema):
+            rb = rb.cast(self.schema) if rb.schema.names == self.schema.names else rb
+        self.batches.append(rb)
+        self.rows += rb.num_rows
+        if len(self.batches) > 32:
+            self.batches = pa.Table.from_batches(self.batches).combine_chunks().to_batches()
+        return base
+
+    def take(self, rows: np.ndarray) -> dict[str, pa.Array]:
+        if not self.batches:
+            return {}
+        if len(self.batches) > 1:
+            # one contiguous batch: compaction keeps the store near the alive rows, so this is cheap
+            self.batches = [pa.concat_batches(self.batches)]
+        taken = self.batches[0].take(pa.array(rows, pa.int64()))
+        return dict(zip(taken.schema.names, taken.columns, strict=True))
+
+    def compact(self, keep: np.ndarray) -> None:
+        if self.batches:
+            table = pa.Table.from_batches(self.batches).take(pa.array(keep, pa.int64()))
+            self.batches = table.combine_chunks().to_batches() or []
+        self.rows = len(keep)
+
+    def snapshot(self) -> dict:
+        table = pa.Table.from_batches(self.batches) if self.batches else None
+        return {"rows": table, "count": self.rows}
+
+    def restore(self, state: dict) -> None:
+        table = state["rows"]
+        self.batches = table.combine_chunks().to_batches() if table is not None else []
+        self.schema = table.schema if table is not None else None
+        self.rows = state["count"]
+
+
+def key_spec(key) -> tuple[str, object]:
+    """Normalise a key argument: ("fields", names), ("lambda", fn) or ("none", None)."""
+    if key is None:
+        return ("none", ())
+    if isinstance(key, str):
+        return ("fields", (key,))
+    if isinstance(key, list | tuple) and all(isinstance(k, str) for k in key):
+        if not key:
+            raise PlanError("a join key needs at least one field")
+        return ("fields", tuple(key))
+    if callable(key):
+        return ("lambda", key)
+    raise PlanError(f"a join key is a field name, a list of field names, or a lambda; got {key!r}")
+
+
+class _KeyColumns:
+    """Computes one input's join-key columns for a batch."""
+
+    def __init__(self, key, schema: pa.Schema | None, side: str):
+        self.kind, self.spec = key_spec(key)
+        self.fn = None
+        if self.kind == "fields" and schema is not None:
+            missing = [f for f in self.spec if f not in schema.names]
+            if missing:
+                raise PlanError(f"{side} join key field(s) {missing} not in the stream; fields are {schema.names}")
+        if self.kind == "lambda":
+            self.fn = CompiledLambda(self.spec, schema, truth=False)
+
+    def describe(self) -> str:
+        if self.kind == "fields":
+            return ", ".join(self.spec)
+        if self.kind == "lambda":
+            return f"lambda ({self.fn.describe()})"
+        return "none"
+
+    def columns(self, batch: EventBatch) -> list[pa.Array]:
+        if self.kind == "none":
+            return []
+        if self.kind == "fields":
+            try:
+                return [batch.columns[f] for f in self.spec]
+            except KeyError as exc:
+                raise PlanError(f"join key field {exc.args[0]!r} not in the stream; fields are {batch.names}") from None
+        got = self.fn.project(batch) if self.fn.mode == "columnar" else None
+        if got is None:
+            got = self.fn.project_rows(batch)
+        return [pa.array(c) if not isinstance(c, pa.Array) else c for c in got.values()]
+
+
+def _flatten(struct: pa.Array) -> list[pa.Array]:
+    if isinstance(struct, pa.ChunkedArray):
+        struct = struct.combine_chunks()
+    return list(struct.flatten()) if isinstance(struct, pa.StructArray) else [struct]
+
+
+def payload_hash(columns: dict[str, pa.Array], n: int) -> np.ndarray:
+    """A 64-bit hash per row of the payload (end edges find their start edge by it).
+
+    Non-numeric columns are dictionary-encoded first, so each distinct value is hashed once.
+    """
+    if not columns:
+        return np.zeros(n, np.int64)
+    parts = []
+    for col in columns.values():
+        t = col.type
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
+            parts.append(col)
+            continue
+        enc = pc.dictionary_encode(col, null_encoding="encode")
+        dictionary_hash = stable_hash([enc.dictionary]) if len(enc.dictionary) else np.zeros(0, np.int64)
+        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        parts.append(pa.array(dictionary_hash[idx], pa.int64()))
+    return stable_hash(parts)
+
+
+# --------------------------------------------------------------------------------------
+# cores: the state and kernel of one operation over the merged events
+# --------------------------------------------------------------------------------------
+def _queue_kind(props) -> tuple[int, str]:
+    if props is None:
+        return HEAP, "general (priority endpoint queue)"
+    if props.start_edge_only:
+        return FIFO, "start edges only (no endpoint queue)"
+    if props.constant_duration is not None:
+        return FIFO, f"constant duration {props.constant_duration} (FIFO endpoint queue)"
+    return HEAP, "general (priority endpoint queue)"
+
+
+def _grow_rows(a: np.ndarray, n: int, fill) -> np.ndarray:
+    if a.shape[-1] >= n:
+        return a
+    size = max(n, 2 * a.shape[-1], 64)
+    out = np.full(a.shape[:-1] + (size,), fill, a.dtype)
+    out[..., : a.shape[-1]] = a
+    return out
+
+
+class _Core:
+    """State of one kernel: per-row arrays for both sides, per-key heads, endpoint queues."""
+
+    ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "gr": (np.int64, -1)}
+    LINK_ARRAYS = {"nxt": (np.int64, -1), "prv": (np.int64, -1), "inl": (np.bool_, False)}
+    KEY_ARRAYS = {"head": (np.int64, -1)}
+    out_capacity = 1 << 16
+
+    def __init__(self, qkinds: tuple[int, int], mirrored: bool = False):
+        self.mirrored = mirrored  # side 0 of this core is the operator's right input
+        for name, (dt, fill) in {**self.ROW_ARRAYS, **self.LINK_ARRAYS}.items():
+            setattr(self, name, np.full((2, 0), fill, dt))
+        for name, (dt, fill) in self.KEY_ARRAYS.items():
+            setattr(self, name, np.full((2, 0), fill, dt))
+        self.qt = np.zeros((2, 16), np.int64)
+        self.qv = np.zeros((2, 16), np.int64)
+        self.qmeta = np.zeros((2, 2), np.int64)
+        self.qkind = np.array(qkinds, np.int64)
+        self.alive = np.zeros(2, np.int64)
+        self.out = np.empty((4, self.out_capacity), np.int64)  # output buffer, drained after each kernel call
+
+    def local(self, side: int) -> int:
+        return 1 - side if self.mirrored else side
+
+    def ensure(self, rows: tuple[int, int], keys: int, intervals: tuple[int, int]) -> None:
+        n = max(rows)
+        for name, (_, fill) in {**self.ROW_ARRAYS, **self.LINK_ARRAYS}.items():
+            setattr(self, name, _grow_rows(getattr(self, name), n, fill))
+        for name, (_, fill) in self.KEY_ARRAYS.items():
+            setattr(self, name, _grow_rows(getattr(self, name), keys + 1, fill))
+        for s in (0, 1):
+            h = int(self.qmeta[s, 0])
+            if h and self.qkind[s] == FIFO and h * 2 >= self.qmeta[s, 1]:
+                tail = int(self.qmeta[s, 1])
+                self.qt[s, : tail - h] = self.qt[s, h:tail]
+                self.qv[s, : tail - h] = self.qv[s, h:tail]
+                self.qmeta[s] = (0, tail - h)
+        need = int(self.qmeta[:, 1].max()) + max(intervals) + 1
+        self.qt = _grow_rows(self.qt, need, 0)
+        self.qv = _grow_rows(self.qv, need, 0)
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        return self.inl[s, :n]
+
+    def remap(self, s: int, keep: np.ndarray, mapping: np.ndarray) -> None:
+        for name in self.ROW_ARRAYS:
+            arr = getattr(self, name)
+            arr[s, : len(keep)] = arr[s, keep]
+        _remap_links(self.nxt, self.prv, self.head, s, keep, mapping)
+        self.inl[s, : len(keep)] = self.inl[s, keep]
+        self.inl[s, len(keep) :] = False
+        self._remap_queue(s, mapping)
+
+    def _remap_queue(self, s: int, mapping: np.ndarray) -> None:
+        h, t = self.qmeta[s]
+        self.qv[s, h:t] = mapping[self.qv[s, h:t]]
+
+    def run(self, ev: dict, bound: int):
+        """Run the kernel over one chunk, draining the output buffer whenever it fills."""
+        self.begin(ev)
+        parts = []
+        i = 0
+        while True:
+            n, i, need, err = self.call(ev, bound, i)
+            if n:
+                parts.append(self.out[:, :n].copy())
+            if need == 0 or err:
+                break
+            if need > self.out.shape[1]:
+                self.out = np.empty((4, max(need, 2 * self.out.shape[1])), np.int64)
+        out = np.concatenate(parts, axis=1) if len(parts) > 1 else (parts[0] if parts else np.empty((4, 0), np.int64))
+        return out[0], out[1], out[2], out[3], err
+
+    def begin(self, ev: dict) -> None:
+        pass
+
+    def snapshot(self) -> dict:
+        state = {name: getattr(self, name).copy() for name in (*self.ROW_ARRAYS, *self.LINK_ARRAYS, *self.KEY_ARRAYS)}
+        state.update(qt=self.qt.copy(), qv=self.qv.copy(), qmeta=self.qmeta.copy(), alive=self.alive.copy())
+        return state
+
+    def restore(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, np.array(value, copy=True))
+
+
+class _JoinCore(_Core):
+    KEY_ARRAYS = {"head": (np.int64, -1), "lcount": (np.int64, 0), "openc": (np.int64, 0)}
+
+    def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
+        return kid
+
+    def call(self, ev: dict, bound: int, i: int):
+        return join_kernel(
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.lcount, self.openc,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+
+
+class _ExistsCore(_Core):
+    KEY_ARRAYS = {
+        "head": (np.int64, -1),
+        "lcount": (np.int64, 0),
+        "cnt": (np.int64, 0),
+        "mark": (np.int64, -1),
+        "before": (np.int64, 0),
+    }
+
+    def __init__(self, qkinds, exists: bool, mirrored: bool = False):
+        super().__init__(qkinds, mirrored)
+        self.exists = exists
+        self.seg = np.full(0, NONE, np.int64)
+        self.stamp = np.zeros(1, np.int64)
+        self.touched = np.empty(0, np.int64)
+        self.pending = np.empty(0, np.int64)
+        self.step = np.array([0, 0, MIN_TIME], np.int64)
+
+    def begin(self, ev: dict) -> None:
+        # per-chunk scratch: keys touched in the current time step, left events started in it
+        if len(self.touched) < self.head.shape[1] + 1:
+            self.touched = np.empty(2 * self.head.shape[1] + 1, np.int64)
+        if len(self.pending) < len(ev["side"]) + 1:
+            self.pending = np.empty(2 * len(ev["side"]) + 1, np.int64)
+        self.step[:] = (0, 0, MIN_TIME)
+
+    def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
+        # local side 0 (kept): null keys get id 0, which local side 1 never touches
+        if side == 0:
+            return np.where(kid >= 0, kid + 1, 0)
+        return np.where(kid >= 0, kid + 1, -1)
+
+    def ensure(self, rows, keys, intervals) -> None:
+        super().ensure(rows, keys + 1, intervals)
+        self.seg = _grow_rows(self.seg, self.st.shape[1], NONE)
+
+    def remap(self, s, keep, mapping) -> None:
+        if s == 1:  # side 1 keeps no rows: its queue holds key ids
+            return
+        super().remap(s, keep, mapping)
+        self.seg[: len(keep)] = self.seg[keep]
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        return self.inl[s, :n] if s == 0 else np.zeros(n, bool)
+
+    def call(self, ev: dict, bound: int, i: int):
+        return exists_kernel(
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            self.exists, self.st, self.en, self.ph, self.gr, self.seg, self.nxt, self.prv, self.inl, self.head,
+            self.lcount, self.cnt[1], self.mark[1], self.before[1], self.stamp, self.touched, self.pending, self.step,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+
+    def snapshot(self) -> dict:
+        state = super().snapshot()
+        state.update(seg=self.seg.copy(), stamp=self.stamp.copy())
+        return state
+
+
+class _ClipCore(_Core):
+    KEY_ARRAYS = {"head": (np.int64, -1), "lcount": (np.int64, 0)}
+
+    def gids(self, side: int, kid: np.ndarray) -> np.ndarray:
+        if side == 0:
+            return np.where(kid >= 0, kid + 1, 0)
+        return np.where(kid >= 0, kid + 1, -1)
+
+    def ensure(self, rows, keys, intervals) -> None:
+        super().ensure(rows, keys + 1, intervals)
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        return self.inl[s, :n] if s == 0 else np.zeros(n, bool)
+
+    def remap(self, s, keep, mapping) -> None:
+        if s == 0:
+            super().remap(s, keep, mapping)
+
+    def call(self, ev: dict, bound: int, i: int):
+        return clip_kernel(
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.lcount,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------
+# the operator
+# --------------------------------------------------------------------------------------
+class _NullRow:
+    """Stands for the missing side of an outer join in a ``result`` lambda: every field is None."""
+
+    def __getattr__(self, name):
+        return None
+
+    def __getitem__(self, name):
+        return None
+
+
+def output_names(left: list[str], right: list[str]) -> list[str]:
+    """Default result fields: the left's, then the right's (a clashing name gets ``_right``)."""
+    taken = set(left)
+    out = list(left)
+    for name in right:
+        new = name
+        while new in taken:
+            new = new + "_right"
+        taken.add(new)
+        out.append(new)
+    return out
+
+
+def _unify(columns: list[dict[str, pa.Array]]) -> list[dict[str, pa.Array]]:
+    """Cast null-typed columns (a missing side seen before its type was known) to the others' type."""
+    if len(columns) < 2:
+        return columns
+    types = {}
+    for cols in columns:
+        for k, v in cols.items():
+            if not pa.types.is_null(v.type):
+                types.setdefault(k, v.type)
+    return [
+        {k: (v.cast(types[k]) if pa.types.is_null(v.type) and k in types else v) for k, v in cols.items()}
+        for cols in columns
+    ]
+
+
+class JoinOp(Operator):
+    """The two-input operator behind every member of the family (see the module docstring).
+
+    ``mode`` is one of ``inner``, ``left_outer``, ``full_outer``, ``exists``, ``not_exists``,
+    ``clip``. ``left_key``/``right_key`` of None make a cross join.
+    """
+
+    name = "Join"
+
+    def __init__(
+        self,
+        mode: str,
+        left_key,
+        right_key,
+        left_schema: pa.Schema | None = None,
+        right_schema: pa.Schema | None = None,
+        left_props=None,
+        right_props=None,
+        result=None,
+        build_once: bool = False,
+    ):
+        super().__init__()
+        self.mode = mode
+        self.build_once = build_once and mode == "inner"
+        self.ports = (InputPort(self, 0), InputPort(self, 1))
+        self.keys = (_KeyColumns(left_key, left_schema, "left"), _KeyColumns(right_key, right_schema, "right"))
+        self.schemas = [left_schema, right_schema]
+        self.result = result
+        q = [_queue_kind(left_props), _queue_kind(right_props)]
+        if self.build_once:  # the built left replays as intervals of any length
+            q[0] = (HEAP, "built once when it completes (right intervals probe it, unstored)")
+        qk = (q[0][0], q[1][0])
+        self.start_edge_only = (
+            bool(left_props and left_props.start_edge_only),
+            bool(right_props and right_props.start_edge_only),
+        )
+        if mode == "inner":
+            self.cores = [_JoinCore(qk)]
+        elif mode == "left_outer":
+            self.cores = [_JoinCore(qk), _ExistsCore(qk, exists=False)]
+        elif mode == "full_outer":
+            self.cores = [_JoinCore(qk), _ExistsCore(qk, exists=False), _ExistsCore(qk[::-1], False, mirrored=True)]
+        elif mode in ("exists", "not_exists"):
+            self.cores = [_ExistsCore(qk, exists=mode == "exists")]
+        elif mode == "clip":
+            self.cores = [_ClipCore(qk)]
+        else:
+            raise PlanError(f"unknown join mode {mode!r}")
+        algorithm = {
+            "inner": "symmetric hash join",
+            "left_outer": "symmetric hash join + anti-join (left)",
+            "full_outer": "symmetric hash join + anti-joins (both sides)",
+            "exists": "semi-join (left by key, right counts)",
+            "not_exists": "anti-join (left by key, right counts)",
+            "clip": "clip (left by key, right starts)",
+        }[mode]
+        cross = self.keys[0].kind == "none"
+        self.variant = (
+            f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
+            f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
+        )
+        if result is not None:
+            self.variant += "; result: row mode (a two-argument lambda runs per output row)"
+        self.result_types: dict[str, pa.DataType] = dict(result_types(result, left_schema, right_schema) or {})
+        self.stores = (_Store(), _Store())
+        self.index: KeyIndex | None = None
+        self.pending: list[list[EventBatch]] = [[], []]
+        self.seen = [MIN_TIME, MIN_TIME]
+        self.punct = [MIN_TIME, MIN_TIME]
+        self.completed = [False, False]
+        self.last_punct = MIN_TIME
+        self.grouped: bool | None = None
+        self.built: dict[str, np.ndarray] | None = None  # build-once: the left as intervals, by key then start
+        self.replay: dict[str, np.ndarray] | None = None  # the same, by start
+        self.replay_pos = 0  # build-once: left intervals (by start) already fed to the kernel
+        self.reorder = ReorderBuffer()  # build-once: probe outputs that start in the future
+
+    # -- control -----------------------------------------------------------------------
+    def on_side_batch(self, side: int, batch: EventBatch) -> None:
+        # absent (filtered-out) events stay in the batch: the kernels skip them, no copy is made
+        if len(batch) == 0:
+            return
+        self._check_grouping(batch)
+        if batch.absent is None or not batch.absent.all():
+            self.pending[side].append(batch)
+        self.seen[side] = max(self.seen[side], int(batch.sync[-1]))
+        self._advance()
+
+    def on_side_punctuation(self, side: int, time: int) -> None:
+        self.punct[side] = max(self.punct[side], time)
+        self._advance()
+        if self.build_once and not self.completed[0]:
+            return  # held right events may still produce output before the right's punctuation
+        low = min(self.punct)
+        if low > self.last_punct:
+            self.last_punct = low
+            self.emit_punctuation(low)
+
+    def on_side_flush(self, side: int) -> None:
+        self.emit_flush()
+
+    def on_side_completed(self, side: int) -> None:
+        self.completed[side] = True
+        self.seen[side] = self.punct[side] = INFINITY
+        if self.build_once and side == 0:
+            self._build()
+        self._advance()
+        if all(self.completed):
+            self.emit_completed()
+
+    def _check_grouping(self, batch: EventBatch) -> None:
+        grouped = batch.key is not None
+        if self.grouped is None:
+            self.grouped = grouped
+        elif grouped != self.grouped:
+            raise PlanError("a join needs both inputs grouped the same way (both inside group_apply, or neither)")
+
+    # -- processing --------------------------------------------------------------------
+    def _advance(self) -> None:
+        if self.build_once and not self.completed[0]:
+            return  # the right waits until the left is built
+        # events at time t are processed once both inputs are past t, so ends precede starts at t
+        bound = min(max(self.seen[s], self.punct[s]) for s in (0, 1))
+        if bound == MIN_TIME:
+            return
+        parts: list[EventBatch | None] = [None, None]
+        for side in (0, 1):
+            if not self.pending[side]:
+                continue
+            whole = concat_batches(self.pending[side])
+            cut = len(whole) if bound >= INFINITY else int(np.searchsorted(whole.sync, bound, side="left"))
+            if cut:
+                parts[side] = whole.slice(0, cut)
+            self.pending[side] = [whole.slice(cut, len(whole))] if cut < len(whole) else []
+        if self.build_once:
+            self._probe_built(parts[1], bound)
+            return
+        if parts[0] is None and parts[1] is None and not self._queued_before(bound):
+            return
+        self._process(parts, bound)
+
+    def _queued_before(self, bound: int) -> bool:
+        for core in self.cores:
+            for s in (0, 1):
+                if core.qmeta[s, 1] > core.qmeta[s, 0] and int(core.qt[s, core.qmeta[s, 0]]) < bound:
+                    return True
+        return False
+
+    def _key_ids(self, side: int, batch: EventBatch) -> np.ndarray:
+        cols = self.keys[side].columns(batch)
+        n = len(batch)
+        valid = None
+        for c in cols:
+            if c.null_count:
+                v = np.asarray(c.is_valid().to_numpy(zero_copy_only=False))
+                valid = v if valid is None else valid & v
+        if valid is not None and not valid.any():
+            return np.full(n, -1, np.int64)  # every key has a null field (row mode may even type it null)
+        if batch.key is not None:
+            cols = _flatten(batch.key) + cols
+        if not cols:
+            return np.zeros(n, np.int64)
+        if self.index is None:
+            self.index = KeyIndex(tuple(f"k{i}" for i in range(len(cols))))
+        elif len(cols) != len(self.index.names):
+            raise PlanError(
+                f"the two join keys have different numbers of fields ({len(self.index.names)} vs {len(cols)})"
+            )
+        ids = self.index.ids(cols)
+        if valid is not None:
+            ids = np.where(valid, ids, -1)
+        return ids
+
+    # -- build once (a small left side) -----------------------------------------------------
+    def _build(self) -> None:
+        """The whole left is in: resolve its edges to intervals and index them by key, then start."""
+        whole = concat_batches(self.pending[0]).compact() if self.pending[0] else None
+        self.pending[0] = []
+        empty = np.empty(0, np.int64)
+        if whole is None or len(whole) == 0:
+            self.built = {"g": empty, "s": empty, "e": empty, "row": empty}
+            self.replay = {"g": empty, "s": empty, "e": empty, "row": empty}
+            return
+        base = self.stores[0].append(whole)
+        kid = self._key_ids(0, whole)
+        sync, other = whole.sync, whole.other
+        rows = np.arange(base, base + len(whole), dtype=np.int64)
+        end = np.where(other < sync, -1, other)  # intervals keep their end; start edges: INFINITY for now
+        starts = np.flatnonzero(other == INFINITY)
+        ends = np.flatnonzero(other < sync)
+        if len(ends):
+            # an end edge closes a start edge with the same key, start time and payload
+            ph = payload_hash(whole.columns, len(whole))
+            keys = np.concatenate(
+                [np.stack([kid[starts], sync[starts], ph[starts]], 1), np.stack([kid[ends], other[ends], ph[ends]], 1)]
+            )
+            _, group = np.unique(keys, axis=0, return_inverse=True)
+            group = group.reshape(-1)
+            gs, ge = group[: len(starts)], group[len(starts) :]
+            rank_s = _rank_within(gs)
+            rank_e = _rank_within(ge)
+            width = max(len(starts), len(ends)) + 1
+            code_s = gs * width + rank_s
+            order = np.argsort(code_s)
+            at = order[np.searchsorted(code_s[order], ge * width + rank_e)]
+            end[starts[at]] = sync[ends]
+        keep = (end >= 0) & (kid >= 0)
+        g, s_, e, row = kid[keep], sync[keep], end[keep], rows[keep]
+        by_key = np.lexsort((s_, g))
+        self.built = {"g": g[by_key], "s": s_[by_key], "e": e[by_key], "row": row[by_key]}
+        by_start = np.argsort(s_, kind="stable")
+        self.replay = {"g": g[by_start], "s": s_[by_start], "e": e[by_start], "row": row[by_start]}
+
+    def _probe_built(self, right: EventBatch | None, bound: int) -> None:
+        """Right intervals probe the built left (never stored); right edges and the left replay run the kernel."""
+        edges = None
+        if right is not None:
+            right = right.compact()
+            kind_interval = (right.other != INFINITY) & (right.other > right.sync)
+            intervals = right.take(np.flatnonzero(kind_interval)) if not kind_interval.all() else right
+            if len(intervals):
+                self._probe_intervals(intervals)
+            if not kind_interval.all():
+                edges = right.take(np.flatnonzero(~kind_interval))
+        # the left replays into the kernel as its intervals start, so right edges meet them in time order
+        stop = (
+            len(self.replay["s"]) if bound >= INFINITY else int(np.searchsorted(self.replay["s"], bound, side="left"))
+        )
+        lo, self.replay_pos = self.replay_pos, stop
+        if lo < stop or edges is not None or self._queued_before(bound):
+            self._process([None, edges], bound, replay=(lo, stop))
+        ready = self.reorder.release(bound - 1 if bound < INFINITY else INFINITY)
+        if ready is not None:
+            self.emit(ready)
+
+    def _probe_intervals(self, right: EventBatch) -> None:
+        b = self.built
+        kid = self._key_ids(1, right)
+        lo = np.searchsorted(b["g"], kid, side="left")
+        hi = np.searchsorted(b["g"], kid, side="right")
+        counts = np.where(kid >= 0, hi - lo, 0)
+        total = int(counts.sum())
+        if total == 0:
+            return
+        r = np.repeat(np.arange(len(right)), counts)
+        li = np.repeat(lo, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        start = np.maximum(b["s"][li], right.sync[r])
+        end = np.minimum(b["e"][li], right.other[r])
+        ok = np.flatnonzero(start < end)
+        if len(ok) == 0:
+            return
+        base = self.stores[1].append(right)
+        out = self._assemble(self.cores[0], start[ok], end[ok], b["row"][li[ok]], base + r[ok])
+        self.reorder.push(out)
+
+    def _process(self, parts: list[EventBatch | None], bound: int, replay: tuple[int, int] | None = None) -> None:
+        sides, kinds, syncs, others, kids, rows, phs = [], [], [], [], [], [], []
+        counts = [0, 0]
+        intervals = [0, 0]
+        has_end = False
+        for side in (0, 1):
+            b = parts[side]
+            if b is None:
+                continue
+            present = None if b.absent is None else np.flatnonzero(~b.absent)
+            if present is not None and len(present) == 0:
+                continue
+            sync = b.sync if present is None else b.sync[present]
+            other = b.other if present is None else b.other[present]
+            n = len(sync)
+            kind = np.full(n, INTERVAL, np.int8)
+            kind[other == INFINITY] = START
+            ends = other < sync
+            kind[ends] = END
+            has_end = has_end or bool(ends.any())
+            intervals[side] = int(np.count_nonzero(kind == INTERVAL))
+            if self.start_edge_only[side] or not (kind != INTERVAL).any():
+                ph = np.zeros(n, np.int64)
+            else:
+                ph = payload_hash(b.columns, len(b))
+                ph = ph if present is None else ph[present]
+            base = self.stores[side].append(b)  # every row, shared not copied; absent ones are never referenced
+            sides.append(np.full(n, side, np.int8))
+            kinds.append(kind)
+            syncs.append(sync)
+            others.append(other)
+            if present is None:
+                kids.append(self._key_ids(side, b))
+                rows.append(np.arange(base, base + n, dtype=np.int64))
+            else:
+                # a key lambda must not see filtered-out rows (they may be what the filter guarded against)
+                lambda_key = self.keys[side].kind == "lambda"
+                kids.append(self._key_ids(side, b.take(present)) if lambda_key else self._key_ids(side, b)[present])
+                rows.append(base + present.astype(np.int64))
+            phs.append(ph)
+            counts[side] = n
+        if replay is not None and replay[0] < replay[1]:
+            r = slice(*replay)
+            n = replay[1] - replay[0]
+            e = self.replay["e"][r]
+            sides.insert(0, np.zeros(n, np.int8))
+            kinds.insert(0, np.where(e == INFINITY, START, INTERVAL).astype(np.int8))
+            syncs.insert(0, self.replay["s"][r])
+            others.insert(0, e)
+            kids.insert(0, self.replay["g"][r])
+            rows.insert(0, self.replay["row"][r])
+            phs.insert(0, np.zeros(n, np.int64))
+            intervals[0] = n
+        if sides:
+            cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
+            side_arr, kind_arr, sync_arr = cat(sides), cat(kinds), cat(syncs)
+            if has_end:
+                order = np.lexsort((kind_arr != END, sync_arr))  # by time, ends first; stable (left before right)
+            elif len(sides) == 2:
+                order = np.argsort(sync_arr, kind="stable")  # two sorted runs: a linear merge
+            else:
+                order = None
+            ev = {"side": side_arr, "kind": kind_arr, "sync": sync_arr, "other": cat(others), "row": cat(rows)}
+            ev["ph"] = cat(phs)
+            kid = cat(kids)
+            if order is not None:
+                ev = {k: v[order] for k, v in ev.items()}
+                kid = kid[order]
+        else:
+            ev = {k: np.empty(0, np.int64) for k in ("other", "row", "ph", "sync")}
+            ev["side"] = np.empty(0, np.int8)
+            ev["kind"] = np.empty(0, np.int8)
+            kid = np.empty(0, np.int64)
+        n_keys = len(self.index) if self.index is not None else 1
+        outputs = []
+        for core in self.cores:
+            local_side = ev["side"] if not core.mirrored else (1 - ev["side"]).astype(np.int8)
+            gid = np.where(local_side == 0, core.gids(0, kid), core.gids(1, kid))
+            local = dict(ev, side=local_side, gid=gid)
+            rows_local = (self.stores[0].rows, self.stores[1].rows)
+            ints = (intervals[0], intervals[1])
+            if core.mirrored:
+                rows_local, ints = rows_local[::-1], ints[::-1]
+            core.ensure(rows_local, max(n_keys, 1), ints)
+            o_sync, o_other, o_a, o_b, err = core.run(local, bound)
+            if err == _ERR_FIFO:
+                raise PlanError(
+                    "a join input declared constant duration delivered intervals whose ends go back in time"
+                )
+            if len(o_sync):
+                outputs.append(self._assemble(core, o_sync, o_other, o_a, o_b))
+        if outputs:
+            out = outputs[0] if len(outputs) == 1 else _merge_sorted(outputs)
+            if self.build_once:
+                self.reorder.push(out)
+            else:
+                self.emit(out)
+        self._maybe_compact()
+
+    # -- output --------------------------------------------------------------------------
+    def _side_columns(self, side: int, rows: np.ndarray) -> tuple[dict, pa.Array | None, np.ndarray | None]:
+        taken = self.stores[side].take(rows)
+        key = taken.pop(_KEY_COL, None)
+        hsh = taken.pop(_HASH_COL, None)
+        return taken, key, (None if hsh is None else np.asarray(hsh.to_numpy(zero_copy_only=False), np.int64))
+
+    def _null_columns(self, side: int, n: int) -> dict[str, pa.Array]:
+        schema = self.stores[side].schema or self.schemas[side]
+        if schema is None:
+            return {}
+        return {f.name: pa.nulls(n, f.type) for f in schema if f.name not in (_KEY_COL, _HASH_COL)}
+
+    def _assemble(self, core: _Core, o_sync, o_other, o_a, o_b) -> EventBatch:
+        n = len(o_sync)
+        if self.mode in ("exists", "not_exists", "clip"):
+            cols, key, hsh = self._side_columns(0, o_a)
+            return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
+        if isinstance(core, _JoinCore):
+            lcols, key, hsh = self._side_columns(0, o_a)
+            rcols, _, _ = self._side_columns(1, o_b)
+        elif not core.mirrored:
+            lcols, key, hsh = self._side_columns(0, o_a)
+            rcols = self._null_columns(1, n)
+        else:
+            rcols, key, hsh = self._side_columns(1, o_a)
+            lcols = self._null_columns(0, n)
+            return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing=0), key=key, hash=hsh)
+        missing = 1 if not isinstance(core, _JoinCore) else None
+        return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing), key=key, hash=hsh)
+
+    def _result(self, lcols: dict, rcols: dict, n: int, missing: int | None = None) -> dict[str, pa.Array]:
+        if self.result is None:
+            names = output_names(list(lcols), list(rcols))
+            return dict(zip(names, list(lcols.values()) + list(rcols.values()), strict=True))
+        zeros = np.zeros(n, np.int64)
+        lrows = [_NullRow()] * n if missing == 0 else rows_of(EventBatch(zeros, zeros, lcols))
+        rrows = [_NullRow()] * n if missing == 1 else rows_of(EventBatch(zeros, zeros, rcols))
+        fn = self.result
+        cols = records_to_columns([fn(a, b) for a, b in zip(lrows, rrows, strict=True)], self.result_types or None)
+        for name, col in cols.items():  # later batches keep the types the first informative one had
+            if not pa.types.is_null(col.type):
+                self.result_types.setdefault(name, col.type)
+        return cols
+
+    # -- memory ----------------------------------------------------------------------------
+    def _maybe_compact(self) -> None:
+        for side in (0, 1):
+            store = self.stores[side]
+            n = store.rows
+            if n < 4096:
+                continue
+            alive = sum(int(core.alive[core.local(side)]) for core in self.cores)
+            if n <= 2 * alive + 4096:
+                continue
+            if self.build_once and side == 0:
+                continue  # the built left is referenced by its index for the whole run
+            live = np.zeros(n, bool)
+            for core in self.cores:
+                live |= core.live(core.local(side), n)
+            keep = np.flatnonzero(live)
+            mapping = np.full(n, -1, np.int64)
+            mapping[keep] = np.arange(len(keep))
+            for core in self.cores:
+                core.remap(core.local(side), keep, mapping)
+            store.compact(keep)
+
+    # -- state -----------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        return {
+            "pending": [[b.to_record_batch(with_key=True) for b in side] for side in self.pending],
+            "seen": list(self.seen),
+            "punct": list(self.punct),
+            "completed": list(self.completed),
+            "last_punct": self.last_punct,
+            "grouped": self.grouped,
+            "keys": None if self.index is None else self.index.snapshot(),
+            "key_names": None if self.index is None else list(self.index.names),
+            "stores": [s.snapshot() for s in self.stores],
+            "cores": [c.snapshot() for c in self.cores],
+            "built": None if self.built is None else {**self.built, **{"r_" + k: v for k, v in self.replay.items()}},
+            "replay_pos": self.replay_pos,
+            "reorder": self.reorder.snapshot(),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.pending = [[EventBatch.from_record_batch(rb) for rb in side] for side in state["pending"]]
+        self.seen = list(state["seen"])
+        self.punct = list(state["punct"])
+        self.completed = list(state["completed"])
+        self.last_punct = state["last_punct"]
+        self.grouped = state["grouped"]
+        if state["keys"] is None:
+            self.index = None
+        else:
+            self.index = _restore_index(tuple(state["key_names"]), state["keys"])
+        for store, s in zip(self.stores, state["stores"], strict=True):
+            store.restore(s)
+        for core, s in zip(self.cores, state["cores"], strict=True):
+            core.restore(s)
+        built = state["built"]
+        if built is not None:
+            self.built = {k: np.array(v) for k, v in built.items() if not k.startswith("r_")}
+            self.replay = {k[2:]: np.array(v) for k, v in built.items() if k.startswith("r_")}
+        self.replay_pos = state["replay_pos"]
+        self.reorder.restore(state["reorder"])
+
+
+def _probe_value(t: pa.DataType):
+    if pa.types.is_integer(t):
+        return 1
+    if pa.types.is_floating(t):
+        return 1.0
+    if pa.types.is_boolean(t):
+        return False
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "a"
+    return None
+
+
+def result_types(result, left: pa.Schema | None, right: pa.Schema | None) -> dict[str, pa.DataType] | None:
+    """Output field types of a ``result`` lambda, found by calling it once on made-up rows.
+
+    None when the schemas are unknown, the lambda fails on the probe, or a field's type cannot
+    be told (a None value): the operator then learns the types from the data.
+    """
+    if result is None or left is None or right is None:
+        return None
+    lrow = row_class(tuple(left.names))._make([_probe_value(f.type) for f in left])
+    rrow = row_class(tuple(right.names))._make([_probe_value(f.type) for f in right])
+    try:
+        value = result(lrow, rrow)
+        cols = records_to_columns([value])
+    except Exception:
+        return None
+    if any(pa.types.is_null(c.type) for c in cols.values()):
+        return None
+    return {k: c.type for k, c in cols.items()}
+
+
+def _rank_within(group: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... for the successive occurrences of each value of ``group``."""
+    order = np.argsort(group, kind="stable")
+    sorted_g = group[order]
+    first = np.r_[0, np.flatnonzero(sorted_g[1:] != sorted_g[:-1]) + 1] if len(group) else np.empty(0, np.int64)
+    starts = np.repeat(first, np.diff(np.r_[first, len(group)]))
+    rank = np.empty(len(group), np.int64)
+    rank[order] = np.arange(len(group)) - starts
+    return rank
+
+
+def _restore_index(names: tuple[str, ...], state: dict) -> KeyIndex:
+    """A KeyIndex handing out the same ids as the one snapshotted.
+
+    Replays the keys in id order; a single-column null key is replayed on its own, because
+    within one batch KeyIndex numbers a null after the batch's other new values.
+    """
+    index = KeyIndex(names)
+    table = state.get("keys")
+    if table is None or table.num_rows == 0:
+        return index
+    cols = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    if len(cols) == 1 and cols[0].null_count:
+        nulls = np.flatnonzero(~np.asarray(cols[0].is_valid().to_numpy(zero_copy_only=False)))
+        edges = sorted({0, table.num_rows, *nulls.tolist(), *(nulls + 1).tolist()})
+        for a, b in zip(edges, edges[1:], strict=False):
+            index.ids([cols[0].slice(a, b - a)])
+        return index
+    index.ids(cols)
+    return index
+
+
+def _merge_sorted(batches: list[EventBatch]) -> EventBatch:
+    cols = _unify([b.columns for b in batches])
+    names = list(cols[0])
+    batches = [b.replace(columns={k: c[k] for k in names}) for b, c in zip(batches, cols, strict=True)]
+    keyed = [b.key is not None for b in batches]
+    if any(keyed) and not all(keyed):
+        raise PlanError("internal: join outputs disagree on grouping")
+    merged = concat_batches(batches)
+    return merged.take(np.argsort(merged.sync, kind="stable"))
+
+
+def null_row(names) -> object:
+    """A row of Nones with the given field names (the missing side in a reference outer join)."""
+    return row_class(tuple(names))._make([None] * len(names))
