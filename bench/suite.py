@@ -62,11 +62,12 @@ def discover(bench: Path = BENCH) -> dict[str, Path]:
 def module_args(name: str, path: Path, quick: bool, out: Path, repeat: int) -> list[str]:
     """Command-line arguments the suite passes to a module."""
     source = path.read_text()
+    common = "add_common_args(" in source  # harness.add_common_args gives --quick, --repeat, --out
     args = ["--out", str(out)]
-    if '"--repeat"' in source:
+    if common or '"--repeat"' in source:
         args += ["--repeat", str(repeat)]
     if quick:
-        args += ["--quick"] if '"--quick"' in source else LEGACY_QUICK_ARGS.get(name, [])
+        args += ["--quick"] if common or '"--quick"' in source else LEGACY_QUICK_ARGS.get(name, [])
     return args
 
 
@@ -410,11 +411,13 @@ def headline(modules: dict[str, dict], statuses: dict[str, dict]) -> list[dict]:
                 )
             continue
         status = statuses.get(goal.module)
-        why = (
-            f"not measured: {status['error']}"
-            if status and status.get("error")
-            else f"not measured: no bench_{goal.module}.py on this branch"
-        )
+        if status and status.get("error"):
+            why = f"not measured: {status['error']}"
+        elif goal.module in discover():
+            why = "not measured: module not run"
+        else:
+            why = f"not measured: no bench_{goal.module}.py on this branch"
+
         entries.append(
             {
                 "module": goal.module,
