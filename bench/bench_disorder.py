@@ -297,12 +297,12 @@ def framework(n: int, window: int, latencies: list[int], repeat: int) -> list[di
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="300k events (default 4M)")
+    ap.add_argument("--quick", action="store_true", help="200k events (default 4M)")
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (the median is reported)")
     ap.add_argument("--out", default="bench/results/disorder.json")
     args = ap.parse_args(argv)
-    n = args.n or (300_000 if args.quick else 4_000_000)
+    n = args.n or (200_000 if args.quick else 4_000_000)
     repeat = max(1, args.repeat)
     tidal.from_arrow(synthetic(2000), time="t", disorder="drop", reorder_latency=500).count()  # warm numba
 

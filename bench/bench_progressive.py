@@ -2,7 +2,7 @@
 
     python bench/bench_progressive.py [--quick] [--events N] [--repeat 3] [--out bench/results/progressive.json]
 
-Data: a search log of (user, term) rows, 10M rows (2M with ``--quick``), 10,000 terms with a
+Data: a search log of (user, term) rows, 10M rows (1M with ``--quick``), 10,000 terms with a
 Zipf-like popularity. Query: the popularity of each term, ``count(*) GROUP BY term``.
 
 A progressive run reads the log in P equal slices: the rows of slice i are start edges at time i
@@ -72,11 +72,11 @@ def run_progressive(table: pa.Table, points: int) -> tuple[float, float, dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=None, help="rows (default 10M, 2M with --quick)")
+    ap.add_argument("--events", type=int, default=None, help="rows (default 10M, 1M with --quick)")
     ap.add_argument("--points", default=None, help="comma-separated progress point counts (default 1,10,100,1000)")
     add_common_args(ap, "bench/results/progressive.json")
     args = ap.parse_args(argv)
-    n = args.events or (2_000_000 if args.quick else 10_000_000)
+    n = args.events or (1_000_000 if args.quick else 10_000_000)
     points = [int(p) for p in args.points.split(",")] if args.points else [1, 10, 100, 1000]
     log = make_log(n)
     con = duckdb.connect()

@@ -334,20 +334,21 @@ GOALS = [
 ]
 
 
-def check_goal(goal: Goal, rows: list[dict]) -> tuple[bool | None, str]:
-    """(passed, what was measured); passed is None when the workload or its peer was not measured."""
+def measure_goal(goal: Goal, rows: list[dict]) -> tuple[float | None, str]:
+    """(the measured value compared with ``goal.target``, what was measured as text); None when the
+    workload or its peer was not measured."""
     mine = [r for r in rows if r["workload"] == goal.workload and r["engine"] == "tidal"]
     if not mine:
         return None, "not measured"
     r = mine[0]
     if goal.kind == "value":
         value = r.get("ratio_only")
-        return (None, "not measured") if value is None else (value >= goal.target, f"{value:.2f}x")
+        return (None, "not measured") if value is None else (value, f"{value:.2f}x")
     rate = r.get("events_per_s")
     if rate is None:
         return None, "not measured"
     if goal.kind == "rate":
-        return rate >= goal.target, f"{fmt_rate(rate)} ev/s"
+        return rate, f"{fmt_rate(rate)} ev/s"
     others = [x for x in rows if x["workload"] == goal.workload and is_peer(x["engine"]) and x.get("events_per_s")]
     if goal.peer != "best":
         others = [x for x in others if x["engine"] == goal.peer]
@@ -355,7 +356,24 @@ def check_goal(goal: Goal, rows: list[dict]) -> tuple[bool | None, str]:
         return None, f"{goal.peer} not measured"
     best = max(others, key=lambda x: x["events_per_s"])
     ratio = rate / best["events_per_s"]
-    return ratio >= goal.target, f"{ratio:.2f}x {best['engine']}"
+    return ratio, f"{ratio:.2f}x {best['engine']}"
+
+
+def check_goal(goal: Goal, rows: list[dict]) -> tuple[bool | None, str]:
+    """(passed, what was measured); passed is None when the workload or its peer was not measured."""
+    value, text = measure_goal(goal, rows)
+    return (None if value is None else value >= goal.target), text
+
+
+def furthest_from_goal(modules: dict[str, dict], k: int = 3) -> list[tuple[float, Goal, str]]:
+    """The ``k`` measured goals with the lowest measured/target (those below 1 fall short)."""
+    scored = []
+    for goal in GOALS:
+        if goal.module in modules:
+            value, text = measure_goal(goal, modules[goal.module]["rows"])
+            if value is not None:
+                scored.append((value / goal.target, goal, text))
+    return sorted(scored, key=lambda x: x[0])[:k]
 
 
 def is_peer(engine: str) -> bool:
@@ -603,6 +621,16 @@ def render(run_dir: Path, plots: bool = True) -> str:
         "a tidal cell ending in x is a ratio, not a rate. A goal is *not measured* when its "
         "module did not run or failed here (see Modules below).",
         "",
+    ]
+    worst = [x for x in furthest_from_goal(modules) if x[0] < 1]
+    if worst:
+        out.append(
+            "Furthest from their goals: "
+            + "; ".join(f"{g.workload} [{g.module}]: {text}, {100 * a:.0f}% of '{g.text}'" for a, g, text in worst)
+            + "."
+        )
+        out.append("")
+    out += [
         "## Machine",
         "",
     ]

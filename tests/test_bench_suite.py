@@ -103,6 +103,14 @@ def test_goals_pass_and_fall_short(tmp_path):
     assert (run / "REPORT.md").read_text() == report
     assert (run / "core_throughput.png").stat().st_size > 0 and (run / "core_series0.png").exists()
     assert "Machine" in report and "median" in report and "spread" in report
+    # where+select reaches 50% of its goal, hopping count 50% (5x of 10x), row mode passes
+    worst = [(g.workload, round(a, 2)) for a, g, _ in suite.furthest_from_goal(suite_modules(run), k=2)]
+    assert sorted(worst) == [("hopping 1h/10min count", 0.5), ("where+select", 0.5)]
+    assert "Furthest from their goals: " in report
+
+
+def suite_modules(run: Path) -> dict:
+    return {p.stem: suite.normalise(p.stem, json.loads(p.read_text())) for p in run.glob("*.json") if p.stem != "suite"}
 
 
 def test_tidal_variants_are_not_peers():
