@@ -1,6 +1,6 @@
 """Stateful operators (issue 3) against DuckDB and a pure-Python event-at-a-time loop.
 
-    python bench/bench_stateful.py [--events 10000000] [--repeat 3]
+    python bench/bench_stateful.py [--quick] [--events 10000000] [--repeat 3]
 
 Data: ``--events`` events (ts in seconds, about four per second; key in [0, 1000); value),
 in memory as Arrow, time-ordered. Workloads, each the same query in every engine:
@@ -11,6 +11,7 @@ in memory as Arrow, time-ordered. Workloads, each the same query in every engine
 
 DuckDB runs in memory with ``threads=1`` on the same Arrow table; the Python loop is the
 event-at-a-time engine of the Trill paper (dicts of running state), on ``--python-events``.
+``--quick``: 2M events, 200k for the loop.
 tidal's figure includes ingress from Arrow and collecting the result as Arrow.
 """
 
@@ -23,7 +24,7 @@ from collections import defaultdict
 import duckdb
 import numpy as np
 import pyarrow as pa
-from harness import Results
+from harness import Results, add_common_args
 
 import tidal
 from tidal import agg
@@ -70,14 +71,14 @@ def python_hopping_sum(ts, key, value):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--events", type=int, default=10_000_000)
-    ap.add_argument("--python-events", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default="bench/results/stateful.json")
+    ap.add_argument("--events", type=int, default=None, help="events (default 10M, 2M with --quick)")
+    ap.add_argument("--python-events", type=int, default=None, help="events for the Python loop (1M / 200k)")
+    add_common_args(ap, "bench/results/stateful.json")
     args = ap.parse_args(argv)
 
-    table = make_data(args.events)
-    n, small_n = args.events, min(args.python_events, args.events)
+    n = args.events or (2_000_000 if args.quick else 10_000_000)
+    table = make_data(n)
+    small_n = min(args.python_events or (200_000 if args.quick else 1_000_000), n)
     small = table.slice(0, small_n)
     py_cols = [small.column(c).to_pylist() for c in ("ts", "key", "value")]
     stream = tidal.from_arrow(table, time="ts")
@@ -133,7 +134,7 @@ def main(argv=None) -> int:
     )
     run(name, "python loop", lambda: python_hopping_sum(*py_cols), small_n)
 
-    results.report(args.out, events=n, python_events=small_n)
+    results.report(args.out, events=n, python_events=small_n, quick=args.quick)
     return 0
 
 

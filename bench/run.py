@@ -1,11 +1,11 @@
 """tidal's benchmark harness: tidal and its peers side by side in one process run.
 
-    python bench/run.py [--events N] [--out bench/results/core.json]
+    python bench/run.py [--quick] [--events N] [--repeat 3] [--out bench/results/core.json]
 
 Core workloads (issue 2): 10M events (ts, user_id, ad_id, value) in memory as Arrow;
 pass-through, where, where+select, and row-mode fallback, each against a plain Python
 event-at-a-time loop and numpy doing the same work. Throughput is events per second of
-the median of --repeat runs; ratios are tidal / peer.
+the median of --repeat runs; ratios are tidal / peer. ``--quick``: 2M events, 200k for the loops.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 import pyarrow as pa
-from harness import Results
+from harness import Results, add_common_args
 
 import tidal
 
@@ -39,15 +39,15 @@ def opaque_sample(user_id):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--events", type=int, default=10_000_000)
-    ap.add_argument("--python-events", type=int, default=1_000_000, help="events for the pure-Python loops")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default="bench/results/core.json")
+    ap.add_argument("--events", type=int, default=None, help="events (default 10M, 2M with --quick)")
+    ap.add_argument("--python-events", type=int, default=None, help="events for the pure-Python loops (1M / 200k)")
+    add_common_args(ap, "bench/results/core.json")
     args = ap.parse_args(argv)
 
-    n = args.events
+    n = args.events or (2_000_000 if args.quick else 10_000_000)
+    python_events = min(n, args.python_events or (200_000 if args.quick else 1_000_000))
     table = make_data(n)
-    small = table.slice(0, args.python_events)
+    small = table.slice(0, python_events)
     Row = namedtuple("Row", table.column_names)
     py_rows = [Row(*r) for r in zip(*(small.column(c).to_pylist() for c in small.column_names), strict=True)]
     cols = {c: table.column(c).to_numpy() for c in table.column_names}
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
         len(py_rows),
     )
 
-    results.report(args.out, events=n)
+    results.report(args.out, events=n, python_events=len(py_rows), quick=args.quick)
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Peer engines that need their own environments (see envs.py) and their driver scripts."""
