@@ -11,28 +11,14 @@ the median of --repeat runs; ratios are tidal / peer.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import statistics
 import sys
-import time
 from collections import namedtuple
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from harness import Results
 
 import tidal
-
-
-def timed(fn, repeat: int) -> tuple[float, float]:
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs), (max(runs) - min(runs))
 
 
 def make_data(n: int, seed: int = 3) -> pa.Table:
@@ -72,32 +58,24 @@ def main(argv=None) -> int:
     # warm the compiled kernels once (numba compiles after the first million events)
     stream.where(sample).select(project).count()
 
-    results = []
+    results = Results()
+    repeat = args.repeat
 
-    def record(workload, engine, seconds, spread, events):
-        results.append(
-            {
-                "workload": workload,
-                "engine": engine,
-                "seconds": seconds,
-                "spread_s": spread,
-                "events": events,
-                "events_per_s": events / seconds,
-            }
-        )
+    def record(workload, engine, fn, events):
+        results.run(workload, engine, fn, events, repeat)
 
     # pass-through: ingress + egress of every event, no per-event work
-    record("pass-through", "tidal", *timed(lambda: stream.count(), args.repeat), n)
-    record("pass-through", "tidal to_arrow", *timed(lambda: stream.to_arrow(), args.repeat), n)
-    record("pass-through", "python loop", *timed(lambda: sum(1 for _ in py_rows), args.repeat), len(py_rows))
+    record("pass-through", "tidal", lambda: stream.count(), n)
+    record("pass-through", "tidal to_arrow", lambda: stream.to_arrow(), n)
+    record("pass-through", "python loop", lambda: sum(1 for _ in py_rows), len(py_rows))
 
     # where
-    record("where", "tidal", *timed(lambda: stream.where(sample).count(), args.repeat), n)
-    record("where", "numpy", *timed(lambda: int(np.count_nonzero(cols["user_id"] % 100 < 5)), args.repeat), n)
+    record("where", "tidal", lambda: stream.where(sample).count(), n)
+    record("where", "numpy", lambda: int(np.count_nonzero(cols["user_id"] % 100 < 5)), n)
     record(
         "where",
         "python loop",
-        *timed(lambda: sum(1 for r in py_rows if r.user_id % 100 < 5), args.repeat),
+        lambda: sum(1 for r in py_rows if r.user_id % 100 < 5),
         len(py_rows),
     )
 
@@ -106,12 +84,12 @@ def main(argv=None) -> int:
         m = cols["user_id"] % 100 < 5
         return cols["ad_id"][m], cols["value"][m] * 2.0
 
-    record("where+select", "tidal", *timed(lambda: stream.where(sample).select(project).count(), args.repeat), n)
-    record("where+select", "numpy", *timed(np_where_select, args.repeat), n)
+    record("where+select", "tidal", lambda: stream.where(sample).select(project).count(), n)
+    record("where+select", "numpy", np_where_select, n)
     record(
         "where+select",
         "python loop",
-        *timed(lambda: [{"ad_id": r.ad_id, "v2": r.value * 2.0} for r in py_rows if r.user_id % 100 < 5], args.repeat),
+        lambda: [{"ad_id": r.ad_id, "v2": r.value * 2.0} for r in py_rows if r.user_id % 100 < 5],
         len(py_rows),
     )
 
@@ -120,36 +98,17 @@ def main(argv=None) -> int:
     record(
         "where row mode",
         "tidal",
-        *timed(lambda: small_stream.where(lambda e: opaque_sample(e.user_id)).count(), args.repeat),
+        lambda: small_stream.where(lambda e: opaque_sample(e.user_id)).count(),
         len(py_rows),
     )
     record(
         "where row mode",
         "python loop",
-        *timed(lambda: sum(1 for r in py_rows if opaque_sample(r.user_id)), args.repeat),
+        lambda: sum(1 for r in py_rows if opaque_sample(r.user_id)),
         len(py_rows),
     )
 
-    by = {(r["workload"], r["engine"]): r["events_per_s"] for r in results}
-    print(f"{'workload':<16}{'engine':<18}{'events/s':>16}{'tidal/peer':>12}")
-    for r in results:
-        ratio = by[(r["workload"], "tidal")] / r["events_per_s"] if r["engine"] != "tidal" else 1.0
-        r["tidal_ratio"] = ratio
-        print(f"{r['workload']:<16}{r['engine']:<18}{r['events_per_s']:>16,.0f}{ratio:>12.2f}")
-    out = {
-        "machine": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "numpy": np.__version__,
-            "pyarrow": pa.__version__,
-        },
-        "events": n,
-        "results": results,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
-    print(f"written {args.out}")
+    results.report(args.out, events=n)
     return 0
 
 

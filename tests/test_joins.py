@@ -18,7 +18,8 @@ from tidal.io.egress import CollectSink
 from tidal.ops import join as join_ops
 from tidal.ops.base import Operator
 from tidal.ops.keys import stable_hash
-from tidal.stream.plan import Properties, deliver
+from tidal.stream.plan import Properties
+from tidal.stream.query import deliver
 from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import check_physical
 
@@ -232,7 +233,7 @@ def test_grouped_inputs_join_within_groups(case, op):
     if any(p[0] is None for _, _, p in lref.events + rref.events):
         expected = _grouped_null_reference(op, lref, rref)
     sink = _KeySink()
-    tidal.stream.plan.execute(engine._node, sink)
+    tidal.stream.query.execute(engine._node, sink)
     table = sink.table()
     check_physical(table)
     assert_same_snapshots(table, expected)

@@ -7,21 +7,26 @@ into columnar kernels. Start with :func:`from_arrow`, :func:`from_pandas` or
 method such as ``to_arrow()`` or ``to_intervals()``.
 """
 
+from . import agg
 from .core.errors import InputError, LambdaError, PlanError, TidalError
 from .core.time import INFINITY
 from .io.egress import Event
 from .io.sources import from_arrow, from_numpy, from_pandas, from_records
+from .stream.disordered import DisorderedStream, Streams
 from .stream.plan import Properties
 from .stream.streamable import Stream
 
 __all__ = [
+    "agg",
     "INFINITY",
+    "DisorderedStream",
     "Event",
     "InputError",
     "LambdaError",
     "PlanError",
     "Properties",
     "Stream",
+    "Streams",
     "TidalError",
     "from_arrow",
     "from_numpy",

@@ -1,5 +1,9 @@
 """tidal's command line.
 
+``tidal query "<SQL>"`` runs a query of tidal's SQL dialect over files (paths relative to the
+current directory) and prints its result in one of several formats; ``tidal explain "<SQL>"``
+prints the logical plan, the rewrites applied and the stream plan.
+
 ``tidal demo`` runs the main job on the embedded engine: the ad-click stream of the Trill
 paper (a 5% sample of users, projected to the ad) over generated data, prints the plan
 and a summary of the result. ``tidal demo --events N`` sets the size.
@@ -8,6 +12,8 @@ and a summary of the result. ``tidal demo --events N`` sets the size.
 from __future__ import annotations
 
 import argparse
+import io
+import json
 import sys
 import time
 
@@ -49,6 +55,215 @@ def _demo(args) -> int:
     return 0
 
 
+FORMATS = ("live-table", "batch-table", "live-csv", "batch-csv", "batch-json", "stream-json", "parquet")
+REDRAW_SECONDS = 0.1
+
+
+def _json_value(v):
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    return v
+
+
+def _rich_table(table):
+    from rich.table import Table
+
+    out = Table(show_lines=False)
+    for name in table.column_names:
+        out.add_column(name)
+    for row in table.to_pylist():
+        out.add_row(*["NULL" if v is None else str(_json_value(v)) for v in row.values()])
+    return out
+
+
+def _table_text(table, stats) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(_rich_table(table))
+    return console.export_text()
+
+
+def _status(stats) -> str:
+    from tidal.core.time import INFINITY
+
+    wm = stats.watermark
+    if wm == INFINITY:
+        wm_text = "end of input"
+    elif wm is None:
+        wm_text = "none"
+    else:
+        wm_text = str(wm)
+        if 0 <= wm < 10**17:  # event time in microseconds since the epoch
+            import datetime as dt
+
+            wm_text = (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=wm)).isoformat()
+    counts = f"rows read: {stats.rows_read:,}  late rows: {stats.late:,}  skipped rows: {stats.skipped:,}"
+    return f"{counts}  watermark: {wm_text}"
+
+
+def _live_table(q, out) -> None:
+    """Redraw the current result (ordered and limited like the final one) as changes arrive."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from tidal.sql.output import ChangelogSink, CurrentResult
+
+    names = list(q.optimized.names)
+    schema = q.optimized.schema()
+    current = CurrentResult()
+    console = Console(file=out)
+    last = [0.0]
+
+    def view():
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(_rich_table(q._finish(current.table(names, schema))), Text(_status(q.stats), style="dim"))
+
+    with Live(view(), console=console, auto_refresh=False) as live:
+
+        def redraw(*_args, force: bool = False) -> None:
+            now = time.perf_counter()
+            if force or now - last[0] >= REDRAW_SECONDS:
+                last[0] = now
+                live.update(view(), refresh=True)
+
+        def on_change(t, undo, row) -> None:
+            current(t, undo, row)
+            redraw()
+
+        q.stats.on_progress = redraw
+        q.run(ChangelogSink(names, names, on_change))
+        redraw(force=True)
+
+
+def _with_progress(q, work):
+    """Run ``work()`` with a progress bar of rows read on stderr (batch formats on a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn("reading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("rows; late {task.fields[late]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("read", total=None, late=0)
+
+        def update(stats) -> None:
+            progress.update(task, completed=stats.rows_read, total=stats.rows_total or None, late=stats.late)
+
+        q.stats.on_progress = update
+        return work()
+
+
+def _query(args) -> int:
+    from tidal.sql import plan
+    from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
+
+    fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
+    q = plan(args.sql, on_error=args.on_error, late_path=args.late_records)
+    out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
+    labels = list(q.query.output_names)
+    try:
+        if args.progressive:
+            _progressive(q, args.progressive, fmt, out)
+        elif fmt in ("stream-json", "live-csv"):
+            writer = StreamJson(out, labels) if fmt == "stream-json" else LiveCsv(out, labels)
+            q.run(ChangelogSink(q.visible_names(), labels, writer))
+        elif fmt == "live-table" and out.isatty():
+            _live_table(q, out)
+        elif args.engine == "spark":
+            _on_spark(q, args, fmt, out, labels)
+        else:
+            show_progress = fmt != "live-table" and sys.stderr.isatty()
+            table = _with_progress(q, q.result) if show_progress else q.result()
+            _write_final(table, fmt, out, args, q.stats)
+        out.flush()
+        if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped:
+            print(_status(q.stats), file=sys.stderr)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def _on_spark(q, args, fmt: str, out, labels) -> None:
+    """The same query planned by tidal, executed inside Spark tasks (see tidal.spark)."""
+    from tidal.spark.sql import run_query_on_spark
+
+    if fmt in ("stream-json", "live-csv"):
+        log = run_query_on_spark(q, master=args.spark_master, changelog=True)
+        names = [n for n in log.column_names if n not in ("time", "undo")]
+        for row in log.to_pylist():
+            record = {n: _json_value(row[n]) for n in names}
+            if row["undo"]:
+                record["sys.undo"] = True
+            out.write(json.dumps(record) + "\n")
+        return
+    table = run_query_on_spark(q, master=args.spark_master)
+    _write_final(table, "batch-table" if fmt == "live-table" else fmt, out, args, q.stats)
+
+
+def _write_final(table, fmt: str, out, args, stats) -> None:
+    """A final answer in one of the batch formats."""
+    import pyarrow.csv as pv
+
+    if fmt == "batch-csv":
+        buf = io.BytesIO()
+        pv.write_csv(table, buf)
+        out.write(buf.getvalue().decode())
+    elif fmt == "batch-json":
+        for row in table.to_pylist():
+            out.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        if not args.output:
+            raise SystemExit("tidal: --format parquet needs --output PATH")
+        pq.write_table(table, args.output)
+    else:  # live-table off a terminal shows its final redraw; batch-table the final state
+        out.write(_table_text(table, stats).rstrip("\n") + "\n")
+
+
+def _progressive(q, percent: float, fmt: str, out) -> None:
+    """Refined answers after every ``percent``% of the input, then the exact answer (Trill's progressive mode)."""
+    from tidal.sql.progressive import run_progressive
+
+    def report(fraction: float, table) -> None:
+        if fmt in ("batch-json", "stream-json"):
+            for row in table.to_pylist():
+                record = {k: _json_value(v) for k, v in row.items()}
+                record["sys.progress"] = round(fraction, 6)
+                out.write(json.dumps(record) + "\n")
+        else:
+            header = f"-- after {fraction:.0%} of the input" if fraction < 1 else "-- exact answer (all input)"
+            out.write(header + "\n")
+            if fmt == "batch-csv" or fmt == "live-csv":
+                import pyarrow.csv as pv
+
+                buf = io.BytesIO()
+                pv.write_csv(table, buf)
+                out.write(buf.getvalue().decode())
+            else:
+                out.write(_table_text(table, q.stats).rstrip("\n") + "\n")
+        out.flush()
+
+    run_progressive(q, percent, report)
+
+
+def _explain(args) -> int:
+    from tidal.sql import plan
+
+    print(plan(args.sql).explain())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidal", description="Temporal stream analytics for Python.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,6 +271,31 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--events", type=int, default=2_000_000, help="number of generated clicks")
     demo.add_argument("--seed", type=int, default=7)
     demo.set_defaults(run=_demo)
+    query = sub.add_parser("query", help="run a SQL query over files")
+    query.add_argument("sql", help="the query, e.g. \"SELECT a, COUNT(*) FROM 'data.csv' GROUP BY a\"")
+    query.add_argument("--format", choices=FORMATS, help="output format (default: live-table on a terminal)")
+    query.add_argument("--output", help="write the result to PATH instead of standard output")
+    query.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="malformed CSV rows")
+    query.add_argument("--late-records", help="append records behind the watermark to this JSON-lines file")
+    query.add_argument(
+        "--progressive",
+        type=float,
+        metavar="N",
+        help="on finite input, print refined answers after every N%% of the input, ending with the exact answer",
+    )
+    query.add_argument(
+        "--engine",
+        choices=("embedded", "spark"),
+        default="embedded",
+        help="run in this process (default) or inside Spark tasks",
+    )
+    query.add_argument(
+        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
+    )
+    query.set_defaults(run=_query)
+    explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
+    explain.add_argument("sql")
+    explain.set_defaults(run=_explain)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

@@ -15,12 +15,21 @@ from collections import defaultdict
 from .time import INFINITY
 
 
+def freeze(payload: tuple) -> tuple:
+    """Payload values made hashable: list results (top_k, distinct) become tuples."""
+    if any(isinstance(v, list | dict) for v in payload):
+        return tuple(
+            tuple(v) if isinstance(v, list) else tuple(sorted(v.items())) if isinstance(v, dict) else v for v in payload
+        )
+    return payload
+
+
 def deltas_from_physical(sync, other, payloads) -> dict[tuple, dict[int, int]]:
     """payload -> {time: change in multiplicity} for physical events."""
     out: dict[tuple, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for s, o, p in zip(sync, other, payloads, strict=True):
         s, o = int(s), int(o)
-        d = out[p]
+        d = out[freeze(p)]
         if o == INFINITY:  # start edge
             d[s] += 1
         elif o < s:  # end edge of [o, s)
@@ -37,9 +46,10 @@ def deltas_from_intervals(intervals) -> dict[tuple, dict[int, int]]:
     for s, e, p in intervals:
         if e <= s:
             continue
-        out[p][int(s)] += 1
+        d = out[freeze(p)]
+        d[int(s)] += 1
         if e != INFINITY:
-            out[p][int(e)] -= 1
+            d[int(e)] -= 1
     return out
 
 

@@ -52,8 +52,15 @@ def row_class(names: tuple[str, ...]):
         def _asdict(self):
             return dict(zip(names, self, strict=True))
 
+        def __reduce__(self):
+            return (_make_row, (names, tuple(self)))
+
     Row.__name__ = "Row"
     return Row
+
+
+def _make_row(names: tuple[str, ...], values: tuple):
+    return row_class(names)._make(values)
 
 
 def rows_of(batch: EventBatch, fields: list[str] | None = None):
@@ -253,6 +260,21 @@ class CompiledLambda:
         return records_to_columns(self.row_results(batch), self.output_types)
 
     output_types: dict[str, pa.DataType] | None = None
+
+
+def projection_schema(fn: CompiledLambda, schema: pa.Schema | None) -> pa.Schema | None:
+    """Output schema of a columnar projection, found by evaluating it over empty columns."""
+    if schema is None or fn.mode != "columnar":
+        return None
+    empty = {f.name: pa.array([], type=f.type) for f in schema}
+    ev = Evaluator(empty, 0)
+    fields = []
+    for name, node in record_fields(fn.node):
+        try:
+            fields.append(pa.field(name, to_arrow_column(ev.eval(node), 0).type))
+        except Exception:
+            return None
+    return pa.schema(fields)
 
 
 def records_to_columns(results: list, types: dict[str, pa.DataType] | None = None) -> dict[str, pa.Array]:

@@ -128,9 +128,26 @@ def translate(fn, *, allow_record: bool = True) -> Node:
     return _Translator(fn, allow_record).visit(body)
 
 
+def translate_params(fn, roles: list[str | None]) -> Node:
+    """Translate a lambda of several parameters: ``roles[i]`` names the column parameter ``i`` stands
+    for (a scalar such as an aggregate's state), or is None for the row parameter."""
+    if not isinstance(fn, types.FunctionType) or fn.__name__ != "<lambda>":
+        raise Opaque("not a lambda")
+    code = fn.__code__
+    if code.co_argcount != len(roles) or code.co_flags & (0x04 | 0x08):
+        raise Opaque(f"expected a lambda of {len(roles)} parameters")
+    body = _parse_body(code, lambda_source(fn))
+    names = code.co_varnames[: code.co_argcount]
+    row = [n for n, r in zip(names, roles, strict=True) if r is None]
+    translator = _Translator(fn, allow_record=False, row_param=row[0] if row else "")
+    translator.scalars = {n: r for n, r in zip(names, roles, strict=True) if r is not None}
+    return translator.visit(body)
+
+
 class _Translator:
-    def __init__(self, fn: types.FunctionType, allow_record: bool):
-        self.param = fn.__code__.co_varnames[0]
+    def __init__(self, fn: types.FunctionType, allow_record: bool, row_param: str | None = None):
+        self.param = fn.__code__.co_varnames[0] if row_param is None else row_param
+        self.scalars: dict[str, str] = {}
         self.fn = fn
         self.allow_record = allow_record
         closure = {}
@@ -163,6 +180,8 @@ class _Translator:
         return Const(node.value)
 
     def visit_Name(self, node: ast.Name) -> Node:
+        if node.id in self.scalars:
+            return Col(self.scalars[node.id])
         if node.id == self.param:
             raise Opaque("the row itself is used as a value")
         value = self.resolve(node.id)

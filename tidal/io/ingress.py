@@ -21,6 +21,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pyarrow as pa
 
@@ -92,23 +93,48 @@ def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.nda
     return arr.to_numpy(zero_copy_only=True)
 
 
+@numba.njit(cache=True)
+def _first_step_back(sync):
+    """Index of the first time earlier than the one before it, or -1 (one pass, stops early)."""
+    for i in range(1, len(sync)):
+        if sync[i] < sync[i - 1]:
+            return i
+    return -1
+
+
 def _check_order(sync: np.ndarray, previous: int, offset: int, rb: pa.RecordBatch, spec) -> None:
     if len(sync) == 0:
         return
     if int(sync[0]) < previous:
         bad = 0
     else:
-        back = np.flatnonzero(sync[1:] < sync[:-1])
-        if not len(back):
+        bad = _first_step_back(sync)
+        if bad < 0:
             return
-        bad = int(back[0]) + 1
         previous = int(sync[bad - 1])
     row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
     field = f"field {spec!r}" if isinstance(spec, str) else "time lambda"
     raise InputError(
         f"row {offset + bad}: sync time {int(sync[bad])} ({field}) is earlier than the previous row's {previous}; "
-        f"input must be in time order: {{{describe_row(row)}}}"
+        f"input must be in time order (or pass disorder='drop'|'adjust'|'throw' and reorder_latency=N "
+        f"to sort it): {{{describe_row(row)}}}"
     )
+
+
+def other_times(rb: pa.RecordBatch, sync: np.ndarray, offset: int, *, end=None, kind="point", other=None):
+    """The other time of each row: a physical ``other`` field, an interval ``end``, a start edge, or a point."""
+    if other is not None:
+        return _time_column(rb, other, "other", offset)
+    if end is not None:
+        oth = _time_column(rb, end, "end", offset)
+        bad = np.flatnonzero(oth <= sync)
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
+        return oth
+    if kind == "start":
+        return np.full(len(sync), INFINITY, dtype=np.int64)
+    return sync + 1
 
 
 def arrow_messages(
@@ -142,18 +168,7 @@ def arrow_messages(
             continue
         sync = _time_column(rb, time, "time", offset)
         _check_order(sync, previous, offset, rb, time)
-        if other is not None:
-            oth = _time_column(rb, other, "other", offset)
-        elif end is not None:
-            oth = _time_column(rb, end, "end", offset)
-            bad = np.flatnonzero(oth <= sync)
-            if len(bad):
-                i = int(bad[0])
-                raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
-        elif kind == "start":
-            oth = np.full(len(sync), INFINITY, dtype=np.int64)
-        else:
-            oth = sync + 1
+        oth = other_times(rb, sync, offset, end=end, kind=kind, other=other)
         cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
         batch = EventBatch(sync, oth, cols)
         previous = int(sync[-1])

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import DEFAULT_BATCH_SIZE
-from ..core.errors import InputError
+from ..core.errors import InputError, PlanError
 from ..stream.plan import Properties, SourceNode
 from ..stream.streamable import Stream
 from .ingress import IngressPolicy, arrow_messages, records_to_batches, table_batches
@@ -40,6 +40,45 @@ def _stream(batches, schema, origin, time, end, other, kind, policy) -> Stream:
     return Stream(node)
 
 
+def _wants_disorder(disorder, reorder_latency, sorted_: bool) -> bool:
+    if disorder is None and reorder_latency is not None and sorted_:
+        raise PlanError(
+            "reorder_latency needs a disorder policy: pass disorder='drop', 'adjust' or 'throw' "
+            "(what to do with events later than the latency)"
+        )
+    return disorder is not None or not sorted_
+
+
+def _disordered(batches, schema, origin, time, end, other, kind, policy, disorder, reorder_latency, sorted_):
+    """Out-of-order input: an arrival-ordered source, sorted here unless ``sorted=False``."""
+    from ..stream.disordered import DisorderedStream
+    from .disorder import disordered_messages
+
+    if other is not None:
+        raise PlanError(
+            "out-of-order input takes points, intervals (end=) or start edges (kind='start'); "
+            "physical events (other=) with end edges must arrive in time order"
+        )
+    if kind not in ("point", "interval", "start"):
+        raise ValueError(f"kind must be 'point', 'interval' or 'start', got {kind!r}")
+    node = SourceNode(
+        lambda: disordered_messages(batches, time, end=end, kind=kind),
+        schema,
+        _props(kind, end, None),
+        f"{origin} {'intervals' if end is not None else kind + ' events'} in arrival order (unsorted), "
+        f"batch size {policy.batch_size or DEFAULT_BATCH_SIZE}",
+    )
+    defaults = {
+        "disorder": disorder,
+        "reorder_latency": reorder_latency,
+        "punctuate_every": policy.punctuate_every,
+        "punctuate_every_events": policy.punctuate_every_events,
+        "on_completed": policy.on_completed,
+    }
+    ds = DisorderedStream(node, defaults)
+    return ds.to_stream() if sorted_ else ds
+
+
 def _check_field(schema: pa.Schema, spec, role: str) -> None:
     if isinstance(spec, str) and spec not in schema.names:
         raise InputError(f"{role} field {spec!r} not found; the input has fields {schema.names}")
@@ -58,12 +97,22 @@ def from_arrow(
     on_completed: str = "end_of_stream",
     batch_size: int | None = None,
     adaptive_batching: bool = True,
-) -> Stream:
+    disorder: str | None = None,
+    reorder_latency: int | None = None,
+    sorted: bool = True,
+):
     """A stream over an Arrow table (or record batches), one event per row.
 
     ``time`` (and ``end`` for intervals) name an integer or timestamp field, or are a lambda
     over a row. ``other=`` reads physical events (``sync_time``/``other_time`` as written by
     ``to_arrow``). Numeric columns are not copied.
+
+    Input must be in time order unless ``disorder`` is given: then it is sorted (Impatience
+    sort) with punctuations at ``high watermark - reorder_latency``, and late events are
+    dropped (``"drop"``), moved up to the punctuation (``"adjust"``) or raise (``"throw"``);
+    see :mod:`tidal.io.disorder`. ``sorted=False`` returns a
+    :class:`~tidal.stream.disordered.DisorderedStream` instead, to filter, project and
+    window before sorting with ``to_stream()``.
     """
     policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
     size = batch_size or DEFAULT_BATCH_SIZE
@@ -78,6 +127,8 @@ def from_arrow(
         batches = table_batches(pa.Table.from_batches(materialised), size)
     for spec, role in ((time, "time"), (end, "end"), (other, "other")):
         _check_field(schema, spec, role)
+    if _wants_disorder(disorder, reorder_latency, sorted):
+        return _disordered(batches, schema, "arrow", time, end, other, kind, policy, disorder, reorder_latency, sorted)
     if other is not None:
         schema = pa.schema([f for f in schema if f.name not in (time, other)])
         inner = batches
@@ -105,12 +156,12 @@ def _physical_messages(batches, time, other, policy):
         yield msg
 
 
-def from_pandas(df, time, end=None, **options) -> Stream:
+def from_pandas(df, time, end=None, **options):
     """A stream over a pandas DataFrame (converted to Arrow once; see :func:`from_arrow`)."""
     return from_arrow(pa.Table.from_pandas(df, preserve_index=False), time, end, **options)
 
 
-def from_numpy(columns: dict[str, np.ndarray], time, end=None, **options) -> Stream:
+def from_numpy(columns: dict[str, np.ndarray], time, end=None, **options):
     """A stream over a dict of equal-length numpy arrays (numeric arrays are not copied)."""
     return from_arrow(pa.table({k: pa.array(v) for k, v in columns.items()}), time, end, **options)
 
@@ -129,11 +180,15 @@ def from_records(
     on_completed: str = "end_of_stream",
     batch_size: int | None = None,
     adaptive_batching: bool = True,
-) -> Stream:
+    disorder: str | None = None,
+    reorder_latency: int | None = None,
+    sorted: bool = True,
+):
     """A stream over Python rows: dicts, named tuples, dataclasses, or tuples with ``names=``.
 
     Rows are read lazily in chunks of the batch size, so ``rows`` may be a generator (then
     the stream can be run once). The payload schema is inferred from the data unless given.
+    ``disorder``, ``reorder_latency`` and ``sorted`` accept out-of-order rows as in :func:`from_arrow`.
     """
     policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
     chunk = batch_size or DEFAULT_BATCH_SIZE
@@ -145,4 +200,8 @@ def from_records(
         for spec, role in ((time, "time"), (end, "end")):
             _check_field(first_batch.schema, spec, role)
     batches = records_to_batches(rows, names, schema, batch_size or DEFAULT_BATCH_SIZE)
+    if _wants_disorder(disorder, reorder_latency, sorted):
+        return _disordered(
+            batches, inferred, "records", time, end, None, kind, policy, disorder, reorder_latency, sorted
+        )
     return _stream(batches, inferred, "records", time, end, None, kind, policy)

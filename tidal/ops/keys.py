@@ -26,8 +26,6 @@ import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import types
-from numba.typed import Dict
 
 from ..core.batch import as_numpy
 
@@ -36,21 +34,116 @@ _NULL = object()
 
 
 @numba.njit(cache=True)
-def _dict_ids(values, table, next_id):
+def _direct_ids(ints, base, direct, next_id):
+    """Ids through a direct table in one pass; stops at the first value outside the table.
+
+    Returns (ids, next id, rows where new ids were handed out, row where it stopped or -1)."""
+    n = len(ints)
+    out = np.empty(n, np.int64)
+    new_rows = np.empty(n, np.int64)
+    k = 0
+    size = len(direct)
+    for i in range(n):
+        p = ints[i] - base
+        if p < 0 or p >= size:
+            return out, next_id, new_rows[:k], i
+        c = direct[p]
+        if c < 0:
+            c = next_id
+            direct[p] = c
+            next_id += 1
+            new_rows[k] = i
+            k += 1
+        out[i] = c
+    return out, next_id, new_rows[:k], -1
+
+
+@numba.njit(cache=True)
+def _probe_ids(values, keys, ids, next_id):
+    """Ids for int64 values in an open-addressing table (``keys``/``ids``, power-of-two size, -1 = empty);
+    unseen values get ``next_id``, ``next_id + 1``, ... The caller keeps the table at most half full."""
+    mask = len(keys) - 1
     out = np.empty(len(values), np.int64)
+    last_v = 0
+    last_id = -1
     for i in range(len(values)):
         v = values[i]
-        got = table.get(v, -1)
-        if got < 0:
-            got = next_id
-            table[v] = got
-            next_id += 1
+        if last_id >= 0 and v == last_v:  # runs of one key (sorted or clustered input) skip the probe
+            out[i] = last_id
+            continue
+        h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        slot = np.int64(h) & mask
+        while True:
+            got = ids[slot]
+            if got < 0:
+                keys[slot] = v
+                ids[slot] = next_id
+                got = next_id
+                next_id += 1
+                break
+            if keys[slot] == v:
+                break
+            slot = (slot + 1) & mask
         out[i] = got
+        last_v = v
+        last_id = got
     return out, next_id
 
 
-def _new_table():
-    return Dict.empty(key_type=types.int64, value_type=types.int64)
+@numba.njit(cache=True)
+def _put_ids(values, given, keys, ids):
+    mask = len(keys) - 1
+    for i in range(len(values)):
+        v = values[i]
+        h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        slot = np.int64(h) & mask
+        while ids[slot] >= 0 and keys[slot] != v:
+            slot = (slot + 1) & mask
+        keys[slot] = v
+        ids[slot] = given[i]
+
+
+class IdTable:
+    """Dense ids for int64 values: a compiled open-addressing hash table that grows as it fills.
+
+    New values get ids from ``count`` upwards; ``count`` may be raised by the owner when it
+    hands out ids of its own (a column's null code)."""
+
+    def __init__(self, capacity: int = 1024):
+        self.keys = np.zeros(capacity, np.int64)
+        self.ids = np.full(capacity, -1, np.int64)
+        self.count = 0
+        self.size = 0  # values stored
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _room(self, extra: int) -> None:
+        need = 2 * (self.size + extra)
+        if need <= len(self.keys):
+            return
+        cap = len(self.keys)
+        while cap < need:
+            cap *= 2
+        used = self.ids >= 0
+        old_keys, old_ids = self.keys[used], self.ids[used]
+        self.keys = np.zeros(cap, np.int64)
+        self.ids = np.full(cap, -1, np.int64)
+        _put_ids(old_keys, old_ids, self.keys, self.ids)
+
+    def lookup(self, values: np.ndarray) -> np.ndarray:
+        self._room(len(values))
+        before = self.count
+        out, self.count = _probe_ids(np.ascontiguousarray(values, np.int64), self.keys, self.ids, self.count)
+        self.size += self.count - before
+        return out
+
+    def put(self, values: np.ndarray, given: np.ndarray) -> None:
+        """Store known (value, id) pairs."""
+        self._room(len(values))
+        _put_ids(np.ascontiguousarray(values, np.int64), np.ascontiguousarray(given, np.int64), self.keys, self.ids)
+        self.size += len(values)
+        self.count = max(self.count, int(given.max()) + 1 if len(given) else 0)
 
 
 @numba.njit(cache=True)
@@ -102,7 +195,7 @@ class _ColumnCodes:
         self.null_code = -1
         self.base = 0
         self.direct: np.ndarray | None = None  # value - base -> code, -1 when unseen
-        self.table = None  # numba dict for wide integer ranges
+        self.table: IdTable | None = None  # hash table for wide integer ranges
         self.lookup: dict = {}  # other types: python value -> code
         self.chunks: list[pa.Array] = []  # values of new codes, in code order
         self.values: pa.Array | None = None
@@ -136,6 +229,13 @@ class _ColumnCodes:
     def _codes_int(self, ints: np.ndarray, col: pa.Array) -> np.ndarray:
         if len(ints) == 0:
             return np.empty(0, np.int64)
+        if col.null_count == 0 and self.direct is not None and self.table is None:
+            out, count, new_rows, stopped = _direct_ids(ints, self.base, self.direct, self.count)
+            if len(new_rows):
+                self._remember(col.take(pa.array(new_rows)))
+            if stopped < 0:
+                return out
+            # a value beyond the table: grow it (or switch to the hash table) on the general path below
         valid = None if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
         probe = ints if valid is None else ints[valid]
         if len(probe) == 0:
@@ -176,7 +276,9 @@ class _ColumnCodes:
             return out
         before = self.count
         rows = np.arange(len(ints)) if valid is None else np.flatnonzero(valid)
-        got, self.count = _dict_ids(probe, self.table, self.count)
+        self.table.count = self.count
+        got = self.table.lookup(probe)
+        self.count = len(self.table)
         if self.count > before:
             new = np.flatnonzero(got >= before)
             _, first = np.unique(got[new], return_index=True)
@@ -189,11 +291,11 @@ class _ColumnCodes:
         return out
 
     def _to_table(self) -> None:
-        self.table = _new_table()
+        self.table = IdTable()
         if self.direct is not None:
             pos = np.flatnonzero(self.direct >= 0)
-            for p, c in zip(pos.tolist(), self.direct[pos].tolist(), strict=True):
-                self.table[p + self.base] = c
+            self.table.put(pos + self.base, self.direct[pos])
+        self.table.count = self.count  # the null code, if any, is already taken
         self.direct = None
 
     def _remember(self, new_values: pa.Array) -> None:
@@ -235,7 +337,7 @@ class KeyIndex:
     def __init__(self, names: tuple[str, ...]):
         self.names = tuple(names)
         self.columns = [_ColumnCodes() for _ in self.names]
-        self.pairs = [_new_table() for _ in self.names[1:]]
+        self.pairs = [IdTable() for _ in self.names[1:]]
         self.pair_codes: list[np.ndarray] = []  # group id -> code per column (several columns)
         self.count = 0
         self._hash = np.empty(0, np.int64)
@@ -255,8 +357,7 @@ class KeyIndex:
         n_before = self.count
         for level, nxt in enumerate(codes[1:]):
             combined = (acc << 32) | nxt
-            table = self.pairs[level]
-            acc, size = _dict_ids(combined, table, len(table))
+            acc = self.pairs[level].lookup(combined)
         self.count = len(self.pairs[-1])
         if self.count > n_before:
             new = np.flatnonzero(acc >= n_before)
@@ -295,8 +396,19 @@ class KeyIndex:
     def restore(self, state: dict) -> None:
         self.__init__(self.names)
         table = state.get("keys")
-        if table is not None and table.num_rows:
-            self.ids([table.column(i).combine_chunks() for i in range(table.num_columns)])
+        if table is None or not table.num_rows:
+            return
+        cols = [table.column(i).combine_chunks() for i in range(table.num_columns)]
+        # Replaying the keys in id order gives each its old id, provided a column's null code is
+        # handed out at its first null row (within one batch it would come after the new values).
+        cuts = {0, len(table)}
+        for col in cols:
+            if col.null_count:
+                first = int(np.argmax(~np.asarray(col.is_valid().to_numpy(zero_copy_only=False))))
+                cuts |= {first, first + 1}
+        bounds = sorted(cuts)
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            self.ids([c.slice(lo, hi - lo) for c in cols])
 
 
 def stable_hash(cols: list[pa.Array]) -> np.ndarray:

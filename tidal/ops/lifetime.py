@@ -30,6 +30,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
+import numba
 import numpy as np
 
 from ..core.batch import EventBatch, concat_batches, event_kinds
@@ -144,13 +145,39 @@ class ShiftLifetimeOp(LifetimeOp):
         return batch.replace(sync=batch.sync + self.delta, other=_shift(batch.other, self.delta))
 
 
+@numba.njit(cache=True)
+def _grid_lifetimes(sync, other, absent_in, hop, offset, duration, gap_from):
+    """Windows in one pass: each start snapped down to the grid, a fixed duration, end edges and
+    events in window gaps (``(s - offset) % hop >= gap_from``, when ``gap_from >= 0``) absent."""
+    n = len(sync)
+    out_sync = np.empty(n, np.int64)
+    out_other = np.empty(n, np.int64)
+    absent = np.empty(n, np.bool_)
+    any_absent = False
+    for i in range(n):
+        s = sync[i]
+        is_end = other[i] < s
+        start = other[i] if is_end else s
+        w = start - (start - offset) % hop
+        out_sync[i] = w
+        out_other[i] = w + duration
+        a = absent_in[i] or is_end or (gap_from >= 0 and (s - offset) % hop >= gap_from)
+        absent[i] = a
+        any_absent = any_absent or a
+    return out_sync, out_other, absent, any_absent
+
+
 class AlterLifetimeOp(LifetimeOp):
-    """``[f(s), f(s)+d)``; ``keep`` filters events first (window gaps)."""
+    """``[f(s), f(s)+d)``; ``keep`` filters events first (window gaps).
+
+    Windows pass ``grid=(hop, offset, gap_from)`` as well, so that the common case of a constant
+    duration runs as one compiled pass (``start`` and ``keep`` describe the same mapping)."""
 
     name = "AlterLifetime"
 
-    def __init__(self, start=None, duration=None, keep=None, label: str = ""):
+    def __init__(self, start=None, duration=None, keep=None, label: str = "", grid=None):
         super().__init__()
+        self.grid = grid
         self.start_fn = start
         self.duration = duration
         self.keep = keep
@@ -163,6 +190,13 @@ class AlterLifetimeOp(LifetimeOp):
         return int(apply_time_fn(self.start_fn, np.array([t], dtype=np.int64))[0])
 
     def transform(self, batch: EventBatch) -> EventBatch:
+        if self.grid is not None and isinstance(self.duration, int | np.integer):
+            hop, offset, gap_from = self.grid
+            absent_in = batch.absent if batch.absent is not None else np.zeros(len(batch), np.bool_)
+            sync, other, absent, any_absent = _grid_lifetimes(
+                batch.sync, batch.other, absent_in, hop, offset, int(self.duration), gap_from
+            )
+            return batch.replace(sync=sync, other=other, absent=absent if any_absent else None)
         interval, start, end = event_kinds(batch.sync, batch.other)
         absent = batch.absent.copy() if batch.absent is not None else np.zeros(len(batch), bool)
         if self.keep is not None:

@@ -33,14 +33,15 @@ class WhereOp(Operator):
 
     def on_batch(self, batch: EventBatch) -> None:
         keep = self.predicate.mask(batch)
-        absent = ~keep if batch.absent is None else (batch.absent | ~keep)
-        remaining = len(keep) - int(np.count_nonzero(absent))
-        if remaining == 0:
+        if batch.absent is not None:
+            keep = keep & ~batch.absent
+        kept = np.flatnonzero(keep)
+        if len(kept) == 0:
             return
-        out = batch.with_absent(absent)
-        if remaining < COMPACT_BELOW * len(keep):
-            out = out.compact()
-        self.emit(out)
+        if len(kept) < COMPACT_BELOW * len(keep):
+            self.emit(batch.take(kept))  # few survivors: gather them rather than carry the absent ones
+        else:
+            self.emit(batch.with_absent(~keep))
 
 
 class SelectOp(Operator):

@@ -9,15 +9,11 @@ next message is earliest goes first, so two-input operators buffer little.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from ..core.batch import EventBatch
-from ..core.messages import Completed, Flush, LowWatermark, Punctuation
-from ..core.time import INFINITY
 from ..ops.base import Consumer, Operator, PassThrough
 
 
@@ -135,67 +131,3 @@ def explain(root: PlanNode) -> str:
 
     visit(root, 0)
     return "\n".join(lines)
-
-
-def execute(root: PlanNode, sink: Consumer) -> None:
-    """Build the physical DAG for ``root``, attach ``sink``, and run it to completion."""
-    built: dict[int, Operator] = {}
-    sources: list[tuple[SourceNode, Operator]] = []
-
-    def build(node: PlanNode) -> Operator:
-        if id(node) in built:
-            return built[id(node)]
-        op = node.make()
-        built[id(node)] = op
-        if isinstance(node, SourceNode):
-            sources.append((node, op))
-        for child, port in zip(node.inputs, node.ports(op), strict=True):
-            build(child).downstream.append(port)
-        return op
-
-    build(root).downstream.append(sink)
-    run_sources([(node.open_messages(), op) for node, op in sources])
-
-
-def _message_time(msg) -> int:
-    if isinstance(msg, EventBatch):
-        return int(msg.sync[0]) if len(msg) else -(2**63)
-    if isinstance(msg, Punctuation | LowWatermark):
-        return msg.time
-    return -(2**63)
-
-
-def run_sources(streams: list[tuple[Iterator, Operator]]) -> None:
-    """Drive the sources, always advancing the one whose next message is earliest."""
-    heap = []
-    for idx, (it, _op) in enumerate(streams):
-        msg = next(it, None)
-        if msg is not None:
-            heapq.heappush(heap, (_message_time(msg), idx, msg))
-    while heap:
-        _, idx, msg = heapq.heappop(heap)
-        it, op = streams[idx]
-        deliver(op, msg)
-        if isinstance(msg, Completed):
-            continue
-        nxt = next(it, None)
-        if nxt is None:
-            op.on_completed()
-            continue
-        t = _message_time(nxt)
-        heapq.heappush(heap, (min(t, INFINITY), idx, nxt))
-
-
-def deliver(op: Consumer, msg) -> None:
-    if isinstance(msg, EventBatch):
-        op.on_batch(msg)
-    elif isinstance(msg, Punctuation):
-        op.on_punctuation(msg.time)
-    elif isinstance(msg, LowWatermark):
-        op.on_low_watermark(msg.time)
-    elif isinstance(msg, Flush):
-        op.on_flush()
-    elif isinstance(msg, Completed):
-        op.on_completed()
-    else:
-        raise TypeError(f"unknown message {msg!r}")

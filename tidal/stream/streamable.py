@@ -13,9 +13,11 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..core.time import align_down
-from ..expr.compile import CompiledLambda
-from ..expr.kernels import Evaluator, record_fields, to_arrow_column
+from ..expr.compile import CompiledLambda, projection_schema
 from ..io import egress
+from ..ops.aggfuncs import AggregateFunction, result_type
+from ..ops.aggregate import MODE_WINDOW, SnapshotAggregateOp, choose_mode
+from ..ops.grouping import GroupOp, UngroupOp
 from ..ops.lifetime import (
     AlterLifetimeOp,
     ChopOp,
@@ -26,8 +28,10 @@ from ..ops.lifetime import (
     ShiftLifetimeOp,
 )
 from ..ops.selection import SelectManyOp, SelectOp, WhereOp
+from ..ops.session import DistinctOp, SessionWindowOp, StitchOp
 from ..ops.union import UnionOp
-from .plan import OperatorNode, PlanNode, Properties, execute, explain
+from .plan import OperatorNode, PlanNode, Properties, explain
+from .query import Query, execute
 
 
 def _positive(name: str, value: int) -> int:
@@ -36,19 +40,7 @@ def _positive(name: str, value: int) -> int:
     return int(value)
 
 
-def _projection_schema(fn: CompiledLambda, schema: pa.Schema | None) -> pa.Schema | None:
-    """Output schema of a columnar projection, found by evaluating it over empty columns."""
-    if schema is None or fn.mode != "columnar":
-        return None
-    empty = {f.name: pa.array([], type=f.type) for f in schema}
-    ev = Evaluator(empty, 0)
-    fields = []
-    for name, node in record_fields(fn.node):
-        try:
-            fields.append(pa.field(name, to_arrow_column(ev.eval(node), 0).type))
-        except Exception:
-            return None
-    return pa.schema(fields)
+_KEEP = object()  # _derive: the payload fields do not change
 
 
 class Stream:
@@ -71,11 +63,12 @@ class Stream:
         """The physical plan: each operator, its variant (columnar or row mode), its properties."""
         return explain(self._node)
 
-    def _derive(self, label, factory, schema=None, props=None, inputs=None, detail="") -> Stream:
+    def _derive(self, label, factory, schema=_KEEP, props=None, inputs=None, detail="") -> Stream:
+        """A stream one operator further; ``schema`` defaults to this stream's, ``None`` means unknown."""
         node = OperatorNode(
             label,
             inputs or (self._node,),
-            self._node.schema if schema is None else schema,
+            self._node.schema if schema is _KEEP else schema,
             self._node.props if props is None else props,
             factory,
             detail,
@@ -105,15 +98,15 @@ class Stream:
             raise PlanError("select takes one lambda, field names, or name=lambda keywords")
         schema = self.schema
         probe = CompiledLambda(fn, schema, truth=False)
-        out_schema = _projection_schema(probe, schema)
+        out_schema = projection_schema(probe, schema)
         return self._derive(
             "Select",
             lambda: SelectOp(CompiledLambda(fn, schema, truth=False)),
             schema=out_schema,
-            props=self.properties.but(grouping=()),
+            props=self.properties,
         )
 
-    def _select_named(self, named: dict) -> Stream:
+    def _select_named(self, named: dict, keep_grouping: bool = True) -> Stream:
         # build a record lambda equivalent: each value is a field name or a one-row lambda
         schema = self.schema
         parts = dict(named)
@@ -130,25 +123,24 @@ class Stream:
                     break
                 out_fields.append(pa.field(k, schema.field(v).type))
             else:
-                s = _projection_schema(compiled[k], schema)
+                s = projection_schema(compiled[k], schema)
                 if s is None:
                     out_fields = None
                     break
                 out_fields.append(pa.field(k, s.field(0).type))
         out_schema = pa.schema(out_fields) if out_fields is not None else None
-        return self._derive(
-            "Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=self.properties.but(grouping=())
-        )
+        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=self.properties)
 
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
         schema = self.schema
-        return self._derive(
+        out = self._derive(
             "SelectMany",
             lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-            schema=None,
             props=self.properties.but(constant_hop=self.properties.constant_hop),
         )
+        out._node.schema = None  # the payload fields are whatever fn returns: known at run time
+        return out
 
     # -- lifetimes --------------------------------------------------------------------
     def shift_lifetime(self, delta: int) -> Stream:
@@ -192,7 +184,13 @@ class Stream:
         )
         label = f"window size {size}, hop {hop}, offset {offset}"
         kind = "TumblingWindow" if size == hop else "HoppingWindow"
-        return self._derive(kind, lambda: AlterLifetimeOp(start, duration, keep=keep, label=label), props=props)
+        return self._derive(
+            kind,
+            lambda: AlterLifetimeOp(
+                start, duration, keep=keep, label=label, grid=(hop, offset, size if hop > size else -1)
+            ),
+            props=props,
+        )
 
     def tumbling_window(self, size: int, offset: int = 0) -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
@@ -228,6 +226,35 @@ class Stream:
         period = _positive("period", period)
         props = self.properties.but(constant_duration=None)
         return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
+
+    # -- stateful lifetimes (tidal.ops.session) ------------------------------------------------
+    def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Stream:
+        """Cut each group's events into sessions: a gap of ``timeout`` ticks (or a multiple of
+        ``max_duration``) ends one. Every event lives through its session ``[S, E)``
+        (``lifetime="event"``: ``[s, E)``, Trill's SessionTimeoutWindow), ``E`` being the last
+        start plus ``timeout``, capped at the next ``max_duration`` grid point."""
+        timeout = _positive("timeout", timeout)
+        max_duration = None if max_duration is None else _positive("max_duration", max_duration)
+        make = lambda: SessionWindowOp(timeout, max_duration, lifetime)  # noqa: E731
+        make()  # validate arguments now
+        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False)
+        stream = self._derive("SessionWindow", make, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
+    def stitch(self) -> Stream:
+        """Coalesce lifetimes of equal payloads (adjacent ones join; snapshots unchanged)."""
+        props = self.properties.but(constant_duration=None, constant_hop=None)
+        stream = self._derive("Stitch", StitchOp, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
+
+    def distinct(self) -> Stream:
+        """At every instant, each distinct payload of the snapshot once (per group)."""
+        props = self.properties.but(constant_duration=None, constant_hop=None)
+        stream = self._derive("Distinct", DistinctOp, props=props)
+        stream._node.partitioning = (self.properties.grouping,)
+        return stream
 
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:
@@ -345,7 +372,163 @@ class Stream:
         shared = self._derive("Multicast", _passthrough)
         return shared if fn is None else fn(shared)
 
+    # -- grouping and aggregation -------------------------------------------------------------
+    def aggregate(
+        self,
+        *fns,
+        initial_state=None,
+        accumulate=None,
+        deaccumulate=None,
+        difference=None,
+        compute_result=None,
+        variant: str | None = None,
+        engine: str | None = None,
+        **named,
+    ) -> Stream:
+        """Snapshot aggregate: at every instant, one row of aggregates over the events alive then.
+
+        ``aggregate(agg.count(), total=agg.sum("v"))``, or a user-defined aggregate with
+        ``initial_state=``, ``accumulate=``, ``deaccumulate=``, ``difference=``,
+        ``compute_result=``. On a grouped stream (inside ``group_apply``) one row per key.
+        ``variant`` forces a physical variant (``"start_edge"``, ``"fifo"``, ``"general"``,
+        ``"window"``); by default it comes from the stream's properties. ``engine`` forces
+        ``"compiled"`` or ``"python"`` evaluation (tests use it; the default picks compiled
+        kernels whenever they can evaluate every aggregate).
+        """
+        if accumulate is not None or initial_state is not None:
+            if initial_state is None or accumulate is None:
+                raise PlanError("a user-defined aggregate needs at least initial_state= and accumulate=")
+            named = {"aggregate": agg_user_defined(initial_state, accumulate, deaccumulate, difference, compute_result)}
+        specs = _name_aggregates(fns, named)
+        return self._aggregate_node(specs, (), variant, engine)
+
+    def group_aggregate(self, key, *fns, variant: str | None = None, engine: str | None = None, **named) -> Stream:
+        """Aggregates per key and snapshot; the result holds the key fields, then the aggregates."""
+        specs = _name_aggregates(fns, named)
+        source, fields, drop = self._keyed(key)
+        if self.properties.grouping:
+            return self.group_apply(key, lambda g: g.aggregate(*fns, variant=variant, engine=engine, **named))
+        clash = [name for name, _ in specs if name in fields]
+        if clash:
+            raise PlanError(f"aggregate name(s) {clash} clash with key field(s); name them, e.g. total=agg.sum(...)")
+        return source._aggregate_node(specs, fields, variant, engine)
+
+    def _aggregate_node(self, specs, key_fields: tuple[str, ...], variant, engine=None) -> Stream:
+        schema, props = self.schema, self.properties
+        mode = choose_mode(props, variant)
+        make = lambda: SnapshotAggregateOp(specs, schema, props, key_fields, force=variant, engine=engine)  # noqa: E731
+        make()  # validate arguments now
+        out_schema = _aggregate_schema(specs, schema, key_fields)
+        window = mode == MODE_WINDOW
+        out_props = Properties(
+            constant_duration=props.constant_duration if window else None,
+            constant_hop=props.constant_hop if window else None,
+            grouping=props.grouping,
+        )
+        stream = self._derive("Aggregate", make, schema=out_schema, props=out_props)
+        stream._node.partitioning = (key_fields or props.grouping,)
+        return stream
+
+    def _keyed(self, key) -> tuple[Stream, tuple[str, ...], tuple[str, ...]]:
+        """(stream carrying the key as fields, key field names, fields added only for the key)."""
+        if isinstance(key, str):
+            fields = (key,)
+        elif isinstance(key, list | tuple) and key and all(isinstance(k, str) for k in key):
+            fields = tuple(key)
+        elif callable(key):
+            if self.schema is None:
+                raise PlanError("a lambda key needs a stream whose fields are known; select the fields first")
+            if "key" in self.schema.names:
+                raise PlanError("a lambda key is named 'key', which is already a field; group by field names instead")
+            parts = {name: name for name in self.schema.names} | {"key": key}
+            return self._select_named(parts, keep_grouping=True), ("key",), ("key",)
+        else:
+            raise PlanError(f"a key is a field name, a list of field names, or a lambda; got {key!r}")
+        missing = [f for f in fields if self.schema is not None and f not in self.schema.names]
+        if missing:
+            raise PlanError(f"key field(s) {missing} not in the stream; fields are {self.schema.names}")
+        return self, fields, ()
+
+    def group_apply(self, key, subquery, result=None) -> Stream:
+        """Run ``subquery`` on each key's sub-stream and union the results (Trill's GroupApply).
+
+        The output payload is the key fields followed by the subquery's fields, or
+        ``result(key, payload)`` (row mode). Grouping nests.
+        """
+        source, fields, drop = self._keyed(key)
+        outer = self.properties.grouping
+        grouping = outer + fields
+        schema = source.schema
+        inner_schema = None if schema is None else pa.schema([f for f in schema if f.name not in drop])
+        grouped = source._derive(
+            "Group",
+            lambda: GroupOp(fields, drop),
+            schema=inner_schema,
+            props=source.properties.but(grouping=grouping),
+        )
+        grouped._node.partitioning = (fields,)
+        inner = subquery(grouped)
+        if not isinstance(inner, Stream):
+            raise PlanError(f"group_apply's subquery must return a Stream, got {type(inner).__name__}")
+        out_schema = None
+        if result is None and inner.schema is not None and schema is not None:
+            key_types = [schema.field(f) for f in fields]
+            out_schema = pa.schema(key_types + [f for f in inner.schema if f.name not in fields])
+        return inner._derive(
+            "Ungroup",
+            lambda: UngroupOp(len(fields), result),
+            schema=out_schema,
+            props=inner.properties.but(grouping=outer),
+        )
+
+    def map(self, mapper=None, key=None) -> MappedStream:
+        """Trill's Map: ``mapper`` (a Stream -> Stream function, stateless work that runs where the
+        data is) then the ``key`` the following ``reduce`` groups by. The Spark backend runs the map
+        stage per partition and shuffles by the key; embedded, it is one plan."""
+        if key is None:
+            raise PlanError("map needs key=: the field(s) or lambda the reduce stage groups by")
+        return MappedStream(mapper(self) if mapper is not None else self, key)
+
+    def map_reduce(self, map_fn, key, reduce_fn, result=None) -> Stream:
+        """Trill's temporal map-reduce: ``map_fn`` on the whole stream, then ``reduce_fn`` per key."""
+        return self.map(map_fn, key).reduce(reduce_fn, result)
+
+    # -- out-of-order input (see tidal.stream.disordered) ----------------------------------
+    def late_count(self) -> int:
+        """Events the sorts feeding this stream found late (dropped, adjusted or thrown).
+
+        Taken from the last completed run; if there was none, the sorts are run to count."""
+        from .disordered import late_count
+
+        return late_count(self)
+
+    def late_events(self) -> Stream:
+        """The late events of the sorts feeding this stream, with their original times.
+
+        Released sorted by time when the input completes (a late event can be arbitrarily early)."""
+        from .disordered import late_events
+
+        return late_events(self)
+
+    def disorder_stats(self) -> list:
+        """Per sort feeding this stream: events, late, dropped, adjusted, per band, peak buffered."""
+        from .disordered import disorder_stats
+
+        return disorder_stats(self)
+
     # -- egress ---------------------------------------------------------------------------
+    def query(self, sink=None) -> Query:
+        """A runnable query over this stream, for step-by-step runs and checkpoints.
+
+        ``q = stream.query(); q.run(max_messages=100); state = q.checkpoint()``; later
+        ``q2 = stream.query(); q2.restore(state); q2.run()`` continues exactly. Without a
+        ``sink`` the output is collected: ``q.sink.table()``.
+        """
+        sink = sink if sink is not None else egress.CollectSink(self.schema)
+        q = Query([self._node], [sink])
+        q.sink = sink
+        return q
+
     def to_arrow(self) -> pa.Table:
         """The physical events as an Arrow table: ``sync_time, other_time``, then payload fields."""
         sink = egress.CollectSink(self.schema)
@@ -429,3 +612,56 @@ class _NamedSelectOp(SelectOp):
             got = fn.project(dense) if fn.mode == "columnar" else None
             cols[k] = (got or fn.project_rows(dense))["value"]
         self.emit(dense.replace(columns=cols))
+
+
+def agg_user_defined(initial_state, accumulate, deaccumulate, difference, compute_result) -> AggregateFunction:
+    from ..ops.aggfuncs import UserAggregate
+
+    return AggregateFunction(
+        "udf", udf=UserAggregate(initial_state, accumulate, deaccumulate, difference, compute_result)
+    )
+
+
+def _name_aggregates(fns, named) -> list[tuple[str, AggregateFunction]]:
+    specs = []
+    for fn in fns:
+        if not isinstance(fn, AggregateFunction):
+            raise PlanError(f"not an aggregate: {fn!r}; use tidal.agg.count(), tidal.agg.sum('field'), ...")
+        specs.append((fn.default_name, fn))
+    for name, fn in named.items():
+        if not isinstance(fn, AggregateFunction):
+            raise PlanError(f"{name}={fn!r} is not an aggregate; use tidal.agg.count(), tidal.agg.sum('field'), ...")
+        specs.append((name, fn))
+    names = [n for n, _ in specs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise PlanError(f"two aggregates would both be named {dup}; give them names, e.g. a=agg.sum('x')")
+    if not specs:
+        raise PlanError("aggregate needs at least one aggregate function")
+    return specs
+
+
+def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema | None:
+    if schema is None:
+        return None
+    fields = [schema.field(k) for k in key_fields]
+    for name, fn in specs:
+        arg = schema.field(fn.arg).type if isinstance(fn.arg, str) else None
+        t = result_type(fn, arg)
+        if t is None:
+            return None
+        fields.append(pa.field(name, t))
+    return pa.schema(fields)
+
+
+class MappedStream:
+    """The result of ``Stream.map``: a stream and the key its ``reduce`` will group by."""
+
+    def __init__(self, stream: Stream, key):
+        self.stream = stream
+        self.key = key
+
+    def reduce(self, reducer, result=None) -> Stream:
+        """Trill's Reduce: ``reducer`` (Stream -> Stream) per key, then ``result(key, payload)`` (default: key
+        fields, then the reducer's fields)."""
+        return self.stream.group_apply(self.key, reducer, result)

@@ -9,6 +9,9 @@ their :func:`canonical` forms are equal.
 
 from __future__ import annotations
 
+import inspect
+import math
+import statistics
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -126,8 +129,98 @@ class Reference:
 
         return self._map(f)
 
+    # -- stateful lifetimes, straight from their definitions (tidal.ops.session) -----------------
+    def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Reference:
+        """Sessions over start times: a start joins while ``< last + timeout`` and ``< cap``."""
+        out, session = [], []  # session: the (start, payload) of the open session's events
+
+        def close():
+            first = session[0][0]
+            cap = INFINITY if max_duration is None else _floor(first, max_duration) + max_duration
+            end = min(session[-1][0] + timeout, cap)
+            out.extend((first if lifetime == "session" else s, end, p) for s, p in session)
+
+        for s, _, p in sorted(self.events, key=lambda ev: ev[0]):
+            if session:
+                first = session[0][0]
+                cap = INFINITY if max_duration is None else _floor(first, max_duration) + max_duration
+                if s >= session[-1][0] + timeout or s >= cap:
+                    close()
+                    session = []
+            session.append((s, p))
+        if session:
+            close()
+        return Reference(self.names, out)
+
+    def stitch(self) -> Reference:
+        """The layers of each payload's multiplicity: the coalesced lifetimes, snapshots unchanged."""
+        return Reference(self.names, layers(deltas_from_intervals(self.events)))
+
+    def distinct(self) -> Reference:
+        """Between consecutive event boundaries, each payload alive there once."""
+        cuts = sorted({s for s, _, _ in self.events} | {e for _, e, _ in self.events if e != INFINITY})
+        out = []
+        for i, t in enumerate(cuts):
+            nxt = cuts[i + 1] if i + 1 < len(cuts) else INFINITY
+            alive = {p for s, e, p in self.events if s <= t < e}
+            out.extend((t, nxt, p) for p in alive)
+        return Reference(self.names, out)
+
     def union(self, other: Reference) -> Reference:
         return Reference(self.names, self.events + other.events)
+
+    # -- aggregation, straight from the snapshot definition ------------------------------------
+    def aggregate(self, *fns, **named) -> Reference:
+        specs = [(fn.default_name, fn) for fn in fns] + list(named.items())
+        return self._aggregate(specs, ())
+
+    def group_aggregate(self, key, *fns, **named) -> Reference:
+        specs = [(fn.default_name, fn) for fn in fns] + list(named.items())
+        return self._aggregate(specs, self._key_fn(key))
+
+    def _key_fn(self, key):
+        if callable(key):
+            return (("key",), lambda r: (key(r),))
+        fields = (key,) if isinstance(key, str) else tuple(key)
+        return (fields, lambda r: tuple(getattr(r, f) for f in fields))
+
+    def _aggregate(self, specs, keyed) -> Reference:
+        key_names, key_of = keyed if keyed else ((), lambda r: ())
+        rows = self._rows()
+        cuts = sorted({s for s, _, _ in rows} | {e for _, e, _ in rows if e != INFINITY})
+        out = []
+        for i, t in enumerate(cuts):
+            end = cuts[i + 1] if i + 1 < len(cuts) else INFINITY
+            groups: dict[tuple, list] = {}
+            for s, e, r in rows:
+                if s <= t < e:
+                    groups.setdefault(key_of(r), []).append((s, r))
+            for k, alive in groups.items():
+                values = tuple(_reference_result(fn, alive) for _, fn in specs)
+                out.append((t, end, tuple(k) + values))
+        return Reference(tuple(key_names) + tuple(n for n, _ in specs), out)
+
+    def group_apply(self, key, subquery, result=None) -> Reference:
+        key_names, key_of = self._key_fn(key)
+        parts: dict[tuple, list] = {}
+        for s, e, r in self._rows():
+            parts.setdefault(key_of(r), []).append((s, e, tuple(r)))
+        out, names = [], None
+        for k, events in parts.items():
+            sub = subquery(Reference(self.names, events))
+            # like the engine's ungroup: a subquery field named like a key field is the key itself
+            kept = [i for i, n in enumerate(sub.names) if n not in key_names]
+            for s, e, p in sub.events:
+                if result is None:
+                    out.append((s, e, tuple(k) + tuple(p[i] for i in kept)))
+                else:
+                    value = result(k[0] if len(k) == 1 else k, row_class(sub.names)._make(p))
+                    value = value if isinstance(value, dict) else {"value": value}
+                    names = tuple(value)
+                    out.append((s, e, tuple(value.values())))
+            if result is None:
+                names = tuple(key_names) + tuple(n for n in sub.names if n not in key_names)
+        return Reference(names or tuple(key_names) + self.names, out)
 
     # -- joins: written from the per-instant definitions in tidal/ops/join.py -------------
     def _key_of(self, key):
@@ -256,6 +349,58 @@ class Reference:
         return layers(deltas_from_intervals(self.events))
 
 
+def _reference_result(fn, alive: list[tuple[int, object]]):
+    """One aggregate over the alive ``(start, row)`` pairs of a snapshot, by its definition."""
+    kind = fn.kind
+    if kind == "count":
+        return len(alive)
+    if kind == "udf":
+        u = fn.udf
+        three = len(inspect.signature(u.accumulate).parameters) == 3
+        state = u.initial_state()
+        for s, r in sorted(alive, key=lambda a: a[0]):
+            state = u.accumulate(state, s, r) if three else u.accumulate(state, r)
+        return state if u.compute_result is None else u.compute_result(state)
+    arg = fn.arg
+    pairs = [(s, getattr(r, arg) if isinstance(arg, str) else arg(r)) for s, r in alive]
+    pairs = [(s, v) for s, v in pairs if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    values = [v for _, v in pairs]
+    if kind == "count_not_null":
+        return len(values)
+    if kind == "count_distinct":
+        return len(set(values))
+    if kind == "distinct":
+        return sorted(set(values))
+    if kind == "top_k":
+        return sorted(values, reverse=True)[: fn.param]
+    if not values:
+        return None
+    if kind == "sum":
+        return sum(values)
+    if kind == "average":
+        return statistics.fmean(values)
+    if kind == "min":
+        return min(values)
+    if kind == "max":
+        return max(values)
+    if kind == "variance":
+        return statistics.variance(values) if len(values) > 1 else None
+    if kind == "stddev":
+        return statistics.stdev(values) if len(values) > 1 else None
+    if kind == "first":
+        return min(pairs)[1]
+    if kind == "last":
+        return max(pairs)[1]
+    ordered = sorted(values)
+    if kind == "percentile_disc":
+        return ordered[max(0, math.ceil(fn.param * len(ordered)) - 1)]
+    if kind == "percentile_cont":
+        pos = fn.param * (len(ordered) - 1)
+        lo, hi = math.floor(pos), math.ceil(pos)
+        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    raise ValueError(f"the reference evaluator has no aggregate {kind!r}")
+
+
 class _NullRow:
     """The missing side of an outer join, as a ``result`` lambda sees it: every field is None."""
 
@@ -279,7 +424,10 @@ def intervals_of(result) -> list[tuple[int, int, tuple]]:
     return canonical(result)
 
 
-def canonical(result) -> list[tuple[int, int, tuple]]:
+def canonical(result, digits: int | None = None) -> list[tuple[int, int, tuple]]:
+    """Canonical layers; ``digits`` rounds float fields first (results computed in another order)."""
+    if digits is not None:
+        return _rounded(canonical(_events_of(result)), digits)
     if isinstance(result, Reference):
         return result.canonical()
     if hasattr(result, "to_arrow") and not isinstance(result, pa.Table):
@@ -296,9 +444,32 @@ def canonical(result) -> list[tuple[int, int, tuple]]:
     return layers(deltas_from_intervals(result))
 
 
-def assert_same_snapshots(actual, expected) -> None:
-    """Fail unless both have the same snapshot at every instant (shows the first difference)."""
-    a, b = canonical(actual), canonical(expected)
+def _events_of(result):
+    """Logical intervals of a result, so that rounding can apply before layers are formed."""
+    if isinstance(result, Reference):
+        return result.events
+    return [(s, e, p) for s, e, p in canonical(result)]
+
+
+def _round(v, digits):
+    if isinstance(v, float):
+        return round(v, digits) + 0.0
+    if isinstance(v, list):
+        return tuple(_round(x, digits) for x in v)
+    return v
+
+
+def _rounded(layers_, digits):
+    events = [(s, e, tuple(_round(v, digits) for v in p)) for s, e, p in layers_]
+    return layers(deltas_from_intervals(events))
+
+
+def assert_same_snapshots(actual, expected, digits: int | None = None) -> None:
+    """Fail unless both have the same snapshot at every instant (shows the first difference).
+
+    ``digits`` rounds float fields on both sides (for aggregates summed in another order).
+    """
+    a, b = canonical(actual, digits), canonical(expected, digits)
     if a == b:
         return
     only_a = [x for x in a if x not in b][:5]

@@ -1,0 +1,122 @@
+"""Aggregate functions for ``Stream.aggregate`` and ``Stream.group_aggregate``.
+
+``from tidal import agg`` then ``stream.aggregate(agg.count(), total=agg.sum("v"))``. An
+argument ``x`` is a field name or a row lambda. Results are named after the aggregate
+(``count``, ``sum``, ...) unless given a name as a keyword. See
+:mod:`tidal.ops.aggfuncs` for null handling and how each is evaluated.
+"""
+
+from __future__ import annotations
+
+from .ops.aggfuncs import AggregateFunction, UserAggregate
+
+__all__ = [
+    "AggregateFunction",
+    "UserAggregate",
+    "average",
+    "count",
+    "count_distinct",
+    "count_not_null",
+    "distinct",
+    "first",
+    "last",
+    "max",
+    "median",
+    "min",
+    "percentile_cont",
+    "percentile_disc",
+    "stddev",
+    "sum",
+    "top_k",
+    "user_defined",
+    "variance",
+]
+
+
+def _check_fraction(p) -> float:
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"a percentile must lie in [0, 1], got {p}")
+    return p
+
+
+def count() -> AggregateFunction:
+    """Number of events alive in the snapshot."""
+    return AggregateFunction("count")
+
+
+def count_not_null(x) -> AggregateFunction:
+    return AggregateFunction("count_not_null", x)
+
+
+def sum(x) -> AggregateFunction:  # noqa: A001 - the aggregate's name
+    return AggregateFunction("sum", x)
+
+
+def average(x) -> AggregateFunction:
+    return AggregateFunction("average", x)
+
+
+def min(x) -> AggregateFunction:  # noqa: A001
+    return AggregateFunction("min", x)
+
+
+def max(x) -> AggregateFunction:  # noqa: A001
+    return AggregateFunction("max", x)
+
+
+def count_distinct(x) -> AggregateFunction:
+    return AggregateFunction("count_distinct", x)
+
+
+def distinct(x) -> AggregateFunction:
+    """The sorted list of distinct non-null values."""
+    return AggregateFunction("distinct", x)
+
+
+def top_k(x, k: int) -> AggregateFunction:
+    """The ``k`` largest values, largest first (duplicates kept)."""
+    if int(k) < 1:
+        raise ValueError(f"top_k needs k >= 1, got {k}")
+    return AggregateFunction("top_k", x, int(k))
+
+
+def percentile_cont(x, p: float) -> AggregateFunction:
+    """Linear interpolation between the closest ranks (SQL ``percentile_cont``)."""
+    return AggregateFunction("percentile_cont", x, _check_fraction(p))
+
+
+def percentile_disc(x, p: float) -> AggregateFunction:
+    """The first value whose cumulative fraction reaches ``p`` (SQL ``percentile_disc``)."""
+    return AggregateFunction("percentile_disc", x, _check_fraction(p))
+
+
+def median(x) -> AggregateFunction:
+    return AggregateFunction("percentile_cont", x, 0.5)
+
+
+def variance(x) -> AggregateFunction:
+    """Sample variance (``n - 1`` in the denominator; null below two values)."""
+    return AggregateFunction("variance", x)
+
+
+def stddev(x) -> AggregateFunction:
+    """Sample standard deviation."""
+    return AggregateFunction("stddev", x)
+
+
+def first(x) -> AggregateFunction:
+    """The value of the alive event that started earliest (ties: the smallest value)."""
+    return AggregateFunction("first", x)
+
+
+def last(x) -> AggregateFunction:
+    """The value of the alive event that started latest (ties: the largest value)."""
+    return AggregateFunction("last", x)
+
+
+def user_defined(initial_state, accumulate, deaccumulate=None, difference=None, compute_result=None):
+    """A user-defined snapshot aggregate (see :class:`UserAggregate`); its row argument is the whole event."""
+    return AggregateFunction(
+        "udf", udf=UserAggregate(initial_state, accumulate, deaccumulate, difference, compute_result)
+    )

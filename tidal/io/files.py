@@ -1,0 +1,275 @@
+"""File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
+
+Files are read with pyarrow's readers (``pyarrow.csv``, ``pyarrow.json``, ``pyarrow.parquet``,
+``pyarrow.ipc``), which infer column types, timestamps included. ``stdin.csv`` / ``stdin.json``
+(and the other extensions after ``stdin.``) read standard input. Timestamps are normalised to
+microseconds (``timestamp[us]``), tidal's SQL time unit.
+
+Malformed CSV rows (wrong number of fields) stop the read with an error naming the file, line
+and column, unless ``on_error="skip"``: then they are skipped and counted in
+:attr:`FileRead.skipped`. Nothing is dropped silently.
+
+Projection and predicate pushdown: ``columns`` limits the columns read (CSV, JSON, Parquet,
+IPC), and ``predicate`` (a ``pyarrow.compute.Expression``) is handed to the Parquet reader,
+which skips row groups by their statistics; for the other formats it filters the table as it
+is read, before anything downstream sees it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..core.errors import InputError
+
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "arrow",
+    ".ipc": "arrow",
+    ".feather": "arrow",
+}
+# options accepted by read_csv(...) and friends, with the reader setting each one maps to
+SCHEMA_SAMPLE_BYTES = 1 << 20
+CSV_OPTIONS = {"sep", "delim", "delimiter", "header", "quote", "escape", "skip", "null", "nullstr"}
+
+
+@dataclass
+class FileRead:
+    """The result of reading one file: the table and how many malformed rows were skipped."""
+
+    path: str
+    table: pa.Table
+    skipped: int = 0
+    skipped_lines: list[int] = field(default_factory=list)
+
+
+def file_format(path: str, explicit: str | None = None) -> str:
+    """The format of ``path`` from its extension (or ``explicit``), or an error naming the path."""
+    if explicit:
+        return explicit
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in FORMATS:
+        known = ", ".join(sorted(FORMATS))
+        raise InputError(f"{path}: unknown file extension {ext or '(none)'!r}; known extensions are {known}")
+    return FORMATS[ext]
+
+
+def _is_stdin(path: str) -> bool:
+    return os.path.basename(path).split(".")[0] == "stdin" and not os.path.exists(path)
+
+
+_STDIN: dict[str, bytes] = {}
+
+
+def _open(path: str):
+    if _is_stdin(path):
+        # standard input can be read once; a query that reads it twice (schema, then data) shares it
+        if "data" not in _STDIN:
+            _STDIN["data"] = sys.stdin.buffer.read()
+        return io.BytesIO(_STDIN["data"])
+    if not os.path.exists(path):
+        raise InputError(f"file not found: {path} (looked in {os.getcwd()})")
+    if os.path.isdir(path):
+        raise InputError(f"{path} is a directory, not a file")
+    return path
+
+
+def _normalise_times(table: pa.Table) -> pa.Table:
+    """Timestamps to microseconds (tidal's SQL tick), keeping their time zone."""
+    cols, changed = [], False
+    for col in table.columns:
+        t = col.type
+        if pa.types.is_timestamp(t) and t.unit != "us":
+            col = col.cast(pa.timestamp("us", t.tz))
+            changed = True
+        elif pa.types.is_date64(t):
+            col = col.cast(pa.date32())
+            changed = True
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names) if changed else table
+
+
+def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
+    """1-based line of the first line equal to ``text`` (pyarrow does not always know it)."""
+    if isinstance(data, bytes):
+        raw = data
+    else:
+        with open(data, "rb") as fh:
+            raw = fh.read()
+    want = text.encode()
+    for i, line in enumerate(raw.splitlines()):
+        if i == 0 and header:
+            continue
+        if line.rstrip(b"\r") == want:
+            return i + 1
+    return None
+
+
+def _csv_settings(options: dict, delimiter: str):
+    import pyarrow.csv as pv
+
+    unknown = set(options) - CSV_OPTIONS
+    if unknown:
+        raise InputError(f"read_csv: unknown option(s) {sorted(unknown)}; known: {sorted(CSV_OPTIONS)}")
+    sep = options.get("sep", options.get("delim", options.get("delimiter", delimiter)))
+    header = options.get("header", True)
+    header = header if isinstance(header, bool) else str(header).lower() in ("true", "1", "yes")
+    read_opts = pv.ReadOptions(autogenerate_column_names=not header, skip_rows=int(options.get("skip", 0)))
+    return sep, header, read_opts
+
+
+def _read_csv(path: str, source, options: dict, on_error: str, columns, delimiter: str, schema) -> FileRead:
+    import pyarrow.csv as pv
+
+    sep, header, read_opts = _csv_settings(options, delimiter)
+    bad: list = []
+
+    def on_invalid(row) -> str:
+        # always skip inside pyarrow (an error raised from here escapes as an unraisable exception);
+        # the first bad row is reported below when the user did not ask to skip
+        bad.append(row)
+        return "skip"
+
+    parse_opts = pv.ParseOptions(
+        delimiter=sep,
+        quote_char=options.get("quote", '"'),
+        escape_char=options.get("escape", False),
+        invalid_row_handler=on_invalid,
+    )
+    nulls = options.get("null", options.get("nullstr"))
+    # without a header pyarrow names columns f0, f1, ...; tidal (like DuckDB) calls them column0, column1, ...
+    raw = (lambda n: n) if header else (lambda n: "f" + n[len("column") :])
+    convert_opts = pv.ConvertOptions(
+        include_columns=[raw(c) for c in columns] if columns is not None else None,
+        null_values=[nulls] if nulls is not None else None,
+        strings_can_be_null=True,  # an empty field is NULL, as in DuckDB
+        column_types=None if schema is None else {raw(f.name): f.type for f in schema},
+    )
+    try:
+        table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
+    except pa.ArrowInvalid as exc:
+        raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
+    if bad and on_error == "fail":
+        row = bad[0]
+        data = source.getvalue() if isinstance(source, io.BytesIO) else source
+        line = row.number if row.number not in (None, -1) else _line_of(data, row.text, header)
+        column = min(row.expected_columns, row.actual_columns) + 1
+        raise InputError(
+            f"{path}: line {line}, column {column}: malformed row, expected {row.expected_columns} "
+            f"fields, got {row.actual_columns}: {row.text!r} (use --on-error skip to skip such rows)"
+        )
+    skipped_lines = []
+    if bad:
+        data = source.getvalue() if isinstance(source, io.BytesIO) else source
+        skipped_lines = [r.number if r.number not in (None, -1) else _line_of(data, r.text, header) for r in bad]
+    if not header:
+        table = table.rename_columns(["column" + n[1:] for n in table.column_names])
+    return FileRead(path, table, len(bad), skipped_lines)
+
+
+def read_file(
+    path: str,
+    *,
+    format: str | None = None,
+    options: dict | None = None,
+    on_error: str = "fail",
+    columns: list[str] | None = None,
+    predicate: pc.Expression | None = None,
+    schema: pa.Schema | None = None,
+) -> FileRead:
+    """Read ``path`` (relative to the current directory) into an Arrow table.
+
+    ``options`` are the reader's settings (CSV: ``sep``, ``header``, ``quote``, ``escape``,
+    ``skip``, ``null``); ``columns`` and ``predicate`` push a projection and a filter into
+    the read; ``schema`` (from :func:`file_schema`) fixes the CSV column types.
+    ``on_error`` is ``"fail"`` or ``"skip"`` (malformed CSV rows).
+    """
+    if on_error not in ("fail", "skip"):
+        raise InputError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
+    options = dict(options or {})
+    fmt = file_format(path, format)
+    source = _open(path)
+    if fmt in ("csv", "tsv"):
+        got = _read_csv(path, source, options, on_error, columns, "\t" if fmt == "tsv" else ",", schema)
+    elif options:
+        raise InputError(f"{path}: options {sorted(options)} apply to CSV files only")
+    else:
+        try:
+            if fmt == "json":
+                import pyarrow.json as pj
+
+                table = pj.read_json(source)
+            elif fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(source, columns=columns, filters=predicate)
+            else:
+                import pyarrow.ipc as ipc
+
+                handle = pa.BufferReader(source.getvalue()) if isinstance(source, io.BytesIO) else pa.memory_map(source)
+                try:
+                    table = ipc.open_file(handle).read_all()
+                except pa.ArrowInvalid:
+                    handle.seek(0)
+                    table = ipc.open_stream(handle).read_all()
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"{path}: cannot read as {fmt}: {exc}") from None
+        if columns is not None and fmt != "parquet":
+            missing = [c for c in columns if c not in table.column_names]
+            if missing:
+                raise InputError(f"{path}: no column(s) {missing}; the file has {table.column_names}")
+            table = table.select(columns)
+        got = FileRead(path, table)
+    got.table = _normalise_times(got.table)
+    if predicate is not None and fmt != "parquet":
+        got.table = got.table.filter(predicate)
+    return got
+
+
+def file_schema(path: str, *, format: str | None = None, options: dict | None = None) -> pa.Schema:
+    """The columns of ``path`` and their inferred types (reads Parquet/IPC metadata only)."""
+    fmt = file_format(path, format)
+    if fmt == "parquet" and not _is_stdin(path):
+        import pyarrow.parquet as pq
+
+        _open(path)
+        schema = pq.read_schema(path)
+        return _normalise_times(schema.empty_table()).schema
+    if fmt in ("csv", "tsv"):
+        import pyarrow.csv as pv
+
+        # types are inferred from the first megabyte; the full read then uses them for every row
+        sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
+        source = _open(path)
+        if isinstance(source, io.BytesIO):
+            head = source.getvalue()[:SCHEMA_SAMPLE_BYTES]
+        else:
+            with open(source, "rb") as fh:
+                head = fh.read(SCHEMA_SAMPLE_BYTES)
+        if len(head) == SCHEMA_SAMPLE_BYTES and b"\n" in head:
+            head = head[: head.rindex(b"\n") + 1]
+        try:
+            sample = pv.read_csv(
+                io.BytesIO(head),
+                read_options=read_opts,
+                parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
+                convert_options=pv.ConvertOptions(strings_can_be_null=True),
+            )
+        except pa.ArrowInvalid as exc:
+            raise InputError(f"{path}: {exc}") from None
+        schema = sample.schema
+        if not header:
+            schema = pa.schema([pa.field(f"column{i}", f.type) for i, f in enumerate(schema)])
+        return _normalise_times(schema.empty_table()).schema
+    return read_file(path, format=format, options=options, on_error="skip").table.schema

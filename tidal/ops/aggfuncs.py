@@ -1,0 +1,367 @@
+"""Aggregate functions: what a snapshot aggregate computes over the events alive at an instant.
+
+Each :class:`AggregateFunction` is a description, not code: the snapshot aggregate operator
+(``aggregate.py``) decides how to evaluate it. Numeric built-ins run in compiled kernels:
+
+* *linear* aggregates (``count``, ``count_not_null``, ``sum``, ``average``, ``variance``,
+  ``stddev``) keep per-group running sums that events add to and remove from; several
+  aggregates share sums (Average is Sum and Count, merged per snapshot);
+* *order* aggregates (``min``, ``max``, ``count_distinct``, ``percentile_cont``,
+  ``percentile_disc``) are not invertible from sums, so each group keeps the sorted multiset
+  of its alive values.
+
+Everything else (``top_k``, ``distinct``, ``first``, ``last``, non-numeric arguments, and
+user-defined aggregates with ``initial_state``/``accumulate``/``deaccumulate``/
+``difference``/``compute_result``) runs through Python state objects, one per group.
+
+Null arguments are skipped, as in SQL: ``sum``/``average``/``min``/``max`` over no non-null
+value is null; ``count()`` counts events, ``count_not_null(x)`` non-null values.
+"""
+
+from __future__ import annotations
+
+import heapq
+import inspect
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+LINEAR = {"count", "count_not_null", "sum", "average", "variance", "stddev"}
+ORDERED = {"min": 0, "max": 1, "count_distinct": 2, "percentile_cont": 3, "percentile_disc": 4}
+
+
+@dataclass(frozen=True)
+class UserAggregate:
+    """Trill's user-defined snapshot aggregate.
+
+    ``accumulate``/``deaccumulate`` take ``(state, timestamp, row)`` or ``(state, row)``;
+    ``difference(a, b)`` removes state ``b`` from ``a``. Without ``deaccumulate`` and
+    ``difference`` the aggregate is treated as non-invertible: each snapshot's state is
+    rebuilt from the events alive in it.
+    """
+
+    initial_state: object
+    accumulate: object
+    deaccumulate: object = None
+    difference: object = None
+    compute_result: object = None
+
+    @property
+    def invertible(self) -> bool:
+        return self.deaccumulate is not None or self.difference is not None
+
+    def linear_form(self):
+        """``(initial, contribution, result)`` when this aggregate is a running sum, else None.
+
+        An aggregate whose accumulate is ``state + x(t, row)``, whose deaccumulate (if any) is
+        ``state - x(t, row)`` with the same ``x``, and whose initial state is a number, is
+        ``result(initial + sum of x)``: the compiled kernels evaluate it like ``sum``, with
+        ``x`` and ``result`` as columnar expressions. Trill's Count is ``x = 1``.
+        """
+        from ..expr.lambdas import Opaque, translate_params
+        from ..expr.nodes import BinOp, Col, Unary
+
+        try:
+            initial = self.initial_state()
+            if isinstance(initial, bool) or not isinstance(initial, int | float):
+                return None
+            three = _arity(self.accumulate) == 3
+            roles = ["__state", "__time", None] if three else ["__state", None]
+            acc = translate_params(self.accumulate, roles)
+            x = _added_to_state(acc, BinOp, Unary, Col)
+            if x is None:
+                return None
+            if self.deaccumulate is not None:
+                dec = translate_params(self.deaccumulate, roles)
+                if not (isinstance(dec, BinOp) and dec.op == "-" and dec.left == Col("__state") and dec.right == x):
+                    return None
+            elif self.difference is not None:
+                diff = translate_params(self.difference, ["__state", "__other"])
+                if not (isinstance(diff, BinOp) and diff.op == "-" and diff.left == Col("__state")):
+                    return None
+                if diff.right != Col("__other"):
+                    return None
+            else:
+                return None
+            result = None
+            if self.compute_result is not None:
+                result = translate_params(self.compute_result, ["__state"])
+            return initial, x, result
+        except Opaque:
+            return None
+
+
+def _added_to_state(tree, BinOp, Unary, Col):
+    """x when ``tree`` is ``state + x`` or ``x + state`` with no other use of the state."""
+    state = Col("__state")
+    if isinstance(tree, BinOp) and tree.op == "+":
+        for mine, other in ((tree.left, tree.right), (tree.right, tree.left)):
+            if mine == state and "__state" not in other.columns():
+                return other
+    return None
+
+
+@dataclass(frozen=True)
+class AggregateFunction:
+    kind: str
+    arg: object = None  # a field name, a row lambda, or None (count)
+    param: object = None  # k of top_k, p of the percentiles
+    udf: UserAggregate | None = field(default=None, compare=False)
+
+    @property
+    def default_name(self) -> str:
+        return "aggregate" if self.kind == "udf" else self.kind
+
+    def describe(self) -> str:
+        if self.kind == "udf":
+            return "user-defined (Python state per group)"
+        arg = self.arg if isinstance(self.arg, str) or self.arg is None else "λ"
+        if hasattr(self.arg, "columns"):  # a compiled user aggregate's contribution
+            arg = str(self.arg)
+        inner = ", ".join(str(x) for x in (arg, self.param) if x is not None)
+        return f"{self.kind}({inner})"
+
+
+_FIXED_TYPES = {
+    "count": "int64",
+    "count_not_null": "int64",
+    "count_distinct": "int64",
+    "average": "float64",
+    "variance": "float64",
+    "stddev": "float64",
+    "percentile_cont": "float64",
+}
+
+
+def result_type(fn: AggregateFunction, arg_type):
+    """The Arrow type of an aggregate's result for an argument of ``arg_type`` (None: not known)."""
+    import pyarrow as pa
+
+    fixed = _FIXED_TYPES.get(fn.kind)
+    if fixed is not None:
+        return getattr(pa, fixed)()
+    if arg_type is None or fn.kind == "udf":
+        return None
+    if fn.kind == "sum":
+        return pa.int64() if pa.types.is_integer(arg_type) or pa.types.is_boolean(arg_type) else pa.float64()
+    if fn.kind in ("top_k", "distinct"):
+        return pa.list_(arg_type)
+    return arg_type
+
+
+# -- Python evaluation: per-group state objects -------------------------------------------------
+def _arity(fn) -> int:
+    try:
+        return len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return 3
+
+
+class PyState:
+    """Per-group state of one aggregate in the Python engine."""
+
+    invertible = True
+
+    def add(self, t: int, v) -> None:
+        raise NotImplementedError
+
+    def remove(self, t: int, v) -> None:
+        raise NotImplementedError
+
+    def result(self):
+        raise NotImplementedError
+
+    def dump(self):
+        """The state as plain data (checkpoints); ``load`` puts it back into a fresh object."""
+        raise NotImplementedError
+
+    def load(self, data) -> None:
+        raise NotImplementedError
+
+
+class MultisetState(PyState):
+    """Built-ins as functions of the multiset of alive non-null values (items carry start times for first/last)."""
+
+    __slots__ = ("fn", "items", "kind", "param")
+
+    def __init__(self, kind: str, param):
+        self.kind, self.param = kind, param
+        self.items: Counter = Counter()
+
+    def _item(self, t, v):
+        return (t, v) if self.kind in ("first", "last") else v
+
+    def add(self, t, v) -> None:
+        if v is not None and not (isinstance(v, float) and math.isnan(v) and self.kind != "count"):
+            self.items[self._item(t, v)] += 1
+
+    def remove(self, t, v) -> None:
+        if v is not None and not (isinstance(v, float) and math.isnan(v) and self.kind != "count"):
+            key = self._item(t, v)
+            self.items[key] -= 1
+            if self.items[key] == 0:
+                del self.items[key]
+
+    def result(self):
+        return multiset_result(self.kind, self.param, self.items)
+
+    def dump(self):
+        return list(self.items.items())
+
+    def load(self, data) -> None:
+        self.items = Counter(dict((tuple(k) if isinstance(k, list) else k, c) for k, c in data))
+
+
+def multiset_result(kind: str, param, items: Counter):
+    n = sum_counts(items)
+    if kind == "count_not_null":
+        return n
+    if kind == "count_distinct":
+        return len(items)
+    if n == 0:
+        return [] if kind in ("distinct", "top_k") else None
+    if kind == "sum":
+        return math.fsum(v * c for v, c in items.items()) if _any_float(items) else _int_sum(items)
+    if kind == "average":
+        return math.fsum(v * c for v, c in items.items()) / n
+    if kind in ("variance", "stddev"):
+        if n < 2:
+            return None
+        mean = math.fsum(v * c for v, c in items.items()) / n
+        var = math.fsum(c * (v - mean) ** 2 for v, c in items.items()) / (n - 1)
+        return var if kind == "variance" else math.sqrt(var)
+    if kind == "min":
+        return _min(items)
+    if kind == "max":
+        return _max(items)
+    if kind == "first":
+        return _min(items)[1]
+    if kind == "last":
+        return _max(items)[1]
+    if kind == "distinct":
+        return sorted(items)
+    if kind == "top_k":
+        return heapq.nlargest(param, items.elements())
+    ordered = sorted(items.elements())
+    if kind == "percentile_disc":
+        return ordered[max(0, math.ceil(param * n) - 1)]
+    pos = param * (n - 1)
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def sum_counts(items: Counter) -> int:
+    total = 0
+    for c in items.values():
+        total += c
+    return total
+
+
+def _any_float(items) -> bool:
+    return any(isinstance(v, float) for v in items)
+
+
+def _int_sum(items) -> int:
+    total = 0
+    for v, c in items.items():
+        total += v * c
+    return total
+
+
+def _min(items):
+    best = None
+    for v in items:
+        if best is None or v < best:
+            best = v
+    return best
+
+
+def _max(items):
+    best = None
+    for v in items:
+        if best is None or v > best:
+            best = v
+    return best
+
+
+class CountState(PyState):
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
+
+    def add(self, t, v) -> None:
+        self.n += 1
+
+    def remove(self, t, v) -> None:
+        self.n -= 1
+
+    def result(self):
+        return self.n
+
+    def dump(self):
+        return self.n
+
+    def load(self, data) -> None:
+        self.n = data
+
+
+class UserState(PyState):
+    """A user-defined aggregate's state; rebuilt from alive inputs when it cannot be inverted."""
+
+    __slots__ = ("alive", "spec", "state", "three")
+
+    def __init__(self, spec: UserAggregate):
+        self.spec = spec
+        self.three = _arity(spec.accumulate) == 3
+        self.state = spec.initial_state()
+        self.alive: Counter | None = None if spec.invertible else Counter()
+
+    @property
+    def invertible(self) -> bool:  # type: ignore[override]
+        return self.spec.invertible
+
+    def _acc(self, fn, state, t, v):
+        return fn(state, t, v) if self.three else fn(state, v)
+
+    def add(self, t, v) -> None:
+        if self.alive is not None:
+            self.alive[(t, v)] += 1
+        self.state = self._acc(self.spec.accumulate, self.state, t, v)
+
+    def remove(self, t, v) -> None:
+        spec = self.spec
+        if self.alive is not None:
+            key = (t, v)
+            self.alive[key] -= 1
+            if self.alive[key] == 0:
+                del self.alive[key]
+            state = spec.initial_state()
+            for (ts, row), c in sorted(self.alive.items(), key=lambda kv: kv[0][0]):
+                for _ in range(c):
+                    state = self._acc(spec.accumulate, state, ts, row)
+            self.state = state
+        elif spec.deaccumulate is not None:
+            self.state = self._acc(spec.deaccumulate, self.state, t, v)
+        else:
+            single = self._acc(spec.accumulate, spec.initial_state(), t, v)
+            self.state = spec.difference(self.state, single)
+
+    def result(self):
+        return self.state if self.spec.compute_result is None else self.spec.compute_result(self.state)
+
+    def dump(self):
+        return (self.state, None if self.alive is None else list(self.alive.items()))
+
+    def load(self, data) -> None:
+        self.state, alive = data
+        self.alive = None if alive is None else Counter(dict(alive))
+
+
+def new_state(fn: AggregateFunction) -> PyState:
+    if fn.kind == "count":
+        return CountState()
+    if fn.kind == "udf":
+        return UserState(fn.udf)
+    return MultisetState(fn.kind, fn.param)

@@ -1,0 +1,547 @@
+"""Reorder: sort an out-of-order stream with Impatience sort, route late events, split delay bands.
+
+Temporal semantics: the input is a stream of events (points, intervals, start edges; no end
+edges) in *arrival* order. The output is the same events in non-decreasing sync time, each
+released as soon as a generated punctuation covers it (see :mod:`tidal.io.disorder` for when
+punctuations are generated and which events are late). Snapshots are unchanged except for
+late events, which the policy drops (``"drop"``), moves to the punctuation keeping their
+duration (``"adjust"``), or reports as an error (``"throw"``). Lifetimes are never split.
+
+With several reorder latencies the operator partitions the input by delay: band ``j`` holds
+the events that are late for latency ``j-1`` but not for latency ``j``. Each band is sorted
+by its own Impatience sorter and punctuated at its own ``high watermark - latency``, so every
+event is sorted exactly once. Consumers choose what they receive by their ``band`` attribute
+(``LATE`` for the late events, which come out sorted by their original time when the input
+completes: a late event can be arbitrarily early, so no punctuation can be promised before).
+Plain consumers receive band 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
+from ..core.errors import InputError, PlanError, describe_row
+from ..core.time import INFINITY, MIN_TIME, align_up
+from .base import Operator, PassThrough
+from .impatience import ImpatienceSorter
+
+LATE = -1  # the band attribute of a late-events consumer
+
+
+POLICIES = ("drop", "adjust", "throw")
+
+
+def _latency(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise PlanError(f"reorder latency must be a non-negative integer number of ticks, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class DisorderPolicy:
+    """How an out-of-order stream is sorted: latencies, punctuation generation, late events."""
+
+    latencies: tuple[int, ...] = (0,)
+    disorder: str = "drop"
+    punctuate_every: int | None = None
+    punctuate_every_events: int | None = None
+    on_completed: str = "end_of_stream"
+
+    def __post_init__(self):
+        if self.disorder not in POLICIES:
+            raise PlanError(f"disorder must be one of {POLICIES}, got {self.disorder!r}")
+        lats = tuple(_latency(v) for v in self.latencies)
+        if not lats:
+            raise PlanError("give at least one reorder latency")
+        if list(lats) != sorted(set(lats)):
+            raise PlanError(f"reorder latencies must be strictly increasing, got {list(lats)}")
+        object.__setattr__(self, "latencies", lats)
+        if self.punctuate_every is not None and self.punctuate_every_events is not None:
+            raise PlanError("give punctuate_every (ticks) or punctuate_every_events, not both")
+        for name in ("punctuate_every", "punctuate_every_events"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int | np.integer) or v <= 0):
+                raise PlanError(f"{name} must be a positive integer, got {v!r}")
+        if self.on_completed not in ("end_of_stream", "flush", "none"):
+            raise PlanError(f"on_completed must be 'end_of_stream', 'flush' or 'none', got {self.on_completed!r}")
+
+    def describe(self) -> str:
+        lat = ", ".join(str(v) for v in self.latencies)
+        if self.punctuate_every:
+            when = f"punctuations on the {self.punctuate_every}-tick grid"
+        elif self.punctuate_every_events:
+            when = f"a punctuation every {self.punctuate_every_events} events"
+        else:
+            when = "punctuation follows every event"
+        return f"reorder latency {lat}; {when} at high watermark - latency; late events: {self.disorder}"
+
+
+def _minus(x, lat: int):
+    """x - lat without wrapping below MIN_TIME (MIN_TIME stands for 'nothing seen yet')."""
+    return np.maximum(x, MIN_TIME + lat) - lat
+
+
+def _grid_floor(x: np.ndarray, period: int) -> np.ndarray:
+    low = MIN_TIME + 2 * period
+    floored = x - (x % period)
+    return np.where(x < low, MIN_TIME, floored)
+
+
+class PunctuationGenerator:
+    """Per-event late bounds and the punctuations to emit, for each latency, batch after batch.
+
+    State: the high watermark, the count of events seen, and the last punctuation of each
+    latency. ``bounds(times)`` returns ``(bounds, releases)``: ``bounds[j][i]`` is the
+    punctuation of latency ``j`` in effect when event ``i`` arrives (it is late below it) and
+    ``releases[j]`` the increasing punctuations latency ``j`` generated during the batch.
+    """
+
+    def __init__(self, policy: DisorderPolicy):
+        self.policy = policy
+        self.high = MIN_TIME
+        self.seen = 0
+        self.last = [MIN_TIME] * len(policy.latencies)
+
+    def bounds(self, times: np.ndarray) -> tuple[list[np.ndarray], list[list[int]]]:
+        n = len(times)
+        pol = self.policy
+        hw_before = np.empty(n, dtype=np.int64)
+        hw_before[0] = self.high
+        if n > 1:
+            np.maximum(np.maximum.accumulate(times[:-1]), self.high, out=hw_before[1:])
+        high_after = max(self.high, int(times.max()))
+        out_bounds, out_releases = [], []
+        for j, lat in enumerate(pol.latencies):
+            prev = self.last[j]
+            if pol.punctuate_every_events:
+                every = pol.punctuate_every_events
+                # punctuations right after the events whose global index g has (g + 1) % every == 0
+                k = np.arange(every - 1 - self.seen % every, n, every, dtype=np.int64)
+                hw_at = np.where(k + 1 < n, hw_before[np.minimum(k + 1, n - 1)], high_after)
+                vals = np.maximum(_minus(hw_at, lat), prev)
+                step = np.full(n, MIN_TIME, dtype=np.int64)
+                inside = k + 1 < n
+                step[k[inside] + 1] = vals[inside]
+                bound = np.maximum(np.maximum.accumulate(step), prev)
+                end = int(vals[-1]) if len(vals) else prev
+                releases = np.unique(vals[vals > prev]).tolist()
+            else:
+                raw = _minus(hw_before, lat)
+                end_raw = _minus(np.array([high_after], dtype=np.int64), lat)
+                if pol.punctuate_every:
+                    raw = _grid_floor(raw, pol.punctuate_every)
+                    end_raw = _grid_floor(end_raw, pol.punctuate_every)
+                bound = np.maximum(raw, prev)
+                end = max(prev, int(end_raw[0]))
+                if pol.punctuate_every:
+                    inner = np.unique(bound[bound > prev]).tolist()
+                    releases = [*inner, end] if end > (inner[-1] if inner else prev) else inner
+                else:
+                    releases = [end] if end > prev else []
+            self.last[j] = end
+            out_bounds.append(bound)
+            out_releases.append(releases)
+        self.high = high_after
+        self.seen += n
+        self.high_before = hw_before  # kept for error messages
+        return out_bounds, out_releases
+
+    def snapshot(self) -> dict:
+        return {"high": self.high, "seen": self.seen, "last": list(self.last)}
+
+    def restore(self, state: dict) -> None:
+        self.high, self.seen, self.last = int(state["high"]), int(state["seen"]), list(state["last"])
+
+
+def late_bounds_model(times: list[int], policy: DisorderPolicy, latency_index: int = 0) -> list[int]:
+    """A plain, event-at-a-time statement of the punctuation rule (for tests and docs)."""
+    lat = policy.latencies[latency_index]
+    high, last, out = MIN_TIME, MIN_TIME, []
+    for g, t in enumerate(times):
+        out.append(last)
+        high = max(high, t)
+        cand = max(high - lat, MIN_TIME)
+        if policy.punctuate_every_events:
+            if (g + 1) % policy.punctuate_every_events == 0:
+                last = max(last, cand)
+        elif policy.punctuate_every:
+            p = policy.punctuate_every
+            if cand >= MIN_TIME + 2 * p:
+                last = max(last, cand - cand % p)
+        else:
+            last = max(last, cand)
+    return out
+
+
+@dataclass
+class DisorderStats:
+    """What one run of a sort did (reset when a run starts)."""
+
+    events: int = 0  # events that reached the sort
+    late: int = 0  # late for the largest latency (dropped, adjusted or thrown)
+    dropped: int = 0
+    adjusted: int = 0
+    per_band: list[int] = field(default_factory=list)  # events routed to each delay band
+    punctuations: int = 0  # punctuations emitted on band 0
+    peak_buffered: int = 0  # most events held by the sorters at once
+    completed: bool = False
+
+
+class _Segment:
+    """Payload of buffered events with consecutive-or-sorted row ids."""
+
+    __slots__ = ("first", "rows", "other", "columns", "alive", "n_alive")
+
+    def __init__(self, first, rows, other, columns, alive, n_alive):
+        self.first = first
+        self.rows = rows  # None: rows first, first+1, ... (a fresh batch)
+        self.other = other
+        self.columns = columns
+        self.alive = alive
+        self.n_alive = n_alive
+
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
+
+    def row_ids(self) -> np.ndarray:
+        n = len(self.other)
+        return np.arange(self.first, self.first + n, dtype=np.int64) if self.rows is None else self.rows
+
+
+def _merge(a: _Segment, b: _Segment) -> _Segment:
+    """One segment holding the live rows of a then b (row ids stay increasing)."""
+    ia, ib = np.flatnonzero(a.alive), np.flatnonzero(b.alive)
+    rows = np.concatenate([a.row_ids()[ia], b.row_ids()[ib]])
+    other = np.concatenate([a.other[ia], b.other[ib]])
+    ta, tb = pa.array(ia, pa.int64()), pa.array(ib, pa.int64())
+    cols = {k: pa.concat_arrays([a.columns[k].take(ta), b.columns[k].take(tb)]) for k in a.columns}
+    return _Segment(int(rows[0]), rows, other, cols, np.ones(len(rows), dtype=bool), len(rows))
+
+
+class PayloadStore:
+    """The other times and payload columns of buffered events, looked up by sorter row id.
+
+    Each pushed batch becomes a segment; neighbouring segments are merged (keeping only live
+    rows) when the older one is not more than twice the newer, so a row is copied O(log n)
+    times and released rows do not pile up.
+    """
+
+    def __init__(self):
+        self.segments: list[_Segment] = []
+        self.next_row = 0
+
+    def add(self, other: np.ndarray, columns: dict[str, pa.Array]) -> None:
+        n = len(other)
+        if n == 0:
+            return
+        self.segments.append(_Segment(self.next_row, None, other, columns, np.ones(n, dtype=bool), n))
+        self.next_row += n
+        segs = self.segments
+        while len(segs) >= 2 and segs[-2].n_alive <= 2 * segs[-1].n_alive:
+            b = segs.pop()
+            segs[-1] = _merge(segs[-1], b)
+
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
+        """Other times and columns of ``rows`` (in that order); the rows are then forgotten."""
+        segs = self.segments
+        if len(segs) == 1:
+            seg_idx = None
+        else:
+            firsts = np.fromiter((s.first for s in segs), dtype=np.int64, count=len(segs))
+            seg_idx = np.searchsorted(firsts, rows, side="right") - 1
+            if seg_idx[0] == seg_idx[-1] and (seg_idx == seg_idx[0]).all():
+                segs = [segs[int(seg_idx[0])]]
+                seg_idx = None
+        if seg_idx is None:
+            seg = segs[0]
+            pos = seg.positions(rows)
+            seg.alive[pos] = False
+            seg.n_alive -= len(pos)
+            idx = pa.array(pos, pa.int64())
+            result = seg.other[pos], {k: v.take(idx) for k, v in seg.columns.items()}
+        else:
+            order = np.argsort(seg_idx, kind="stable")
+            grouped = seg_idx[order]
+            cuts = np.flatnonzero(np.diff(grouped)) + 1
+            others, pieces = [], []
+            for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(order)].tolist(), strict=True):
+                seg = segs[int(grouped[lo])]
+                pos = seg.positions(rows[order[lo:hi]])
+                seg.alive[pos] = False
+                seg.n_alive -= len(pos)
+                idx = pa.array(pos, pa.int64())
+                others.append(seg.other[pos])
+                pieces.append({k: v.take(idx) for k, v in seg.columns.items()})
+            inverse = np.empty(len(order), dtype=np.int64)
+            inverse[order] = np.arange(len(order), dtype=np.int64)
+            inv = pa.array(inverse, pa.int64())
+            result = (
+                np.concatenate(others)[inverse],
+                {k: pa.concat_arrays([p[k] for p in pieces]).take(inv) for k in pieces[0]},
+            )
+        self.segments = [s for s in self.segments if s.n_alive]
+        return result
+
+    @property
+    def held(self) -> int:
+        return sum(s.n_alive for s in self.segments)
+
+    def snapshot(self) -> dict:
+        return {
+            "next_row": self.next_row,
+            "segments": [
+                {
+                    "rows": s.row_ids()[s.alive],
+                    "other": s.other[s.alive],
+                    "columns": pa.RecordBatch.from_arrays(
+                        [v.filter(pa.array(s.alive)) for v in s.columns.values()], names=list(s.columns)
+                    ),
+                }
+                for s in self.segments
+            ],
+        }
+
+    def restore(self, state: dict) -> None:
+        self.next_row = int(state["next_row"])
+        self.segments = []
+        for s in state["segments"]:
+            rows = np.asarray(s["rows"], dtype=np.int64)
+            rb = s["columns"]
+            cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
+            self.segments.append(
+                _Segment(int(rows[0]), rows, np.asarray(s["other"]), cols, np.ones(len(rows), bool), len(rows))
+            )
+
+
+class BandTap(PassThrough):
+    """Consumer marker: receives the sorted events of one delay band (or ``LATE``)."""
+
+    name = "BandTap"
+
+    def __init__(self, band: int):
+        super().__init__()
+        self.band = band
+
+
+class LateTap(Operator):
+    """Receives late events (original times, arrival order) and emits them sorted at the end."""
+
+    name = "LateEvents"
+    variant = "released sorted by original time when the input completes"
+    band = LATE
+
+    def __init__(self):
+        super().__init__()
+        self.pending: list[EventBatch] = []
+
+    def on_batch(self, batch: EventBatch) -> None:
+        self.pending.append(batch)
+
+    def on_punctuation(self, time: int) -> None:
+        pass  # nothing can be promised about late events until the input ends
+
+    def on_completed(self) -> None:
+        if self.pending:
+            whole = concat_batches(self.pending)
+            self.pending = []
+            whole = whole.take(np.argsort(whole.sync, kind="stable"))
+            for start in range(0, len(whole), DEFAULT_BATCH_SIZE):
+                self.emit(whole.slice(start, min(start + DEFAULT_BATCH_SIZE, len(whole))))
+        self.emit_punctuation(INFINITY)
+        self.emit_completed()
+
+    def snapshot(self) -> dict:
+        return {"pending": [b.to_record_batch() for b in self.pending]}
+
+    def restore(self, state: dict) -> None:
+        self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
+
+
+class ReorderOp(Operator):
+    """Impatience sort of an arrival-ordered stream into one sorted stream per delay band."""
+
+    name = "ImpatienceSort"
+
+    def __init__(
+        self,
+        policy: DisorderPolicy,
+        stats: DisorderStats | None = None,
+        hop: tuple[int, int] | None = None,
+        row_word: str = "row",
+    ):
+        super().__init__()
+        self.policy = policy
+        self.stats = stats if stats is not None else DisorderStats()
+        self.hop = hop  # (hop, offset) of a window grid: adjusted starts stay on it
+        self.row_word = row_word  # "row" when the sort reads the ingress directly
+        k = len(policy.latencies)
+        self.sorters = [ImpatienceSorter() for _ in range(k)]
+        self.stores = [PayloadStore() for _ in range(k)]
+        self.generator = PunctuationGenerator(policy)
+        self.emitted = [None] * k  # last punctuation emitted per band
+        self._reset_stats()
+
+    @property
+    def variant(self) -> str:
+        return self.policy.describe()
+
+    def _reset_stats(self) -> None:
+        s = self.stats
+        s.events = s.late = s.dropped = s.adjusted = s.punctuations = s.peak_buffered = 0
+        s.per_band = [0] * len(self.policy.latencies)
+        s.completed = False
+
+    # -- routing -------------------------------------------------------------------------------
+    def _consumers(self, band: int):
+        return [d for d in self.downstream if getattr(d, "band", 0) == band]
+
+    def _send(self, band: int, batch: EventBatch) -> None:
+        if len(batch):
+            for d in self._consumers(band):
+                d.on_batch(batch)
+
+    def _punctuate(self, band: int, time: int) -> None:
+        if band == 0:
+            self.stats.punctuations += 1
+        for d in self._consumers(band):
+            d.on_punctuation(time)
+
+    # -- data ----------------------------------------------------------------------------------
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        n = len(batch)
+        if n == 0:
+            return
+        sync, other = batch.sync, batch.other
+        if (other < sync).any():
+            i = int(np.flatnonzero(other < sync)[0])
+            raise PlanError(
+                f"{self.row_word} {self.stats.events + i}: an end edge (sync {int(sync[i])}, other {int(other[i])}) "
+                "cannot be sorted: out-of-order input takes points, intervals and start edges"
+            )
+        bounds, releases = self.generator.bounds(sync)
+        k = len(bounds)
+        # band = number of latencies the event is late for (k: late for all of them)
+        band = (sync < bounds[0]).astype(np.int64)
+        for j in range(1, k):
+            band += sync < bounds[j]
+        late = band == k
+        if late.any():
+            self._late(batch, late, bounds[k - 1])
+            if self.policy.disorder == "adjust":
+                batch, sync, other = self._adjusted(batch, late, bounds[k - 1])
+                band = np.where(late, k - 1, band)
+        self.stats.events += n
+        for j in range(k):
+            sel = band == j
+            cnt = int(np.count_nonzero(sel))
+            if cnt == 0:
+                continue
+            self.stats.per_band[j] += cnt
+            if cnt == n:
+                part_sync, part_other, cols = sync, other, batch.columns
+            else:
+                idx = np.flatnonzero(sel)
+                pidx = pa.array(idx, pa.int64())
+                part_sync, part_other = sync[idx], other[idx]
+                cols = {c: v.take(pidx) for c, v in batch.columns.items()}
+            self.sorters[j].push(part_sync)
+            self.stores[j].add(part_other, cols)
+        held = sum(s.buffered for s in self.sorters)
+        if held > self.stats.peak_buffered:
+            self.stats.peak_buffered = held
+        for j in range(k):
+            for p in releases[j]:
+                self._release(j, p)
+
+    def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:
+        idx = np.flatnonzero(late)
+        if self.policy.disorder == "throw":
+            i = int(idx[0])
+            row = {k: v[i].as_py() for k, v in batch.columns.items()}
+            lat = self.policy.latencies[-1]
+            high = int(self.generator.high_before[i])
+            raise InputError(
+                f"{self.row_word} {self.stats.events + i}: time {int(batch.sync[i])} is late: it is earlier than the "
+                f"punctuation {int(bound[i])} generated before it arrived (high watermark then {high}, "
+                f"reorder latency {lat}): {{{describe_row(row)}}}"
+            )
+        self.stats.late += len(idx)
+        if self.policy.disorder == "drop":
+            self.stats.dropped += len(idx)
+        else:
+            self.stats.adjusted += len(idx)
+        self._send(LATE, batch.take(idx))
+
+    def _adjusted(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray):
+        new_start = bound[late]
+        if self.hop is not None:
+            new_start = align_up(new_start, self.hop[0], self.hop[1])
+        sync = batch.sync.copy()
+        other = batch.other.copy()
+        old = sync[late]
+        sync[late] = new_start
+        o = other[late]
+        other[late] = np.where(o == INFINITY, INFINITY, o + (new_start - old))
+        return batch.replace(sync=sync, other=other), sync, other
+
+    def _release(self, band: int, upto: int) -> None:
+        if self.emitted[band] is not None and upto <= self.emitted[band]:
+            return
+        times, rows = self.sorters[band].punctuate(upto)
+        if len(times):
+            other, cols = self.stores[band].gather(rows)
+            self._emit_sorted(band, EventBatch(times, other, cols))
+        self.emitted[band] = upto
+        self._punctuate(band, upto)
+
+    def _emit_sorted(self, band: int, batch: EventBatch) -> None:
+        n = len(batch)
+        if n <= DEFAULT_BATCH_SIZE:
+            self._send(band, batch)
+            return
+        for start in range(0, n, DEFAULT_BATCH_SIZE):
+            self._send(band, batch.slice(start, min(start + DEFAULT_BATCH_SIZE, n)))
+
+    # -- control ------------------------------------------------------------------------------
+    def on_punctuation(self, time: int) -> None:
+        pass  # arrival-ordered input carries no progress: the sort generates punctuations
+
+    def on_flush(self) -> None:
+        for d in self.downstream:
+            d.on_flush()
+
+    def on_completed(self) -> None:
+        for j, sorter in enumerate(self.sorters):
+            times, rows = sorter.flush_all()
+            if len(times):
+                other, cols = self.stores[j].gather(rows)
+                self._emit_sorted(j, EventBatch(times, other, cols))
+            if self.policy.on_completed == "end_of_stream":
+                self._punctuate(j, INFINITY)
+            elif self.policy.on_completed == "flush":
+                for d in self._consumers(j):
+                    d.on_flush()
+        self.stats.completed = True
+        for d in self.downstream:
+            d.on_completed()
+
+    # -- state --------------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        return {
+            "sorters": [s.snapshot() for s in self.sorters],
+            "stores": [s.snapshot() for s in self.stores],
+            "generator": self.generator.snapshot(),
+            "emitted": list(self.emitted),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.sorters = [ImpatienceSorter.restore(s) for s in state["sorters"]]
+        for store, s in zip(self.stores, state["stores"], strict=True):
+            store.restore(s)
+        self.generator.restore(state["generator"])
+        self.emitted = list(state["emitted"])

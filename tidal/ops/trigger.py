@@ -1,0 +1,304 @@
+"""Triggers: when each key's aggregate value is materialised (the OctoSQL thesis, seed 002 section 2.3).
+
+The input is a grouped aggregate's output (start edges for new values, end edges retracting
+old ones) in sync-time order. Its meaning is, per key, the value at every tick. The output is
+the same kind of stream, but a key's value only changes when the key *fires*: at a firing at
+tick ``f`` the previously materialised value (if any) ends at ``f`` (a retraction) and the
+key's current value starts at ``f`` (an insert). So the output is the changelog the TRIGGER
+clause asks for, and a trigger decides only how often the view is materialised, never the
+final answer: end of input fires every key whose materialised value differs from its current
+one, so the final snapshot equals the input's final snapshot.
+
+A tick is *complete* once a later tick or a punctuation beyond it arrives; a key fires at most
+once per tick, with its value as of the end of that tick. Firing rules (several = multitrigger:
+a key fires when any rule says so, and a firing resets every rule's state for that key):
+
+* ``COUNTING n``: when the key has accumulated ``n`` input rows since its last firing (the
+  aggregate carries a hidden row count per key, ``count_field``). Rows at one tick count
+  together, so a tick that brings the key past ``n`` fires it once.
+* ``ON WATERMARK``: at tick ``E``, the key's event time (``event_time_field``, a key column:
+  e.g. a window's end), once every tick ``<= E`` is complete, i.e. once the watermark passes
+  ``E``. In-order input therefore emits each window exactly once, with no retraction; a value
+  that still changes after ``E`` (late rows moved up by an ``adjust`` policy) fires again at
+  the tick it changes. A key without an event time fires at end of input.
+* ``AFTER DELAY d``: at tick ``t + d`` where ``t`` is the tick of the key's latest change: each
+  change pushes the deadline back (a key fires once it has been quiet for ``d`` ticks of event
+  time). Input without an event time has no clock, so such keys fire at end of input.
+* no rule: the key fires at end of input only.
+
+A firing whose value equals the value already materialised emits nothing (it still resets the
+rules). Firings caused by deadlines between ticks happen at the deadline's tick, so the output
+timestamps (and hence the changelog) depend only on the data, never on batching or on how
+often punctuations arrive. The bookkeeping is per changed key and per firing (Python dicts and
+a heap); its input is an aggregate's output, which is per key and tick, not per input row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.time import INFINITY
+from .base import Operator
+
+
+@dataclass(frozen=True)
+class TriggerSpec:
+    """The rules of one TRIGGER clause (all optional; none = fire at end of input)."""
+
+    counting: int | None = None
+    delay: int | None = None  # ticks of event time; None = no delay rule
+    watermark: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        if self.counting is not None:
+            parts.append(f"counting {self.counting}")
+        if self.delay is not None:
+            parts.append(f"after delay {self.delay}")
+        if self.watermark:
+            parts.append("on watermark")
+        return ", ".join(parts) or "at end of input"
+
+
+class _Key:
+    __slots__ = ("current", "rows", "emitted", "emitted_at", "rows_at_fire", "event_time", "deadline", "waiting")
+
+    def __init__(self):
+        self.current: tuple | None = None  # payload tuple of the value now (None: no value)
+        self.rows = 0  # input rows accumulated (the hidden count), as of the last change
+        self.emitted: tuple | None = None  # materialised payload
+        self.emitted_at = 0
+        self.rows_at_fire = 0
+        self.event_time: int | None = None
+        self.deadline: int | None = None
+        self.waiting = False  # a watermark deadline is scheduled
+
+
+class TriggerOp(Operator):
+    """Materialises a grouped aggregate's values per key according to a :class:`TriggerSpec`."""
+
+    name = "Trigger"
+
+    def __init__(
+        self,
+        spec: TriggerSpec,
+        schema: pa.Schema,
+        key_fields: tuple[str, ...],
+        event_time_field: str | None = None,
+        count_field: str | None = None,
+        has_clock: bool = True,
+    ):
+        super().__init__()
+        self.spec = spec
+        self.in_schema = schema
+        self.key_fields = tuple(key_fields)
+        self.event_time_field = event_time_field
+        self.count_field = count_field
+        self.has_clock = has_clock  # False: ticks are row ordinals, so AFTER DELAY cannot be measured
+        self.out_names = [n for n in schema.names if n != count_field]
+        self.out_schema = pa.schema([schema.field(n) for n in self.out_names])
+        self._key_pos = [self.out_names.index(k) for k in self.key_fields]
+        self._time_pos = self.out_names.index(event_time_field) if event_time_field else None
+        self.keys: dict[tuple, _Key] = {}
+        self.tick: int | None = None  # the tick whose changes are buffered (not yet complete)
+        self.changed: dict[tuple, None] = {}  # keys changed at ``tick`` (insertion ordered)
+        self.timers: list[tuple[int, int, tuple]] = []  # (tick, seq, key) heap of watermark/delay deadlines
+        self._seq = 0
+        self.last_out = 0
+        self.last_tick = 0
+        self._out: list[tuple[int, int, tuple]] = []  # (sync, other, payload) awaiting emission
+        rules = spec.describe()
+        extra = f"; key event time {event_time_field}" if event_time_field else ""
+        self.variant = f"per key: {rules}{extra}"
+
+    # -- input ----------------------------------------------------------------------------------
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        n = len(batch)
+        if n == 0:
+            return
+        sync, other = batch.sync, batch.other
+        is_start = other == INFINITY
+        cols = [batch.columns[name].to_pylist() for name in self.out_names]
+        counts = batch.columns[self.count_field].to_pylist() if self.count_field else None
+        rows = list(zip(*cols, strict=True))
+        bounds = np.flatnonzero(np.diff(sync)) + 1
+        starts = np.concatenate([[0], bounds])
+        stops = np.concatenate([bounds, [n]])
+        for lo, hi in zip(starts.tolist(), stops.tolist(), strict=True):
+            t = int(sync[lo])
+            if self.tick is not None and t != self.tick:
+                self._close_tick()
+            self._fire_timers(before=t)
+            self.tick = self.last_tick = t
+            # end edges first: a key's new value at this tick (a start edge) wins over its retraction
+            for i in range(lo, hi):
+                if not is_start[i]:
+                    key = tuple(rows[i][p] for p in self._key_pos)
+                    state = self._state(key)
+                    if state.current == rows[i]:
+                        state.current = None
+                    self.changed[key] = None
+            for i in range(lo, hi):
+                if is_start[i]:
+                    row = rows[i]
+                    key = tuple(row[p] for p in self._key_pos)
+                    state = self._state(key)
+                    state.current = row
+                    if counts is not None:
+                        state.rows = int(counts[i])
+                    self.changed[key] = None
+        self._flush_out()
+
+    def on_punctuation(self, time: int) -> None:
+        if self.tick is not None and self.tick < time:
+            self._close_tick()
+        self._fire_timers(before=time)
+        self._flush_out()
+        self.emit_punctuation(time)
+
+    def on_completed(self) -> None:
+        if self.tick is not None:
+            self._close_tick()
+        # end of input moves the watermark to infinity: every deadline comes due, then every key fires
+        self._fire_timers(before=INFINITY)
+        for key, state in self.keys.items():
+            if state.current != state.emitted:
+                self._fire(key, state, max(self.last_out, self.last_tick))
+        self._flush_out()
+        self.emit_completed()
+
+    # -- firing ---------------------------------------------------------------------------------
+    def _state(self, key: tuple) -> _Key:
+        state = self.keys.get(key)
+        if state is None:
+            state = self.keys[key] = _Key()
+            if self._time_pos is not None:
+                # the key's event time, in ticks (timestamps are microseconds, like the stream's time)
+                value = key[self._key_pos.index(self._time_pos)] if self._time_pos in self._key_pos else None
+                state.event_time = _ticks(value)
+        return state
+
+    def _schedule(self, when: int, key: tuple) -> None:
+        self._seq += 1
+        heapq.heappush(self.timers, (when, self._seq, key))
+
+    def _close_tick(self) -> None:
+        """Every change at ``self.tick`` is in: decide which changed keys fire at this tick."""
+        t = self.tick
+        spec = self.spec
+        fired: list[tuple] = []
+        for key in self.changed:
+            state = self.keys[key]
+            fire = False
+            if spec.counting is not None and state.rows - state.rows_at_fire >= spec.counting:
+                fire = True
+            if spec.watermark and state.event_time is not None:
+                if state.event_time <= t:
+                    fire = True
+                elif not state.waiting:
+                    state.waiting = True
+                    self._schedule(state.event_time, key)
+            if spec.delay is not None and self.has_clock:
+                state.deadline = t + spec.delay
+                if spec.delay == 0:
+                    fire = True
+                else:
+                    self._schedule(state.deadline, key)
+            if fire:
+                fired.append(key)
+        self.changed = {}
+        self.tick = None
+        for key in fired:
+            self._fire(key, self.keys[key], t)
+        # deadlines at exactly this tick (a key's window end equal to a data tick)
+        self._fire_timers(before=t + 1)
+
+    def _fire_timers(self, before: int) -> None:
+        """Fire the deadlines earlier than ``before`` (every tick before it is complete)."""
+        while self.timers and self.timers[0][0] < before:
+            when, _, key = heapq.heappop(self.timers)
+            state = self.keys[key]
+            if self.spec.watermark and state.event_time == when:
+                state.waiting = False
+            due = (self.spec.watermark and state.event_time == when) or state.deadline == when
+            if due and state.current != state.emitted:
+                self._fire(key, state, max(when, self.last_out))
+            elif due:
+                self._reset(state)
+
+    def _reset(self, state: _Key) -> None:
+        state.rows_at_fire = state.rows
+        state.deadline = None
+
+    def _fire(self, key: tuple, state: _Key, at: int) -> None:
+        self._reset(state)
+        if state.current == state.emitted:
+            return
+        if state.emitted is not None:
+            self._out.append((at, state.emitted_at, state.emitted))
+        if state.current is not None:
+            self._out.append((at, INFINITY, state.current))
+        state.emitted, state.emitted_at = state.current, at
+        self.last_out = max(self.last_out, at)
+
+    def _flush_out(self) -> None:
+        if not self._out:
+            return
+        out, self._out = self._out, []
+        sync = np.fromiter((o[0] for o in out), np.int64, len(out))
+        other = np.fromiter((o[1] for o in out), np.int64, len(out))
+        cols = {f.name: pa.array([o[2][j] for o in out], type=f.type) for j, f in enumerate(self.out_schema)}
+        self.emit(EventBatch(sync, other, cols))
+
+    # -- state ----------------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        keys = [
+            (k, s.current, s.rows, s.emitted, s.emitted_at, s.rows_at_fire, s.event_time, s.deadline, s.waiting)
+            for k, s in self.keys.items()
+        ]
+        return {
+            "keys": keys,
+            "tick": self.tick,
+            "changed": list(self.changed),
+            "timers": list(self.timers),
+            "seq": self._seq,
+            "last_out": self.last_out,
+            "last_tick": self.last_tick,
+        }
+
+    def restore(self, state: dict) -> None:
+        self.keys = {}
+        for k, cur, rows, em, em_at, at_fire, et, dl, waiting in state["keys"]:
+            s = self.keys[tuple(k)] = _Key()
+            s.current, s.rows, s.emitted, s.emitted_at = cur, rows, em, em_at
+            s.rows_at_fire, s.event_time, s.deadline, s.waiting = at_fire, et, dl, waiting
+        self.tick = state["tick"]
+        self.changed = dict.fromkeys(tuple(k) for k in state["changed"])
+        self.timers = [tuple(t) for t in state["timers"]]
+        heapq.heapify(self.timers)
+        self._seq, self.last_out, self.last_tick = state["seq"], state["last_out"], state["last_tick"]
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_TZ = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _ticks(value) -> int | None:
+    """A key's event time as ticks: integers as they are, timestamps as microseconds since the epoch."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime):
+        epoch = _EPOCH_TZ if value.tzinfo is not None else _EPOCH
+        return (value - epoch) // dt.timedelta(microseconds=1)
+    if isinstance(value, dt.date):
+        return (value - _EPOCH.date()).days * 86_400_000_000
+    raise TypeError(f"an event time must be an integer or a timestamp, got {value!r}")

@@ -1,0 +1,279 @@
+"""Run a tidal plan over Spark DataFrames as a temporal map-reduce (Trill, seed 001 §6.1).
+
+The plan is cut at its stateful nodes (``node.partitioning is not None``):
+
+* **map**: the stateless prefix above each source runs per partition in ``mapInArrow``
+  (Arrow record batches in and out, the operators rebuilt inside the task);
+* **shuffle**: before a stateful node Spark repartitions its input by the node's key fields
+  (one partition for ``()``: global order, global aggregates), and sorts each partition by
+  sync time (``sortWithinPartitions``), so equal keys meet in time order;
+* **reduce**: the stateful node and the stateless nodes above it run per partition, again
+  in ``mapInArrow``; the next stateful node cuts again.
+
+A two-input stateful node (a join) co-partitions both sides: each side is tagged, its key
+fields copied to shared columns, and the union of both is repartitioned by those columns,
+so one task sees both sides of the same keys in one sorted partition (Trill's two-input
+reduce). A union is Spark's union. Sources that are physical events (``other=``) may hold
+start and end edges of one lifetime: they are partitioned by their whole payload so the two
+edges land in the same partition. Spark does all data movement; tidal runs inside tasks.
+
+Each result is the DataFrame of physical events ``sync_time, other_time, payload...``;
+partitions are in sync-time order but the DataFrame as a whole is not (``to_arrow`` sorts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..core.batch import OTHER_FIELD, SYNC_FIELD
+from ..core.errors import PlanError
+from ..io.egress import CollectSink
+from ..stream.plan import PlanNode, SourceNode
+from ..stream.query import execute
+from ..stream.streamable import Stream
+from .fragment import SIDE_FIELD, Fragment, side_field
+from .source import SparkSourceNode
+
+# operators that look at one event at a time: their input need not be sorted
+ORDER_FREE = frozenset({"Where", "Select", "SelectMany", "Multicast"})
+SAMPLE_ROWS = 10_000
+CONTROL = pa.schema([pa.field(SYNC_FIELD, pa.int64()), pa.field(OTHER_FIELD, pa.int64())])
+
+
+def physical_schema(payload: pa.Schema) -> pa.Schema:
+    return pa.schema(list(CONTROL) + list(payload))
+
+
+@dataclass(frozen=True)
+class _Rel:
+    """Physical events in ``df`` (payload ``schema``) still to go through ``chain`` per partition."""
+
+    df: object
+    schema: pa.Schema
+    chain: tuple[PlanNode, ...] = ()
+    sorted: bool = False
+    side_payloads: tuple[pa.Schema, ...] | None = None
+
+
+class SparkPlanner:
+    """Translates one plan into Spark DataFrame operations (see the module docstring)."""
+
+    def __init__(self, spark, partitions: int):
+        if partitions < 1:
+            raise PlanError(f"partitions must be positive, got {partitions}")
+        self.spark = spark
+        self.partitions = partitions
+        self._rels: dict[int, _Rel] = {}
+        self._frames: dict[int, tuple] = {}
+        self._schemas: dict[int, pa.Schema] = {}
+
+    # -- the translation --------------------------------------------------------------
+    def frame(self, node: PlanNode):
+        """(DataFrame of physical events, payload schema) for ``node``."""
+        if id(node) not in self._frames:
+            self._frames[id(node)] = self._materialize(self.rel(node))
+        return self._frames[id(node)]
+
+    def rel(self, node: PlanNode) -> _Rel:
+        if id(node) not in self._rels:
+            self._rels[id(node)] = self._translate(node)
+        return self._rels[id(node)]
+
+    def _translate(self, node: PlanNode) -> _Rel:
+        if isinstance(node, SourceNode):
+            return self._source(node)
+        if node.partitioning is not None:
+            if len(node.inputs) == 1:
+                return self._reduce_one(node)
+            if len(node.inputs) == 2:
+                return self._reduce_two(node)
+            raise PlanError(f"{node.label}: {len(node.inputs)}-input stateful nodes are not supported on Spark")
+        if len(node.inputs) == 1:
+            parent = self.rel(node.inputs[0])
+            return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
+        if node.label == "Union":
+            frames = [self.frame(child) for child in node.inputs]
+            df = frames[0][0]
+            for other, _ in frames[1:]:
+                df = df.unionByName(other)
+            return _Rel(df, frames[0][1])
+        raise PlanError(f"{node.label}: a stateless {len(node.inputs)}-input node is not supported on Spark")
+
+    def _source(self, node: SourceNode) -> _Rel:
+        if isinstance(node, SparkSourceNode):
+            df = node.to_physical()
+            if node.physical and node.schema.names:
+                df = df.repartition(self.partitions, *node.schema.names)
+            return _Rel(df, node.schema)
+        # an in-memory source (from_arrow, from_records, ...): its events, handed to Spark
+        table = _collect(node)
+        df = self.spark.createDataFrame(table)
+        payload = pa.schema([f for f in table.schema if f.name not in (SYNC_FIELD, OTHER_FIELD)])
+        if payload.names:
+            df = df.repartition(self.partitions, *payload.names)
+        else:
+            df = df.repartition(self.partitions)
+        return _Rel(df, payload)
+
+    def _shuffle(self, df, keys):
+        df = df.repartition(self.partitions, *keys) if keys else df.repartition(1)
+        return df.sortWithinPartitions(SYNC_FIELD)
+
+    def _reduce_one(self, node: PlanNode) -> _Rel:
+        child = node.inputs[0]
+        if child.props.grouping:
+            # inside a group_apply: the Group node already placed every group in one partition, in
+            # time order, and the group key travels with the batches, so keep going in the same task
+            parent = self.rel(child)
+            return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
+        df, schema = self.frame(child)
+        keys = tuple(node.partitioning[0])
+        _check_keys(node, keys, schema)
+        return _Rel(self._shuffle(df, keys), schema, (node,), True)
+
+    def _reduce_two(self, node: PlanNode) -> _Rel:
+        from pyspark.sql import functions as F
+
+        sides = [self.frame(child) for child in node.inputs]
+        key_lists = [tuple(k) for k in node.partitioning]
+        if len({len(k) for k in key_lists}) != 1:
+            raise PlanError(f"{node.label}: both inputs must be partitioned by the same number of fields")
+        for keys, (_, schema) in zip(key_lists, sides, strict=True):
+            _check_keys(node, keys, schema)
+        key_types = [sides[0][0].schema[k].dataType for k in key_lists[0]]
+        key_names = [f"__tidal_key{i}" for i in range(len(key_types))]
+        tagged = []
+        for s, ((df, _), keys) in enumerate(zip(sides, key_lists, strict=True)):
+            cols = [F.col(SYNC_FIELD), F.col(OTHER_FIELD), F.lit(s).cast("int").alias(SIDE_FIELD)]
+            # both sides' keys in the same columns and type, so equal keys hash to the same partition
+            cols += [F.col(f"`{k}`").cast(t).alias(name) for k, t, name in zip(keys, key_types, key_names, strict=True)]
+            for t, (other_df, other_schema) in enumerate(sides):
+                for name in other_schema.names:
+                    value = F.col(f"`{name}`") if t == s else F.lit(None).cast(other_df.schema[name].dataType)
+                    cols.append(value.alias(side_field(t, name)))
+            tagged.append(df.select(*cols))
+        both = tagged[0].unionByName(tagged[1])
+        side_payloads = tuple(schema for _, schema in sides)
+        return _Rel(self._shuffle(both, key_names), pa.schema([]), (node,), True, side_payloads)
+
+    def _materialize(self, rel: _Rel):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        if not rel.chain:
+            return rel.df, rel.schema
+        df = rel.df
+        if not rel.sorted and not all(n.label in ORDER_FREE for n in rel.chain):
+            df = df.sortWithinPartitions(SYNC_FIELD)
+        payload = self.payload_schema(rel.chain[-1])
+        out = physical_schema(payload)
+        if rel.side_payloads is None:
+            fragment = Fragment(list(rel.chain), [rel.schema], out)
+        else:
+            fragment = Fragment(list(rel.chain), list(rel.side_payloads), out, tagged=True)
+        return df.mapInArrow(fragment, from_arrow_schema(out)), payload
+
+    # -- schemas ------------------------------------------------------------------------
+    def payload_schema(self, node: PlanNode) -> pa.Schema:
+        """The node's payload fields; when only known at run time, found by running a sample embedded."""
+        if node.schema is not None:
+            return node.schema
+        if id(node) not in self._schemas:
+            sink = CollectSink(None)
+            _execute_sampled(node, sink)
+            table = sink.table()
+            if table.num_rows == 0:
+                raise PlanError(
+                    f"{node.label}: its output fields are only known at run time and a sample of the input "
+                    "produced no events to learn them from; give the operator a schema (e.g. a select with "
+                    "named fields) before running on Spark"
+                )
+            self._schemas[id(node)] = pa.schema([f for f in table.schema if f.name not in (SYNC_FIELD, OTHER_FIELD)])
+        return self._schemas[id(node)]
+
+
+def _check_keys(node: PlanNode, keys: tuple[str, ...], schema: pa.Schema) -> None:
+    missing = [k for k in keys if k not in schema.names]
+    if missing:
+        raise PlanError(f"{node.label}: partitioning field(s) {missing} are not in its input fields {schema.names}")
+
+
+def _collect(node: SourceNode) -> pa.Table:
+    sink = CollectSink(node.schema)
+    execute(node, sink)
+    return sink.table()
+
+
+def _sample_messages(node: SparkSourceNode):
+    if node.df.isStreaming:
+        raise PlanError("cannot sample a streaming DataFrame to learn a schema; give the fields explicitly")
+    from ..io.sources import from_arrow
+
+    table = node.df.limit(SAMPLE_ROWS).toArrow().sort_by(node.time)
+    return from_arrow(table, node.time, node.end, other=node.other, kind=node.kind)._node.open_messages()
+
+
+def _spark_sources(node: PlanNode, found: dict) -> dict:
+    if isinstance(node, SparkSourceNode):
+        found[id(node)] = node
+    for child in node.inputs:
+        _spark_sources(child, found)
+    return found
+
+
+def _execute_sampled(root: PlanNode, sink) -> None:
+    """Run ``root`` embedded over samples of its Spark sources (for output schemas)."""
+    sources = list(_spark_sources(root, {}).values())
+    try:
+        for src in sources:
+            src.open_messages = lambda src=src: _sample_messages(src)
+        execute(root, sink)
+    finally:
+        for src in sources:
+            src.open_messages = src._open_embedded
+
+
+def _spark_of(node: PlanNode):
+    if isinstance(node, SparkSourceNode):
+        return node.df.sparkSession
+    for child in node.inputs:
+        found = _spark_of(child)
+        if found is not None:
+            return found
+    return None
+
+
+def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
+    """The stream's physical events as a Spark DataFrame: ``sync_time, other_time``, then payload.
+
+    ``partitions`` is the number of partitions of every shuffle (default: Spark's default
+    parallelism). Nothing runs until the DataFrame is used.
+    """
+    from .session import spark_session
+
+    spark = spark or _spark_of(stream._node) or spark_session()
+    partitions = partitions or spark.sparkContext.defaultParallelism
+    df, _ = SparkPlanner(spark, partitions).frame(stream._node)
+    return df
+
+
+def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:
+    """Run the stream on Spark and collect its physical events, sorted by sync time."""
+    from .session import spark_session
+
+    spark = spark or _spark_of(stream._node) or spark_session()
+    df, payload = SparkPlanner(spark, partitions or spark.sparkContext.defaultParallelism).frame(stream._node)
+    table = df.toArrow()
+    # Spark's types come back a little different (naive timestamps as UTC ones): restore the plan's
+    table = pa.Table.from_arrays(
+        [table.column(f.name).cast(f.type) for f in physical_schema(payload)], schema=physical_schema(payload)
+    )
+    return table.take(pa.compute.sort_indices(table, [(SYNC_FIELD, "ascending")]))
+
+
+def to_changelog(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:
+    """Run on Spark and collect ``time, undo, payload...`` (inserts and retractions in time order)."""
+    from ..io.egress import changelog_from_table
+
+    return changelog_from_table(to_arrow(stream, partitions=partitions, spark=spark))

@@ -1,0 +1,109 @@
+"""Streams whose source is a Spark DataFrame, and the physical events Spark works on.
+
+``from_spark(df, time=..., end=..., other=..., kind=...)`` mirrors :func:`tidal.from_arrow`:
+each row is a point ``[t, t+1)``, an interval ``[t, end)``, a start edge (``kind="start"``),
+or with ``other=`` a physical event exactly as ``to_arrow()`` writes it. Time fields are
+integer ticks or timestamps (microseconds since the epoch). On Spark the conversion to
+``sync_time, other_time, payload...`` is a Spark SQL projection; a null time or an end not
+after its start fails the job with an error that shows the row. Run embedded (``to_arrow()``
+on the stream), the DataFrame is collected, sorted by time and read like ``from_arrow``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..core.batch import OTHER_FIELD, SYNC_FIELD
+from ..core.errors import InputError, PlanError
+from ..core.time import INFINITY
+from ..io.ingress import KINDS
+from ..io.sources import from_arrow
+from ..stream.plan import Properties, SourceNode
+from ..stream.streamable import Stream
+
+
+def arrow_schema_of(df) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    timezone = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    return to_arrow_schema(df.schema, timezone=timezone)
+
+
+class SparkSourceNode(SourceNode):
+    """A plan source reading a Spark DataFrame (batch or streaming)."""
+
+    label = "SparkIngress"
+
+    def __init__(self, df, time: str, end: str | None, other: str | None, kind: str):
+        full = arrow_schema_of(df)
+        for spec, role in ((time, "time"), (end, "end"), (other, "other")):
+            if spec is not None and (not isinstance(spec, str) or spec not in full.names):
+                raise InputError(
+                    f"{role} must name a field of the DataFrame on Spark, got {spec!r}; fields are {full.names}"
+                )
+        if kind not in KINDS:
+            raise PlanError(f"kind must be one of {KINDS}, got {kind!r}")
+        payload = pa.schema([f for f in full if other is None or f.name not in (time, other)])
+        clash = [n for n in payload.names if n in (SYNC_FIELD, OTHER_FIELD)]
+        if clash:
+            raise PlanError(f"payload fields may not be named {clash}: rename them or read them with other=")
+        if other is not None or end is not None:
+            props = Properties()
+        else:
+            props = Properties(start_edge_only=True) if kind == "start" else Properties(constant_duration=1)
+        shape = "physical events" if other else ("intervals" if end else f"{kind} events")
+        streaming = " (streaming)" if df.isStreaming else ""
+        super().__init__(self._open_embedded, payload, props, f"spark DataFrame{streaming}, {shape}")
+        self.df = df
+        self.time, self.end, self.other, self.kind = time, end, other, kind
+
+    @property
+    def physical(self) -> bool:
+        """True when rows are physical events, which may be edges that must meet their partners."""
+        return self.other is not None
+
+    def _open_embedded(self):
+        if self.df.isStreaming:
+            raise PlanError("a streaming DataFrame runs on Spark only: use tidal.spark.start_streaming")
+        table = self.df.toArrow().sort_by(self.time)
+        return from_arrow(table, self.time, self.end, other=self.other, kind=self.kind)._node.open_messages()
+
+    def to_physical(self):
+        """The DataFrame as physical events: ``sync_time, other_time``, then the payload fields."""
+        from pyspark.sql import functions as F
+
+        df = self.df
+        row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+
+        def ticks(name: str, role: str):
+            dtype = df.schema[name].dataType.typeName()
+            c = F.col(f"`{name}`")
+            if dtype in ("long", "integer", "short", "byte"):
+                value = c.cast("long")
+            elif dtype in ("timestamp", "timestamp_ntz"):
+                value = F.unix_micros(c.cast("timestamp"))
+            else:
+                raise InputError(f"{role} field {name!r} must be an integer or timestamp, got {dtype}")
+            message = F.concat(F.lit(f"tidal: {role} field {name!r} is null in row "), row)
+            return F.when(c.isNull(), F.raise_error(message)).otherwise(value)
+
+        sync = ticks(self.time, "time")
+        if self.other is not None:
+            other = ticks(self.other, "other")
+        elif self.end is not None:
+            end = ticks(self.end, "end")
+            message = F.concat(
+                F.lit(f"tidal: end field {self.end!r} is not after time field {self.time!r} in row "), row
+            )
+            other = F.when(end <= sync, F.raise_error(message)).otherwise(end)
+        elif self.kind == "start":
+            other = F.lit(INFINITY).cast("long")
+        else:
+            other = sync + F.lit(1)
+        payload = [F.col(f"`{n}`") for n in self.schema.names]
+        return df.select(sync.alias(SYNC_FIELD), other.alias(OTHER_FIELD), *payload)
+
+
+def from_spark(df, time: str, end: str | None = None, *, other: str | None = None, kind: str = "point") -> Stream:
+    """A stream over a Spark DataFrame, one event per row (see the module docstring)."""
+    return Stream(SparkSourceNode(df, time, end, other, kind))

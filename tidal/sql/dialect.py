@@ -1,0 +1,99 @@
+"""tidal's SQL dialect: DuckDB's, plus the OctoSQL thesis's TRIGGER clause.
+
+Everything is parsed by sqlglot; the only grammar added is a query modifier::
+
+    TRIGGER COUNTING n | AFTER DELAY INTERVAL ... | ON WATERMARK [, ...]
+
+stored on the SELECT as ``trigger``. Table-valued functions with named arguments
+(``tumble(source => TABLE(s), time_field => DESCRIPTOR(t), ...)``) and quoted file paths in
+FROM are DuckDB syntax already. A syntax error is a :class:`SqlSyntaxError` whose message
+shows the query with a caret under the position.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from ..core.errors import PlanError
+
+
+class SqlSyntaxError(PlanError):
+    """The query does not parse; the message points at the place."""
+
+
+class Trigger(exp.Expression):
+    """``TRIGGER t1, t2, ...``: when a grouped result is materialised (multitrigger if several)."""
+
+    arg_types = {"expressions": True}
+
+
+class CountingTrigger(exp.Expression):
+    arg_types = {"this": True}
+
+
+class DelayTrigger(exp.Expression):
+    arg_types = {"this": True}
+
+
+class WatermarkTrigger(exp.Expression):
+    arg_types = {}
+
+
+def _parse_trigger(self) -> tuple[str, Trigger]:
+    self._match(TokenType.TRIGGER)
+    items = []
+    while True:
+        if self._match_text_seq("COUNTING"):
+            items.append(CountingTrigger(this=self._parse_number()))
+        elif self._match_text_seq("AFTER", "DELAY"):
+            items.append(DelayTrigger(this=self._parse_interval() or self._parse_primary()))
+        elif self._match_text_seq("ON", "WATERMARK"):
+            items.append(WatermarkTrigger())
+        else:
+            self.raise_error("expected COUNTING n, AFTER DELAY INTERVAL ... or ON WATERMARK after TRIGGER")
+        if not self._match(TokenType.COMMA):
+            break
+    return "trigger", Trigger(expressions=items)
+
+
+class Tidal(DuckDB):
+    class Parser(DuckDB.Parser):
+        QUERY_MODIFIER_PARSERS = {**DuckDB.Parser.QUERY_MODIFIER_PARSERS, TokenType.TRIGGER: _parse_trigger}
+        QUERY_MODIFIER_TOKENS = set(QUERY_MODIFIER_PARSERS)
+
+
+def caret(sql: str, line: int, col: int) -> str:
+    """The query's line ``line`` (1-based) with a caret under column ``col`` (1-based)."""
+    lines = sql.splitlines() or [""]
+    line = max(1, min(line, len(lines)))
+    text = lines[line - 1]
+    return f"  {text}\n  {' ' * max(0, col - 1)}^"
+
+
+def parse(sql: str) -> exp.Expression:
+    """Parse one statement of tidal's dialect."""
+    try:
+        trees = sqlglot.parse(sql, read=Tidal)
+    except ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        line, col = err.get("line") or 1, err.get("col") or 1
+        desc = err.get("description") or str(exc)
+        # sqlglot's col points at the end of the offending token; put the caret at its start
+        token = err.get("highlight") or ""
+        start = max(1, col - len(token) + 1) if token else col
+        raise SqlSyntaxError(
+            f"syntax error at line {line}, column {start}: {desc}\n{caret(sql, line, start)}"
+        ) from None
+    except TokenError as exc:
+        raise SqlSyntaxError(f"syntax error: {exc}") from None
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise SqlSyntaxError(f"expected one SQL statement, got {len(trees)}")
+    tree = trees[0]
+    if not isinstance(tree, exp.Query):
+        raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
+    return tree

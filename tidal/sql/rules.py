@@ -1,0 +1,215 @@
+"""Rewrite rules on the logical plan: each a pure function from plan to plan.
+
+``RULES`` is applied in order; :func:`optimize` records which rules changed the plan (shown by
+``tidal explain``). None of them changes a query's answer: they only make the file readers do
+the work early (read fewer columns, skip rows and row groups).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from .expressions import Evaluator, has_subquery, scalar_to_sql
+from .logical import Aggregate, EventTime, Filter, Node, Project, Scan, Tumble, UnionAll, _col, _transform
+
+
+def _map(node: Node, fn) -> Node:
+    """Apply ``fn`` bottom-up to every node."""
+    new_inputs = tuple(_map(i, fn) for i in node.inputs)
+    if new_inputs != node.inputs:
+        node = node.with_inputs(new_inputs)
+    return fn(node)
+
+
+def _fold(expr: exp.Expression) -> exp.Expression:
+    def visit(e):
+        if isinstance(e, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Star) or has_subquery(e):
+            return e
+        if e.find(exp.Column) is None and not isinstance(e, exp.Interval | exp.DataType):
+            try:
+                value = Evaluator({}, 0).eval(e)
+            except Exception:
+                return None
+            if hasattr(value, "as_py"):
+                lit = scalar_to_sql(value) if not hasattr(value, "__len__") else None
+                return lit
+        return None
+
+    return _transform(expr.copy(), visit)
+
+
+def fold_constants(root: Node) -> Node:
+    """Evaluate column-free subexpressions once; drop filters that are constantly true."""
+
+    def fn(node):
+        if isinstance(node, Filter):
+            cond = _fold(node.condition)
+            if isinstance(cond, exp.Boolean) and cond.this:
+                return node.input
+            return replace(node, condition=cond) if cond.sql() != node.condition.sql() else node
+        if isinstance(node, Project):
+            exprs = tuple((n, _fold(e)) for n, e in node.exprs)
+            if [e.sql() for _, e in exprs] != [e.sql() for _, e in node.exprs]:
+                return replace(node, exprs=exprs)
+        return node
+
+    return _map(root, fn)
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Paren) and isinstance(e.this, exp.And):
+        return _conjuncts(e.this)
+    return [e]
+
+
+def _and(parts: list[exp.Expression]) -> exp.Expression:
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.And(this=out, expression=p)
+    return out
+
+
+def _columns(e: exp.Expression) -> set[str]:
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+def push_filters(root: Node) -> Node:
+    """Move filters below projections that only rename columns, and into file scans."""
+
+    def push(node):
+        if not isinstance(node, Filter):
+            return node
+        child = node.input
+        if isinstance(child, Filter):
+            return push(Filter(child.input, exp.And(this=child.condition, expression=node.condition)))
+        if isinstance(child, Project):
+            renames = {n: e.name for n, e in child.exprs if isinstance(e, exp.Column)}
+            parts = _conjuncts(node.condition)
+            movable = [p for p in parts if _columns(p) <= set(renames) and not has_subquery(p)]
+            if not movable:
+                return node
+            rest = [p for p in parts if p not in movable]
+
+            def rename(e):
+                return _transform(e.copy(), lambda x: _col(renames[x.name]) if isinstance(x, exp.Column) else None)
+
+            below = push(Filter(child.input, _and([rename(p) for p in movable])))
+            moved = replace(child, input=below)
+            return Filter(moved, _and(rest)) if rest else moved
+        if isinstance(child, UnionAll):
+            return UnionAll(
+                push(Filter(child.left, _rename_for(child.left, child, node.condition))),
+                push(Filter(child.right, _rename_for(child.right, child, node.condition))),
+            )
+        if isinstance(child, Scan):
+            from .expressions import pushable_predicate
+
+            parts = _conjuncts(node.condition)
+            file_of = dict(zip(child.names, child.file_columns, strict=True))
+            pushable = [p for p in parts if pushable_predicate(p) is not None and _columns(p) <= set(file_of)]
+            if not pushable:
+                return node
+            rest = [p for p in parts if p not in pushable]
+            merged = pushable if child.predicate is None else [child.predicate, *pushable]
+            scan = replace(child, predicate=_and(merged))
+            return Filter(scan, _and(rest)) if rest else scan
+        return node
+
+    return _map(root, push)
+
+
+def _rename_for(side: Node, union: UnionAll, cond: exp.Expression) -> exp.Expression:
+    mapping = dict(zip(union.names, side.names, strict=True))
+    return _transform(cond.copy(), lambda x: _col(mapping[x.name]) if isinstance(x, exp.Column) else None)
+
+
+def prune_columns(root: Node) -> Node:
+    """Read from each file only the columns the query uses."""
+
+    def visit(node: Node, needed: set[str] | None) -> Node:
+        # needed: the node's output columns its consumer uses (None = all)
+        if isinstance(node, Scan):
+            if needed is None:
+                return node
+            keep = [i for i, n in enumerate(node.names) if n in needed]
+            if node.predicate is not None:
+                pred_cols = _columns(node.predicate)
+                keep = sorted(set(keep) | {i for i, n in enumerate(node.names) if n in pred_cols})
+            if not keep:
+                keep = [0]  # a count(*) still needs the rows: read the first column
+            if len(keep) == len(node.names):
+                return node
+            return replace(
+                node,
+                names=tuple(node.names[i] for i in keep),
+                scope=tuple(node.scope[i] for i in keep),
+                types=tuple(node.types[i] for i in keep),
+                file_columns=tuple(node.file_columns[i] for i in keep),
+            )
+        if isinstance(node, Project):
+            exprs = node.exprs if needed is None else tuple((n, e) for n, e in node.exprs if n in needed)
+            if len(exprs) != len(node.exprs):
+                idx = [i for i, (n, _) in enumerate(node.exprs) if n in needed]
+                node = replace(
+                    node, exprs=exprs, scope=tuple(node.scope[i] for i in idx), types=tuple(node.types[i] for i in idx)
+                )
+            uses = set().union(*(_columns(e) for _, e in exprs)) if exprs else set()
+            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, Filter):
+            uses = _columns(node.condition) | (set(node.names) if needed is None else needed)
+            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, Aggregate):
+            uses = set(node.keys) | {a.argument for a in node.aggs if a.argument}
+            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, EventTime):
+            uses = None if needed is None else needed | {node.time_field}
+            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, Tumble):
+            uses = None if needed is None else (needed - {"window_start", "window_end"}) | {node.time_field}
+            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, UnionAll):
+            return node.with_inputs((visit(node.left, None), visit(node.right, None)))
+        return node.with_inputs(tuple(visit(i, None) for i in node.inputs))
+
+    return visit(root, None)
+
+
+def drop_identity_projections(root: Node) -> Node:
+    """Remove projections that pass every input column through unchanged (left by aliases and CTEs)."""
+
+    def fn(node):
+        if isinstance(node, Project) and len(node.exprs) == len(node.input.names):
+            same = all(
+                isinstance(e, exp.Column) and e.name == n == src
+                for (n, e), src in zip(node.exprs, node.input.names, strict=True)
+            )
+            if same:
+                return node.input
+        return node
+
+    return _map(root, fn)
+
+
+RULES = (fold_constants, push_filters, prune_columns, drop_identity_projections)
+
+
+def explain_logical(node: Node, depth: int = 0) -> str:
+    lines = ["  " * depth + ("└─ " if depth else "") + node.describe()]
+    for child in node.inputs:
+        lines.append(explain_logical(child, depth + 1))
+    return "\n".join(lines)
+
+
+def optimize(root: Node) -> tuple[Node, list[str]]:
+    """Apply :data:`RULES` in order; also return the names of the rules that changed the plan."""
+    applied = []
+    for rule in RULES:
+        before = explain_logical(root)
+        root = rule(root)
+        if explain_logical(root) != before:
+            applied.append(rule.__name__)
+    return root, applied
