@@ -19,7 +19,7 @@ from tidal.ops import join as join_ops
 from tidal.ops.base import Operator
 from tidal.ops.keys import stable_hash
 from tidal.stream.plan import Properties
-from tidal.stream.query import deliver
+from tidal.stream.query import Query, deliver
 from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import check_physical
 
@@ -308,6 +308,24 @@ def test_checkpoint_restore_continues_exactly(op, case, cut):
     second.downstream.append(sink)
     for side, msg in order[half:]:
         deliver(second.ports[side], msg)
+    assert sink.table().equals(whole.table())
+
+
+@pytest.mark.parametrize("op", ["join", "join_build_once", "full_outer_join", "where_not_exists", "clip"])
+@given(case=pairs(), cut=st.integers(0, 40))
+def test_query_checkpoint_restores_joins_in_a_plan(op, case, cut):
+    """The Query runtime checkpoints a plan with a join mid-stream; a new query continues exactly."""
+    left, right, _, _ = case
+    node = OPS[op](left.where(lambda e: e.v != 2), right.shift_lifetime(1))._node
+    whole = CollectSink()
+    Query([node], [whole]).run()
+    sink = CollectSink()
+    first = Query([node], [sink])
+    first.run(max_messages=cut)
+    state = first.checkpoint()
+    second = Query([node], [sink])
+    second.restore(state)
+    second.run()
     assert sink.table().equals(whole.table())
 
 

@@ -43,6 +43,19 @@ a count of alive right events per key; a left event's first output waits until i
 is complete (a right end and start at the same instant must not produce an empty piece).
 ``clip`` keeps only the unclipped left events. Output punctuation is the smaller of the two
 inputs' punctuations.
+
+Variants (``explain()`` names them): per input, *start edges only* (no endpoint queue, no
+end-edge matching), *constant duration* (FIFO endpoint queue) or *general* (binary heap);
+and for ``join(..., left_is_small=True)`` the *build-once* join: the right is held until the
+finite left completes, the left's lifetimes are resolved and indexed by key once, right
+intervals probe that index vectorised and are never stored (their outputs may start in the
+future, so they pass through a reorder buffer), and right edges meet the left replayed into
+the symmetric kernel as its intervals start. No output punctuation leaves before the left
+completes. A merge-join variant for inputs sorted by the join key is not implemented.
+
+Partitioning (for a distributed backend): each input must be hash-partitioned by its key
+fields; lambda keys name no field and a cross join has no key, so those ask for each whole
+input in one partition (``((), ())``).
 """
 
 from __future__ import annotations
