@@ -1495,7 +1495,8 @@ class JoinOp(Operator):
         if state["keys"] is None:
             self.index = None
         else:
-            self.index = _restore_index(tuple(state["key_names"]), state["keys"])
+            self.index = KeyIndex(tuple(state["key_names"]))
+            self.index.restore(state["keys"])
         for store, s in zip(self.stores, state["stores"], strict=True):
             store.restore(s)
         for core, s in zip(self.cores, state["cores"], strict=True):
@@ -1549,27 +1550,6 @@ def _rank_within(group: np.ndarray) -> np.ndarray:
     rank = np.empty(len(group), np.int64)
     rank[order] = np.arange(len(group)) - starts
     return rank
-
-
-def _restore_index(names: tuple[str, ...], state: dict) -> KeyIndex:
-    """A KeyIndex handing out the same ids as the one snapshotted.
-
-    Replays the keys in id order; a single-column null key is replayed on its own, because
-    within one batch KeyIndex numbers a null after the batch's other new values.
-    """
-    index = KeyIndex(names)
-    table = state.get("keys")
-    if table is None or table.num_rows == 0:
-        return index
-    cols = [table.column(i).combine_chunks() for i in range(table.num_columns)]
-    if len(cols) == 1 and cols[0].null_count:
-        nulls = np.flatnonzero(~np.asarray(cols[0].is_valid().to_numpy(zero_copy_only=False)))
-        edges = sorted({0, table.num_rows, *nulls.tolist(), *(nulls + 1).tolist()})
-        for a, b in zip(edges, edges[1:], strict=False):
-            index.ids([cols[0].slice(a, b - a)])
-        return index
-    index.ids(cols)
-    return index
 
 
 def _merge_sorted(batches: list[EventBatch]) -> EventBatch:

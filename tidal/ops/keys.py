@@ -223,6 +223,7 @@ class _ColumnCodes:
                 self.null_code = self.count
                 self.count += 1
                 self.chunks.append(pa.nulls(1, self.type))
+                self.values = None
             out = np.where(valid, out, self.null_code)
         return out
 
