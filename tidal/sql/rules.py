@@ -12,7 +12,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from .expressions import Evaluator, has_subquery, scalar_to_sql
-from .logical import Aggregate, EventTime, Filter, Node, Project, Scan, Tumble, UnionAll, _col, _transform
+from .logical import Aggregate, EventTime, Filter, Join, Node, Project, Scan, Tumble, UnionAll, _col, _transform
 
 
 def _map(node: Node, fn) -> Node:
@@ -105,6 +105,8 @@ def push_filters(root: Node) -> Node:
                 push(Filter(child.left, _rename_for(child.left, child, node.condition))),
                 push(Filter(child.right, _rename_for(child.right, child, node.condition))),
             )
+        if isinstance(child, Join):
+            return _push_into_join(node, child, push)
         if isinstance(child, Scan):
             from .expressions import pushable_predicate
 
@@ -120,6 +122,49 @@ def push_filters(root: Node) -> Node:
         return node
 
     return _map(root, push)
+
+
+def _push_into_join(node: Filter, join: Join, push) -> Node:
+    """A filter over a join: conjuncts over one side move to that side (for an inner or cross join
+    either side; for a left outer join only the left, whose rows all survive it), and on an inner
+    or cross join an equality between a left and a right column becomes a join key."""
+    lnames, rnames = set(join.left.names), set(join.right.names)
+    types = dict(zip(join.names, join.types, strict=True))
+    inner = join.kind in ("inner", "cross")
+    left_parts, right_parts, rest = [], [], []
+    lkeys, rkeys = list(join.left_keys), list(join.right_keys)
+    for part in _conjuncts(node.condition):
+        cols = _columns(part)
+        if has_subquery(part) or join.kind == "full":
+            rest.append(part)
+        elif cols and cols <= lnames and join.kind != "full":
+            left_parts.append(part)
+        elif cols and cols <= rnames and inner:
+            right_parts.append(part)
+        elif inner and isinstance(part, exp.EQ) and _key_pair(part, lnames, rnames, types):
+            a, b = _key_pair(part, lnames, rnames, types)
+            lkeys.append(a)
+            rkeys.append(b)
+        else:
+            rest.append(part)
+    if not (left_parts or right_parts or len(lkeys) > len(join.left_keys)):
+        return node
+    left = push(Filter(join.left, _and(left_parts))) if left_parts else join.left
+    right = push(Filter(join.right, _and(right_parts))) if right_parts else join.right
+    kind = "inner" if inner and lkeys else join.kind
+    moved = replace(join, left=left, right=right, kind=kind, left_keys=tuple(lkeys), right_keys=tuple(rkeys))
+    return Filter(moved, _and(rest)) if rest else moved
+
+
+def _key_pair(part: exp.EQ, lnames: set, rnames: set, types: dict) -> tuple[str, str] | None:
+    if not (isinstance(part.this, exp.Column) and isinstance(part.expression, exp.Column)):
+        return None
+    a, b = part.this.name, part.expression.name
+    if b in lnames and a in rnames:
+        a, b = b, a
+    if a in lnames and b in rnames and types[a] is not None and types[a] == types[b]:
+        return a, b
+    return None
 
 
 def _rename_for(side: Node, union: UnionAll, cond: exp.Expression) -> exp.Expression:
@@ -173,6 +218,11 @@ def prune_columns(root: Node) -> Node:
             return replace(node, input=visit(node.input, uses))
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
+        if isinstance(node, Join):
+            uses = (set(node.names) if needed is None else set(needed)) | set(node.left_keys) | set(node.right_keys)
+            left = visit(node.left, uses & set(node.left.names))
+            right = visit(node.right, uses & set(node.right.names))
+            return node.with_inputs((left, right))
         return node.with_inputs(tuple(visit(i, None) for i in node.inputs))
 
     return visit(root, None)
