@@ -215,3 +215,15 @@ SELECT o.id, c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c
 SELECT DISTINCT c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name;
 -- name: join_formats
 SELECT p.id, a.customer, j.user FROM 'orders.parquet' p JOIN 'orders.arrow' a ON p.id = a.id JOIN 'events.json' j ON p.qty = j.score;
+-- name: join_computed_key
+SELECT o.id, c.name FROM 'orders.csv' o JOIN 'customers.csv' c ON upper(o.customer) = upper(c.name) AND o.qty + 1 > 3;
+-- name: join_widened_key
+SELECT o.id, t.city FROM 'orders.csv' o LEFT JOIN 'cities.tsv' t ON o.price * 100 = t.pop - 0.5 + 0.5;
+-- name: join_int_double_key
+SELECT a.id, b.id AS other FROM 'orders.csv' a FULL JOIN 'orders.csv' b ON a.qty = b.price;
+-- name: join_star_self
+SELECT * FROM 'customers.csv' a JOIN 'customers.csv' b ON a.city = b.city;
+-- name: join_using_right
+SELECT * FROM 'customers.csv' RIGHT JOIN 'cities.tsv' USING (city);
+-- name: join_left_subquery_left_side
+SELECT s.customer, s.n, c.city FROM (SELECT customer, count(*) AS n FROM 'orders.csv' GROUP BY customer) s LEFT JOIN 'customers.csv' c ON s.customer = c.name WHERE s.n > 1;

@@ -500,21 +500,28 @@ class Builder:
             t = self.check(bound, both)
             if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
                 raise SqlTypeError(f"ON {on.sql()} is {t}, not boolean")
-            types = dict(zip(both.names, both.types, strict=True))
+            computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
             for part in _conjuncts(bound):
-                if (
-                    isinstance(part, exp.EQ)
-                    and isinstance(part.this, exp.Column)
-                    and isinstance(part.expression, exp.Column)
-                ):
-                    a, b = part.this.name, part.expression.name
-                    if b in lnames and a in rnames:
-                        a, b = b, a
-                    if a in lnames and b in rnames and _same_key_type(types[a], types[b]):
-                        lkeys.append(a)
-                        rkeys.append(b)
-                        continue
-                rest.append(part)
+                sides = _key_sides(part, lnames, rnames)
+                if sides is None:
+                    rest.append(part)
+                    continue
+                lexpr, rexpr = sides
+                lt, rt = self.check(lexpr, left), self.check(rexpr, right)
+                common = _key_type(lt, rt)
+                if common is None:  # keys of incomparable types: the equality stays a condition
+                    rest.append(part)
+                elif isinstance(lexpr, exp.Column) and isinstance(rexpr, exp.Column) and lt == rt:
+                    lkeys.append(lexpr.name)
+                    rkeys.append(rexpr.name)
+                else:  # an expression or a type to widen: compute the key as a hidden column on each side
+                    ln, rn = self.fresh("jk"), self.fresh("jk")
+                    computed.append((ln, _cast_to(lexpr, lt, common), rn, _cast_to(rexpr, rt, common), common))
+                    lkeys.append(ln)
+                    rkeys.append(rn)
+            if computed:
+                left = _with_columns(left, [(ln, le, t) for ln, le, _, _, t in computed])
+                right = _with_columns(right, [(rn, re_, t) for _, _, rn, re_, t in computed])
         if kind == "left":
             # ON conjuncts over the right side only restrict which right rows can match: filter the right first
             right_only = [p for p in rest if _columns(p) <= rnames and not has_subquery(p)]
@@ -1038,9 +1045,39 @@ def _columns(e: exp.Expression) -> set[str]:
     return {c.name for c in e.find_all(exp.Column)}
 
 
-def _same_key_type(a: pa.DataType | None, b: pa.DataType | None) -> bool:
-    """Keys compare by value only when both sides have one type (else the equality is a filter)."""
-    return a is not None and b is not None and a == b
+def _key_sides(part: exp.Expression, lnames: set, rnames: set) -> tuple | None:
+    """``left expr = right expr`` (either way round) as (left, right); None for any other condition."""
+    if not isinstance(part, exp.EQ) or has_subquery(part):
+        return None
+    a, b = _columns(part.this), _columns(part.expression)
+    if a and b and a <= lnames and b <= rnames:
+        return part.this, part.expression
+    if a and b and a <= rnames and b <= lnames:
+        return part.expression, part.this
+    return None
+
+
+def _key_type(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
+    """The type both keys are compared in (numbers widen), or None when they are not comparable."""
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    numeric = (pa.types.is_integer, pa.types.is_floating)
+    if any(f(a) for f in numeric) and any(f(b) for f in numeric):
+        return pa.float64() if pa.types.is_floating(a) or pa.types.is_floating(b) else pa.int64()
+    return None
+
+
+def _cast_to(e: exp.Expression, t: pa.DataType, target: pa.DataType) -> exp.Expression:
+    return e if t == target else exp.Cast(this=e, to=exp.DataType.build(_sql_type(target)))
+
+
+def _with_columns(node: Node, extra: list) -> Node:
+    """``node``'s columns plus computed ones (hidden from ``*``: their names start with ``__``)."""
+    exprs = tuple((n, _col(n)) for n in node.names) + tuple((n, e) for n, e, _ in extra)
+    scope = (*node.scope, *((None, n) for n, _, _ in extra))
+    return Project(node, exprs, scope=scope, types=(*node.types, *(t for _, _, t in extra)))
 
 
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
