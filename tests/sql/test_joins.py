@@ -95,3 +95,21 @@ def test_join_errors_name_the_problem(in_dir):
         plan("SELECT * FROM 'orders.csv' JOIN 'customers.csv' USING (customer)")
     with pytest.raises(PlanError, match="unknown column c.nope"):
         plan("SELECT o.id FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.nope")
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT o.id, c.city FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name",
+        "SELECT a.id, b.id AS other FROM 'orders.csv' a FULL JOIN 'orders.csv' b ON a.note = b.note",
+        "SELECT c.name, t.city FROM 'customers.csv' c CROSS JOIN 'cities.tsv' t",
+        "SELECT o.id, c.city, t.pop FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name"
+        " RIGHT JOIN 'cities.tsv' t ON c.city = t.city",
+    ],
+)
+def test_batch_size_does_not_change_a_join(in_dir, monkeypatch, sql, batch_rows):
+    from tidal.sql import planner
+
+    monkeypatch.setattr(planner, "BATCH_ROWS", batch_rows)
+    assert _rows(plan(sql).result()) == _rows(run_duckdb(sql, in_dir))
