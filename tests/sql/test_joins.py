@@ -113,3 +113,26 @@ def test_batch_size_does_not_change_a_join(in_dir, monkeypatch, sql, batch_rows)
 
     monkeypatch.setattr(planner, "BATCH_ROWS", batch_rows)
     assert _rows(plan(sql).result()) == _rows(run_duckdb(sql, in_dir))
+
+
+def test_windowed_stream_joined_with_a_table_emits_each_window_once(in_dir, capsys):
+    # a stream (event time, tumbling windows) joined with a relational table (alive from time 0)
+    (in_dir / "users.csv").write_text("user,label\nu0,zero\nu1,one\n")
+    sql = (
+        "SELECT u.label, e.window_end, count(*) AS n FROM tumble(source => TABLE('events.json'),"
+        " time_field => DESCRIPTOR(at), window_length => INTERVAL 3 MINUTES) e"
+        " JOIN 'users.csv' u ON e.user = u.user GROUP BY u.label, e.window_end TRIGGER ON WATERMARK"
+    )
+    assert cli(["query", sql, "--format", "stream-json", "--output", "out.json"]) == 0
+    lines = [json.loads(x) for x in (in_dir / "out.json").read_text().splitlines()]
+    assert not any(r.get("sys.undo") for r in lines)
+    assert len({(r["label"], r["window_end"]) for r in lines}) == len(lines)
+    oracle = run_duckdb(
+        "SELECT u.label, strftime(time_bucket(INTERVAL 3 MINUTES, CAST(e.at AS TIMESTAMP)) + INTERVAL 3 MINUTES,"
+        " '%Y-%m-%dT%H:%M:%S') AS window_end, count(*) AS n FROM 'events.json' e JOIN 'users.csv' u"
+        " ON e.user = u.user GROUP BY ALL",
+        in_dir,
+    )
+    assert sorted((r["label"], r["window_end"], r["n"]) for r in lines) == sorted(
+        tuple(r.values()) for r in oracle.to_pylist()
+    )

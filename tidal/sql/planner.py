@@ -220,6 +220,8 @@ def event_time_field(node: Node) -> str | None:
     if isinstance(node, Aggregate):
         inner = event_time_field(node.input)
         return inner if inner in node.keys else None
+    if isinstance(node, Join):  # a side's event time (the left's when both have one) passes through
+        return event_time_field(node.left) or event_time_field(node.right)
     if isinstance(node, UnionAll):
         left = event_time_field(node.left)
         return left if left is not None and left == event_time_field(node.right) else None
