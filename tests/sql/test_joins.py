@@ -123,6 +123,7 @@ def test_windowed_stream_joined_with_a_table_emits_each_window_once(in_dir, caps
         " time_field => DESCRIPTOR(at), window_length => INTERVAL 3 MINUTES) e"
         " JOIN 'users.csv' u ON e.user = u.user GROUP BY u.label, e.window_end TRIGGER ON WATERMARK"
     )
+    assert "LookupJoin (left built once) on user_1 = user" in plan(sql).explain()  # the table is indexed once
     assert cli(["query", sql, "--format", "stream-json", "--output", "out.json"]) == 0
     lines = [json.loads(x) for x in (in_dir / "out.json").read_text().splitlines()]
     assert not any(r.get("sys.undo") for r in lines)

@@ -176,6 +176,7 @@ class Join(Node):
     kind: str
     left_keys: tuple = ()
     right_keys: tuple = ()
+    build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
 
     names = property(lambda self: (*self.left.names, *self.right.names))
     scope = property(lambda self: (*self.left.scope, *self.right.scope))
@@ -190,6 +191,8 @@ class Join(Node):
 
     def describe(self) -> str:
         label = {"inner": "Join", "left": "LeftOuterJoin", "full": "FullOuterJoin", "cross": "CrossJoin"}[self.kind]
+        if self.build_left:
+            label = f"Lookup{label} (left built once)"
         if not self.left_keys:
             return label
         pairs = " AND ".join(f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True))

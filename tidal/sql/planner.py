@@ -286,7 +286,7 @@ class Translator:
             if node.kind == "cross":
                 return left.cross_join(right)
             if node.kind == "inner":
-                return left.join(right, lk, rk)
+                return left.join(right, lk, rk, left_is_small=node.build_left)
             if node.kind == "left":
                 return left.left_outer_join(right, lk, rk)
             return left.full_outer_join(right, lk, rk)

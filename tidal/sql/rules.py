@@ -244,7 +244,31 @@ def drop_identity_projections(root: Node) -> Node:
     return _map(root, fn)
 
 
-RULES = (fold_constants, push_filters, prune_columns, drop_identity_projections)
+def _timed(node: Node) -> bool:
+    return isinstance(node, EventTime | Tumble) or any(_timed(i) for i in node.inputs)
+
+
+def lookup_joins(root: Node) -> Node:
+    """An inner join of an event-time stream with a relational input (a table read whole, alive
+    from time 0) becomes a lookup join: the table is indexed once and the stream's rows probe it
+    without being stored. The table goes on the left (the engine builds its left input); a
+    projection puts the columns back in SQL order."""
+
+    def fn(node):
+        if not isinstance(node, Join) or node.kind != "inner" or node.build_left or not node.left_keys:
+            return node
+        left_timed, right_timed = _timed(node.left), _timed(node.right)
+        if not left_timed and right_timed:
+            return replace(node, build_left=True)
+        if left_timed and not right_timed:
+            swapped = Join(node.right, node.left, "inner", node.right_keys, node.left_keys, build_left=True)
+            return Project(swapped, tuple((n, _col(n)) for n in node.names), scope=node.scope, types=node.types)
+        return node
+
+    return _map(root, fn)
+
+
+RULES = (fold_constants, push_filters, lookup_joins, prune_columns, drop_identity_projections)
 
 
 def explain_logical(node: Node, depth: int = 0) -> str:
