@@ -7,6 +7,8 @@ the work early (read fewer columns, skip rows and row groups).
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import replace
 
 from sqlglot import exp
@@ -248,16 +250,27 @@ def _timed(node: Node) -> bool:
     return isinstance(node, EventTime | Tumble) or any(_timed(i) for i in node.inputs)
 
 
+def _file_bytes(node: Node) -> float:
+    """The size of the files a subtree reads (unknown, e.g. standard input: infinite)."""
+    if isinstance(node, Scan):
+        return os.path.getsize(node.path) if os.path.isfile(node.path) else math.inf
+    return sum((_file_bytes(i) for i in node.inputs), 0.0)
+
+
 def lookup_joins(root: Node) -> Node:
     """An inner join of an event-time stream with a relational input (a table read whole, alive
     from time 0) becomes a lookup join: the table is indexed once and the stream's rows probe it
-    without being stored. The table goes on the left (the engine builds its left input); a
-    projection puts the columns back in SQL order."""
+    without being stored. Of two relational inputs, the one read from fewer bytes is the table.
+    The table goes on the left (the engine builds its left input); a projection puts the columns
+    back in SQL order."""
 
     def fn(node):
         if not isinstance(node, Join) or node.kind != "inner" or node.build_left or not node.left_keys:
             return node
         left_timed, right_timed = _timed(node.left), _timed(node.right)
+        if not left_timed and not right_timed:
+            left_timed = _file_bytes(node.left) > _file_bytes(node.right)
+            right_timed = not left_timed
         if not left_timed and right_timed:
             return replace(node, build_left=True)
         if left_timed and not right_timed:
