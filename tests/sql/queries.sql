@@ -227,3 +227,13 @@ SELECT * FROM 'customers.csv' a JOIN 'customers.csv' b ON a.city = b.city;
 SELECT * FROM 'customers.csv' RIGHT JOIN 'cities.tsv' USING (city);
 -- name: join_left_subquery_left_side
 SELECT s.customer, s.n, c.city FROM (SELECT customer, count(*) AS n FROM 'orders.csv' GROUP BY customer) s LEFT JOIN 'customers.csv' c ON s.customer = c.name WHERE s.n > 1;
+-- name: join_natural
+SELECT * FROM 'customers.csv' NATURAL JOIN 'cities.tsv';
+-- name: join_natural_left
+SELECT name, city, pop FROM 'customers.csv' NATURAL LEFT JOIN 'cities.tsv';
+-- name: join_semi
+SELECT * FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND c.vip;
+-- name: join_anti_null_keys
+SELECT id, note FROM 'orders.csv' a ANTI JOIN (SELECT note FROM 'orders.csv' WHERE id > 5) b ON a.note = b.note;
+-- name: join_semi_where
+SELECT o.id FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND o.price > 5 WHERE o.qty > 1;

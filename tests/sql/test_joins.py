@@ -93,6 +93,10 @@ def test_join_errors_name_the_problem(in_dir):
         plan("SELECT a.id FROM 'orders.csv' a LEFT JOIN 'orders.csv' b ON a.id < b.id")
     with pytest.raises(PlanError, match="right side has no column"):
         plan("SELECT * FROM 'orders.csv' JOIN 'customers.csv' USING (customer)")
+    with pytest.raises(PlanError, match="ASOF JOIN is not supported"):
+        plan("SELECT * FROM 'orders.csv' a ASOF JOIN 'orders.csv' b ON a.id = b.id AND a.ts >= b.ts")
+    with pytest.raises(PlanError, match="ANTI JOIN supports equalities"):
+        plan("SELECT a.id FROM 'orders.csv' a ANTI JOIN 'orders.csv' b ON a.id = b.id AND a.qty > 2")
     with pytest.raises(PlanError, match="unknown column c.nope"):
         plan("SELECT o.id FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.nope")
 

@@ -173,14 +173,22 @@ class Join(Node):
 
     left: Node
     right: Node
-    kind: str
+    kind: str  # inner | left | full | cross | semi | anti
     left_keys: tuple = ()
     right_keys: tuple = ()
     build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
 
-    names = property(lambda self: (*self.left.names, *self.right.names))
-    scope = property(lambda self: (*self.left.scope, *self.right.scope))
-    types = property(lambda self: (*self.left.types, *self.right.types))
+    @property
+    def names(self):
+        return self.left.names if self.kind in ("semi", "anti") else (*self.left.names, *self.right.names)
+
+    @property
+    def scope(self):
+        return self.left.scope if self.kind in ("semi", "anti") else (*self.left.scope, *self.right.scope)
+
+    @property
+    def types(self):
+        return self.left.types if self.kind in ("semi", "anti") else (*self.left.types, *self.right.types)
 
     @property
     def inputs(self):
@@ -190,7 +198,14 @@ class Join(Node):
         return replace(self, left=inputs[0], right=inputs[1])
 
     def describe(self) -> str:
-        label = {"inner": "Join", "left": "LeftOuterJoin", "full": "FullOuterJoin", "cross": "CrossJoin"}[self.kind]
+        label = {
+            "inner": "Join",
+            "left": "LeftOuterJoin",
+            "full": "FullOuterJoin",
+            "cross": "CrossJoin",
+            "semi": "SemiJoin",
+            "anti": "AntiJoin",
+        }[self.kind]
         if self.build_left:
             label = f"Lookup{label} (left built once)"
         if not self.left_keys:
@@ -423,7 +438,18 @@ class Builder:
         side = (join.args.get("side") or "").upper()
         kind_word = (join.args.get("kind") or "").upper()
         on, using = join.args.get("on"), join.args.get("using")
-        if kind_word == "CROSS" or (on is None and not using):
+        method = (join.args.get("method") or "").upper()
+        if method == "NATURAL":  # USING every column name the two sides share
+            rnames = {n.lower() for _, n in right.scope if n and not n.startswith("__")}
+            common = [n for _, n in left.scope if n.lower() in rnames]
+            using = [exp.to_identifier(n) for n in dict.fromkeys(common)] or None
+        elif method:
+            raise PlanError(f"{method} JOIN is not supported: {join.sql()}")
+        if kind_word in ("SEMI", "ANTI"):
+            if side not in ("", "LEFT") or (on is None and not using):
+                raise PlanError(f"{join.sql()}: {kind_word} JOIN keeps left rows and needs ON or USING")
+            kind = kind_word.lower()
+        elif kind_word == "CROSS" or (on is None and not using):
             if side or kind_word not in ("", "CROSS"):
                 raise PlanError(f"{join.sql()}: an outer join needs ON or USING")
             kind = "cross"
@@ -525,16 +551,19 @@ class Builder:
             if computed:
                 left = _with_columns(left, [(ln, le, t) for ln, le, _, _, t in computed])
                 right = _with_columns(right, [(rn, re_, t) for _, _, rn, re_, t in computed])
-        if kind == "left":
+        if kind in ("left", "semi", "anti"):
             # ON conjuncts over the right side only restrict which right rows can match: filter the right first
             right_only = [p for p in rest if _columns(p) <= rnames and not has_subquery(p)]
             if right_only:
                 right = Filter(right, _and(right_only))
                 rest = [p for p in rest if p not in right_only]
-        if rest and kind != "inner" and kind != "cross":
+        if kind == "semi" and all(_columns(p) <= lnames for p in rest):
+            pass  # a condition on the kept left rows alone: a filter after the semi-join
+        elif rest and kind != "inner" and kind != "cross":
+            what = "an outer join" if kind in ("left", "full") else f"{kind.upper()} JOIN"
             raise PlanError(
-                f"ON {on.sql()}: an outer join supports equalities between the two sides "
-                "(and conditions on the optional side only)"
+                f"ON {on.sql()}: {what} supports equalities between the two sides "
+                "(and conditions on the right side only)"
             )
         if kind == "cross" and lkeys:
             kind = "inner"

@@ -289,6 +289,10 @@ class Translator:
                 return left.join(right, lk, rk, left_is_small=node.build_left)
             if node.kind == "left":
                 return left.left_outer_join(right, lk, rk)
+            if node.kind == "semi":
+                return left.where_exists(right, lk, rk)
+            if node.kind == "anti":
+                return left.where_not_exists(right, lk, rk)
             return left.full_outer_join(right, lk, rk)
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
