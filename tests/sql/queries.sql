@@ -237,3 +237,13 @@ SELECT * FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name 
 SELECT id, note FROM 'orders.csv' a ANTI JOIN (SELECT note FROM 'orders.csv' WHERE id > 5) b ON a.note = b.note;
 -- name: join_semi_where
 SELECT o.id FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND o.price > 5 WHERE o.qty > 1;
+-- name: cross_global_agg
+SELECT o.id, o.qty * 1.0 / t.total AS share FROM 'orders.csv' o CROSS JOIN (SELECT sum(qty) AS total FROM 'orders.csv') t;
+-- name: join_empty_side
+SELECT o.id, c.city FROM 'orders.csv' o LEFT JOIN (SELECT * FROM 'customers.csv' WHERE city = 'Nowhere') c ON o.customer = c.name;
+-- name: join_in_subquery_on
+SELECT o.id, c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name AND o.id IN (SELECT id FROM 'orders.csv' WHERE qty > 2);
+-- name: join_union
+SELECT c.name, t.pop FROM 'customers.csv' c JOIN (SELECT city, pop FROM 'cities.tsv' UNION ALL SELECT 'Rome' AS city, 3 AS pop FROM 'customers.csv' WHERE name = 'gina') t USING (city);
+-- name: join_having_order
+SELECT c.city, count(*) AS n FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name GROUP BY c.city HAVING count(*) > 2 ORDER BY n DESC;

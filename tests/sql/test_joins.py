@@ -97,6 +97,8 @@ def test_join_errors_name_the_problem(in_dir):
         plan("SELECT * FROM 'orders.csv' a ASOF JOIN 'orders.csv' b ON a.id = b.id AND a.ts >= b.ts")
     with pytest.raises(PlanError, match="ANTI JOIN supports equalities"):
         plan("SELECT a.id FROM 'orders.csv' a ANTI JOIN 'orders.csv' b ON a.id = b.id AND a.qty > 2")
+    with pytest.raises(PlanError, match="SEMI JOIN needs an equality"):
+        plan("SELECT id FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON c.city = 'Rome'")
     with pytest.raises(PlanError, match="unknown column c.nope"):
         plan("SELECT o.id FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.nope")
 

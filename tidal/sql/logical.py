@@ -565,6 +565,8 @@ class Builder:
                 f"ON {on.sql()}: {what} supports equalities between the two sides "
                 "(and conditions on the right side only)"
             )
+        if kind in ("semi", "anti") and not lkeys:
+            raise PlanError(f"{kind.upper()} JOIN needs an equality between the two sides: ON {on.sql()}")
         if kind == "cross" and lkeys:
             kind = "inner"
         if kind == "inner" and not lkeys:
