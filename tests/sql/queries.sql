@@ -247,3 +247,7 @@ SELECT o.id, c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c
 SELECT c.name, t.pop FROM 'customers.csv' c JOIN (SELECT city, pop FROM 'cities.tsv' UNION ALL SELECT 'Rome' AS city, 3 AS pop FROM 'customers.csv' WHERE name = 'gina') t USING (city);
 -- name: join_having_order
 SELECT c.city, count(*) AS n FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name GROUP BY c.city HAVING count(*) > 2 ORDER BY n DESC;
+-- name: join_right_on_optional_condition
+SELECT o.id, c.name FROM 'orders.csv' o RIGHT JOIN 'customers.csv' c ON o.customer = c.name AND o.qty > 2 WHERE c.city <> 'Oslo';
+-- name: join_full_where
+SELECT c.name, t.city FROM 'customers.csv' c FULL JOIN 'cities.tsv' t ON c.city = t.city WHERE t.pop > 100 OR c.name IS NULL;
