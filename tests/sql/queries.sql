@@ -163,3 +163,91 @@ SELECT customer, SUM(qty) FROM 'orders.parquet' WHERE price > 5 GROUP BY custome
 SELECT customer, median(qty), quantile_disc(qty, 0.75) FROM 'orders.parquet' GROUP BY customer;
 -- name: coalesce_group_key [agg]
 SELECT COALESCE(note, 'none') AS n, COUNT(*) FROM 'orders.csv' GROUP BY n;
+-- name: join_inner_on
+SELECT o.id, o.customer, c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name;
+-- name: join_inner_keyword_star
+SELECT * FROM 'orders.csv' AS o INNER JOIN 'customers.csv' AS c ON c.name = o.customer WHERE o.qty > 1;
+-- name: join_left_outer
+SELECT o.id, c.city, c.vip FROM 'orders.csv' o LEFT OUTER JOIN 'customers.csv' c ON o.customer = c.name;
+-- name: join_right
+SELECT o.id, c.name, c.city FROM 'orders.csv' o RIGHT JOIN 'customers.csv' c ON o.customer = c.name;
+-- name: join_right_star
+SELECT * FROM 'customers.csv' c RIGHT JOIN 'cities.tsv' t ON c.city = t.city;
+-- name: join_full_outer
+SELECT c.name, c.city, t.city AS tcity, t.pop FROM 'customers.csv' c FULL OUTER JOIN 'cities.tsv' t ON c.city = t.city;
+-- name: join_cross
+SELECT c.name, t.city FROM 'customers.csv' c CROSS JOIN 'cities.tsv' t;
+-- name: join_comma_where
+SELECT o.id, c.city FROM 'orders.csv' o, 'customers.csv' c WHERE o.customer = c.name AND o.qty > 2 AND c.vip;
+-- name: join_using
+SELECT city, name, pop FROM 'customers.csv' JOIN 'cities.tsv' USING (city);
+-- name: join_using_star
+SELECT * FROM 'customers.csv' c LEFT JOIN 'cities.tsv' t USING (city);
+-- name: join_full_using
+SELECT city, name, pop FROM 'customers.csv' FULL JOIN 'cities.tsv' USING (city);
+-- name: join_self
+SELECT a.id, b.id AS other FROM 'orders.csv' a JOIN 'orders.csv' b ON a.customer = b.customer AND a.id < b.id;
+-- name: join_three_way
+SELECT o.id, c.city, t.pop FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name JOIN 'cities.tsv' t ON c.city = t.city;
+-- name: join_group_by [agg]
+SELECT c.city, count(*) AS n, sum(o.qty * o.price) AS revenue FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name GROUP BY c.city;
+-- name: join_left_group_by [agg]
+SELECT o.customer, count(c.name) AS known, count(*) AS n FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name GROUP BY o.customer;
+-- name: join_null_keys
+SELECT a.id, b.id AS other, a.note FROM 'orders.csv' a JOIN 'orders.csv' b ON a.note = b.note;
+-- name: join_left_null_keys
+SELECT a.id, b.id AS other, b.note FROM 'orders.csv' a LEFT JOIN 'orders.csv' b ON a.note = b.note AND b.id > 2;
+-- name: join_full_null_keys
+SELECT a.id, b.id AS other FROM 'orders.csv' a FULL JOIN 'orders.csv' b ON a.discount = b.discount;
+-- name: join_multi_key
+SELECT a.id, b.id AS other FROM 'orders.csv' a JOIN 'orders.csv' b ON a.customer = b.customer AND a.qty = b.qty;
+-- name: join_subquery_side
+SELECT c.name, s.total FROM 'customers.csv' c JOIN (SELECT customer, qty * price AS total FROM 'orders.csv' WHERE qty > 2) s ON s.customer = c.name;
+-- name: join_cte_both_sides [agg]
+WITH spend AS (SELECT customer, sum(qty) AS units FROM 'orders.csv' GROUP BY customer), lis AS (SELECT name FROM 'customers.csv' WHERE city = 'Lisbon') SELECT lis.name, spend.units FROM lis LEFT JOIN spend ON lis.name = spend.customer;
+-- name: join_left_on_right_condition
+SELECT o.id, c.name FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name AND c.city = 'Lisbon';
+-- name: join_non_equi_inner
+SELECT o.id, t.city FROM 'orders.csv' o JOIN 'cities.tsv' t ON o.qty * 100 < t.pop AND o.price > 20;
+-- name: join_order_limit
+SELECT o.id, c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name ORDER BY o.price DESC LIMIT 3;
+-- name: join_distinct
+SELECT DISTINCT c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name;
+-- name: join_formats
+SELECT p.id, a.customer, j.user FROM 'orders.parquet' p JOIN 'orders.arrow' a ON p.id = a.id JOIN 'events.json' j ON p.qty = j.score;
+-- name: join_computed_key
+SELECT o.id, c.name FROM 'orders.csv' o JOIN 'customers.csv' c ON upper(o.customer) = upper(c.name) AND o.qty + 1 > 3;
+-- name: join_widened_key
+SELECT o.id, t.city FROM 'orders.csv' o LEFT JOIN 'cities.tsv' t ON o.price * 100 = t.pop - 0.5 + 0.5;
+-- name: join_int_double_key
+SELECT a.id, b.id AS other FROM 'orders.csv' a FULL JOIN 'orders.csv' b ON a.qty = b.price;
+-- name: join_star_self
+SELECT * FROM 'customers.csv' a JOIN 'customers.csv' b ON a.city = b.city;
+-- name: join_using_right
+SELECT * FROM 'customers.csv' RIGHT JOIN 'cities.tsv' USING (city);
+-- name: join_left_subquery_left_side
+SELECT s.customer, s.n, c.city FROM (SELECT customer, count(*) AS n FROM 'orders.csv' GROUP BY customer) s LEFT JOIN 'customers.csv' c ON s.customer = c.name WHERE s.n > 1;
+-- name: join_natural
+SELECT * FROM 'customers.csv' NATURAL JOIN 'cities.tsv';
+-- name: join_natural_left
+SELECT name, city, pop FROM 'customers.csv' NATURAL LEFT JOIN 'cities.tsv';
+-- name: join_semi
+SELECT * FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND c.vip;
+-- name: join_anti_null_keys
+SELECT id, note FROM 'orders.csv' a ANTI JOIN (SELECT note FROM 'orders.csv' WHERE id > 5) b ON a.note = b.note;
+-- name: join_semi_where
+SELECT o.id FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND o.price > 5 WHERE o.qty > 1;
+-- name: cross_global_agg
+SELECT o.id, o.qty * 1.0 / t.total AS share FROM 'orders.csv' o CROSS JOIN (SELECT sum(qty) AS total FROM 'orders.csv') t;
+-- name: join_empty_side
+SELECT o.id, c.city FROM 'orders.csv' o LEFT JOIN (SELECT * FROM 'customers.csv' WHERE city = 'Nowhere') c ON o.customer = c.name;
+-- name: join_in_subquery_on
+SELECT o.id, c.city FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name AND o.id IN (SELECT id FROM 'orders.csv' WHERE qty > 2);
+-- name: join_union
+SELECT c.name, t.pop FROM 'customers.csv' c JOIN (SELECT city, pop FROM 'cities.tsv' UNION ALL SELECT 'Rome' AS city, 3 AS pop FROM 'customers.csv' WHERE name = 'gina') t USING (city);
+-- name: join_having_order
+SELECT c.city, count(*) AS n FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name GROUP BY c.city HAVING count(*) > 2 ORDER BY n DESC;
+-- name: join_right_on_optional_condition
+SELECT o.id, c.name FROM 'orders.csv' o RIGHT JOIN 'customers.csv' c ON o.customer = c.name AND o.qty > 2 WHERE c.city <> 'Oslo';
+-- name: join_full_where
+SELECT c.name, t.city FROM 'customers.csv' c FULL JOIN 'cities.tsv' t ON c.city = t.city WHERE t.pop > 100 OR c.name IS NULL;

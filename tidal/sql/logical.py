@@ -163,6 +163,58 @@ class UnionAll(Node):
 
 
 @dataclass(frozen=True)
+class Join(Node):
+    """A relational join of two inputs whose physical column names are disjoint.
+
+    ``kind`` is ``inner``, ``left`` (left outer; a RIGHT JOIN is built with its sides swapped),
+    ``full`` or ``cross``. Keys are equality pairs of input columns (``left_keys[i] =
+    right_keys[i]``); a null key equals nothing. Output: the left's columns, then the right's.
+    """
+
+    left: Node
+    right: Node
+    kind: str  # inner | left | full | cross | semi | anti
+    left_keys: tuple = ()
+    right_keys: tuple = ()
+    build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
+
+    @property
+    def names(self):
+        return self.left.names if self.kind in ("semi", "anti") else (*self.left.names, *self.right.names)
+
+    @property
+    def scope(self):
+        return self.left.scope if self.kind in ("semi", "anti") else (*self.left.scope, *self.right.scope)
+
+    @property
+    def types(self):
+        return self.left.types if self.kind in ("semi", "anti") else (*self.left.types, *self.right.types)
+
+    @property
+    def inputs(self):
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs):
+        return replace(self, left=inputs[0], right=inputs[1])
+
+    def describe(self) -> str:
+        label = {
+            "inner": "Join",
+            "left": "LeftOuterJoin",
+            "full": "FullOuterJoin",
+            "cross": "CrossJoin",
+            "semi": "SemiJoin",
+            "anti": "AntiJoin",
+        }[self.kind]
+        if self.build_left:
+            label = f"Lookup{label} (left built once)"
+        if not self.left_keys:
+            return label
+        pairs = " AND ".join(f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True))
+        return f"{label} on {pairs}"
+
+
+@dataclass(frozen=True)
 class EventTime(SameColumns):
     """Declares ``time_field`` the event time; the watermark generator decides which rows are late."""
 
@@ -379,6 +431,151 @@ class Builder:
         exprs = tuple((n, _col(n)) for n in node.names)
         return Project(node, exprs, scope=scope, types=node.types)
 
+    # -- joins ----------------------------------------------------------------------------------
+    def join(self, left: Node, join: exp.Join) -> Node:
+        """``left JOIN item``: equality conjuncts of ON (or USING) become keys, the rest a filter."""
+        right = self.from_item(join.this)
+        side = (join.args.get("side") or "").upper()
+        kind_word = (join.args.get("kind") or "").upper()
+        on, using = join.args.get("on"), join.args.get("using")
+        method = (join.args.get("method") or "").upper()
+        if method == "NATURAL":  # USING every column name the two sides share
+            rnames = {n.lower() for _, n in right.scope if n and not n.startswith("__")}
+            common = [n for _, n in left.scope if n.lower() in rnames]
+            using = [exp.to_identifier(n) for n in dict.fromkeys(common)] or None
+        elif method:
+            raise PlanError(f"{method} JOIN is not supported: {join.sql()}")
+        if kind_word in ("SEMI", "ANTI"):
+            if side not in ("", "LEFT") or (on is None and not using):
+                raise PlanError(f"{join.sql()}: {kind_word} JOIN keeps left rows and needs ON or USING")
+            kind = kind_word.lower()
+        elif kind_word == "CROSS" or (on is None and not using):
+            if side or kind_word not in ("", "CROSS"):
+                raise PlanError(f"{join.sql()}: an outer join needs ON or USING")
+            kind = "cross"
+        elif kind_word in ("", "INNER", "OUTER"):
+            kind = {"": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}[side]
+        else:
+            raise PlanError(f"unsupported join: {kind_word} JOIN")
+        right = self._disjoint(left, right, [u.name for u in using or ()])
+        if kind == "right":  # b RIGHT JOIN a: a LEFT JOIN b, columns back in the SQL order afterwards
+            node = self._join_on(right, left, "left", on, using, swapped=True)
+            order = (*left.names, *right.names)
+            by_name = dict(zip(node.names, zip(node.scope, node.types, strict=True), strict=True))
+            node = Project(
+                node,
+                tuple((n, _col(n)) for n in order),
+                scope=tuple(by_name[n][0] for n in order),
+                types=tuple(by_name[n][1] for n in order),
+            )
+        else:
+            node = self._join_on(left, right, kind, on, using)
+        if using and kind in ("right", "full"):
+            # the USING column is the value of whichever side has the row
+            exprs = []
+            for n in node.names:
+                partner = self._using_partner(n, node)
+                e = _col(n) if partner is None else exp.Coalesce(this=_col(n), expressions=[_col(partner)])
+                exprs.append((n, e))
+            node = Project(node, tuple(exprs), scope=node.scope, types=node.types)
+        return node
+
+    def _using_partner(self, name: str, node: Node) -> str | None:
+        for phys in node.names:
+            if phys.startswith("__using_") and phys.rsplit("__", 1)[-1] == name:
+                return phys
+        return None
+
+    def _disjoint(self, left: Node, right: Node, using: list[str]) -> Node:
+        """Rename the right's columns that clash with the left's (and hide USING columns from ``*``)."""
+        taken = set(left.names) | set(right.names)
+        using_lower = {u.lower() for u in using}
+        exprs, changed = [], False
+        for phys, (_, name) in zip(right.names, right.scope, strict=True):
+            out = phys
+            if name.lower() in using_lower:
+                matches = [p for p, (_, n) in zip(left.names, left.scope, strict=True) if n.lower() == name.lower()]
+                if len(matches) != 1:
+                    raise PlanError(f"USING ({name}): the left side has {len(matches)} columns named {name}")
+                out = f"__using_{self.fresh('u')}__{matches[0]}"
+            elif phys in left.names:
+                i = 1
+                while f"{phys}_{i}" in taken:
+                    i += 1
+                out = f"{phys}_{i}"
+            taken.add(out)
+            changed |= out != phys
+            exprs.append((out, _col(phys)))
+        if not changed:
+            return right
+        return Project(right, tuple(exprs), scope=right.scope, types=right.types)
+
+    def _join_on(self, left: Node, right: Node, kind: str, on, using, swapped: bool = False) -> Node:
+        lnames, rnames = set(left.names), set(right.names)
+        lkeys: list[str] = []
+        rkeys: list[str] = []
+        rest: list[exp.Expression] = []
+        if using:
+            for u in using:
+                lcol = self.resolve(exp.column(u.name), left if not swapped else right)
+                rcol = self._using_partner(lcol, right if not swapped else left)
+                if rcol is None:
+                    raise PlanError(f"USING ({u.name}): the right side has no column {u.name}")
+                lkeys.append(lcol if not swapped else rcol)
+                rkeys.append(rcol if not swapped else lcol)
+        elif on is not None:
+            both = Join(left, right, "cross")
+            bound = self.bind(on, both)
+            t = self.check(bound, both)
+            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+                raise SqlTypeError(f"ON {on.sql()} is {t}, not boolean")
+            computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
+            for part in _conjuncts(bound):
+                sides = _key_sides(part, lnames, rnames)
+                if sides is None:
+                    rest.append(part)
+                    continue
+                lexpr, rexpr = sides
+                lt, rt = self.check(lexpr, left), self.check(rexpr, right)
+                common = _key_type(lt, rt)
+                if common is None:  # keys of incomparable types: the equality stays a condition
+                    rest.append(part)
+                elif isinstance(lexpr, exp.Column) and isinstance(rexpr, exp.Column) and lt == rt:
+                    lkeys.append(lexpr.name)
+                    rkeys.append(rexpr.name)
+                else:  # an expression or a type to widen: compute the key as a hidden column on each side
+                    ln, rn = self.fresh("jk"), self.fresh("jk")
+                    computed.append((ln, _cast_to(lexpr, lt, common), rn, _cast_to(rexpr, rt, common), common))
+                    lkeys.append(ln)
+                    rkeys.append(rn)
+            if computed:
+                left = _with_columns(left, [(ln, le, t) for ln, le, _, _, t in computed])
+                right = _with_columns(right, [(rn, re_, t) for _, _, rn, re_, t in computed])
+        if kind in ("left", "semi", "anti"):
+            # ON conjuncts over the right side only restrict which right rows can match: filter the right first
+            right_only = [p for p in rest if _columns(p) <= rnames and not has_subquery(p)]
+            if right_only:
+                right = Filter(right, _and(right_only))
+                rest = [p for p in rest if p not in right_only]
+        if kind == "semi" and all(_columns(p) <= lnames for p in rest):
+            pass  # a condition on the kept left rows alone: a filter after the semi-join
+        elif rest and kind != "inner" and kind != "cross":
+            what = "an outer join" if kind in ("left", "full") else f"{kind.upper()} JOIN"
+            raise PlanError(
+                f"ON {on.sql()}: {what} supports equalities between the two sides "
+                "(and conditions on the right side only)"
+            )
+        if kind in ("semi", "anti") and not lkeys:
+            raise PlanError(f"{kind.upper()} JOIN needs an equality between the two sides: ON {on.sql()}")
+        if kind == "cross" and lkeys:
+            kind = "inner"
+        if kind == "inner" and not lkeys:
+            kind = "cross"
+        node: Node = Join(left, right, kind, tuple(lkeys), tuple(rkeys))
+        if rest:
+            node = Filter(node, _and(rest))
+        return node
+
     def table(self, item: exp.Table) -> Node:
         target = item.this
         if isinstance(target, exp.Identifier):
@@ -503,7 +700,11 @@ class Builder:
         hits = [
             phys
             for phys, (q, n) in zip(node.names, node.scope, strict=True)
-            if n.lower() == name.lower() and (qual is None or (q or "").lower() == qual.lower())
+            if n.lower() == name.lower()
+            and (
+                (qual is None and not phys.startswith("__using_"))
+                or (qual is not None and (q or "").lower() == qual.lower())
+            )
         ]
         if not hits and qual is None:
             hits = [phys for phys in node.names if phys == name]
@@ -548,8 +749,8 @@ class Builder:
         if from_ is None:
             raise PlanError("a query needs FROM (tidal reads files and streams)")
         node = self.from_item(from_.this)
-        if sel.args.get("joins"):
-            raise PlanError("joins are not supported yet (they wait for the engine's join operators)")
+        for join in sel.args.get("joins") or ():
+            node = self.join(node, join)
         trigger = sel.args.get("trigger")
         triggers = self._triggers(trigger) if trigger is not None else ()
         where = sel.args.get("where")
@@ -666,7 +867,7 @@ class Builder:
                 continue
             qual = star.table if isinstance(star, exp.Column) else None
             for phys, (q, n) in zip(node.names, node.scope, strict=True):
-                if n.startswith("__") or not n:
+                if n.startswith("__") or not n or phys.startswith("__using_"):
                     continue
                 if qual and (q or "").lower() != qual.lower():
                     continue
@@ -857,6 +1058,60 @@ class Builder:
         del t
         pre.append((phys, bound))
         return phys
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Paren) and isinstance(e.this, exp.And):
+        return _conjuncts(e.this)
+    return [e]
+
+
+def _and(parts: list[exp.Expression]) -> exp.Expression:
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.And(this=out, expression=p)
+    return out
+
+
+def _columns(e: exp.Expression) -> set[str]:
+    return {c.name for c in e.find_all(exp.Column)}
+
+
+def _key_sides(part: exp.Expression, lnames: set, rnames: set) -> tuple | None:
+    """``left expr = right expr`` (either way round) as (left, right); None for any other condition."""
+    if not isinstance(part, exp.EQ) or has_subquery(part):
+        return None
+    a, b = _columns(part.this), _columns(part.expression)
+    if a and b and a <= lnames and b <= rnames:
+        return part.this, part.expression
+    if a and b and a <= rnames and b <= lnames:
+        return part.expression, part.this
+    return None
+
+
+def _key_type(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
+    """The type both keys are compared in (numbers widen), or None when they are not comparable."""
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    numeric = (pa.types.is_integer, pa.types.is_floating)
+    if any(f(a) for f in numeric) and any(f(b) for f in numeric):
+        return pa.float64() if pa.types.is_floating(a) or pa.types.is_floating(b) else pa.int64()
+    return None
+
+
+def _cast_to(e: exp.Expression, t: pa.DataType, target: pa.DataType) -> exp.Expression:
+    return e if t == target else exp.Cast(this=e, to=exp.DataType.build(_sql_type(target)))
+
+
+def _with_columns(node: Node, extra: list) -> Node:
+    """``node``'s columns plus computed ones (hidden from ``*``: their names start with ``__``)."""
+    exprs = tuple((n, _col(n)) for n in node.names) + tuple((n, e) for n, e, _ in extra)
+    scope = (*node.scope, *((None, n) for n, _, _ in extra))
+    return Project(node, exprs, scope=scope, types=(*node.types, *(t for _, _, t in extra)))
 
 
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:

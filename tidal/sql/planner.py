@@ -50,7 +50,7 @@ from ..stream.plan import OperatorNode, Properties, SourceNode
 from ..stream.streamable import Stream
 from .dialect import parse
 from .expressions import Evaluator, pushable_predicate
-from .logical import Aggregate, Builder, EventTime, Filter, Node, Project, Query, Scan, Tumble, UnionAll
+from .logical import Aggregate, Builder, EventTime, Filter, Join, Node, Project, Query, Scan, Tumble, UnionAll
 from .rules import explain_logical, optimize
 
 BATCH_ROWS = 65_536
@@ -220,6 +220,8 @@ def event_time_field(node: Node) -> str | None:
     if isinstance(node, Aggregate):
         inner = event_time_field(node.input)
         return inner if inner in node.keys else None
+    if isinstance(node, Join):  # a side's event time (the left's when both have one) passes through
+        return event_time_field(node.left) or event_time_field(node.right)
     if isinstance(node, UnionAll):
         left = event_time_field(node.left)
         return left if left is not None and left == event_time_field(node.right) else None
@@ -274,6 +276,24 @@ class Translator:
             return self._op(inner, label, lambda: TumbleOp(node.length, node.offset, node.hop), node)
         if isinstance(node, UnionAll):
             return self.stream(node.left, time).union(self.stream(node.right, time))
+        if isinstance(node, Join):
+            # each side has its own event time (or none): time flows into the sides separately
+            if time.column is not None:
+                raise PlanError("declare the event time on a join's inputs, not on the join's result")
+            left = self.stream(node.left, TimeSpec(ordinal=time.ordinal))
+            right = self.stream(node.right, TimeSpec(ordinal=time.ordinal))
+            lk, rk = list(node.left_keys), list(node.right_keys)
+            if node.kind == "cross":
+                return left.cross_join(right)
+            if node.kind == "inner":
+                return left.join(right, lk, rk, left_is_small=node.build_left)
+            if node.kind == "left":
+                return left.left_outer_join(right, lk, rk)
+            if node.kind == "semi":
+                return left.where_exists(right, lk, rk)
+            if node.kind == "anti":
+                return left.where_not_exists(right, lk, rk)
+            return left.full_outer_join(right, lk, rk)
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
             # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time

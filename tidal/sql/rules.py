@@ -7,12 +7,14 @@ the work early (read fewer columns, skip rows and row groups).
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import replace
 
 from sqlglot import exp
 
 from .expressions import Evaluator, has_subquery, scalar_to_sql
-from .logical import Aggregate, EventTime, Filter, Node, Project, Scan, Tumble, UnionAll, _col, _transform
+from .logical import Aggregate, EventTime, Filter, Join, Node, Project, Scan, Tumble, UnionAll, _col, _transform
 
 
 def _map(node: Node, fn) -> Node:
@@ -105,6 +107,8 @@ def push_filters(root: Node) -> Node:
                 push(Filter(child.left, _rename_for(child.left, child, node.condition))),
                 push(Filter(child.right, _rename_for(child.right, child, node.condition))),
             )
+        if isinstance(child, Join):
+            return _push_into_join(node, child, push)
         if isinstance(child, Scan):
             from .expressions import pushable_predicate
 
@@ -120,6 +124,49 @@ def push_filters(root: Node) -> Node:
         return node
 
     return _map(root, push)
+
+
+def _push_into_join(node: Filter, join: Join, push) -> Node:
+    """A filter over a join: conjuncts over one side move to that side (for an inner or cross join
+    either side; for a left outer join only the left, whose rows all survive it), and on an inner
+    or cross join an equality between a left and a right column becomes a join key."""
+    lnames, rnames = set(join.left.names), set(join.right.names)
+    types = dict(zip(join.names, join.types, strict=True))
+    inner = join.kind in ("inner", "cross")
+    left_parts, right_parts, rest = [], [], []
+    lkeys, rkeys = list(join.left_keys), list(join.right_keys)
+    for part in _conjuncts(node.condition):
+        cols = _columns(part)
+        if has_subquery(part) or join.kind == "full":
+            rest.append(part)
+        elif cols and cols <= lnames and join.kind != "full":
+            left_parts.append(part)
+        elif cols and cols <= rnames and inner:
+            right_parts.append(part)
+        elif inner and isinstance(part, exp.EQ) and _key_pair(part, lnames, rnames, types):
+            a, b = _key_pair(part, lnames, rnames, types)
+            lkeys.append(a)
+            rkeys.append(b)
+        else:
+            rest.append(part)
+    if not (left_parts or right_parts or len(lkeys) > len(join.left_keys)):
+        return node
+    left = push(Filter(join.left, _and(left_parts))) if left_parts else join.left
+    right = push(Filter(join.right, _and(right_parts))) if right_parts else join.right
+    kind = "inner" if inner and lkeys else join.kind
+    moved = replace(join, left=left, right=right, kind=kind, left_keys=tuple(lkeys), right_keys=tuple(rkeys))
+    return Filter(moved, _and(rest)) if rest else moved
+
+
+def _key_pair(part: exp.EQ, lnames: set, rnames: set, types: dict) -> tuple[str, str] | None:
+    if not (isinstance(part.this, exp.Column) and isinstance(part.expression, exp.Column)):
+        return None
+    a, b = part.this.name, part.expression.name
+    if b in lnames and a in rnames:
+        a, b = b, a
+    if a in lnames and b in rnames and types[a] is not None and types[a] == types[b]:
+        return a, b
+    return None
 
 
 def _rename_for(side: Node, union: UnionAll, cond: exp.Expression) -> exp.Expression:
@@ -173,6 +220,11 @@ def prune_columns(root: Node) -> Node:
             return replace(node, input=visit(node.input, uses))
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
+        if isinstance(node, Join):
+            uses = (set(node.names) if needed is None else set(needed)) | set(node.left_keys) | set(node.right_keys)
+            left = visit(node.left, uses & set(node.left.names))
+            right = visit(node.right, uses & set(node.right.names))
+            return node.with_inputs((left, right))
         return node.with_inputs(tuple(visit(i, None) for i in node.inputs))
 
     return visit(root, None)
@@ -194,7 +246,42 @@ def drop_identity_projections(root: Node) -> Node:
     return _map(root, fn)
 
 
-RULES = (fold_constants, push_filters, prune_columns, drop_identity_projections)
+def _timed(node: Node) -> bool:
+    return isinstance(node, EventTime | Tumble) or any(_timed(i) for i in node.inputs)
+
+
+def _file_bytes(node: Node) -> float:
+    """The size of the files a subtree reads (unknown, e.g. standard input: infinite)."""
+    if isinstance(node, Scan):
+        return os.path.getsize(node.path) if os.path.isfile(node.path) else math.inf
+    return sum((_file_bytes(i) for i in node.inputs), 0.0)
+
+
+def lookup_joins(root: Node) -> Node:
+    """An inner join of an event-time stream with a relational input (a table read whole, alive
+    from time 0) becomes a lookup join: the table is indexed once and the stream's rows probe it
+    without being stored. Of two relational inputs, the one read from fewer bytes is the table.
+    The table goes on the left (the engine builds its left input); a projection puts the columns
+    back in SQL order."""
+
+    def fn(node):
+        if not isinstance(node, Join) or node.kind != "inner" or node.build_left or not node.left_keys:
+            return node
+        left_timed, right_timed = _timed(node.left), _timed(node.right)
+        if not left_timed and not right_timed:
+            left_timed = _file_bytes(node.left) > _file_bytes(node.right)
+            right_timed = not left_timed
+        if not left_timed and right_timed:
+            return replace(node, build_left=True)
+        if left_timed and not right_timed:
+            swapped = Join(node.right, node.left, "inner", node.right_keys, node.left_keys, build_left=True)
+            return Project(swapped, tuple((n, _col(n)) for n in node.names), scope=node.scope, types=node.types)
+        return node
+
+    return _map(root, fn)
+
+
+RULES = (fold_constants, push_filters, lookup_joins, prune_columns, drop_identity_projections)
 
 
 def explain_logical(node: Node, depth: int = 0) -> str:

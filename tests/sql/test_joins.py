@@ -1,0 +1,145 @@
+"""SQL joins beyond the golden suite: changelogs (the retraction view), joins of event-time
+streams, and the errors a join can raise. Answers are checked against DuckDB."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tidal.cli.main import main as cli
+from tidal.core.errors import PlanError
+from tidal.sql import plan
+
+from .data import write_files
+from .test_golden import _rows, run_duckdb
+
+
+@pytest.fixture
+def in_dir(tmp_path):
+    write_files(tmp_path)
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(old)
+
+
+def _net(lines: list[str]) -> list[str]:
+    """The rows a changelog leaves behind: inserts minus retractions."""
+    net: dict = {}
+    for line in lines:
+        rec = json.loads(line)
+        undo = rec.pop("sys.undo", False)
+        key = json.dumps(rec, sort_keys=True)
+        net[key] = net.get(key, 0) + (-1 if undo else 1)
+    assert all(n >= 0 for n in net.values()), "a retraction without its insert"
+    return sorted(k for k, n in net.items() for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT c.city, count(*) AS n FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name"
+        " GROUP BY c.city TRIGGER COUNTING 1",
+        "SELECT t.city, count(c.name) AS n FROM 'customers.csv' c FULL JOIN 'cities.tsv' t USING (city)"
+        " GROUP BY t.city TRIGGER COUNTING 1",
+    ],
+)
+def test_join_changelog_net_effect_is_the_batch_answer(in_dir, capsys, sql):
+    for fmt in ("stream-json", "batch-json"):
+        assert cli(["query", sql, "--format", fmt, "--output", fmt]) == 0
+    stream_lines = (in_dir / "stream-json").read_text().splitlines()
+    batch = sorted(json.dumps(json.loads(x), sort_keys=True) for x in (in_dir / "batch-json").read_text().splitlines())
+    assert _net(stream_lines) == batch
+    assert any(json.loads(x).get("sys.undo") for x in stream_lines)  # row by row, counts are revised
+    oracle = run_duckdb(sql.split(" TRIGGER")[0], in_dir)
+    assert _rows(plan(sql).result()) == _rows(oracle)
+
+
+def test_join_of_event_time_streams_is_the_relational_join(in_dir):
+    (in_dir / "clicks.csv").write_text(
+        "user,at\nu1,2024-01-01 10:00:05\nu2,2024-01-01 10:00:01\nu1,2024-01-01 10:00:09\n"
+    )
+    (in_dir / "views.csv").write_text(
+        "user,at\nu1,2024-01-01 10:00:02\nu3,2024-01-01 10:00:03\nu2,2024-01-01 10:00:00\n"
+    )
+    sql = (
+        "SELECT c.user, c.at AS clicked, v.at AS viewed FROM "
+        "max_diff_watermark(source => TABLE('clicks.csv'), time_field => DESCRIPTOR(at),"
+        " offset => INTERVAL 10 SECONDS) c"
+        " JOIN max_diff_watermark(source => TABLE('views.csv'), time_field => DESCRIPTOR(at),"
+        " offset => INTERVAL 10 SECONDS) v ON c.user = v.user"
+    )
+    oracle = run_duckdb(
+        "SELECT c.user, c.at AS clicked, v.at AS viewed FROM 'clicks.csv' c JOIN 'views.csv' v ON c.user = v.user",
+        in_dir,
+    )
+    got = plan(sql)
+    assert _rows(got.result()) == _rows(oracle)
+    assert got.stats.late == 0
+
+
+def test_explain_shows_the_join_and_pushed_filters(in_dir):
+    text = plan("SELECT o.id FROM 'orders.csv' o, 'customers.csv' c WHERE o.customer = c.name AND o.qty > 2").explain()
+    assert "LookupJoin (left built once) on name = customer" in text and 'pushed filter "qty" > 2' in text
+    assert "CrossJoin" in text.split("Optimized logical plan:")[0]  # the comma join became a keyed join
+
+
+def test_join_errors_name_the_problem(in_dir):
+    with pytest.raises(PlanError, match="ambiguous"):
+        plan("SELECT id FROM 'orders.csv' a JOIN 'orders.csv' b ON a.id = b.id")
+    with pytest.raises(PlanError, match="outer join supports equalities"):
+        plan("SELECT a.id FROM 'orders.csv' a LEFT JOIN 'orders.csv' b ON a.id < b.id")
+    with pytest.raises(PlanError, match="right side has no column"):
+        plan("SELECT * FROM 'orders.csv' JOIN 'customers.csv' USING (customer)")
+    with pytest.raises(PlanError, match="ASOF JOIN is not supported"):
+        plan("SELECT * FROM 'orders.csv' a ASOF JOIN 'orders.csv' b ON a.id = b.id AND a.ts >= b.ts")
+    with pytest.raises(PlanError, match="ANTI JOIN supports equalities"):
+        plan("SELECT a.id FROM 'orders.csv' a ANTI JOIN 'orders.csv' b ON a.id = b.id AND a.qty > 2")
+    with pytest.raises(PlanError, match="SEMI JOIN needs an equality"):
+        plan("SELECT id FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON c.city = 'Rome'")
+    with pytest.raises(PlanError, match="unknown column c.nope"):
+        plan("SELECT o.id FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.nope")
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT o.id, c.city FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name",
+        "SELECT a.id, b.id AS other FROM 'orders.csv' a FULL JOIN 'orders.csv' b ON a.note = b.note",
+        "SELECT c.name, t.city FROM 'customers.csv' c CROSS JOIN 'cities.tsv' t",
+        "SELECT o.id, c.city, t.pop FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name"
+        " RIGHT JOIN 'cities.tsv' t ON c.city = t.city",
+    ],
+)
+def test_batch_size_does_not_change_a_join(in_dir, monkeypatch, sql, batch_rows):
+    from tidal.sql import planner
+
+    monkeypatch.setattr(planner, "BATCH_ROWS", batch_rows)
+    assert _rows(plan(sql).result()) == _rows(run_duckdb(sql, in_dir))
+
+
+def test_windowed_stream_joined_with_a_table_emits_each_window_once(in_dir, capsys):
+    # a stream (event time, tumbling windows) joined with a relational table (alive from time 0)
+    (in_dir / "users.csv").write_text("user,label\nu0,zero\nu1,one\n")
+    sql = (
+        "SELECT u.label, e.window_end, count(*) AS n FROM tumble(source => TABLE('events.json'),"
+        " time_field => DESCRIPTOR(at), window_length => INTERVAL 3 MINUTES) e"
+        " JOIN 'users.csv' u ON e.user = u.user GROUP BY u.label, e.window_end TRIGGER ON WATERMARK"
+    )
+    assert "LookupJoin (left built once) on user_1 = user" in plan(sql).explain()  # the table is indexed once
+    assert cli(["query", sql, "--format", "stream-json", "--output", "out.json"]) == 0
+    lines = [json.loads(x) for x in (in_dir / "out.json").read_text().splitlines()]
+    assert not any(r.get("sys.undo") for r in lines)
+    assert len({(r["label"], r["window_end"]) for r in lines}) == len(lines)
+    oracle = run_duckdb(
+        "SELECT u.label, strftime(time_bucket(INTERVAL 3 MINUTES, CAST(e.at AS TIMESTAMP)) + INTERVAL 3 MINUTES,"
+        " '%Y-%m-%dT%H:%M:%S') AS window_end, count(*) AS n FROM 'events.json' e JOIN 'users.csv' u"
+        " ON e.user = u.user GROUP BY ALL",
+        in_dir,
+    )
+    assert sorted((r["label"], r["window_end"], r["n"]) for r in lines) == sorted(
+        tuple(r.values()) for r in oracle.to_pylist()
+    )
