@@ -26,7 +26,9 @@ from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_c
 from .lambdas import Opaque, fields_used, translate
 from .nodes import Col, Node, Record
 
-JIT_THRESHOLD = 1_000_000  # events evaluated in numpy before a numeric tree is fused with numba
+# Events evaluated in numpy before a numeric tree is fused with numba. Compiling takes about a
+# second and saves a few nanoseconds an event, so only long runs are worth it.
+JIT_THRESHOLD = 20_000_000
 
 
 @lru_cache(maxsize=1024)
