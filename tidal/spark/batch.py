@@ -38,6 +38,22 @@ from .source import SparkSourceNode
 
 # operators that look at one event at a time: their input need not be sorted
 ORDER_FREE = frozenset({"Where", "Select", "SelectMany", "Multicast"})
+# stateless operators whose output payload is their input payload, field for field
+PAYLOAD_KEEPING = frozenset(
+    {
+        "Where",
+        "Multicast",
+        "ShiftLifetime",
+        "AlterLifetime",
+        "TumblingWindow",
+        "HoppingWindow",
+        "ClipDuration",
+        "ExtendLifetime",
+        "QuantizeLifetime",
+        "PointAtEnd",
+        "Chop",
+    }
+)
 SAMPLE_ROWS = 10_000
 CONTROL = pa.schema([pa.field(SYNC_FIELD, pa.int64()), pa.field(OTHER_FIELD, pa.int64())])
 
@@ -128,10 +144,32 @@ class SparkPlanner:
             # time order, and the group key travels with the batches, so keep going in the same task
             parent = self.rel(child)
             return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
-        df, schema = self.frame(child)
         keys = tuple(node.partitioning[0])
+        parent = self.rel(child)
+        fused = self._fusable_keys(parent, keys)
+        if fused is not None:
+            # the stateless prefix moves after the shuffle into the reducing task: every key field
+            # is a source field carried unchanged, so partitioning the source by it places events as
+            # partitioning the prefix's output would, and the data crosses into Python once
+            return _Rel(self._shuffle(parent.df, fused), parent.schema, (*parent.chain, node), True)
+        df, schema = self.frame(child)
         _check_keys(node, keys, schema)
         return _Rel(self._shuffle(df, keys), schema, (node,), True)
+
+    def _fusable_keys(self, parent: _Rel, keys: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The source fields ``keys`` are copies of, when ``parent``'s chain can run after the shuffle."""
+        if not parent.chain or parent.sorted or parent.side_payloads is not None:
+            return None
+        if any(n.partitioning is not None or len(n.inputs) != 1 for n in parent.chain):
+            return None
+        for n in reversed(parent.chain):
+            if n.label in PAYLOAD_KEEPING:
+                continue
+            parts = getattr(n.make(), "parts", None) if n.label == "Select" else None
+            if parts is None or not all(isinstance(parts.get(k), str) for k in keys):
+                return None
+            keys = tuple(parts[k] for k in keys)
+        return keys if all(k in parent.schema.names for k in keys) else None
 
     def _reduce_two(self, node: PlanNode) -> _Rel:
         from pyspark.sql import functions as F
