@@ -36,6 +36,7 @@ HOUR = 3_600_000_000
 
 
 def timed(fn, repeat: int) -> float:
+    fn()  # warm-up: Python workers start, numba kernels load from their cache
     runs = []
     for _ in range(repeat):
         start = time.perf_counter()
