@@ -34,6 +34,7 @@ from ..stream.plan import PlanNode, SourceNode
 from ..stream.query import execute
 from ..stream.streamable import Stream
 from .fragment import SIDE_FIELD, Fragment, side_field
+from .partial import combinable, split_aggregate
 from .source import SparkSourceNode
 
 # operators that look at one event at a time: their input need not be sorted
@@ -147,6 +148,15 @@ class SparkPlanner:
         keys = tuple(node.partitioning[0])
         parent = self.rel(child)
         fused = self._fusable_keys(parent, keys)
+        specs = combinable(parent.chain, node) if fused is not None else None
+        if specs is not None:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            # a map-side combine: partial aggregates per key and window before the shuffle
+            combine, partial_payload, final = split_aggregate(parent.chain, parent.schema, node, specs)
+            out = physical_schema(partial_payload)
+            df = parent.df.mapInArrow(combine, from_arrow_schema(out))
+            return _Rel(self._shuffle(df, keys), partial_payload, (final,), True)
         if fused is not None:
             # the stateless prefix moves after the shuffle into the reducing task: every key field
             # is a source field carried unchanged, so partitioning the source by it places events as
