@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..core.time import INFINITY
@@ -41,6 +41,7 @@ COMBINE = {
     "max": ("max", "max", "max"),
 }
 MERGE_ROWS = 1_000_000  # merge accumulated partials once they hold this many rows
+CHUNK_ROWS = 131_072  # input rows combined per step (few large steps: grouping has a fixed cost per call)
 
 
 def partial_column(i: int) -> str:
@@ -71,34 +72,45 @@ class PartialCombine:
         head.on_completed()
         return sink.out
 
+    def _group(self, table: pa.Table, aggs: list[tuple[str, str]], names: list[str]) -> pa.Table:
+        # every lifetime has the same length, so (key, start) determines the end: group by fewer columns
+        group = [*self.keys, SYNC_FIELD]
+        out = table.group_by(group, use_threads=False).aggregate([*aggs, (OTHER_FIELD, "min")])
+        cols = [f"{c}_{fn}" for c, fn in aggs]
+        out = out.select([*group, f"{OTHER_FIELD}_min", *cols])
+        return out.rename_columns([*group, OTHER_FIELD, *names])
+
     def _partials(self, table: pa.Table) -> pa.Table:
-        group = [*self.keys, SYNC_FIELD, OTHER_FIELD]
         aggs = [(arg or SYNC_FIELD, fn) for arg, fn, _ in self.parts]
-        out = table.group_by(group, use_threads=False).aggregate(aggs)
-        names = [f"{arg or SYNC_FIELD}_{fn}" for arg, fn in aggs]
-        return out.select(group + names).rename_columns(group + [partial_column(i) for i in range(len(aggs))])
+        return self._group(table, aggs, [partial_column(i) for i in range(len(aggs))])
 
     def _merge(self, tables: list[pa.Table]) -> pa.Table:
-        table = pa.concat_tables(tables)
-        group = [*self.keys, SYNC_FIELD, OTHER_FIELD]
         aggs = [(partial_column(i), merge) for i, (_, _, merge) in enumerate(self.parts)]
-        out = table.group_by(group, use_threads=False).aggregate(aggs)
-        names = [f"{c}_{fn}" for c, fn in aggs]
-        return out.select(group + names).rename_columns(group + [c for c, _ in aggs])
+        return self._group(pa.concat_tables(tables), aggs, [c for c, _ in aggs])
+
+    def _step(self, pending: list[pa.RecordBatch]) -> pa.Table | None:
+        table = pa.Table.from_batches(pending).combine_chunks()
+        rb = table.to_batches()[0]
+        order = np.argsort(rb.column(SYNC_FIELD).to_numpy())  # ties: order-free here
+        events = self._events(rb.take(pa.array(order)))
+        return self._partials(pa.Table.from_batches(events)) if events else None
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         acc: list[pa.Table] = []
         rows = 0
         in_schema = physical(self.in_payload)
-        for rb in batches:
-            if rb.num_rows == 0:
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
+        for rb in [*batches, None]:
+            if rb is not None and rb.num_rows:
+                pending.append(conform(rb, in_schema))
+                pending_rows += rb.num_rows
+            if not pending or (rb is not None and pending_rows < CHUNK_ROWS):
                 continue
-            rb = conform(rb, in_schema)
-            rb = rb.take(pc.sort_indices(rb, [(SYNC_FIELD, "ascending")]))
-            events = self._events(rb)
-            if not events:
+            part = self._step(pending)
+            pending, pending_rows = [], 0
+            if part is None:
                 continue
-            part = self._partials(pa.Table.from_batches(events))
             acc.append(part)
             rows += part.num_rows
             if rows >= MERGE_ROWS and len(acc) > 1:
