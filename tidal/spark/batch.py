@@ -10,6 +10,13 @@ The plan is cut at its stateful nodes (``node.partitioning is not None``):
 * **reduce**: the stateful node and the stateless nodes above it run per partition, again
   in ``mapInArrow``; the next stateful node cuts again.
 
+When the shuffle key is a source field that the stateless prefix carries unchanged, the prefix
+moves after the shuffle into the reducing task (one trip through Python, one sort, on the
+source's own times). When that prefix is per-event operators ending in a window and the
+stateful node is an aggregate of integers (count, sum, min, max), a map-side combine
+(:mod:`tidal.spark.partial`) aggregates each partition's events per key and window before the
+shuffle, so the shuffle moves partial aggregates rather than events.
+
 A two-input stateful node (a join) co-partitions both sides: each side is tagged, its key
 fields copied to shared columns, and the union of both is repartitioned by those columns,
 so one task sees both sides of the same keys in one sorted partition (Trill's two-input
