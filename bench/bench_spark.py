@@ -7,8 +7,10 @@ tumbling 1-hour window, count and sum per key. tidal on Spark reads a Spark Data
 (written to Parquet first, so Spark reads it as it would in production), runs the window
 and a partial count+sum per key and window in each partition (map-side combine), shuffles the
 partials by key, sorts them by time within partitions and aggregates them in the tasks;
-Spark's peer is ``groupBy(window(ts, "1 hour"), key).agg(count, sum)``. Each result is counted on the Spark side (``count()`` of the output DataFrame) and checked equal
-to the embedded answer's final windows. Times are the median of --repeat warm runs.
+Spark's peer is ``groupBy(window(ts, "1 hour"), key).agg(count, sum)``. Each result is
+counted on the Spark side (``count()`` of the output DataFrame) and checked equal to the
+embedded answer's final windows. Times are the median of --repeat warm runs (after one
+warm-up run that starts the Python workers).
 """
 
 from __future__ import annotations
