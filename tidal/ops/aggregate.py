@@ -99,6 +99,39 @@ def _ms_insert(ms, ms_len, idx, v):
     ms_len[idx] = n + 1
 
 
+# Typed-list work goes through these cached kernels: a typed List built or touched from Python
+# compiles its methods in every new process (seconds per Spark worker), a cached kernel loads.
+@numba.njit(cache=True)
+def _empty_multisets():
+    return List.empty_list(numba.types.float64[:])
+
+
+@numba.njit(cache=True)
+def _add_multisets(ms, count):
+    for _ in range(count):
+        ms.append(np.empty(8, np.float64))
+
+
+@numba.njit(cache=True)
+def _flatten_multisets(ms, lens):
+    offsets = np.zeros(len(ms) + 1, np.int64)
+    for i in range(len(ms)):
+        offsets[i + 1] = offsets[i] + lens[i]
+    flat = np.empty(offsets[-1], np.float64)
+    for i in range(len(ms)):
+        flat[offsets[i] : offsets[i + 1]] = ms[i][: lens[i]]
+    return flat, offsets
+
+
+@numba.njit(cache=True)
+def _load_multisets(ms, flat, offsets):
+    for i in range(len(offsets) - 1):
+        n = offsets[i + 1] - offsets[i]
+        arr = np.empty(max(8, n), np.float64)
+        arr[:n] = flat[offsets[i] : offsets[i + 1]]
+        ms.append(arr)
+
+
 @numba.njit(cache=True, inline="always")
 def _ms_remove(ms, ms_len, idx, v):
     arr = ms[idx]
@@ -453,8 +486,7 @@ class CompiledEngine(_Engine):
         self.g_cnt = np.zeros(0, np.int64)
         self.held = np.zeros(0, np.int64)
         self.held_flag = np.zeros(0, np.bool_)
-        self.ms = List([np.empty(0, np.float64)])
-        self.ms.pop()
+        self.ms = _empty_multisets()
         self.ms_len = np.zeros(0, np.int64)
         self.o_valid = np.zeros(0, np.bool_)
         self.o_start = np.zeros(0, np.int64)
@@ -486,8 +518,8 @@ class CompiledEngine(_Engine):
         self.o_flt, self.o_cnt, self.o_res = grow(self.o_flt), grow(self.o_cnt), grow(self.o_res)
         km = len(self.ms_slots)
         self.ms_len = grow(self.ms_len.reshape(-1, km) if km else np.zeros((old, 0), np.int64)).reshape(-1)
-        for _ in range((new - old) * km):
-            self.ms.append(np.empty(8, np.float64))
+        if km:
+            _add_multisets(self.ms, (new - old) * km)
 
     def _ensure_queue(self, extra: int) -> None:
         head, size = int(self.st[QHEAD]), int(self.st[QSIZE])
@@ -630,8 +662,10 @@ class CompiledEngine(_Engine):
         if not self._typed:
             return {"typed": False}
         km = len(self.ms_slots)
-        lens = self.ms_len
-        flat = [self.ms[i][: lens[i]] for i in range(len(self.ms))]
+        multisets = None
+        if km:
+            flat, offsets = _flatten_multisets(self.ms, self.ms_len)
+            multisets = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.float64()))
         return {
             "typed": True,
             "types": self.layout_types,
@@ -658,7 +692,7 @@ class CompiledEngine(_Engine):
                     "q_mv",
                 )
             },  # fmt: skip
-            "multisets": pa.array(flat, pa.list_(pa.float64())) if km else None,
+            "multisets": multisets,
         }
 
     def restore(self, state: dict) -> None:
@@ -667,13 +701,12 @@ class CompiledEngine(_Engine):
         self._layout(state["types"])
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
-        self.ms = List([np.empty(0, np.float64)])
-        self.ms.pop()
-        if state["multisets"] is not None:
-            for values in state["multisets"].to_numpy(zero_copy_only=False):
-                arr = np.empty(max(8, len(values)), np.float64)
-                arr[: len(values)] = values
-                self.ms.append(arr)
+        self.ms = _empty_multisets()
+        multisets = state["multisets"]
+        if multisets is not None:
+            offsets = multisets.offsets.to_numpy().astype(np.int64)
+            flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.float64)
+            _load_multisets(self.ms, flat, offsets)
 
 
 def _ordered_result(kind: str, res: np.ndarray, t: pa.DataType) -> pa.Array:

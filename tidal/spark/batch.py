@@ -10,6 +10,13 @@ The plan is cut at its stateful nodes (``node.partitioning is not None``):
 * **reduce**: the stateful node and the stateless nodes above it run per partition, again
   in ``mapInArrow``; the next stateful node cuts again.
 
+When the shuffle key is a source field that the stateless prefix carries unchanged, the prefix
+moves after the shuffle into the reducing task (one trip through Python, one sort, on the
+source's own times). When that prefix is per-event operators ending in a window and the
+stateful node is an aggregate of integers (count, sum, min, max), a map-side combine
+(:mod:`tidal.spark.partial`) aggregates each partition's events per key and window before the
+shuffle, so the shuffle moves partial aggregates rather than events.
+
 A two-input stateful node (a join) co-partitions both sides: each side is tagged, its key
 fields copied to shared columns, and the union of both is repartitioned by those columns,
 so one task sees both sides of the same keys in one sorted partition (Trill's two-input
@@ -34,10 +41,27 @@ from ..stream.plan import PlanNode, SourceNode
 from ..stream.query import execute
 from ..stream.streamable import Stream
 from .fragment import SIDE_FIELD, Fragment, side_field
+from .partial import combinable, split_aggregate
 from .source import SparkSourceNode
 
 # operators that look at one event at a time: their input need not be sorted
 ORDER_FREE = frozenset({"Where", "Select", "SelectMany", "Multicast"})
+# stateless operators whose output payload is their input payload, field for field
+PAYLOAD_KEEPING = frozenset(
+    {
+        "Where",
+        "Multicast",
+        "ShiftLifetime",
+        "AlterLifetime",
+        "TumblingWindow",
+        "HoppingWindow",
+        "ClipDuration",
+        "ExtendLifetime",
+        "QuantizeLifetime",
+        "PointAtEnd",
+        "Chop",
+    }
+)
 SAMPLE_ROWS = 10_000
 CONTROL = pa.schema([pa.field(SYNC_FIELD, pa.int64()), pa.field(OTHER_FIELD, pa.int64())])
 
@@ -128,10 +152,41 @@ class SparkPlanner:
             # time order, and the group key travels with the batches, so keep going in the same task
             parent = self.rel(child)
             return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
-        df, schema = self.frame(child)
         keys = tuple(node.partitioning[0])
+        parent = self.rel(child)
+        fused = self._fusable_keys(parent, keys)
+        specs = combinable(parent.chain, node) if fused is not None else None
+        if specs is not None:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            # a map-side combine: partial aggregates per key and window before the shuffle
+            combine, partial_payload, final = split_aggregate(parent.chain, parent.schema, node, specs)
+            out = physical_schema(partial_payload)
+            df = parent.df.mapInArrow(combine, from_arrow_schema(out))
+            return _Rel(self._shuffle(df, keys), partial_payload, (final,), True)
+        if fused is not None:
+            # the stateless prefix moves after the shuffle into the reducing task: every key field
+            # is a source field carried unchanged, so partitioning the source by it places events as
+            # partitioning the prefix's output would, and the data crosses into Python once
+            return _Rel(self._shuffle(parent.df, fused), parent.schema, (*parent.chain, node), True)
+        df, schema = self.frame(child)
         _check_keys(node, keys, schema)
         return _Rel(self._shuffle(df, keys), schema, (node,), True)
+
+    def _fusable_keys(self, parent: _Rel, keys: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The source fields ``keys`` are copies of, when ``parent``'s chain can run after the shuffle."""
+        if not parent.chain or parent.sorted or parent.side_payloads is not None:
+            return None
+        if any(n.partitioning is not None or len(n.inputs) != 1 for n in parent.chain):
+            return None
+        for n in reversed(parent.chain):
+            if n.label in PAYLOAD_KEEPING:
+                continue
+            parts = getattr(n.make(), "parts", None) if n.label == "Select" else None
+            if parts is None or not all(isinstance(parts.get(k), str) for k in keys):
+                return None
+            keys = tuple(parts[k] for k in keys)
+        return keys if all(k in parent.schema.names for k in keys) else None
 
     def _reduce_two(self, node: PlanNode) -> _Rel:
         from pyspark.sql import functions as F

@@ -1,0 +1,174 @@
+"""Map-side combine for windowed aggregates on Spark: partial aggregates before the shuffle.
+
+Semantics: after a window every event lives ``[w, w+d)`` on the window grid, and at each
+instant an aggregate sees the multiset of events alive then. Events of one key with the same
+lifetime are alive at exactly the same instants, so they can be replaced, before the shuffle,
+by one event with that lifetime carrying their partial aggregate (a count, an integer sum, a
+minimum, a maximum). After the shuffle the reducing task aggregates the partials (sums of
+counts and sums, minimum of minima, maximum of maxima): every snapshot's result is the one
+of the original events, while the shuffle moves one row per key, window and partition instead
+of one per event (the combiner of map-reduce; Spark's own ``window()`` aggregation does the
+same). Integer arithmetic is exact, so regrouping never changes an answer; floating-point
+sums, averages and order-dependent aggregates are left to the plain path.
+
+The events before the shuffle need no sort: the window and the other per-event operators see
+one event at a time, so each Arrow batch is sorted on its own and run through a fresh chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import OTHER_FIELD, SYNC_FIELD
+from ..core.time import INFINITY
+from ..stream.plan import PlanNode, SourceNode
+from ..stream.streamable import Stream
+from .fragment import _Collect, conform, detach, physical
+
+# operators that change each event on its own (no state across events, edges included)
+PER_EVENT = frozenset(
+    {"Where", "Select", "Multicast", "ShiftLifetime", "AlterLifetime", "TumblingWindow", "HoppingWindow"}
+)
+# aggregate kind -> (pyarrow function for the partial, pyarrow function merging partials, final tidal kind)
+COMBINE = {
+    "count": ("count", "sum", "sum"),
+    "count_not_null": ("count", "sum", "sum"),
+    "sum": ("sum", "sum", "sum"),
+    "min": ("min", "min", "min"),
+    "max": ("max", "max", "max"),
+}
+MERGE_ROWS = 1_000_000  # merge accumulated partials once they hold this many rows
+CHUNK_ROWS = 131_072  # input rows combined per step (few large steps: grouping has a fixed cost per call)
+
+
+def partial_column(i: int) -> str:
+    return f"__tidal_partial{i}"
+
+
+class PartialCombine:
+    """mapInArrow function: per-event chain, then partial aggregates per key and lifetime."""
+
+    def __init__(self, chain: list[PlanNode], in_payload: pa.Schema, keys, parts, out_payload: pa.Schema):
+        self.nodes = [detach(n) for n in chain]
+        self.in_payload = in_payload
+        self.keys = list(keys)
+        self.parts = parts  # [(argument field or None, partial function, merge function)]
+        self.out_schema = physical(out_payload)
+
+    def _events(self, rb: pa.RecordBatch) -> list[pa.RecordBatch]:
+        from ..core.batch import EventBatch
+
+        ops = [n.make() for n in self.nodes]
+        for i in range(1, len(ops)):
+            ops[i - 1].downstream.append(self.nodes[i].ports(ops[i])[0])
+        sink = _Collect()
+        ops[-1].downstream.append(sink)
+        head = self.nodes[0].ports(ops[0])[0]
+        head.on_batch(EventBatch.from_record_batch(rb))
+        head.on_punctuation(INFINITY)
+        head.on_completed()
+        return sink.out
+
+    def _group(self, table: pa.Table, aggs: list[tuple[str, str]], names: list[str]) -> pa.Table:
+        # every lifetime has the same length, so (key, start) determines the end: group by fewer columns
+        group = [*self.keys, SYNC_FIELD]
+        out = table.group_by(group, use_threads=False).aggregate([*aggs, (OTHER_FIELD, "min")])
+        cols = [f"{c}_{fn}" for c, fn in aggs]
+        out = out.select([*group, f"{OTHER_FIELD}_min", *cols])
+        return out.rename_columns([*group, OTHER_FIELD, *names])
+
+    def _partials(self, table: pa.Table) -> pa.Table:
+        aggs = [(arg or SYNC_FIELD, fn) for arg, fn, _ in self.parts]
+        return self._group(table, aggs, [partial_column(i) for i in range(len(aggs))])
+
+    def _merge(self, tables: list[pa.Table]) -> pa.Table:
+        aggs = [(partial_column(i), merge) for i, (_, _, merge) in enumerate(self.parts)]
+        return self._group(pa.concat_tables(tables), aggs, [c for c, _ in aggs])
+
+    def _step(self, pending: list[pa.RecordBatch]) -> pa.Table | None:
+        table = pa.Table.from_batches(pending).combine_chunks()
+        rb = table.to_batches()[0]
+        order = np.argsort(rb.column(SYNC_FIELD).to_numpy())  # ties: order-free here
+        events = self._events(rb.take(pa.array(order)))
+        return self._partials(pa.Table.from_batches(events)) if events else None
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        acc: list[pa.Table] = []
+        rows = 0
+        in_schema = physical(self.in_payload)
+        pending: list[pa.RecordBatch] = []
+        pending_rows = 0
+        for rb in [*batches, None]:
+            if rb is not None and rb.num_rows:
+                pending.append(conform(rb, in_schema))
+                pending_rows += rb.num_rows
+            if not pending or (rb is not None and pending_rows < CHUNK_ROWS):
+                continue
+            part = self._step(pending)
+            pending, pending_rows = [], 0
+            if part is None:
+                continue
+            acc.append(part)
+            rows += part.num_rows
+            if rows >= MERGE_ROWS and len(acc) > 1:
+                acc = [self._merge(acc)]
+                rows = acc[0].num_rows
+        if acc:
+            merged = self._merge(acc) if len(acc) > 1 else acc[0]
+            for rb in merged.to_batches():
+                yield conform(rb, self.out_schema)
+
+
+def combinable(chain: tuple[PlanNode, ...], agg_node: PlanNode) -> list | None:
+    """The aggregate's (name, kind, argument) list when a map-side combine keeps its answers."""
+    if not chain or agg_node.label != "Aggregate" or agg_node.props.grouping:
+        return None
+    if any(n.label not in PER_EVENT for n in chain):
+        return None
+    props = chain[-1].props
+    schema = chain[-1].schema
+    # every event an interval of one length on a grid: many share a lifetime
+    if props.constant_duration is None or props.constant_hop is None or schema is None:
+        return None
+    keys = tuple(agg_node.partitioning[0])
+    if not keys:
+        return None
+    op = agg_node.make()
+    if getattr(op, "user_results", None):
+        return None
+    specs = []
+    for name, fn in op.fns:
+        if fn.kind not in COMBINE or fn.param is not None or fn.udf is not None:
+            return None
+        if fn.kind != "count":
+            if not isinstance(fn.arg, str) or fn.arg not in schema.names:
+                return None
+            if not pa.types.is_integer(schema.field(fn.arg).type):
+                return None
+        specs.append((name, fn.kind, fn.arg if fn.kind != "count" else None))
+    return specs
+
+
+def split_aggregate(chain, in_payload: pa.Schema, agg_node: PlanNode, specs):
+    """(pre-shuffle PartialCombine, partial payload schema, final aggregate node over the partials)."""
+    schema = chain[-1].schema
+    keys = tuple(agg_node.partitioning[0])
+    parts, fields = [], [schema.field(k) for k in keys]
+    final = {}
+    for i, (name, kind, arg) in enumerate(specs):
+        partial_fn, merge_fn, final_kind = COMBINE[kind]
+        parts.append((arg, partial_fn, merge_fn))
+        ptype = pa.int64() if partial_fn in ("count", "sum") else schema.field(arg).type
+        fields.append(pa.field(partial_column(i), ptype))
+        final[name] = (final_kind, partial_column(i))
+    payload = pa.schema(fields)
+    from .. import agg
+
+    source = SourceNode(lambda: iter(()), payload, chain[-1].props, "partial aggregates")
+    makers = {"sum": agg.sum, "min": agg.min, "max": agg.max}
+    stream = Stream(source).group_aggregate(list(keys), **{n: makers[k](c) for n, (k, c) in final.items()})
+    combine = PartialCombine(list(chain), in_payload, keys, parts, payload)
+    return combine, payload, stream._node
