@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from harness import Results, add_common_args
 
 from tidal.sql import plan
 
@@ -54,37 +53,27 @@ def ensure_files(rows: int, customers: int, folder: Path) -> dict[str, str]:
     return {k: str(v) for k, v in paths.items()}
 
 
-def timed(fn, repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--customers", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=3)
+    add_common_args(ap, "bench/results/sql_join.json")
     args = ap.parse_args(argv)
-    paths = ensure_files(args.rows, args.customers, Path(__file__).parent / "data")
-    print(f"orders {args.rows:,} rows, customers {args.customers:,} rows, cores {os.cpu_count()}")
+    rows, customers = (100_000, 10_000) if args.quick else (args.rows, args.customers)
+    paths = ensure_files(rows, customers, Path(__file__).parent / "data")
+    print(f"orders {rows:,} rows, customers {customers:,} rows, cores {os.cpu_count()}")
+    results = Results()
     for name, template in QUERIES.items():
         sql = template.format(**paths)
-        t_tidal, got = timed(lambda sql=sql: plan(sql).result(), args.repeat)
-        t_duck, expected = timed(lambda sql=sql: duckdb.sql(sql).to_arrow_table(), args.repeat)
+        got, expected = plan(sql).result(), duckdb.sql(sql).to_arrow_table()
         assert got.num_rows == expected.num_rows, (got.num_rows, expected.num_rows)
         if "total" in got.column_names:
             a = dict(zip(got.column("region").to_pylist(), got.column("total").to_pylist(), strict=True))
             b = dict(zip(expected.column("region").to_pylist(), expected.column("total").to_pylist(), strict=True))
             assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-6 * max(1.0, abs(b[k])) for k in a)
-        rate = args.rows / t_tidal / 1e6
-        print(
-            f"{name:22s} tidal {t_tidal:7.3f} s ({rate:5.2f} M orders/s)  duckdb {t_duck:7.3f} s"
-            f"  ratio {t_tidal / t_duck:6.1f}x  rows {got.num_rows:,}"
-        )
+        results.run(f"SQL {name}", "tidal", lambda sql=sql: plan(sql).result(), rows, args.repeat)
+        results.run(f"SQL {name}", "duckdb", lambda sql=sql: duckdb.sql(sql).to_arrow_table(), rows, args.repeat)
+    results.report(args.out, rows=rows, customers=customers)
     return 0
 
 
