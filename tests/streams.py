@@ -27,7 +27,7 @@ def lifetimes(draw, max_events=25, allow_edges=True):
     return out
 
 
-def physical_table(events) -> pa.Table:
+def physical_table(events, names=NAMES) -> pa.Table:
     rows = []
     for s, e, p, edges in events:
         if edges:
@@ -41,8 +41,8 @@ def physical_table(events) -> pa.Table:
         {
             "sync_time": pa.array([r[0] for r in rows], pa.int64()),
             "other_time": pa.array([r[1] for r in rows], pa.int64()),
-            "k": pa.array([r[2][0] for r in rows], pa.int64()),
-            "v": pa.array([r[2][1] for r in rows], pa.int64()),
+            names[0]: pa.array([r[2][0] for r in rows], pa.int64()),
+            names[1]: pa.array([r[2][1] for r in rows], pa.int64()),
         }
     )
 

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from streams import physical_table
 
 import tidal
 from tidal import INFINITY
@@ -52,23 +53,7 @@ def events(draw, shape="general", max_events=14, nulls=True, duration=6):
 
 
 def physical(evs, names=("k", "v")) -> pa.Table:
-    rows = []
-    for s, e, p, edges in evs:
-        if edges:
-            rows.append((s, INFINITY, p))
-            if e != INFINITY:
-                rows.append((e, s, p))
-        else:
-            rows.append((s, e, p))
-    rows.sort(key=lambda r: r[0])
-    return pa.table(
-        {
-            "sync_time": pa.array([r[0] for r in rows], pa.int64()),
-            "other_time": pa.array([r[1] for r in rows], pa.int64()),
-            names[0]: pa.array([r[2][0] for r in rows], pa.int64()),
-            names[1]: pa.array([r[2][1] for r in rows], pa.int64()),
-        }
-    )
+    return physical_table(evs, names)
 
 
 def make_stream(evs, shape, batch_size, punct, names=("k", "v")):

@@ -14,7 +14,22 @@ from dataclasses import replace
 from sqlglot import exp
 
 from .expressions import Evaluator, has_subquery, scalar_to_sql
-from .logical import Aggregate, EventTime, Filter, Join, Node, Project, Scan, Tumble, UnionAll, _col, _transform
+from .logical import (
+    Aggregate,
+    EventTime,
+    Filter,
+    Join,
+    Node,
+    Project,
+    Scan,
+    Tumble,
+    UnionAll,
+    _and,
+    _col,
+    _columns,
+    _conjuncts,
+    _transform,
+)
 
 
 def _map(node: Node, fn) -> Node:
@@ -58,25 +73,6 @@ def fold_constants(root: Node) -> Node:
         return node
 
     return _map(root, fn)
-
-
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    if isinstance(e, exp.Paren) and isinstance(e.this, exp.And):
-        return _conjuncts(e.this)
-    return [e]
-
-
-def _and(parts: list[exp.Expression]) -> exp.Expression:
-    out = parts[0]
-    for p in parts[1:]:
-        out = exp.And(this=out, expression=p)
-    return out
-
-
-def _columns(e: exp.Expression) -> set[str]:
-    return {c.name for c in e.find_all(exp.Column)}
 
 
 def push_filters(root: Node) -> Node:
