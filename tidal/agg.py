@@ -8,7 +8,7 @@ argument ``x`` is a field name or a row lambda. Results are named after the aggr
 
 from __future__ import annotations
 
-from .ops.aggfuncs import AggregateFunction, UserAggregate
+from .ops.aggfuncs import AggregateFunction, UserAggregate, user_defined
 
 __all__ = [
     "AggregateFunction",
@@ -113,10 +113,3 @@ def first(x) -> AggregateFunction:
 def last(x) -> AggregateFunction:
     """The value of the alive event that started latest (ties: the largest value)."""
     return AggregateFunction("last", x)
-
-
-def user_defined(initial_state, accumulate, deaccumulate=None, difference=None, compute_result=None):
-    """A user-defined snapshot aggregate (see :class:`UserAggregate`); its row argument is the whole event."""
-    return AggregateFunction(
-        "udf", udf=UserAggregate(initial_state, accumulate, deaccumulate, difference, compute_result)
-    )

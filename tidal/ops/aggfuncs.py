@@ -122,6 +122,13 @@ class AggregateFunction:
         return f"{self.kind}({inner})"
 
 
+def user_defined(initial_state, accumulate, deaccumulate=None, difference=None, compute_result=None):
+    """A user-defined snapshot aggregate (see :class:`UserAggregate`); its row argument is the whole event."""
+    return AggregateFunction(
+        "udf", udf=UserAggregate(initial_state, accumulate, deaccumulate, difference, compute_result)
+    )
+
+
 _FIXED_TYPES = {
     "count": "int64",
     "count_not_null": "int64",
@@ -213,7 +220,7 @@ class MultisetState(PyState):
 
 
 def multiset_result(kind: str, param, items: Counter):
-    n = sum_counts(items)
+    n = sum(items.values())
     if kind == "count_not_null":
         return n
     if kind == "count_distinct":
@@ -221,7 +228,7 @@ def multiset_result(kind: str, param, items: Counter):
     if n == 0:
         return [] if kind in ("distinct", "top_k") else None
     if kind == "sum":
-        return math.fsum(v * c for v, c in items.items()) if _any_float(items) else _int_sum(items)
+        return math.fsum(v * c for v, c in items.items()) if _any_float(items) else sum(v * c for v, c in items.items())
     if kind == "average":
         return math.fsum(v * c for v, c in items.items()) / n
     if kind in ("variance", "stddev"):
@@ -231,13 +238,13 @@ def multiset_result(kind: str, param, items: Counter):
         var = math.fsum(c * (v - mean) ** 2 for v, c in items.items()) / (n - 1)
         return var if kind == "variance" else math.sqrt(var)
     if kind == "min":
-        return _min(items)
+        return min(items)
     if kind == "max":
-        return _max(items)
+        return max(items)
     if kind == "first":
-        return _min(items)[1]
+        return min(items)[1]
     if kind == "last":
-        return _max(items)[1]
+        return max(items)[1]
     if kind == "distinct":
         return sorted(items)
     if kind == "top_k":
@@ -251,38 +258,8 @@ def multiset_result(kind: str, param, items: Counter):
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def sum_counts(items: Counter) -> int:
-    total = 0
-    for c in items.values():
-        total += c
-    return total
-
-
 def _any_float(items) -> bool:
     return any(isinstance(v, float) for v in items)
-
-
-def _int_sum(items) -> int:
-    total = 0
-    for v, c in items.items():
-        total += v * c
-    return total
-
-
-def _min(items):
-    best = None
-    for v in items:
-        if best is None or v < best:
-            best = v
-    return best
-
-
-def _max(items):
-    best = None
-    for v in items:
-        if best is None or v > best:
-            best = v
-    return best
 
 
 class CountState(PyState):

@@ -443,9 +443,8 @@ class CompiledEngine(_Engine):
                 return False
             if t is None:
                 return False
-            if fn.kind in LINEAR and not _numeric(t):
-                if not (fn.kind == "count_not_null"):
-                    return False
+            if fn.kind in LINEAR and fn.kind != "count_not_null" and not _numeric(t):
+                return False
             if fn.kind in ORDERED and not (_numeric(t) or _orderable_as_int(t)):
                 return False
         return True
@@ -901,7 +900,6 @@ class SnapshotAggregateOp(Operator):
         )
         self.keys: KeyIndex | None = None
         self.out = OutputBuffer(self)
-        self.upto = np.iinfo(np.int64).min
 
     def _linear_user_aggregate(self, name: str, fn: AggregateFunction) -> tuple[str, AggregateFunction]:
         """A user aggregate that is a running sum becomes ``sum`` of its compiled contribution."""

@@ -15,7 +15,7 @@ from ..core.errors import PlanError
 from ..core.time import align_down
 from ..expr.compile import CompiledLambda, projection_schema
 from ..io import egress
-from ..ops.aggfuncs import AggregateFunction, result_type
+from ..ops.aggfuncs import AggregateFunction, result_type, user_defined
 from ..ops.aggregate import MODE_WINDOW, SnapshotAggregateOp, choose_mode
 from ..ops.grouping import GroupOp, UngroupOp
 from ..ops.lifetime import (
@@ -398,7 +398,7 @@ class Stream:
         if accumulate is not None or initial_state is not None:
             if initial_state is None or accumulate is None:
                 raise PlanError("a user-defined aggregate needs at least initial_state= and accumulate=")
-            named = {"aggregate": agg_user_defined(initial_state, accumulate, deaccumulate, difference, compute_result)}
+            named = {"aggregate": user_defined(initial_state, accumulate, deaccumulate, difference, compute_result)}
         specs = _name_aggregates(fns, named)
         return self._aggregate_node(specs, (), variant, engine)
 
@@ -612,14 +612,6 @@ class _NamedSelectOp(SelectOp):
             got = fn.project(dense) if fn.mode == "columnar" else None
             cols[k] = (got or fn.project_rows(dense))["value"]
         self.emit(dense.replace(columns=cols))
-
-
-def agg_user_defined(initial_state, accumulate, deaccumulate, difference, compute_result) -> AggregateFunction:
-    from ..ops.aggfuncs import UserAggregate
-
-    return AggregateFunction(
-        "udf", udf=UserAggregate(initial_state, accumulate, deaccumulate, difference, compute_result)
-    )
 
 
 def _name_aggregates(fns, named) -> list[tuple[str, AggregateFunction]]:
