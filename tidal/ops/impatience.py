@@ -278,11 +278,12 @@ def _punctuate_kernel(t, pool, meta, st):
         bufs_r.pop()
         heap = [(hlen[i], i) for i in range(nh)]
         heapq.heapify(heap)
-        while len(heap) > 2:
+        while True:
             na, a = heapq.heappop(heap)
             nb_, b = heapq.heappop(heap)
-            mt = np.empty(na + nb_, dtype=np.int64)
-            mr = np.empty(na + nb_, dtype=np.int64)
+            last = len(heap) == 0  # the final merge writes the output itself
+            mt = out_t if last else np.empty(na + nb_, dtype=np.int64)
+            mr = out_r if last else np.empty(na + nb_, dtype=np.int64)
             if a < nh:
                 at, ar, ao = pool_t, pool_r, hstart[a]
             else:
@@ -292,6 +293,8 @@ def _punctuate_kernel(t, pool, meta, st):
             else:
                 bt, br, bo = bufs_t[b - nh], bufs_r[b - nh], 0
             _merge2(at, ar, ao, na, bt, br, bo, nb_, mt, mr)
+            if last:
+                break
             if a >= nh:  # free merged inputs early
                 bufs_t[a - nh] = np.empty(0, dtype=np.int64)
                 bufs_r[a - nh] = np.empty(0, dtype=np.int64)
@@ -301,17 +304,6 @@ def _punctuate_kernel(t, pool, meta, st):
             bufs_t.append(mt)
             bufs_r.append(mr)
             heapq.heappush(heap, (na + nb_, nh + len(bufs_t) - 1))
-        na, a = heapq.heappop(heap)
-        nb_, b = heapq.heappop(heap)
-        if a < nh:
-            at, ar, ao = pool_t, pool_r, hstart[a]
-        else:
-            at, ar, ao = bufs_t[a - nh], bufs_r[a - nh], 0
-        if b < nh:
-            bt, br, bo = pool_t, pool_r, hstart[b]
-        else:
-            bt, br, bo = bufs_t[b - nh], bufs_r[b - nh], 0
-        _merge2(at, ar, ao, na, bt, br, bo, nb_, out_t, out_r)
     # ---- drop emptied runs (order of the others is kept, so tails stay descending) --------------
     w = 0
     new_last = 0
