@@ -142,14 +142,8 @@ class Aggregate(Unary):
         return f"Aggregate{keys}: {aggs}{trig}"
 
 
-@dataclass(frozen=True)
-class UnionAll(Node):
-    left: Node
-    right: Node
-
-    names = property(lambda self: self.left.names)
-    scope = property(lambda self: tuple((None, n) for _, n in self.left.scope))
-    types = property(lambda self: self.left.types)
+class Binary(Node):
+    """A node with two inputs, held in its ``left`` and ``right`` fields."""
 
     @property
     def inputs(self):
@@ -158,12 +152,22 @@ class UnionAll(Node):
     def with_inputs(self, inputs):
         return replace(self, left=inputs[0], right=inputs[1])
 
+
+@dataclass(frozen=True)
+class UnionAll(Binary):
+    left: Node
+    right: Node
+
+    names = property(lambda self: self.left.names)
+    scope = property(lambda self: tuple((None, n) for _, n in self.left.scope))
+    types = property(lambda self: self.left.types)
+
     def describe(self) -> str:
         return "UnionAll"
 
 
 @dataclass(frozen=True)
-class Join(Node):
+class Join(Binary):
     """A relational join of two inputs whose physical column names are disjoint.
 
     ``kind`` is ``inner``, ``left`` (left outer; a RIGHT JOIN is built with its sides swapped),
@@ -189,13 +193,6 @@ class Join(Node):
     @property
     def types(self):
         return self.left.types if self.kind in ("semi", "anti") else (*self.left.types, *self.right.types)
-
-    @property
-    def inputs(self):
-        return (self.left, self.right)
-
-    def with_inputs(self, inputs):
-        return replace(self, left=inputs[0], right=inputs[1])
 
     def describe(self) -> str:
         label = {
