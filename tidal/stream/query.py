@@ -23,6 +23,7 @@ from ..core.batch import EventBatch
 from ..core.errors import TidalError
 from ..core.messages import Completed, Flush, LowWatermark, Punctuation
 from ..core.time import INFINITY
+from ..io.segments import DurableSink
 from ..ops.base import Consumer, Operator
 from .plan import PlanNode, SourceNode
 
@@ -74,6 +75,7 @@ class Query:
 
         for root, sink in zip(roots, sinks, strict=True):
             build(root).downstream.append(sink)
+        self.sinks = list(sinks)
         self.positions = [0] * len(self.sources)  # messages delivered per source
         self.finished = [False] * len(self.sources)
         self._heap: list | None = None
@@ -124,6 +126,8 @@ class Query:
             "operators": [op.snapshot() for op in self.operators],
             "positions": list(self.positions),
             "finished": list(self.finished),
+            # a durable sink's committed position; the caller commits it before taking the checkpoint
+            "sinks": [s.committed if isinstance(s, DurableSink) else None for s in self.sinks],
         }
 
     def restore(self, state: dict) -> None:
@@ -139,6 +143,37 @@ class Query:
             op.restore(op_state)
         self.positions = list(state["positions"])
         self.finished = list(state["finished"])
+        for sink, position in zip(self.sinks, state.get("sinks", [None] * len(self.sinks)), strict=True):
+            if position is not None:
+                sink.resume_at(position)
+
+    def run_durably(self, store, name: str, fingerprint: str, every_messages: int = 200, on_checkpoint=None) -> int:
+        """Run to completion, saving a checkpoint to ``store`` every ``every_messages`` messages.
+
+        If ``store`` already holds a checkpoint named ``name`` (an earlier run that was stopped or
+        crashed), continue from it. Durable sinks are committed before each checkpoint is saved, so
+        after a crash the output rolls back to the checkpoint and the replay writes the rest once.
+        ``on_checkpoint(seq)`` is called after each save. Returns the last checkpoint's sequence number.
+        """
+        if every_messages < 1:
+            raise ValueError("every_messages must be at least 1")
+        state = store.load(name, fingerprint)
+        if state is not None:
+            self.restore(state)
+        else:
+            for sink in self.sinks:
+                if isinstance(sink, DurableSink):
+                    sink.resume_at(0)
+        while True:
+            done = self.run(max_messages=every_messages)
+            for sink in self.sinks:
+                if isinstance(sink, DurableSink):
+                    sink.commit()
+            seq = store.save(name, fingerprint, self.checkpoint())
+            if on_checkpoint is not None:
+                on_checkpoint(seq)
+            if done:
+                return seq
 
 
 def execute(root: PlanNode, sink: Consumer) -> None:

@@ -8,6 +8,8 @@ iterator can be consumed once).
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pyarrow as pa
 
@@ -528,6 +530,27 @@ class Stream:
         q = Query([self._node], [sink])
         q.sink = sink
         return q
+
+    def run_durable(
+        self, output: str, checkpoints: str, name: str = "query", every_messages: int = 200, on_checkpoint=None
+    ) -> pa.Table | None:
+        """Run with exactly-once output that survives a crash, and return the whole output.
+
+        The physical events go to Arrow files in the directory ``output``; every ``every_messages``
+        messages the output is committed and then the query's state is saved in the SQLite file
+        ``checkpoints`` (see :mod:`tidal.state.store`). Run the same call again after a crash or a
+        kill and it continues from the last checkpoint: the output ends up exactly as one
+        uninterrupted run would have written it. Sources must replay the same messages when
+        reopened (tables, files, lists; not one-shot generators).
+        """
+        from ..io.segments import SegmentSink
+        from ..state.store import CheckpointStore
+
+        fingerprint = hashlib.sha256(self.explain().encode()).hexdigest()[:16]
+        sink = SegmentSink(output)
+        with CheckpointStore(checkpoints) as store:
+            Query([self._node], [sink]).run_durably(store, name, fingerprint, every_messages, on_checkpoint)
+        return sink.table()
 
     def to_arrow(self) -> pa.Table:
         """The physical events as an Arrow table: ``sync_time, other_time``, then payload fields."""
