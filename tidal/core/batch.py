@@ -58,6 +58,17 @@ def as_arrow(values) -> pa.Array:
     return pa.array(values)
 
 
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+def gather(col: pa.Array, indices: np.ndarray) -> pa.Array:
+    """``col`` at ``indices`` (int64 numpy): numpy's gather for numeric columns without nulls, else Arrow's take."""
+    if not col.null_count and _numeric(col.type):
+        return pa.array(col.to_numpy(zero_copy_only=True)[indices], type=col.type)
+    return col.take(pa.array(indices, type=pa.int64()))
+
+
 class EventBatch:
     __slots__ = ("sync", "_other", "absent", "key", "hash", "columns")
 
@@ -130,16 +141,16 @@ class EventBatch:
         return self.replace(absent=absent)
 
     def take(self, indices: np.ndarray) -> EventBatch:
-        idx = pa.array(indices, type=pa.int64()) if not isinstance(indices, pa.Array) else indices
-        np_idx = np.asarray(indices)
+        np_idx = np.asarray(indices).astype(np.int64, copy=False)
+        absent = None if self.absent is None else self.absent[np_idx]
         return EventBatch(
             sync=self.sync[np_idx],
             other=None if self._other is None else self._other[np_idx],
-            columns={k: v.take(idx) for k, v in self.columns.items()},
-            absent=None if self.absent is None else self.absent[np_idx],
-            key=None if self.key is None else self.key.take(idx),
+            columns={k: gather(v, np_idx) for k, v in self.columns.items()},
+            absent=absent if absent is not None and absent.any() else None,
+            key=None if self.key is None else gather(self.key, np_idx),
             hash=None if self.hash is None else self.hash[np_idx],
-        ).with_absent(None if self.absent is None else self.absent[np_idx])
+        )
 
     def slice(self, start: int, stop: int) -> EventBatch:
         n = stop - start

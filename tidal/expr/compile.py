@@ -27,8 +27,9 @@ from .lambdas import Opaque, fields_used, translate
 from .nodes import Col, Node, Record
 
 # Events evaluated in numpy before a numeric tree is fused with numba. Compiling takes about a
-# second and saves a few nanoseconds an event, so only long runs are worth it.
-JIT_THRESHOLD = 20_000_000
+# second, once per machine: the kernel is cached on disk (tidal.expr.jit), and a kernel already
+# there is used from the first batch.
+JIT_THRESHOLD = 2_000_000
 
 
 @lru_cache(maxsize=1024)
@@ -120,6 +121,7 @@ class CompiledLambda:
         self._jit = None
         self._jit_dtype = None
         self._jit_failed = False
+        self._jit_looked = False  # looked for this kernel in the disk cache
         try:
             self.node = translate(fn, allow_record=allow_record)
         except Opaque as exc:
@@ -186,10 +188,14 @@ class CompiledLambda:
 
     def _count(self, batch: EventBatch, n: int) -> None:
         self._events += n
-        if self._jit is None and not self._jit_failed and self._events >= JIT_THRESHOLD:
-            self._try_jit(batch)
+        if self._jit is None and not self._jit_failed:
+            if self._events >= JIT_THRESHOLD:
+                self._try_jit(batch)
+            elif not self._jit_looked:
+                self._jit_looked = True
+                self._try_jit(batch, cached_only=True)
 
-    def _try_jit(self, batch: EventBatch) -> None:
+    def _try_jit(self, batch: EventBatch, cached_only: bool = False) -> None:
         node = self.node
         dtypes = {}
         for c in node.columns():
@@ -199,6 +205,8 @@ class CompiledLambda:
                 return
             dtypes[c] = np.dtype(col.type.to_pandas_dtype())
         if not isinstance(node, Record) and jit.numeric_only(node, dtypes):
+            if cached_only and not jit.is_cached(jit.value_body(node, dtypes, self.truth)):
+                return
             self._jit = jit.compile_kernel(node, dtypes, truth=self.truth)
             self._jit_cols = sorted(dtypes)
         else:

@@ -24,6 +24,7 @@ from ..core.errors import TidalError
 from ..core.messages import Completed, Flush, LowWatermark, Punctuation
 from ..core.time import INFINITY
 from ..ops.base import Consumer, Operator
+from ..ops.selection import fuse_operators
 from .plan import PlanNode, SourceNode
 
 _EARLIEST = -(2**63)
@@ -74,6 +75,7 @@ class Query:
 
         for root, sink in zip(roots, sinks, strict=True):
             build(root).downstream.append(sink)
+        fuse_operators(self.operators)
         self.positions = [0] * len(self.sources)  # messages delivered per source
         self.finished = [False] * len(self.sources)
         self._heap: list | None = None
