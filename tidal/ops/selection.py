@@ -44,7 +44,8 @@ class WhereOp(Operator):
         super().__init__()
         self.predicate = predicate
         self.then_select: SelectOp | None = None  # set by fuse_operators: the select this where feeds alone
-        self._kernels: dict[tuple, object] = {}  # (absent?, input dtypes) -> filter kernel, or None: not compilable
+        self._kernels: dict[tuple, _FilterPlan | None] = {}  # by input types; None: not compilable
+        self._names: list[str] | None = None  # the fields the predicate and the fused select read
         self._events = 0
 
     @property
@@ -56,12 +57,13 @@ class WhereOp(Operator):
         if select.projection.mode == "columnar":
             self.then_select = select
             self._kernels.clear()
+            self._names = None
 
     def on_batch(self, batch: EventBatch) -> None:
-        run = self._kernel(batch) if self.predicate.mode == "columnar" else None
-        if run is not None:
+        plan = self._kernel(batch) if self.predicate.mode == "columnar" else None
+        if plan is not None:
             try:
-                self._run(run, batch)
+                self._run(plan, batch)
                 return
             except (ZeroDivisionError, ArithmeticError):
                 pass  # the general path finds the row (and says which) or evaluates it with Python's semantics
@@ -80,47 +82,39 @@ class WhereOp(Operator):
             self.emit(batch.with_absent(~keep))
 
     # -- the compiled loop --------------------------------------------------------------
-    def _outputs(self) -> list[tuple[str, Node]]:
-        return list(record_fields(self.then_select.projection.node)) if self.then_select is not None else []
-
-    def _kernel(self, batch: EventBatch):
+    def _kernel(self, batch: EventBatch) -> _FilterPlan | None:
         """The filter kernel for this batch's column types, once it is worth compiling (or already compiled)."""
-        node = self.predicate.node
-        outputs = self._outputs()
-        used = set(node.columns()).union(*(n.columns() for _, n in outputs if not isinstance(n, Col)))
-        dtypes = {}
-        for c in sorted(used):
-            col = batch.columns.get(c)
-            if col is None or col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-                return None  # nulls need Python's semantics; other types are not compiled
-            dtypes[c] = np.dtype(col.type.to_pandas_dtype())
-        key = (batch.absent is not None, tuple(dtypes.items()))
+        outputs = list(record_fields(self.then_select.projection.node)) if self.then_select is not None else []
+        if self._names is None:
+            self._names = sorted(set(self.predicate.node.columns()).union(*(n.columns() for _, n in outputs)))
+        try:
+            cols = [batch.columns[c] for c in self._names]
+        except KeyError:
+            return None
+        key = (batch.absent is not None, batch.points, tuple((c.type, c.null_count > 0) for c in cols))
         if key in self._kernels:
             return self._kernels[key]
-        computed = [n for _, n in outputs if not isinstance(n, Col)]
-        if not all(_fusable(n, dtypes) for n in [node, *computed]):
+        types = {c: col.type for c, col in zip(self._names, cols, strict=True) if not col.null_count}
+        dtypes = {c: np.dtype(t.to_pandas_dtype()) for c, t in types.items() if _is_numeric(t)}
+        plan = _FilterPlan.build(self.predicate.node, outputs, dtypes, with_absent=key[0], points=key[1])
+        if plan is None:
             self._kernels[key] = None
             return None
-        empty = Evaluator({c: pa.array([], type=batch.columns[c].type) for c in dtypes}, 0)
-        out_dtypes = []
-        for n in computed:
-            value = empty.eval(n)
-            if not isinstance(value, np.ndarray):
-                self._kernels[key] = None  # a constant field: the general path broadcasts it
-                return None
-            out_dtypes.append(value.dtype)
-        body = jit.filter_body(node, computed, dtypes, key[0])
         # compiling costs about a second, once per machine (the kernel is cached on disk): worth it for long runs
         self._events += len(batch)
-        if not jit.is_cached(body) and self._events < compile_mod.JIT_THRESHOLD:
+        if not jit.is_cached(plan.body) and self._events < compile_mod.JIT_THRESHOLD:
             return None
-        run = jit.compile_filter(node, computed, dtypes, out_dtypes, key[0])
-        self._kernels[key] = run
-        return run
+        plan.compile()
+        self._kernels[key] = plan
+        return plan
 
-    def _run(self, run, batch: EventBatch) -> None:
+    def _run(self, plan: _FilterPlan, batch: EventBatch) -> None:
         n = len(batch)
-        kept, computed = run(batch.columns, n, batch.absent)
+        inputs = dict(batch.columns)
+        inputs[_SYNC] = batch.sync
+        if not batch.points:
+            inputs[_OTHER] = batch.other
+        kept, values = plan.run(inputs, n, batch.absent)
         if len(kept) == 0:
             return
         if self.then_select is None:
@@ -131,20 +125,77 @@ class WhereOp(Operator):
                 absent[kept] = False
                 self.emit(batch.with_absent(absent))
             return
-        values = iter(computed)
-        outputs = self._outputs()
         columns = {
-            name: gather(batch.columns[node.name], kept) if isinstance(node, Col) else pa.array(next(values))
-            for name, node in outputs
+            name: pa.array(values[j]) if j is not None else gather(batch.columns[field], kept)
+            for name, j, field in plan.fields
         }
         out = EventBatch(
-            sync=batch.sync[kept],
-            other=None if batch.points else batch.other[kept],
+            sync=values[plan.sync],
+            other=None if batch.points else values[plan.other],
             columns=columns,
             key=None if batch.key is None else gather(batch.key, kept),
             hash=None if batch.hash is None else batch.hash[kept],
         )
         self.then_select.emit(out)
+
+
+_SYNC, _OTHER = "\0sync", "\0other"  # the control columns among a kernel's inputs (no field has these names)
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+class _FilterPlan:
+    """A compiled where (and select): which kernel output or gathered column makes each output field."""
+
+    def __init__(self, predicate, outputs, dtypes, out_dtypes, with_absent, fields, sync, other):
+        self.predicate, self.outputs, self.dtypes, self.out_dtypes = predicate, outputs, dtypes, out_dtypes
+        self.with_absent = with_absent
+        self.fields = fields  # (output name, kernel output index or None, field to gather when None)
+        self.sync, self.other = sync, other  # kernel output indices of the control columns (fused only)
+        self.body = jit.filter_body(predicate, outputs, dtypes, with_absent)
+        self.run = None
+
+    @classmethod
+    def build(cls, predicate: Node, fields: list[tuple[str, Node]], dtypes, *, with_absent, points):
+        """None when some tree cannot be compiled for these column types."""
+        if not _fusable(predicate, dtypes):
+            return None
+        outputs: list[Node] = []
+        out_dtypes: list[np.dtype] = []
+        layout = []
+        empty = Evaluator({c: pa.array([], type=pa.from_numpy_dtype(dt)) for c, dt in dtypes.items()}, 0)
+        for name, node in fields:
+            if isinstance(node, Col) and node.name not in dtypes:
+                layout.append((name, None, node.name))  # a string or nullable field: gathered by Arrow
+                continue
+            if not _fusable(node, dtypes):
+                return None
+            value = empty.eval(node)
+            if not isinstance(value, np.ndarray):
+                return None  # a constant field: the general path broadcasts it
+            layout.append((name, len(outputs), None))
+            outputs.append(node)
+            out_dtypes.append(value.dtype)
+        sync = other = None
+        kernel_dtypes = dict(dtypes)
+        if fields:
+            sync = len(outputs)
+            outputs.append(Col(_SYNC))
+            out_dtypes.append(np.dtype(np.int64))
+            kernel_dtypes[_SYNC] = np.dtype(np.int64)
+            if not points:
+                other = len(outputs)
+                outputs.append(Col(_OTHER))
+                out_dtypes.append(np.dtype(np.int64))
+                kernel_dtypes[_OTHER] = np.dtype(np.int64)
+        used = predicate.columns().union(*(n.columns() for n in outputs))
+        kernel_dtypes = {c: dt for c, dt in kernel_dtypes.items() if c in used}
+        return cls(predicate, outputs, kernel_dtypes, out_dtypes, with_absent, layout, sync, other)
+
+    def compile(self) -> None:
+        self.run = jit.compile_filter(self.predicate, self.outputs, self.dtypes, self.out_dtypes, self.with_absent)
 
 
 class SelectOp(Operator):
