@@ -12,6 +12,10 @@ Event kinds are encoded by the two timestamps, as in Trill:
 * start edge at ``vs``: ``sync = vs``, ``other = INFINITY``
 * end edge of ``[vs, ve)``: ``sync = ve``, ``other = vs`` (``other < sync``)
 
+A batch of point events may leave ``other`` unset (``EventBatch(sync, None, ...)``): it is
+``sync + 1`` and is computed only when something reads it, so a source of points that is
+filtered, counted or aggregated never allocates it.
+
 Batches are immutable once built: operators make new batches that share unchanged
 columns (a projection "swings the pointer"), so one batch can feed several consumers.
 """
@@ -54,24 +58,47 @@ def as_arrow(values) -> pa.Array:
     return pa.array(values)
 
 
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+def gather(col: pa.Array, indices: np.ndarray) -> pa.Array:
+    """``col`` at ``indices`` (int64 numpy): numpy's gather for numeric columns without nulls, else Arrow's take."""
+    if not col.null_count and _numeric(col.type):
+        return pa.array(col.to_numpy(zero_copy_only=True)[indices], type=col.type)
+    return col.take(pa.array(indices, type=pa.int64()))
+
+
 class EventBatch:
-    __slots__ = ("sync", "other", "absent", "key", "hash", "columns")
+    __slots__ = ("sync", "_other", "absent", "key", "hash", "columns")
 
     def __init__(
         self,
         sync: np.ndarray,
-        other: np.ndarray,
+        other: np.ndarray | None,
         columns: dict[str, pa.Array],
         absent: np.ndarray | None = None,
         key: pa.Array | None = None,
         hash: np.ndarray | None = None,
     ):
         self.sync = sync
-        self.other = other
+        self._other = other  # None: point events, other = sync + 1 (made when first read)
         self.columns = columns
         self.absent = absent
         self.key = key
         self.hash = hash
+
+    @property
+    def other(self) -> np.ndarray:
+        other = self._other
+        if other is None:
+            other = self._other = self.sync + 1
+        return other
+
+    @property
+    def points(self) -> bool:
+        """True when every event is known to be a point without looking (``other`` was never given)."""
+        return self._other is None
 
     # -- size -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -94,7 +121,17 @@ class EventBatch:
 
     # -- derivation -------------------------------------------------------------------
     def replace(self, **changes) -> EventBatch:
-        fields = {name: getattr(self, name) for name in self.__slots__}
+        other = self._other
+        if other is None and "sync" in changes and "other" not in changes:
+            other = self.other  # points of the old sync times: keep their lifetimes
+        fields = {
+            "sync": self.sync,
+            "other": other,
+            "columns": self.columns,
+            "absent": self.absent,
+            "key": self.key,
+            "hash": self.hash,
+        }
         fields.update(changes)
         return EventBatch(**fields)
 
@@ -104,22 +141,22 @@ class EventBatch:
         return self.replace(absent=absent)
 
     def take(self, indices: np.ndarray) -> EventBatch:
-        idx = pa.array(indices, type=pa.int64()) if not isinstance(indices, pa.Array) else indices
-        np_idx = np.asarray(indices)
+        np_idx = np.asarray(indices).astype(np.int64, copy=False)
+        absent = None if self.absent is None else self.absent[np_idx]
         return EventBatch(
             sync=self.sync[np_idx],
-            other=self.other[np_idx],
-            columns={k: v.take(idx) for k, v in self.columns.items()},
-            absent=None if self.absent is None else self.absent[np_idx],
-            key=None if self.key is None else self.key.take(idx),
+            other=None if self._other is None else self._other[np_idx],
+            columns={k: gather(v, np_idx) for k, v in self.columns.items()},
+            absent=absent if absent is not None and absent.any() else None,
+            key=None if self.key is None else gather(self.key, np_idx),
             hash=None if self.hash is None else self.hash[np_idx],
-        ).with_absent(None if self.absent is None else self.absent[np_idx])
+        )
 
     def slice(self, start: int, stop: int) -> EventBatch:
         n = stop - start
         return EventBatch(
             sync=self.sync[start:stop],
-            other=self.other[start:stop],
+            other=None if self._other is None else self._other[start:stop],
             columns={k: v.slice(start, n) for k, v in self.columns.items()},
             absent=None if self.absent is None else self.absent[start:stop],
             key=None if self.key is None else self.key.slice(start, n),
@@ -183,7 +220,7 @@ def concat_batches(batches: Sequence[EventBatch]) -> EventBatch:
     keyed = first.key is not None
     return EventBatch(
         sync=np.concatenate([b.sync for b in batches]),
-        other=np.concatenate([b.other for b in batches]),
+        other=None if all(b.points for b in batches) else np.concatenate([b.other for b in batches]),
         columns={k: pa.concat_arrays([b.columns[k] for b in batches]) for k in first.columns},
         absent=np.concatenate([b.present_mask() for b in batches]) ^ True if any_absent else None,
         key=pa.concat_arrays([b.key for b in batches]) if keyed else None,

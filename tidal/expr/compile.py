@@ -14,6 +14,7 @@ import collections
 import functools
 import gc
 import keyword
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -27,8 +28,9 @@ from .lambdas import Opaque, fields_used, translate
 from .nodes import Col, Node, Record
 
 # Events evaluated in numpy before a numeric tree is fused with numba. Compiling takes about a
-# second and saves a few nanoseconds an event, so only long runs are worth it.
-JIT_THRESHOLD = 20_000_000
+# second, once per machine: the kernel is cached on disk (tidal.expr.jit), and a kernel already
+# there is used from the first batch.
+JIT_THRESHOLD = 2_000_000
 
 
 @lru_cache(maxsize=1024)
@@ -59,6 +61,59 @@ def row_class(names: tuple[str, ...]):
 
     Row.__name__ = "Row"
     return Row
+
+
+@lru_cache(maxsize=256)
+def row_loop(names: tuple[str, ...], truth: bool = False):
+    """``loop(fn, columns, out)``: ``out[i] = fn(row i)`` (its truth with ``truth``) over Python lists of
+    field values, with one row object refilled in place per call. Where ``fn`` kept a reference to the
+    row (its reference count went up), the loop moves on to a fresh object, so a kept row never changes."""
+    fields = [f"c{j}" for j in range(len(names))]
+    lines = ["def loop(fn, columns, out, Row, refs):"]
+    if fields:
+        lines.append(f"    {', '.join(fields)}, = columns")
+    lines += ["    row = Row()", "    base = refs(row)", "    for i in range(len(out)):"]
+    lines += [f"        row.{n} = {c}[i]" for n, c in zip(names, fields, strict=True)]
+    lines.append("        out[i] = True if fn(row) else False" if truth else "        out[i] = fn(row)")
+    lines += ["        if refs(row) != base:", "            row = Row()", ""]
+    src = "\n".join(lines)
+    scope: dict = {}
+    exec(compile(src, "<tidal row loop>", "exec"), scope)
+    loop, cls = scope["loop"], reusable_row_class(names)
+    return lambda fn, columns, out: loop(fn, columns, out, cls, sys.getrefcount)
+
+
+@lru_cache(maxsize=256)
+def reusable_row_class(names: tuple[str, ...]):
+    """A slotted row type with the namedtuple row's reading interface (attributes, ``row["f"]``, ``_asdict``)."""
+    valid = all(is_identifier(n) and not n.startswith("_") for n in names)
+    if not valid:
+        return None
+
+    def getitem(self, item):
+        if isinstance(item, str):
+            if item not in names:
+                raise KeyError(f"no field {item!r}; fields are {list(names)}")
+            return getattr(self, item)
+        return getattr(self, names[item])
+
+    def getattr_(self, item):
+        raise AttributeError(f"no field {item!r}; fields are {list(names)}")
+
+    return type(
+        "Row",
+        (),
+        {
+            "__slots__": names,
+            "_fields": names,
+            "__getitem__": getitem,
+            "__getattr__": getattr_,
+            "__len__": lambda self: len(names),
+            "__iter__": lambda self: (getattr(self, n) for n in names),
+            "_asdict": lambda self: {n: getattr(self, n) for n in names},
+            "__repr__": lambda self: "Row(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")",
+        },
+    )
 
 
 def _make_row(names: tuple[str, ...], values: tuple):
@@ -120,6 +175,7 @@ class CompiledLambda:
         self._jit = None
         self._jit_dtype = None
         self._jit_failed = False
+        self._jit_looked = False  # looked for this kernel in the disk cache
         try:
             self.node = translate(fn, allow_record=allow_record)
         except Opaque as exc:
@@ -186,10 +242,14 @@ class CompiledLambda:
 
     def _count(self, batch: EventBatch, n: int) -> None:
         self._events += n
-        if self._jit is None and not self._jit_failed and self._events >= JIT_THRESHOLD:
-            self._try_jit(batch)
+        if self._jit is None and not self._jit_failed:
+            if self._events >= JIT_THRESHOLD:
+                self._try_jit(batch)
+            elif not self._jit_looked:
+                self._jit_looked = True
+                self._try_jit(batch, cached_only=True)
 
-    def _try_jit(self, batch: EventBatch) -> None:
+    def _try_jit(self, batch: EventBatch, cached_only: bool = False) -> None:
         node = self.node
         dtypes = {}
         for c in node.columns():
@@ -199,6 +259,8 @@ class CompiledLambda:
                 return
             dtypes[c] = np.dtype(col.type.to_pandas_dtype())
         if not isinstance(node, Record) and jit.numeric_only(node, dtypes):
+            if cached_only and not jit.is_cached(jit.value_body(node, dtypes, self.truth)):
+                return
             self._jit = jit.compile_kernel(node, dtypes, truth=self.truth)
             self._jit_cols = sorted(dtypes)
         else:
@@ -213,8 +275,22 @@ class CompiledLambda:
         return [f for f in batch.columns if f in self._fields]
 
     def _row_truth(self, batch: EventBatch) -> np.ndarray:
-        rows = rows_of(batch, self._row_fields(batch))
+        fields = self._row_fields(batch)
         fn = self.fn
+        names = tuple(batch.columns) if fields is None else tuple(fields)
+        if batch.absent is None and reusable_row_class(names) is not None:
+            out = [None] * len(batch)
+            enabled = gc.isenabled()
+            gc.disable()  # the loop makes many short-lived objects
+            try:
+                row_loop(names, truth=True)(fn, [_pylist(batch.columns[f]) for f in names], out)
+                return np.array(out, dtype=bool)
+            except Exception:
+                pass  # found again below, with the row named
+            finally:
+                if enabled:
+                    gc.enable()
+        rows = rows_of(batch, fields)
         present = batch.present_mask()
         i = 0
         try:

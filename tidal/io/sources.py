@@ -11,7 +11,7 @@ from ..core.batch import DEFAULT_BATCH_SIZE
 from ..core.errors import InputError, PlanError
 from ..stream.plan import Properties, SourceNode
 from ..stream.streamable import Stream
-from .ingress import IngressPolicy, arrow_messages, records_to_batches, table_batches
+from .ingress import IngressPolicy, OrderProof, arrow_messages, records_to_batches, table_batches
 
 
 def _props(kind: str, end, other) -> Properties:
@@ -32,9 +32,9 @@ def _describe(origin: str, kind: str, end, other, policy: IngressPolicy) -> str:
     return ", ".join(parts)
 
 
-def _stream(batches, schema, origin, time, end, other, kind, policy) -> Stream:
+def _stream(batches, schema, origin, time, end, other, kind, policy, order: OrderProof | None = None) -> Stream:
     def open_messages():
-        return arrow_messages(batches, time, end=end, other=other, kind=kind, policy=policy)
+        return arrow_messages(batches, time, end=end, other=other, kind=kind, policy=policy, order=order)
 
     node = SourceNode(open_messages, schema, _props(kind, end, other), _describe(origin, kind, end, other, policy))
     return Stream(node)
@@ -137,7 +137,9 @@ def from_arrow(
             for rb in inner()
         )
         return _stream_physical(batches, schema, time, other, policy)
-    return _stream(batches, schema, "arrow", time, end, other, kind, policy)
+    # an Arrow table is immutable: its time field's order is checked on the first complete run only
+    order = OrderProof() if isinstance(data, pa.Table | pa.RecordBatch) and isinstance(time, str) else None
+    return _stream(batches, schema, "arrow", time, end, other, kind, policy, order)
 
 
 def _stream_physical(batches, schema, time, other, policy) -> Stream:

@@ -7,17 +7,34 @@ each payload to a new payload with the same lifetime (columns passed through unc
 are shared, not copied). ``select_many`` maps each payload to zero or more payloads, each
 with the lifetime of the event it came from. End edges are transformed like their start
 edges, so a deterministic lambda keeps edge pairs matched.
+
+Physically, a numeric predicate becomes one compiled loop (see :mod:`tidal.expr.jit`) that
+writes the positions of the kept rows; a where whose only consumer is a select is fused with
+it when the query runs: the same loop computes the select's numeric fields for the kept rows
+only, and the select's pass-through fields are gathered at those positions.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-from ..core.batch import EventBatch
+from ..core.batch import EventBatch, gather
+from ..expr import compile as compile_mod
+from ..expr import jit
 from ..expr.compile import CompiledLambda, records_to_columns
+from ..expr.kernels import Evaluator, record_fields
+from ..expr.nodes import Col, Node
 from .base import Operator
 
 COMPACT_BELOW = 0.25  # compact a filtered batch when fewer than this share of its events remain
+
+
+_NOT_FUSABLE = {"**", "<<", ">>"}  # Python raises where a compiled loop would silently differ
+
+
+def _fusable(node: Node, dtypes: dict[str, np.dtype]) -> bool:
+    return jit.numeric_only(node, dtypes) and not any(getattr(n, "op", None) in _NOT_FUSABLE for n in node.walk())
 
 
 class WhereOp(Operator):
@@ -26,12 +43,33 @@ class WhereOp(Operator):
     def __init__(self, predicate: CompiledLambda):
         super().__init__()
         self.predicate = predicate
+        self.then_select: SelectOp | None = None  # set by fuse_operators: the select this where feeds alone
+        self._kernels: dict[tuple, _FilterPlan | None] = {}  # by input types; None: not compilable
+        self._names: list[str] | None = None  # the fields the predicate and the fused select read
+        self._events = 0
 
     @property
     def variant(self) -> str:
         return self.predicate.describe()
 
+    def fuse(self, select: SelectOp) -> None:
+        """Compute ``select``'s fields in this where's loop (``select`` must be this where's only consumer)."""
+        if select.projection.mode == "columnar":
+            self.then_select = select
+            self._kernels.clear()
+            self._names = None
+
     def on_batch(self, batch: EventBatch) -> None:
+        plan = self._kernel(batch) if self.predicate.mode == "columnar" else None
+        if plan is not None:
+            try:
+                self._run(plan, batch)
+                return
+            except (ZeroDivisionError, ArithmeticError):
+                pass  # the general path finds the row (and says which) or evaluates it with Python's semantics
+        self._filter(batch)
+
+    def _filter(self, batch: EventBatch) -> None:
         keep = self.predicate.mask(batch)
         if batch.absent is not None:
             keep = keep & ~batch.absent
@@ -42,6 +80,122 @@ class WhereOp(Operator):
             self.emit(batch.take(kept))  # few survivors: gather them rather than carry the absent ones
         else:
             self.emit(batch.with_absent(~keep))
+
+    # -- the compiled loop --------------------------------------------------------------
+    def _kernel(self, batch: EventBatch) -> _FilterPlan | None:
+        """The filter kernel for this batch's column types, once it is worth compiling (or already compiled)."""
+        outputs = list(record_fields(self.then_select.projection.node)) if self.then_select is not None else []
+        if self._names is None:
+            self._names = sorted(set(self.predicate.node.columns()).union(*(n.columns() for _, n in outputs)))
+        try:
+            cols = [batch.columns[c] for c in self._names]
+        except KeyError:
+            return None
+        key = (batch.absent is not None, batch.points, tuple((c.type, c.null_count > 0) for c in cols))
+        if key in self._kernels:
+            return self._kernels[key]
+        types = {c: col.type for c, col in zip(self._names, cols, strict=True) if not col.null_count}
+        dtypes = {c: np.dtype(t.to_pandas_dtype()) for c, t in types.items() if _is_numeric(t)}
+        plan = _FilterPlan.build(self.predicate.node, outputs, dtypes, with_absent=key[0], points=key[1])
+        if plan is None:
+            self._kernels[key] = None
+            return None
+        # compiling costs about a second, once per machine (the kernel is cached on disk): worth it for long runs
+        self._events += len(batch)
+        if not jit.is_cached(plan.body) and self._events < compile_mod.JIT_THRESHOLD:
+            return None
+        plan.compile()
+        self._kernels[key] = plan
+        return plan
+
+    def _run(self, plan: _FilterPlan, batch: EventBatch) -> None:
+        n = len(batch)
+        inputs = dict(batch.columns)
+        inputs[_SYNC] = batch.sync
+        if not batch.points:
+            inputs[_OTHER] = batch.other
+        kept, values = plan.run(inputs, n, batch.absent)
+        if len(kept) == 0:
+            return
+        if self.then_select is None:
+            if len(kept) < COMPACT_BELOW * n:
+                self.emit(batch.take(kept))
+            else:
+                absent = np.ones(n, dtype=bool)
+                absent[kept] = False
+                self.emit(batch.with_absent(absent))
+            return
+        columns = {
+            name: pa.array(values[j]) if j is not None else gather(batch.columns[field], kept)
+            for name, j, field in plan.fields
+        }
+        out = EventBatch(
+            sync=values[plan.sync],
+            other=None if batch.points else values[plan.other],
+            columns=columns,
+            key=None if batch.key is None else gather(batch.key, kept),
+            hash=None if batch.hash is None else batch.hash[kept],
+        )
+        self.then_select.emit(out)
+
+
+_SYNC, _OTHER = "\0sync", "\0other"  # the control columns among a kernel's inputs (no field has these names)
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+class _FilterPlan:
+    """A compiled where (and select): which kernel output or gathered column makes each output field."""
+
+    def __init__(self, predicate, outputs, dtypes, out_dtypes, with_absent, fields, sync, other):
+        self.predicate, self.outputs, self.dtypes, self.out_dtypes = predicate, outputs, dtypes, out_dtypes
+        self.with_absent = with_absent
+        self.fields = fields  # (output name, kernel output index or None, field to gather when None)
+        self.sync, self.other = sync, other  # kernel output indices of the control columns (fused only)
+        self.body = jit.filter_body(predicate, outputs, dtypes, with_absent)
+        self.run = None
+
+    @classmethod
+    def build(cls, predicate: Node, fields: list[tuple[str, Node]], dtypes, *, with_absent, points):
+        """None when some tree cannot be compiled for these column types."""
+        if not _fusable(predicate, dtypes):
+            return None
+        outputs: list[Node] = []
+        out_dtypes: list[np.dtype] = []
+        layout = []
+        empty = Evaluator({c: pa.array([], type=pa.from_numpy_dtype(dt)) for c, dt in dtypes.items()}, 0)
+        for name, node in fields:
+            if isinstance(node, Col) and node.name not in dtypes:
+                layout.append((name, None, node.name))  # a string or nullable field: gathered by Arrow
+                continue
+            if not _fusable(node, dtypes):
+                return None
+            value = empty.eval(node)
+            if not isinstance(value, np.ndarray):
+                return None  # a constant field: the general path broadcasts it
+            layout.append((name, len(outputs), None))
+            outputs.append(node)
+            out_dtypes.append(value.dtype)
+        sync = other = None
+        kernel_dtypes = dict(dtypes)
+        if fields:
+            sync = len(outputs)
+            outputs.append(Col(_SYNC))
+            out_dtypes.append(np.dtype(np.int64))
+            kernel_dtypes[_SYNC] = np.dtype(np.int64)
+            if not points:
+                other = len(outputs)
+                outputs.append(Col(_OTHER))
+                out_dtypes.append(np.dtype(np.int64))
+                kernel_dtypes[_OTHER] = np.dtype(np.int64)
+        used = predicate.columns().union(*(n.columns() for n in outputs))
+        kernel_dtypes = {c: dt for c, dt in kernel_dtypes.items() if c in used}
+        return cls(predicate, outputs, kernel_dtypes, out_dtypes, with_absent, layout, sync, other)
+
+    def compile(self) -> None:
+        self.run = jit.compile_filter(self.predicate, self.outputs, self.dtypes, self.out_dtypes, self.with_absent)
 
 
 class SelectOp(Operator):
@@ -83,3 +237,10 @@ class SelectManyOp(Operator):
         flat = [x for r in results for x in r]
         base = dense.take(index)
         self.emit(base.replace(columns=records_to_columns(flat, self.fn.output_types)))
+
+
+def fuse_operators(operators: list[Operator]) -> None:
+    """Fuse each columnar where with the plain select that is its only consumer (see :class:`WhereOp`)."""
+    for op in operators:
+        if type(op) is WhereOp and len(op.downstream) == 1 and type(op.downstream[0]) is SelectOp:
+            op.fuse(op.downstream[0])

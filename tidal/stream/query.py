@@ -25,6 +25,7 @@ from ..core.messages import Completed, Flush, LowWatermark, Punctuation
 from ..core.time import INFINITY
 from ..io.segments import DurableSink
 from ..ops.base import Consumer, Operator
+from ..ops.selection import fuse_operators
 from .plan import PlanNode, SourceNode
 
 _EARLIEST = -(2**63)
@@ -76,6 +77,7 @@ class Query:
         for root, sink in zip(roots, sinks, strict=True):
             build(root).downstream.append(sink)
         self.sinks = list(sinks)
+        fuse_operators(self.operators)
         self.positions = [0] * len(self.sources)  # messages delivered per source
         self.finished = [False] * len(self.sources)
         self._heap: list | None = None
