@@ -23,9 +23,9 @@ import pyarrow as pa
 from ..core.batch import EventBatch
 from ..core.errors import LambdaError, PlanError, describe_row
 from . import jit
-from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
+from .kernels import Evaluator, Fallback, PyValues, Unsupported, record_fields, to_arrow_column
 from .lambdas import Opaque, fields_used, translate
-from .nodes import Col, Node, Record
+from .nodes import Col, Node, PyCall, Record
 
 # Events evaluated in numpy before a numeric tree is fused with numba. Compiling takes about a
 # second, once per machine: the kernel is cached on disk (tidal.expr.jit), and a kernel already
@@ -209,6 +209,9 @@ class CompiledLambda:
             pass
 
     def describe(self) -> str:
+        calls = sorted({n.name for n in self.node.walk() if isinstance(n, PyCall)}) if self.node else []
+        if self.mode == "columnar" and calls:
+            return f"row mode for {', '.join(calls)} (called once per row on arguments computed columnar): {self.node}"
         if self.mode == "columnar":
             jit_note = ", fused" if self._jit else ""
             return f"columnar{jit_note}: {self.node}"
@@ -357,7 +360,10 @@ def projection_schema(fn: CompiledLambda, schema: pa.Schema | None) -> pa.Schema
     fields = []
     for name, node in record_fields(fn.node):
         try:
-            fields.append(pa.field(name, to_arrow_column(ev.eval(node), 0).type))
+            value = ev.eval(node)
+            if isinstance(value, PyValues):
+                return None  # a Python function's result type is known only when it runs
+            fields.append(pa.field(name, to_arrow_column(value, 0).type))
         except Exception:
             return None
     return pa.schema(fields)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import PlanError
-from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, Record, Unary
+from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, PyCall, Record, Unary
 
 
 class Unsupported(Exception):
@@ -119,6 +119,34 @@ _STR_UNARY = {
 }
 
 
+class PyValues(list):
+    """Per-row results of a Python call that are not one number, bool or text type: kept as objects."""
+
+
+def _python_values(v, length: int) -> list:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, pa.Array | pa.ChunkedArray):
+        return v.to_pylist()
+    if isinstance(v, PyValues):
+        return v
+    return [v] * length
+
+
+def _from_python_results(results: list):
+    """Per-row results as a numpy column (numbers, bools), an Arrow column (text) or :class:`PyValues`."""
+    kinds = set(map(type, results))
+    if kinds <= {bool}:
+        return np.array(results, dtype=np.bool_)
+    if kinds <= {int, float} and kinds:
+        arr = pa.array(results)
+        if arr.null_count == 0 and (pa.types.is_int64(arr.type) or pa.types.is_float64(arr.type)):
+            return arr.to_numpy()
+    if kinds == {str}:
+        return pa.array(results, type=pa.string())
+    return PyValues(results)
+
+
 class Evaluator:
     """Evaluates a tree over one batch's columns (a mapping name -> Arrow array)."""
 
@@ -160,6 +188,8 @@ class Evaluator:
         v = self.eval(node)
         if isinstance(v, np.ndarray):
             return v if v.dtype == np.bool_ else v != 0
+        if isinstance(v, PyValues):
+            return np.fromiter(map(bool, v), dtype=np.bool_, count=len(v))
         if isinstance(v, pa.Array):
             if pa.types.is_boolean(v.type):
                 return _to_bool_array(v)
@@ -186,9 +216,26 @@ class Evaluator:
             return self._ifelse(node)
         if isinstance(node, Call):
             return self._call(node.func, [self.eval(a) for a in node.args])
+        if isinstance(node, PyCall):
+            return self._python_call(node)
         raise Unsupported(f"{type(node).__name__} in a value position")
 
+    def _python_call(self, node: PyCall):
+        n = self.length
+        if n == 0:
+            return PyValues()  # the function is not called to type-check
+        args = [_python_values(self.eval(a), n) for a in node.args]
+        try:
+            results = list(map(node.func, *args))
+        except Exception:
+            raise Fallback(f"{node.name}() raised; row by row to name the row") from None
+        return _from_python_results(results)
+
     def _binop(self, op: str, a, b):
+        if isinstance(a, PyValues) or isinstance(b, PyValues):
+            if len(a if isinstance(a, PyValues) else b) == 0:
+                return PyValues()
+            raise Fallback(f"operator {op} on Python objects")
         if _is_num(a) and _is_num(b):
             if op in _ARITH:
                 a, b = _as_int_if_bool(a), _as_int_if_bool(b)
@@ -221,6 +268,18 @@ class Evaluator:
         raise Unsupported(f"operator {op} on {_kind(a)} and {_kind(b)}")
 
     def _compare(self, op: str, a, b):
+        if op in ("is", "isnot"):  # only `is None` / `is not None` get this far
+            if isinstance(a, PyValues):
+                out = np.fromiter((x is None for x in a), dtype=np.bool_, count=len(a))
+            else:  # columns seen columnar hold no nulls
+                out = np.full(self.length, a is None) if not isinstance(a, np.ndarray | pa.Array) else None
+                if out is None:
+                    out = np.zeros(self.length, dtype=np.bool_)
+            return np.logical_not(out) if op == "isnot" else out
+        if isinstance(a, PyValues) or isinstance(b, PyValues):
+            if len(a if isinstance(a, PyValues) else b) == 0:
+                return np.zeros(0, dtype=np.bool_)
+            raise Fallback(f"comparison {op} on Python objects")
         if op in ("in", "notin"):
             result = self._contains(a, b)
             return np.logical_not(result) if op == "notin" else result
@@ -287,6 +346,12 @@ class Evaluator:
         if func == "str.replace" and len(args) == 3 and all(isinstance(a, str) for a in args[1:]) and args[1]:
             if _is_str(args[0]) and not isinstance(args[0], str):
                 return pc.replace_substring(args[0], pattern=args[1], replacement=args[2])
+        if func == "str.find" and len(args) == 2 and isinstance(args[1], str) and _is_str(args[0]):
+            _ascii_only(args[0])  # Arrow counts bytes, Python code points: equal for ASCII
+            _ascii_only(args[1])
+            if isinstance(args[0], str):
+                return args[0].find(args[1])
+            return pc.find_substring(args[0], pattern=args[1]).to_numpy(zero_copy_only=False).astype(np.int64)
         if func == "len" and len(args) == 1 and _is_str(args[0]):
             v = args[0]
             if isinstance(v, str):
@@ -354,6 +419,11 @@ def to_arrow_column(value, length: int) -> pa.Array:
         return value.combine_chunks()
     if isinstance(value, pa.Array):
         return value
+    if isinstance(value, PyValues):
+        try:
+            return pa.array(value)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            raise Fallback("results of mixed types") from None
     if isinstance(value, np.ndarray):
         return pa.array(value)
     if isinstance(value, str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dis
 import linecache
 import math
 import types
@@ -18,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, Record, Unary
+from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, PyCall, Record, Unary
 
 
 class Opaque(Exception):
@@ -48,6 +49,8 @@ _CMPOPS = {
     ast.GtE: ">=",
     ast.In: "in",
     ast.NotIn: "notin",
+    ast.Is: "is",
+    ast.IsNot: "isnot",
 }
 _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not", ast.Invert: "~"}
 
@@ -70,7 +73,7 @@ _KNOWN_FUNCS = {
     id(math.exp): "exp",
     id(np.exp): "exp",
 }
-_STR_METHODS = {"upper", "lower", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "title"}
+_STR_METHODS = {"upper", "lower", "strip", "lstrip", "rstrip", "startswith", "endswith", "replace", "title", "find"}
 _SCALARS = (int, float, bool, str, type(None))
 
 
@@ -110,9 +113,28 @@ def _parse_body(code: types.CodeType, text: str) -> ast.expr:
     except SyntaxError:
         raise Opaque("lambda body is not a standalone expression") from None
     inner = next((c for c in outer.co_consts if isinstance(c, types.CodeType)), None)
-    if inner is None or inner.co_code != code.co_code or inner.co_names != code.co_names:
+    if inner is None or inner.co_names != code.co_names or _instructions(inner) != _instructions(code):
         raise Opaque("lambda source does not match its bytecode")
     return body
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def _instructions(code: types.CodeType) -> list[tuple]:
+    """The instructions as (operation, argument), ignoring how a method is looked up: Python 3.11
+    compiles ``module.f(x)`` differently when ``module`` is imported in the same file, so the
+    probe compiled elsewhere may say LOAD_METHOD where the lambda says LOAD_ATTR."""
+    out = []
+    for ins in dis.get_instructions(code):
+        name = "LOAD_ATTR" if ins.opname == "LOAD_METHOD" else ins.opname
+        arg = ins.argval  # for LOAD_GLOBAL, the name without the push-NULL flag
+        if isinstance(arg, types.CodeType):
+            arg = "<code>"
+        elif ins.opcode in _JUMPS:
+            arg = None  # offsets move with the lengths of the instructions above
+        out.append((name, arg if isinstance(arg, str | int | float | bool | bytes | type(None)) else repr(arg)))
+    return out
 
 
 def translate(fn, *, allow_record: bool = True) -> Node:
@@ -269,6 +291,8 @@ class _Translator:
             if name is None:
                 raise Opaque(f"unsupported comparison {type(op).__name__}")
             right = self.visit(comparator)
+            if name in ("is", "isnot") and right != Const(None):
+                raise Opaque("'is' with something other than None")
             parts.append(Compare(name, left, right))
             left = right
         return parts[0] if len(parts) == 1 else BoolOp("and", tuple(parts))
@@ -311,7 +335,7 @@ class _Translator:
                     obj = getattr(target, func.attr, None)
                     name = _KNOWN_FUNCS.get(id(obj))
                     if name is None:
-                        raise Opaque(f"call to {func.value.id}.{func.attr}")
+                        return _python_call(obj, f"{func.value.id}.{func.attr}", args)
                     return Call(name, args)
             if func.attr in _STR_METHODS:
                 return Call("str." + func.attr, (self.visit(func.value),) + args)
@@ -320,6 +344,14 @@ class _Translator:
             obj = self.resolve(func.id)
             name = _KNOWN_FUNCS.get(id(obj))
             if name is None:
-                raise Opaque(f"call to {func.id}()")
+                return _python_call(obj, func.id, args)
             return Call(name, args)
         raise Opaque("unsupported call")
+
+
+def _python_call(obj, name: str, args: tuple[Node, ...]) -> PyCall:
+    """A call tidal cannot compile: the function runs per row on argument values computed columnar."""
+    builtin_type = isinstance(obj, type) and obj.__module__ == "builtins"  # str(x), round(x)...
+    if not (builtin_type or isinstance(obj, types.FunctionType | types.BuiltinFunctionType)):
+        raise Opaque(f"call to {name}, which is a {type(obj).__name__}")
+    return PyCall(obj, name, args)

@@ -116,6 +116,25 @@ class Call(Node):
 
 
 @dataclass(frozen=True)
+class PyCall(Node):
+    """A call to a Python function tidal does not know (the user's own, ``re.search``...).
+
+    Its arguments are evaluated columnar; the function itself is called once per row on their
+    values, in row order, exactly as the row-at-a-time lambda would call it.
+    """
+
+    func: object
+    name: str
+    args: tuple[Node, ...]
+
+    def children(self):
+        return self.args
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
 class Record(Node):
     """A projection's result: output field name -> expression."""
 
