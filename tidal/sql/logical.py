@@ -5,8 +5,8 @@ batches carry) and a scope of ``(qualifier, name)`` pairs that SQL names resolve
 Expressions in nodes are *bound*: their columns name physical columns of the node's input.
 
 Time: a :class:`Scan` reads rows; :class:`EventTime` (from a watermark generator) says which
-column is the event time and how the watermark is computed; :class:`Tumble` adds
-``window_start``/``window_end`` and makes the window end the event time. Rows whose event
+column is the event time and how the watermark is computed; :class:`Tumble` and
+:class:`Session` add ``window_start``/``window_end`` and make the window end the event time. Rows whose event
 time is not declared are relational: they all exist from time 0.
 """
 
@@ -248,6 +248,33 @@ class Tumble(Unary):
         return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
 
 
+@dataclass(frozen=True)
+class Session(Unary):
+    """Session windows (``session(...)``): per ``keys`` (all rows when empty), a session is cut by a
+    gap of ``gap`` between consecutive event times, or by a multiple of ``max_duration``; adds
+    ``window_start``/``window_end`` and makes the window end the event time."""
+
+    input: Node
+    time_field: str
+    gap: int
+    max_duration: int | None = None
+    keys: tuple = ()
+    scope: tuple = ()
+
+    @property
+    def names(self):
+        return (*self.input.names, "window_start", "window_end")
+
+    @property
+    def types(self):
+        return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
+
+    def describe(self) -> str:
+        per = f" per {', '.join(self.keys)}" if self.keys else ""
+        cap = f" max duration {self.max_duration} us" if self.max_duration else ""
+        return f"Session {self.time_field}{per} gap {self.gap} us{cap} (event time := window_end)"
+
+
 @dataclass
 class Query:
     """A whole statement: the plan, then ordering and limits applied to its final result."""
@@ -423,7 +450,7 @@ class Builder:
 
     def _requalify(self, node: Node, alias: str) -> Node:
         scope = tuple((alias, n) for _, n in node.scope)
-        if isinstance(node, Scan | Project | Tumble):
+        if isinstance(node, Scan | Project | Tumble | Session):
             return replace(node, scope=scope)
         exprs = tuple((n, _col(n)) for n in node.names)
         return Project(node, exprs, scope=scope, types=node.types)
@@ -666,7 +693,40 @@ class Builder:
             elif length <= 0:
                 raise PlanError("tumble(...): window_length must be a positive interval")
             return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
+        if name == "session":
+            return self.session(node, time_field, args)
         raise PlanError(f"unknown table function {name}")
+
+    def session(self, node: Node, time_field: str, args: dict) -> Session:
+        """``session(source, time_field, gap [, max_duration] [, key])``: sessions per ``key``."""
+        unknown = set(args) - {"source", "time_field", "gap", "timeout", "max_duration", "key"}
+        if unknown:
+            raise PlanError(f"session(...) has no argument {', '.join(sorted(unknown))}")
+        given = [k for k in ("gap", "timeout") if k in args]
+        if not given:
+            raise PlanError("session(...) needs gap => INTERVAL ... (the silence that ends a session)")
+        gap = interval_micros(args[given[0]])
+        max_duration = interval_micros(args["max_duration"]) if "max_duration" in args else None
+        if gap <= 0 or (max_duration is not None and max_duration <= 0):
+            raise PlanError("session(...): gap and max_duration must be positive intervals")
+        keys = tuple(self.resolve(exp.column(c), node) for c in self.descriptor_names(args.get("key"), "session"))
+        taken = {"window_start", "window_end"} & set(node.names)
+        if taken:
+            raise PlanError(f"session(...): its source already has a column {sorted(taken)[0]}")
+        scope = (*node.scope, (None, "window_start"), (None, "window_end"))
+        return Session(node, time_field, gap, max_duration, keys, scope=scope)
+
+    def descriptor_names(self, value, fn: str) -> list[str]:
+        """The column names of ``DESCRIPTOR(a, b, ...)`` (a bare column name too); none for None."""
+        if value is None:
+            return []
+        if isinstance(value, exp.Anonymous) and value.name.upper() == "DESCRIPTOR":
+            items = value.expressions
+        elif isinstance(value, exp.Column | exp.Identifier) or isinstance(value, str):
+            items = [value]
+        else:
+            raise PlanError(f"{fn}(...): expected DESCRIPTOR(column, ...), got {value.sql()}")
+        return [i if isinstance(i, str) else i.name for i in items]
 
     def table_arg(self, value) -> Node:
         if isinstance(value, exp.Anonymous) and value.name.upper() == "TABLE" or isinstance(value, exp.Table):

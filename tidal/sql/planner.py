@@ -50,7 +50,20 @@ from ..stream.plan import OperatorNode, Properties, SourceNode
 from ..stream.streamable import Stream
 from .dialect import parse
 from .expressions import Evaluator, pushable_predicate
-from .logical import Aggregate, Builder, EventTime, Filter, Join, Node, Project, Query, Scan, Tumble, UnionAll
+from .logical import (
+    Aggregate,
+    Builder,
+    EventTime,
+    Filter,
+    Join,
+    Node,
+    Project,
+    Query,
+    Scan,
+    Session,
+    Tumble,
+    UnionAll,
+)
 from .rules import explain_logical, optimize
 
 BATCH_ROWS = 65_536
@@ -192,6 +205,26 @@ class TumbleOp(Operator):
         self.emit(dense.replace(columns=cols))
 
 
+class SessionColumnsOp(Operator):
+    """After the engine's ``session_window``: each row becomes a start edge again, at its session's
+    start ``S``, with ``window_start = S`` and ``window_end = E`` (the session's exclusive end),
+    columns back in the SQL order (a keyed session puts its key first)."""
+
+    name = "SessionColumns"
+    variant = "interval [S, E) -> start edge at S with window_start S, window_end E"
+
+    def __init__(self, names: tuple):
+        super().__init__()
+        self.names = names
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        cols = {n: dense.columns[n] for n in self.names}
+        cols["window_start"] = pa.array(dense.sync, pa.int64()).cast(pa.timestamp("us"))
+        cols["window_end"] = pa.array(dense.other, pa.int64()).cast(pa.timestamp("us"))
+        self.emit(dense.replace(other=np.full(len(dense), INFINITY, np.int64), columns=cols, key=None, hash=None))
+
+
 # -- translation -------------------------------------------------------------------------------
 
 NO_WATERMARK_LATENCY = 1 << 62  # event time without a watermark generator: nothing is late, sorted at the end
@@ -209,7 +242,7 @@ def event_time_field(node: Node) -> str | None:
     """The column of ``node``'s output that is the event time (a window end after ``tumble``)."""
     if isinstance(node, EventTime):
         return node.time_field
-    if isinstance(node, Tumble):
+    if isinstance(node, Tumble | Session):
         return "window_end"
     if isinstance(node, Filter):
         return event_time_field(node.input)
@@ -229,7 +262,7 @@ def event_time_field(node: Node) -> str | None:
 
 
 def has_event_time(node: Node) -> bool:
-    if isinstance(node, EventTime | Tumble):
+    if isinstance(node, EventTime | Tumble | Session):
         return True
     return any(has_event_time(i) for i in node.inputs)
 
@@ -274,6 +307,8 @@ class Translator:
             inner = self.stream(node.input, inner_time)
             label = "Tumble" if node.hop is None else "Hop"
             return self._op(inner, label, lambda: TumbleOp(node.length, node.offset, node.hop), node)
+        if isinstance(node, Session):
+            return self.session(node, time)
         if isinstance(node, UnionAll):
             return self.stream(node.left, time).union(self.stream(node.right, time))
         if isinstance(node, Join):
@@ -303,6 +338,24 @@ class Translator:
             inner = self.stream(node.input, inner_time)
             return self.aggregate(inner, node, timed, ordinal)
         raise PlanError(f"cannot translate {node.describe()}")
+
+    def session(self, node: Session, time: TimeSpec) -> Stream:
+        """The engine's ``session_window`` (per key through ``group_apply``), then rows as start edges."""
+        inner_time = time if time.column is not None else TimeSpec(node.time_field, None, (), time.ordinal)
+        if inner_time.column != node.time_field:
+            raise PlanError(f"session's time field {node.time_field} is not the declared event time {time.column}")
+        inner = self.stream(node.input, inner_time)
+        if not inner.properties.start_edge_only:
+            raise PlanError("session(...) takes rows (a file, a filter or projection of one), not a changing result")
+        gap, cap = node.gap, node.max_duration
+        if node.keys:
+            sessions = inner.group_apply(list(node.keys), lambda per_key: per_key.session_window(gap, cap))
+        else:
+            sessions = inner.session_window(gap, cap)
+        names = node.input.names
+        props = inner.properties.but(grouping=())
+        make = lambda: SessionColumnsOp(names)  # noqa: E731
+        return Stream(OperatorNode("SessionColumns", (sessions._node,), node.schema(), props, make))
 
     def _op(self, inner: Stream, label: str, factory, node: Node) -> Stream:
         schema = node.schema()

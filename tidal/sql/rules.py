@@ -22,6 +22,7 @@ from .logical import (
     Node,
     Project,
     Scan,
+    Session,
     Tumble,
     UnionAll,
     _and,
@@ -214,6 +215,10 @@ def prune_columns(root: Node) -> Node:
         if isinstance(node, Tumble):
             uses = None if needed is None else (needed - {"window_start", "window_end"}) | {node.time_field}
             return replace(node, input=visit(node.input, uses))
+        if isinstance(node, Session):
+            window = {"window_start", "window_end"}
+            uses = None if needed is None else (needed - window) | {node.time_field, *node.keys}
+            return replace(node, input=visit(node.input, uses))
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
         if isinstance(node, Join):
@@ -243,7 +248,7 @@ def drop_identity_projections(root: Node) -> Node:
 
 
 def _timed(node: Node) -> bool:
-    return isinstance(node, EventTime | Tumble) or any(_timed(i) for i in node.inputs)
+    return isinstance(node, EventTime | Tumble | Session) or any(_timed(i) for i in node.inputs)
 
 
 def _file_bytes(node: Node) -> float:
