@@ -11,12 +11,18 @@ Temporal semantics of SQL in tidal:
   arrival order and sorted by the engine's disorder machinery (:mod:`tidal.io.disorder`: an
   Impatience sort whose reorder latency is the ``max_diff_watermark`` offset, so its
   punctuations are the thesis's watermark). Records behind the watermark when they arrive are
-  late: counted, dropped, and appended to the late-records file when one is given. Without a
-  generator nothing is late (the watermark stays at its minimum until end of input).
+  late and always counted; the late policy (:data:`LATE_POLICIES`) drops them (``drop``), drops
+  them and writes them to the late-records file (``file``; each run starts the file afresh), or
+  moves their time up to the watermark in effect when they arrived (``adjust``, Trill's Adjust:
+  the event-time column shows the new time too). Without a generator nothing is late (the
+  watermark stays at its minimum until end of input).
   ``percentile_watermark`` computes its watermark per record (seed 002 section 2.5) and
   releases rows through an Impatience sorter as it passes them.
 * ``tumble`` adds ``window_start``/``window_end``; the window end becomes the row's event
-  time field, which ``TRIGGER ON WATERMARK`` waits for.
+  time field, which ``TRIGGER ON WATERMARK`` waits for. ``session`` does the same for session
+  windows (the engine's ``session_window``, per ``key => DESCRIPTOR(...)`` when given: the
+  sessions of a key never depend on other keys' rows; ``GROUP BY`` does not define them). A
+  session's rows come out once the session is over, as start edges at the session's start.
 * A grouped aggregate over event time, or any aggregate with a ``TRIGGER``, is followed by a
   :class:`~tidal.ops.trigger.TriggerOp` that materialises each key's value per the clause
   (default: at end of input). End of input moves the watermark to infinity: every window is
@@ -67,6 +73,7 @@ from .logical import (
 from .rules import explain_logical, optimize
 
 BATCH_ROWS = 65_536
+LATE_POLICIES = ("drop", "file", "adjust")
 
 
 @dataclass
@@ -205,6 +212,23 @@ class TumbleOp(Operator):
         self.emit(dense.replace(columns=cols))
 
 
+class TimeColumnFromSyncOp(Operator):
+    """After a sort that adjusts late rows: the event-time column is set to the row's (moved) time."""
+
+    name = "AdjustedTime"
+
+    def __init__(self, column: str):
+        super().__init__()
+        self.column = column
+        self.variant = f"{column} := event time (late rows moved up to the watermark)"
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        cols = dict(dense.columns)
+        cols[self.column] = pa.array(dense.sync, pa.int64()).cast(cols[self.column].type)
+        self.emit(dense.replace(columns=cols))
+
+
 class SessionColumnsOp(Operator):
     """After the engine's ``session_window``: each row becomes a start edge again, at its session's
     start ``S``, with ``window_start = S`` and ``window_end = E`` (the session's exclusive end),
@@ -269,9 +293,16 @@ def has_event_time(node: Node) -> bool:
 
 class Translator:
     def __init__(
-        self, on_error: str, stats: RunStats, subresults: dict, late_path: str | None, progressive: bool = False
+        self,
+        on_error: str,
+        stats: RunStats,
+        subresults: dict,
+        late_path: str | None,
+        progressive: bool = False,
+        late: str = "drop",
     ):
         self.progressive = progressive
+        self.late = late
         self.on_error = on_error
         self.stats = stats
         self.subresults = subresults
@@ -448,10 +479,10 @@ class Translator:
         if time.generator == "percentile":
             detail = f"{scan.describe()}; rows as start edges at event time {time.column}"
             detail += f"; percentile_watermark {dict(time.params)}"
-            late_path = self.late_path
+            late_path, adjust = self.late_path, self.late == "adjust"
 
             def open_messages():
-                return _percentile_messages(record_batches(), time, stats, late_path, scan.path)
+                return _percentile_messages(record_batches(), time, stats, late_path, scan.path, adjust)
 
             return Stream(SourceNode(open_messages, schema, Properties(start_edge_only=True), detail))
         # event time: arrival order in, Impatience sort out; the reorder latency is the watermark's offset
@@ -468,7 +499,13 @@ class Translator:
             Properties(start_edge_only=True),
             detail,
         )
-        return DisorderedStream(node).to_stream(reorder_latency=latency, disorder="drop")
+        adjust = self.late == "adjust" and time.generator is not None
+        out = DisorderedStream(node).to_stream(reorder_latency=latency, disorder="adjust" if adjust else "drop")
+        if adjust:  # the sort moved late rows' times up: the event-time column says so too
+            column = time.column
+            make = lambda: TimeColumnFromSyncOp(column)  # noqa: E731
+            out = Stream(OperatorNode("AdjustedTime", (out._node,), out.schema, out.properties, make))
+        return out
 
 
 DISTINCT_COUNT = "__distinct_count"
@@ -542,9 +579,12 @@ def _as_ticks(col: pa.ChunkedArray | pa.Array, name: str, path: str) -> np.ndarr
     return np.asarray(col.to_numpy(), dtype=np.int64)
 
 
-def _percentile_messages(batches, time: TimeSpec, stats: RunStats, late_path: str | None, path: str):
-    """The percentile watermark (seed 002 section 2.5): late rows counted and routed, the rest released
-    in event-time order as the watermark passes them (an Impatience sorter holds the rest)."""
+def _percentile_messages(
+    batches, time: TimeSpec, stats: RunStats, late_path: str | None, path: str, adjust: bool = False
+):
+    """The percentile watermark (seed 002 section 2.5): late rows counted and routed (or, with
+    ``adjust``, moved up to the watermark they were behind), the rest released in event-time order
+    as the watermark passes them (an Impatience sorter holds the rest)."""
     params = dict(time.params)
     got = list(batches)
     if not got:
@@ -559,9 +599,14 @@ def _percentile_messages(batches, time: TimeSpec, stats: RunStats, late_path: st
         stats.watermark = int(marks[-1])
         if late.any():
             stats.late += int(late.sum())
-            if late_path:
-                _write_late(table.filter(pa.array(late)), late_path)
-            table, ticks, marks = table.filter(pa.array(~late)), ticks[~late], marks[~late]
+            if adjust:
+                ticks = np.where(late, np.concatenate([[ticks[0]], marks[:-1]]), ticks)
+                i = table.column_names.index(time.column)
+                table = table.set_column(i, time.column, pa.array(ticks, pa.int64()).cast(table.column(i).type))
+            else:
+                if late_path:
+                    _write_late(table.filter(pa.array(late)), late_path)
+                table, ticks, marks = table.filter(pa.array(~late)), ticks[~late], marks[~late]
     sorter = ImpatienceSorter()
     released = np.iinfo(np.int64).min
     for start in range(0, table.num_rows, BATCH_ROWS):
@@ -631,11 +676,23 @@ class SqlQuery:
     late_path: str | None = None
     stats: RunStats = field(default_factory=RunStats)
     progressive: bool = False  # rows at their position in the input (see --progressive)
+    late: str = "drop"  # LATE_POLICIES
+    subquery: bool = False  # an IN (subquery) run by its outer query (which owns the late-records file)
 
     def _subresults(self) -> dict:
         out = {}
         for key, sub in self.query.subplans.items():
-            inner = SqlQuery(self.text, sub, sub.root, optimize(sub.root)[0], [], self.on_error, self.late_path)
+            inner = SqlQuery(
+                self.text,
+                sub,
+                sub.root,
+                optimize(sub.root)[0],
+                [],
+                self.on_error,
+                self.late_path,
+                late=self.late,
+                subquery=True,
+            )
             table = inner.result()
             out[key] = table.column(0).combine_chunks()
             for name in ("rows_read", "rows_total", "skipped", "late"):
@@ -644,7 +701,9 @@ class SqlQuery:
 
     def stream(self) -> Stream:
         """The tidal stream plan (runs the IN subqueries first: their results are constants)."""
-        translator = Translator(self.on_error, self.stats, self._subresults(), self.late_path, self.progressive)
+        translator = Translator(
+            self.on_error, self.stats, self._subresults(), self.late_path, self.progressive, self.late
+        )
         return translator.stream(self.optimized)
 
     def _finish(self, table: pa.Table, ordered: bool = True) -> pa.Table:
@@ -669,6 +728,8 @@ class SqlQuery:
         stats = self.stats
         stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
         stats.watermark = None
+        if self.late_path and not self.subquery:
+            open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
         sorts = sorts_in(stream._node)
         roots: list = [stream._node]
@@ -711,7 +772,8 @@ class SqlQuery:
         parts = ["Logical plan:", explain_logical(self.logical), ""]
         parts.append("Rewrites applied: " + (", ".join(self.rules_applied) or "none"))
         parts += ["", "Optimized logical plan:", explain_logical(self.optimized), "", "Stream plan:"]
-        parts.append(Translator(self.on_error, self.stats, {}, None).stream(self.optimized).explain())
+        translator = Translator(self.on_error, self.stats, {}, None, late=self.late)
+        parts.append(translator.stream(self.optimized).explain())
         q = self.query
         if q.order or q.limit is not None or q.offset:
             parts.append(
@@ -789,9 +851,21 @@ def _empty_aggregate_row(root: Node, schema: pa.Schema) -> pa.Table:
         return table
 
 
-def plan(text: str, *, on_error: str = "fail", late_path: str | None = None) -> SqlQuery:
-    """Parse, plan and optimize one query of tidal's dialect."""
+def plan(text: str, *, on_error: str = "fail", late_path: str | None = None, late: str | None = None) -> SqlQuery:
+    """Parse, plan and optimize one query of tidal's dialect.
+
+    ``late`` is the late-row policy (:data:`LATE_POLICIES`): ``drop``, ``file`` (drop and write
+    them to ``late_path``, truncated at the start of each run) or ``adjust`` (move their time up
+    to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
+    """
+    late = late or ("file" if late_path else "drop")
+    if late not in LATE_POLICIES:
+        raise PlanError(f"the late-row policy is one of {', '.join(LATE_POLICIES)}, got {late!r}")
+    if late == "file" and not late_path:
+        raise PlanError("late rows to a file: give the file (--late-records PATH)")
+    if late != "file" and late_path:
+        raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
     tree = parse(text)
     query = Builder().build(tree)
     optimized, applied = optimize(query.root)
-    return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path)
+    return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path, late=late)
