@@ -171,8 +171,14 @@ class Join(Binary):
     """A relational join of two inputs whose physical column names are disjoint.
 
     ``kind`` is ``inner``, ``left`` (left outer; a RIGHT JOIN is built with its sides swapped),
-    ``full`` or ``cross``. Keys are equality pairs of input columns (``left_keys[i] =
-    right_keys[i]``); a null key equals nothing. Output: the left's columns, then the right's.
+    ``full``, ``cross``, ``semi`` or ``anti``. Keys are equality pairs of input columns
+    (``left_keys[i] = right_keys[i]``); a null key equals nothing. Output: the left's columns,
+    then the right's (only the left's for ``semi``/``anti``).
+
+    ``condition`` (outer, semi and anti joins only) is the rest of the ON condition: a pair
+    matches when its keys are equal *and* the condition is true; a row with no such partner is
+    padded with nulls (outer), kept (anti) or dropped (semi). An inner join's other conditions
+    are a filter over it instead.
     """
 
     left: Node
@@ -181,6 +187,7 @@ class Join(Binary):
     left_keys: tuple = ()
     right_keys: tuple = ()
     build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
+    condition: exp.Expression | None = None  # the ON condition beyond the keys (outer/semi/anti joins)
 
     @property
     def names(self):
@@ -205,10 +212,10 @@ class Join(Binary):
         }[self.kind]
         if self.build_left:
             label = f"Lookup{label} (left built once)"
-        if not self.left_keys:
-            return label
-        pairs = " AND ".join(f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True))
-        return f"{label} on {pairs}"
+        parts = [f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True)]
+        if self.condition is not None:
+            parts.append(f"({self.condition.sql()})")
+        return f"{label} on {' AND '.join(parts)}" if parts else label
 
 
 @dataclass(frozen=True)
@@ -581,16 +588,13 @@ class Builder:
             if right_only:
                 right = Filter(right, _and(right_only))
                 rest = [p for p in rest if p not in right_only]
-        if kind == "semi" and all(_columns(p) <= lnames for p in rest):
+        if kind == "semi" and lkeys and all(_columns(p) <= lnames for p in rest):
             pass  # a condition on the kept left rows alone: a filter after the semi-join
-        elif rest and kind != "inner" and kind != "cross":
-            what = "an outer join" if kind in ("left", "full") else f"{kind.upper()} JOIN"
-            raise PlanError(
-                f"ON {on.sql()}: {what} supports equalities between the two sides "
-                "(and conditions on the right side only)"
-            )
-        if kind in ("semi", "anti") and not lkeys:
-            raise PlanError(f"{kind.upper()} JOIN needs an equality between the two sides: ON {on.sql()}")
+        elif rest and kind in ("left", "full", "semi", "anti"):
+            # the rest of ON decides which pairs match: the join evaluates it (see Join)
+            return Join(left, right, kind, tuple(lkeys), tuple(rkeys), condition=_and(rest))
+        if kind in ("semi", "anti") and not lkeys:  # ON over the right side only: does any right row exist?
+            return Join(left, right, kind, condition=exp.true())
         if kind == "cross" and lkeys:
             kind = "inner"
         if kind == "inner" and not lkeys:

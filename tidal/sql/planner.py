@@ -212,6 +212,81 @@ class TumbleOp(Operator):
         self.emit(dense.replace(columns=cols))
 
 
+FLAG_BITS = 62  # null flags of this many columns share one int64
+
+
+def _identity_names(prefix: str, n: int, taken: set) -> tuple[list[str], list[str]]:
+    """Names of a side's identity columns: null-flag words, then one filled value per column."""
+    base = prefix
+    while any(t.startswith(base) for t in taken):
+        base += "_"
+    flags = [f"{base}_nulls{i}" for i in range((n + FLAG_BITS - 1) // FLAG_BITS)]
+    return flags, [f"{base}_{i}" for i in range(n)]
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    """A value of type ``t`` to stand for null in an identity column (the null flag tells them apart)."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False)
+    try:
+        return pa.array([0]).cast(t)[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise PlanError(f"a join condition over a column of type {t} is not supported") from None
+
+
+class RowIdentityOp(Operator):
+    """Adds a null-safe identity of each row: null flags (bit ``i`` of word ``i // 62`` set when
+    column ``i`` is null) and every column with its nulls filled; lifetimes unchanged."""
+
+    name = "RowIdentity"
+    variant = "columnar: null flags and null-filled copies of every column"
+
+    def __init__(self, names: list, flags: list, values: list):
+        super().__init__()
+        self.names, self.flags, self.values = names, flags, values
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        cols = dict(dense.columns)
+        words = [np.zeros(len(dense), np.int64) for _ in self.flags]
+        for i, (name, value) in enumerate(zip(self.names, self.values, strict=True)):
+            col = cols[name]
+            if col.null_count:
+                nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+                words[i // FLAG_BITS] |= nulls.astype(np.int64) << (i % FLAG_BITS)
+                col = col.fill_null(_zero(col.type))
+            cols[value] = col
+        for flag, word in zip(self.flags, words, strict=True):
+            cols[flag] = pa.array(word)
+        self.emit(dense.replace(columns=cols))
+
+
+class ShapeOp(Operator):
+    """Selects the columns of ``schema`` in its order; a column the input lacks is all null."""
+
+    name = "Shape"
+
+    def __init__(self, schema: pa.Schema):
+        super().__init__()
+        self.schema = schema
+        self.variant = "columns " + ", ".join(schema.names)
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        n = len(dense)
+        cols = {f.name: dense.columns[f.name] if f.name in dense.columns else pa.nulls(n, f.type) for f in self.schema}
+        self.emit(dense.replace(columns=cols))
+
+
+def _shaped(stream: Stream, schema: pa.Schema) -> Stream:
+    make = lambda: ShapeOp(schema)  # noqa: E731
+    return Stream(OperatorNode("Shape", (stream._node,), schema, stream.properties, make))
+
+
 class TimeColumnFromSyncOp(Operator):
     """After a sort that adjusts late rows: the event-time column is set to the row's (moved) time."""
 
@@ -349,6 +424,8 @@ class Translator:
             left = self.stream(node.left, TimeSpec(ordinal=time.ordinal))
             right = self.stream(node.right, TimeSpec(ordinal=time.ordinal))
             lk, rk = list(node.left_keys), list(node.right_keys)
+            if node.condition is not None:
+                return self.residual_join(node, left, right)
             if node.kind == "cross":
                 return left.cross_join(right)
             if node.kind == "inner":
@@ -369,6 +446,65 @@ class Translator:
             inner = self.stream(node.input, inner_time)
             return self.aggregate(inner, node, timed, ordinal)
         raise PlanError(f"cannot translate {node.describe()}")
+
+    def residual_join(self, node: Join, left: Stream, right: Stream) -> Stream:
+        """An outer, semi or anti join whose ON condition has more than key equalities.
+
+        The pairs that match are the inner join (or cross join, without keys) filtered by the
+        condition. Which rows of a side have a match is found by a semi- or anti-join of that
+        side against the matched pairs on a row identity: every column of the side, null-safe
+        (a null flag per column and the value with nulls filled), so a row with nulls still finds
+        its own pairs. Rows with equal columns have the same partners, so the identity need not
+        tell them apart. Unmatched rows are padded with nulls and unioned with the pairs.
+        """
+        if node.left.schema() is None or node.right.schema() is None:
+            raise PlanError(f"{node.describe()}: the column types of both sides must be known")
+        lnames, rnames = list(node.left.names), list(node.right.names)
+        taken = set(lnames) | set(rnames)
+        lid = _identity_names("__lid", len(lnames), taken)
+        rid = _identity_names("__rid", len(rnames), taken)
+        left_ids = self._with_identity(left, lnames, lid).multicast()
+        right_ids = self._with_identity(right, rnames, rid).multicast() if node.kind == "full" else right
+        if node.left_keys:
+            pairs = left_ids.join(right_ids, list(node.left_keys), list(node.right_keys))
+        else:
+            pairs = left_ids.cross_join(right_ids)
+        condition, subresults = node.condition, self.subresults
+        pairs = Stream(
+            OperatorNode(
+                "SqlFilter", (pairs._node,), pairs.schema, pairs.properties, lambda: SqlFilterOp(condition, subresults)
+            )
+        ).multicast()
+        lkeys = lid[0] + lid[1]
+        out_schema = node.schema()
+        if node.kind in ("semi", "anti"):
+            matched_ids = _shaped(pairs, pa.schema([pairs.schema.field(n) for n in lkeys]))
+            kept = (
+                left_ids.where_exists(matched_ids, lkeys, lkeys)
+                if node.kind == "semi"
+                else left_ids.where_not_exists(matched_ids, lkeys, lkeys)
+            )
+            return _shaped(kept, out_schema)
+        out = _shaped(pairs, out_schema)
+        unmatched_left = left_ids.where_not_exists(
+            _shaped(pairs, pa.schema([pairs.schema.field(n) for n in lkeys])), lkeys, lkeys
+        )
+        out = out.union(_shaped(unmatched_left, out_schema))
+        if node.kind == "full":
+            rkeys = rid[0] + rid[1]
+            unmatched_right = right_ids.where_not_exists(
+                _shaped(pairs, pa.schema([pairs.schema.field(n) for n in rkeys])), rkeys, rkeys
+            )
+            out = out.union(_shaped(unmatched_right, out_schema))
+        return out
+
+    def _with_identity(self, side: Stream, names: list, ids: tuple) -> Stream:
+        flags, values = ids
+        fields = list(side.schema) + [pa.field(f, pa.int64()) for f in flags]
+        fields += [pa.field(v, side.schema.field(n).type) for n, v in zip(names, values, strict=True)]
+        schema = pa.schema(fields)
+        make = lambda: RowIdentityOp(names, flags, values)  # noqa: E731
+        return Stream(OperatorNode("RowIdentity", (side._node,), schema, side.properties, make))
 
     def session(self, node: Session, time: TimeSpec) -> Stream:
         """The engine's ``session_window`` (per key through ``group_apply``), then rows as start edges."""

@@ -223,6 +223,8 @@ def prune_columns(root: Node) -> Node:
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
         if isinstance(node, Join):
             uses = (set(node.names) if needed is None else set(needed)) | set(node.left_keys) | set(node.right_keys)
+            if node.condition is not None:
+                uses |= _columns(node.condition)
             left = visit(node.left, uses & set(node.left.names))
             right = visit(node.right, uses & set(node.right.names))
             return node.with_inputs((left, right))
