@@ -13,6 +13,7 @@ time is not declared are relational: they all exist from time 0.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -293,6 +294,7 @@ class Query:
     offset: int = 0
     hidden: int = 0  # trailing columns used only for ORDER BY
     subplans: dict = field(default_factory=dict)  # id -> Query for IN (subquery)
+    labels: dict = field(default_factory=dict)  # internal column -> the user's SQL text it computes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,6 +314,63 @@ _AGGS = {
     exp.Median: "median",
     exp.AnyValue: "first",
 }
+
+
+_SQL_TYPE_NAMES = {
+    "int8": "TINYINT",
+    "int16": "SMALLINT",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "uint8": "UTINYINT",
+    "uint16": "USMALLINT",
+    "uint32": "UINTEGER",
+    "uint64": "UBIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "bool": "BOOLEAN",
+    "date32[day]": "DATE",
+    "null": "NULL",
+    "binary": "BLOB",
+}
+
+
+def sql_type_name(t: pa.DataType | str) -> str:
+    """The SQL name of an Arrow type (what a user of the dialect knows), e.g. ``int64`` -> BIGINT."""
+    name = str(t)
+    if name.startswith("timestamp"):
+        return "TIMESTAMP WITH TIME ZONE" if "tz=" in name else "TIMESTAMP"
+    if name.startswith("duration"):
+        return "INTERVAL"
+    if name.startswith("decimal"):
+        return name.upper()
+    return _SQL_TYPE_NAMES.get(name, name.upper())
+
+
+def user_message(message: str, labels: dict[str, str]) -> str:
+    """An error message in the user's terms: internal (physical) column names, which bound
+    expressions print quoted, become the SQL they stand for; Arrow's kernel wording and type
+    names become SQL's."""
+    text = re.sub(r'"((?:[^"]|"")+)"', lambda m: labels.get(m.group(1).replace('""', '"'), m.group(0)), message)
+    kernel = re.search(r"Function '[^']*' has no kernel matching input types \(([^)]*)\)", text)
+    if kernel:
+        types = ", ".join(sql_type_name(t.strip()) for t in kernel.group(1).split(","))
+        text = f"{text[: kernel.start()]}not defined for {types}{text[kernel.end() :]}"
+    text = re.sub(r"as a scalar of type (\S+)", lambda m: f"as {sql_type_name(m.group(1))}", text)
+    return re.sub(r" is (\S+), not boolean", lambda m: f" is {sql_type_name(m.group(1))}, not boolean", text)
+
+
+def column_labels(node: Node, labels: dict[str, str]) -> dict[str, str]:
+    """How the user names each of ``node``'s columns: ``alias.column``, or the SQL an internal
+    column computes (``labels``: an aggregate call, a GROUP BY expression, a join key)."""
+    out = {}
+    for phys, (qual, name) in zip(node.names, node.scope, strict=True):
+        if phys in labels:
+            out[phys] = labels[phys]
+        elif name and not name.startswith("__"):
+            out[phys] = exp.column(name, table=qual).sql(dialect="duckdb")
+    return out
 
 
 def _fraction(node: exp.Expression, where: str) -> float:
@@ -360,6 +419,7 @@ class Builder:
         self.subplans: dict[int, Query] = {}
         self._n = 0
         self.trigger: tuple = ()
+        self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -369,7 +429,18 @@ class Builder:
     def build(self, tree: exp.Expression) -> Query:
         query = self.query(tree, top=True)
         query.subplans = self.subplans
+        query.labels = self.labels
+        for sub in self.subplans.values():
+            sub.labels = self.labels
         return query
+
+    def labels_for(self, node: Node) -> dict[str, str]:
+        return column_labels(node, self.labels)
+
+    def _label(self, phys: str, user: exp.Expression, node: Node | None = None) -> None:
+        """Remember that the internal column ``phys`` computes ``user`` (bound over ``node`` if given)."""
+        text = user.sql(dialect="duckdb")
+        self.labels[phys] = user_message(text, self.labels_for(node)) if node is not None else text
 
     def query(self, tree: exp.Expression, top: bool = False) -> Query:
         with_ = tree.args.get("with_") or tree.args.get("with")
@@ -559,7 +630,7 @@ class Builder:
             bound = self.bind(on, both)
             t = self.check(bound, both)
             if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
-                raise SqlTypeError(f"ON {on.sql()} is {t}, not boolean")
+                raise SqlTypeError(f"ON {on.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
             for part in _conjuncts(bound):
                 sides = _key_sides(part, lnames, rnames)
@@ -576,6 +647,8 @@ class Builder:
                     rkeys.append(rexpr.name)
                 else:  # an expression or a type to widen: compute the key as a hidden column on each side
                     ln, rn = self.fresh("jk"), self.fresh("jk")
+                    self._label(ln, lexpr, left)
+                    self._label(rn, rexpr, right)
                     computed.append((ln, _cast_to(lexpr, lt, common), rn, _cast_to(rexpr, rt, common), common))
                     lkeys.append(ln)
                     rkeys.append(rn)
@@ -799,10 +872,8 @@ class Builder:
             return None
         try:
             return output_type(expr, schema)
-        except SqlTypeError:
-            raise
-        except PlanError:
-            raise
+        except SqlTypeError as err:
+            raise SqlTypeError(user_message(str(err), self.labels_for(node))) from None
 
     # -- SELECT ---------------------------------------------------------------------------------
     def select(self, sel: exp.Select) -> Query:
@@ -819,7 +890,7 @@ class Builder:
             cond = self.bind(where.this, node)
             t = self.check(cond, node)
             if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
-                raise SqlTypeError(f"WHERE {where.this.sql()} is {t}, not boolean")
+                raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, cond)
         items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
@@ -835,6 +906,9 @@ class Builder:
             if triggers:
                 raise PlanError("TRIGGER applies to a query with GROUP BY or aggregates")
         if having_expr is not None:
+            t = self.check(having_expr, node)
+            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+                raise SqlTypeError(f"HAVING {having.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, having_expr)
         # projection, with ORDER BY expressions that are not outputs as hidden trailing columns
         exprs, names, types = [], [], []
@@ -883,6 +957,7 @@ class Builder:
             if target is None:
                 bound = key if getattr(o, "_bound", False) else self.bind(key, node)
                 phys = f"__order{len(order)}"
+                self._label(phys, key, node)
                 exprs.append((phys, bound))
                 types.append(self.check(bound, node))
                 hidden += 1
@@ -972,6 +1047,8 @@ class Builder:
             phys = bound.name if isinstance(bound, exp.Column) else self.fresh("k")
             if phys in key_names:
                 continue
+            if not isinstance(bound, exp.Column):
+                self._label(phys, g)
             pre.append((phys, bound))
             key_names.append(phys)
             key_map[text] = phys
@@ -1012,6 +1089,7 @@ class Builder:
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             calls.append(AggCall(out, fn, arg_phys, param))
+            self._label(out, e)
             agg_map[text] = out
             return out
 
@@ -1115,8 +1193,8 @@ class Builder:
             if e.sql() == bound.sql():
                 return phys
         phys = self.fresh("a")
-        t = self.check(bound, node)
-        del t
+        self.check(bound, node)
+        self._label(phys, arg)
         pre.append((phys, bound))
         return phys
 

@@ -55,7 +55,7 @@ from ..stream.disordered import DisorderedStream, LateNode, execute_many, sorts_
 from ..stream.plan import OperatorNode, Properties, SourceNode
 from ..stream.streamable import Stream
 from .dialect import parse
-from .expressions import Evaluator, pushable_predicate
+from .expressions import Evaluator, SqlTypeError, pushable_predicate
 from .logical import (
     Aggregate,
     Builder,
@@ -69,6 +69,8 @@ from .logical import (
     Session,
     Tumble,
     UnionAll,
+    column_labels,
+    user_message,
 )
 from .rules import explain_logical, optimize
 
@@ -133,15 +135,19 @@ class SqlFilterOp(Operator):
 
     name = "SqlFilter"
 
-    def __init__(self, condition: exp.Expression, subresults: dict):
+    def __init__(self, condition: exp.Expression, subresults: dict, labels: dict | None = None):
         super().__init__()
         self.condition = condition
         self.subresults = subresults
+        self.labels = labels or {}
         self.variant = f"columnar (pyarrow.compute): {condition.sql()}"
 
     def on_batch(self, batch: EventBatch) -> None:
         dense = batch.compact()
-        keep = Evaluator(dense.columns, len(dense), self.subresults).mask(self.condition)
+        try:
+            keep = Evaluator(dense.columns, len(dense), self.subresults).mask(self.condition)
+        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
+            raise SqlTypeError(user_message(str(err), self.labels)) from None
         mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
         if mask.any():
             self.emit(dense.with_absent(~mask) if not mask.all() else dense)
@@ -152,10 +158,11 @@ class SqlProjectOp(Operator):
 
     name = "SqlProject"
 
-    def __init__(self, exprs: tuple, subresults: dict):
+    def __init__(self, exprs: tuple, subresults: dict, labels: dict | None = None):
         super().__init__()
         self.exprs = exprs
         self.subresults = subresults
+        self.labels = labels or {}
         self.variant = "columnar (pyarrow.compute): " + ", ".join(
             e.sql() if e.sql() == f'"{n}"' else f"{e.sql()} AS {n}" for n, e in exprs
         )
@@ -163,7 +170,10 @@ class SqlProjectOp(Operator):
     def on_batch(self, batch: EventBatch) -> None:
         dense = batch.compact()
         ev = Evaluator(dense.columns, len(dense), self.subresults)
-        cols = {n: (dense.columns[e.name] if isinstance(e, exp.Column) else ev.array(e)) for n, e in self.exprs}
+        try:
+            cols = {n: (dense.columns[e.name] if isinstance(e, exp.Column) else ev.array(e)) for n, e in self.exprs}
+        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
+            raise SqlTypeError(user_message(str(err), self.labels)) from None
         self.emit(dense.replace(columns=cols))
 
 
@@ -375,9 +385,11 @@ class Translator:
         late_path: str | None,
         progressive: bool = False,
         late: str = "drop",
+        labels: dict | None = None,
     ):
         self.progressive = progressive
         self.late = late
+        self.labels = labels or {}  # internal column -> user's SQL (Query.labels), for error messages
         self.on_error = on_error
         self.stats = stats
         self.subresults = subresults
@@ -389,7 +401,8 @@ class Translator:
             return self.source(node, time)
         if isinstance(node, Filter):
             inner = self.stream(node.input, time)
-            return self._op(inner, "SqlFilter", lambda: SqlFilterOp(node.condition, self.subresults), node)
+            labels = self.labels_for(node.input)
+            return self._op(inner, "SqlFilter", lambda: SqlFilterOp(node.condition, self.subresults, labels), node)
         if isinstance(node, Project):
             renames = {n: e.name for n, e in node.exprs if isinstance(e, exp.Column)}
             inner_time = time
@@ -399,7 +412,8 @@ class Translator:
                     raise PlanError(f"the event time field {time.column} must be a column, not a computed value")
                 inner_time = TimeSpec(renames[time.column], time.generator, time.params, time.ordinal)
             inner = self.stream(node.input, inner_time)
-            return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults), node)
+            labels = self.labels_for(node.input)
+            return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults, labels), node)
         if isinstance(node, EventTime):
             if time.generator is not None:
                 raise PlanError("an event time is declared twice (two watermark generators)")
@@ -469,12 +483,9 @@ class Translator:
             pairs = left_ids.join(right_ids, list(node.left_keys), list(node.right_keys))
         else:
             pairs = left_ids.cross_join(right_ids)
-        condition, subresults = node.condition, self.subresults
-        pairs = Stream(
-            OperatorNode(
-                "SqlFilter", (pairs._node,), pairs.schema, pairs.properties, lambda: SqlFilterOp(condition, subresults)
-            )
-        ).multicast()
+        condition, subresults, labels = node.condition, self.subresults, self.labels_for(node)
+        make = lambda: SqlFilterOp(condition, subresults, labels)  # noqa: E731
+        pairs = Stream(OperatorNode("SqlFilter", (pairs._node,), pairs.schema, pairs.properties, make)).multicast()
         lkeys = lid[0] + lid[1]
         out_schema = node.schema()
         if node.kind in ("semi", "anti"):
@@ -523,6 +534,9 @@ class Translator:
         props = inner.properties.but(grouping=())
         make = lambda: SessionColumnsOp(names)  # noqa: E731
         return Stream(OperatorNode("SessionColumns", (sessions._node,), node.schema(), props, make))
+
+    def labels_for(self, node: Node) -> dict[str, str]:
+        return column_labels(node, self.labels)
 
     def _op(self, inner: Stream, label: str, factory, node: Node) -> Stream:
         schema = node.schema()
@@ -838,7 +852,13 @@ class SqlQuery:
     def stream(self) -> Stream:
         """The tidal stream plan (runs the IN subqueries first: their results are constants)."""
         translator = Translator(
-            self.on_error, self.stats, self._subresults(), self.late_path, self.progressive, self.late
+            self.on_error,
+            self.stats,
+            self._subresults(),
+            self.late_path,
+            self.progressive,
+            self.late,
+            self.query.labels,
         )
         return translator.stream(self.optimized)
 
