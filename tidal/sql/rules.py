@@ -212,13 +212,14 @@ def prune_columns(root: Node) -> Node:
         if isinstance(node, EventTime):
             uses = None if needed is None else needed | {node.time_field}
             return replace(node, input=visit(node.input, uses))
-        if isinstance(node, Tumble):
-            uses = None if needed is None else (needed - {"window_start", "window_end"}) | {node.time_field}
-            return replace(node, input=visit(node.input, uses))
-        if isinstance(node, Session):
-            window = {"window_start", "window_end"}
-            uses = None if needed is None else (needed - window) | {node.time_field, *node.keys}
-            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, Tumble | Session):
+            keys = node.keys if isinstance(node, Session) else ()
+            uses = None if needed is None else (needed - {"window_start", "window_end"}) | {node.time_field, *keys}
+            pruned = visit(node.input, uses)
+            # the window columns follow the input's: the scope shrinks with it
+            by_name = dict(zip(node.names, node.scope, strict=True))
+            scope = tuple(by_name[n] for n in (*pruned.names, "window_start", "window_end"))
+            return replace(node, input=pruned, scope=scope)
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
         if isinstance(node, Join):
