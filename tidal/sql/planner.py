@@ -73,6 +73,7 @@ from .logical import (
     user_message,
 )
 from .rules import explain_logical, optimize
+from .topk import TopKOp
 
 BATCH_ROWS = 65_536
 LATE_POLICIES = ("drop", "file", "adjust")
@@ -556,6 +557,10 @@ class Translator:
             makers[call.output] = fn(*args)
         spec = trigger_spec(node.trigger)
         distinct = not makers
+        if distinct and not (node.trigger or timed or ordinal):
+            # DISTINCT of a changing result: the engine's distinct emits a row when its count
+            # leaves 0 and retracts it when the count returns to 0 (no churn as counts change)
+            return inner.select(*node.keys).distinct()
         if distinct:  # DISTINCT: group on every column, count, then drop the count
             makers[DISTINCT_COUNT] = agg.count()
         count_field = None
@@ -862,19 +867,15 @@ class SqlQuery:
         )
         return translator.stream(self.optimized)
 
-    def _finish(self, table: pa.Table, ordered: bool = True) -> pa.Table:
+    def _finish(self, table: pa.Table, ordered: bool = True, limited: bool = False) -> pa.Table:
+        """The answer from a snapshot: ordered, limited (unless the plan's TopK already did,
+        ``limited``), visible columns under their display names."""
         q = self.query
         if table.num_rows == 0 and _global_aggregate(self.optimized):
             table = _empty_aggregate_row(self.optimized, table.schema)
         if q.order and ordered:
-            keys = [(name, "descending" if desc else "ascending") for name, desc, _ in q.order]
-            nulls_first = q.order[0][2]
-            table = (
-                table.sort_by(keys)
-                if not nulls_first
-                else pc.take(table, pc.sort_indices(table, sort_keys=keys, null_placement="at_start"))
-            )
-        if q.offset or q.limit is not None:
+            table = table.take(_order_indices(table, q.order))
+        if (q.offset or q.limit is not None) and not limited:
             table = table.slice(q.offset, q.limit if q.limit is not None else None)
         visible = table.column_names[: table.num_columns - q.hidden]
         return table.select(visible).rename_columns(list(q.output_names))
@@ -888,6 +889,11 @@ class SqlQuery:
             open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
         sorts = sorts_in(stream._node)
+        q = self.query
+        if q.limit is not None or q.offset:  # LIMIT/OFFSET of a changing result: its window at every instant
+            schema, order, limit, offset = stream.schema, list(q.order), q.limit, q.offset
+            make = lambda: TopKOp(schema, order, limit, offset)  # noqa: E731
+            stream = Stream(OperatorNode("TopK", (stream._node,), schema, stream.properties.but(grouping=()), make))
         roots: list = [stream._node]
         sinks: list = [sink]
         for sort in sorts:
@@ -909,7 +915,7 @@ class SqlQuery:
 
     def result(self) -> pa.Table:
         """The final answer (the batch view), in SELECT order, ordered and limited."""
-        return self._finish(final_snapshot(self.events()))
+        return self._finish(final_snapshot(self.events()), limited=True)
 
     def changelog(self) -> pa.Table:
         """Every insert and retraction: ``time``, ``undo``, then the SELECT columns."""
@@ -935,6 +941,7 @@ class SqlQuery:
             parts.append(
                 f"Final result: order by {[(n, 'desc' if d else 'asc') for n, d, _ in q.order]}, "
                 f"limit {q.limit}, offset {q.offset}"
+                + ("; the changelog carries the limited window as it changes (TopK)" if q.limit is not None else "")
             )
         return "\n".join(parts)
 
@@ -972,6 +979,24 @@ class _WatermarkTap(Operator):
 class _Discard(Consumer):
     def on_batch(self, batch: EventBatch) -> None:
         pass
+
+
+PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _order_indices(table: pa.Table, order) -> pa.Array:
+    """ORDER BY's row order: each key ascending or descending, nulls last unless NULLS FIRST; rows
+    tied on the keys by every (flat) column ascending, as the changelog's TopK orders them."""
+    keys = [(name, "descending" if desc else "ascending", "at_start" if nf else "at_end") for name, desc, nf in order]
+    keys += [
+        (f.name, "ascending", "at_end")
+        for f in table.schema
+        if not pa.types.is_nested(f.type) and f.name not in {k[0] for k in keys}
+    ]
+    if PER_KEY_NULL_PLACEMENT:
+        return pc.sort_indices(table, sort_keys=keys)
+    # older pyarrow: one null placement for all keys (the first key's)
+    return pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement=keys[0][2])
 
 
 def _global_aggregate(node: Node) -> Aggregate | None:
