@@ -865,11 +865,11 @@ class SqlQuery:
             self.late,
             self.query.labels,
         )
-        return translator.stream(self.optimized)
+        return _with_limit(translator.stream(self.optimized), self.query)
 
-    def _finish(self, table: pa.Table, ordered: bool = True, limited: bool = False) -> pa.Table:
-        """The answer from a snapshot: ordered, limited (unless the plan's TopK already did,
-        ``limited``), visible columns under their display names."""
+    def _finish(self, table: pa.Table, ordered: bool = True, limited: bool = True) -> pa.Table:
+        """The answer from a snapshot of the plan's output: ordered, visible columns under their
+        display names (``limited=False``: also LIMIT/OFFSET, for a snapshot taken before the TopK)."""
         q = self.query
         if table.num_rows == 0 and _global_aggregate(self.optimized):
             table = _empty_aggregate_row(self.optimized, table.schema)
@@ -889,11 +889,6 @@ class SqlQuery:
             open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
         sorts = sorts_in(stream._node)
-        q = self.query
-        if q.limit is not None or q.offset:  # LIMIT/OFFSET of a changing result: its window at every instant
-            schema, order, limit, offset = stream.schema, list(q.order), q.limit, q.offset
-            make = lambda: TopKOp(schema, order, limit, offset)  # noqa: E731
-            stream = Stream(OperatorNode("TopK", (stream._node,), schema, stream.properties.but(grouping=()), make))
         roots: list = [stream._node]
         sinks: list = [sink]
         for sort in sorts:
@@ -915,7 +910,7 @@ class SqlQuery:
 
     def result(self) -> pa.Table:
         """The final answer (the batch view), in SELECT order, ordered and limited."""
-        return self._finish(final_snapshot(self.events()), limited=True)
+        return self._finish(final_snapshot(self.events()))
 
     def changelog(self) -> pa.Table:
         """Every insert and retraction: ``time``, ``undo``, then the SELECT columns."""
@@ -935,8 +930,8 @@ class SqlQuery:
         parts.append("Rewrites applied: " + (", ".join(self.rules_applied) or "none"))
         parts += ["", "Optimized logical plan:", explain_logical(self.optimized), "", "Stream plan:"]
         translator = Translator(self.on_error, self.stats, {}, None, late=self.late)
-        parts.append(translator.stream(self.optimized).explain())
         q = self.query
+        parts.append(_with_limit(translator.stream(self.optimized), q).explain())
         if q.order or q.limit is not None or q.offset:
             parts.append(
                 f"Final result: order by {[(n, 'desc' if d else 'asc') for n, d, _ in q.order]}, "
@@ -979,6 +974,17 @@ class _WatermarkTap(Operator):
 class _Discard(Consumer):
     def on_batch(self, batch: EventBatch) -> None:
         pass
+
+
+def _with_limit(stream: Stream, q: Query) -> Stream:
+    """LIMIT/OFFSET of a changing result: the TopK keeps the window of every snapshot."""
+    if q.limit is None and not q.offset:
+        return stream
+    schema, order, limit, offset = stream.schema, list(q.order), q.limit, q.offset
+    make = lambda: TopKOp(schema, order, limit, offset)  # noqa: E731
+    node = OperatorNode("TopK", (stream._node,), schema, stream.properties.but(grouping=()), make)
+    node.partitioning = ((),)  # one window over the whole result
+    return Stream(node)
 
 
 PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25

@@ -41,7 +41,7 @@ class _ProgressSink(ChangelogSink):
                 else:
                     keep.append(change)
             self.waiting = keep
-            table = self.q._finish(self.current.table(self.names, self.schema), limited=True)
+            table = self.q._finish(self.current.table(self.names, self.schema))
             self.report(point / PROGRESS_TICKS, table)
 
     def on_punctuation(self, time: int) -> None:
