@@ -1,6 +1,6 @@
 """Type errors name the user's expression, in the user's terms: never an internal column (an
 aggregate's, a GROUP BY expression's, a join key's or a renamed join column), never Arrow's
-kernel names or type names."""
+kernel names or type names. Also: standard input as a file (``stdin.csv``, ``stdin.json``)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,27 @@ def test_a_value_error_at_run_time_names_the_expression(in_dir, capsys):
     assert cli(["query", sql, "--format", "batch-csv"]) == 2
     err = capsys.readouterr().err
     assert "CAST(c AS INT)" in err and "'FRANK' as INTEGER" in err and "int32" not in err
+
+
+def test_stdin_csv_and_json_read_standard_input(in_dir, capsys, monkeypatch):
+    import io
+    import sys
+
+    import pyarrow.csv as pv
+
+    from .test_golden import _rows, run_duckdb
+
+    for name, text, sql in [
+        ("stdin.csv", "a,b\n1,x\n2,y\n3,x\n", "SELECT b, sum(a) AS s FROM 'stdin.csv' GROUP BY b"),
+        (
+            "stdin.json",
+            '{"a": 1, "b": "x"}\n{"a": 5, "b": "z"}\n',
+            "SELECT b, a * 2 AS d FROM 'stdin.json' WHERE a > 1",
+        ),
+    ]:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        assert cli(["query", sql, "--format", "batch-csv"]) == 0
+        got = pv.read_csv(io.BytesIO(capsys.readouterr().out.encode()))
+        copy = name.replace("stdin", "copy")
+        (in_dir / copy).write_text(text)
+        assert _rows(got) == _rows(run_duckdb(sql.replace(name, copy), in_dir))
