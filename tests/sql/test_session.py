@@ -162,3 +162,17 @@ def test_session_arguments_are_checked(in_dir):
             "SELECT * FROM session(source => TABLE('c.csv'), time_field => DESCRIPTOR(time),"
             " gap => INTERVAL 1 MINUTE, window_length => INTERVAL 1 MINUTE) s"
         )
+
+
+def test_table_functions_take_positional_arguments(in_dir):
+    lines = ["user,time"] + [f"a,{BASE + dt.timedelta(minutes=m)}" for m in (0, 1, 10)]
+    (in_dir / "c.csv").write_text("\n".join(lines) + "\n")
+    named = plan(f"SELECT * FROM {session_sql(5, None, True)} s").result()
+    positional = plan(
+        "SELECT * FROM session(TABLE('c.csv'), DESCRIPTOR(time), INTERVAL 5 MINUTES, key => DESCRIPTOR(user)) s"
+    ).result()
+    assert positional.equals(named) and positional.num_rows == 3
+    with pytest.raises(PlanError, match="offset must be an INTERVAL"):
+        plan("SELECT * FROM tumble(TABLE('c.csv'), DESCRIPTOR(time), INTERVAL 5 MINUTES, 7) t")
+    with pytest.raises(PlanError, match="needs a name"):
+        plan("SELECT * FROM max_diff_watermark(source => TABLE('c.csv'), DESCRIPTOR(time)) t")

@@ -361,6 +361,25 @@ def user_message(message: str, labels: dict[str, str]) -> str:
     return re.sub(r" is (\S+), not boolean", lambda m: f" is {sql_type_name(m.group(1))}, not boolean", text)
 
 
+# the parameters of the table functions in order, for positional arguments
+TVF_PARAMETERS = {
+    "tumble": ("source", "time_field", "window_length", "offset"),
+    "hop": ("source", "time_field", "window_length", "hop", "offset"),
+    "session": ("source", "time_field", "gap", "max_duration", "key"),
+    "max_diff_watermark": ("source", "time_field", "offset"),
+    "percentile_watermark": ("source", "time_field", "events", "percentile", "frequency"),
+    **{f: ("path",) for f in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")},
+}
+
+
+def _interval_arg(args: dict, key: str, fn: str) -> int:
+    """A table function's duration argument (an INTERVAL literal), in microseconds."""
+    value = args[key]
+    if not isinstance(value, exp.Expression):
+        raise PlanError(f"{fn}(...): {key} must be an INTERVAL such as INTERVAL 5 SECONDS, got {value!r}")
+    return interval_micros(value)
+
+
 def column_labels(node: Node, labels: dict[str, str]) -> dict[str, str]:
     """How the user names each of ``node``'s columns: ``alias.column``, or the SQL an internal
     column computes (``labels``: an aggregate call, a GROUP BY expression, a join key)."""
@@ -734,10 +753,10 @@ class Builder:
 
     def tvf(self, call: exp.Expression) -> Node:
         name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
-        args = self._kwargs(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
+        items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
+        args = self._kwargs(self._named(name, items))
         if name in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet"):
-            positional = call.expressions[0] if call.expressions else None
-            path = positional.name if isinstance(positional, exp.Literal) else args.pop("path", None)
+            path = args.pop("path", None)
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
             return self.scan(path, fmt, {k: v for k, v in args.items() if k != "path"})
         source = args.get("source")
@@ -746,7 +765,7 @@ class Builder:
         node = self.table_arg(source)
         time_field = self.descriptor(node, args.get("time_field"), name)
         if name == "max_diff_watermark":
-            offset = interval_micros(args["offset"]) if "offset" in args else 0
+            offset = _interval_arg(args, "offset", name) if "offset" in args else 0
             return EventTime(node, time_field, "max_diff", (("offset", offset),))
         if name == "percentile_watermark":
             params = tuple((k, args[k]) for k in ("events", "percentile", "frequency") if k in args)
@@ -756,15 +775,15 @@ class Builder:
         if name in ("tumble", "hop"):
             if "window_length" not in args:
                 raise PlanError(f"{name}(...) needs window_length => INTERVAL ...")
-            length = interval_micros(args["window_length"])
-            offset = interval_micros(args["offset"]) if "offset" in args else 0
+            length = _interval_arg(args, "window_length", name)
+            offset = _interval_arg(args, "offset", name) if "offset" in args else 0
             scope = (*node.scope, (None, "window_start"), (None, "window_end"))
             hop = None
             if name == "hop":
                 given = [k for k in ("hop", "slide", "hop_length") if k in args]
                 if not given:
                     raise PlanError("hop(...) needs hop => INTERVAL ... (how often a window starts)")
-                hop = interval_micros(args[given[0]])
+                hop = _interval_arg(args, given[0], name)
                 if hop <= 0 or length <= 0:
                     raise PlanError("hop(...): window_length and hop must be positive intervals")
             elif length <= 0:
@@ -782,8 +801,8 @@ class Builder:
         given = [k for k in ("gap", "timeout") if k in args]
         if not given:
             raise PlanError("session(...) needs gap => INTERVAL ... (the silence that ends a session)")
-        gap = interval_micros(args[given[0]])
-        max_duration = interval_micros(args["max_duration"]) if "max_duration" in args else None
+        gap = _interval_arg(args, given[0], "session")
+        max_duration = _interval_arg(args, "max_duration", "session") if "max_duration" in args else None
         if gap <= 0 or (max_duration is not None and max_duration <= 0):
             raise PlanError("session(...): gap and max_duration must be positive intervals")
         keys = tuple(self.resolve(exp.column(c), node) for c in self.descriptor_names(args.get("key"), "session"))
@@ -804,6 +823,20 @@ class Builder:
         else:
             raise PlanError(f"{fn}(...): expected DESCRIPTOR(column, ...), got {value.sql()}")
         return [i if isinstance(i, str) else i.name for i in items]
+
+    def _named(self, fn: str, items: list) -> list:
+        """Positional arguments of a table function (before any named one) named by their position."""
+        params = TVF_PARAMETERS.get(fn, ())
+        out, named_seen = [], False
+        for i, item in enumerate(items):
+            if isinstance(item, exp.Kwarg | exp.PropertyEQ):
+                named_seen = True
+                out.append(item)
+            elif named_seen or i >= len(params):
+                raise PlanError(f"{fn}(...): argument {i + 1} ({item.sql()}) needs a name (name => value)")
+            else:
+                out.append(exp.Kwarg(this=exp.var(params[i]), expression=item))
+        return out
 
     def table_arg(self, value) -> Node:
         if isinstance(value, exp.Anonymous) and value.name.upper() == "TABLE" or isinstance(value, exp.Table):
