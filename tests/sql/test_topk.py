@@ -127,3 +127,33 @@ def test_retractions_flow_through_joins(in_dir, join):
     )
     key = lambda r: tuple((v is None, v if v is not None else 0) for v in r)  # noqa: E731
     assert sorted((tuple(r.values()) for r in batch), key=key) == sorted(duck(oracle), key=key)
+
+
+@pytest.mark.parametrize("batch_rows", [7, 65_536])
+def test_limit_over_rows_arriving_in_event_time(in_dir, monkeypatch, batch_rows):
+    # start edges only (nothing retracted): each tick's rows are cut to the window's size first
+    from tidal.sql import planner
+
+    from .test_triggers import write_events
+
+    monkeypatch.setattr(planner, "BATCH_ROWS", batch_rows)
+    write_events(in_dir / "events.csv", 300, seed=12, disorder_s=2, teams=4)
+    source = (
+        "max_diff_watermark(source => TABLE('events.csv'), time_field => DESCRIPTOR(time),"
+        " offset => INTERVAL 3 SECONDS) e"
+    )
+    sql = f"SELECT team, time AS at FROM {source} ORDER BY team DESC, at LIMIT 4 OFFSET 1"
+    changes, batch = stream_and_batch(sql)
+    assert any(c.get("sys.undo") for c in changes)  # rows enter and leave the window as time goes on
+    got = [(r["team"], r["at"]) for r in plan(sql).result().to_pylist()]
+    expected = duck(f"SELECT team, time FROM '{in_dir}/events.csv' ORDER BY team DESC, time LIMIT 4 OFFSET 1")
+    assert got == expected
+    names = ["team", "at"]
+    full = snapshots(plan(f"SELECT team, time AS at FROM {source}").changelog().to_pylist(), names)
+    limited = snapshots(plan(sql).changelog().to_pylist(), names)
+    current: Counter = Counter()
+    for t in sorted(full):
+        current = limited.get(t, current)
+        rows = sorted(full[t].elements(), key=lambda r: r[1])
+        rows = sorted(rows, key=lambda r: r[0], reverse=True)  # team desc, then time asc (stable)
+        assert current == Counter(rows[1:5]), t

@@ -914,10 +914,13 @@ class SqlQuery:
 
     def changelog(self) -> pa.Table:
         """Every insert and retraction: ``time``, ``undo``, then the SELECT columns."""
-        log = changelog_from_table(self.events())
+        events = self.events()
         q = self.query
-        payload_names = log.column_names[2 : len(log.column_names) - q.hidden]
-        out = log.select(["time", "undo", *payload_names])
+        # payload columns by position while the log is built: a result column may be named time or undo
+        width = events.num_columns - 2
+        events = events.rename_columns([*events.column_names[:2], *(f"__c{i}" for i in range(width))])
+        log = changelog_from_table(events)
+        out = log.select(["time", "undo", *(f"__c{i}" for i in range(width - q.hidden))])
         return out.rename_columns(["time", "undo", *q.output_names])
 
     def visible_names(self) -> list[str]:
@@ -981,7 +984,8 @@ def _with_limit(stream: Stream, q: Query) -> Stream:
     if q.limit is None and not q.offset:
         return stream
     schema, order, limit, offset = stream.schema, list(q.order), q.limit, q.offset
-    make = lambda: TopKOp(schema, order, limit, offset)  # noqa: E731
+    starts_only = stream.properties.start_edge_only
+    make = lambda: TopKOp(schema, order, limit, offset, starts_only)  # noqa: E731
     node = OperatorNode("TopK", (stream._node,), schema, stream.properties.but(grouping=()), make)
     node.partitioning = ((),)  # one window over the whole result
     return Stream(node)

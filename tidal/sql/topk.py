@@ -13,7 +13,10 @@ have moved the window, the window is recomputed and the difference is emitted at
 edge for each row that left (a retraction of the row as emitted), a start edge for each row
 that entered. A change entirely after the window's last row (the window full) moves nothing
 and costs no recomputation, so a long stream whose new rows sort late is cheap; other ticks
-cost a pass over the snapshot.
+cost a pass over the snapshot. When the input is start edges only (nothing is ever retracted),
+a row outside the window can never enter it later: each tick's new rows are first cut to the
+window's size by an Arrow sort (so a large relational result costs one columnar sort, not a
+Python pass over every row), and the snapshot keeps only the window's rows.
 """
 
 from __future__ import annotations
@@ -63,8 +66,17 @@ class TopKOp(Operator):
 
     name = "TopK"
 
-    def __init__(self, schema: pa.Schema, order: list[tuple[str, bool, bool]], limit: int | None, offset: int):
+    def __init__(
+        self,
+        schema: pa.Schema,
+        order: list[tuple[str, bool, bool]],
+        limit: int | None,
+        offset: int,
+        start_edges_only: bool = False,
+    ):
         super().__init__()
+        self.order = order
+        self.prune = start_edges_only and limit is not None
         self.schema = schema
         self.names = schema.names
         positions = [(self.names.index(n), desc, bool(nulls_first)) for n, desc, nulls_first in order]
@@ -88,6 +100,8 @@ class TopKOp(Operator):
         batch = batch.compact()
         if len(batch) == 0:
             return
+        if self.prune:
+            batch = self._cut(batch)
         sync, other = batch.sync, batch.other
         self._close(int(sync[0]))  # every tick before this batch's first is complete
         rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
@@ -100,6 +114,26 @@ class TopKOp(Operator):
                 self._push(t, 1, row)
                 self._push(o, -1, row)
         self._close(int(sync[-1]))
+
+    def _cut(self, batch: EventBatch) -> EventBatch:
+        """Start edges only: each tick's rows beyond the first ``offset + limit`` (in window order)
+        can never be in the window."""
+        stop = self.offset + self.limit
+        bounds = np.flatnonzero(np.diff(batch.sync)) + 1
+        starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(batch)]])
+        if all(e - s <= stop for s, e in zip(starts, ends, strict=True)):
+            return batch
+        from .planner import _order_indices
+
+        table = pa.table({n: batch.columns[n] for n in self.names})
+        keep = []
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            if e - s <= stop:
+                keep.append(np.arange(s, e))
+            else:
+                part = _order_indices(table.slice(s, e - s), self.order).to_numpy()[:stop]
+                keep.append(np.sort(part) + s)
+        return batch.take(np.concatenate(keep))
 
     def on_punctuation(self, time: int) -> None:
         self._close(time)
@@ -139,6 +173,8 @@ class TopKOp(Operator):
         stop = None if self.limit is None else self.offset + self.limit
         ranked = sorted(rows, key=self.key) if stop is None else heapq.nsmallest(stop, rows, key=self.key)
         new_window = ranked[self.offset : stop]
+        if self.prune:  # nothing is retracted: rows after the window are never needed again
+            self.snapshot_rows = Counter(ranked)
         old, new = Counter(self.window), Counter(new_window)
         for row, n in (old - new).items():
             for _ in range(n):
