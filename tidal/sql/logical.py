@@ -685,7 +685,8 @@ class Builder:
         elif rest and kind in ("left", "full", "semi", "anti"):
             # the rest of ON decides which pairs match: the join evaluates it (see Join)
             return Join(left, right, kind, tuple(lkeys), tuple(rkeys), condition=_and(rest))
-        if kind in ("semi", "anti") and not lkeys:  # ON over the right side only: does any right row exist?
+        if kind in ("semi", "anti", "left", "full") and not lkeys:
+            # ON over one side only (or constant): every pair of the remaining rows matches
             return Join(left, right, kind, condition=exp.true())
         if kind == "cross" and lkeys:
             kind = "inner"
