@@ -94,9 +94,15 @@ def session_sql(gap_min: int, max_min: int | None, keyed: bool, source: str = "T
     return f"session({args})"
 
 
-@pytest.mark.parametrize(("gap", "cap", "keyed"), [(2, None, True), (1, 15, True), (3, 20, False)])
-def test_rows_get_duckdbs_sessions(in_dir, gap, cap, keyed):
-    write_clicks(in_dir / "c.csv", 1500, seed=gap + (cap or 0))
+@pytest.mark.parametrize(
+    ("gap", "cap", "keyed", "batch_rows"),
+    [(2, None, True, 65_536), (1, 15, True, 65_536), (3, 20, False, 65_536), (2, 10, True, 7)],
+)
+def test_rows_get_duckdbs_sessions(in_dir, monkeypatch, gap, cap, keyed, batch_rows):
+    from tidal.sql import planner
+
+    monkeypatch.setattr(planner, "BATCH_ROWS", batch_rows)  # batching never changes a session
+    write_clicks(in_dir / "c.csv", 1500 if batch_rows > 100 else 400, seed=gap + (cap or 0))
     q = plan(f"SELECT user, time, v, window_start, window_end FROM {session_sql(gap, cap, keyed)} s")
     got = sorted(
         (r["user"] or "", _us(r["time"]), r["v"], _us(r["window_start"]), _us(r["window_end"]))
