@@ -237,6 +237,42 @@ SELECT * FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name 
 SELECT id, note FROM 'orders.csv' a ANTI JOIN (SELECT note FROM 'orders.csv' WHERE id > 5) b ON a.note = b.note;
 -- name: join_semi_where
 SELECT o.id FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND o.price > 5 WHERE o.qty > 1;
+-- name: join_left_residual_both_sides
+SELECT o.id, o.customer, o.note, c.city FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name AND o.price < length(c.city) * 3;
+-- name: join_left_residual_left_only
+SELECT o.*, c.city FROM 'orders.csv' o LEFT JOIN 'customers.csv' c ON o.customer = c.name AND o.qty > 2;
+-- name: join_right_residual
+SELECT o.id, c.name, o.discount FROM 'orders.parquet' o RIGHT JOIN 'customers.csv' c ON o.customer = c.name AND o.qty >= 3;
+-- name: join_full_residual
+SELECT o.id, o.note, c.name, c.vip FROM 'orders.csv' o FULL JOIN 'customers.csv' c ON o.customer = c.name AND (o.discount IS NULL OR c.vip);
+-- name: join_left_no_equality
+SELECT o.id, t.city FROM 'orders.csv' o LEFT JOIN 'cities.tsv' t ON o.qty * 100 > t.pop + 300;
+-- name: join_full_no_equality
+SELECT o.id, o.price, t.city FROM 'orders.arrow' o FULL JOIN 'cities.tsv' t ON o.qty * 100 > t.pop + 300 AND o.price > 10;
+-- name: join_semi_no_equality
+SELECT * FROM 'orders.parquet' o SEMI JOIN 'cities.tsv' t ON o.qty * 100 > t.pop + 300;
+-- name: join_anti_no_equality
+SELECT id, customer, qty FROM 'orders.csv' o ANTI JOIN 'cities.tsv' t ON o.qty * 100 > t.pop + 300;
+-- name: join_anti_residual
+SELECT * FROM 'orders.csv' o ANTI JOIN 'customers.csv' c ON o.customer = c.name AND o.qty > 2;
+-- name: join_semi_residual_both_sides
+SELECT * FROM 'orders.csv' o SEMI JOIN 'customers.csv' c ON o.customer = c.name AND (c.vip OR o.note IS NULL);
+-- name: join_inner_inequality_only
+SELECT e.user, e.score, t.city FROM 'events.json' e JOIN 'cities.tsv' t ON e.score * 200 > t.pop;
+-- name: join_left_residual_group_by [agg]
+SELECT c.city, count(o.id) AS n, sum(o.qty) AS units FROM 'customers.csv' c LEFT JOIN 'orders.csv' o ON o.customer = c.name AND o.ts < '2024-03-01 12:00:00' GROUP BY c.city;
+-- name: join_left_residual_subquery_sides
+SELECT s.customer, s.n, t.city FROM (SELECT customer, count(*) AS n FROM 'orders.csv' GROUP BY customer) s LEFT JOIN (SELECT * FROM 'cities.tsv') t ON s.n * 300 > t.pop;
+-- name: join_left_right_only_condition
+SELECT o.id, t.city FROM 'orders.csv' o LEFT JOIN 'cities.tsv' t ON t.pop > 600;
+-- name: join_left_on_true
+SELECT t.city, o.id FROM 'orders.csv' o LEFT JOIN 'cities.tsv' t ON true;
+-- name: join_full_on_false
+SELECT t.city, o.id FROM 'orders.csv' o FULL JOIN 'cities.tsv' t ON false;
+-- name: join_anti_or_condition
+SELECT o.id FROM 'orders.csv' o ANTI JOIN 'cities.tsv' t ON o.qty * 100 > t.pop + 300 OR o.note IS NULL;
+-- name: join_left_residual_order_limit [agg]
+SELECT o.id, x.n FROM 'orders.csv' o LEFT JOIN (SELECT customer, count(*) AS n FROM 'orders.csv' GROUP BY customer) x ON o.customer = x.customer AND x.n > 1 ORDER BY o.id DESC LIMIT 4;
 -- name: cross_global_agg
 SELECT o.id, o.qty * 1.0 / t.total AS share FROM 'orders.csv' o CROSS JOIN (SELECT sum(qty) AS total FROM 'orders.csv') t;
 -- name: join_empty_side

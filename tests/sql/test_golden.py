@@ -3,7 +3,9 @@
 Each query in ``queries.sql`` runs on tidal (``tidal query --format batch-csv``) and on DuckDB;
 results are compared as multisets of rows (sorted), floats with a tolerance. Queries marked
 ``[agg]`` need the engine's aggregates (``tidal.agg``); until they exist the mark is a strict
-xfail, so the day they land the suite notices.
+xfail, so the day they land the suite notices. A query of tidal's own dialect (``session(...)``)
+is followed by a ``-- duckdb:`` line and the DuckDB query computing the same answer; those live in
+``session_queries.sql``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 import sqlglot
 
 from tidal.cli.main import main as cli
+from tidal.sql.dialect import Tidal
 
 from .data import write_files
 
@@ -32,14 +35,21 @@ except ImportError:
     HAS_AGG = False
 
 
-def _queries():
-    text = (HERE / "queries.sql").read_text()
+ORACLES: dict[str, str] = {}  # tidal query -> the DuckDB query computing its answer (when not itself)
+
+
+def _queries(filename: str = "queries.sql"):
+    text = (HERE / filename).read_text()
     out = []
     for block in re.split(r"^-- name: ", text, flags=re.M)[1:]:
         header, _, body = block.partition("\n")
         name = header.split()[0]
         marks = [pytest.mark.xfail(not HAS_AGG, reason="needs tidal.agg", strict=True)] if "[agg]" in header else []
-        out.append(pytest.param(body.strip().rstrip(";"), id=name, marks=marks))
+        tidal_sql, _, oracle = body.partition("-- duckdb:")
+        tidal_sql = tidal_sql.strip().rstrip(";")
+        if oracle.strip():
+            ORACLES[tidal_sql] = oracle.strip().rstrip(";")
+        out.append(pytest.param(tidal_sql, id=name, marks=marks))
     return out
 
 
@@ -95,9 +105,9 @@ def run_duckdb(sql: str, cwd: Path) -> pa.Table:
         con.close()
 
 
-@pytest.mark.parametrize("sql", _queries())
+@pytest.mark.parametrize("sql", _queries() + _queries("session_queries.sql"))
 def test_golden(sql, data_dir, capsys):
-    expected = run_duckdb(sql, data_dir)
+    expected = run_duckdb(ORACLES.get(sql, sql), data_dir)
     got = run_tidal_csv(sql, data_dir, capsys)
     assert got.num_columns == expected.num_columns, (got.column_names, expected.column_names)
     # the CSV round trip loses types (a string '1' reads back as an integer): compare via CSV on both sides
@@ -106,7 +116,7 @@ def test_golden(sql, data_dir, capsys):
     expected = pv.read_csv(io.BytesIO(buf.getvalue()))
     g, e = _rows(got), _rows(expected)
     assert len(g) == len(e), f"{len(g)} rows vs DuckDB's {len(e)}:\n{g}\n{e}"
-    ordered = sqlglot.parse_one(sql, read="duckdb").args.get("order") is not None  # not WITHIN GROUP's
+    ordered = sqlglot.parse_one(sql, read=Tidal).args.get("order") is not None  # not WITHIN GROUP's
     if ordered:  # the order is part of the answer
         g = [tuple(_norm(v) for v in r.values()) for r in got.to_pylist()]
         e = [tuple(_norm(v) for v in r.values()) for r in expected.to_pylist()]

@@ -168,7 +168,7 @@ def _query(args) -> int:
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
 
     fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
-    q = plan(args.sql, on_error=args.on_error, late_path=args.late_records)
+    q = plan(args.sql, on_error=args.on_error, late_path=args.late_records, late=args.late)
     out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
     labels = list(q.query.output_names)
     try:
@@ -186,12 +186,21 @@ def _query(args) -> int:
             table = _with_progress(q, q.result) if show_progress else q.result()
             _write_final(table, fmt, out, args, q.stats)
         out.flush()
-        if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped:
-            print(_status(q.stats), file=sys.stderr)
+        if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped or _has_watermark(q):
+            print(_status(q.stats), file=sys.stderr)  # the late count is always reported when rows can be late
     finally:
         if out is not sys.stdout:
             out.close()
     return 0
+
+
+def _has_watermark(q) -> bool:
+    from tidal.sql.logical import EventTime
+
+    def walk(node) -> bool:
+        return isinstance(node, EventTime) or any(walk(i) for i in node.inputs)
+
+    return walk(q.optimized)
 
 
 def _on_spark(q, args, fmt: str, out, labels) -> None:
@@ -277,7 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     query.add_argument("--format", choices=FORMATS, help="output format (default: live-table on a terminal)")
     query.add_argument("--output", help="write the result to PATH instead of standard output")
     query.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="malformed CSV rows")
-    query.add_argument("--late-records", help="append records behind the watermark to this JSON-lines file")
+    query.add_argument(
+        "--late",
+        choices=("drop", "file", "adjust"),
+        help="records behind the watermark: drop them (default), drop them and write them to --late-records "
+        "(file), or move their time up to the watermark (adjust, Trill's Adjust); their count is always reported",
+    )
+    query.add_argument(
+        "--late-records",
+        metavar="PATH",
+        help="write the late records to PATH, one JSON object a line (implies --late file); "
+        "each run starts a fresh file",
+    )
     query.add_argument(
         "--progressive",
         type=float,

@@ -69,14 +69,15 @@ def _is_stdin(path: str) -> bool:
     return os.path.basename(path).split(".")[0] == "stdin" and not os.path.exists(path)
 
 
-_STDIN: dict[str, bytes] = {}
+_STDIN: dict[str, object] = {}
 
 
 def _open(path: str):
     if _is_stdin(path):
         # standard input can be read once; a query that reads it twice (schema, then data) shares it
-        if "data" not in _STDIN:
-            _STDIN["data"] = sys.stdin.buffer.read()
+        # (the cache belongs to the stream it was read from: a replaced sys.stdin is read afresh)
+        if _STDIN.get("source") is not sys.stdin:
+            _STDIN["source"], _STDIN["data"] = sys.stdin, sys.stdin.buffer.read()
         return io.BytesIO(_STDIN["data"])
     if not os.path.exists(path):
         raise InputError(f"file not found: {path} (looked in {os.getcwd()})")

@@ -6,7 +6,8 @@ Everything is parsed by sqlglot; the only grammar added is a query modifier::
 
 stored on the SELECT as ``trigger``. Table-valued functions with named arguments
 (``tumble(source => TABLE(s), time_field => DESCRIPTOR(t), ...)``) and quoted file paths in
-FROM are DuckDB syntax already. A syntax error is a :class:`SqlSyntaxError` whose message
+FROM are DuckDB syntax already; ``session`` is taken off the keyword list so that
+``session(...)`` parses as such a function. A syntax error is a :class:`SqlSyntaxError` whose message
 shows the query with a caret under the position.
 """
 
@@ -61,6 +62,10 @@ def _parse_trigger(self) -> tuple[str, Trigger]:
 
 
 class Tidal(DuckDB):
+    class Tokenizer(DuckDB.Tokenizer):
+        # ``session(...)`` is a table function here (session windows), not the SESSION keyword
+        KEYWORDS = {k: v for k, v in DuckDB.Tokenizer.KEYWORDS.items() if k != "SESSION"}
+
     class Parser(DuckDB.Parser):
         QUERY_MODIFIER_PARSERS = {**DuckDB.Parser.QUERY_MODIFIER_PARSERS, TokenType.TRIGGER: _parse_trigger}
         QUERY_MODIFIER_TOKENS = set(QUERY_MODIFIER_PARSERS)

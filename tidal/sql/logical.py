@@ -5,14 +5,15 @@ batches carry) and a scope of ``(qualifier, name)`` pairs that SQL names resolve
 Expressions in nodes are *bound*: their columns name physical columns of the node's input.
 
 Time: a :class:`Scan` reads rows; :class:`EventTime` (from a watermark generator) says which
-column is the event time and how the watermark is computed; :class:`Tumble` adds
-``window_start``/``window_end`` and makes the window end the event time. Rows whose event
+column is the event time and how the watermark is computed; :class:`Tumble` and
+:class:`Session` add ``window_start``/``window_end`` and make the window end the event time. Rows whose event
 time is not declared are relational: they all exist from time 0.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -171,8 +172,14 @@ class Join(Binary):
     """A relational join of two inputs whose physical column names are disjoint.
 
     ``kind`` is ``inner``, ``left`` (left outer; a RIGHT JOIN is built with its sides swapped),
-    ``full`` or ``cross``. Keys are equality pairs of input columns (``left_keys[i] =
-    right_keys[i]``); a null key equals nothing. Output: the left's columns, then the right's.
+    ``full``, ``cross``, ``semi`` or ``anti``. Keys are equality pairs of input columns
+    (``left_keys[i] = right_keys[i]``); a null key equals nothing. Output: the left's columns,
+    then the right's (only the left's for ``semi``/``anti``).
+
+    ``condition`` (outer, semi and anti joins only) is the rest of the ON condition: a pair
+    matches when its keys are equal *and* the condition is true; a row with no such partner is
+    padded with nulls (outer), kept (anti) or dropped (semi). An inner join's other conditions
+    are a filter over it instead.
     """
 
     left: Node
@@ -181,6 +188,7 @@ class Join(Binary):
     left_keys: tuple = ()
     right_keys: tuple = ()
     build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
+    condition: exp.Expression | None = None  # the ON condition beyond the keys (outer/semi/anti joins)
 
     @property
     def names(self):
@@ -205,10 +213,10 @@ class Join(Binary):
         }[self.kind]
         if self.build_left:
             label = f"Lookup{label} (left built once)"
-        if not self.left_keys:
-            return label
-        pairs = " AND ".join(f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True))
-        return f"{label} on {pairs}"
+        parts = [f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True)]
+        if self.condition is not None:
+            parts.append(f"({self.condition.sql()})")
+        return f"{label} on {' AND '.join(parts)}" if parts else label
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,33 @@ class Tumble(Unary):
         return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
 
 
+@dataclass(frozen=True)
+class Session(Unary):
+    """Session windows (``session(...)``): per ``keys`` (all rows when empty), a session is cut by a
+    gap of ``gap`` between consecutive event times, or by a multiple of ``max_duration``; adds
+    ``window_start``/``window_end`` and makes the window end the event time."""
+
+    input: Node
+    time_field: str
+    gap: int
+    max_duration: int | None = None
+    keys: tuple = ()
+    scope: tuple = ()
+
+    @property
+    def names(self):
+        return (*self.input.names, "window_start", "window_end")
+
+    @property
+    def types(self):
+        return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
+
+    def describe(self) -> str:
+        per = f" per {', '.join(self.keys)}" if self.keys else ""
+        cap = f" max duration {self.max_duration} us" if self.max_duration else ""
+        return f"Session {self.time_field}{per} gap {self.gap} us{cap} (event time := window_end)"
+
+
 @dataclass
 class Query:
     """A whole statement: the plan, then ordering and limits applied to its final result."""
@@ -259,6 +294,7 @@ class Query:
     offset: int = 0
     hidden: int = 0  # trailing columns used only for ORDER BY
     subplans: dict = field(default_factory=dict)  # id -> Query for IN (subquery)
+    labels: dict = field(default_factory=dict)  # internal column -> the user's SQL text it computes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,6 +314,82 @@ _AGGS = {
     exp.Median: "median",
     exp.AnyValue: "first",
 }
+
+
+_SQL_TYPE_NAMES = {
+    "int8": "TINYINT",
+    "int16": "SMALLINT",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "uint8": "UTINYINT",
+    "uint16": "USMALLINT",
+    "uint32": "UINTEGER",
+    "uint64": "UBIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "bool": "BOOLEAN",
+    "date32[day]": "DATE",
+    "null": "NULL",
+    "binary": "BLOB",
+}
+
+
+def sql_type_name(t: pa.DataType | str) -> str:
+    """The SQL name of an Arrow type (what a user of the dialect knows), e.g. ``int64`` -> BIGINT."""
+    name = str(t)
+    if name.startswith("timestamp"):
+        return "TIMESTAMP WITH TIME ZONE" if "tz=" in name else "TIMESTAMP"
+    if name.startswith("duration"):
+        return "INTERVAL"
+    if name.startswith("decimal"):
+        return name.upper()
+    return _SQL_TYPE_NAMES.get(name, name.upper())
+
+
+def user_message(message: str, labels: dict[str, str]) -> str:
+    """An error message in the user's terms: internal (physical) column names, which bound
+    expressions print quoted, become the SQL they stand for; Arrow's kernel wording and type
+    names become SQL's."""
+    text = re.sub(r'"((?:[^"]|"")+)"', lambda m: labels.get(m.group(1).replace('""', '"'), m.group(0)), message)
+    kernel = re.search(r"Function '[^']*' has no kernel matching input types \(([^)]*)\)", text)
+    if kernel:
+        types = ", ".join(sql_type_name(t.strip()) for t in kernel.group(1).split(","))
+        text = f"{text[: kernel.start()]}not defined for {types}{text[kernel.end() :]}"
+    text = re.sub(r"as a scalar of type (\S+)", lambda m: f"as {sql_type_name(m.group(1))}", text)
+    return re.sub(r" is (\S+), not boolean", lambda m: f" is {sql_type_name(m.group(1))}, not boolean", text)
+
+
+# the parameters of the table functions in order, for positional arguments
+TVF_PARAMETERS = {
+    "tumble": ("source", "time_field", "window_length", "offset"),
+    "hop": ("source", "time_field", "window_length", "hop", "offset"),
+    "session": ("source", "time_field", "gap", "max_duration", "key"),
+    "max_diff_watermark": ("source", "time_field", "offset"),
+    "percentile_watermark": ("source", "time_field", "events", "percentile", "frequency"),
+    **{f: ("path",) for f in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")},
+}
+
+
+def _interval_arg(args: dict, key: str, fn: str) -> int:
+    """A table function's duration argument (an INTERVAL literal), in microseconds."""
+    value = args[key]
+    if not isinstance(value, exp.Expression):
+        raise PlanError(f"{fn}(...): {key} must be an INTERVAL such as INTERVAL 5 SECONDS, got {value!r}")
+    return interval_micros(value)
+
+
+def column_labels(node: Node, labels: dict[str, str]) -> dict[str, str]:
+    """How the user names each of ``node``'s columns: ``alias.column``, or the SQL an internal
+    column computes (``labels``: an aggregate call, a GROUP BY expression, a join key)."""
+    out = {}
+    for phys, (qual, name) in zip(node.names, node.scope, strict=True):
+        if phys in labels:
+            out[phys] = labels[phys]
+        elif name and not name.startswith("__"):
+            out[phys] = exp.column(name, table=qual).sql(dialect="duckdb")
+    return out
 
 
 def _fraction(node: exp.Expression, where: str) -> float:
@@ -326,6 +438,7 @@ class Builder:
         self.subplans: dict[int, Query] = {}
         self._n = 0
         self.trigger: tuple = ()
+        self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -335,7 +448,18 @@ class Builder:
     def build(self, tree: exp.Expression) -> Query:
         query = self.query(tree, top=True)
         query.subplans = self.subplans
+        query.labels = self.labels
+        for sub in self.subplans.values():
+            sub.labels = self.labels
         return query
+
+    def labels_for(self, node: Node) -> dict[str, str]:
+        return column_labels(node, self.labels)
+
+    def _label(self, phys: str, user: exp.Expression, node: Node | None = None) -> None:
+        """Remember that the internal column ``phys`` computes ``user`` (bound over ``node`` if given)."""
+        text = user.sql(dialect="duckdb")
+        self.labels[phys] = user_message(text, self.labels_for(node)) if node is not None else text
 
     def query(self, tree: exp.Expression, top: bool = False) -> Query:
         with_ = tree.args.get("with_") or tree.args.get("with")
@@ -423,7 +547,7 @@ class Builder:
 
     def _requalify(self, node: Node, alias: str) -> Node:
         scope = tuple((alias, n) for _, n in node.scope)
-        if isinstance(node, Scan | Project | Tumble):
+        if isinstance(node, Scan | Project | Tumble | Session):
             return replace(node, scope=scope)
         exprs = tuple((n, _col(n)) for n in node.names)
         return Project(node, exprs, scope=scope, types=node.types)
@@ -525,7 +649,7 @@ class Builder:
             bound = self.bind(on, both)
             t = self.check(bound, both)
             if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
-                raise SqlTypeError(f"ON {on.sql()} is {t}, not boolean")
+                raise SqlTypeError(f"ON {on.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
             for part in _conjuncts(bound):
                 sides = _key_sides(part, lnames, rnames)
@@ -542,6 +666,8 @@ class Builder:
                     rkeys.append(rexpr.name)
                 else:  # an expression or a type to widen: compute the key as a hidden column on each side
                     ln, rn = self.fresh("jk"), self.fresh("jk")
+                    self._label(ln, lexpr, left)
+                    self._label(rn, rexpr, right)
                     computed.append((ln, _cast_to(lexpr, lt, common), rn, _cast_to(rexpr, rt, common), common))
                     lkeys.append(ln)
                     rkeys.append(rn)
@@ -554,16 +680,14 @@ class Builder:
             if right_only:
                 right = Filter(right, _and(right_only))
                 rest = [p for p in rest if p not in right_only]
-        if kind == "semi" and all(_columns(p) <= lnames for p in rest):
+        if kind == "semi" and lkeys and all(_columns(p) <= lnames for p in rest):
             pass  # a condition on the kept left rows alone: a filter after the semi-join
-        elif rest and kind != "inner" and kind != "cross":
-            what = "an outer join" if kind in ("left", "full") else f"{kind.upper()} JOIN"
-            raise PlanError(
-                f"ON {on.sql()}: {what} supports equalities between the two sides "
-                "(and conditions on the right side only)"
-            )
-        if kind in ("semi", "anti") and not lkeys:
-            raise PlanError(f"{kind.upper()} JOIN needs an equality between the two sides: ON {on.sql()}")
+        elif rest and kind in ("left", "full", "semi", "anti"):
+            # the rest of ON decides which pairs match: the join evaluates it (see Join)
+            return Join(left, right, kind, tuple(lkeys), tuple(rkeys), condition=_and(rest))
+        if kind in ("semi", "anti", "left", "full") and not lkeys:
+            # ON over one side only (or constant): every pair of the remaining rows matches
+            return Join(left, right, kind, condition=exp.true())
         if kind == "cross" and lkeys:
             kind = "inner"
         if kind == "inner" and not lkeys:
@@ -630,10 +754,10 @@ class Builder:
 
     def tvf(self, call: exp.Expression) -> Node:
         name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
-        args = self._kwargs(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
+        items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
+        args = self._kwargs(self._named(name, items))
         if name in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet"):
-            positional = call.expressions[0] if call.expressions else None
-            path = positional.name if isinstance(positional, exp.Literal) else args.pop("path", None)
+            path = args.pop("path", None)
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
             return self.scan(path, fmt, {k: v for k, v in args.items() if k != "path"})
         source = args.get("source")
@@ -642,7 +766,7 @@ class Builder:
         node = self.table_arg(source)
         time_field = self.descriptor(node, args.get("time_field"), name)
         if name == "max_diff_watermark":
-            offset = interval_micros(args["offset"]) if "offset" in args else 0
+            offset = _interval_arg(args, "offset", name) if "offset" in args else 0
             return EventTime(node, time_field, "max_diff", (("offset", offset),))
         if name == "percentile_watermark":
             params = tuple((k, args[k]) for k in ("events", "percentile", "frequency") if k in args)
@@ -652,21 +776,68 @@ class Builder:
         if name in ("tumble", "hop"):
             if "window_length" not in args:
                 raise PlanError(f"{name}(...) needs window_length => INTERVAL ...")
-            length = interval_micros(args["window_length"])
-            offset = interval_micros(args["offset"]) if "offset" in args else 0
+            length = _interval_arg(args, "window_length", name)
+            offset = _interval_arg(args, "offset", name) if "offset" in args else 0
             scope = (*node.scope, (None, "window_start"), (None, "window_end"))
             hop = None
             if name == "hop":
                 given = [k for k in ("hop", "slide", "hop_length") if k in args]
                 if not given:
                     raise PlanError("hop(...) needs hop => INTERVAL ... (how often a window starts)")
-                hop = interval_micros(args[given[0]])
+                hop = _interval_arg(args, given[0], name)
                 if hop <= 0 or length <= 0:
                     raise PlanError("hop(...): window_length and hop must be positive intervals")
             elif length <= 0:
                 raise PlanError("tumble(...): window_length must be a positive interval")
             return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
+        if name == "session":
+            return self.session(node, time_field, args)
         raise PlanError(f"unknown table function {name}")
+
+    def session(self, node: Node, time_field: str, args: dict) -> Session:
+        """``session(source, time_field, gap [, max_duration] [, key])``: sessions per ``key``."""
+        unknown = set(args) - {"source", "time_field", "gap", "timeout", "max_duration", "key"}
+        if unknown:
+            raise PlanError(f"session(...) has no argument {', '.join(sorted(unknown))}")
+        given = [k for k in ("gap", "timeout") if k in args]
+        if not given:
+            raise PlanError("session(...) needs gap => INTERVAL ... (the silence that ends a session)")
+        gap = _interval_arg(args, given[0], "session")
+        max_duration = _interval_arg(args, "max_duration", "session") if "max_duration" in args else None
+        if gap <= 0 or (max_duration is not None and max_duration <= 0):
+            raise PlanError("session(...): gap and max_duration must be positive intervals")
+        keys = tuple(self.resolve(exp.column(c), node) for c in self.descriptor_names(args.get("key"), "session"))
+        taken = {"window_start", "window_end"} & set(node.names)
+        if taken:
+            raise PlanError(f"session(...): its source already has a column {sorted(taken)[0]}")
+        scope = (*node.scope, (None, "window_start"), (None, "window_end"))
+        return Session(node, time_field, gap, max_duration, keys, scope=scope)
+
+    def descriptor_names(self, value, fn: str) -> list[str]:
+        """The column names of ``DESCRIPTOR(a, b, ...)`` (a bare column name too); none for None."""
+        if value is None:
+            return []
+        if isinstance(value, exp.Anonymous) and value.name.upper() == "DESCRIPTOR":
+            items = value.expressions
+        elif isinstance(value, exp.Column | exp.Identifier) or isinstance(value, str):
+            items = [value]
+        else:
+            raise PlanError(f"{fn}(...): expected DESCRIPTOR(column, ...), got {value.sql()}")
+        return [i if isinstance(i, str) else i.name for i in items]
+
+    def _named(self, fn: str, items: list) -> list:
+        """Positional arguments of a table function (before any named one) named by their position."""
+        params = TVF_PARAMETERS.get(fn, ())
+        out, named_seen = [], False
+        for i, item in enumerate(items):
+            if isinstance(item, exp.Kwarg | exp.PropertyEQ):
+                named_seen = True
+                out.append(item)
+            elif named_seen or i >= len(params):
+                raise PlanError(f"{fn}(...): argument {i + 1} ({item.sql()}) needs a name (name => value)")
+            else:
+                out.append(exp.Kwarg(this=exp.var(params[i]), expression=item))
+        return out
 
     def table_arg(self, value) -> Node:
         if isinstance(value, exp.Anonymous) and value.name.upper() == "TABLE" or isinstance(value, exp.Table):
@@ -735,10 +906,8 @@ class Builder:
             return None
         try:
             return output_type(expr, schema)
-        except SqlTypeError:
-            raise
-        except PlanError:
-            raise
+        except SqlTypeError as err:
+            raise SqlTypeError(user_message(str(err), self.labels_for(node))) from None
 
     # -- SELECT ---------------------------------------------------------------------------------
     def select(self, sel: exp.Select) -> Query:
@@ -755,7 +924,7 @@ class Builder:
             cond = self.bind(where.this, node)
             t = self.check(cond, node)
             if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
-                raise SqlTypeError(f"WHERE {where.this.sql()} is {t}, not boolean")
+                raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, cond)
         items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
@@ -771,6 +940,9 @@ class Builder:
             if triggers:
                 raise PlanError("TRIGGER applies to a query with GROUP BY or aggregates")
         if having_expr is not None:
+            t = self.check(having_expr, node)
+            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+                raise SqlTypeError(f"HAVING {having.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, having_expr)
         # projection, with ORDER BY expressions that are not outputs as hidden trailing columns
         exprs, names, types = [], [], []
@@ -819,6 +991,7 @@ class Builder:
             if target is None:
                 bound = key if getattr(o, "_bound", False) else self.bind(key, node)
                 phys = f"__order{len(order)}"
+                self._label(phys, key, node)
                 exprs.append((phys, bound))
                 types.append(self.check(bound, node))
                 hidden += 1
@@ -908,6 +1081,8 @@ class Builder:
             phys = bound.name if isinstance(bound, exp.Column) else self.fresh("k")
             if phys in key_names:
                 continue
+            if not isinstance(bound, exp.Column):
+                self._label(phys, g)
             pre.append((phys, bound))
             key_names.append(phys)
             key_map[text] = phys
@@ -948,6 +1123,7 @@ class Builder:
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             calls.append(AggCall(out, fn, arg_phys, param))
+            self._label(out, e)
             agg_map[text] = out
             return out
 
@@ -1051,8 +1227,8 @@ class Builder:
             if e.sql() == bound.sql():
                 return phys
         phys = self.fresh("a")
-        t = self.check(bound, node)
-        del t
+        self.check(bound, node)
+        self._label(phys, arg)
         pre.append((phys, bound))
         return phys
 

@@ -11,12 +11,18 @@ Temporal semantics of SQL in tidal:
   arrival order and sorted by the engine's disorder machinery (:mod:`tidal.io.disorder`: an
   Impatience sort whose reorder latency is the ``max_diff_watermark`` offset, so its
   punctuations are the thesis's watermark). Records behind the watermark when they arrive are
-  late: counted, dropped, and appended to the late-records file when one is given. Without a
-  generator nothing is late (the watermark stays at its minimum until end of input).
+  late and always counted; the late policy (:data:`LATE_POLICIES`) drops them (``drop``), drops
+  them and writes them to the late-records file (``file``; each run starts the file afresh), or
+  moves their time up to the watermark in effect when they arrived (``adjust``, Trill's Adjust:
+  the event-time column shows the new time too). Without a generator nothing is late (the
+  watermark stays at its minimum until end of input).
   ``percentile_watermark`` computes its watermark per record (seed 002 section 2.5) and
   releases rows through an Impatience sorter as it passes them.
 * ``tumble`` adds ``window_start``/``window_end``; the window end becomes the row's event
-  time field, which ``TRIGGER ON WATERMARK`` waits for.
+  time field, which ``TRIGGER ON WATERMARK`` waits for. ``session`` does the same for session
+  windows (the engine's ``session_window``, per ``key => DESCRIPTOR(...)`` when given: the
+  sessions of a key never depend on other keys' rows; ``GROUP BY`` does not define them). A
+  session's rows come out once the session is over, as start edges at the session's start.
 * A grouped aggregate over event time, or any aggregate with a ``TRIGGER``, is followed by a
   :class:`~tidal.ops.trigger.TriggerOp` that materialises each key's value per the clause
   (default: at end of input). End of input moves the watermark to infinity: every window is
@@ -49,11 +55,28 @@ from ..stream.disordered import DisorderedStream, LateNode, execute_many, sorts_
 from ..stream.plan import OperatorNode, Properties, SourceNode
 from ..stream.streamable import Stream
 from .dialect import parse
-from .expressions import Evaluator, pushable_predicate
-from .logical import Aggregate, Builder, EventTime, Filter, Join, Node, Project, Query, Scan, Tumble, UnionAll
+from .expressions import Evaluator, SqlTypeError, pushable_predicate
+from .logical import (
+    Aggregate,
+    Builder,
+    EventTime,
+    Filter,
+    Join,
+    Node,
+    Project,
+    Query,
+    Scan,
+    Session,
+    Tumble,
+    UnionAll,
+    column_labels,
+    user_message,
+)
 from .rules import explain_logical, optimize
+from .topk import TopKOp
 
 BATCH_ROWS = 65_536
+LATE_POLICIES = ("drop", "file", "adjust")
 
 
 @dataclass
@@ -113,15 +136,19 @@ class SqlFilterOp(Operator):
 
     name = "SqlFilter"
 
-    def __init__(self, condition: exp.Expression, subresults: dict):
+    def __init__(self, condition: exp.Expression, subresults: dict, labels: dict | None = None):
         super().__init__()
         self.condition = condition
         self.subresults = subresults
+        self.labels = labels or {}
         self.variant = f"columnar (pyarrow.compute): {condition.sql()}"
 
     def on_batch(self, batch: EventBatch) -> None:
         dense = batch.compact()
-        keep = Evaluator(dense.columns, len(dense), self.subresults).mask(self.condition)
+        try:
+            keep = Evaluator(dense.columns, len(dense), self.subresults).mask(self.condition)
+        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
+            raise SqlTypeError(user_message(str(err), self.labels)) from None
         mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
         if mask.any():
             self.emit(dense.with_absent(~mask) if not mask.all() else dense)
@@ -132,10 +159,11 @@ class SqlProjectOp(Operator):
 
     name = "SqlProject"
 
-    def __init__(self, exprs: tuple, subresults: dict):
+    def __init__(self, exprs: tuple, subresults: dict, labels: dict | None = None):
         super().__init__()
         self.exprs = exprs
         self.subresults = subresults
+        self.labels = labels or {}
         self.variant = "columnar (pyarrow.compute): " + ", ".join(
             e.sql() if e.sql() == f'"{n}"' else f"{e.sql()} AS {n}" for n, e in exprs
         )
@@ -143,7 +171,10 @@ class SqlProjectOp(Operator):
     def on_batch(self, batch: EventBatch) -> None:
         dense = batch.compact()
         ev = Evaluator(dense.columns, len(dense), self.subresults)
-        cols = {n: (dense.columns[e.name] if isinstance(e, exp.Column) else ev.array(e)) for n, e in self.exprs}
+        try:
+            cols = {n: (dense.columns[e.name] if isinstance(e, exp.Column) else ev.array(e)) for n, e in self.exprs}
+        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
+            raise SqlTypeError(user_message(str(err), self.labels)) from None
         self.emit(dense.replace(columns=cols))
 
 
@@ -192,6 +223,118 @@ class TumbleOp(Operator):
         self.emit(dense.replace(columns=cols))
 
 
+FLAG_BITS = 62  # null flags of this many columns share one int64
+
+
+def _identity_names(prefix: str, n: int, taken: set) -> tuple[list[str], list[str]]:
+    """Names of a side's identity columns: null-flag words, then one filled value per column."""
+    base = prefix
+    while any(t.startswith(base) for t in taken):
+        base += "_"
+    flags = [f"{base}_nulls{i}" for i in range((n + FLAG_BITS - 1) // FLAG_BITS)]
+    return flags, [f"{base}_{i}" for i in range(n)]
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    """A value of type ``t`` to stand for null in an identity column (the null flag tells them apart)."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False)
+    try:
+        return pa.array([0]).cast(t)[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise PlanError(f"a join condition over a column of type {t} is not supported") from None
+
+
+class RowIdentityOp(Operator):
+    """Adds a null-safe identity of each row: null flags (bit ``i`` of word ``i // 62`` set when
+    column ``i`` is null) and every column with its nulls filled; lifetimes unchanged."""
+
+    name = "RowIdentity"
+    variant = "columnar: null flags and null-filled copies of every column"
+
+    def __init__(self, names: list, flags: list, values: list):
+        super().__init__()
+        self.names, self.flags, self.values = names, flags, values
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        cols = dict(dense.columns)
+        words = [np.zeros(len(dense), np.int64) for _ in self.flags]
+        for i, (name, value) in enumerate(zip(self.names, self.values, strict=True)):
+            col = cols[name]
+            if col.null_count:
+                nulls = np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+                words[i // FLAG_BITS] |= nulls.astype(np.int64) << (i % FLAG_BITS)
+                col = col.fill_null(_zero(col.type))
+            cols[value] = col
+        for flag, word in zip(self.flags, words, strict=True):
+            cols[flag] = pa.array(word)
+        self.emit(dense.replace(columns=cols))
+
+
+class ShapeOp(Operator):
+    """Selects the columns of ``schema`` in its order; a column the input lacks is all null."""
+
+    name = "Shape"
+
+    def __init__(self, schema: pa.Schema):
+        super().__init__()
+        self.schema = schema
+        self.variant = "columns " + ", ".join(schema.names)
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        n = len(dense)
+        cols = {f.name: dense.columns[f.name] if f.name in dense.columns else pa.nulls(n, f.type) for f in self.schema}
+        self.emit(dense.replace(columns=cols))
+
+
+def _shaped(stream: Stream, schema: pa.Schema) -> Stream:
+    make = lambda: ShapeOp(schema)  # noqa: E731
+    return Stream(OperatorNode("Shape", (stream._node,), schema, stream.properties, make))
+
+
+class TimeColumnFromSyncOp(Operator):
+    """After a sort that adjusts late rows: the event-time column is set to the row's (moved) time."""
+
+    name = "AdjustedTime"
+
+    def __init__(self, column: str):
+        super().__init__()
+        self.column = column
+        self.variant = f"{column} := event time (late rows moved up to the watermark)"
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        cols = dict(dense.columns)
+        cols[self.column] = pa.array(dense.sync, pa.int64()).cast(cols[self.column].type)
+        self.emit(dense.replace(columns=cols))
+
+
+class SessionColumnsOp(Operator):
+    """After the engine's ``session_window``: each row becomes a start edge again, at its session's
+    start ``S``, with ``window_start = S`` and ``window_end = E`` (the session's exclusive end),
+    columns back in the SQL order (a keyed session puts its key first)."""
+
+    name = "SessionColumns"
+    variant = "interval [S, E) -> start edge at S with window_start S, window_end E"
+
+    def __init__(self, names: tuple):
+        super().__init__()
+        self.names = names
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        cols = {n: dense.columns[n] for n in self.names}
+        cols["window_start"] = pa.array(dense.sync, pa.int64()).cast(pa.timestamp("us"))
+        cols["window_end"] = pa.array(dense.other, pa.int64()).cast(pa.timestamp("us"))
+        self.emit(dense.replace(other=np.full(len(dense), INFINITY, np.int64), columns=cols, key=None, hash=None))
+
+
 # -- translation -------------------------------------------------------------------------------
 
 NO_WATERMARK_LATENCY = 1 << 62  # event time without a watermark generator: nothing is late, sorted at the end
@@ -209,7 +352,7 @@ def event_time_field(node: Node) -> str | None:
     """The column of ``node``'s output that is the event time (a window end after ``tumble``)."""
     if isinstance(node, EventTime):
         return node.time_field
-    if isinstance(node, Tumble):
+    if isinstance(node, Tumble | Session):
         return "window_end"
     if isinstance(node, Filter):
         return event_time_field(node.input)
@@ -229,16 +372,25 @@ def event_time_field(node: Node) -> str | None:
 
 
 def has_event_time(node: Node) -> bool:
-    if isinstance(node, EventTime | Tumble):
+    if isinstance(node, EventTime | Tumble | Session):
         return True
     return any(has_event_time(i) for i in node.inputs)
 
 
 class Translator:
     def __init__(
-        self, on_error: str, stats: RunStats, subresults: dict, late_path: str | None, progressive: bool = False
+        self,
+        on_error: str,
+        stats: RunStats,
+        subresults: dict,
+        late_path: str | None,
+        progressive: bool = False,
+        late: str = "drop",
+        labels: dict | None = None,
     ):
         self.progressive = progressive
+        self.late = late
+        self.labels = labels or {}  # internal column -> user's SQL (Query.labels), for error messages
         self.on_error = on_error
         self.stats = stats
         self.subresults = subresults
@@ -250,7 +402,8 @@ class Translator:
             return self.source(node, time)
         if isinstance(node, Filter):
             inner = self.stream(node.input, time)
-            return self._op(inner, "SqlFilter", lambda: SqlFilterOp(node.condition, self.subresults), node)
+            labels = self.labels_for(node.input)
+            return self._op(inner, "SqlFilter", lambda: SqlFilterOp(node.condition, self.subresults, labels), node)
         if isinstance(node, Project):
             renames = {n: e.name for n, e in node.exprs if isinstance(e, exp.Column)}
             inner_time = time
@@ -260,7 +413,8 @@ class Translator:
                     raise PlanError(f"the event time field {time.column} must be a column, not a computed value")
                 inner_time = TimeSpec(renames[time.column], time.generator, time.params, time.ordinal)
             inner = self.stream(node.input, inner_time)
-            return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults), node)
+            labels = self.labels_for(node.input)
+            return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults, labels), node)
         if isinstance(node, EventTime):
             if time.generator is not None:
                 raise PlanError("an event time is declared twice (two watermark generators)")
@@ -274,6 +428,8 @@ class Translator:
             inner = self.stream(node.input, inner_time)
             label = "Tumble" if node.hop is None else "Hop"
             return self._op(inner, label, lambda: TumbleOp(node.length, node.offset, node.hop), node)
+        if isinstance(node, Session):
+            return self.session(node, time)
         if isinstance(node, UnionAll):
             return self.stream(node.left, time).union(self.stream(node.right, time))
         if isinstance(node, Join):
@@ -283,6 +439,8 @@ class Translator:
             left = self.stream(node.left, TimeSpec(ordinal=time.ordinal))
             right = self.stream(node.right, TimeSpec(ordinal=time.ordinal))
             lk, rk = list(node.left_keys), list(node.right_keys)
+            if node.condition is not None:
+                return self.residual_join(node, left, right)
             if node.kind == "cross":
                 return left.cross_join(right)
             if node.kind == "inner":
@@ -304,6 +462,83 @@ class Translator:
             return self.aggregate(inner, node, timed, ordinal)
         raise PlanError(f"cannot translate {node.describe()}")
 
+    def residual_join(self, node: Join, left: Stream, right: Stream) -> Stream:
+        """An outer, semi or anti join whose ON condition has more than key equalities.
+
+        The pairs that match are the inner join (or cross join, without keys) filtered by the
+        condition. Which rows of a side have a match is found by a semi- or anti-join of that
+        side against the matched pairs on a row identity: every column of the side, null-safe
+        (a null flag per column and the value with nulls filled), so a row with nulls still finds
+        its own pairs. Rows with equal columns have the same partners, so the identity need not
+        tell them apart. Unmatched rows are padded with nulls and unioned with the pairs.
+        """
+        if node.left.schema() is None or node.right.schema() is None:
+            raise PlanError(f"{node.describe()}: the column types of both sides must be known")
+        lnames, rnames = list(node.left.names), list(node.right.names)
+        taken = set(lnames) | set(rnames)
+        lid = _identity_names("__lid", len(lnames), taken)
+        rid = _identity_names("__rid", len(rnames), taken)
+        left_ids = self._with_identity(left, lnames, lid).multicast()
+        right_ids = self._with_identity(right, rnames, rid).multicast() if node.kind == "full" else right
+        if node.left_keys:
+            pairs = left_ids.join(right_ids, list(node.left_keys), list(node.right_keys))
+        else:
+            pairs = left_ids.cross_join(right_ids)
+        condition, subresults, labels = node.condition, self.subresults, self.labels_for(node)
+        make = lambda: SqlFilterOp(condition, subresults, labels)  # noqa: E731
+        pairs = Stream(OperatorNode("SqlFilter", (pairs._node,), pairs.schema, pairs.properties, make)).multicast()
+        lkeys = lid[0] + lid[1]
+        out_schema = node.schema()
+        if node.kind in ("semi", "anti"):
+            matched_ids = _shaped(pairs, pa.schema([pairs.schema.field(n) for n in lkeys]))
+            kept = (
+                left_ids.where_exists(matched_ids, lkeys, lkeys)
+                if node.kind == "semi"
+                else left_ids.where_not_exists(matched_ids, lkeys, lkeys)
+            )
+            return _shaped(kept, out_schema)
+        out = _shaped(pairs, out_schema)
+        unmatched_left = left_ids.where_not_exists(
+            _shaped(pairs, pa.schema([pairs.schema.field(n) for n in lkeys])), lkeys, lkeys
+        )
+        out = out.union(_shaped(unmatched_left, out_schema))
+        if node.kind == "full":
+            rkeys = rid[0] + rid[1]
+            unmatched_right = right_ids.where_not_exists(
+                _shaped(pairs, pa.schema([pairs.schema.field(n) for n in rkeys])), rkeys, rkeys
+            )
+            out = out.union(_shaped(unmatched_right, out_schema))
+        return out
+
+    def _with_identity(self, side: Stream, names: list, ids: tuple) -> Stream:
+        flags, values = ids
+        fields = list(side.schema) + [pa.field(f, pa.int64()) for f in flags]
+        fields += [pa.field(v, side.schema.field(n).type) for n, v in zip(names, values, strict=True)]
+        schema = pa.schema(fields)
+        make = lambda: RowIdentityOp(names, flags, values)  # noqa: E731
+        return Stream(OperatorNode("RowIdentity", (side._node,), schema, side.properties, make))
+
+    def session(self, node: Session, time: TimeSpec) -> Stream:
+        """The engine's ``session_window`` (per key through ``group_apply``), then rows as start edges."""
+        inner_time = time if time.column is not None else TimeSpec(node.time_field, None, (), time.ordinal)
+        if inner_time.column != node.time_field:
+            raise PlanError(f"session's time field {node.time_field} is not the declared event time {time.column}")
+        inner = self.stream(node.input, inner_time)
+        if not inner.properties.start_edge_only:
+            raise PlanError("session(...) takes rows (a file, a filter or projection of one), not a changing result")
+        gap, cap = node.gap, node.max_duration
+        if node.keys:
+            sessions = inner.group_apply(list(node.keys), lambda per_key: per_key.session_window(gap, cap))
+        else:
+            sessions = inner.session_window(gap, cap)
+        names = node.input.names
+        props = inner.properties.but(grouping=())
+        make = lambda: SessionColumnsOp(names)  # noqa: E731
+        return Stream(OperatorNode("SessionColumns", (sessions._node,), node.schema(), props, make))
+
+    def labels_for(self, node: Node) -> dict[str, str]:
+        return column_labels(node, self.labels)
+
     def _op(self, inner: Stream, label: str, factory, node: Node) -> Stream:
         schema = node.schema()
         return Stream(OperatorNode(label, (inner._node,), schema, inner.properties.but(grouping=()), factory))
@@ -322,6 +557,10 @@ class Translator:
             makers[call.output] = fn(*args)
         spec = trigger_spec(node.trigger)
         distinct = not makers
+        if distinct and not (node.trigger or timed or ordinal):
+            # DISTINCT of a changing result: the engine's distinct emits a row when its count
+            # leaves 0 and retracts it when the count returns to 0 (no churn as counts change)
+            return inner.select(*node.keys).distinct()
         if distinct:  # DISTINCT: group on every column, count, then drop the count
             makers[DISTINCT_COUNT] = agg.count()
         count_field = None
@@ -395,10 +634,10 @@ class Translator:
         if time.generator == "percentile":
             detail = f"{scan.describe()}; rows as start edges at event time {time.column}"
             detail += f"; percentile_watermark {dict(time.params)}"
-            late_path = self.late_path
+            late_path, adjust = self.late_path, self.late == "adjust"
 
             def open_messages():
-                return _percentile_messages(record_batches(), time, stats, late_path, scan.path)
+                return _percentile_messages(record_batches(), time, stats, late_path, scan.path, adjust)
 
             return Stream(SourceNode(open_messages, schema, Properties(start_edge_only=True), detail))
         # event time: arrival order in, Impatience sort out; the reorder latency is the watermark's offset
@@ -415,7 +654,13 @@ class Translator:
             Properties(start_edge_only=True),
             detail,
         )
-        return DisorderedStream(node).to_stream(reorder_latency=latency, disorder="drop")
+        adjust = self.late == "adjust" and time.generator is not None
+        out = DisorderedStream(node).to_stream(reorder_latency=latency, disorder="adjust" if adjust else "drop")
+        if adjust:  # the sort moved late rows' times up: the event-time column says so too
+            column = time.column
+            make = lambda: TimeColumnFromSyncOp(column)  # noqa: E731
+            out = Stream(OperatorNode("AdjustedTime", (out._node,), out.schema, out.properties, make))
+        return out
 
 
 DISTINCT_COUNT = "__distinct_count"
@@ -489,9 +734,12 @@ def _as_ticks(col: pa.ChunkedArray | pa.Array, name: str, path: str) -> np.ndarr
     return np.asarray(col.to_numpy(), dtype=np.int64)
 
 
-def _percentile_messages(batches, time: TimeSpec, stats: RunStats, late_path: str | None, path: str):
-    """The percentile watermark (seed 002 section 2.5): late rows counted and routed, the rest released
-    in event-time order as the watermark passes them (an Impatience sorter holds the rest)."""
+def _percentile_messages(
+    batches, time: TimeSpec, stats: RunStats, late_path: str | None, path: str, adjust: bool = False
+):
+    """The percentile watermark (seed 002 section 2.5): late rows counted and routed (or, with
+    ``adjust``, moved up to the watermark they were behind), the rest released in event-time order
+    as the watermark passes them (an Impatience sorter holds the rest)."""
     params = dict(time.params)
     got = list(batches)
     if not got:
@@ -506,9 +754,14 @@ def _percentile_messages(batches, time: TimeSpec, stats: RunStats, late_path: st
         stats.watermark = int(marks[-1])
         if late.any():
             stats.late += int(late.sum())
-            if late_path:
-                _write_late(table.filter(pa.array(late)), late_path)
-            table, ticks, marks = table.filter(pa.array(~late)), ticks[~late], marks[~late]
+            if adjust:
+                ticks = np.where(late, np.concatenate([[ticks[0]], marks[:-1]]), ticks)
+                i = table.column_names.index(time.column)
+                table = table.set_column(i, time.column, pa.array(ticks, pa.int64()).cast(table.column(i).type))
+            else:
+                if late_path:
+                    _write_late(table.filter(pa.array(late)), late_path)
+                table, ticks, marks = table.filter(pa.array(~late)), ticks[~late], marks[~late]
     sorter = ImpatienceSorter()
     released = np.iinfo(np.int64).min
     for start in range(0, table.num_rows, BATCH_ROWS):
@@ -578,11 +831,23 @@ class SqlQuery:
     late_path: str | None = None
     stats: RunStats = field(default_factory=RunStats)
     progressive: bool = False  # rows at their position in the input (see --progressive)
+    late: str = "drop"  # LATE_POLICIES
+    subquery: bool = False  # an IN (subquery) run by its outer query (which owns the late-records file)
 
     def _subresults(self) -> dict:
         out = {}
         for key, sub in self.query.subplans.items():
-            inner = SqlQuery(self.text, sub, sub.root, optimize(sub.root)[0], [], self.on_error, self.late_path)
+            inner = SqlQuery(
+                self.text,
+                sub,
+                sub.root,
+                optimize(sub.root)[0],
+                [],
+                self.on_error,
+                self.late_path,
+                late=self.late,
+                subquery=True,
+            )
             table = inner.result()
             out[key] = table.column(0).combine_chunks()
             for name in ("rows_read", "rows_total", "skipped", "late"):
@@ -591,22 +856,26 @@ class SqlQuery:
 
     def stream(self) -> Stream:
         """The tidal stream plan (runs the IN subqueries first: their results are constants)."""
-        translator = Translator(self.on_error, self.stats, self._subresults(), self.late_path, self.progressive)
-        return translator.stream(self.optimized)
+        translator = Translator(
+            self.on_error,
+            self.stats,
+            self._subresults(),
+            self.late_path,
+            self.progressive,
+            self.late,
+            self.query.labels,
+        )
+        return _with_limit(translator.stream(self.optimized), self.query)
 
-    def _finish(self, table: pa.Table, ordered: bool = True) -> pa.Table:
+    def _finish(self, table: pa.Table, ordered: bool = True, limited: bool = True) -> pa.Table:
+        """The answer from a snapshot of the plan's output: ordered, visible columns under their
+        display names (``limited=False``: also LIMIT/OFFSET, for a snapshot taken before the TopK)."""
         q = self.query
         if table.num_rows == 0 and _global_aggregate(self.optimized):
             table = _empty_aggregate_row(self.optimized, table.schema)
         if q.order and ordered:
-            keys = [(name, "descending" if desc else "ascending") for name, desc, _ in q.order]
-            nulls_first = q.order[0][2]
-            table = (
-                table.sort_by(keys)
-                if not nulls_first
-                else pc.take(table, pc.sort_indices(table, sort_keys=keys, null_placement="at_start"))
-            )
-        if q.offset or q.limit is not None:
+            table = table.take(_order_indices(table, q.order))
+        if (q.offset or q.limit is not None) and not limited:
             table = table.slice(q.offset, q.limit if q.limit is not None else None)
         visible = table.column_names[: table.num_columns - q.hidden]
         return table.select(visible).rename_columns(list(q.output_names))
@@ -616,6 +885,8 @@ class SqlQuery:
         stats = self.stats
         stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
         stats.watermark = None
+        if self.late_path and not self.subquery:
+            open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
         sorts = sorts_in(stream._node)
         roots: list = [stream._node]
@@ -643,10 +914,13 @@ class SqlQuery:
 
     def changelog(self) -> pa.Table:
         """Every insert and retraction: ``time``, ``undo``, then the SELECT columns."""
-        log = changelog_from_table(self.events())
+        events = self.events()
         q = self.query
-        payload_names = log.column_names[2 : len(log.column_names) - q.hidden]
-        out = log.select(["time", "undo", *payload_names])
+        # payload columns by position while the log is built: a result column may be named time or undo
+        width = events.num_columns - 2
+        events = events.rename_columns([*events.column_names[:2], *(f"__c{i}" for i in range(width))])
+        log = changelog_from_table(events)
+        out = log.select(["time", "undo", *(f"__c{i}" for i in range(width - q.hidden))])
         return out.rename_columns(["time", "undo", *q.output_names])
 
     def visible_names(self) -> list[str]:
@@ -658,12 +932,14 @@ class SqlQuery:
         parts = ["Logical plan:", explain_logical(self.logical), ""]
         parts.append("Rewrites applied: " + (", ".join(self.rules_applied) or "none"))
         parts += ["", "Optimized logical plan:", explain_logical(self.optimized), "", "Stream plan:"]
-        parts.append(Translator(self.on_error, self.stats, {}, None).stream(self.optimized).explain())
+        translator = Translator(self.on_error, self.stats, {}, None, late=self.late)
         q = self.query
+        parts.append(_with_limit(translator.stream(self.optimized), q).explain())
         if q.order or q.limit is not None or q.offset:
             parts.append(
                 f"Final result: order by {[(n, 'desc' if d else 'asc') for n, d, _ in q.order]}, "
                 f"limit {q.limit}, offset {q.offset}"
+                + ("; the changelog carries the limited window as it changes (TopK)" if q.limit is not None else "")
             )
         return "\n".join(parts)
 
@@ -703,6 +979,36 @@ class _Discard(Consumer):
         pass
 
 
+def _with_limit(stream: Stream, q: Query) -> Stream:
+    """LIMIT/OFFSET of a changing result: the TopK keeps the window of every snapshot."""
+    if q.limit is None and not q.offset:
+        return stream
+    schema, order, limit, offset = stream.schema, list(q.order), q.limit, q.offset
+    starts_only = stream.properties.start_edge_only
+    make = lambda: TopKOp(schema, order, limit, offset, starts_only)  # noqa: E731
+    node = OperatorNode("TopK", (stream._node,), schema, stream.properties.but(grouping=()), make)
+    node.partitioning = ((),)  # one window over the whole result
+    return Stream(node)
+
+
+PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _order_indices(table: pa.Table, order) -> pa.Array:
+    """ORDER BY's row order: each key ascending or descending, nulls last unless NULLS FIRST; rows
+    tied on the keys by every (flat) column ascending, as the changelog's TopK orders them."""
+    keys = [(name, "descending" if desc else "ascending", "at_start" if nf else "at_end") for name, desc, nf in order]
+    keys += [
+        (f.name, "ascending", "at_end")
+        for f in table.schema
+        if not pa.types.is_nested(f.type) and f.name not in {k[0] for k in keys}
+    ]
+    if PER_KEY_NULL_PLACEMENT:
+        return pc.sort_indices(table, sort_keys=keys)
+    # older pyarrow: one null placement for all keys (the first key's)
+    return pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement=keys[0][2])
+
+
 def _global_aggregate(node: Node) -> Aggregate | None:
     while isinstance(node, Project | Filter):
         node = node.input
@@ -736,9 +1042,21 @@ def _empty_aggregate_row(root: Node, schema: pa.Schema) -> pa.Table:
         return table
 
 
-def plan(text: str, *, on_error: str = "fail", late_path: str | None = None) -> SqlQuery:
-    """Parse, plan and optimize one query of tidal's dialect."""
+def plan(text: str, *, on_error: str = "fail", late_path: str | None = None, late: str | None = None) -> SqlQuery:
+    """Parse, plan and optimize one query of tidal's dialect.
+
+    ``late`` is the late-row policy (:data:`LATE_POLICIES`): ``drop``, ``file`` (drop and write
+    them to ``late_path``, truncated at the start of each run) or ``adjust`` (move their time up
+    to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
+    """
+    late = late or ("file" if late_path else "drop")
+    if late not in LATE_POLICIES:
+        raise PlanError(f"the late-row policy is one of {', '.join(LATE_POLICIES)}, got {late!r}")
+    if late == "file" and not late_path:
+        raise PlanError("late rows to a file: give the file (--late-records PATH)")
+    if late != "file" and late_path:
+        raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
     tree = parse(text)
     query = Builder().build(tree)
     optimized, applied = optimize(query.root)
-    return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path)
+    return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path, late=late)

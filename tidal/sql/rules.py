@@ -22,6 +22,7 @@ from .logical import (
     Node,
     Project,
     Scan,
+    Session,
     Tumble,
     UnionAll,
     _and,
@@ -211,13 +212,20 @@ def prune_columns(root: Node) -> Node:
         if isinstance(node, EventTime):
             uses = None if needed is None else needed | {node.time_field}
             return replace(node, input=visit(node.input, uses))
-        if isinstance(node, Tumble):
-            uses = None if needed is None else (needed - {"window_start", "window_end"}) | {node.time_field}
-            return replace(node, input=visit(node.input, uses))
+        if isinstance(node, Tumble | Session):
+            keys = node.keys if isinstance(node, Session) else ()
+            uses = None if needed is None else (needed - {"window_start", "window_end"}) | {node.time_field, *keys}
+            pruned = visit(node.input, uses)
+            # the window columns follow the input's: the scope shrinks with it
+            by_name = dict(zip(node.names, node.scope, strict=True))
+            scope = tuple(by_name[n] for n in (*pruned.names, "window_start", "window_end"))
+            return replace(node, input=pruned, scope=scope)
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
         if isinstance(node, Join):
             uses = (set(node.names) if needed is None else set(needed)) | set(node.left_keys) | set(node.right_keys)
+            if node.condition is not None:
+                uses |= _columns(node.condition)
             left = visit(node.left, uses & set(node.left.names))
             right = visit(node.right, uses & set(node.right.names))
             return node.with_inputs((left, right))
@@ -243,7 +251,7 @@ def drop_identity_projections(root: Node) -> Node:
 
 
 def _timed(node: Node) -> bool:
-    return isinstance(node, EventTime | Tumble) or any(_timed(i) for i in node.inputs)
+    return isinstance(node, EventTime | Tumble | Session) or any(_timed(i) for i in node.inputs)
 
 
 def _file_bytes(node: Node) -> float:
