@@ -59,10 +59,12 @@ class ReorderNode(PlanNode):
         super().__init__((child,), child.schema, child.props)
         self.policy = policy
         self.stats = DisorderStats()
+        # taken now: a plan fragment run elsewhere (a Spark task) has its inputs cut off
+        self.hop = child.props.constant_hop
+        self.row_word = "row" if isinstance(child, SourceNode) else "event (counting those reaching the sort)"
 
     def make(self) -> Operator:
-        row_word = "row" if isinstance(self.inputs[0], SourceNode) else "event (counting those reaching the sort)"
-        return ReorderOp(self.policy, self.stats, hop=self.inputs[0].props.constant_hop, row_word=row_word)
+        return ReorderOp(self.policy, self.stats, hop=self.hop, row_word=self.row_word)
 
     def describe(self) -> str:
         return "sorts here; " + self.policy.describe()
