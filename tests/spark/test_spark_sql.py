@@ -63,3 +63,23 @@ def test_cli_engine_spark_gives_the_embedded_answer(spark, tmp_path, monkeypatch
     assert main(["query", sql, "--format", "batch-csv", "--engine", "spark"]) == 0
     on_spark = capsys.readouterr().out
     assert on_spark == embedded == '"team","goals"\n"blue",2\n"red",3\n'
+
+
+EVENT_TIME_QUERIES = [
+    # a watermark generator puts an ImpatienceSort in the plan; a session window a stateful suffix
+    "SELECT customer, window_end, COUNT(*) AS n FROM tumble(source => TABLE(max_diff_watermark("
+    "source => TABLE('orders.csv'), time_field => DESCRIPTOR(ts), offset => INTERVAL 1 HOUR)), "
+    "time_field => DESCRIPTOR(ts), window_length => INTERVAL 1 DAY) t GROUP BY customer, window_end",
+    "SELECT customer, window_start, window_end, count(*) AS n FROM session(source => TABLE('orders.csv'), "
+    "time_field => DESCRIPTOR(ts), gap => INTERVAL 3 HOURS, key => DESCRIPTOR(customer)) s "
+    "GROUP BY customer, window_start, window_end",
+]
+
+
+@pytest.mark.parametrize("sql", EVENT_TIME_QUERIES)
+def test_event_time_sql_on_spark(spark, data_dir, sql, monkeypatch):
+    monkeypatch.chdir(data_dir)
+    expected = plan(sql).result()
+    assert expected.num_rows > 0
+    got = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=2)
+    assert _rows(got) == _rows(expected)
