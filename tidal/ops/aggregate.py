@@ -65,6 +65,8 @@ def choose_mode(props, force: str | None = None) -> int:
     """The physical variant for a stream with these properties (``force`` names one, for tests)."""
     if force is not None:
         names = {"start_edge": MODE_NONE, "fifo": MODE_FIFO, "general": MODE_HEAP, "window": MODE_WINDOW}
+        if force not in names:
+            raise PlanError(f"unknown aggregate variant {force!r}; variants are {sorted(names) + ['fused']}")
         return names[force]
     hop, dur = props.constant_hop, props.constant_duration
     if hop is not None and dur is not None and dur <= hop[0]:

@@ -1,0 +1,276 @@
+"""A tumbling window and the snapshot aggregate after it, fused into one compiled pass.
+
+Semantics: exactly those of ``hopping_window(size, hop, offset)`` (with ``size <= hop``)
+followed by ``aggregate``/``group_aggregate``: every event starting in ``[w, w + size)``
+(``w`` on the grid ``offset + k*hop``) belongs to window ``w``; each group with events in a
+window gets one result, the interval ``[w, w + size)`` carrying the aggregates over those
+events. End edges carry nothing new (a window fixes lifetimes at the start) and events in
+the gaps of a window shorter than its hop belong to no window. Empty windows produce
+nothing. A window's results leave once input progress passes its start: an event of a later
+window, or a punctuation at or past ``w + hop`` (punctuations leave snapped down to the grid,
+as after the window operator).
+
+Physically it is the tumbling-window variant of Trill's aggregate (no endpoint queue: state
+resets at each window) without the window operator's per-event lifetime rewrite: one numba
+loop per batch computes each event's window from its sync time (a division only when the
+window changes, inputs arriving in sync-time order), adds its contributions into per-group
+running sums, and writes a closed window's results straight into column buffers that become
+the Arrow output without copies. It handles linear aggregates (count, count_not_null, sum,
+average, variance, stddev, and user-defined running sums); other aggregates run unfused.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch, as_numpy
+from ..core.time import INFINITY, MIN_TIME, align_down
+from .aggfuncs import LINEAR
+from .aggregate import CompiledEngine, SnapshotAggregateOp, _orderable_as_int
+
+# scalar slots of the kernel's persistent state
+CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
+VARIANT = "fused tumbling window (window and aggregate in one pass, no endpoint queue)"
+
+
+@numba.njit(cache=True)
+def window_rows(sync, other, gid, upto, hop, offset, size, st, row_of, held, out_w, out_gid, out_cnt, ev_row):
+    """Give each event of one batch (sorted by sync time) its result row, then close windows before ``upto``.
+
+    A result row is one (window, group) pair; rows are numbered in order of first event, so a
+    window's rows are contiguous and a closed window is finished output. The ``NHELD`` rows of the
+    open window come first (placed by the caller), and ``row_of[g]`` is group ``g``'s row in the
+    open window (-1: none). ``ev_row[i]`` is event ``i``'s row, or the spare last row for events
+    that belong to no window. Counts are kept here; other sums are added per column afterwards.
+    """
+    cur = st[CUR]
+    has_cur = st[HAS_CUR] != 0
+    nheld = st[NHELD]
+    wend = cur + hop if has_cur else cur
+    o = nheld
+    closed = 0
+    spare = len(out_w) - 1
+    n = len(sync)
+    for i in range(n + 1):
+        if i < n:
+            s = sync[i]
+            w = cur
+            if other[i] < s:  # an end edge: its interval was counted at its start
+                ev_row[i] = spare
+                continue
+            if not has_cur or s >= wend:
+                w = s - (s - offset) % hop
+            if s - w >= size:  # in the gap after a window shorter than its hop
+                ev_row[i] = spare
+                continue
+            close = w != cur
+        else:
+            close = cur < upto
+        if nheld > 0 and close:  # a later window, or progress past this one, closes it
+            for h in range(nheld):
+                row_of[held[h]] = -1
+            nheld = 0
+            closed = o
+        if i == n:
+            break
+        if w != cur or not has_cur:
+            cur = w
+            wend = w + hop
+            has_cur = True
+        g = gid[i]
+        r = row_of[g]
+        if r < 0:
+            r = o
+            o += 1
+            row_of[g] = r
+            held[nheld] = g
+            nheld += 1
+            out_w[r] = w
+            out_gid[r] = g
+            out_cnt[r] = 0
+        out_cnt[r] += 1
+        ev_row[i] = r
+    for h in range(nheld):  # the open rows move to the front of the next call's rows
+        row_of[held[h]] = h
+    st[CUR] = cur
+    st[HAS_CUR] = 1 if has_cur else 0
+    st[NHELD] = nheld
+    st[NCLOSED] = closed
+    st[NROWS] = o
+
+
+@numba.njit(cache=True)
+def _add_int(ev_row, values, acc):
+    for i in range(len(ev_row)):
+        acc[ev_row[i]] += values[i]
+
+
+@numba.njit(cache=True)
+def _add_float(ev_row, values, acc):
+    for i in range(len(ev_row)):
+        acc[ev_row[i]] += values[i]
+
+
+class FusedWindowEngine(CompiledEngine):
+    """The compiled engine's slot layout and result columns, run by :func:`window_rows`."""
+
+    def __init__(self, fns, args, size: int, hop: int, offset: int):
+        super().__init__(fns, args, mode=-1, window_len=size)
+        self.size, self.hop, self.offset = int(size), int(hop), int(offset)
+        self.st = np.zeros(5, np.int64)
+
+    @staticmethod
+    def fusable(fns) -> bool:
+        return all(fn.kind == "count" or fn.kind in LINEAR for _, fn in fns)
+
+    def _layout(self, types) -> None:
+        super()._layout(types)
+        self.row_of = np.zeros(0, np.int64)
+        self.held = np.zeros(0, np.int64)
+        # the open window's rows: counts and slot sums
+        self.open_cnt = np.zeros(0, np.int64)
+        self.open_int = np.zeros((len(self.int_slots), 0), np.int64)
+        self.open_flt = np.zeros((len(self.flt_slots), 0), np.float64)
+
+    def _grow_groups(self, count: int) -> None:
+        old = len(self.row_of)
+        if count <= old:
+            return
+        new = max(count, 2 * old, 64)
+        self.row_of = np.concatenate([self.row_of, np.full(new - old, -1, np.int64)])
+        self.held = np.concatenate([self.held, np.zeros(new - old, np.int64)])
+
+    def _columns(self, batch: EventBatch):
+        """Per int slot: an int64 column to add, or None (one per event: a valid count without nulls);
+        per float slot: a float64 column to add."""
+        cols = {a: arg.values(batch) for a, arg in enumerate(self.args) if a in self.arg_types}
+        floats: dict[int, np.ndarray] = {}
+
+        def as_float(a):
+            if a not in floats:
+                col = cols[a]
+                if _orderable_as_int(col.type):
+                    col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
+                floats[a] = np.asarray(col.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
+            return floats[a]
+
+        def valid_of(a):
+            col = cols[a]
+            ok = None if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+            if pa.types.is_floating(col.type):
+                nan = np.isnan(as_float(a))
+                if nan.any():
+                    ok = ~nan if ok is None else ok & ~nan  # NaN counts as null for aggregates
+            return ok
+
+        ints = []
+        for what, a in self.int_slots:
+            col = cols[a]
+            if what == "valid":
+                ok = valid_of(a)
+                ints.append(None if ok is None else ok.astype(np.int64))
+            else:
+                vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
+                ints.append(np.ascontiguousarray(as_numpy(vals.fill_null(0) if vals.null_count else vals)))
+        floats_out = []
+        for what, a in self.flt_slots:
+            ok = valid_of(a)
+            f = as_float(a) if ok is None else np.where(ok, as_float(a), 0.0)
+            floats_out.append(np.ascontiguousarray(f * f if what == "square" else f))
+        return ints, floats_out
+
+    def run(self, batch, gids, upto):
+        n = len(batch)
+        if not self._typed:
+            if n == 0:
+                return None
+            pairs = zip(self.fns, self.args, strict=True)
+            self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
+        self._grow_groups(int(gids.max()) + 1 if n else 0)
+        m = int(self.st[NHELD])
+        cap = m + n + 1  # the open rows, at most one new row per event, and a spare row
+        out_w, out_gid, out_cnt = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+        acc_int = np.zeros((len(self.int_slots), cap), np.int64)
+        acc_flt = np.zeros((len(self.flt_slots), cap), np.float64)
+        out_w[:m] = self.st[CUR]
+        out_gid[:m] = self.held[:m]
+        out_cnt[:m] = self.open_cnt
+        acc_int[:, :m] = self.open_int
+        acc_flt[:, :m] = self.open_flt
+        ev_row = np.empty(n, np.int64)
+        window_rows(
+            batch.sync, batch.other, gids, upto, self.hop, self.offset, self.size,
+            self.st, self.row_of, self.held, out_w, out_gid, out_cnt, ev_row,
+        )  # fmt: skip
+        rows, closed = int(self.st[NROWS]), int(self.st[NCLOSED])
+        if n:
+            ints, floats = self._columns(batch)
+            added = None
+            for j, col in enumerate(ints):
+                if col is not None:
+                    _add_int(ev_row, col, acc_int[j])
+                    continue
+                if added is None:  # events per row in this batch
+                    added = out_cnt[:rows].copy()
+                    added[:m] -= self.open_cnt
+                acc_int[j, :rows] += added
+            for j, col in enumerate(floats):
+                _add_float(ev_row, col, acc_flt[j])
+        self.open_cnt = out_cnt[closed:rows].copy()
+        self.open_int = acc_int[:, closed:rows].copy()
+        self.open_flt = acc_flt[:, closed:rows].copy()
+        if closed == 0:
+            return None
+        sync = out_w[:closed]
+        cols = self._finish(acc_int[:, :closed].T, acc_flt[:, :closed].T, out_cnt[:closed], np.empty((closed, 0)))
+        return sync, sync + self.size, out_gid[:closed], cols
+
+    def snapshot(self) -> dict:
+        if not self._typed:
+            return {"typed": False}
+        arrays = {k: getattr(self, k).copy() for k in ("st", "row_of", "held", "open_cnt", "open_int", "open_flt")}
+        return {"typed": True, "types": self.layout_types, "arrays": arrays}
+
+    def restore(self, state: dict) -> None:
+        if not state["typed"]:
+            return
+        self._layout(state["types"])
+        for k, v in state["arrays"].items():
+            setattr(self, k, v.copy())
+
+
+class FusedWindowAggregateOp(SnapshotAggregateOp):
+    """``hopping_window(size, hop, offset)`` (``size <= hop``) then the aggregate, as one operator."""
+
+    name = "Aggregate"
+
+    def __init__(self, fns, schema, props, key_fields, window: tuple[int, int, int]):
+        """``props`` are the window's output properties; ``window`` is ``(size, hop, offset)``."""
+        self.window = tuple(int(x) for x in window)
+        super().__init__(fns, schema, props, key_fields, "window")
+        self.engine = FusedWindowEngine(self.fns, self.args, *self.window)
+
+    @staticmethod
+    def fusable(op: SnapshotAggregateOp) -> bool:
+        """Whether an aggregate built for the window's output can run fused with the window."""
+        if not isinstance(op.engine, CompiledEngine) or not FusedWindowEngine.fusable(op.fns):
+            return False
+        # a user aggregate reading the timestamp sees the window start: only the window operator knows it
+        return not any("__time" in arg.node.columns() for arg in op.args if arg.node is not None)
+
+    @property
+    def variant(self) -> str:
+        size, hop, offset = self.window
+        return super().variant.replace(
+            "tumbling window (no endpoint queue)", f"{VARIANT}; window size {size}, hop {hop}, offset {offset}"
+        )
+
+    def _frontier(self, t: int) -> int:
+        if t in (INFINITY, MIN_TIME):
+            return t
+        return int(align_down(t, self.window[1], self.window[2]))
+
+    def on_punctuation(self, time: int) -> None:
+        super().on_punctuation(self._frontier(time))
