@@ -129,10 +129,13 @@ class FusedWindowEngine(CompiledEngine):
         super()._layout(types)
         self.row_of = np.zeros(0, np.int64)
         self.held = np.zeros(0, np.int64)
-        # the open window's rows: counts and slot sums
-        self.open_cnt = np.zeros(0, np.int64)
-        self.open_int = np.zeros((len(self.int_slots), 0), np.int64)
-        self.open_flt = np.zeros((len(self.flt_slots), 0), np.float64)
+        # work buffers, kept between batches: result rows (the open window's first) and event rows
+        self.buf_w = np.zeros(0, np.int64)
+        self.buf_gid = np.zeros(0, np.int64)
+        self.buf_cnt = np.zeros(0, np.int64)
+        self.buf_int = np.zeros((len(self.int_slots), 0), np.int64)
+        self.buf_flt = np.zeros((len(self.flt_slots), 0), np.float64)
+        self.ev_row = np.zeros(0, np.int64)
 
     def _grow_groups(self, count: int) -> None:
         old = len(self.row_of)
@@ -141,6 +144,22 @@ class FusedWindowEngine(CompiledEngine):
         new = max(count, 2 * old, 64)
         self.row_of = np.concatenate([self.row_of, np.full(new - old, -1, np.int64)])
         self.held = np.concatenate([self.held, np.zeros(new - old, np.int64)])
+
+    def _room(self, rows: int, events: int) -> None:
+        if len(self.ev_row) < events:
+            self.ev_row = np.empty(max(events, 2 * len(self.ev_row)), np.int64)
+        old = len(self.buf_w)
+        if old >= rows:
+            return
+        new = max(rows, 2 * old, 1024)
+
+        def grow(a):
+            out = np.empty(a.shape[:-1] + (new,), a.dtype)
+            out[..., :old] = a
+            return out
+
+        self.buf_w, self.buf_gid, self.buf_cnt = grow(self.buf_w), grow(self.buf_gid), grow(self.buf_cnt)
+        self.buf_int, self.buf_flt = grow(self.buf_int), grow(self.buf_flt)
 
     def _columns(self, batch: EventBatch):
         """Per int slot: an int64 column to add, or None (one per event: a valid count without nulls);
@@ -190,47 +209,48 @@ class FusedWindowEngine(CompiledEngine):
             self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
         self._grow_groups(int(gids.max()) + 1 if n else 0)
         m = int(self.st[NHELD])
-        cap = m + n + 1  # the open rows, at most one new row per event, and a spare row
-        out_w, out_gid, out_cnt = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
-        acc_int = np.zeros((len(self.int_slots), cap), np.int64)
-        acc_flt = np.zeros((len(self.flt_slots), cap), np.float64)
-        out_w[:m] = self.st[CUR]
-        out_gid[:m] = self.held[:m]
-        out_cnt[:m] = self.open_cnt
-        acc_int[:, :m] = self.open_int
-        acc_flt[:, :m] = self.open_flt
-        ev_row = np.empty(n, np.int64)
+        self._room(m + n + 1, n)  # the open rows, at most one new row per event, and a spare row
+        bw, bgid, bcnt, bint, bflt = self.buf_w, self.buf_gid, self.buf_cnt, self.buf_int, self.buf_flt
+        spare = len(bw) - 1
+        before = bcnt[:m].copy()
+        ev_row = self.ev_row[:n]
         window_rows(
             batch.sync, batch.other, gids, upto, self.hop, self.offset, self.size,
-            self.st, self.row_of, self.held, out_w, out_gid, out_cnt, ev_row,
+            self.st, self.row_of, self.held, bw, bgid, bcnt, ev_row,
         )  # fmt: skip
         rows, closed = int(self.st[NROWS]), int(self.st[NCLOSED])
         if n:
+            bint[:, m:rows] = 0  # the new rows and the spare row start empty
+            bint[:, spare] = 0
+            bflt[:, m:rows] = 0.0
+            bflt[:, spare] = 0.0
             ints, floats = self._columns(batch)
             added = None
             for j, col in enumerate(ints):
                 if col is not None:
-                    _add_int(ev_row, col, acc_int[j])
+                    _add_int(ev_row, col, bint[j])
                     continue
                 if added is None:  # events per row in this batch
-                    added = out_cnt[:rows].copy()
-                    added[:m] -= self.open_cnt
-                acc_int[j, :rows] += added
+                    added = bcnt[:rows].copy()
+                    added[:m] -= before
+                bint[j, :rows] += added
             for j, col in enumerate(floats):
-                _add_float(ev_row, col, acc_flt[j])
-        self.open_cnt = out_cnt[closed:rows].copy()
-        self.open_int = acc_int[:, closed:rows].copy()
-        self.open_flt = acc_flt[:, closed:rows].copy()
-        if closed == 0:
-            return None
-        sync = out_w[:closed]
-        cols = self._finish(acc_int[:, :closed].T, acc_flt[:, :closed].T, out_cnt[:closed], np.empty((closed, 0)))
-        return sync, sync + self.size, out_gid[:closed], cols
+                _add_float(ev_row, col, bflt[j])
+        out = None
+        if closed:
+            sync = bw[:closed].copy()
+            cols = self._finish(bint[:, :closed].copy().T, bflt[:, :closed].copy().T, bcnt[:closed].copy(), None)
+            out = sync, sync + self.size, bgid[:closed].copy(), cols
+            for a in (bw, bgid, bcnt, bint, bflt):  # the open rows move to the front
+                a[..., : rows - closed] = a[..., closed:rows]
+        return out
 
     def snapshot(self) -> dict:
         if not self._typed:
             return {"typed": False}
-        arrays = {k: getattr(self, k).copy() for k in ("st", "row_of", "held", "open_cnt", "open_int", "open_flt")}
+        m = int(self.st[NHELD])
+        arrays = {k: getattr(self, k).copy() for k in ("st", "row_of", "held")}
+        arrays |= {k: getattr(self, k)[..., :m].copy() for k in ("buf_w", "buf_gid", "buf_cnt", "buf_int", "buf_flt")}
         return {"typed": True, "types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
