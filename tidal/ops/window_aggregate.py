@@ -43,7 +43,7 @@ def window_rows(sync, other, gid, upto, hop, offset, size, st, row_of, held, out
     window's rows are contiguous and a closed window is finished output. The ``NHELD`` rows of the
     open window come first (placed by the caller), and ``row_of[g]`` is group ``g``'s row in the
     open window (-1: none). ``ev_row[i]`` is event ``i``'s row, or the spare last row for events
-    that belong to no window. Counts are kept here; other sums are added per column afterwards.
+    that belong to no window. Counts are kept here; sums are added per column afterwards.
     """
     cur = st[CUR]
     has_cur = st[HAS_CUR] != 0
@@ -53,45 +53,54 @@ def window_rows(sync, other, gid, upto, hop, offset, size, st, row_of, held, out
     closed = 0
     spare = len(out_w) - 1
     n = len(sync)
-    for i in range(n + 1):
-        if i < n:
-            s = sync[i]
-            w = cur
-            if other[i] < s:  # an end edge: its interval was counted at its start
-                ev_row[i] = spare
-                continue
-            if not has_cur or s >= wend:
-                w = s - (s - offset) % hop
-            if s - w >= size:  # in the gap after a window shorter than its hop
-                ev_row[i] = spare
-                continue
-            close = w != cur
-        else:
-            close = cur < upto
-        if nheld > 0 and close:  # a later window, or progress past this one, closes it
+    i = 0
+    while True:
+        if has_cur:  # the common case, kept tight: events of the open window
+            inside = wend if size >= hop else cur + size
+            while i < n:
+                s = sync[i]
+                if s >= inside or other[i] < s:
+                    break
+                g = gid[i]
+                r = row_of[g]
+                if r < 0:
+                    r = o
+                    o += 1
+                    row_of[g] = r
+                    held[nheld] = g
+                    nheld += 1
+                    out_w[r] = cur
+                    out_gid[r] = g
+                    out_cnt[r] = 0
+                out_cnt[r] += 1
+                ev_row[i] = r
+                i += 1
+        if i == n:
+            break
+        # event i is an end edge (its interval was counted at its start), in a gap, or of a later window
+        s = sync[i]
+        if other[i] < s:
+            ev_row[i] = spare
+            i += 1
+            continue
+        w = cur if has_cur and s < wend else s - (s - offset) % hop
+        if s - w >= size:  # in the gap after a window shorter than its hop
+            ev_row[i] = spare
+            i += 1
+            continue
+        if nheld > 0:  # a later window closes the open one
             for h in range(nheld):
                 row_of[held[h]] = -1
             nheld = 0
             closed = o
-        if i == n:
-            break
-        if w != cur or not has_cur:
-            cur = w
-            wend = w + hop
-            has_cur = True
-        g = gid[i]
-        r = row_of[g]
-        if r < 0:
-            r = o
-            o += 1
-            row_of[g] = r
-            held[nheld] = g
-            nheld += 1
-            out_w[r] = w
-            out_gid[r] = g
-            out_cnt[r] = 0
-        out_cnt[r] += 1
-        ev_row[i] = r
+        cur = w
+        wend = w + hop
+        has_cur = True
+    if nheld > 0 and cur < upto:  # progress passed the open window
+        for h in range(nheld):
+            row_of[held[h]] = -1
+        nheld = 0
+        closed = o
     for h in range(nheld):  # the open rows move to the front of the next call's rows
         row_of[held[h]] = h
     st[CUR] = cur
