@@ -33,6 +33,7 @@ from .aggregate import CompiledEngine, SnapshotAggregateOp, _orderable_as_int
 # scalar slots of the kernel's persistent state
 CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
 VARIANT = "fused tumbling window (window and aggregate in one pass, no endpoint queue)"
+SLIDING = "fused hopping window (per-hop partial sums, slid: add the new hop, subtract the expired one)"
 
 
 @numba.njit(cache=True)
@@ -122,13 +123,108 @@ def _add_float(ev_row, values, acc):
         acc[ev_row[i]] += values[i]
 
 
+# scalar slots of the sliding kernel's persistent state
+NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
+
+
+@numba.njit(cache=True)
+def slide_hops(
+    progress, hop, k, st, q_start, q_gid, q_cnt, q_int, q_flt, tot_cnt, tot_int, tot_flt, active, pos,
+    out_p, out_gid, out_cnt, out_int, out_flt,
+):  # fmt: skip
+    """Hopping windows of ``k`` hops from per-hop partial sums (queued in start order).
+
+    At each grid point ``p`` before ``progress``: the slices that no longer reach ``p`` (started
+    ``k`` hops ago or more) are subtracted from the per-group totals, the slices starting at ``p``
+    added, and every group with a non-zero total gets the result ``[p, p + hop)``. Grid points
+    where nothing is alive are skipped. When the output is full it stops and says so (``FULL``);
+    called again with more room, it goes on where it stopped.
+    """
+    ki = tot_int.shape[1]
+    kf = tot_flt.shape[1]
+    head, add, tail = st[QHEAD], st[QADD], st[QTAIL]
+    nact = st[NACTIVE]
+    p = st[NEXT_P]
+    has_p = st[HAS_P] != 0
+    prepared = st[PREPARED] != 0
+    o = 0
+    cap = len(out_p)
+    full = False
+    reach = k * hop
+    while True:
+        if not prepared:
+            if nact == 0:  # nothing alive: the next result is at the next slice's start
+                if add == tail:
+                    has_p = False
+                    break
+                if not has_p or p < q_start[add]:
+                    p = q_start[add]
+                    has_p = True
+            if p >= progress:
+                break
+            while head < add and q_start[head] + reach <= p:
+                g = q_gid[head]
+                tot_cnt[g] -= q_cnt[head]
+                for j in range(ki):
+                    tot_int[g, j] -= q_int[j, head]
+                for j in range(kf):
+                    tot_flt[g, j] -= q_flt[j, head]
+                if tot_cnt[g] == 0:  # swap the last active group into its place
+                    for j in range(kf):
+                        tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
+                    last = active[nact - 1]
+                    active[pos[g]] = last
+                    pos[last] = pos[g]
+                    pos[g] = -1
+                    nact -= 1
+                head += 1
+            while add < tail and q_start[add] <= p:
+                g = q_gid[add]
+                if tot_cnt[g] == 0:
+                    pos[g] = nact
+                    active[nact] = g
+                    nact += 1
+                tot_cnt[g] += q_cnt[add]
+                for j in range(ki):
+                    tot_int[g, j] += q_int[j, add]
+                for j in range(kf):
+                    tot_flt[g, j] += q_flt[j, add]
+                add += 1
+            prepared = True
+        if o + nact > cap:
+            full = True
+            break
+        for a in range(nact):
+            g = active[a]
+            out_p[o] = p
+            out_gid[o] = g
+            out_cnt[o] = tot_cnt[g]
+            for j in range(ki):
+                out_int[j, o] = tot_int[g, j]
+            for j in range(kf):
+                out_flt[j, o] = tot_flt[g, j]
+            o += 1
+        prepared = False
+        p += hop
+    st[QHEAD], st[QADD], st[NACTIVE] = head, add, nact
+    st[NEXT_P] = p
+    st[HAS_P] = 1 if has_p else 0
+    st[PREPARED] = 1 if prepared else 0
+    st[SOUT] = o
+    st[FULL] = 1 if full else 0
+
+
 class FusedWindowEngine(CompiledEngine):
     """The compiled engine's slot layout and result columns, run by :func:`window_rows`."""
 
     def __init__(self, fns, args, size: int, hop: int, offset: int):
         super().__init__(fns, args, mode=-1, window_len=size)
         self.size, self.hop, self.offset = int(size), int(hop), int(offset)
+        # hopping windows of k hops slide over per-hop slices; others (k = 1) are the slices themselves
+        self.k = self.size // self.hop if self.size > self.hop else 1
+        self.slice_len = min(self.size, self.hop)
         self.st = np.zeros(5, np.int64)
+        self.st2 = np.zeros(9, np.int64)
 
     @staticmethod
     def fusable(fns) -> bool:
@@ -145,6 +241,13 @@ class FusedWindowEngine(CompiledEngine):
         self.buf_int = np.zeros((len(self.int_slots), 0), np.int64)
         self.buf_flt = np.zeros((len(self.flt_slots), 0), np.float64)
         self.ev_row = np.zeros(0, np.int64)
+        # sliding (k > 1): queued slices, per-group totals over the last k, the groups with a non-zero total
+        ki, kf = len(self.int_slots), len(self.flt_slots)
+        self.q_start, self.q_gid, self.q_cnt = (np.zeros(0, np.int64) for _ in range(3))
+        self.q_int, self.q_flt = np.zeros((ki, 0), np.int64), np.zeros((kf, 0), np.float64)
+        self.tot_cnt, self.tot_int, self.tot_flt = np.zeros(0, np.int64), np.zeros((0, ki)), np.zeros((0, kf))
+        self.tot_int = self.tot_int.astype(np.int64)
+        self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def _grow_groups(self, count: int) -> None:
         old = len(self.row_of)
@@ -153,6 +256,12 @@ class FusedWindowEngine(CompiledEngine):
         new = max(count, 2 * old, 64)
         self.row_of = np.concatenate([self.row_of, np.full(new - old, -1, np.int64)])
         self.held = np.concatenate([self.held, np.zeros(new - old, np.int64)])
+        if self.k > 1:
+            self.pos = np.concatenate([self.pos, np.full(new - old, -1, np.int64)])
+            self.active = np.concatenate([self.active, np.zeros(new - old, np.int64)])
+            self.tot_cnt = np.concatenate([self.tot_cnt, np.zeros(new - old, np.int64)])
+            self.tot_int = np.concatenate([self.tot_int, np.zeros((new - old, self.tot_int.shape[1]), np.int64)])
+            self.tot_flt = np.concatenate([self.tot_flt, np.zeros((new - old, self.tot_flt.shape[1]))])
 
     def _room(self, rows: int, events: int) -> None:
         if len(self.ev_row) < events:
@@ -224,7 +333,7 @@ class FusedWindowEngine(CompiledEngine):
         before = bcnt[:m].copy()
         ev_row = self.ev_row[:n]
         window_rows(
-            batch.sync, batch.other, gids, upto, self.hop, self.offset, self.size,
+            batch.sync, batch.other, gids, upto, self.hop, self.offset, self.slice_len,
             self.st, self.row_of, self.held, bw, bgid, bcnt, ev_row,
         )  # fmt: skip
         rows, closed = int(self.st[NROWS]), int(self.st[NCLOSED])
@@ -246,13 +355,71 @@ class FusedWindowEngine(CompiledEngine):
             for j, col in enumerate(floats):
                 _add_float(ev_row, col, bflt[j])
         out = None
-        if closed:
+        if self.k > 1:
+            if closed:
+                self._queue(bw[:closed], bgid[:closed], bcnt[:closed], bint[:, :closed], bflt[:, :closed])
+            progress = max(int(self.st[CUR]), upto) if self.st[HAS_CUR] else upto  # slices before it are final
+            out = self._slide(progress)
+        elif closed:
             sync = bw[:closed].copy()
-            cols = self._finish(bint[:, :closed].copy().T, bflt[:, :closed].copy().T, bcnt[:closed].copy(), None)
-            out = sync, sync + self.size, bgid[:closed].copy(), cols
+            out = sync, bgid[:closed].copy(), bcnt[:closed].copy(), bint[:, :closed].copy(), bflt[:, :closed].copy()
+        if closed:
             for a in (bw, bgid, bcnt, bint, bflt):  # the open rows move to the front
                 a[..., : rows - closed] = a[..., closed:rows]
-        return out
+        if out is None:
+            return None
+        sync, gid, cnt, oi, of = out
+        cols = self._finish(oi.T, of.T, cnt, None)
+        return sync, sync + self.slice_len, gid, cols
+
+    def _queue(self, start, gid, cnt, oi, of) -> None:
+        """Append closed slices to the sliding queue (dropping the expired ones before it when short of room)."""
+        st = self.st2
+        head, tail, m = int(st[QHEAD]), int(st[QTAIL]), len(start)
+        if tail + m > len(self.q_start):
+            live = tail - head
+            new = max(2 * (live + m), 1024)
+
+            def moved(a):
+                out = np.empty(a.shape[:-1] + (new,), a.dtype)
+                out[..., :live] = a[..., head:tail]
+                return out
+
+            self.q_start, self.q_gid, self.q_cnt = moved(self.q_start), moved(self.q_gid), moved(self.q_cnt)
+            self.q_int, self.q_flt = moved(self.q_int), moved(self.q_flt)
+            st[QHEAD], st[QADD], st[QTAIL] = 0, st[QADD] - head, live
+            tail = live
+        self.q_start[tail : tail + m] = start
+        self.q_gid[tail : tail + m] = gid
+        self.q_cnt[tail : tail + m] = cnt
+        self.q_int[:, tail : tail + m] = oi
+        self.q_flt[:, tail : tail + m] = of
+        st[QTAIL] = tail + m
+
+    def _slide(self, progress: int):
+        parts = []
+        cap = 2 * (int(self.st2[NACTIVE]) + int(self.st2[QTAIL] - self.st2[QADD])) + 1024
+        ki, kf = len(self.int_slots), len(self.flt_slots)
+        while True:
+            out = (
+                np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
+                np.empty((ki, cap), np.int64), np.empty((kf, cap), np.float64),
+            )  # fmt: skip
+            slide_hops(
+                progress, self.hop, self.k, self.st2, self.q_start, self.q_gid, self.q_cnt, self.q_int, self.q_flt,
+                self.tot_cnt, self.tot_int, self.tot_flt, self.active, self.pos, *out,
+            )  # fmt: skip
+            o = int(self.st2[SOUT])
+            if o:
+                parts.append(tuple(a[..., :o] for a in out))
+            if not self.st2[FULL]:
+                break
+            cap *= 2
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        return tuple(np.concatenate([p[i] for p in parts], axis=-1) for i in range(5))
 
     def snapshot(self) -> dict:
         if not self._typed:
@@ -260,6 +427,8 @@ class FusedWindowEngine(CompiledEngine):
         m = int(self.st[NHELD])
         arrays = {k: getattr(self, k).copy() for k in ("st", "row_of", "held")}
         arrays |= {k: getattr(self, k)[..., :m].copy() for k in ("buf_w", "buf_gid", "buf_cnt", "buf_int", "buf_flt")}
+        arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active", "pos")}
+        arrays |= {k: getattr(self, k).copy() for k in ("q_start", "q_gid", "q_cnt", "q_int", "q_flt")}
         return {"typed": True, "types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
@@ -271,7 +440,8 @@ class FusedWindowEngine(CompiledEngine):
 
 
 class FusedWindowAggregateOp(SnapshotAggregateOp):
-    """``hopping_window(size, hop, offset)`` (``size <= hop``) then the aggregate, as one operator."""
+    """``hopping_window(size, hop, offset)`` (``size <= hop``, or ``size`` a multiple of ``hop``) then the
+    aggregate, as one operator."""
 
     name = "Aggregate"
 
@@ -292,8 +462,9 @@ class FusedWindowAggregateOp(SnapshotAggregateOp):
     @property
     def variant(self) -> str:
         size, hop, offset = self.window
+        what = VARIANT if size <= hop else SLIDING
         return super().variant.replace(
-            "tumbling window (no endpoint queue)", f"{VARIANT}; window size {size}, hop {hop}, offset {offset}"
+            "tumbling window (no endpoint queue)", f"{what}; window size {size}, hop {hop}, offset {offset}"
         )
 
     def _frontier(self, t: int) -> int:

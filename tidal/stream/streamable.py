@@ -435,8 +435,8 @@ class Stream:
             stream._node.fuse = lambda node: _fused_window_aggregate(node, specs, props, key_fields, engine)
             if variant == "fused" and stream._node.fusion() is None:
                 raise PlanError(
-                    "variant='fused' needs a tumbling window (size <= hop) right before the aggregate and only "
-                    "linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
+                    "variant='fused' needs a window (size <= hop, or a multiple of hop) right before the aggregate "
+                    "and only linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
                 )
         return stream
 
@@ -673,7 +673,7 @@ class MappedStream:
 def _fused_window_aggregate(node: PlanNode, specs, props, key_fields, engine):
     """A factory of the window + aggregate operator when ``node`` is a window it can absorb, else None."""
     window = getattr(node, "window", None)
-    if window is None or engine == "python" or window[0] > window[1]:
+    if window is None or engine == "python" or (window[0] > window[1] and window[0] % window[1]):
         return None
     schema = node.inputs[0].schema if node.inputs and node.inputs[0] is not None else None
     if schema is None or not FusedWindowAggregateOp.fusable(SnapshotAggregateOp(specs, schema, props, key_fields)):
