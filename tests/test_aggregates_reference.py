@@ -312,3 +312,22 @@ def test_map_reduce_is_group_apply_after_the_map_stage(case):
     q = stream.map(mapper, key="k").reduce(reducer)
     assert_same_snapshots(q.to_arrow(), mapper(ref).group_apply("k", reducer))
     assert_same_snapshots(stream.map_reduce(mapper, "k", reducer).to_arrow(), mapper(ref).group_apply("k", reducer))
+
+
+@pytest.mark.parametrize("window", [(10, 10), (20, 5)])
+def test_fused_window_follows_null_rules_like_the_unfused_plan(window):
+    t = pa.table(
+        {
+            "t": [0, 1, 2, 3, 12, 13, 25],
+            "k": [1, 1, 2, 2, 1, 2, 1],
+            "v": pa.array([None, 4, None, None, 2, 5, None], pa.int64()),
+            "f": pa.array([1.5, float("nan"), None, 2.0, 3.0, None, 4.0], pa.float64()),
+        }
+    )
+    s = tidal.from_arrow(t, time="t").hopping_window(*window)
+    aggs = dict(n=agg.count(), nn=agg.count_not_null("v"), s=agg.sum("v"), a=agg.average("f"), sd=agg.stddev("f"))
+    fused = s.group_aggregate("k", **aggs)
+    assert "fused" in fused.explain()
+    unfused = s.group_aggregate("k", **aggs, variant="window" if window[0] <= window[1] else "fifo")
+    assert_same_snapshots(fused.to_arrow(), unfused.to_arrow(), digits=9)
+    assert fused.to_arrow().column("s").null_count > 0  # a group whose values are all null sums to null

@@ -1,22 +1,33 @@
-"""A tumbling window and the snapshot aggregate after it, fused into one compiled pass.
+"""A window and the snapshot aggregate after it, fused: windows computed and aggregated in one pass.
 
-Semantics: exactly those of ``hopping_window(size, hop, offset)`` (with ``size <= hop``)
-followed by ``aggregate``/``group_aggregate``: every event starting in ``[w, w + size)``
-(``w`` on the grid ``offset + k*hop``) belongs to window ``w``; each group with events in a
-window gets one result, the interval ``[w, w + size)`` carrying the aggregates over those
-events. End edges carry nothing new (a window fixes lifetimes at the start) and events in
-the gaps of a window shorter than its hop belong to no window. Empty windows produce
-nothing. A window's results leave once input progress passes its start: an event of a later
-window, or a punctuation at or past ``w + hop`` (punctuations leave snapped down to the grid,
-as after the window operator).
+Semantics: exactly those of ``hopping_window(size, hop, offset)`` followed by
+``aggregate``/``group_aggregate``, for ``size <= hop`` (tumbling windows, or windows with gaps)
+and for ``size`` a multiple of ``hop`` (hopping windows of ``k = size / hop`` hops):
 
-Physically it is the tumbling-window variant of Trill's aggregate (no endpoint queue: state
-resets at each window) without the window operator's per-event lifetime rewrite: one numba
-loop per batch computes each event's window from its sync time (a division only when the
-window changes, inputs arriving in sync-time order), adds its contributions into per-group
-running sums, and writes a closed window's results straight into column buffers that become
-the Arrow output without copies. It handles linear aggregates (count, count_not_null, sum,
-average, variance, stddev, and user-defined running sums); other aggregates run unfused.
+* ``size <= hop``: every event starting in ``[w, w + size)`` (``w`` on the grid
+  ``offset + k*hop``) belongs to window ``w``; each group with events there gets one result,
+  the interval ``[w, w + size)`` carrying the aggregates over them. Events in the gap of a
+  window shorter than its hop belong to no window.
+* ``size = k * hop``: an event starting in hop slice ``[a, a + hop)`` lives ``[a, a + size)``,
+  so at every instant of ``[p, p + hop)`` (``p`` on the grid) the alive events are those of the
+  ``k`` slices starting at ``p - (k-1)*hop .. p``; each group with any gets the interval
+  ``[p, p + hop)`` carrying the aggregates over them (the same snapshots as the unfused plan's
+  start and end edges, as intervals).
+
+End edges carry nothing new (a window fixes lifetimes at the start). Empty snapshots produce
+nothing. Results leave once input progress passes their start: an event of a later slice, or a
+punctuation (which leaves snapped down to the grid, as after the window operator).
+
+Physically: one numba loop per batch gives each event its result row, one per (window, group),
+numbered in order of first event (a division only when the window changes: inputs arrive in
+sync-time order), counting as it goes; each other running sum is then one tight scatter-add
+per column, and closed rows are the output columns (wrapped as Arrow without copies). This is
+the tumbling-window variant of Trill's aggregate (no endpoint queue) without the window
+operator's per-event lifetime rewrite. Hopping windows first aggregate per hop slice that way,
+then slide: at each grid point the slice that fell out of the window is subtracted from
+per-group totals and the new slice added (linear aggregates are invertible), and the groups
+with a non-zero total are emitted. Linear aggregates only (count, count_not_null, sum, average,
+variance, stddev, user-defined running sums); anything else runs unfused.
 """
 
 from __future__ import annotations
