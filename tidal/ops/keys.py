@@ -259,6 +259,11 @@ class _ColumnCodes:
                         self.direct, self.base = grown, new_lo
                 else:
                     self._to_table()
+        if valid is None and self.direct is not None and self.table is None:  # the table now spans the batch
+            out, _, new_rows, _ = _direct_ids(ints, self.base, self.direct, self.count)
+            if len(new_rows):
+                self._remember(col.take(pa.array(new_rows)))
+            return out
         if self.direct is not None and self.table is None:
             pos = ints - self.base
             if valid is not None:

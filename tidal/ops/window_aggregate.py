@@ -236,6 +236,7 @@ class FusedWindowEngine(CompiledEngine):
         self.slice_len = min(self.size, self.hop)
         self.st = np.zeros(5, np.int64)
         self.st2 = np.zeros(9, np.int64)
+        self.group_count: int | None = None  # groups known to the operator's key index (else: from the ids)
 
     @staticmethod
     def fusable(fns) -> bool:
@@ -336,7 +337,7 @@ class FusedWindowEngine(CompiledEngine):
                 return None
             pairs = zip(self.fns, self.args, strict=True)
             self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
-        self._grow_groups(int(gids.max()) + 1 if n else 0)
+        self._grow_groups(self.group_count if self.group_count is not None else int(gids.max()) + 1 if n else 0)
         m = int(self.st[NHELD])
         self._room(m + n + 1, n)  # the open rows, at most one new row per event, and a spare row
         bw, bgid, bcnt, bint, bflt = self.buf_w, self.buf_gid, self.buf_cnt, self.buf_int, self.buf_flt
@@ -477,6 +478,11 @@ class FusedWindowAggregateOp(SnapshotAggregateOp):
         return super().variant.replace(
             "tumbling window (no endpoint queue)", f"{what}; window size {size}, hop {hop}, offset {offset}"
         )
+
+    def _gids(self, batch: EventBatch) -> np.ndarray:
+        gids = super()._gids(batch)
+        self.engine.group_count = len(self.keys) if self.keys is not None else 1
+        return gids
 
     def _frontier(self, t: int) -> int:
         if t in (INFINITY, MIN_TIME):
