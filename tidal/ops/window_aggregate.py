@@ -226,7 +226,8 @@ def slide_hops(
 
 
 class FusedWindowEngine(CompiledEngine):
-    """The compiled engine's slot layout and result columns, run by :func:`window_rows`."""
+    """The compiled engine's slot layout and result columns, run by :func:`window_rows` (then
+    :func:`slide_hops` for hopping windows)."""
 
     def __init__(self, fns, args, size: int, hop: int, offset: int):
         super().__init__(fns, args, mode=-1, window_len=size)
@@ -257,8 +258,8 @@ class FusedWindowEngine(CompiledEngine):
         ki, kf = len(self.int_slots), len(self.flt_slots)
         self.q_start, self.q_gid, self.q_cnt = (np.zeros(0, np.int64) for _ in range(3))
         self.q_int, self.q_flt = np.zeros((ki, 0), np.int64), np.zeros((kf, 0), np.float64)
-        self.tot_cnt, self.tot_int, self.tot_flt = np.zeros(0, np.int64), np.zeros((0, ki)), np.zeros((0, kf))
-        self.tot_int = self.tot_int.astype(np.int64)
+        self.tot_cnt = np.zeros(0, np.int64)
+        self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, kf), np.float64)
         self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def _grow_groups(self, count: int) -> None:
@@ -337,7 +338,10 @@ class FusedWindowEngine(CompiledEngine):
                 return None
             pairs = zip(self.fns, self.args, strict=True)
             self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
-        self._grow_groups(self.group_count if self.group_count is not None else int(gids.max()) + 1 if n else 0)
+        groups = self.group_count
+        if groups is None:
+            groups = int(gids.max()) + 1 if n else 0
+        self._grow_groups(groups)
         m = int(self.st[NHELD])
         self._room(m + n + 1, n)  # the open rows, at most one new row per event, and a spare row
         bw, bgid, bcnt, bint, bflt = self.buf_w, self.buf_gid, self.buf_cnt, self.buf_int, self.buf_flt
