@@ -43,8 +43,9 @@ from .aggregate import CompiledEngine, SnapshotAggregateOp, _orderable_as_int
 
 # scalar slots of the kernel's persistent state
 CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
-VARIANT = "fused tumbling window (window and aggregate in one pass, no endpoint queue)"
-SLIDING = "fused hopping window (per-hop partial sums, slid: add the new hop, subtract the expired one)"
+# (the window node below a fused aggregate in explain() is not run for it: its input feeds the aggregate)
+VARIANT = "fused tumbling window (this pass also does the window below; no endpoint queue)"
+SLIDING = "fused hopping window (this pass also does the window below: per-hop partial sums, slid)"
 
 
 @numba.njit(cache=True)
