@@ -12,13 +12,18 @@ in memory as Arrow, time-ordered. Workloads, each the same query in every engine
 DuckDB runs in memory with ``threads=1`` on the same Arrow table; the Python loop is the
 event-at-a-time engine of the Trill paper (dicts of running state), on ``--python-events``.
 ``--quick``: 2M events, 200k for the loop.
-tidal's figure includes ingress from Arrow and collecting the result as Arrow.
+tidal's figure includes ingress from Arrow and collecting the result as Arrow. Each row also
+records process CPU time (``cpu_s``, ``events_per_cpu_s``, printed as notes), steadier than wall
+time when the machine is shared; the load average at the end is in the parameters.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
+import time
 from collections import defaultdict
 
 import duckdb
@@ -88,7 +93,16 @@ def main(argv=None) -> int:
     results = Results()
 
     def run(workload, engine, fn, events):
-        results.run(workload, engine, fn, events, args.repeat)
+        cpu = []  # process CPU seconds per run: steadier than wall time on a shared machine
+
+        def timed():
+            start = time.process_time()
+            fn()
+            cpu.append(time.process_time() - start)
+
+        row = results.run(workload, engine, timed, events, args.repeat)
+        row["cpu_s"] = statistics.median(cpu)
+        row["events_per_cpu_s"] = events / row["cpu_s"] if row["cpu_s"] > 0 else float("inf")
 
     tumbling = stream.tumbling_window(HOUR).group_aggregate("key", agg.count(), agg.sum("value"))
     tumbling.to_arrow()  # compile the kernels once
@@ -134,7 +148,14 @@ def main(argv=None) -> int:
     )
     run(name, "python loop", lambda: python_hopping_sum(*py_cols), small_n)
 
-    results.report(args.out, events=n, python_events=small_n, quick=args.quick)
+    by_cpu = {(r["workload"], r["engine"]): r["events_per_cpu_s"] for r in results.rows}
+    for r in results.rows:
+        mine = by_cpu[(r["workload"], "tidal")]
+        results.note(
+            f"CPU time: {r['workload']}, {r['engine']}: {r['events_per_cpu_s']:,.0f} events/s "
+            f"(tidal/peer {mine / r['events_per_cpu_s']:.2f})"
+        )
+    results.report(args.out, events=n, python_events=small_n, quick=args.quick, load_average=os.getloadavg())
     return 0
 
 

@@ -80,22 +80,73 @@ def test_constant_duration_fifo_variant(case, which):
     )
 
 
+LINEAR_SETS = ("count_sum", "linear", "spread")
+
+
 @given(
     case=stream_cases(),
     which=st.sampled_from(sorted(COMPILED_SETS) + sorted(PYTHON_SETS)),
     window=st.sampled_from([(10, 10, 0), (5, 5, 2), (3, 8, 1), (10, 5, 0)]),
+    variant=st.sampled_from([None, "window"]),
 )
-def test_window_variants(case, which, window):
+def test_window_variants(case, which, window, variant):
     stream, ref = case
     size, hop, offset = window
     maker = {**COMPILED_SETS, **PYTHON_SETS}[which]
-    q = _call(stream.hopping_window(size, hop, offset), maker, method="group_aggregate", key="k")
-    expected_variant = "tumbling window" if size <= hop else "FIFO"
+    variant = variant if size <= hop else None  # "window" (unfused) presumes one window per event
+    q = _call(stream.hopping_window(size, hop, offset), maker, method="group_aggregate", key="k", variant=variant)
+    expected_variant = "Aggregate [tumbling window" if size <= hop else "FIFO"
+    if variant is None and which in LINEAR_SETS:  # linear aggregates fuse with the window unless a variant is forced
+        expected_variant = "fused tumbling" if size <= hop else "fused hopping"
     assert expected_variant in q.explain()
     result = q.to_arrow()
     check_physical(result)
     expected = _call(ref.hopping_window(size, hop, offset), maker, method="group_aggregate", key="k")
     assert_same_snapshots(result, expected, digits=6)
+
+
+@given(
+    case=stream_cases(),
+    which=st.sampled_from(LINEAR_SETS + ("udf_count",)),
+    window=st.sampled_from(
+        [(10, 10, 0), (5, 5, 2), (3, 8, 1), (1, 1, 0), (4, 4, -3), (10, 5, 0), (9, 3, 1), (2, 1, 0)]
+    ),
+    key=st.sampled_from([None, "k", ["k", "v"], "group_apply"]),
+)
+def test_fused_window_variant(case, which, window, key):
+    stream, ref = case
+    size, hop, offset = window
+    sets = {
+        **COMPILED_SETS,
+        "udf_count": lambda: dict(c=agg.user_defined(lambda: 0, lambda s, e: s + 1, lambda s, e: s - 1)),
+    }
+    maker = sets[which]
+    if key == "group_apply":
+        q = stream.group_apply("k", lambda g: _call(g.hopping_window(size, hop, offset), maker, variant="fused"))
+        r = ref.group_apply("k", lambda g: _call(g.hopping_window(size, hop, offset), maker))
+    else:
+        method = "aggregate" if key is None else "group_aggregate"
+        q = _call(stream.hopping_window(size, hop, offset), maker, method=method, key=key, variant="fused")
+        r = _call(ref.hopping_window(size, hop, offset), maker, method=method, key=key)
+    assert ("fused tumbling window" if size <= hop else "fused hopping window") in q.explain()
+    result = q.to_arrow()
+    check_physical(result)
+    assert_same_snapshots(result, r, digits=6)
+
+
+def test_fused_window_variant_is_refused_where_it_does_not_apply():
+    s = tidal.from_arrow(pa.table({"t": [0, 1], "k": [1, 2], "v": [5, 7]}), time="t")
+    with pytest.raises(tidal.PlanError, match="fused"):
+        s.hopping_window(10, 4).aggregate(agg.count(), variant="fused")  # the hop does not divide the size
+    with pytest.raises(tidal.PlanError, match="fused"):
+        s.tumbling_window(10).aggregate(agg.max("v"), variant="fused")  # not a running sum
+    with pytest.raises(tidal.PlanError, match="fused"):
+        s.alter_duration(10).aggregate(agg.count(), variant="fused")  # no window
+    # a user aggregate reading the timestamp needs the window's start: it runs unfused, and right
+    stamp = agg.user_defined(lambda: 0, lambda c, t, e: c + t, lambda c, t, e: c - t)
+    q = s.tumbling_window(10, offset=3).aggregate(total=stamp)
+    assert "fused" not in q.explain()
+    assert [r["total"] for r in q.to_arrow().to_pylist()] == [-7 + -7]
 
 
 @st.composite
@@ -261,3 +312,22 @@ def test_map_reduce_is_group_apply_after_the_map_stage(case):
     q = stream.map(mapper, key="k").reduce(reducer)
     assert_same_snapshots(q.to_arrow(), mapper(ref).group_apply("k", reducer))
     assert_same_snapshots(stream.map_reduce(mapper, "k", reducer).to_arrow(), mapper(ref).group_apply("k", reducer))
+
+
+@pytest.mark.parametrize("window", [(10, 10), (20, 5)])
+def test_fused_window_follows_null_rules_like_the_unfused_plan(window):
+    t = pa.table(
+        {
+            "t": [0, 1, 2, 3, 12, 13, 25],
+            "k": [1, 1, 2, 2, 1, 2, 1],
+            "v": pa.array([None, 4, None, None, 2, 5, None], pa.int64()),
+            "f": pa.array([1.5, float("nan"), None, 2.0, 3.0, None, 4.0], pa.float64()),
+        }
+    )
+    s = tidal.from_arrow(t, time="t").hopping_window(*window)
+    aggs = dict(n=agg.count(), nn=agg.count_not_null("v"), s=agg.sum("v"), a=agg.average("f"), sd=agg.stddev("f"))
+    fused = s.group_aggregate("k", **aggs)
+    assert "fused" in fused.explain()
+    unfused = s.group_aggregate("k", **aggs, variant="window" if window[0] <= window[1] else "fifo")
+    assert_same_snapshots(fused.to_arrow(), unfused.to_arrow(), digits=9)
+    assert fused.to_arrow().column("s").null_count > 0  # a group whose values are all null sums to null

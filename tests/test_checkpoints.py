@@ -20,6 +20,13 @@ STATEFUL = {
     "aggregate_window": lambda s: s.tumbling_window(10).group_aggregate(
         "k", agg.count(), p=agg.percentile_cont("v", 0.5)
     ),
+    "aggregate_fused_window": lambda s: s.tumbling_window(10).group_aggregate(
+        "k", agg.count(), agg.average("v"), variant="fused"
+    ),
+    "aggregate_fused_hopping": lambda s: s.hopping_window(9, 3).group_aggregate(
+        "k", agg.sum("v"), sd=agg.stddev("v"), variant="fused"
+    ),
+    "aggregate_fused_gap_window": lambda s: s.hopping_window(3, 8, 1).aggregate(sd=agg.stddev("v"), variant="fused"),
     "aggregate_udf": lambda s: s.aggregate(initial_state=lambda: 0, accumulate=lambda c, e: c + e.v),
     "group_apply_nested": lambda s: s.group_apply(
         "k", lambda g: g.group_apply("v", lambda h: h.hopping_window(8, 4).aggregate(agg.count()))

@@ -65,6 +65,8 @@ def choose_mode(props, force: str | None = None) -> int:
     """The physical variant for a stream with these properties (``force`` names one, for tests)."""
     if force is not None:
         names = {"start_edge": MODE_NONE, "fifo": MODE_FIFO, "general": MODE_HEAP, "window": MODE_WINDOW}
+        if force not in names:
+            raise PlanError(f"unknown aggregate variant {force!r}; variants are {sorted(names) + ['fused']}")
         return names[force]
     hop, dur = props.constant_hop, props.constant_duration
     if hop is not None and dur is not None and dur <= hop[0]:
@@ -638,7 +640,7 @@ class CompiledEngine(_Engine):
                 cols[name] = pa.array(oc, pa.int64())
                 continue
             valid = oi[:, parts["valid"]]
-            none = valid == 0
+            none = _mask(valid == 0)
             if kind == "count_not_null":
                 cols[name] = pa.array(valid, pa.int64())
             elif "ms" in parts:
@@ -654,7 +656,7 @@ class CompiledEngine(_Engine):
                 s, sq = of[:, parts["fsum"]], of[:, parts["fsq"]]
                 with np.errstate(invalid="ignore", divide="ignore"):
                     var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
-                cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=valid < 2)
+                cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=_mask(valid < 2))
         return cols
 
     def snapshot(self) -> dict:
@@ -706,6 +708,11 @@ class CompiledEngine(_Engine):
             offsets = multisets.offsets.to_numpy().astype(np.int64)
             flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.float64)
             _load_multisets(self.ms, flat, offsets)
+
+
+def _mask(missing: np.ndarray) -> np.ndarray | None:
+    """A null mask for ``pa.array``, or None when nothing is missing (no bitmap to build)."""
+    return missing if missing.any() else None
 
 
 def _ordered_result(kind: str, res: np.ndarray, t: pa.DataType) -> pa.Array:

@@ -199,6 +199,7 @@ class _ColumnCodes:
         self.lookup: dict = {}  # other types: python value -> code
         self.chunks: list[pa.Array] = []  # values of new codes, in code order
         self.values: pa.Array | None = None
+        self.np_values: np.ndarray | None = None  # ``values`` as numpy, when plain numbers without nulls
 
     def codes(self, col: pa.Array) -> np.ndarray:
         if self.type is None:
@@ -258,6 +259,11 @@ class _ColumnCodes:
                         self.direct, self.base = grown, new_lo
                 else:
                     self._to_table()
+        if valid is None and self.direct is not None and self.table is None:  # the table now spans the batch
+            out, _, new_rows, _ = _direct_ids(ints, self.base, self.direct, self.count)
+            if len(new_rows):
+                self._remember(col.take(pa.array(new_rows)))
+            return out
         if self.direct is not None and self.table is None:
             pos = ints - self.base
             if valid is not None:
@@ -329,6 +335,11 @@ class _ColumnCodes:
         if self.values is None:
             self.values = pa.concat_arrays(self.chunks) if self.chunks else pa.array([], self.type or pa.null())
             self.chunks = [self.values]
+            t = self.values.type
+            plain = self.values.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t))
+            self.np_values = as_numpy(self.values) if plain else None
+        if self.np_values is not None:  # a numpy gather, wrapped without a copy
+            return pa.array(self.np_values[codes], self.values.type)
         return self.values.take(pa.array(codes, pa.int64()))
 
 

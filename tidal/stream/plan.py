@@ -75,6 +75,11 @@ class PlanNode:
         """Where each input connects on the physical operator."""
         return list(getattr(op, "ports", [op] * len(self.inputs)))
 
+    def fusion(self) -> tuple[Callable[[], Operator], tuple[PlanNode, ...]] | None:
+        """``(factory, inputs)`` when this node's operator also does its input node's work and reads that
+        node's inputs instead (the input node is then built only if something else consumes it)."""
+        return None
+
 
 class OperatorNode(PlanNode):
     """A node whose physical operator comes from a factory (most operators)."""
@@ -85,13 +90,22 @@ class OperatorNode(PlanNode):
         self.factory = factory
         self.detail = detail
         self._probe: Operator | None = None
+        # fuse(input node) -> a factory of an operator doing both nodes' work, or None
+        self.fuse: Callable[[PlanNode], Callable[[], Operator] | None] | None = None
 
     def make(self) -> Operator:
         return self.factory()
 
+    def fusion(self) -> tuple[Callable[[], Operator], tuple[PlanNode, ...]] | None:
+        if self.fuse is None or len(self.inputs) != 1 or self.inputs[0] is None:
+            return None
+        factory = self.fuse(self.inputs[0])
+        return None if factory is None else (factory, self.inputs[0].inputs)
+
     def describe(self) -> str:
         if self._probe is None:
-            self._probe = self.factory()
+            fused = self.fusion()
+            self._probe = fused[0]() if fused is not None else self.factory()
         variant = getattr(self._probe, "variant", "")
         return ", ".join(x for x in (variant, self.detail) if x)
 

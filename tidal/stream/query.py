@@ -65,12 +65,13 @@ class Query:
         def build(node: PlanNode) -> Operator:
             if id(node) in built:
                 return built[id(node)]
-            op = node.make()
+            fused = node.fusion()
+            op, inputs = (fused[0](), fused[1]) if fused is not None else (node.make(), node.inputs)
             built[id(node)] = op
             self.operators.append(op)
             if isinstance(node, SourceNode):
                 self.sources.append((node, op))
-            for child, port in zip(node.inputs, node.ports(op), strict=True):
+            for child, port in zip(inputs, node.ports(op), strict=True):
                 build(child).downstream.append(port)
             return op
 

@@ -32,6 +32,7 @@ from ..ops.lifetime import (
 from ..ops.selection import SelectManyOp, SelectOp, WhereOp
 from ..ops.session import DistinctOp, SessionWindowOp, StitchOp
 from ..ops.union import UnionOp
+from ..ops.window_aggregate import FusedWindowAggregateOp
 from .plan import OperatorNode, PlanNode, Properties, explain
 from .query import Query, execute
 
@@ -186,13 +187,15 @@ class Stream:
         )
         label = f"window size {size}, hop {hop}, offset {offset}"
         kind = "TumblingWindow" if size == hop else "HoppingWindow"
-        return self._derive(
+        out = self._derive(
             kind,
             lambda: AlterLifetimeOp(
                 start, duration, keep=keep, label=label, grid=(hop, offset, size if hop > size else -1)
             ),
             props=props,
         )
+        out._node.window = (size, hop, offset)  # an aggregate right after may fuse with it
+        return out
 
     def tumbling_window(self, size: int, offset: int = 0) -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
@@ -417,8 +420,9 @@ class Stream:
 
     def _aggregate_node(self, specs, key_fields: tuple[str, ...], variant, engine=None) -> Stream:
         schema, props = self.schema, self.properties
-        mode = choose_mode(props, variant)
-        make = lambda: SnapshotAggregateOp(specs, schema, props, key_fields, force=variant, engine=engine)  # noqa: E731
+        force = None if variant == "fused" else variant  # unfused (e.g. on Spark), "fused" is the window variant
+        mode = choose_mode(props, force)
+        make = lambda: SnapshotAggregateOp(specs, schema, props, key_fields, force=force, engine=engine)  # noqa: E731
         make()  # validate arguments now
         out_schema = _aggregate_schema(specs, schema, key_fields)
         window = mode == MODE_WINDOW
@@ -429,6 +433,13 @@ class Stream:
         )
         stream = self._derive("Aggregate", make, schema=out_schema, props=out_props)
         stream._node.partitioning = (key_fields or props.grouping,)
+        if variant in (None, "fused"):
+            stream._node.fuse = lambda node: _fused_window_aggregate(node, specs, props, key_fields, engine)
+            if variant == "fused" and stream._node.fusion() is None:
+                raise PlanError(
+                    "variant='fused' needs a window (size <= hop, or a multiple of hop) right before the aggregate "
+                    "and only linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
+                )
         return stream
 
     def _keyed(self, key) -> tuple[Stream, tuple[str, ...], tuple[str, ...]]:
@@ -680,3 +691,14 @@ class MappedStream:
         """Trill's Reduce: ``reducer`` (Stream -> Stream) per key, then ``result(key, payload)`` (default: key
         fields, then the reducer's fields)."""
         return self.stream.group_apply(self.key, reducer, result)
+
+
+def _fused_window_aggregate(node: PlanNode, specs, props, key_fields, engine):
+    """A factory of the window + aggregate operator when ``node`` is a window it can absorb, else None."""
+    window = getattr(node, "window", None)
+    if window is None or engine == "python" or (window[0] > window[1] and window[0] % window[1]):
+        return None
+    schema = node.inputs[0].schema if node.inputs and node.inputs[0] is not None else None
+    if schema is None or not FusedWindowAggregateOp.fusable(SnapshotAggregateOp(specs, schema, props, key_fields)):
+        return None
+    return lambda: FusedWindowAggregateOp(specs, schema, props, key_fields, window)
