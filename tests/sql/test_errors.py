@@ -4,23 +4,10 @@ kernel names or type names. Also: standard input as a file (``stdin.csv``, ``std
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tidal.cli.main import main as cli
 from tidal.sql import SqlTypeError, plan
-
-from .data import write_files
-
-
-@pytest.fixture
-def in_dir(tmp_path):
-    write_files(tmp_path)
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +32,7 @@ def in_dir(tmp_path):
         ("SELECT sum(qty * customer) FROM 'orders.csv'", "qty * customer"),
     ],
 )
-def test_type_errors_name_the_users_expression(in_dir, sql, named):
+def test_type_errors_name_the_users_expression(files_dir, sql, named):
     with pytest.raises(SqlTypeError) as err:
         plan(sql).result()
     message = str(err.value)
@@ -53,14 +40,14 @@ def test_type_errors_name_the_users_expression(in_dir, sql, named):
     assert "__" not in message and "kernel" not in message and "int64" not in message
 
 
-def test_a_value_error_at_run_time_names_the_expression(in_dir, capsys):
+def test_a_value_error_at_run_time_names_the_expression(files_dir, capsys):
     sql = "SELECT CAST(c AS INTEGER) FROM (SELECT upper(customer) AS c FROM 'orders.csv') x"
     assert cli(["query", sql, "--format", "batch-csv"]) == 2
     err = capsys.readouterr().err
     assert "CAST(c AS INT)" in err and "'FRANK' as INTEGER" in err and "int32" not in err
 
 
-def test_stdin_csv_and_json_read_standard_input(in_dir, capsys, monkeypatch):
+def test_stdin_csv_and_json_read_standard_input(files_dir, capsys, monkeypatch):
     import io
     import sys
 
@@ -80,5 +67,5 @@ def test_stdin_csv_and_json_read_standard_input(in_dir, capsys, monkeypatch):
         assert cli(["query", sql, "--format", "batch-csv"]) == 0
         got = pv.read_csv(io.BytesIO(capsys.readouterr().out.encode()))
         copy = name.replace("stdin", "copy")
-        (in_dir / copy).write_text(text)
-        assert _rows(got) == _rows(run_duckdb(sql.replace(name, copy), in_dir))
+        (files_dir / copy).write_text(text)
+        assert _rows(got) == _rows(run_duckdb(sql.replace(name, copy), files_dir))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 
 import pyarrow as pa
 import pyarrow.csv as pv
@@ -20,14 +19,6 @@ from tidal.sql import plan
 from .test_triggers import DUCKDB_PER_MINUTE, THESIS_4_2, duck, stream_and_batch, write_events
 
 OFFSET_US = 5_000_000  # THESIS_4_2's max_diff_watermark offset
-
-
-@pytest.fixture
-def in_dir(tmp_path):
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
 
 
 def _us(t: dt.datetime) -> int:

@@ -9,7 +9,6 @@ input (disorder within the watermark's offset) ``TRIGGER ON WATERMARK`` emits ea
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections import Counter
 
 import duckdb
@@ -25,14 +24,6 @@ from .test_triggers import stream_and_batch
 
 BASE = dt.datetime(2024, 6, 1, 9, 0, 0)
 MINUTE = 60_000_000
-
-
-@pytest.fixture
-def in_dir(tmp_path):
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
 
 
 def write_clicks(path, n: int, seed: int, disorder_s: int = 0, users: int = 5) -> None:

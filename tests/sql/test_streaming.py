@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 
 import numpy as np
 import pytest
@@ -32,14 +31,6 @@ def test_percentile_watermark_worked_example():
 def test_late_records_are_behind_the_watermark_before_they_arrive():
     times = np.array([10, 20, 15, 30, 17])
     assert late_mask(times, max_diff_watermarks(times, 4)).tolist() == [False, False, True, False, True]
-
-
-@pytest.fixture
-def in_dir(tmp_path):
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
 
 
 def _write_times(path, times, extra=None):

@@ -5,7 +5,6 @@ at every instant the window is the right one for the snapshot of the unlimited q
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import numpy as np
@@ -16,14 +15,6 @@ import pytest
 from tidal.sql import plan
 
 from .test_triggers import duck, stream_and_batch
-
-
-@pytest.fixture
-def in_dir(tmp_path):
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
 
 
 def write_rows(path, n: int, seed: int) -> None:

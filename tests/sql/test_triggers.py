@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pv
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,14 +57,6 @@ DUCKDB_PER_MINUTE = """
 SELECT time_bucket(INTERVAL 1 MINUTE, time) + INTERVAL 1 MINUTE AS window_end, team, COUNT(*) AS goals
 FROM 'events.csv' GROUP BY ALL ORDER BY window_end, goals DESC
 """
-
-
-@pytest.fixture
-def in_dir(tmp_path):
-    old = os.getcwd()
-    os.chdir(tmp_path)
-    yield tmp_path
-    os.chdir(old)
 
 
 def write_events(path: Path, n: int, seed: int, disorder_s: float, late_every: int = 0, teams: int = 12) -> None:

@@ -590,13 +590,19 @@ class CompiledEngine(_Engine):
             mv[:, j] = as_float(a)
         return ic, fc, mv
 
-    def run(self, batch, gids, upto):
-        n = len(batch)
+    def _layout_from(self, batch) -> bool:
+        """Lay out the slots from the first non-empty batch's argument types; False while unknown."""
         if not self._typed:
-            if n == 0:
-                return None
+            if len(batch) == 0:
+                return False
             pairs = zip(self.fns, self.args, strict=True)
             self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
+        return True
+
+    def run(self, batch, gids, upto):
+        n = len(batch)
+        if not self._layout_from(batch):
+            return None
         self._grow_groups(int(gids.max()) + 1 if n else 0)
         if self.mode in (MODE_FIFO, MODE_HEAP):
             self._ensure_queue(n)

@@ -334,11 +334,8 @@ class FusedWindowEngine(CompiledEngine):
 
     def run(self, batch, gids, upto):
         n = len(batch)
-        if not self._typed:
-            if n == 0:
-                return None
-            pairs = zip(self.fns, self.args, strict=True)
-            self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
+        if not self._layout_from(batch):
+            return None
         groups = self.group_count
         if groups is None:
             groups = int(gids.max()) + 1 if n else 0

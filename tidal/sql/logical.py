@@ -234,14 +234,8 @@ class EventTime(SameColumns):
         )
 
 
-@dataclass(frozen=True)
-class Tumble(Unary):
-    input: Node
-    time_field: str
-    length: int
-    offset: int
-    scope: tuple = ()
-    hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
+class WindowColumns(Unary):
+    """A window table function: the input's columns, then ``window_start`` and ``window_end``."""
 
     @property
     def names(self):
@@ -251,13 +245,23 @@ class Tumble(Unary):
     def types(self):
         return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
 
+
+@dataclass(frozen=True)
+class Tumble(WindowColumns):
+    input: Node
+    time_field: str
+    length: int
+    offset: int
+    scope: tuple = ()
+    hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
+
     def describe(self) -> str:
         kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
         return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
 
 
 @dataclass(frozen=True)
-class Session(Unary):
+class Session(WindowColumns):
     """Session windows (``session(...)``): per ``keys`` (all rows when empty), a session is cut by a
     gap of ``gap`` between consecutive event times, or by a multiple of ``max_duration``; adds
     ``window_start``/``window_end`` and makes the window end the event time."""
@@ -268,14 +272,6 @@ class Session(Unary):
     max_duration: int | None = None
     keys: tuple = ()
     scope: tuple = ()
-
-    @property
-    def names(self):
-        return (*self.input.names, "window_start", "window_end")
-
-    @property
-    def types(self):
-        return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
 
     def describe(self) -> str:
         per = f" per {', '.join(self.keys)}" if self.keys else ""
