@@ -56,6 +56,34 @@ def timed(fn, repeat: int) -> tuple[float, float]:
     return statistics.median(runs), (max(runs) - min(runs))
 
 
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_memory(fn) -> tuple[object, int | None]:
+    """``fn()``'s value and the most resident memory it added, in bytes (peak RSS during the call
+    minus RSS before it). Linux only: the kernel's peak (VmHWM) is reset through
+    ``/proc/self/clear_refs`` first; elsewhere the bytes are None."""
+    before = _status_kib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        return fn(), None
+    value = fn()
+    peak = _status_kib("VmHWM")
+    if before is None or peak is None:
+        return value, None
+    return value, max(peak - before, 0) * 1024
+
+
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(
@@ -125,9 +153,19 @@ class Results:
         runs = timed_runs(fn, repeat)
         return self.record(workload, engine, statistics.median(runs), max(runs) - min(runs), events, runs, **extra)
 
-    def add_series(self, name: str, x_label: str, y_label: str, x: list, lines: dict, log_x: bool = False) -> None:
+    def add_series(
+        self, name: str, x_label: str, y_label: str, x: list, lines: dict, log_x: bool = False, log_y: bool = False
+    ) -> None:
         self.series.append(
-            {"name": name, "x_label": x_label, "y_label": y_label, "x": list(x), "lines": lines, "log_x": log_x}
+            {
+                "name": name,
+                "x_label": x_label,
+                "y_label": y_label,
+                "x": list(x),
+                "lines": lines,
+                "log_x": log_x,
+                "log_y": log_y,
+            }
         )
 
     def note(self, text: str) -> None:

@@ -1,0 +1,287 @@
+"""Temporal stream processing (Trill paper section 7.2): ingress, Fig. 4a's simple operators, Fig. 4b, Fig. 4c.
+
+    python bench/bench_temporal.py [--quick] [--events N] [--python-events N] [--repeat 3]
+                                   [--out bench/results/temporal.json]
+
+Data: a time-ordered search log of N events (``ts`` in seconds over 30 days, ``user`` in [0, 10,000),
+``query`` id in [0, 1,000)), in memory as Arrow; 10M events (1M with ``--quick``). tidal reads it
+with a punctuation every 80,000 events (the paper's fixed latency) unless a workload varies that.
+The event-at-a-time peer is a plain Python loop over the rows as tuples (the "SPE-X" of the paper),
+on a prefix of ``--python-events`` (1M, 200k with ``--quick``); rates are per event, so sizes need
+not match. DuckDB (``threads=1``) and Polars (``POLARS_MAX_THREADS=1``) run what a relational engine
+can say: filters, projections and the lifetime arithmetic, on the same Arrow table.
+
+* ingress (7.2.1): a pass-through query counting at egress, from columns (``from_arrow``) and from
+  rows (``from_records`` over a list of tuples); peers: the loop over the tuples, Polars building a
+  frame from the same tuples (rows) or the same Arrow table (columns).
+* Fig. 4a: filter with no match, filter where all match, project (two fields, one computed),
+  alter-lifetime (the 1 h / 10 min hopping window's lifetimes). Windowed count, grouped windowed sum
+  and the A-then-B join of Fig. 4a are ``bench_stateful.py`` and ``bench_joins.py``.
+* Fig. 4b: throughput against the punctuation spacing, 100 to 1M events, for the windowed count
+  (1 h window, 10 min hop) and the all-match filter; the Python loop's windowed count has no
+  punctuation and is drawn flat. Small spacings run on a prefix (at least 200 punctuations' worth).
+* Fig. 4c: the windowed temporal join (per user, a search for a term of set A then one of set B
+  within W) for W from 1 minute to 1 day: throughput and the peak resident memory each run adds
+  (Linux: VmHWM reset through /proc/self/clear_refs), tidal against the Python loop (a deque of
+  recent A searches per user) and DuckDB's band join (throughput only). Pair counts are checked equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict, deque
+
+# Polars sizes its thread pool when imported: one thread, as for DuckDB and tidal.
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from harness import Results, add_common_args, peak_memory  # noqa: E402
+
+import tidal  # noqa: E402
+from tidal import agg  # noqa: E402
+
+HOUR, TEN_MIN, DAY = 3600, 600, 86_400
+USERS, QUERIES = 10_000, 1_000
+PUNCTUATE = 80_000
+SPACINGS = [100, 1_000, 10_000, 100_000, 1_000_000]
+WINDOWS = [60, 600, HOUR, 6 * HOUR, DAY]
+
+
+def make_log(n: int, seed: int = 17) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "ts": np.sort(rng.integers(0, 30 * DAY, n)).astype(np.int64),
+            "user": rng.integers(0, USERS, n),
+            "query": rng.integers(0, QUERIES, n),
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the event-at-a-time peer
+# ---------------------------------------------------------------------------------------------
+
+
+def py_windowed_count(rows) -> dict:
+    """Count per 1 h window every 10 min: each event adds one to the six windows holding it."""
+    counts: dict = defaultdict(int)
+    for t, _, _ in rows:
+        first = t - t % TEN_MIN
+        for w in range(first - HOUR + TEN_MIN, first + 1, TEN_MIN):
+            counts[w] += 1
+    return counts
+
+
+def py_a_then_b(rows, window: int) -> int:
+    """Pairs (A search, later B search of the same user within ``window``); an A and a B at the same
+    instant pair too, so each instant's B searches wait until its A searches are in."""
+    recent: dict[int, deque] = {}
+    held: list = []
+    pairs = 0
+    now = None
+    for t, user, query in rows:
+        if t != now:
+            for bt, bu in held:
+                q = recent.get(bu)
+                while q and q[0] + window <= bt:
+                    q.popleft()
+                pairs += len(q) if q else 0
+            held.clear()
+            now = t
+        if query < QUERIES // 4:
+            recent.setdefault(user, deque()).append(t)
+        elif query < QUERIES // 2:
+            held.append((t, user))
+    for bt, bu in held:
+        q = recent.get(bu)
+        while q and q[0] + window <= bt:
+            q.popleft()
+        pairs += len(q) if q else 0
+    return pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# tidal's queries
+# ---------------------------------------------------------------------------------------------
+
+
+def tidal_a_then_b(table: pa.Table, window: int):
+    shared = tidal.from_arrow(table, time="ts", punctuate_every_events=PUNCTUATE).multicast()
+    a = shared.where(lambda e: e.query < 250).alter_duration(window)
+    b = shared.where(lambda e: e.query >= 250 and e.query < 500)
+    return a.join(b, "user", "user")
+
+
+DUCKDB_JOIN = """
+SELECT count(*) FROM log AS a JOIN log AS b
+  ON a.user = b.user AND b.ts >= a.ts AND b.ts < a.ts + {window}
+WHERE a.query < 250 AND b.query >= 250 AND b.query < 500
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=None, help="events (default 10M, 1M with --quick)")
+    ap.add_argument("--python-events", type=int, default=None, help="events for the Python loop (1M / 200k)")
+    add_common_args(ap, "bench/results/temporal.json")
+    args = ap.parse_args(argv)
+    n = args.events or (1_000_000 if args.quick else 10_000_000)
+    py_n = min(n, args.python_events or (200_000 if args.quick else 1_000_000))
+    repeat = args.repeat
+    table = make_log(n)
+    small = table.slice(0, py_n)
+    rows = list(zip(*(small.column(c).to_pylist() for c in small.column_names), strict=True))
+    all_rows = list(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
+    stream = tidal.from_arrow(table, time="ts", punctuate_every_events=PUNCTUATE)
+    con = duckdb.connect()
+    con.execute("SET threads=1")
+    con.register("log", table)
+    frame = pl.from_arrow(table)
+    results = Results()
+
+    def run(workload, engine, fn, events, **extra):
+        return results.run(workload, engine, fn, events, repeat, **extra)
+
+    def duck_count(sql):
+        return lambda: con.execute(sql).fetchall()[0][0]
+
+    # -- ingress (7.2.1) ------------------------------------------------------------------------
+    names = table.column_names
+    from_rows = tidal.from_records(all_rows, time="ts", names=names, punctuate_every_events=PUNCTUATE)
+    assert from_rows.count() == stream.count() == n
+    run("ingress from columns (pass-through)", "tidal", lambda: stream.count(), n)
+    run("ingress from columns (pass-through)", "polars", lambda: pl.from_arrow(table).height, n)
+    run("ingress from columns (pass-through)", "python loop", lambda: sum(1 for _ in rows), py_n)
+    run("ingress from rows (pass-through)", "tidal", lambda: from_rows.count(), n)
+    run(
+        "ingress from rows (pass-through)",
+        "polars",
+        lambda: pl.DataFrame(all_rows, schema=names, orient="row").height,
+        n,
+    )
+    run("ingress from rows (pass-through)", "python loop", lambda: sum(1 for _ in rows), py_n)
+
+    # -- Fig. 4a: the simple operators ------------------------------------------------------------
+    none = stream.where(lambda e: e.query < 0)
+    every = stream.where(lambda e: e.query >= 0)
+    project = stream.select(lambda e: {"user": e.user, "q2": e.query * 2})
+    window = stream.hopping_window(HOUR, TEN_MIN)
+    for q in (none, every, project, window):
+        q.count()  # compile the kernels
+    assert none.count() == 0 and every.count() == n
+
+    name = "filter (no match)"
+    run(name, "tidal", lambda: none.count(), n)
+    run(name, "duckdb", duck_count("SELECT count(*) FROM log WHERE query < 0"), n)
+    run(name, "polars", lambda: frame.filter(pl.col("query") < 0).height, n)
+    run(name, "python loop", lambda: sum(1 for r in rows if r[2] < 0), py_n)
+
+    name = "filter (all match)"
+    run(name, "tidal", lambda: every.count(), n)
+    run(name, "duckdb", duck_count("SELECT count(*) FROM log WHERE query >= 0"), n)
+    run(name, "polars", lambda: frame.filter(pl.col("query") >= 0).height, n)
+    run(name, "python loop", lambda: sum(1 for r in rows if r[2] >= 0), py_n)
+
+    name = "project"
+    run(name, "tidal", lambda: project.to_arrow(), n)
+    run(name, "duckdb", lambda: con.sql("SELECT ts, user, query * 2 AS q2 FROM log").to_arrow_table(), n)
+    run(name, "polars", lambda: frame.select("ts", "user", (pl.col("query") * 2).alias("q2")), n)
+    run(name, "python loop", lambda: [(t, u, q * 2) for t, u, q in rows], py_n)
+
+    name = "alter-lifetime (1h window, 10min hop)"
+    run(name, "tidal", lambda: window.to_arrow(), n)
+    run(
+        name,
+        "duckdb",
+        lambda: con.sql(
+            f"SELECT ts - ts % {TEN_MIN} AS vs, ts - ts % {TEN_MIN} + {HOUR} AS ve, user, query FROM log"
+        ).to_arrow_table(),
+        n,
+    )
+    start = pl.col("ts") - pl.col("ts") % TEN_MIN
+    run(name, "polars", lambda: frame.select(start.alias("vs"), (start + HOUR).alias("ve"), "user", "query"), n)
+    run(name, "python loop", lambda: [(t - t % TEN_MIN, t - t % TEN_MIN + HOUR, u, q) for t, u, q in rows], py_n)
+
+    # -- Fig. 4b: throughput against the punctuation spacing --------------------------------------
+    loop_count = run("windowed count 1h/10min (any spacing)", "python loop", lambda: py_windowed_count(rows), py_n)
+    lines: dict[str, list] = {
+        "tidal windowed count": [],
+        "tidal filter (all match)": [],
+        "python loop windowed count": [],
+    }
+    for spacing in SPACINGS:
+        events = min(n, max(200_000, 200 * spacing))
+        part = table.slice(0, events)
+        src = tidal.from_arrow(part, time="ts", punctuate_every_events=spacing)
+        count_q = src.hopping_window(HOUR, TEN_MIN).aggregate(agg.count())
+        filter_q = src.where(lambda e: e.query >= 0)
+        count_q.to_arrow()
+        label = f"every {spacing:,} events"
+        r1 = run(f"windowed count 1h/10min, punctuation {label}", "tidal", count_q.to_arrow, events, detail=True)
+        r2 = run(f"filter (all match), punctuation {label}", "tidal", filter_q.count, events, detail=True)
+        lines["tidal windowed count"].append(r1["events_per_s"])
+        lines["tidal filter (all match)"].append(r2["events_per_s"])
+        lines["python loop windowed count"].append(loop_count["events_per_s"])
+    results.add_series(
+        "Fig. 4b: throughput vs punctuation spacing",
+        "events between punctuations",
+        "events/s",
+        SPACINGS,
+        lines,
+        log_x=True,
+        log_y=True,
+    )
+
+    # -- Fig. 4c: the windowed join against the window size, with memory --------------------------
+    rates: dict[str, list] = {"tidal": [], "python loop": [], "duckdb": []}
+    memory: dict[str, list] = {"tidal": [], "python loop": []}
+    for w in WINDOWS:
+        query = tidal_a_then_b(table, w)
+        pairs, tidal_bytes = peak_memory(query.count)
+        want = con.execute(DUCKDB_JOIN.format(window=w)).fetchall()[0][0]
+        if pairs != want:
+            raise SystemExit(f"A-then-B within {w} s: tidal found {pairs} pairs, DuckDB {want}")
+        py_pairs, py_bytes = peak_memory(lambda w=w: py_a_then_b(rows, w))
+        small_pairs = tidal_a_then_b(small, w).count()
+        if py_pairs != small_pairs:
+            raise SystemExit(f"A-then-B within {w} s: Python loop found {py_pairs} pairs, tidal {small_pairs}")
+        name = f"A-then-B join within {w:,} s"
+        mib = lambda b: None if b is None else round(b / 2**20, 1)
+        r = run(name, "tidal", query.count, n, detail=True, peak_extra_mib=mib(tidal_bytes), pairs=pairs)
+        p = run(name, "python loop", lambda w=w: py_a_then_b(rows, w), py_n, detail=True, peak_extra_mib=mib(py_bytes))
+        d = run(name, "duckdb", duck_count(DUCKDB_JOIN.format(window=w)), n, detail=True)
+        rates["tidal"].append(r["events_per_s"])
+        rates["python loop"].append(p["events_per_s"])
+        rates["duckdb"].append(d["events_per_s"])
+        # memory per event held in the window: the loop ran on fewer events, so compare per input event
+        memory["tidal"].append(None if tidal_bytes is None else tidal_bytes / n)
+        memory["python loop"].append(None if py_bytes is None else py_bytes / py_n)
+    results.add_series(
+        "Fig. 4c: windowed join throughput vs window size", "window W (s)", "events/s", WINDOWS, rates, True, True
+    )
+    results.add_series(
+        "Fig. 4c: peak memory added per input event vs window size",
+        "window W (s)",
+        "bytes per input event",
+        WINDOWS,
+        memory,
+        True,
+        True,
+    )
+    results.note(
+        "Fig. 4b/4c rows are in this section only; the headline's windowed count, grouped windowed sum and "
+        "A-then-B join (1 h) are the stateful and joins modules'"
+    )
+    results.note("DuckDB and Polars have no punctuations (Fig. 4b) and DuckDB's join memory is not measured (Fig. 4c)")
+    results.report(args.out, events=n, python_events=py_n, punctuate_every=PUNCTUATE, users=USERS, quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
