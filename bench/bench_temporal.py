@@ -24,9 +24,10 @@ can say: filters, projections and the lifetime arithmetic, on the same Arrow tab
   (1 h window, 10 min hop) and the all-match filter; the Python loop's windowed count has no
   punctuation and is drawn flat. Small spacings run on a prefix (at least 200 punctuations' worth).
 * Fig. 4c: the windowed temporal join (per user, a search for a term of set A then one of set B
-  within W) for W from 1 minute to 1 day: throughput and the peak resident memory each run adds
-  (Linux: VmHWM reset through /proc/self/clear_refs), tidal against the Python loop (a deque of
-  recent A searches per user) and DuckDB's band join (throughput only). Pair counts are checked equal.
+  within W) for W from 1 minute to 1 day: throughput, and memory at the peak of a separate run
+  (tracemalloc: Python objects and numpy buffers; Linux also the resident set it added), tidal
+  against the Python loop (a deque of recent A searches per user) and DuckDB's band join
+  (throughput only). Pair counts are checked equal.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections import defaultdict, deque
 
 # Polars sizes its thread pool when imported: one thread, as for DuckDB and tidal.
@@ -47,6 +49,7 @@ from harness import Results, add_common_args, peak_memory  # noqa: E402
 
 import tidal  # noqa: E402
 from tidal import agg  # noqa: E402
+from tidal.core.time import INFINITY  # noqa: E402
 
 HOUR, TEN_MIN, DAY = 3600, 600, 86_400
 USERS, QUERIES = 10_000, 1_000
@@ -124,34 +127,65 @@ def py_a_then_b(rows, window: int) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def window_values(intervals: pa.Table, column: str, key: str | None = None) -> dict:
-    """tidal's hopping-window answer as {(window start[, key]): value}: each coalesced interval covers
-    one or more 10-minute snapshot segments, and the segment [s, s + 10 min) holds the window that
-    starts at s + 10 min - 1 h."""
-    start = intervals.column("start").to_numpy()
-    end = intervals.column("end").to_numpy()
+def window_values(physical: pa.Table, column: str, key: str | None = None) -> tuple[np.ndarray, ...]:
+    """tidal's hopping-window answer (its physical output, ``to_arrow``) as sorted arrays (window
+    start[, key], value). Each lifetime covers one or more 10-minute snapshot segments, and the
+    segment [s, s + 10 min) holds the window that starts at s + 10 min - 1 h. A lifetime is an
+    interval event, or a start edge paired with the end edge of the same start time and key (the
+    pairing is vectorised here: ``Stream.to_intervals`` does it row by row)."""
+    sync = physical.column("sync_time").to_numpy()
+    other = physical.column("other_time").to_numpy()
+    values = physical.column(column).to_numpy()
+    keys = np.zeros(len(sync), np.int64) if key is None else physical.column(key).to_numpy()
+    is_start, is_end = other == INFINITY, other < sync
+    is_interval = ~(is_start | is_end)
+    s_idx, e_idx = np.flatnonzero(is_start), np.flatnonzero(is_end)
+    s_idx = s_idx[np.lexsort((keys[s_idx], sync[s_idx]))]
+    e_idx = e_idx[np.lexsort((keys[e_idx], other[e_idx]))]
+    if not (np.array_equal(sync[s_idx], other[e_idx]) and np.array_equal(keys[s_idx], keys[e_idx])):
+        raise SystemExit("tidal's output has start edges without matching end edges")
+    start = np.concatenate([sync[is_interval], sync[s_idx]])
+    end = np.concatenate([other[is_interval], sync[e_idx]])
+    value = np.concatenate([values[is_interval], values[s_idx]])
+    group = np.concatenate([keys[is_interval], keys[s_idx]])
     segments = (end - start) // TEN_MIN
     first = np.repeat(start, segments)
     offset = np.arange(len(first)) - np.repeat(np.cumsum(segments) - segments, segments)
-    windows = (first + offset * TEN_MIN + TEN_MIN - HOUR).tolist()
-    values = np.repeat(intervals.column(column).to_numpy(), segments).tolist()
-    if key is None:
-        return dict(zip(windows, values, strict=True))
-    keys = np.repeat(intervals.column(key).to_numpy(), segments).tolist()
-    return dict(zip(zip(windows, keys, strict=True), values, strict=True))
+    windows = first + offset * TEN_MIN + TEN_MIN - HOUR
+    expanded_keys = None if key is None else np.repeat(group, segments)
+    return sorted_answer(windows, expanded_keys, np.repeat(value, segments))
+
+
+def sorted_answer(windows, keys, values) -> tuple[np.ndarray, ...]:
+    windows, values = np.asarray(windows, np.int64), np.asarray(values, np.int64)
+    if keys is None:
+        order = np.argsort(windows, kind="stable")
+        return windows[order], values[order]
+    keys = np.asarray(keys, np.int64)
+    order = np.lexsort((keys, windows))
+    return windows[order], keys[order], values[order]
+
+
+def table_values(table: pa.Table, window: str, column: str, key: str | None = None) -> tuple[np.ndarray, ...]:
+    keys = None if key is None else table.column(key).to_numpy()
+    return sorted_answer(table.column(window).to_numpy(), keys, table.column(column).to_numpy())
+
+
+def dict_values(answer: dict, keyed: bool) -> tuple[np.ndarray, ...]:
+    """The Python loop's {window: value} or {(window, key): value} as sorted arrays."""
+    keys = np.array(list(answer.keys()), np.int64).reshape(len(answer), 2 if keyed else 1)
+    values = np.fromiter(answer.values(), np.int64, len(answer))
+    return sorted_answer(keys[:, 0], keys[:, 1] if keyed else None, values)
+
+
+def same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def windowed(table: pa.Table, key: str | None):
     """Fig. 4a's windowed count (``key`` None) or grouped windowed sum of ``user`` by ``key``."""
     hop = tidal.from_arrow(table, time="ts", punctuate_every_events=PUNCTUATE).hopping_window(HOUR, TEN_MIN)
     return hop.aggregate(agg.count()) if key is None else hop.group_aggregate(key, agg.sum("user"))
-
-
-def table_values(table: pa.Table, window: str, column: str, key: str | None = None) -> dict:
-    w, v = table.column(window).to_pylist(), table.column(column).to_pylist()
-    if key is None:
-        return dict(zip(w, v, strict=True))
-    return dict(zip(zip(w, table.column(key).to_pylist(), strict=True), v, strict=True))
 
 
 def tidal_a_then_b(table: pa.Table, window: int):
@@ -189,12 +223,21 @@ def main(argv=None) -> int:
     frame = pl.from_arrow(table)
     results = Results()
 
+    clock = {"start": time.perf_counter(), "last": None}
+
+    def section(name):
+        now = time.perf_counter()
+        if clock["last"] is not None:
+            print(f"[{now - clock['start']:6.1f} s] {clock['last']} done", flush=True)
+        clock["last"] = name
+
     def run(workload, engine, fn, events, **extra):
         return results.run(workload, engine, fn, events, repeat, **extra)
 
     def duck_count(sql):
         return lambda: con.execute(sql).fetchall()[0][0]
 
+    section("ingress")
     # -- ingress (7.2.1) ------------------------------------------------------------------------
     names = table.column_names
     from_rows = tidal.from_records(all_rows, time="ts", names=names, punctuate_every_events=PUNCTUATE)
@@ -211,6 +254,7 @@ def main(argv=None) -> int:
     )
     run("ingress from rows (pass-through)", "python loop", lambda: sum(1 for _ in rows), py_n)
 
+    section("Fig. 4a simple operators")
     # -- Fig. 4a: the simple operators ------------------------------------------------------------
     none = stream.where(lambda e: e.query < 0)
     every = stream.where(lambda e: e.query >= 0)
@@ -252,6 +296,7 @@ def main(argv=None) -> int:
     run(name, "polars", lambda: frame.select(start.alias("vs"), (start + HOUR).alias("ve"), "user", "query"), n)
     run(name, "python loop", lambda: [(t - t % TEN_MIN, t - t % TEN_MIN + HOUR, u, q) for t, u, q in rows], py_n)
 
+    section("Fig. 4a windows")
     # -- Fig. 4a: windowed count and grouped windowed sum -----------------------------------------
     hop = (
         "SELECT w, {cols} FROM (SELECT ts - ts % 600 - k * 600 AS w, user, query FROM log, range(6) r(k)) GROUP BY ALL"
@@ -276,22 +321,22 @@ def main(argv=None) -> int:
         # every window's value, in all four engines (the loop on its prefix, checked against tidal's)
         want = table_values(duck(), "w", column, key)
         got = {
-            "tidal": window_values(query.to_intervals(), column, key),
+            "tidal": window_values(query.to_arrow(), column, key),
             "polars": table_values(polars().to_arrow(), "ts", column, key),
         }
-        small_want = window_values(windowed(small, key).to_intervals(), column, key)
-        got_loop = dict(loop(rows))
+        small_want = window_values(windowed(small, key).to_arrow(), column, key)
+        got_loop = dict_values(loop(rows), key is not None)
         for engine, answer in got.items():
-            if answer != want:
-                wrong = len(set(answer.items()) ^ set(want.items()))
-                raise SystemExit(f"{name}: {engine} disagrees with DuckDB on {wrong} windows")
-        if got_loop != small_want:
+            if not same(answer, want):
+                raise SystemExit(f"{name}: {engine} disagrees with DuckDB ({len(answer[0])} vs {len(want[0])} windows)")
+        if not same(got_loop, small_want):
             raise SystemExit(f"{name}: the Python loop disagrees with tidal on its {py_n:,}-event prefix")
         run(name, "tidal", query.to_arrow, n)
         run(name, "duckdb", duck, n)
         run(name, "polars", polars, n)
         run(name, "python loop", lambda loop=loop: loop(rows), py_n)
 
+    section("Fig. 4b")
     # -- Fig. 4b: throughput against the punctuation spacing --------------------------------------
     loop_count = run("windowed count 1h/10min (any spacing)", "python loop", lambda: py_windowed_count(rows), py_n)
     lines: dict[str, list] = {
@@ -322,42 +367,60 @@ def main(argv=None) -> int:
         log_y=True,
     )
 
+    section("Fig. 4c")
     # -- Fig. 4c: the windowed join against the window size, with memory --------------------------
     rates: dict[str, list] = {"tidal": [], "python loop": [], "duckdb": []}
     memory: dict[str, list] = {"tidal": [], "python loop": []}
+    mib = 2**20
     for w in windows:
         query = tidal_a_then_b(table, w)
-        pairs, tidal_bytes = peak_memory(query.count)
+        query.count()  # compile the kernels before measuring memory
+        pairs, tidal_mem = peak_memory(query.count)
         want = con.execute(DUCKDB_JOIN.format(window=w)).fetchall()[0][0]
         if pairs != want:
             raise SystemExit(f"A-then-B within {w} s: tidal found {pairs} pairs, DuckDB {want}")
-        py_pairs, py_bytes = peak_memory(lambda w=w: py_a_then_b(rows, w))
+        py_pairs, py_mem = peak_memory(lambda w=w: py_a_then_b(rows, w))
         small_pairs = tidal_a_then_b(small, w).count()
         if py_pairs != small_pairs:
             raise SystemExit(f"A-then-B within {w} s: Python loop found {py_pairs} pairs, tidal {small_pairs}")
         name = f"A-then-B join within {w:,} s"
-        mib = lambda b: None if b is None else round(b / 2**20, 1)
-        r = run(name, "tidal", query.count, n, detail=True, peak_extra_mib=mib(tidal_bytes), pairs=pairs)
-        p = run(name, "python loop", lambda w=w: py_a_then_b(rows, w), py_n, detail=True, peak_extra_mib=mib(py_bytes))
+        extra = {"peak_traced_mib": round(tidal_mem["traced"] / mib, 2), "pairs": pairs}
+        extra["note"] = f"{pairs:,} pairs; peak traced memory {extra['peak_traced_mib']} MiB"
+        if tidal_mem["rss"] is not None:
+            extra["peak_rss_added_mib"] = round(tidal_mem["rss"] / mib, 2)
+            extra["note"] += f", resident +{extra['peak_rss_added_mib']} MiB"
+        r = run(name, "tidal", query.count, n, detail=True, **extra)
+        py_traced = round(py_mem["traced"] / mib, 2)
+        note = f"peak traced memory {py_traced} MiB"
+        p = run(
+            name,
+            "python loop",
+            lambda w=w: py_a_then_b(rows, w),
+            py_n,
+            detail=True,
+            peak_traced_mib=py_traced,
+            note=note,
+        )
         d = run(name, "duckdb", duck_count(DUCKDB_JOIN.format(window=w)), n, detail=True)
         rates["tidal"].append(r["events_per_s"])
         rates["python loop"].append(p["events_per_s"])
         rates["duckdb"].append(d["events_per_s"])
-        # memory per event held in the window: the loop ran on fewer events, so compare per input event
-        memory["tidal"].append(None if tidal_bytes is None else tidal_bytes / n)
-        memory["python loop"].append(None if py_bytes is None else py_bytes / py_n)
+        # the loop ran on fewer events: compare memory per input event
+        memory["tidal"].append(tidal_mem["traced"] / n)
+        memory["python loop"].append(py_mem["traced"] / py_n)
     results.add_series(
         "Fig. 4c: windowed join throughput vs window size", "window W (s)", "events/s", windows, rates, True, True
     )
     results.add_series(
-        "Fig. 4c: peak memory added per input event vs window size",
+        "Fig. 4c: peak traced memory per input event vs window size",
         "window W (s)",
-        "bytes per input event",
+        "bytes per input event (tracemalloc peak)",
         windows,
         memory,
         True,
         True,
     )
+    section(None)
     results.note("Fig. 4b/4c rows are in this section only; the A-then-B join (1 h) of Fig. 4a is the joins module's")
     results.note("DuckDB and Polars have no punctuations (Fig. 4b) and DuckDB's join memory is not measured (Fig. 4c)")
     results.report(args.out, events=n, python_events=py_n, punctuate_every=PUNCTUATE, users=USERS, quick=args.quick)

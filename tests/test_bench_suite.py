@@ -285,10 +285,17 @@ def test_tpch_answers_compare_keys_exactly_and_floats_closely():
     assert "groups" in tpch.differences(answer(2.0, 5).slice(0, 1), answer(2.0, 5))[0]
 
 
-def test_temporal_window_values_expand_coalesced_intervals():
+def test_temporal_window_values_expand_physical_lifetimes():
     temporal = importlib.import_module("bench_temporal")
     pa = pytest.importorskip("pyarrow")
-    # [600, 1800) holds two 10-minute segments: the windows starting at -2400 and -1800 both count 5
-    intervals = pa.table({"start": [600, 1800], "end": [1800, 2400], "count": [5, 7], "query": [1, 1]})
-    assert temporal.window_values(intervals, "count") == {-2400: 5, -1800: 5, -1200: 7}
-    assert temporal.window_values(intervals, "count", "query") == {(-2400, 1): 5, (-1800, 1): 5, (-1200, 1): 7}
+    inf = temporal.INFINITY
+    # [600, 1800) holds two 10-minute segments: the windows starting at -2400 and -1800 both count 5;
+    # [1800, 2400) comes as a start edge and its end edge
+    intervals = pa.table(
+        {"sync_time": [600, 1800, 2400], "other_time": [1800, inf, 1800], "count": [5, 7, 7], "query": [1, 1, 1]}
+    )
+    windows, counts = temporal.window_values(intervals, "count")
+    assert windows.tolist() == [-2400, -1800, -1200] and counts.tolist() == [5, 5, 7]
+    keyed = temporal.window_values(intervals, "count", "query")
+    assert temporal.same(keyed, temporal.dict_values({(-1200, 1): 7, (-2400, 1): 5, (-1800, 1): 5}, keyed=True))
+    assert not temporal.same(keyed, temporal.dict_values({(-1200, 1): 7, (-2400, 1): 5, (-1800, 1): 6}, keyed=True))
