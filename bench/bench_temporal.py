@@ -6,7 +6,7 @@
 Data: a time-ordered search log of N events (``ts`` in seconds over 30 days, ``user`` in [0, 10,000),
 ``query`` id in [0, 1,000)), in memory as Arrow; 10M events by default. tidal reads it
 with a punctuation every 80,000 events (the paper's fixed latency) unless a workload varies that.
-``--quick``: 500k events, 100k for the loop, and Fig. 4c at three window sizes.
+``--quick``: 300k events, 50k for the loop, and Fig. 4c at three window sizes.
 The event-at-a-time peer is a plain Python loop over the rows as tuples (the "SPE-X" of the paper),
 on a prefix of ``--python-events`` (1M by default); rates are per event, so sizes need
 not match. DuckDB (``threads=1``) and Polars (``POLARS_MAX_THREADS=1``) run what a relational engine
@@ -204,12 +204,12 @@ WHERE a.query < 250 AND b.query >= 250 AND b.query < 500
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=None, help="events (default 10M, 500k with --quick)")
-    ap.add_argument("--python-events", type=int, default=None, help="events for the Python loop (1M / 100k)")
+    ap.add_argument("--events", type=int, default=None, help="events (default 10M, 300k with --quick)")
+    ap.add_argument("--python-events", type=int, default=None, help="events for the Python loop (1M / 50k)")
     add_common_args(ap, "bench/results/temporal.json")
     args = ap.parse_args(argv)
-    n = args.events or (500_000 if args.quick else 10_000_000)
-    py_n = min(n, args.python_events or (100_000 if args.quick else 1_000_000))
+    n = args.events or (300_000 if args.quick else 10_000_000)
+    py_n = min(n, args.python_events or (50_000 if args.quick else 1_000_000))
     windows = [60, HOUR, DAY] if args.quick else WINDOWS
     repeat = args.repeat
     table = make_log(n)
