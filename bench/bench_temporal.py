@@ -338,7 +338,9 @@ def main(argv=None) -> int:
 
     section("Fig. 4b")
     # -- Fig. 4b: throughput against the punctuation spacing --------------------------------------
-    loop_count = run("windowed count 1h/10min (any spacing)", "python loop", lambda: py_windowed_count(rows), py_n)
+    loop_count = run(
+        "windowed count 1h/10min (any spacing)", "python loop", lambda: py_windowed_count(rows), py_n, detail=True
+    )
     lines: dict[str, list] = {
         "tidal windowed count": [],
         "tidal filter (all match)": [],
