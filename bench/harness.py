@@ -56,6 +56,43 @@ def timed(fn, repeat: int) -> tuple[float, float]:
     return statistics.median(runs), (max(runs) - min(runs))
 
 
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_memory(fn) -> tuple[object, dict]:
+    """``fn()``'s value and the memory it added at its peak, in bytes: ``traced`` is tracemalloc's peak
+    (Python objects and numpy buffers, not Arrow's or numba's own allocators), ``rss`` the peak
+    resident set minus the one before the call (Linux: VmHWM reset through ``/proc/self/clear_refs``;
+    None elsewhere; page-grained, so blind to small growth inside already-mapped heaps). The call is
+    slower under tracemalloc: time it separately."""
+    import tracemalloc
+
+    before = _status_kib("VmRSS")
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        can_reset = True
+    except OSError:
+        can_reset = False
+    tracemalloc.start()
+    try:
+        value = fn()
+        _, traced = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    peak = _status_kib("VmHWM") if can_reset else None
+    rss = None if before is None or peak is None else max(peak - before, 0) * 1024
+    return value, {"traced": traced, "rss": rss}
+
+
 def _git_commit() -> str | None:
     try:
         out = subprocess.run(
@@ -125,9 +162,19 @@ class Results:
         runs = timed_runs(fn, repeat)
         return self.record(workload, engine, statistics.median(runs), max(runs) - min(runs), events, runs, **extra)
 
-    def add_series(self, name: str, x_label: str, y_label: str, x: list, lines: dict, log_x: bool = False) -> None:
+    def add_series(
+        self, name: str, x_label: str, y_label: str, x: list, lines: dict, log_x: bool = False, log_y: bool = False
+    ) -> None:
         self.series.append(
-            {"name": name, "x_label": x_label, "y_label": y_label, "x": list(x), "lines": lines, "log_x": log_x}
+            {
+                "name": name,
+                "x_label": x_label,
+                "y_label": y_label,
+                "x": list(x),
+                "lines": lines,
+                "log_x": log_x,
+                "log_y": log_y,
+            }
         )
 
     def note(self, text: str) -> None:

@@ -106,7 +106,7 @@ def test_goals_pass_and_fall_short(tmp_path):
     # where+select reaches 50% of its goal, hopping count 50% (5x of 10x), row mode passes
     worst = [(g.workload, round(a, 2)) for a, g, _ in suite.furthest_from_goal(suite_modules(run), k=2)]
     assert sorted(worst) == [("hopping 1h/10min count", 0.5), ("where+select", 0.5)]
-    assert "Furthest from their goals: " in report
+    assert "Furthest from their goals (profiles: `bench/profiler.py`):" in report
 
 
 def suite_modules(run: Path) -> dict:
@@ -200,3 +200,102 @@ def test_every_module_parses_the_suite_arguments(name, quick, monkeypatch, tmp_p
     assert str(seen["ns"].out) == str(tmp_path / f"{name}.json")
     if "--quick" in args:
         assert seen["ns"].quick is True
+
+
+def test_coverage_names_missing_peers_and_modules(tmp_path):
+    temporal = harness_doc(
+        [
+            ("filter (no match)", "tidal", 0.01, 1000),
+            ("filter (no match)", "duckdb (threads=1)", 0.01, 1000),  # a peer named with a suffix counts
+            ("filter (no match)", "python loop", 0.1, 1000),
+            ("project", "tidal", 0.01, 1000),
+            ("project", "duckdb", 0.01, 1000),
+            ("project", "polars", 0.01, 1000),
+            ("project", "python loop", 0.01, 1000),
+        ]
+    )
+    run = write_run(tmp_path, {"temporal": temporal}, statuses={"tpch": "exit code 1: dbgen failed"})
+    report = suite.render(run, plots=False)
+    section = report.split("## Coverage of issue 7")[1].split("\n## ")[0]
+    cells = {}
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith("| issue 7") and not line.startswith("|---"):
+            parts = [c.strip() for c in line.strip("|").split(" | ")]
+            cells[parts[1]] = parts
+    assert cells["filter, no match"][-1] == "**peers not measured: polars**"
+    assert cells["project"][-1] == "ok" and "polars" in cells["project"][3]
+    assert cells["alter-lifetime"][-1] == "**no 'alter-lifetime' rows in temporal**"
+    assert "failed: exit code 1: dbgen failed" in cells["TPC-H Q1"][-1]
+    assert cells["serialize"][-1] == "**module serialization did not run**"
+    # a peer that cannot run a workload is listed with the reason
+    assert "no band join" in cells["A-then-B join within 1 h"][4]
+    # every workload issue 7 names (items 1-6) has a row
+    for what in ("ingress from rows", "ingress from columns", "Fig. 4b", "Fig. 4c", "GenData equi-join", "regex"):
+        assert any(what in key for key in cells), what
+
+
+def test_furthest_from_goal_links_profiles_and_total_time(tmp_path):
+    core = harness_doc(
+        [
+            ("pass-through", "tidal", 0.01, 2_000_000),  # 2e8 ev/s: 20% of 1e9
+            ("where+select", "tidal", 0.1, 10_000_000),  # 1e8: 50% of 2e8
+        ]
+    )
+    run = write_run(tmp_path, {"core": core})
+    meta = json.loads((run / "suite.json").read_text())
+    meta.update(total_s=400.0, modules_s=380.0, profiles_s=20.0, load=[3.0, 5.5])
+    (run / "suite.json").write_text(json.dumps(meta))
+    (run / "profiles").mkdir()
+    (run / "profiles" / "core__pass-through.txt").write_text("# profile\n# top by own time: f.py:1(g) 0.5 s\n")
+    report = suite.render(run, plots=False)
+    assert "[profile](profiles/core__pass-through.txt) (top by own time: f.py:1(g) 0.5 s)" in report
+    assert "`python bench/profiler.py 'core:where+select'`" in report  # not profiled: the command to do it
+    assert "The suite took 400 s (modules 380 s, profiles 20 s)" in report
+    assert "over the quick mode's 5-minute budget" in report and "load average 3.0 at the start" in report
+
+
+def test_profiler_writes_both_tables(tmp_path, monkeypatch):
+    profiler = importlib.import_module("profiler")
+
+    def setup(n):
+        return (lambda: sum(i * i for i in range(n))), n
+
+    monkeypatch.setitem(profiler.PROFILES, "toy:squares", (1000, 10_000, setup))
+    assert profiler.main(["toy:squares", "--quick", "--top", "5", "--out-dir", str(tmp_path)]) == 0
+    text = (tmp_path / "toy__squares.txt").read_text()
+    assert text.startswith("# profile of toy:squares (cProfile; the workload alone)")
+    assert "# size 1,000, 1,000 events" in text and "# top by own time:" in text
+    assert "by cumulative time" in text and "by own time (tottime)" in text and "<genexpr>" in text
+    assert profiler.slug("stateful:tumbling 1h count+sum by key") == "stateful__tumbling-1h-count-sum-by-key"
+
+
+def test_tpch_answers_compare_keys_exactly_and_floats_closely():
+    tpch = importlib.import_module("bench_tpch")
+    pa = pytest.importorskip("pyarrow")
+
+    def answer(price, count):
+        return pa.table(
+            {"l_returnflag": ["A", "N"], "l_linestatus": ["F", "O"], "sum_qty": [1.0, price], "count_order": [3, count]}
+        )
+
+    assert tpch.differences(answer(2.0, 5), answer(2.0, 5)) == []
+    assert tpch.differences(answer(2.0 * (1 + 1e-12), 5), answer(2.0, 5)) == []  # summation order
+    assert tpch.differences(answer(2.001, 5), answer(2.0, 5)) == ["group ('N', 'O') sum_qty: 2.001 != 2.0"]
+    assert tpch.differences(answer(2.0, 6), answer(2.0, 5)) == ["group ('N', 'O') count_order: 6 != 5"]
+    assert "groups" in tpch.differences(answer(2.0, 5).slice(0, 1), answer(2.0, 5))[0]
+
+
+def test_temporal_window_values_expand_physical_lifetimes():
+    temporal = importlib.import_module("bench_temporal")
+    pa = pytest.importorskip("pyarrow")
+    inf = temporal.INFINITY
+    # [600, 1800) holds two 10-minute segments: the windows starting at -2400 and -1800 both count 5;
+    # [1800, 2400) comes as a start edge and its end edge
+    intervals = pa.table(
+        {"sync_time": [600, 1800, 2400], "other_time": [1800, inf, 1800], "count": [5, 7, 7], "query": [1, 1, 1]}
+    )
+    windows, counts = temporal.window_values(intervals, "count")
+    assert windows.tolist() == [-2400, -1800, -1200] and counts.tolist() == [5, 5, 7]
+    keyed = temporal.window_values(intervals, "count", "query")
+    assert temporal.same(keyed, temporal.dict_values({(-1200, 1): 7, (-2400, 1): 5, (-1800, 1): 5}, keyed=True))
+    assert not temporal.same(keyed, temporal.dict_values({(-1200, 1): 7, (-2400, 1): 5, (-1800, 1): 6}, keyed=True))

@@ -1,4 +1,4 @@
-"""Separate virtual environments for peers whose pins clash with tidal's (PyFlink, Bytewax).
+"""Separate virtual environments for peers whose pins clash with tidal's (PyFlink, Bytewax, TPC-H dbgen).
 
 Each peer gets ``bench/.envs/<name>/`` (gitignored), created with the interpreter running the
 suite and filled by pip from ``REQUIREMENTS``. A marker file records the requirement set, so an
@@ -20,6 +20,8 @@ ENVS = Path(__file__).resolve().parent.parent / ".envs"
 REQUIREMENTS = {
     "bytewax": ["bytewax>=0.21", "pyarrow"],
     "pyflink": ["apache-flink>=1.19"],
+    # TPC-H data: DuckDB's tpch extension ships on PyPI for DuckDB 1.5.5 (tidal's own env has DuckDB 2.0)
+    "tpch": ["duckdb==1.5.5", "duckdb-extension-tpch==1.5.5"],
 }
 
 
