@@ -106,7 +106,8 @@ class Project(Unary):
         return tuple(n for n, _ in self.exprs)
 
     def describe(self) -> str:
-        return "Project " + ", ".join(e.sql() if e.sql() == n else f"{e.sql()} AS {n}" for n, e in self.exprs)
+        texts = ((n, e.sql()) for n, e in self.exprs)
+        return "Project " + ", ".join(t if t == n else f"{t} AS {n}" for n, t in texts)
 
 
 @dataclass(frozen=True)
