@@ -103,7 +103,7 @@ class Stream:
             "Select",
             lambda: SelectOp(CompiledLambda(fn, schema, truth=False)),
             schema=out_schema,
-            props=self.properties,
+            props=self.properties.but(sorted_by=()),  # a lambda may rewrite the sorted fields
         )
 
     def _select_named(self, named: dict, keep_grouping: bool = True) -> Stream:
@@ -129,7 +129,8 @@ class Stream:
                     break
                 out_fields.append(pa.field(k, s.field(0).type))
         out_schema = pa.schema(out_fields) if out_fields is not None else None
-        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=self.properties)
+        props = self.properties.but(sorted_by=_renamed_sort(self.properties.sorted_by, named))
+        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=props)
 
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
@@ -137,7 +138,7 @@ class Stream:
         out = self._derive(
             "SelectMany",
             lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-            props=self.properties.but(constant_hop=self.properties.constant_hop),
+            props=self.properties.but(sorted_by=()),
         )
         out._node.schema = None  # the payload fields are whatever fn returns: known at run time
         return out
@@ -157,6 +158,7 @@ class Stream:
             constant_duration=int(duration) if isinstance(duration, int | np.integer) else None,
             start_edge_only=self.properties.start_edge_only and duration is None,
             constant_hop=None,
+            sorted_by=(),  # starts move: events of several sync times meet
         )
         return self._derive("AlterLifetime", lambda: AlterLifetimeOp(start, duration), props=props)
 
@@ -181,6 +183,7 @@ class Stream:
             constant_duration=duration if isinstance(duration, int) else None,
             constant_hop=(hop, offset % hop),
             start_edge_only=False,
+            sorted_by=(),  # starts move: events of several sync times meet
         )
         label = f"window size {size}, hop {hop}, offset {offset}"
         kind = "TumblingWindow" if size == hop else "HoppingWindow"
@@ -200,31 +203,33 @@ class Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""
         limit = _positive("limit", limit)
         cd = self.properties.constant_duration
-        props = self.properties.but(constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False)
+        props = self.properties.but(
+            constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False, sorted_by=()
+        )
         return self._derive("ClipDuration", lambda: ClipDurationOp(limit), props=props)
 
     def extend_lifetime(self, delta: int) -> Stream:
         """End every lifetime ``delta`` ticks later: ``[s, e+d)``."""
         cd = self.properties.constant_duration
-        props = self.properties.but(constant_duration=None if cd is None else cd + int(delta))
+        props = self.properties.but(constant_duration=None if cd is None else cd + int(delta), sorted_by=())
         return self._derive("ExtendLifetime", lambda: ExtendLifetimeOp(delta), props=props)
 
     def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Stream:
         """Snap starts down and ends up to the hop grid: ``[snap(s), snap(e-1)+size)``."""
         size = _positive("size", size)
         hop = size if hop is None else _positive("hop", hop)
-        props = self.properties.but(constant_duration=None, constant_hop=(hop, int(offset) % hop))
+        props = self.properties.but(constant_duration=None, constant_hop=(hop, int(offset) % hop), sorted_by=())
         return self._derive("QuantizeLifetime", lambda: QuantizeLifetimeOp(size, hop, offset), props=props)
 
     def point_at_end(self) -> Stream:
         """Replace each lifetime that ends by a point at its end: ``[e, e+1)``."""
-        props = self.properties.but(constant_duration=1, constant_hop=None, start_edge_only=False)
+        props = self.properties.but(constant_duration=1, constant_hop=None, start_edge_only=False, sorted_by=())
         return self._derive("PointAtEnd", PointAtEndOp, props=props)
 
     def chop(self, period: int, offset: int = 0) -> Stream:
         """Split lifetimes at every ``offset + k*period`` (snapshots unchanged)."""
         period = _positive("period", period)
-        props = self.properties.but(constant_duration=None)
+        props = self.properties.but(constant_duration=None, sorted_by=())
         return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
 
     # -- stateful lifetimes (tidal.ops.session) ------------------------------------------------
@@ -237,21 +242,21 @@ class Stream:
         max_duration = None if max_duration is None else _positive("max_duration", max_duration)
         make = lambda: SessionWindowOp(timeout, max_duration, lifetime)  # noqa: E731
         make()  # validate arguments now
-        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False)
+        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False, sorted_by=())
         stream = self._derive("SessionWindow", make, props=props)
         stream._node.partitioning = (self.properties.grouping,)
         return stream
 
     def stitch(self) -> Stream:
         """Coalesce lifetimes of equal payloads (adjacent ones join; snapshots unchanged)."""
-        props = self.properties.but(constant_duration=None, constant_hop=None)
+        props = self.properties.but(constant_duration=None, constant_hop=None, sorted_by=())
         stream = self._derive("Stitch", StitchOp, props=props)
         stream._node.partitioning = (self.properties.grouping,)
         return stream
 
     def distinct(self) -> Stream:
         """At every instant, each distinct payload of the snapshot once (per group)."""
-        props = self.properties.but(constant_duration=None, constant_hop=None)
+        props = self.properties.but(constant_duration=None, constant_hop=None, sorted_by=())
         stream = self._derive("Distinct", DistinctOp, props=props)
         stream._node.partitioning = (self.properties.grouping,)
         return stream
@@ -478,7 +483,7 @@ class Stream:
             "Ungroup",
             lambda: UngroupOp(len(fields), result),
             schema=out_schema,
-            props=inner.properties.but(grouping=outer),
+            props=inner.properties.but(grouping=outer, sorted_by=inner.properties.sorted_by if result is None else ()),
         )
 
     def map(self, mapper=None, key=None) -> MappedStream:
@@ -612,6 +617,17 @@ class _NamedSelectOp(SelectOp):
             got = fn.project(dense) if fn.mode == "columnar" else None
             cols[k] = (got or fn.project_rows(dense))["value"]
         self.emit(dense.replace(columns=cols))
+
+
+def _renamed_sort(sorted_by: tuple[str, ...], named: dict) -> tuple[str, ...]:
+    """The sort order after a projection: the longest prefix of the sorted fields passed through (maybe renamed)."""
+    out = []
+    for field in sorted_by:
+        new = next((k for k, v in named.items() if isinstance(v, str) and v == field), None)
+        if new is None:
+            break
+        out.append(new)
+    return tuple(out)
 
 
 def _name_aggregates(fns, named) -> list[tuple[str, AggregateFunction]]:
