@@ -76,6 +76,7 @@ END, START, INTERVAL = 0, 1, 2
 FIFO, HEAP = 0, 1
 NONE = MIN_TIME  # no open output piece
 _ERR_FIFO = 1
+_ERR_ORDER = 2
 
 _KEY_COL = "__key"
 _HASH_COL = "__hash"
@@ -656,6 +657,310 @@ def clip_kernel(
 
 
 @numba.njit(cache=True)
+def merge_join_kernel(
+    e_kind, e_sync, e_other, e_key, e_row, e_ph, n0, bound, out,
+    st, en, ph, kc, inl, srt, m, tmp, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Merge join over both sides' events (side 0 then side 1, each key-sorted within a sync time).
+
+    Each side keeps its alive events in ``srt``, row numbers sorted by key: a time step's new
+    events, already in key order, find their partners by a forward (galloping) walk over the
+    other side's sorted rows, meet the other side's new events by a merge of the two runs,
+    and are merged into their own side's sorted rows in one linear pass. Ends go first, as in
+    the hash join. Returns (out, n, err); ``out`` grows as needed.
+    """
+    n_ev = len(e_kind)
+    n = 0
+    err = 0
+    p0 = 0
+    p1 = n0
+    while True:
+        t = INFINITY
+        if p0 < n0:
+            t = e_sync[p0]
+        if p1 < n_ev and e_sync[p1] < t:
+            t = e_sync[p1]
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
+        if qs >= 0 and qtime < bound and qtime < t:
+            t = qtime
+        if t == INFINITY or t >= bound:
+            break
+        # 1. interval ends due now (either side): pairs with an open start edge end here
+        while True:
+            qs = -1
+            qtime = INFINITY
+            if qmeta[0, 1] > qmeta[0, 0]:
+                qs = 0
+                qtime = qt[0, qmeta[0, 0]]
+            if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+                qs = 1
+                qtime = qt[1, qmeta[1, 0]]
+            if qs < 0 or qtime != t:
+                break
+            s = qs
+            if qkind[s] == FIFO:
+                x = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                x = qv[s, 0]
+                mm = qmeta[s, 1] - 1
+                qmeta[s, 1] = mm
+                if mm > 0:
+                    lt = qt[s, mm]
+                    lv = qv[s, mm]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= mm:
+                            break
+                        if c + 1 < mm and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
+            if not inl[s, x]:
+                continue
+            inl[s, x] = False
+            alive[s] -= 1
+            o = 1 - s
+            key = kc[s, x]
+            lo = 0
+            hi = m[o]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if kc[o, srt[o, mid]] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            while lo < m[o] and kc[o, srt[o, lo]] == key:
+                y = srt[o, lo]
+                lo += 1
+                if inl[o, y] and en[o, y] == INFINITY:
+                    if n >= out.shape[1]:
+                        bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                        bigger[:, :n] = out[:, :n]
+                        out = bigger
+                    out[0, n] = t
+                    out[1, n] = max(st[s, x], st[o, y])
+                    out[2, n] = x if s == 0 else y
+                    out[3, n] = y if s == 0 else x
+                    n += 1
+        # the runs of events at t: [a0, b0) and [a1, b1)
+        a0 = p0
+        while p0 < n0 and e_sync[p0] == t:
+            p0 += 1
+        a1 = p1
+        while p1 < n_ev and e_sync[p1] == t:
+            p1 += 1
+        # 2. end edges at t: find their start edge among the side's sorted rows
+        for s in range(2):
+            a = a0 if s == 0 else a1
+            b = p0 if s == 0 else p1
+            o = 1 - s
+            prev_key = MIN_TIME
+            for i in range(a, b):
+                key = e_key[i]
+                if key < prev_key:
+                    err = _ERR_ORDER
+                    return out, n, err
+                prev_key = key
+                if e_kind[i] != END:
+                    continue
+                lo = 0
+                hi = m[s]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[s, srt[s, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                x = -1
+                while lo < m[s] and kc[s, srt[s, lo]] == key:
+                    y = srt[s, lo]
+                    lo += 1
+                    if inl[s, y] and st[s, y] == e_other[i] and en[s, y] == INFINITY and ph[s, y] == e_ph[i]:
+                        x = y
+                        break
+                if x < 0:
+                    continue
+                inl[s, x] = False
+                alive[s] -= 1
+                lo = 0
+                hi = m[o]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[o, srt[o, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                while lo < m[o] and kc[o, srt[o, lo]] == key:
+                    y = srt[o, lo]
+                    lo += 1
+                    if inl[o, y]:
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = max(st[s, x], st[o, y])
+                        out[2, n] = x if s == 0 else y
+                        out[3, n] = y if s == 0 else x
+                        n += 1
+        # 3. starts at t: register them, then meet the other side's older rows by a forward walk
+        for s in range(2):
+            a = a0 if s == 0 else a1
+            b = p0 if s == 0 else p1
+            o = 1 - s
+            lo = 0
+            for i in range(a, b):
+                k = e_kind[i]
+                if k == END:
+                    continue
+                x = e_row[i]
+                key = e_key[i]
+                st[s, x] = t
+                kc[s, x] = key
+                ph[s, x] = e_ph[i]
+                inl[s, x] = True
+                alive[s] += 1
+                if k == START:
+                    en[s, x] = INFINITY
+                else:
+                    other_time = e_other[i]
+                    en[s, x] = other_time
+                    j = qmeta[s, 1]
+                    if qkind[s] == FIFO:
+                        if j > qmeta[s, 0] and qt[s, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                        qmeta[s, 1] = j + 1
+                    else:
+                        qmeta[s, 1] = j + 1
+                        while j > 0:
+                            pj = (j - 1) >> 1
+                            if qt[s, pj] <= other_time:
+                                break
+                            qt[s, j] = qt[s, pj]
+                            qv[s, j] = qv[s, pj]
+                            j = pj
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                # gallop: keys only grow along the run, so the walk never goes back
+                step = 1
+                while lo + step < m[o] and kc[o, srt[o, lo + step - 1]] < key:
+                    step *= 2
+                hi = min(lo + step, m[o])
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[o, srt[o, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                xe = en[s, x]
+                q = lo
+                while q < m[o] and kc[o, srt[o, q]] == key:
+                    y = srt[o, q]
+                    q += 1
+                    if inl[o, y]:
+                        ye = en[o, y]
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+                        out[2, n] = x if s == 0 else y
+                        out[3, n] = y if s == 0 else x
+                        n += 1
+        # 4. the two new runs meet each other: a merge of two key-sorted runs
+        i = a0
+        j = a1
+        while i < p0 and j < p1:
+            if e_kind[i] == END:
+                i += 1
+                continue
+            if e_kind[j] == END:
+                j += 1
+                continue
+            if e_key[i] < e_key[j]:
+                i += 1
+            elif e_key[i] > e_key[j]:
+                j += 1
+            else:
+                key = e_key[i]
+                i_end = i
+                while i_end < p0 and e_key[i_end] == key:
+                    i_end += 1
+                j_end = j
+                while j_end < p1 and e_key[j_end] == key:
+                    j_end += 1
+                for ii in range(i, i_end):
+                    if e_kind[ii] == END:
+                        continue
+                    x = e_row[ii]
+                    xe = en[0, x]
+                    for jj in range(j, j_end):
+                        if e_kind[jj] == END:
+                            continue
+                        y = e_row[jj]
+                        ye = en[1, y]
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+                        out[2, n] = x
+                        out[3, n] = y
+                        n += 1
+                i = i_end
+                j = j_end
+        # 5. each side's new run joins its sorted rows: one linear merge, dropping the dead
+        for s in range(2):
+            a = a0 if s == 0 else a1
+            b = p0 if s == 0 else p1
+            starts = 0
+            for i in range(a, b):
+                if e_kind[i] != END:
+                    starts += 1
+            if starts == 0 and m[s] <= 2 * alive[s] + 64:
+                continue
+            u = 0
+            v = a
+            w = 0
+            while True:
+                while u < m[s] and not inl[s, srt[s, u]]:
+                    u += 1
+                while v < b and e_kind[v] == END:
+                    v += 1
+                if u >= m[s] and v >= b:
+                    break
+                if v >= b or (u < m[s] and kc[s, srt[s, u]] <= e_key[v]):
+                    tmp[w] = srt[s, u]
+                    u += 1
+                else:
+                    tmp[w] = e_row[v]
+                    v += 1
+                w += 1
+            for u in range(w):
+                srt[s, u] = tmp[u]
+            m[s] = w
+    return out, n, err
+
+
+@numba.njit(cache=True)
 def _remap_links(nxt, prv, head, s, keep, mapping):
     """Renumber side s's rows after compaction (``keep``: old row of each new row)."""
     for j in range(len(keep)):
@@ -1005,6 +1310,48 @@ class _ClipCore(_Core):
         )  # fmt: skip
 
 
+class _MergeCore(_Core):
+    """Merge-join state: per side, alive rows with their key codes, and the row numbers sorted by key."""
+
+    ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "kc": (np.int64, 0)}
+    LINK_ARRAYS = {"inl": (np.bool_, False), "srt": (np.int64, -1)}
+    KEY_ARRAYS = {}
+
+    def __init__(self, qkinds):
+        super().__init__(qkinds)
+        self.m = np.zeros(2, np.int64)
+        self.tmp = np.empty(0, np.int64)
+
+    def ensure(self, rows, keys, intervals) -> None:
+        super().ensure(rows, keys, intervals)
+        if len(self.tmp) < self.st.shape[1]:
+            self.tmp = np.empty(self.st.shape[1], np.int64)
+
+    def remap(self, s: int, keep: np.ndarray, mapping: np.ndarray) -> None:
+        rows = self.srt[s, : self.m[s]]
+        rows = mapping[rows[self.inl[s, rows]]]  # sorted order kept, the dead dropped
+        for name in self.ROW_ARRAYS:
+            arr = getattr(self, name)
+            arr[s, : len(keep)] = arr[s, keep]
+        self.inl[s, : len(keep)] = self.inl[s, keep]
+        self.inl[s, len(keep) :] = False
+        self.srt[s, : len(rows)] = rows
+        self.m[s] = len(rows)
+        self._remap_queue(s, mapping)
+
+    def run(self, ev: dict, bound: int):
+        self.out, n, err = merge_join_kernel(
+            ev["kind"], ev["sync"], ev["other"], ev["key"], ev["row"], ev["ph"], ev["n0"], bound, self.out,
+            self.st, self.en, self.ph, self.kc, self.inl, self.srt, self.m, self.tmp,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+        out = self.out[:, :n].copy()
+        return out[0], out[1], out[2], out[3], err
+
+    def snapshot(self) -> dict:
+        return {**super().snapshot(), "m": self.m.copy()}
+
+
 # --------------------------------------------------------------------------------------
 # the operator
 # --------------------------------------------------------------------------------------
@@ -1066,12 +1413,15 @@ class JoinOp(Operator):
         right_props=None,
         result=None,
         build_once: bool = False,
+        variant: str | None = None,
     ):
         super().__init__()
         self.mode = mode
         self.build_once = build_once and mode == "inner"
         self.ports = (InputPort(self, 0), InputPort(self, 1))
         self.keys = (_KeyColumns(left_key, left_schema, "left"), _KeyColumns(right_key, right_schema, "right"))
+        schemas, props = (left_schema, right_schema), (left_props, right_props)
+        self.merge = _choose_merge(mode, self.build_once, variant, (left_key, right_key), schemas, props)
         self.schemas = [left_schema, right_schema]
         self.result = result
         q = [_queue_kind(left_props), _queue_kind(right_props)]
@@ -1082,7 +1432,9 @@ class JoinOp(Operator):
             bool(left_props and left_props.start_edge_only),
             bool(right_props and right_props.start_edge_only),
         )
-        if mode == "inner":
+        if self.merge:
+            self.cores = [_MergeCore(qk)]
+        elif mode == "inner":
             self.cores = [_JoinCore(qk)]
         elif mode == "left_outer":
             self.cores = [_JoinCore(qk), _ExistsCore(qk, exists=False)]
@@ -1103,6 +1455,8 @@ class JoinOp(Operator):
             "clip": "clip (left by key, right starts)",
         }[mode]
         cross = self.keys[0].kind == "none"
+        if self.merge:
+            algorithm = "merge join (inputs sorted by the key within each sync time; no hashing)"
         self.variant = (
             f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
             f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
@@ -1185,7 +1539,10 @@ class JoinOp(Operator):
             return
         if parts[0] is None and parts[1] is None and not self._queued_before(bound):
             return
-        self._process(parts, bound)
+        if self.merge:
+            self._process_merge(parts, bound)
+        else:
+            self._process(parts, bound)
 
     def _queued_before(self, bound: int) -> bool:
         for core in self.cores:
@@ -1400,6 +1757,64 @@ class JoinOp(Operator):
                 self.emit(out)
         self._maybe_compact()
 
+    def _process_merge(self, parts: list[EventBatch | None], bound: int) -> None:
+        """The merge join's chunk: each side's events as they came (key-sorted within a sync time), side 0 first."""
+        cols = {k: [] for k in ("kind", "sync", "other", "key", "row", "ph")}
+        intervals = [0, 0]
+        n0 = 0
+        for side in (0, 1):
+            b = parts[side]
+            if b is None:
+                continue
+            if b.key is not None:
+                raise PlanError("the merge join takes ungrouped inputs")
+            field = self.keys[side].spec[0]
+            codes, valid = merge_key_codes(b.columns[field], field)
+            keep = valid if b.absent is None else valid & ~b.absent  # a null key never joins
+            idx = None if keep.all() else np.flatnonzero(keep)
+            sync, other = (b.sync, b.other) if idx is None else (b.sync[idx], b.other[idx])
+            kind = np.full(len(sync), INTERVAL, np.int8)
+            kind[other == INFINITY] = START
+            kind[other < sync] = END
+            if self.start_edge_only[side] or not (kind != INTERVAL).any():
+                ph = np.zeros(len(sync), np.int64)
+            else:
+                ph = payload_hash(b.columns, len(b))
+                ph = ph if idx is None else ph[idx]
+            base = self.stores[side].append(b)
+            rows = np.arange(base, base + len(b), dtype=np.int64)
+            intervals[side] = int(np.count_nonzero(kind == INTERVAL))
+            for name, value in (
+                ("kind", kind),
+                ("sync", sync),
+                ("other", other),
+                ("key", codes if idx is None else codes[idx]),
+                ("row", rows if idx is None else rows[idx]),
+                ("ph", ph),
+            ):
+                cols[name].append(value)
+            if side == 0:
+                n0 = len(sync)
+        ev = {
+            k: (np.concatenate(v) if v else np.empty(0, np.int8 if k == "kind" else np.int64)) for k, v in cols.items()
+        }
+        ev["n0"] = n0
+        core = self.cores[0]
+        core.ensure((self.stores[0].rows, self.stores[1].rows), 0, tuple(intervals))
+        o_sync, o_other, o_a, o_b, err = core.run(ev, bound)
+        if err == _ERR_ORDER:
+            raise PlanError(
+                "a merge join input is not sorted by its join key within a sync time (declare sorted_by only for "
+                "sorted data, or let the join hash)"
+            )
+        if err == _ERR_FIFO:
+            raise PlanError("a join input declared constant duration delivered intervals whose ends go back in time")
+        if len(o_sync):
+            order = np.argsort(o_sync, kind="stable")  # interval ends due inside the chunk come between steps
+            out = self._assemble(core, o_sync[order], o_other[order], o_a[order], o_b[order])
+            self.emit(out)
+        self._maybe_compact()
+
     # -- output --------------------------------------------------------------------------
     def _side_columns(self, side: int, rows: np.ndarray) -> tuple[dict, pa.Array | None, np.ndarray | None]:
         taken = self.stores[side].take(rows)
@@ -1418,7 +1833,7 @@ class JoinOp(Operator):
         if self.mode in ("exists", "not_exists", "clip"):
             cols, key, hsh = self._side_columns(0, o_a)
             return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
-        if isinstance(core, _JoinCore):
+        if isinstance(core, _JoinCore | _MergeCore):
             lcols, key, hsh = self._side_columns(0, o_a)
             rcols, _, _ = self._side_columns(1, o_b)
         elif not core.mirrored:
@@ -1428,7 +1843,7 @@ class JoinOp(Operator):
             rcols, key, hsh = self._side_columns(1, o_a)
             lcols = self._null_columns(0, n)
             return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing=0), key=key, hash=hsh)
-        missing = 1 if not isinstance(core, _JoinCore) else None
+        missing = 1 if not isinstance(core, _JoinCore | _MergeCore) else None
         return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing), key=key, hash=hsh)
 
     def _result(self, lcols: dict, rcols: dict, n: int, missing: int | None = None) -> dict[str, pa.Array]:
@@ -1507,6 +1922,50 @@ class JoinOp(Operator):
             self.replay = {k[2:]: np.array(v) for k, v in built.items() if k.startswith("r_")}
         self.replay_pos = state["replay_pos"]
         self.reorder.restore(state["reorder"])
+
+
+def _mergeable_type(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t)
+
+
+def merge_key_codes(col, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """Order-preserving int64 codes of a merge-join key column, and which rows have a key (not null)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if not _mergeable_type(col.type):
+        raise PlanError(f"the merge join compares integer, temporal or boolean keys; {field!r} is {col.type}")
+    if pa.types.is_boolean(col.type):
+        col = col.cast(pa.int8())
+    valid = np.ones(len(col), bool) if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(False))
+    codes = col.cast(pa.int64()).fill_null(0)
+    return np.asarray(codes.to_numpy(zero_copy_only=False), np.int64), valid
+
+
+def _choose_merge(mode, build_once, variant, keys, schemas, props) -> bool:
+    """Whether the join merges: forced by ``variant``, or chosen when both inputs are sorted by their keys."""
+    if variant not in (None, "hash", "merge"):
+        raise PlanError(f"join variant is 'hash' or 'merge', got {variant!r}")
+    if variant == "hash":
+        return False
+    specs = [key_spec(k) for k in keys]
+    why = None
+    if mode != "inner" or build_once:
+        why = "the merge join is an inner join (not outer, semi/anti, clip or build-once)"
+    elif any(kind != "fields" or len(fields) != 1 for kind, fields in specs):
+        why = "the merge join takes one key field per side"
+    elif any(p is not None and p.grouping for p in props):
+        why = "the merge join takes ungrouped inputs"
+    elif any(
+        sc is not None and not _mergeable_type(sc.field(f[1][0]).type) for sc, f in zip(schemas, specs, strict=True)
+    ):
+        why = "the merge join compares integer, temporal or boolean keys"
+    if variant == "merge":
+        if why:
+            raise PlanError(f"cannot force the merge join: {why}")
+        return True
+    if why or any(sc is None for sc in schemas):
+        return False
+    return all(p is not None and p.sorted_by[:1] == f[1] for p, f in zip(props, specs, strict=True))
 
 
 def _probe_value(t: pa.DataType):

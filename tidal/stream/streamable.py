@@ -282,16 +282,27 @@ class Stream:
         )
 
     # -- joins (tidal/ops/join.py states the temporal semantics) -----------------------
-    def join(self, other: Stream, left_key, right_key, result=None, *, left_is_small: bool = False) -> Stream:
+    def join(
+        self,
+        other: Stream,
+        left_key,
+        right_key,
+        result=None,
+        *,
+        left_is_small: bool = False,
+        variant: str | None = None,
+    ) -> Stream:
         """Temporal equi-join: each key-equal pair whose lifetimes overlap, over their intersection.
 
         Keys are a field name, a list of field names, or a row lambda. ``result(l, r)`` builds
         the payload (default: left fields then right fields; a clashing right name gets
         ``_right``). ``left_is_small=True`` picks the build-once variant: the right waits until
         the (finite) left has completed, the left is indexed once, and right intervals probe it
-        without being stored.
+        without being stored. When both inputs are sorted by their (one-field, integer-like) keys
+        within each sync time (``Properties.sorted_by``, e.g. ``from_arrow(..., sorted_by="k")``),
+        the join merges instead of hashing; ``variant="hash"`` or ``"merge"`` forces a choice.
         """
-        return self._join("inner", other, left_key, right_key, result, build_once=left_is_small)
+        return self._join("inner", other, left_key, right_key, result, build_once=left_is_small, variant=variant)
 
     def left_outer_join(self, other: Stream, left_key, right_key, result=None) -> Stream:
         """The join plus, at every instant, each left row with no partner alive, right fields null."""
@@ -317,14 +328,16 @@ class Stream:
         """End each left lifetime at the next start of a key-equal right event (Trill's ClipEventDuration)."""
         return self._join("clip", other, left_key, right_key, None)
 
-    def _join(self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False) -> Stream:
+    def _join(
+        self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False, variant=None
+    ) -> Stream:
         from ..ops.join import JoinOp, key_spec, output_names, result_types
 
         if not isinstance(other, Stream):
             raise PlanError(f"{mode} join: the other input must be a Stream, got {type(other).__name__}")
         ls, rs = self.schema, other.schema
         lp, rp = self.properties, other.properties
-        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once)  # validates keys now
+        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once, variant)  # validates keys now
         lk, rk = key_spec(left_key), key_spec(right_key)
         if (lk[0] == "none") != (rk[0] == "none"):
             raise PlanError("give both join keys or neither (a cross join)")
@@ -353,7 +366,7 @@ class Stream:
         }[mode]
         stream = self._derive(
             label,
-            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once),
+            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once, variant),
             schema=schema,
             props=props,
             inputs=(self._node, other._node),
