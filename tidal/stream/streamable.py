@@ -158,7 +158,8 @@ class Stream:
             constant_duration=int(duration) if isinstance(duration, int | np.integer) else None,
             start_edge_only=self.properties.start_edge_only and duration is None,
             constant_hop=None,
-            sorted_by=(),  # starts move: events of several sync times meet
+            # a new start function moves events of several sync times together; a duration alone moves none
+            sorted_by=self.properties.sorted_by if start is None else (),
         )
         return self._derive("AlterLifetime", lambda: AlterLifetimeOp(start, duration), props=props)
 
