@@ -69,6 +69,9 @@ from ..core.batch import EventBatch, concat_batches
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
 from ..expr.compile import CompiledLambda, records_to_columns, row_class, rows_of
+from ..expr.kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
+from ..expr.lambdas import Opaque, translate_rows
+from ..expr.nodes import Col
 from .base import InputPort, Operator, ReorderBuffer
 from .keys import KeyIndex, stable_hash
 
@@ -79,6 +82,7 @@ _ERR_FIFO = 1
 _ERR_ORDER = 2
 
 _KEY_COL = "__key"
+_LEFT, _RIGHT = "left.", "right."  # column prefixes of the two rows in a compiled result lambda
 _HASH_COL = "__hash"
 
 
@@ -1002,13 +1006,17 @@ class _Store:
             self.batches = pa.Table.from_batches(self.batches).combine_chunks().to_batches()
         return base
 
-    def take(self, rows: np.ndarray) -> dict[str, pa.Array]:
+    def take(self, rows: np.ndarray, names: list[str] | None = None) -> dict[str, pa.Array]:
+        """The payload of these rows (only the ``names`` fields, plus any group key, when given)."""
         if not self.batches:
             return {}
         if len(self.batches) > 1:
             # one contiguous batch: compaction keeps the store near the alive rows, so this is cheap
             self.batches = [pa.concat_batches(self.batches)]
-        taken = self.batches[0].take(pa.array(rows, pa.int64()))
+        batch = self.batches[0]
+        if names is not None:
+            batch = batch.select([n for n in batch.schema.names if n in names or n in (_KEY_COL, _HASH_COL)])
+        taken = batch.take(pa.array(rows, pa.int64()))
         return dict(zip(taken.schema.names, taken.columns, strict=True))
 
     def compact(self, keep: np.ndarray) -> None:
@@ -1461,8 +1469,12 @@ class JoinOp(Operator):
             f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
             f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
         )
+        self._compile_result(result, schemas)
         if result is not None:
-            self.variant += "; result: row mode (a two-argument lambda runs per output row)"
+            how = (
+                f"columnar: {self.result_node}" if self.result_node is not None else f"row mode ({self.result_reason})"
+            )
+            self.variant += f"; result: {how}"
         self.result_types: dict[str, pa.DataType] = dict(result_types(result, left_schema, right_schema) or {})
         self.stores = (_Store(), _Store())
         self.index: KeyIndex | None = None
@@ -1476,6 +1488,41 @@ class JoinOp(Operator):
         self.replay: dict[str, np.ndarray] | None = None  # the same, by start
         self.replay_pos = 0  # build-once: left intervals (by start) already fed to the kernel
         self.reorder = ReorderBuffer()  # build-once: probe outputs that start in the future
+
+    def _compile_result(self, result, schemas) -> None:
+        """Translate ``result(l, r)`` to an expression over both sides' columns, so outputs are built columnar."""
+        self.result_node = None
+        self.result_reason = ""
+        self.result_fields: tuple[list[str], list[str]] | None = None  # the fields each side's store must give
+        if result is None:
+            return
+        try:
+            node = translate_rows(result, [_LEFT, _RIGHT])
+        except Opaque as exc:
+            self.result_reason = str(exc)
+            return
+        if all(s is not None for s in schemas):
+            empty = {
+                p + f.name: pa.array([], f.type) for p, sc in zip((_LEFT, _RIGHT), schemas, strict=True) for f in sc
+            }
+            missing = node.columns() - set(empty)
+            if missing:
+                names = sorted(c.split(".", 1)[1] for c in missing)
+                raise PlanError(f"the join's result lambda uses field(s) {names} its inputs do not have")
+            try:
+                ev = Evaluator(empty, 0)
+                for _, part in record_fields(node):
+                    ev.eval(part)
+            except Unsupported as exc:
+                self.result_reason = str(exc)
+                return
+            except Fallback:
+                pass
+        self.result_node = node
+        used = node.columns()
+        self.result_fields = tuple(
+            [c[len(p) :] for c in sorted(used) if c.startswith(p)] for p in (_LEFT, _RIGHT)
+        )  # fmt: skip
 
     # -- control -----------------------------------------------------------------------
     def on_side_batch(self, side: int, batch: EventBatch) -> None:
@@ -1817,7 +1864,7 @@ class JoinOp(Operator):
 
     # -- output --------------------------------------------------------------------------
     def _side_columns(self, side: int, rows: np.ndarray) -> tuple[dict, pa.Array | None, np.ndarray | None]:
-        taken = self.stores[side].take(rows)
+        taken = self.stores[side].take(rows, self.result_fields[side] if self.result_fields else None)
         key = taken.pop(_KEY_COL, None)
         hsh = taken.pop(_HASH_COL, None)
         return taken, key, (None if hsh is None else np.asarray(hsh.to_numpy(zero_copy_only=False), np.int64))
@@ -1850,6 +1897,9 @@ class JoinOp(Operator):
         if self.result is None:
             names = output_names(list(lcols), list(rcols))
             return dict(zip(names, list(lcols.values()) + list(rcols.values()), strict=True))
+        cols = self._columnar_result(lcols, rcols, n)
+        if cols is not None:
+            return cols
         zeros = np.zeros(n, np.int64)
         lrows = [_NullRow()] * n if missing == 0 else rows_of(EventBatch(zeros, zeros, lcols))
         rrows = [_NullRow()] * n if missing == 1 else rows_of(EventBatch(zeros, zeros, rcols))
@@ -1859,6 +1909,33 @@ class JoinOp(Operator):
             if not pa.types.is_null(col.type):
                 self.result_types.setdefault(name, col.type)
         return cols
+
+    def _columnar_result(self, lcols: dict, rcols: dict, n: int) -> dict[str, pa.Array] | None:
+        """The result lambda over whole columns; None when this batch needs it row by row (nulls, say)."""
+        node = self.result_node
+        if node is None:
+            return None
+        inputs = {_LEFT + k: v for k, v in lcols.items()} | {_RIGHT + k: v for k, v in rcols.items()}
+        if not node.columns() <= set(inputs):
+            return None  # a missing side whose fields are not known yet
+        try:
+            ev = Evaluator(inputs, n)
+            out = {}
+            for name, part in record_fields(node):
+                col = inputs[part.name] if isinstance(part, Col) else to_arrow_column(ev.eval(part), n)
+                want = self.result_types.get(name)
+                if want is not None and col.type != want:
+                    col = col.cast(want)
+                out[name] = col
+        except Fallback:
+            return None
+        except Unsupported as exc:
+            self.result_node, self.result_reason = None, str(exc)
+            return None
+        for name, col in out.items():
+            if not pa.types.is_null(col.type):
+                self.result_types.setdefault(name, col.type)
+        return out
 
     # -- memory ----------------------------------------------------------------------------
     def _maybe_compact(self) -> None:
