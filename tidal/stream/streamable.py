@@ -228,7 +228,7 @@ class Stream:
         return self._derive("PointAtEnd", PointAtEndOp, props=props)
 
     def chop(self, period: int, offset: int = 0) -> Stream:
-        """Split lifetimes at every ``offset + k*period`` (snapshots unchanged)."""
+        """Split lifetimes at every ``offset + k*period``, open ones as time passes (snapshots unchanged)."""
         period = _positive("period", period)
         props = self.properties.but(constant_duration=None, sorted_by=())
         return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
