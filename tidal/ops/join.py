@@ -965,6 +965,44 @@ def merge_join_kernel(
 
 
 @numba.njit(cache=True)
+def _merge_runs(
+    a_side, b_side, a_kind, b_kind, a_sync, b_sync, a_other, b_other, a_row, b_row, a_ph, b_ph, a_kid, b_kid
+):
+    """Merge two runs sorted by sync time (``a`` first on ties) into one set of event arrays."""
+    na, nb = len(a_sync), len(b_sync)
+    n = na + nb
+    side = np.empty(n, np.int8)
+    kind = np.empty(n, np.int8)
+    sync = np.empty(n, np.int64)
+    other = np.empty(n, np.int64)
+    kid = np.empty(n, np.int64)
+    row = np.empty(n, np.int64)
+    ph = np.empty(n, np.int64)
+    i = 0
+    j = 0
+    for w in range(n):
+        if j >= nb or (i < na and a_sync[i] <= b_sync[j]):
+            side[w] = a_side[i]
+            kind[w] = a_kind[i]
+            sync[w] = a_sync[i]
+            other[w] = a_other[i]
+            kid[w] = a_kid[i]
+            row[w] = a_row[i]
+            ph[w] = a_ph[i]
+            i += 1
+        else:
+            side[w] = b_side[j]
+            kind[w] = b_kind[j]
+            sync[w] = b_sync[j]
+            other[w] = b_other[j]
+            kid[w] = b_kid[j]
+            row[w] = b_row[j]
+            ph[w] = b_ph[j]
+            j += 1
+    return side, kind, sync, other, row, ph, kid
+
+
+@numba.njit(cache=True)
 def _remap_links(nxt, prv, head, s, keep, mapping):
     """Renumber side s's rows after compaction (``keep``: old row of each new row)."""
     for j in range(len(keep)):
@@ -1014,10 +1052,17 @@ class _Store:
             # one contiguous batch: compaction keeps the store near the alive rows, so this is cheap
             self.batches = [pa.concat_batches(self.batches)]
         batch = self.batches[0]
-        if names is not None:
-            batch = batch.select([n for n in batch.schema.names if n in names or n in (_KEY_COL, _HASH_COL)])
-        taken = batch.take(pa.array(rows, pa.int64()))
-        return dict(zip(taken.schema.names, taken.columns, strict=True))
+        out = {}
+        index = None
+        for name, col in zip(batch.schema.names, batch.columns, strict=True):
+            if names is not None and name not in names and name not in (_KEY_COL, _HASH_COL):
+                continue
+            if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+                out[name] = pa.array(col.to_numpy(zero_copy_only=True)[rows])  # a numpy gather: no copy of the index
+            else:
+                index = pa.array(rows, pa.int64()) if index is None else index
+                out[name] = col.take(index)
+        return out
 
     def compact(self, keep: np.ndarray) -> None:
         if self.batches:
@@ -1198,7 +1243,8 @@ class _Core:
         while True:
             n, i, need, err = self.call(ev, bound, i)
             if n:
-                parts.append(self.out[:, :n].copy())
+                parts.append(self.out[:, :n])
+                self.out = np.empty_like(self.out)  # the filled buffer leaves as output (no copy)
             if need == 0 or err:
                 break
             if need > self.out.shape[1]:
@@ -1717,6 +1763,9 @@ class JoinOp(Operator):
             present = None if b.absent is None else np.flatnonzero(~b.absent)
             if present is not None and len(present) == 0:
                 continue
+            if present is not None and 2 * len(present) < len(b) and self.keys[side].kind != "lambda":
+                # mostly filtered out: store a copy of the present rows rather than all of them
+                b, present = b.take(present), None
             sync = b.sync if present is None else b.sync[present]
             other = b.other if present is None else b.other[present]
             n = len(sync)
@@ -1758,23 +1807,21 @@ class JoinOp(Operator):
             rows.insert(0, self.replay["row"][r])
             phs.insert(0, np.zeros(n, np.int64))
             intervals[0] = n
-        if sides:
+        names = ("side", "kind", "sync", "other", "row", "ph")
+        if len(sides) == 2 and not has_end:
+            # two runs sorted by time: one linear merge, gathering as it goes
+            merged = _merge_runs(*sides, *kinds, *syncs, *others, *rows, *phs, *kids)
+            ev, kid = dict(zip(names, merged[:6], strict=True)), merged[6]
+        elif sides:
             cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
-            side_arr, kind_arr, sync_arr = cat(sides), cat(kinds), cat(syncs)
-            if has_end:
-                order = np.lexsort((kind_arr != END, sync_arr))  # by time, ends first; stable (left before right)
-            elif len(sides) == 2:
-                order = np.argsort(sync_arr, kind="stable")  # two sorted runs: a linear merge
-            else:
-                order = None
-            ev = {"side": side_arr, "kind": kind_arr, "sync": sync_arr, "other": cat(others), "row": cat(rows)}
-            ev["ph"] = cat(phs)
+            ev = dict(zip(names, map(cat, (sides, kinds, syncs, others, rows, phs)), strict=True))
             kid = cat(kids)
-            if order is not None:
+            if has_end:
+                order = np.lexsort((ev["kind"] != END, ev["sync"]))  # by time, ends first; stable (left before right)
                 ev = {k: v[order] for k, v in ev.items()}
                 kid = kid[order]
         else:
-            ev = {k: np.empty(0, np.int64) for k in ("other", "row", "ph", "sync")}
+            ev = {k: np.empty(0, np.int64) for k in names}
             ev["side"] = np.empty(0, np.int8)
             ev["kind"] = np.empty(0, np.int8)
             kid = np.empty(0, np.int64)
