@@ -51,7 +51,23 @@ finite left completes, the left's lifetimes are resolved and indexed by key once
 intervals probe that index vectorised and are never stored (their outputs may start in the
 future, so they pass through a reorder buffer), and right edges meet the left replayed into
 the symmetric kernel as its intervals start. No output punctuation leaves before the left
-completes. A merge-join variant for inputs sorted by the join key is not implemented.
+completes.
+
+The *merge join* (``join`` on one integer-like key field per side, both inputs sorted by it
+within each sync time: ``Properties.sorted_by``, Trill's snapshot-sorted streams; or forced
+with ``variant="merge"``) hashes nothing: each side keeps its alive rows as a list sorted by
+key; a time step's events, already in key order, find their partners in the other side's
+list by a forward galloping walk, meet the other side's new events by merging the two runs,
+and join their own side's list in one linear merge. An input found out of key order within a
+sync time is an error. Each step with new starts costs a pass over its side's alive rows, so
+the variant suits many events per sync time (relational, progressive data).
+
+In the hash join a right *point* (``[t, t+1)``) is never stored: the left events at ``t``
+come first and those ending at ``t`` are gone, so it meets exactly the left events alive now,
+each pair being ``[t, t+1)``. A ``result`` lambda is translated into one expression over both
+sides' columns where the lambda compiler can (``explain()`` says ``columnar``), so outputs are
+built column by column; otherwise (or for a batch needing Python semantics, such as nulls in
+arithmetic) it runs per output row.
 
 Partitioning (for a distributed backend): each input must be hash-partitioned by its key
 fields; lambda keys name no field and a cross join has no key, so those ask for each whole
@@ -173,6 +189,18 @@ def join_kernel(
             x = e_row[i]
             i += 1
             if g < 0:
+                continue
+            if s == 1 and k == INTERVAL and other_time == t + 1:
+                # a right point meets exactly the left events alive now (the left's at t came first,
+                # those ending at t are gone): each pair is [t, t+1), known now; the point is never stored
+                y = head[0, g]
+                while y >= 0:
+                    out[0, n] = t
+                    out[1, n] = t + 1
+                    out[2, n] = y
+                    out[3, n] = x
+                    n += 1
+                    y = nxt[0, y]
                 continue
             if k == END:
                 x = head[s, g]
@@ -1184,7 +1212,7 @@ class _Core:
     ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "gr": (np.int64, -1)}
     LINK_ARRAYS = {"nxt": (np.int64, -1), "prv": (np.int64, -1), "inl": (np.bool_, False)}
     KEY_ARRAYS = {"head": (np.int64, -1)}
-    out_capacity = 1 << 16
+    out_capacity = 1 << 18
 
     def __init__(self, qkinds: tuple[int, int], mirrored: bool = False):
         self.mirrored = mirrored  # side 0 of this core is the operator's right input
@@ -1243,8 +1271,7 @@ class _Core:
         while True:
             n, i, need, err = self.call(ev, bound, i)
             if n:
-                parts.append(self.out[:, :n])
-                self.out = np.empty_like(self.out)  # the filled buffer leaves as output (no copy)
+                parts.append(self.out[:, :n].copy())  # the buffer is reused: its pages stay mapped
             if need == 0 or err:
                 break
             if need > self.out.shape[1]:
