@@ -91,6 +91,10 @@ def pairs(draw, shapes=SHAPES, nulls=True, sorted_by=None):
     return left, right, reference(le), reference(re_)
 
 
+def _opaque_sub(a, b):
+    return a - b
+
+
 def _opaque_key(k):
     return None if k is None else k % 2
 
@@ -102,6 +106,7 @@ OPS = {
     "join_row_mode_key": lambda a, b: a.join(b, lambda e: _opaque_key(e.k), lambda e: _opaque_key(e.k)),
     "join_two_fields": lambda a, b: a.join(b, ["k", "v"], ["k", "v"]),
     "join_result": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y.v}),
+    "join_result_row_mode": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": _opaque_sub(x.v, y.v)}),
     "join_build_once": lambda a, b: a.join(b, "k", "k", left_is_small=True),
     "join_build_once_result": lambda a, b: a.join(b, "v", "v", lambda x, y: {"k": x.k, "w": y.k}, left_is_small=True),
     "cross_join": lambda a, b: a.cross_join(b),
@@ -166,6 +171,11 @@ def test_variant_names_follow_properties():
     assert a.join(b, lambda e: e.k, lambda e: e.k)._node.partitioning == ((), ())
     assert a.cross_join(b)._node.partitioning == ((), ())
     assert a.join(a, "k", "k").properties.start_edge_only
+    compiled = a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y["v"]}).explain()
+    assert "result: columnar: {k: left.k, s: (left.v - right.v)}" in compiled
+    assert "result: row mode" in a.join(b, "k", "k", lambda x, y: {"s": _opaque_sub(x.v, y.v)}).explain()
+    with pytest.raises(tidal.PlanError, match="zzz"):
+        a.join(b, "k", "k", lambda x, y: {"s": x.zzz})
 
 
 def test_bad_keys_are_plan_errors():
