@@ -1080,17 +1080,11 @@ class _Store:
             # one contiguous batch: compaction keeps the store near the alive rows, so this is cheap
             self.batches = [pa.concat_batches(self.batches)]
         batch = self.batches[0]
-        out = {}
-        index = None
-        for name, col in zip(batch.schema.names, batch.columns, strict=True):
-            if names is not None and name not in names and name not in (_KEY_COL, _HASH_COL):
-                continue
-            if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-                out[name] = pa.array(col.to_numpy(zero_copy_only=True)[rows])  # a numpy gather: no copy of the index
-            else:
-                index = pa.array(rows, pa.int64()) if index is None else index
-                out[name] = col.take(index)
-        return out
+        if names is not None:
+            batch = batch.select([n for n in batch.schema.names if n in names or n in (_KEY_COL, _HASH_COL)])
+        # Arrow's take, not numpy's: its memory pool reuses pages where fresh numpy arrays fault them in
+        taken = batch.take(pa.array(rows, pa.int64()))
+        return dict(zip(taken.schema.names, taken.columns, strict=True))
 
     def compact(self, keep: np.ndarray) -> None:
         if self.batches:
@@ -1271,7 +1265,7 @@ class _Core:
         while True:
             n, i, need, err = self.call(ev, bound, i)
             if n:
-                parts.append(self.out[:, :n].copy())  # the buffer is reused: its pages stay mapped
+                parts.append(self.out[:, :n].copy())
             if need == 0 or err:
                 break
             if need > self.out.shape[1]:
