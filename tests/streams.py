@@ -27,7 +27,9 @@ def lifetimes(draw, max_events=25, allow_edges=True):
     return out
 
 
-def physical_table(events, names=NAMES) -> pa.Table:
+def physical_table(events, names=NAMES, key_sorted: bool = False) -> pa.Table:
+    """The physical rows of logical events, in sync-time order (and, with ``key_sorted``, in order
+    of the first field, nulls last, within each sync time: a ``sorted_by`` stream)."""
     rows = []
     for s, e, p, edges in events:
         if edges:
@@ -36,7 +38,10 @@ def physical_table(events, names=NAMES) -> pa.Table:
                 rows.append((e, s, p))
         else:
             rows.append((s, e, p))
-    rows.sort(key=lambda r: r[0])
+    if key_sorted:
+        rows.sort(key=lambda r: (r[0], r[2][0] is None, r[2][0] or 0))
+    else:
+        rows.sort(key=lambda r: r[0])
     return pa.table(
         {
             "sync_time": pa.array([r[0] for r in rows], pa.int64()),

@@ -19,7 +19,6 @@ from tidal.io.egress import CollectSink
 from tidal.ops import join as join_ops
 from tidal.ops.base import Operator
 from tidal.ops.keys import stable_hash
-from tidal.stream.plan import Properties
 from tidal.stream.query import Query, deliver
 from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import check_physical
@@ -52,19 +51,24 @@ def events(draw, shape="general", max_events=14, nulls=True, duration=6):
     return out
 
 
-def physical(evs, names=("k", "v")) -> pa.Table:
-    return physical_table(evs, names)
+def physical(evs, names=("k", "v"), key_sorted=False) -> pa.Table:
+    return physical_table(evs, names, key_sorted)
 
 
-def make_stream(evs, shape, batch_size, punct, names=("k", "v")):
+def make_stream(evs, shape, batch_size, punct, names=("k", "v"), sorted_by=None):
     s = tidal.from_arrow(
-        physical(evs, names), time="sync_time", other="other_time", batch_size=batch_size, punctuate_every=punct
+        physical(evs, names, key_sorted=sorted_by is not None),
+        time="sync_time",
+        other="other_time",
+        batch_size=batch_size,
+        punctuate_every=punct,
+        sorted_by=sorted_by,
     )
     # declare what the generator guarantees, so the join picks that variant
     if shape == "start_edge_only":
-        s._node.props = Properties(start_edge_only=True)
+        s._node.props = s._node.props.but(start_edge_only=True)
     elif shape == "constant_duration":
-        s._node.props = Properties(constant_duration=6)
+        s._node.props = s._node.props.but(constant_duration=6)
     return s
 
 
@@ -73,15 +77,22 @@ def reference(evs, names=("k", "v")) -> Reference:
 
 
 @st.composite
-def pairs(draw, shapes=SHAPES, nulls=True):
-    """Two random inputs (engine streams and references), each of a random variant shape."""
+def pairs(draw, shapes=SHAPES, nulls=True, sorted_by=None):
+    """Two random inputs (engine streams and references), each of a random variant shape.
+
+    With ``sorted_by``, each input's rows are in that field's order within each sync time and
+    declare it (so a join on it merges)."""
     lshape, rshape = draw(st.sampled_from(shapes)), draw(st.sampled_from(shapes))
     le, re_ = draw(events(lshape, nulls=nulls)), draw(events(rshape, nulls=nulls))
     bs = (draw(st.sampled_from([1, 2, 3, 7, 1000])), draw(st.sampled_from([1, 2, 5, 1000])))
     pu = (draw(st.sampled_from([None, 1, 4, 13])), draw(st.sampled_from([None, 2, 9])))
-    left = make_stream(le, lshape, bs[0], pu[0])
-    right = make_stream(re_, rshape, bs[1], pu[1])
+    left = make_stream(le, lshape, bs[0], pu[0], sorted_by=sorted_by)
+    right = make_stream(re_, rshape, bs[1], pu[1], sorted_by=sorted_by)
     return left, right, reference(le), reference(re_)
+
+
+def _opaque_sub(a, b):
+    return a - b
 
 
 def _opaque_key(k):
@@ -95,6 +106,7 @@ OPS = {
     "join_row_mode_key": lambda a, b: a.join(b, lambda e: _opaque_key(e.k), lambda e: _opaque_key(e.k)),
     "join_two_fields": lambda a, b: a.join(b, ["k", "v"], ["k", "v"]),
     "join_result": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y.v}),
+    "join_result_row_mode": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": _opaque_sub(x.v, y.v)}),
     "join_build_once": lambda a, b: a.join(b, "k", "k", left_is_small=True),
     "join_build_once_result": lambda a, b: a.join(b, "v", "v", lambda x, y: {"k": x.k, "w": y.k}, left_is_small=True),
     "cross_join": lambda a, b: a.cross_join(b),
@@ -159,6 +171,11 @@ def test_variant_names_follow_properties():
     assert a.join(b, lambda e: e.k, lambda e: e.k)._node.partitioning == ((), ())
     assert a.cross_join(b)._node.partitioning == ((), ())
     assert a.join(a, "k", "k").properties.start_edge_only
+    compiled = a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y["v"]}).explain()
+    assert "result: columnar: {k: left.k, s: (left.v - right.v)}" in compiled
+    assert "result: row mode" in a.join(b, "k", "k", lambda x, y: {"s": _opaque_sub(x.v, y.v)}).explain()
+    with pytest.raises(tidal.PlanError, match="zzz"):
+        a.join(b, "k", "k", lambda x, y: {"s": x.zzz})
 
 
 def test_bad_keys_are_plan_errors():
@@ -336,3 +353,111 @@ def test_a_followed_by_b_within_one_hour_per_user():
     )
     assert got == expected and expected
     assert set(q.column("other_time").to_pylist()) == {t + 1 for t, _ in got}
+
+
+# -- merge join: inputs sorted by the key within each sync time ------------------------------
+MERGE_OPS = {
+    "merge_join": lambda a, b: a.join(b, "k", "k"),
+    "merge_join_result": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y.v}),
+}
+
+
+@pytest.mark.parametrize("op", sorted(MERGE_OPS))
+@given(case=pairs(sorted_by="k"), tiny=st.booleans())
+def test_merge_join_matches_reference(op, case, tiny):
+    """Key-sorted inputs of every shape, random batches and punctuations: the merge join is chosen and is right."""
+    left, right, lref, rref = case
+    query = MERGE_OPS[op](left, right)
+    assert "merge join" in query.explain()
+    saved = join_ops._Core.out_capacity
+    join_ops._Core.out_capacity = 1 if tiny else saved  # the output buffer grows from one row
+    try:
+        result = query.to_arrow()
+    finally:
+        join_ops._Core.out_capacity = saved
+    check_physical(result)
+    assert_same_snapshots(result, MERGE_OPS[op](lref, rref))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@given(data=st.data())
+def test_merge_join_each_shape_on_both_sides(shape, data):
+    left, right, lref, rref = data.draw(pairs(shapes=(shape,), sorted_by="k"))
+    result = left.join(right, "k", "k").to_arrow()
+    check_physical(result)
+    assert_same_snapshots(result, lref.join(rref, "k", "k"))
+
+
+@given(case=pairs(sorted_by="k"), cut=st.floats(0, 1))
+def test_merge_join_checkpoint_restore_continues_exactly(case, cut):
+    left, right, _, _ = case
+    node = left.join(right, "k", "k")._node
+    assert "merge join" in node.describe()
+    order = _schedule(left, right)
+    whole = CollectSink()
+    _run(node.make(), order, whole)
+    half = int(len(order) * cut)
+    first = node.make()
+    sink = CollectSink()
+    _run(first, order[:half], sink)
+    second = node.make()
+    second.restore(first.snapshot())
+    second.downstream.append(sink)
+    for side, msg in order[half:]:
+        deliver(second.ports[side], msg)
+    assert sink.table().equals(whole.table())
+
+
+def test_merge_join_compacts_its_state():
+    """Many short intervals: the stores compact, the sorted rows are renumbered, the answer holds."""
+    n = 10_000  # past the 4096 rows at which a store starts compacting
+    ts = np.repeat(np.arange(n // 10, dtype=np.int64), 10)
+    key = np.tile(np.arange(10, dtype=np.int64), n // 10)
+    data = pa.table({"ts": ts, "k": key, "v": np.arange(n)})
+    a = tidal.from_arrow(data, time="ts", sorted_by="k", batch_size=777).alter_duration(3)
+    b = tidal.from_arrow(data, time="ts", sorted_by="k", batch_size=1000)
+    a = a.select("k", "v").where(lambda e: e.v >= 0)  # these keep the sort order (so does a new duration)
+    assert a.properties.sorted_by == ("k",)
+    merged = a.join(b, "k", "k").to_arrow()
+    hashed = a.join(b, "k", "k", variant="hash").to_arrow()
+    assert merged.num_rows == 3 * n - 3 * 10  # each B meets the A of its instant and the two before
+    assert_same_snapshots(merged, hashed)
+
+
+def test_sorted_by_is_checked_and_kept_only_where_it_holds():
+    table = pa.table({"ts": [1, 1, 2, 2], "k": [1, 2, 5, 4], "v": [1, 2, 3, 4]})
+    with pytest.raises(tidal.InputError, match=r"row 3: sorted_by=\['k'\].*sync time 2.*k=4.*k=5"):
+        tidal.from_arrow(table, time="ts", sorted_by="k", batch_size=3).to_arrow()
+    with pytest.raises(tidal.PlanError, match="not in the input"):
+        tidal.from_arrow(table, time="ts", sorted_by="nope")
+    ok = tidal.from_arrow(table.slice(0, 3), time="ts", sorted_by=["k", "v"])
+    assert ok.properties.sorted_by == ("k", "v")
+    assert "sorted by k, v within each sync time" in ok.explain()
+    assert ok.where(lambda e: e.v > 0).shift_lifetime(3).properties.sorted_by == ("k", "v")
+    assert ok.select(key="k", w="v").properties.sorted_by == ("key", "w")
+    assert ok.select("v", "k").properties.sorted_by == ("k", "v")
+    assert ok.select("v").properties.sorted_by == ()
+    assert ok.select(lambda e: {"k": e.v}).properties.sorted_by == ()
+    assert ok.alter_duration(3).properties.sorted_by == ("k", "v")
+    for moved in (
+        ok.alter_lifetime(start=lambda t: t // 2),
+        ok.tumbling_window(5),
+        ok.chop(2),
+        ok.clip_duration(1),
+        ok.union(ok),
+    ):
+        assert moved.properties.sorted_by == ()
+    # the join merges when both keys are sorted, hashes otherwise, and can be forced either way
+    assert "merge join" in ok.join(ok, "k", "k").explain()
+    assert "merge join" not in ok.join(ok, "v", "v").explain()
+    assert "merge join" not in ok.join(ok, "k", "k", variant="hash").explain()
+    assert "merge join" not in ok.left_outer_join(ok, "k", "k").explain()
+    with pytest.raises(tidal.PlanError, match="one key field"):
+        ok.join(ok, ["k", "v"], ["k", "v"], variant="merge")
+
+
+def test_forced_merge_join_on_unsorted_input_is_an_error():
+    table = pa.table({"ts": [1, 1, 2], "k": [2, 1, 1], "v": [1, 2, 3]})
+    a = tidal.from_arrow(table, time="ts")
+    with pytest.raises(tidal.PlanError, match="not sorted by its join key"):
+        a.join(a, "k", "k", variant="merge").to_arrow()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 from streams import stream_cases
 
-from tidal.testing import assert_same_snapshots
-from tidal.testing.reference import check_physical
+import tidal
+from tidal import INFINITY
+from tidal.testing import Reference, assert_same_snapshots
+from tidal.testing.reference import canonical, check_physical
 
 OPS = {
     "where": (
@@ -85,3 +88,27 @@ def test_chop_pieces_stay_within_one_period(case):
     t = stream.chop(6, 2).to_arrow()
     for s, e in zip(t.column("sync_time").to_pylist(), t.column("other_time").to_pylist(), strict=True):
         assert (s - 2) // 6 == (e - 1 - 2) // 6
+
+
+@given(case=stream_cases(), period=st.integers(1, 9), offset=st.integers(-3, 3), limit=st.integers(1, 12))
+def test_chop_then_clip_duration_splits_open_lifetimes(case, period, offset, limit):
+    """An open lifetime is cut at every grid point, so each of its pieces is clipped (Trill's Chop).
+
+    The engine cuts as time passes; by the end it has seen every start, so up to the latest
+    start the pieces are all there, whatever the batching and punctuation."""
+    stream, ref = case
+    result = stream.chop(period, offset).clip_duration(limit).to_arrow()
+    check_physical(result)
+    horizon = max((s for s, _, _ in ref.events), default=0)
+    expected = ref.chop(period, offset, horizon=horizon).clip_duration(limit)
+    assert_same_snapshots(result, expected, until=horizon)
+
+
+def test_chop_cuts_an_open_lifetime_at_each_grid_point_as_time_passes():
+    table = pa.table({"t": [0, 5, 13, 20], "k": [1, 2, 2, 2], "v": [0, 0, 0, 0]})
+    stream = tidal.from_arrow(table, time="t", kind="start").where(lambda e: e.k == 1)  # one start edge at 0
+    got = stream.chop(6).clip_duration(2).to_arrow()
+    # the lifetime [0, inf) is cut at 6, 12 and 18 (time reached 20); each piece keeps its first 2 ticks
+    assert [(s, e) for s, e, _ in canonical(got)] == [(0, 2), (6, 8), (12, 14), (18, 20)]
+    ref = Reference(("k", "v"), [(0, INFINITY, (1, 0))])
+    assert_same_snapshots(got.drop_columns(["t"]), ref.chop(6, horizon=20).clip_duration(2))

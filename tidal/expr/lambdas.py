@@ -198,10 +198,25 @@ def translate_params(fn, roles: list[str | None]) -> Node:
     return translator.visit(body)
 
 
+def translate_rows(fn, prefixes: list[str]) -> Node:
+    """Translate a lambda of several row parameters (a join's ``result(l, r)``): field ``f`` of
+    parameter ``i`` becomes the column ``prefixes[i] + f``."""
+    if not isinstance(fn, types.FunctionType) or fn.__name__ != "<lambda>":
+        raise Opaque("not a lambda")
+    code = fn.__code__
+    if code.co_argcount != len(prefixes) or code.co_flags & (0x04 | 0x08):
+        raise Opaque(f"expected a lambda of {len(prefixes)} row parameters")
+    body = _parse_body(code, lambda_source(fn))
+    translator = _Translator(fn, allow_record=True, row_param="")
+    translator.rows = dict(zip(code.co_varnames[: code.co_argcount], prefixes, strict=True))
+    return translator.visit(body)
+
+
 class _Translator:
     def __init__(self, fn: types.FunctionType, allow_record: bool, row_param: str | None = None):
         self.param = fn.__code__.co_varnames[0] if row_param is None else row_param
         self.scalars: dict[str, str] = {}
+        self.rows: dict[str, str] = {}  # row parameters besides ``param``, and their column prefixes
         self.fn = fn
         self.allow_record = allow_record
         closure = {}
@@ -236,7 +251,7 @@ class _Translator:
     def visit_Name(self, node: ast.Name) -> Node:
         if node.id in self.scalars:
             return Col(self.scalars[node.id])
-        if node.id == self.param:
+        if node.id == self.param or node.id in self.rows:
             raise Opaque("the row itself is used as a value")
         value = self.resolve(node.id)
         if isinstance(value, _SCALARS) or isinstance(value, np.generic):
@@ -244,6 +259,14 @@ class _Translator:
         raise Opaque(f"name {node.id!r} is a {type(value).__name__}, not a scalar")
 
     def _field(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.value, ast.Name):
+            prefix = self.rows.get(node.value.id)
+            if prefix is not None:
+                if isinstance(node, ast.Attribute):
+                    return prefix + node.attr
+                if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                    return prefix + node.slice.value
+                return None
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self.param:
             return node.attr
         if (
@@ -329,7 +352,7 @@ class _Translator:
         func = node.func
         if isinstance(func, ast.Attribute) and self._field(func) is None:
             # a method on a value (str methods) or a function in a module (math.sqrt)
-            if isinstance(func.value, ast.Name) and func.value.id != self.param:
+            if isinstance(func.value, ast.Name) and func.value.id != self.param and func.value.id not in self.rows:
                 target = self.resolve(func.value.id)
                 if isinstance(target, types.ModuleType):
                     obj = getattr(target, func.attr, None)

@@ -12,6 +12,7 @@ from ..core.errors import InputError, PlanError
 from ..stream.plan import Properties, SourceNode
 from ..stream.streamable import Stream
 from .ingress import IngressPolicy, OrderProof, arrow_messages, records_to_batches, table_batches
+from .sortedness import check_sorted, sorted_fields
 
 
 def _props(kind: str, end, other) -> Properties:
@@ -100,6 +101,7 @@ def from_arrow(
     disorder: str | None = None,
     reorder_latency: int | None = None,
     sorted: bool = True,
+    sorted_by=None,
 ):
     """A stream over an Arrow table (or record batches), one event per row.
 
@@ -113,7 +115,32 @@ def from_arrow(
     see :mod:`tidal.io.disorder`. ``sorted=False`` returns a
     :class:`~tidal.stream.disordered.DisorderedStream` instead, to filter, project and
     window before sorting with ``to_stream()``.
+
+    ``sorted_by`` (a field name or a list of them) promises that within each sync time the
+    rows come in that order, nulls last (Trill's snapshot-sorted property); it is checked as
+    the rows come in (a row breaking it is an error) and lets joins on those fields merge
+    instead of hash (see :mod:`tidal.ops.join`).
     """
+    stream = _from_arrow(
+        data, time, end, other, kind, punctuate_every, punctuate_every_events, flush, on_completed,
+        batch_size, adaptive_batching, disorder, reorder_latency, sorted,
+    )  # fmt: skip
+    fields = sorted_fields(sorted_by, stream.schema)
+    if fields:
+        if not isinstance(stream, Stream) or not isinstance(stream._node, SourceNode):
+            raise PlanError("sorted_by applies to time-ordered input (not disorder= / sorted=False)")
+        node = stream._node
+        opened = node.open_messages
+        node.open_messages = lambda: check_sorted(opened(), fields)
+        node.props = node.props.but(sorted_by=fields)
+        node.detail += f", sorted by {', '.join(fields)} within each sync time (checked)"
+    return stream
+
+
+def _from_arrow(
+    data, time, end, other, kind, punctuate_every, punctuate_every_events, flush, on_completed,
+    batch_size, adaptive_batching, disorder, reorder_latency, sorted,
+):  # fmt: skip
     policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
     size = batch_size or DEFAULT_BATCH_SIZE
     if isinstance(data, pa.Table | pa.RecordBatch):

@@ -51,7 +51,23 @@ finite left completes, the left's lifetimes are resolved and indexed by key once
 intervals probe that index vectorised and are never stored (their outputs may start in the
 future, so they pass through a reorder buffer), and right edges meet the left replayed into
 the symmetric kernel as its intervals start. No output punctuation leaves before the left
-completes. A merge-join variant for inputs sorted by the join key is not implemented.
+completes.
+
+The *merge join* (``join`` on one integer-like key field per side, both inputs sorted by it
+within each sync time: ``Properties.sorted_by``, Trill's snapshot-sorted streams; or forced
+with ``variant="merge"``) hashes nothing: each side keeps its alive rows as a list sorted by
+key; a time step's events, already in key order, find their partners in the other side's
+list by a forward galloping walk, meet the other side's new events by merging the two runs,
+and join their own side's list in one linear merge. An input found out of key order within a
+sync time is an error. Each step with new starts costs a pass over its side's alive rows, so
+the variant suits many events per sync time (relational, progressive data).
+
+In the hash join a right *point* (``[t, t+1)``) is never stored: the left events at ``t``
+come first and those ending at ``t`` are gone, so it meets exactly the left events alive now,
+each pair being ``[t, t+1)``. A ``result`` lambda is translated into one expression over both
+sides' columns where the lambda compiler can (``explain()`` says ``columnar``), so outputs are
+built column by column; otherwise (or for a batch needing Python semantics, such as nulls in
+arithmetic) it runs per output row.
 
 Partitioning (for a distributed backend): each input must be hash-partitioned by its key
 fields; lambda keys name no field and a cross join has no key, so those ask for each whole
@@ -69,6 +85,9 @@ from ..core.batch import EventBatch, concat_batches
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
 from ..expr.compile import CompiledLambda, records_to_columns, row_class, rows_of
+from ..expr.kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
+from ..expr.lambdas import Opaque, translate_rows
+from ..expr.nodes import Col
 from .base import InputPort, Operator, ReorderBuffer
 from .keys import KeyIndex, stable_hash
 
@@ -76,8 +95,10 @@ END, START, INTERVAL = 0, 1, 2
 FIFO, HEAP = 0, 1
 NONE = MIN_TIME  # no open output piece
 _ERR_FIFO = 1
+_ERR_ORDER = 2
 
 _KEY_COL = "__key"
+_LEFT, _RIGHT = "left.", "right."  # column prefixes of the two rows in a compiled result lambda
 _HASH_COL = "__hash"
 
 
@@ -168,6 +189,18 @@ def join_kernel(
             x = e_row[i]
             i += 1
             if g < 0:
+                continue
+            if s == 1 and k == INTERVAL and other_time == t + 1:
+                # a right point meets exactly the left events alive now (the left's at t came first,
+                # those ending at t are gone): each pair is [t, t+1), known now; the point is never stored
+                y = head[0, g]
+                while y >= 0:
+                    out[0, n] = t
+                    out[1, n] = t + 1
+                    out[2, n] = y
+                    out[3, n] = x
+                    n += 1
+                    y = nxt[0, y]
                 continue
             if k == END:
                 x = head[s, g]
@@ -656,6 +689,348 @@ def clip_kernel(
 
 
 @numba.njit(cache=True)
+def merge_join_kernel(
+    e_kind, e_sync, e_other, e_key, e_row, e_ph, n0, bound, out,
+    st, en, ph, kc, inl, srt, m, tmp, qt, qv, qmeta, qkind, alive,
+):  # fmt: skip
+    """Merge join over both sides' events (side 0 then side 1, each key-sorted within a sync time).
+
+    Each side keeps its alive events in ``srt``, row numbers sorted by key: a time step's new
+    events, already in key order, find their partners by a forward (galloping) walk over the
+    other side's sorted rows, meet the other side's new events by a merge of the two runs,
+    and are merged into their own side's sorted rows in one linear pass. Ends go first, as in
+    the hash join. Returns (out, n, err); ``out`` grows as needed.
+    """
+    n_ev = len(e_kind)
+    n = 0
+    err = 0
+    p0 = 0
+    p1 = n0
+    while True:
+        t = INFINITY
+        if p0 < n0:
+            t = e_sync[p0]
+        if p1 < n_ev and e_sync[p1] < t:
+            t = e_sync[p1]
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
+        if qs >= 0 and qtime < bound and qtime < t:
+            t = qtime
+        if t == INFINITY or t >= bound:
+            break
+        # 1. interval ends due now (either side): pairs with an open start edge end here
+        while True:
+            qs = -1
+            qtime = INFINITY
+            if qmeta[0, 1] > qmeta[0, 0]:
+                qs = 0
+                qtime = qt[0, qmeta[0, 0]]
+            if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+                qs = 1
+                qtime = qt[1, qmeta[1, 0]]
+            if qs < 0 or qtime != t:
+                break
+            s = qs
+            if qkind[s] == FIFO:
+                x = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                x = qv[s, 0]
+                mm = qmeta[s, 1] - 1
+                qmeta[s, 1] = mm
+                if mm > 0:
+                    lt = qt[s, mm]
+                    lv = qv[s, mm]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= mm:
+                            break
+                        if c + 1 < mm and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
+            if not inl[s, x]:
+                continue
+            inl[s, x] = False
+            alive[s] -= 1
+            o = 1 - s
+            key = kc[s, x]
+            lo = 0
+            hi = m[o]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if kc[o, srt[o, mid]] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            while lo < m[o] and kc[o, srt[o, lo]] == key:
+                y = srt[o, lo]
+                lo += 1
+                if inl[o, y] and en[o, y] == INFINITY:
+                    if n >= out.shape[1]:
+                        bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                        bigger[:, :n] = out[:, :n]
+                        out = bigger
+                    out[0, n] = t
+                    out[1, n] = max(st[s, x], st[o, y])
+                    out[2, n] = x if s == 0 else y
+                    out[3, n] = y if s == 0 else x
+                    n += 1
+        # the runs of events at t: [a0, b0) and [a1, b1)
+        a0 = p0
+        while p0 < n0 and e_sync[p0] == t:
+            p0 += 1
+        a1 = p1
+        while p1 < n_ev and e_sync[p1] == t:
+            p1 += 1
+        # 2. end edges at t: find their start edge among the side's sorted rows
+        for s in range(2):
+            a = a0 if s == 0 else a1
+            b = p0 if s == 0 else p1
+            o = 1 - s
+            prev_key = MIN_TIME
+            for i in range(a, b):
+                key = e_key[i]
+                if key < prev_key:
+                    err = _ERR_ORDER
+                    return out, n, err
+                prev_key = key
+                if e_kind[i] != END:
+                    continue
+                lo = 0
+                hi = m[s]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[s, srt[s, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                x = -1
+                while lo < m[s] and kc[s, srt[s, lo]] == key:
+                    y = srt[s, lo]
+                    lo += 1
+                    if inl[s, y] and st[s, y] == e_other[i] and en[s, y] == INFINITY and ph[s, y] == e_ph[i]:
+                        x = y
+                        break
+                if x < 0:
+                    continue
+                inl[s, x] = False
+                alive[s] -= 1
+                lo = 0
+                hi = m[o]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[o, srt[o, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                while lo < m[o] and kc[o, srt[o, lo]] == key:
+                    y = srt[o, lo]
+                    lo += 1
+                    if inl[o, y]:
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = max(st[s, x], st[o, y])
+                        out[2, n] = x if s == 0 else y
+                        out[3, n] = y if s == 0 else x
+                        n += 1
+        # 3. starts at t: register them, then meet the other side's older rows by a forward walk
+        for s in range(2):
+            a = a0 if s == 0 else a1
+            b = p0 if s == 0 else p1
+            o = 1 - s
+            lo = 0
+            for i in range(a, b):
+                k = e_kind[i]
+                if k == END:
+                    continue
+                x = e_row[i]
+                key = e_key[i]
+                st[s, x] = t
+                kc[s, x] = key
+                ph[s, x] = e_ph[i]
+                inl[s, x] = True
+                alive[s] += 1
+                if k == START:
+                    en[s, x] = INFINITY
+                else:
+                    other_time = e_other[i]
+                    en[s, x] = other_time
+                    j = qmeta[s, 1]
+                    if qkind[s] == FIFO:
+                        if j > qmeta[s, 0] and qt[s, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                        qmeta[s, 1] = j + 1
+                    else:
+                        qmeta[s, 1] = j + 1
+                        while j > 0:
+                            pj = (j - 1) >> 1
+                            if qt[s, pj] <= other_time:
+                                break
+                            qt[s, j] = qt[s, pj]
+                            qv[s, j] = qv[s, pj]
+                            j = pj
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                # gallop: keys only grow along the run, so the walk never goes back
+                step = 1
+                while lo + step < m[o] and kc[o, srt[o, lo + step - 1]] < key:
+                    step *= 2
+                hi = min(lo + step, m[o])
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[o, srt[o, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                xe = en[s, x]
+                q = lo
+                while q < m[o] and kc[o, srt[o, q]] == key:
+                    y = srt[o, q]
+                    q += 1
+                    if inl[o, y]:
+                        ye = en[o, y]
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+                        out[2, n] = x if s == 0 else y
+                        out[3, n] = y if s == 0 else x
+                        n += 1
+        # 4. the two new runs meet each other: a merge of two key-sorted runs
+        i = a0
+        j = a1
+        while i < p0 and j < p1:
+            if e_kind[i] == END:
+                i += 1
+                continue
+            if e_kind[j] == END:
+                j += 1
+                continue
+            if e_key[i] < e_key[j]:
+                i += 1
+            elif e_key[i] > e_key[j]:
+                j += 1
+            else:
+                key = e_key[i]
+                i_end = i
+                while i_end < p0 and e_key[i_end] == key:
+                    i_end += 1
+                j_end = j
+                while j_end < p1 and e_key[j_end] == key:
+                    j_end += 1
+                for ii in range(i, i_end):
+                    if e_kind[ii] == END:
+                        continue
+                    x = e_row[ii]
+                    xe = en[0, x]
+                    for jj in range(j, j_end):
+                        if e_kind[jj] == END:
+                            continue
+                        y = e_row[jj]
+                        ye = en[1, y]
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+                        out[2, n] = x
+                        out[3, n] = y
+                        n += 1
+                i = i_end
+                j = j_end
+        # 5. each side's new run joins its sorted rows: one linear merge, dropping the dead
+        for s in range(2):
+            a = a0 if s == 0 else a1
+            b = p0 if s == 0 else p1
+            starts = 0
+            for i in range(a, b):
+                if e_kind[i] != END:
+                    starts += 1
+            if starts == 0 and m[s] <= 2 * alive[s] + 64:
+                continue
+            u = 0
+            v = a
+            w = 0
+            while True:
+                while u < m[s] and not inl[s, srt[s, u]]:
+                    u += 1
+                while v < b and e_kind[v] == END:
+                    v += 1
+                if u >= m[s] and v >= b:
+                    break
+                if v >= b or (u < m[s] and kc[s, srt[s, u]] <= e_key[v]):
+                    tmp[w] = srt[s, u]
+                    u += 1
+                else:
+                    tmp[w] = e_row[v]
+                    v += 1
+                w += 1
+            for u in range(w):
+                srt[s, u] = tmp[u]
+            m[s] = w
+    return out, n, err
+
+
+@numba.njit(cache=True)
+def _merge_runs(
+    a_side, b_side, a_kind, b_kind, a_sync, b_sync, a_other, b_other, a_row, b_row, a_ph, b_ph, a_kid, b_kid
+):
+    """Merge two runs sorted by sync time (``a`` first on ties) into one set of event arrays."""
+    na, nb = len(a_sync), len(b_sync)
+    n = na + nb
+    side = np.empty(n, np.int8)
+    kind = np.empty(n, np.int8)
+    sync = np.empty(n, np.int64)
+    other = np.empty(n, np.int64)
+    kid = np.empty(n, np.int64)
+    row = np.empty(n, np.int64)
+    ph = np.empty(n, np.int64)
+    i = 0
+    j = 0
+    for w in range(n):
+        if j >= nb or (i < na and a_sync[i] <= b_sync[j]):
+            side[w] = a_side[i]
+            kind[w] = a_kind[i]
+            sync[w] = a_sync[i]
+            other[w] = a_other[i]
+            kid[w] = a_kid[i]
+            row[w] = a_row[i]
+            ph[w] = a_ph[i]
+            i += 1
+        else:
+            side[w] = b_side[j]
+            kind[w] = b_kind[j]
+            sync[w] = b_sync[j]
+            other[w] = b_other[j]
+            kid[w] = b_kid[j]
+            row[w] = b_row[j]
+            ph[w] = b_ph[j]
+            j += 1
+    return side, kind, sync, other, row, ph, kid
+
+
+@numba.njit(cache=True)
 def _remap_links(nxt, prv, head, s, keep, mapping):
     """Renumber side s's rows after compaction (``keep``: old row of each new row)."""
     for j in range(len(keep)):
@@ -697,13 +1072,18 @@ class _Store:
             self.batches = pa.Table.from_batches(self.batches).combine_chunks().to_batches()
         return base
 
-    def take(self, rows: np.ndarray) -> dict[str, pa.Array]:
+    def take(self, rows: np.ndarray, names: list[str] | None = None) -> dict[str, pa.Array]:
+        """The payload of these rows (only the ``names`` fields, plus any group key, when given)."""
         if not self.batches:
             return {}
         if len(self.batches) > 1:
             # one contiguous batch: compaction keeps the store near the alive rows, so this is cheap
             self.batches = [pa.concat_batches(self.batches)]
-        taken = self.batches[0].take(pa.array(rows, pa.int64()))
+        batch = self.batches[0]
+        if names is not None:
+            batch = batch.select([n for n in batch.schema.names if n in names or n in (_KEY_COL, _HASH_COL)])
+        # Arrow's take, not numpy's: its memory pool reuses pages where fresh numpy arrays fault them in
+        taken = batch.take(pa.array(rows, pa.int64()))
         return dict(zip(taken.schema.names, taken.columns, strict=True))
 
     def compact(self, keep: np.ndarray) -> None:
@@ -826,7 +1206,7 @@ class _Core:
     ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "gr": (np.int64, -1)}
     LINK_ARRAYS = {"nxt": (np.int64, -1), "prv": (np.int64, -1), "inl": (np.bool_, False)}
     KEY_ARRAYS = {"head": (np.int64, -1)}
-    out_capacity = 1 << 16
+    out_capacity = 1 << 18
 
     def __init__(self, qkinds: tuple[int, int], mirrored: bool = False):
         self.mirrored = mirrored  # side 0 of this core is the operator's right input
@@ -1005,6 +1385,48 @@ class _ClipCore(_Core):
         )  # fmt: skip
 
 
+class _MergeCore(_Core):
+    """Merge-join state: per side, alive rows with their key codes, and the row numbers sorted by key."""
+
+    ROW_ARRAYS = {"st": (np.int64, 0), "en": (np.int64, 0), "ph": (np.int64, 0), "kc": (np.int64, 0)}
+    LINK_ARRAYS = {"inl": (np.bool_, False), "srt": (np.int64, -1)}
+    KEY_ARRAYS = {}
+
+    def __init__(self, qkinds):
+        super().__init__(qkinds)
+        self.m = np.zeros(2, np.int64)
+        self.tmp = np.empty(0, np.int64)
+
+    def ensure(self, rows, keys, intervals) -> None:
+        super().ensure(rows, keys, intervals)
+        if len(self.tmp) < self.st.shape[1]:
+            self.tmp = np.empty(self.st.shape[1], np.int64)
+
+    def remap(self, s: int, keep: np.ndarray, mapping: np.ndarray) -> None:
+        rows = self.srt[s, : self.m[s]]
+        rows = mapping[rows[self.inl[s, rows]]]  # sorted order kept, the dead dropped
+        for name in self.ROW_ARRAYS:
+            arr = getattr(self, name)
+            arr[s, : len(keep)] = arr[s, keep]
+        self.inl[s, : len(keep)] = self.inl[s, keep]
+        self.inl[s, len(keep) :] = False
+        self.srt[s, : len(rows)] = rows
+        self.m[s] = len(rows)
+        self._remap_queue(s, mapping)
+
+    def run(self, ev: dict, bound: int):
+        self.out, n, err = merge_join_kernel(
+            ev["kind"], ev["sync"], ev["other"], ev["key"], ev["row"], ev["ph"], ev["n0"], bound, self.out,
+            self.st, self.en, self.ph, self.kc, self.inl, self.srt, self.m, self.tmp,
+            self.qt, self.qv, self.qmeta, self.qkind, self.alive,
+        )  # fmt: skip
+        out = self.out[:, :n].copy()
+        return out[0], out[1], out[2], out[3], err
+
+    def snapshot(self) -> dict:
+        return {**super().snapshot(), "m": self.m.copy()}
+
+
 # --------------------------------------------------------------------------------------
 # the operator
 # --------------------------------------------------------------------------------------
@@ -1066,12 +1488,15 @@ class JoinOp(Operator):
         right_props=None,
         result=None,
         build_once: bool = False,
+        variant: str | None = None,
     ):
         super().__init__()
         self.mode = mode
         self.build_once = build_once and mode == "inner"
         self.ports = (InputPort(self, 0), InputPort(self, 1))
         self.keys = (_KeyColumns(left_key, left_schema, "left"), _KeyColumns(right_key, right_schema, "right"))
+        schemas, props = (left_schema, right_schema), (left_props, right_props)
+        self.merge = _choose_merge(mode, self.build_once, variant, (left_key, right_key), schemas, props)
         self.schemas = [left_schema, right_schema]
         self.result = result
         q = [_queue_kind(left_props), _queue_kind(right_props)]
@@ -1082,7 +1507,9 @@ class JoinOp(Operator):
             bool(left_props and left_props.start_edge_only),
             bool(right_props and right_props.start_edge_only),
         )
-        if mode == "inner":
+        if self.merge:
+            self.cores = [_MergeCore(qk)]
+        elif mode == "inner":
             self.cores = [_JoinCore(qk)]
         elif mode == "left_outer":
             self.cores = [_JoinCore(qk), _ExistsCore(qk, exists=False)]
@@ -1103,12 +1530,18 @@ class JoinOp(Operator):
             "clip": "clip (left by key, right starts)",
         }[mode]
         cross = self.keys[0].kind == "none"
+        if self.merge:
+            algorithm = "merge join (inputs sorted by the key within each sync time; no hashing)"
         self.variant = (
             f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
             f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
         )
+        self._compile_result(result, schemas)
         if result is not None:
-            self.variant += "; result: row mode (a two-argument lambda runs per output row)"
+            how = (
+                f"columnar: {self.result_node}" if self.result_node is not None else f"row mode ({self.result_reason})"
+            )
+            self.variant += f"; result: {how}"
         self.result_types: dict[str, pa.DataType] = dict(result_types(result, left_schema, right_schema) or {})
         self.stores = (_Store(), _Store())
         self.index: KeyIndex | None = None
@@ -1122,6 +1555,41 @@ class JoinOp(Operator):
         self.replay: dict[str, np.ndarray] | None = None  # the same, by start
         self.replay_pos = 0  # build-once: left intervals (by start) already fed to the kernel
         self.reorder = ReorderBuffer()  # build-once: probe outputs that start in the future
+
+    def _compile_result(self, result, schemas) -> None:
+        """Translate ``result(l, r)`` to an expression over both sides' columns, so outputs are built columnar."""
+        self.result_node = None
+        self.result_reason = ""
+        self.result_fields: tuple[list[str], list[str]] | None = None  # the fields each side's store must give
+        if result is None:
+            return
+        try:
+            node = translate_rows(result, [_LEFT, _RIGHT])
+        except Opaque as exc:
+            self.result_reason = str(exc)
+            return
+        if all(s is not None for s in schemas):
+            empty = {
+                p + f.name: pa.array([], f.type) for p, sc in zip((_LEFT, _RIGHT), schemas, strict=True) for f in sc
+            }
+            missing = node.columns() - set(empty)
+            if missing:
+                names = sorted(c.split(".", 1)[1] for c in missing)
+                raise PlanError(f"the join's result lambda uses field(s) {names} its inputs do not have")
+            try:
+                ev = Evaluator(empty, 0)
+                for _, part in record_fields(node):
+                    ev.eval(part)
+            except Unsupported as exc:
+                self.result_reason = str(exc)
+                return
+            except Fallback:
+                pass
+        self.result_node = node
+        used = node.columns()
+        self.result_fields = tuple(
+            [c[len(p) :] for c in sorted(used) if c.startswith(p)] for p in (_LEFT, _RIGHT)
+        )  # fmt: skip
 
     # -- control -----------------------------------------------------------------------
     def on_side_batch(self, side: int, batch: EventBatch) -> None:
@@ -1185,7 +1653,10 @@ class JoinOp(Operator):
             return
         if parts[0] is None and parts[1] is None and not self._queued_before(bound):
             return
-        self._process(parts, bound)
+        if self.merge:
+            self._process_merge(parts, bound)
+        else:
+            self._process(parts, bound)
 
     def _queued_before(self, bound: int) -> bool:
         for core in self.cores:
@@ -1313,6 +1784,9 @@ class JoinOp(Operator):
             present = None if b.absent is None else np.flatnonzero(~b.absent)
             if present is not None and len(present) == 0:
                 continue
+            if present is not None and 2 * len(present) < len(b) and self.keys[side].kind != "lambda":
+                # mostly filtered out: store a copy of the present rows rather than all of them
+                b, present = b.take(present), None
             sync = b.sync if present is None else b.sync[present]
             other = b.other if present is None else b.other[present]
             n = len(sync)
@@ -1354,23 +1828,21 @@ class JoinOp(Operator):
             rows.insert(0, self.replay["row"][r])
             phs.insert(0, np.zeros(n, np.int64))
             intervals[0] = n
-        if sides:
+        names = ("side", "kind", "sync", "other", "row", "ph")
+        if len(sides) == 2 and not has_end:
+            # two runs sorted by time: one linear merge, gathering as it goes
+            merged = _merge_runs(*sides, *kinds, *syncs, *others, *rows, *phs, *kids)
+            ev, kid = dict(zip(names, merged[:6], strict=True)), merged[6]
+        elif sides:
             cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
-            side_arr, kind_arr, sync_arr = cat(sides), cat(kinds), cat(syncs)
-            if has_end:
-                order = np.lexsort((kind_arr != END, sync_arr))  # by time, ends first; stable (left before right)
-            elif len(sides) == 2:
-                order = np.argsort(sync_arr, kind="stable")  # two sorted runs: a linear merge
-            else:
-                order = None
-            ev = {"side": side_arr, "kind": kind_arr, "sync": sync_arr, "other": cat(others), "row": cat(rows)}
-            ev["ph"] = cat(phs)
+            ev = dict(zip(names, map(cat, (sides, kinds, syncs, others, rows, phs)), strict=True))
             kid = cat(kids)
-            if order is not None:
+            if has_end:
+                order = np.lexsort((ev["kind"] != END, ev["sync"]))  # by time, ends first; stable (left before right)
                 ev = {k: v[order] for k, v in ev.items()}
                 kid = kid[order]
         else:
-            ev = {k: np.empty(0, np.int64) for k in ("other", "row", "ph", "sync")}
+            ev = {k: np.empty(0, np.int64) for k in names}
             ev["side"] = np.empty(0, np.int8)
             ev["kind"] = np.empty(0, np.int8)
             kid = np.empty(0, np.int64)
@@ -1400,9 +1872,67 @@ class JoinOp(Operator):
                 self.emit(out)
         self._maybe_compact()
 
+    def _process_merge(self, parts: list[EventBatch | None], bound: int) -> None:
+        """The merge join's chunk: each side's events as they came (key-sorted within a sync time), side 0 first."""
+        cols = {k: [] for k in ("kind", "sync", "other", "key", "row", "ph")}
+        intervals = [0, 0]
+        n0 = 0
+        for side in (0, 1):
+            b = parts[side]
+            if b is None:
+                continue
+            if b.key is not None:
+                raise PlanError("the merge join takes ungrouped inputs")
+            field = self.keys[side].spec[0]
+            codes, valid = merge_key_codes(b.columns[field], field)
+            keep = valid if b.absent is None else valid & ~b.absent  # a null key never joins
+            idx = None if keep.all() else np.flatnonzero(keep)
+            sync, other = (b.sync, b.other) if idx is None else (b.sync[idx], b.other[idx])
+            kind = np.full(len(sync), INTERVAL, np.int8)
+            kind[other == INFINITY] = START
+            kind[other < sync] = END
+            if self.start_edge_only[side] or not (kind != INTERVAL).any():
+                ph = np.zeros(len(sync), np.int64)
+            else:
+                ph = payload_hash(b.columns, len(b))
+                ph = ph if idx is None else ph[idx]
+            base = self.stores[side].append(b)
+            rows = np.arange(base, base + len(b), dtype=np.int64)
+            intervals[side] = int(np.count_nonzero(kind == INTERVAL))
+            for name, value in (
+                ("kind", kind),
+                ("sync", sync),
+                ("other", other),
+                ("key", codes if idx is None else codes[idx]),
+                ("row", rows if idx is None else rows[idx]),
+                ("ph", ph),
+            ):
+                cols[name].append(value)
+            if side == 0:
+                n0 = len(sync)
+        ev = {
+            k: (np.concatenate(v) if v else np.empty(0, np.int8 if k == "kind" else np.int64)) for k, v in cols.items()
+        }
+        ev["n0"] = n0
+        core = self.cores[0]
+        core.ensure((self.stores[0].rows, self.stores[1].rows), 0, tuple(intervals))
+        o_sync, o_other, o_a, o_b, err = core.run(ev, bound)
+        if err == _ERR_ORDER:
+            raise PlanError(
+                "a merge join input is not sorted by its join key within a sync time (declare sorted_by only for "
+                "sorted data, or let the join hash)"
+            )
+        if err == _ERR_FIFO:
+            raise PlanError("a join input declared constant duration delivered intervals whose ends go back in time")
+        if len(o_sync):
+            order = np.argsort(o_sync, kind="stable")  # interval ends due inside the chunk come between steps
+            out = self._assemble(core, o_sync[order], o_other[order], o_a[order], o_b[order])
+            self.emit(out)
+        self._maybe_compact()
+
     # -- output --------------------------------------------------------------------------
     def _side_columns(self, side: int, rows: np.ndarray) -> tuple[dict, pa.Array | None, np.ndarray | None]:
-        taken = self.stores[side].take(rows)
+        taken = self.stores[side].take(rows, self.result_fields[side] if self.result_fields else None)
         key = taken.pop(_KEY_COL, None)
         hsh = taken.pop(_HASH_COL, None)
         return taken, key, (None if hsh is None else np.asarray(hsh.to_numpy(zero_copy_only=False), np.int64))
@@ -1418,7 +1948,7 @@ class JoinOp(Operator):
         if self.mode in ("exists", "not_exists", "clip"):
             cols, key, hsh = self._side_columns(0, o_a)
             return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
-        if isinstance(core, _JoinCore):
+        if isinstance(core, _JoinCore | _MergeCore):
             lcols, key, hsh = self._side_columns(0, o_a)
             rcols, _, _ = self._side_columns(1, o_b)
         elif not core.mirrored:
@@ -1428,13 +1958,16 @@ class JoinOp(Operator):
             rcols, key, hsh = self._side_columns(1, o_a)
             lcols = self._null_columns(0, n)
             return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing=0), key=key, hash=hsh)
-        missing = 1 if not isinstance(core, _JoinCore) else None
+        missing = 1 if not isinstance(core, _JoinCore | _MergeCore) else None
         return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing), key=key, hash=hsh)
 
     def _result(self, lcols: dict, rcols: dict, n: int, missing: int | None = None) -> dict[str, pa.Array]:
         if self.result is None:
             names = output_names(list(lcols), list(rcols))
             return dict(zip(names, list(lcols.values()) + list(rcols.values()), strict=True))
+        cols = self._columnar_result(lcols, rcols, n)
+        if cols is not None:
+            return cols
         zeros = np.zeros(n, np.int64)
         lrows = [_NullRow()] * n if missing == 0 else rows_of(EventBatch(zeros, zeros, lcols))
         rrows = [_NullRow()] * n if missing == 1 else rows_of(EventBatch(zeros, zeros, rcols))
@@ -1444,6 +1977,33 @@ class JoinOp(Operator):
             if not pa.types.is_null(col.type):
                 self.result_types.setdefault(name, col.type)
         return cols
+
+    def _columnar_result(self, lcols: dict, rcols: dict, n: int) -> dict[str, pa.Array] | None:
+        """The result lambda over whole columns; None when this batch needs it row by row (nulls, say)."""
+        node = self.result_node
+        if node is None:
+            return None
+        inputs = {_LEFT + k: v for k, v in lcols.items()} | {_RIGHT + k: v for k, v in rcols.items()}
+        if not node.columns() <= set(inputs):
+            return None  # a missing side whose fields are not known yet
+        try:
+            ev = Evaluator(inputs, n)
+            out = {}
+            for name, part in record_fields(node):
+                col = inputs[part.name] if isinstance(part, Col) else to_arrow_column(ev.eval(part), n)
+                want = self.result_types.get(name)
+                if want is not None and col.type != want:
+                    col = col.cast(want)
+                out[name] = col
+        except Fallback:
+            return None
+        except Unsupported as exc:
+            self.result_node, self.result_reason = None, str(exc)
+            return None
+        for name, col in out.items():
+            if not pa.types.is_null(col.type):
+                self.result_types.setdefault(name, col.type)
+        return out
 
     # -- memory ----------------------------------------------------------------------------
     def _maybe_compact(self) -> None:
@@ -1507,6 +2067,50 @@ class JoinOp(Operator):
             self.replay = {k[2:]: np.array(v) for k, v in built.items() if k.startswith("r_")}
         self.replay_pos = state["replay_pos"]
         self.reorder.restore(state["reorder"])
+
+
+def _mergeable_type(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t)
+
+
+def merge_key_codes(col, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """Order-preserving int64 codes of a merge-join key column, and which rows have a key (not null)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if not _mergeable_type(col.type):
+        raise PlanError(f"the merge join compares integer, temporal or boolean keys; {field!r} is {col.type}")
+    if pa.types.is_boolean(col.type):
+        col = col.cast(pa.int8())
+    valid = np.ones(len(col), bool) if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(False))
+    codes = col.cast(pa.int64()).fill_null(0)
+    return np.asarray(codes.to_numpy(zero_copy_only=False), np.int64), valid
+
+
+def _choose_merge(mode, build_once, variant, keys, schemas, props) -> bool:
+    """Whether the join merges: forced by ``variant``, or chosen when both inputs are sorted by their keys."""
+    if variant not in (None, "hash", "merge"):
+        raise PlanError(f"join variant is 'hash' or 'merge', got {variant!r}")
+    if variant == "hash":
+        return False
+    specs = [key_spec(k) for k in keys]
+    why = None
+    if mode != "inner" or build_once:
+        why = "the merge join is an inner join (not outer, semi/anti, clip or build-once)"
+    elif any(kind != "fields" or len(fields) != 1 for kind, fields in specs):
+        why = "the merge join takes one key field per side"
+    elif any(p is not None and p.grouping for p in props):
+        why = "the merge join takes ungrouped inputs"
+    elif any(
+        sc is not None and not _mergeable_type(sc.field(f[1][0]).type) for sc, f in zip(schemas, specs, strict=True)
+    ):
+        why = "the merge join compares integer, temporal or boolean keys"
+    if variant == "merge":
+        if why:
+            raise PlanError(f"cannot force the merge join: {why}")
+        return True
+    if why or any(sc is None for sc in schemas):
+        return False
+    return all(p is not None and p.sorted_by[:1] == f[1] for p, f in zip(props, specs, strict=True))
 
 
 def _probe_value(t: pa.DataType):

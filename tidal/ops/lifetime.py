@@ -16,9 +16,14 @@ Semantics, on the interval view ``[s, e)`` of each event (a start edge with no e
 * ``quantize_lifetime(size, hop, offset)``: ``[snap(s), snap(e-1)+size)`` where ``snap``
   rounds down to the hop grid: starts move earlier, ends later.
 * ``point_at_end()``: ``[e, e+1)`` for events that end (open start edges produce nothing).
-* ``chop(period, offset)``: splits ``[s, e)`` at every grid point inside it; snapshots are
-  unchanged, each output piece lies within one period. A start edge is split as time
-  passes grid points; its last piece stays open until its end edge arrives.
+* ``chop(period, offset)``: splits ``[s, e)`` at every grid point inside it, as Trill's Chop
+  does; snapshots are unchanged, each output piece lies within one period. That includes
+  lifetimes still open (start edges): ``[s, INFINITY)`` is the unending series of its
+  one-period pieces, so what follows a chop (``clip_duration``, say) sees each of them. They
+  are produced as time passes each grid point (by data or punctuation): the current piece
+  is ended there by an end edge and the next opens as a start edge, until the event's own
+  end edge closes the last one. When the input completes, the pieces up to the last time
+  seen stand and the last stays open (a finite stream cannot carry the rest).
 
 Empty lifetimes (``end <= start``) are dropped. Outputs that land in the future (an end
 moved later) are held in a sorted buffer and released once input progress guarantees

@@ -25,12 +25,17 @@ class Properties:
     * ``constant_hop``: ``(hop, offset)``: every start lies on this grid (windows).
     * ``start_edge_only``: every event is a start edge (no ends ever come).
     * ``grouping``: the grouping key fields, ``()`` when ungrouped.
+    * ``sorted_by``: payload fields the events are sorted by within each sync time (Trill's
+      snapshot-sorted streams): at any one sync time, events come in non-decreasing
+      lexicographic order of these fields, nulls last. Operators that keep the fields and
+      neither move nor add events keep it; everything else drops it.
     """
 
     constant_duration: int | None = None
     constant_hop: tuple[int, int] | None = None
     start_edge_only: bool = False
     grouping: tuple[str, ...] = ()
+    sorted_by: tuple[str, ...] = ()
 
     def but(self, **changes) -> Properties:
         return replace(self, **changes)
@@ -45,6 +50,8 @@ class Properties:
             parts.append("start edges only")
         if self.grouping:
             parts.append(f"grouped by {', '.join(self.grouping)}")
+        if self.sorted_by:
+            parts.append(f"sorted by {', '.join(self.sorted_by)} within each sync time")
         return "; ".join(parts) or "general"
 
 

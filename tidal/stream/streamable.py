@@ -106,7 +106,7 @@ class Stream:
             "Select",
             lambda: SelectOp(CompiledLambda(fn, schema, truth=False)),
             schema=out_schema,
-            props=self.properties,
+            props=self.properties.but(sorted_by=()),  # a lambda may rewrite the sorted fields
         )
 
     def _select_named(self, named: dict, keep_grouping: bool = True) -> Stream:
@@ -132,7 +132,8 @@ class Stream:
                     break
                 out_fields.append(pa.field(k, s.field(0).type))
         out_schema = pa.schema(out_fields) if out_fields is not None else None
-        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=self.properties)
+        props = self.properties.but(sorted_by=_renamed_sort(self.properties.sorted_by, named))
+        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=props)
 
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
@@ -140,7 +141,7 @@ class Stream:
         out = self._derive(
             "SelectMany",
             lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-            props=self.properties.but(constant_hop=self.properties.constant_hop),
+            props=self.properties.but(sorted_by=()),
         )
         out._node.schema = None  # the payload fields are whatever fn returns: known at run time
         return out
@@ -160,6 +161,8 @@ class Stream:
             constant_duration=int(duration) if isinstance(duration, int | np.integer) else None,
             start_edge_only=self.properties.start_edge_only and duration is None,
             constant_hop=None,
+            # a new start function moves events of several sync times together; a duration alone moves none
+            sorted_by=self.properties.sorted_by if start is None else (),
         )
         return self._derive("AlterLifetime", lambda: AlterLifetimeOp(start, duration), props=props)
 
@@ -184,6 +187,7 @@ class Stream:
             constant_duration=duration if isinstance(duration, int) else None,
             constant_hop=(hop, offset % hop),
             start_edge_only=False,
+            sorted_by=(),  # starts move: events of several sync times meet
         )
         label = f"window size {size}, hop {hop}, offset {offset}"
         kind = "TumblingWindow" if size == hop else "HoppingWindow"
@@ -205,31 +209,33 @@ class Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""
         limit = _positive("limit", limit)
         cd = self.properties.constant_duration
-        props = self.properties.but(constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False)
+        props = self.properties.but(
+            constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False, sorted_by=()
+        )
         return self._derive("ClipDuration", lambda: ClipDurationOp(limit), props=props)
 
     def extend_lifetime(self, delta: int) -> Stream:
         """End every lifetime ``delta`` ticks later: ``[s, e+d)``."""
         cd = self.properties.constant_duration
-        props = self.properties.but(constant_duration=None if cd is None else cd + int(delta))
+        props = self.properties.but(constant_duration=None if cd is None else cd + int(delta), sorted_by=())
         return self._derive("ExtendLifetime", lambda: ExtendLifetimeOp(delta), props=props)
 
     def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Stream:
         """Snap starts down and ends up to the hop grid: ``[snap(s), snap(e-1)+size)``."""
         size = _positive("size", size)
         hop = size if hop is None else _positive("hop", hop)
-        props = self.properties.but(constant_duration=None, constant_hop=(hop, int(offset) % hop))
+        props = self.properties.but(constant_duration=None, constant_hop=(hop, int(offset) % hop), sorted_by=())
         return self._derive("QuantizeLifetime", lambda: QuantizeLifetimeOp(size, hop, offset), props=props)
 
     def point_at_end(self) -> Stream:
         """Replace each lifetime that ends by a point at its end: ``[e, e+1)``."""
-        props = self.properties.but(constant_duration=1, constant_hop=None, start_edge_only=False)
+        props = self.properties.but(constant_duration=1, constant_hop=None, start_edge_only=False, sorted_by=())
         return self._derive("PointAtEnd", PointAtEndOp, props=props)
 
     def chop(self, period: int, offset: int = 0) -> Stream:
-        """Split lifetimes at every ``offset + k*period`` (snapshots unchanged)."""
+        """Split lifetimes at every ``offset + k*period``, open ones as time passes (snapshots unchanged)."""
         period = _positive("period", period)
-        props = self.properties.but(constant_duration=None)
+        props = self.properties.but(constant_duration=None, sorted_by=())
         return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
 
     # -- stateful lifetimes (tidal.ops.session) ------------------------------------------------
@@ -242,21 +248,21 @@ class Stream:
         max_duration = None if max_duration is None else _positive("max_duration", max_duration)
         make = lambda: SessionWindowOp(timeout, max_duration, lifetime)  # noqa: E731
         make()  # validate arguments now
-        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False)
+        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False, sorted_by=())
         stream = self._derive("SessionWindow", make, props=props)
         stream._node.partitioning = (self.properties.grouping,)
         return stream
 
     def stitch(self) -> Stream:
         """Coalesce lifetimes of equal payloads (adjacent ones join; snapshots unchanged)."""
-        props = self.properties.but(constant_duration=None, constant_hop=None)
+        props = self.properties.but(constant_duration=None, constant_hop=None, sorted_by=())
         stream = self._derive("Stitch", StitchOp, props=props)
         stream._node.partitioning = (self.properties.grouping,)
         return stream
 
     def distinct(self) -> Stream:
         """At every instant, each distinct payload of the snapshot once (per group)."""
-        props = self.properties.but(constant_duration=None, constant_hop=None)
+        props = self.properties.but(constant_duration=None, constant_hop=None, sorted_by=())
         stream = self._derive("Distinct", DistinctOp, props=props)
         stream._node.partitioning = (self.properties.grouping,)
         return stream
@@ -282,16 +288,27 @@ class Stream:
         )
 
     # -- joins (tidal/ops/join.py states the temporal semantics) -----------------------
-    def join(self, other: Stream, left_key, right_key, result=None, *, left_is_small: bool = False) -> Stream:
+    def join(
+        self,
+        other: Stream,
+        left_key,
+        right_key,
+        result=None,
+        *,
+        left_is_small: bool = False,
+        variant: str | None = None,
+    ) -> Stream:
         """Temporal equi-join: each key-equal pair whose lifetimes overlap, over their intersection.
 
         Keys are a field name, a list of field names, or a row lambda. ``result(l, r)`` builds
         the payload (default: left fields then right fields; a clashing right name gets
         ``_right``). ``left_is_small=True`` picks the build-once variant: the right waits until
         the (finite) left has completed, the left is indexed once, and right intervals probe it
-        without being stored.
+        without being stored. When both inputs are sorted by their (one-field, integer-like) keys
+        within each sync time (``Properties.sorted_by``, e.g. ``from_arrow(..., sorted_by="k")``),
+        the join merges instead of hashing; ``variant="hash"`` or ``"merge"`` forces a choice.
         """
-        return self._join("inner", other, left_key, right_key, result, build_once=left_is_small)
+        return self._join("inner", other, left_key, right_key, result, build_once=left_is_small, variant=variant)
 
     def left_outer_join(self, other: Stream, left_key, right_key, result=None) -> Stream:
         """The join plus, at every instant, each left row with no partner alive, right fields null."""
@@ -317,14 +334,16 @@ class Stream:
         """End each left lifetime at the next start of a key-equal right event (Trill's ClipEventDuration)."""
         return self._join("clip", other, left_key, right_key, None)
 
-    def _join(self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False) -> Stream:
+    def _join(
+        self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False, variant=None
+    ) -> Stream:
         from ..ops.join import JoinOp, key_spec, output_names, result_types
 
         if not isinstance(other, Stream):
             raise PlanError(f"{mode} join: the other input must be a Stream, got {type(other).__name__}")
         ls, rs = self.schema, other.schema
         lp, rp = self.properties, other.properties
-        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once)  # validates keys now
+        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once, variant)  # validates keys now
         lk, rk = key_spec(left_key), key_spec(right_key)
         if (lk[0] == "none") != (rk[0] == "none"):
             raise PlanError("give both join keys or neither (a cross join)")
@@ -353,7 +372,7 @@ class Stream:
         }[mode]
         stream = self._derive(
             label,
-            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once),
+            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once, variant),
             schema=schema,
             props=props,
             inputs=(self._node, other._node),
@@ -491,7 +510,7 @@ class Stream:
             "Ungroup",
             lambda: UngroupOp(len(fields), result),
             schema=out_schema,
-            props=inner.properties.but(grouping=outer),
+            props=inner.properties.but(grouping=outer, sorted_by=inner.properties.sorted_by if result is None else ()),
         )
 
     def map(self, mapper=None, key=None) -> MappedStream:
@@ -646,6 +665,17 @@ class _NamedSelectOp(SelectOp):
             got = fn.project(dense) if fn.mode == "columnar" else None
             cols[k] = (got or fn.project_rows(dense))["value"]
         self.emit(dense.replace(columns=cols))
+
+
+def _renamed_sort(sorted_by: tuple[str, ...], named: dict) -> tuple[str, ...]:
+    """The sort order after a projection: the longest prefix of the sorted fields passed through (maybe renamed)."""
+    out = []
+    for field in sorted_by:
+        new = next((k for k, v in named.items() if isinstance(v, str) and v == field), None)
+        if new is None:
+            break
+        out.append(new)
+    return tuple(out)
 
 
 def _name_aggregates(fns, named) -> list[tuple[str, AggregateFunction]]:

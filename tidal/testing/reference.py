@@ -116,13 +116,28 @@ class Reference:
     def point_at_end(self) -> Reference:
         return self._map(lambda s, e: [] if e == INFINITY else [(e, e + 1)])
 
-    def chop(self, period: int, offset: int = 0) -> Reference:
+    def chop(self, period: int, offset: int = 0, horizon: int | None = None) -> Reference:
+        """Every lifetime split at every grid point inside it, open ones included (Trill's Chop).
+
+        An open lifetime has infinitely many pieces, which the engine produces as time passes;
+        here it is split at the grid points before ``horizon`` and its last piece stays open, as
+        the engine's output is when its input completes at that time. ``horizon`` defaults to
+        the latest time in the stream (a start or a finite end). Compare results after a chop
+        of open lifetimes only at instants before the horizon (``assert_same_snapshots(...,
+        until=horizon)``): past it the engine has simply not seen time pass.
+        """
+        if horizon is None:
+            times = [s for s, _, _ in self.events] + [e for _, e, _ in self.events if e != INFINITY]
+            horizon = max(times, default=0)
+
         def f(s, e):
-            if e == INFINITY:
-                return [(s, e)]  # an open lifetime: the pieces are the same snapshots
             pieces, cur = [], s
             while cur < e:
-                nxt = min(_floor(cur, period, offset) + period, e)
+                grid = _floor(cur, period, offset) + period
+                if e == INFINITY and grid >= horizon:
+                    pieces.append((cur, INFINITY))  # time has not passed the next grid point yet
+                    break
+                nxt = min(grid, e)
                 pieces.append((cur, nxt))
                 cur = nxt
             return pieces
@@ -464,12 +479,15 @@ def _rounded(layers_, digits):
     return layers(deltas_from_intervals(events))
 
 
-def assert_same_snapshots(actual, expected, digits: int | None = None) -> None:
+def assert_same_snapshots(actual, expected, digits: int | None = None, until: int | None = None) -> None:
     """Fail unless both have the same snapshot at every instant (shows the first difference).
 
-    ``digits`` rounds float fields on both sides (for aggregates summed in another order).
+    ``digits`` rounds float fields on both sides (for aggregates summed in another order);
+    ``until`` compares only the instants before it.
     """
     a, b = canonical(actual, digits), canonical(expected, digits)
+    if until is not None:
+        a, b = _before(a, until), _before(b, until)
     if a == b:
         return
     only_a = [x for x in a if x not in b][:5]
@@ -477,6 +495,10 @@ def assert_same_snapshots(actual, expected, digits: int | None = None) -> None:
     raise AssertionError(
         f"snapshots differ: {len(a)} vs {len(b)} layers; only in actual: {only_a}; only in expected: {only_b}"
     )
+
+
+def _before(layers_, until: int) -> list[tuple[int, int, tuple]]:
+    return layers(deltas_from_intervals([(s, min(e, until), p) for s, e, p in layers_ if s < until]))
 
 
 def check_physical(table: pa.Table) -> None:
