@@ -95,6 +95,10 @@ def _opaque_sub(a, b):
     return a - b
 
 
+def _rows_sub(left, right):  # takes the rows themselves: the whole lambda runs row at a time
+    return left.v - right.v
+
+
 def _opaque_key(k):
     return None if k is None else k % 2
 
@@ -106,7 +110,8 @@ OPS = {
     "join_row_mode_key": lambda a, b: a.join(b, lambda e: _opaque_key(e.k), lambda e: _opaque_key(e.k)),
     "join_two_fields": lambda a, b: a.join(b, ["k", "v"], ["k", "v"]),
     "join_result": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y.v}),
-    "join_result_row_mode": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": _opaque_sub(x.v, y.v)}),
+    "join_result_row_mode": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": _rows_sub(x, y)}),
+    "join_result_python_call": lambda a, b: a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": _opaque_sub(x.v, y.v)}),
     "join_build_once": lambda a, b: a.join(b, "k", "k", left_is_small=True),
     "join_build_once_result": lambda a, b: a.join(b, "v", "v", lambda x, y: {"k": x.k, "w": y.k}, left_is_small=True),
     "cross_join": lambda a, b: a.cross_join(b),
@@ -173,7 +178,9 @@ def test_variant_names_follow_properties():
     assert a.join(a, "k", "k").properties.start_edge_only
     compiled = a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y["v"]}).explain()
     assert "result: columnar: {k: left.k, s: (left.v - right.v)}" in compiled
-    assert "result: row mode" in a.join(b, "k", "k", lambda x, y: {"s": _opaque_sub(x.v, y.v)}).explain()
+    assert "result: row mode (" in a.join(b, "k", "k", lambda x, y: {"s": _rows_sub(x, y)}).explain()
+    calls = a.join(b, "k", "k", lambda x, y: {"s": _opaque_sub(x.v, y.v)}).explain()
+    assert "result: row mode for _opaque_sub (called once per row" in calls
     with pytest.raises(tidal.PlanError, match="zzz"):
         a.join(b, "k", "k", lambda x, y: {"s": x.zzz})
 

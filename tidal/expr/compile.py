@@ -162,6 +162,14 @@ def raise_row_error(fn, exc: Exception, batch: EventBatch, i: int, row) -> None:
     ) from exc
 
 
+def describe_columnar(node: Node, fused: bool = False) -> str:
+    """How explain() shows a translated tree: columnar, naming the Python functions it calls per row."""
+    calls = sorted({n.name for n in node.walk() if isinstance(n, PyCall)})
+    if calls:
+        return f"row mode for {', '.join(calls)} (called once per row on arguments computed columnar): {node}"
+    return f"columnar{', fused' if fused else ''}: {node}"
+
+
 class CompiledLambda:
     """A user lambda compiled for one operator and one input schema."""
 
@@ -209,12 +217,8 @@ class CompiledLambda:
             pass
 
     def describe(self) -> str:
-        calls = sorted({n.name for n in self.node.walk() if isinstance(n, PyCall)}) if self.node else []
-        if self.mode == "columnar" and calls:
-            return f"row mode for {', '.join(calls)} (called once per row on arguments computed columnar): {self.node}"
         if self.mode == "columnar":
-            jit_note = ", fused" if self._jit else ""
-            return f"columnar{jit_note}: {self.node}"
+            return describe_columnar(self.node, fused=self._jit is not None)
         return f"row mode ({self.reason})"
 
     # -- predicates -----------------------------------------------------------------

@@ -84,7 +84,7 @@ import pyarrow.compute as pc
 from ..core.batch import EventBatch, concat_batches
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
-from ..expr.compile import CompiledLambda, records_to_columns, row_class, rows_of
+from ..expr.compile import CompiledLambda, describe_columnar, records_to_columns, row_class, rows_of
 from ..expr.kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
 from ..expr.lambdas import Opaque, translate_rows
 from ..expr.nodes import Col
@@ -1539,7 +1539,9 @@ class JoinOp(Operator):
         self._compile_result(result, schemas)
         if result is not None:
             how = (
-                f"columnar: {self.result_node}" if self.result_node is not None else f"row mode ({self.result_reason})"
+                describe_columnar(self.result_node)
+                if self.result_node is not None
+                else f"row mode ({self.result_reason})"
             )
             self.variant += f"; result: {how}"
         self.result_types: dict[str, pa.DataType] = dict(result_types(result, left_schema, right_schema) or {})
