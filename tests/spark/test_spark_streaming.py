@@ -109,11 +109,11 @@ def test_waves_with_restarts_match_uninterrupted_and_embedded(spark, tmp_path, w
     _same_rows(tidal.spark.read_output(str(tmp_path / "out")), uninterrupted)
 
 
-def _wait_for(path: Path, worker: subprocess.Popen, timeout: float = 150.0) -> None:
+def _wait_for(path: Path, worker: subprocess.Popen, log: Path, timeout: float = 150.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if worker.poll() is not None:
-            raise AssertionError(f"the streaming process ended early:\n{worker.stderr.read().decode()[-3000:]}")
+            raise AssertionError(f"the streaming process ended early:\n{log.read_text()[-3000:]}")
         if time.monotonic() > deadline:
             os.killpg(worker.pid, signal.SIGKILL)
             raise AssertionError(f"{path} did not appear in {timeout} s")
@@ -128,21 +128,23 @@ def test_killed_process_restarts_from_its_checkpoint(spark, tmp_path, waves, uni
     pq.write_table(waves[0], input_dir / "wave0.parquet")
     root = Path(tidal.__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(Path(__file__).resolve().parent.parent)]))
-    worker = subprocess.Popen(
-        [sys.executable, __file__, str(input_dir), str(out_dir), str(ckpt)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own process group: the kill reaches its JVM and Python workers too
-    )
-    try:
-        _wait_for(ckpt / "commits" / "0", worker)
-        pq.write_table(waves[1], input_dir / "wave1.parquet")
-        _wait_for(ckpt / "commits" / "1", worker)
-    finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait()
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as err:
+        worker = subprocess.Popen(
+            [sys.executable, __file__, str(input_dir), str(out_dir), str(ckpt)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,  # its own process group: the kill reaches its JVM and Python workers too
+        )
+        try:
+            _wait_for(ckpt / "commits" / "0", worker, log)
+            pq.write_table(waves[1], input_dir / "wave1.parquet")
+            _wait_for(ckpt / "commits" / "1", worker, log)
+        finally:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
     assert worker.returncode == -signal.SIGKILL
     assert tidal.spark.read_output(str(out_dir)).num_rows > 0
     pq.write_table(waves[2], input_dir / "wave2.parquet")
