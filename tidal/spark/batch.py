@@ -42,6 +42,7 @@ from ..stream.query import execute
 from ..stream.streamable import Stream
 from .fragment import SIDE_FIELD, BroadcastFragment, Fragment, ipc_bytes, side_field
 from .partial import combinable, global_partials, split_aggregate, sql_combine
+from .pushdown import push_down
 from .source import SparkSourceNode
 
 # operators that look at one event at a time: their input need not be sorted
@@ -80,6 +81,7 @@ class _Rel:
     sorted: bool = False
     side_payloads: tuple[pa.Schema, ...] | None = None
     broadcast: tuple | None = None  # (small input, its Spark broadcast, both inputs' payloads)
+    intervals: bool = False  # every row is an interval (no edges): lifetimes may be changed row by row
 
 
 class SparkPlanner:
@@ -128,6 +130,12 @@ class SparkPlanner:
             raise PlanError(f"{node.label}: {len(node.inputs)}-input stateful nodes are not supported on Spark")
         if len(node.inputs) == 1:
             parent = self.rel(node.inputs[0])
+            if not parent.chain and parent.side_payloads is None and parent.broadcast is None:
+                df = push_down(node, parent.df, set(parent.schema.names), parent.intervals)
+                if df is not None:
+                    if node.label != "Multicast":
+                        self._step(f"{node.label} in Spark SQL")
+                    return replace(parent, df=df)
             return replace(parent, chain=(*parent.chain, node))
         if node.label == "Union":
             frames = [self.frame(child) for child in node.inputs]
@@ -145,7 +153,7 @@ class SparkPlanner:
                 self._step(f"source {node.label}: {self.partitions} partitions by {_fields(node.schema.names)}")
             else:
                 self._step(f"source {node.label}: its own partitions")
-            return _Rel(df, node.schema)
+            return _Rel(df, node.schema, intervals=not node.physical and node.kind != "start")
         # an in-memory source (from_arrow, from_records, ...): its events, handed to Spark
         table = _collect(node)
         df = self.spark.createDataFrame(table)
@@ -183,7 +191,7 @@ class SparkPlanner:
             # a map-side combine: partial aggregates per key and window before the shuffle
             combine, partial_payload, final = split_aggregate(parent.chain, parent.schema, node, specs)
             labels = ", ".join(n.label for n in parent.chain)
-            df = sql_combine(parent.df, parent.chain, node, specs) if self._intervals(parent.chain[0]) else None
+            df = sql_combine(parent.df, parent.chain, node, specs) if parent.intervals else None
             if df is not None:
                 self._step(f"map-side combine in Spark SQL: {labels}, partial aggregates per key and window")
             else:
@@ -206,12 +214,6 @@ class SparkPlanner:
         df, schema = self.frame(child)
         _check_keys(node, keys, schema)
         return _Rel(self._shuffle(df, keys, node.label), schema, (node,), True)
-
-    @staticmethod
-    def _intervals(first: PlanNode) -> bool:
-        """True when ``first`` reads a Spark source's rows as intervals (points included): no edges."""
-        source = first.inputs[0]
-        return isinstance(source, SparkSourceNode) and source.other is None and source.kind != "start"
 
     def _fusable_keys(self, parent: _Rel, keys: tuple[str, ...]) -> tuple[str, ...] | None:
         """The source fields ``keys`` are copies of, when ``parent``'s chain can run after the shuffle."""
