@@ -172,7 +172,7 @@ def child(args) -> int:
     return 0
 
 
-SPARK_CONFIG = {"spark.sql.adaptive.enabled": "false", "spark.sql.execution.arrow.maxRecordsPerBatch": "100000"}
+SPARK_CONFIG = {"spark.sql.adaptive.enabled": "false"}
 
 
 def main(argv=None) -> int:
