@@ -17,10 +17,22 @@ stateful node is an aggregate of integers (count, sum, min, max), a map-side com
 (:mod:`tidal.spark.partial`) aggregates each partition's events per key and window before the
 shuffle, so the shuffle moves partial aggregates rather than events.
 
+Simple stateless operators right above a source run in Spark itself (:mod:`tidal.spark.pushdown`:
+``where`` over comparisons, ``alter_duration`` on intervals, ``multicast``), and a map-side
+combine whose prefix is one window over intervals is a Spark group-by
+(:func:`tidal.spark.partial.sql_combine`): then only partial aggregates cross into Python.
+
+A global aggregate (no key) whose aggregates merge exactly (counts, integer sums, minima,
+maxima) runs in every partition and its partial results are merged in one partition; other
+global aggregates and plans needing one global order run whole in one partition.
+
 A two-input stateful node (a join) co-partitions both sides: each side is tagged, its key
 fields copied to shared columns, and the union of both is repartitioned by those columns,
 so one task sees both sides of the same keys in one sorted partition (Trill's two-input
-reduce). A union is Spark's union. Sources that are physical events (``other=``) may hold
+reduce). A join whose left is declared small (``left_is_small=True``, the SQL lookup join)
+instead collects the left once and broadcasts it to every partition of the right, which is
+not shuffled (Trill's asymmetric two-input reduce); this runs the left when the plan is
+translated. A union is Spark's union. ``explain()`` lists the steps. Sources that are physical events (``other=``) may hold
 start and end edges of one lifetime: they are partitioned by their whole payload so the two
 edges land in the same partition. Spark does all data movement; tidal runs inside tasks.
 
