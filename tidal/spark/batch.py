@@ -32,9 +32,9 @@ so one task sees both sides of the same keys in one sorted partition (Trill's tw
 reduce). A join whose left is declared small (``left_is_small=True``, the SQL lookup join)
 instead collects the left once and broadcasts it to every partition of the right, which is
 not shuffled (Trill's asymmetric two-input reduce); this runs the left when the plan is
-translated. A union is Spark's union. ``explain()`` lists the steps. Sources that are physical events (``other=``) may hold
-start and end edges of one lifetime: they are partitioned by their whole payload so the two
-edges land in the same partition. Spark does all data movement; tidal runs inside tasks.
+translated. A union is Spark's union. ``explain()`` lists the steps. Sources that are physical
+events (``other=``) may hold start and end edges of one lifetime: they are partitioned by their
+whole payload so the two edges land in the same partition. Spark does all data movement; tidal runs inside tasks.
 
 Each result is the DataFrame of physical events ``sync_time, other_time, payload...``;
 partitions are in sync-time order but the DataFrame as a whole is not (``to_arrow`` sorts).
