@@ -20,7 +20,8 @@ Every engine's result is counted on the Spark side (``count()``) inside the timi
 are checked equal outside it (the windows row for row; the number of join pairs). Scaling:
 tidal on Spark is also run with ``local[1]`` in a child process (a second Spark session).
 Times are medians of ``--repeat`` warm runs after one warm-up run (Python workers start).
-``--quick``: 100,000 events each, one timed run (the suite's budget; the figures are overheads).
+``--quick``: 100,000 events each, one timed run, no scaling run (the suite's budget; at this size
+the figures are mostly fixed overheads).
 """
 
 from __future__ import annotations
@@ -204,7 +205,12 @@ def main(argv=None) -> int:
     ap.add_argument("--keys", type=int, default=1_000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=2)
-    ap.add_argument("--no-scaling", action="store_true", help="skip the local[1] child run")
+    ap.add_argument(
+        "--scaling",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run tidal on Spark with local[1] in a child process (default: on, off with --quick)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dirs", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -271,7 +277,7 @@ def main(argv=None) -> int:
         results.note("tidal's join on Spark: " + " | ".join(plan.splitlines()))
 
         # scaling: the same tidal runs with one core, in a child process with its own session
-        if not args.no_scaling:
+        if args.scaling if args.scaling is not None else not args.quick:
             (tmp / "dirs.json").write_text(json.dumps(dirs))
             out = tmp / "child.json"
             cmd = [sys.executable, __file__, "--child", "--master", "local[1]", "--partitions", "1"]

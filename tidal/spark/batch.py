@@ -268,7 +268,7 @@ class SparkPlanner:
             tagged.append(df.select(*cols))
         both = tagged[0].unionByName(tagged[1])
         side_payloads = tuple(schema for _, schema in sides)
-        how = " | ".join(_fields(k) for k in key_lists)
+        how = " and ".join(_fields(k) for k in key_lists)
         self._step(f"co-partition both inputs of {node.label} by {how}")
         return _Rel(self._shuffle(both, key_names, node.label), pa.schema([]), (node,), True, side_payloads)
 
