@@ -394,7 +394,8 @@ def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
     """The stream's physical events as a Spark DataFrame: ``sync_time, other_time``, then payload.
 
     ``partitions`` is the number of partitions of every shuffle (default: Spark's default
-    parallelism). Nothing runs until the DataFrame is used.
+    parallelism). Nothing runs until the DataFrame is used, except the small side of a broadcast
+    join, which is collected here.
     """
     from .session import spark_session
 
