@@ -104,6 +104,17 @@ def test_two_input_reduce_co_partitions_both_sides(spark, keys):
         _check(spark, q, ref.where(lambda e: e.v > -3), p)
 
 
+def test_simple_predicates_run_in_spark(spark):
+    """Comparisons joined by ``and`` become Spark filters; ``or`` (three-valued in SQL) stays in tidal."""
+    src = _source(EVENTS)
+    pushed = src.where(lambda e: e.k >= 1 and e.v * 2 < 5)
+    kept = src.where(lambda e: e.k == 1 or e.v > 2)
+    assert "Where in Spark SQL" in tidal.spark.explain(pushed, partitions=2, spark=spark)
+    assert "Where in Spark SQL" not in tidal.spark.explain(kept, partitions=2, spark=spark)
+    for q in (pushed, kept):
+        assert_same_snapshots(tidal.spark.to_arrow(q, partitions=2, spark=spark), q.to_arrow())
+
+
 def test_union_and_multicast(spark):
     src = _source(EVENTS)
     shared = src.multicast()

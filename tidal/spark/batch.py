@@ -143,7 +143,7 @@ class SparkPlanner:
         if len(node.inputs) == 1:
             parent = self.rel(node.inputs[0])
             if not parent.chain and parent.side_payloads is None and parent.broadcast is None:
-                df = push_down(node, parent.df, set(parent.schema.names), parent.intervals)
+                df = push_down(node, parent.df, parent.schema, parent.intervals)
                 if df is not None:
                     if node.label != "Multicast":
                         self._step(f"{node.label} in Spark SQL")
