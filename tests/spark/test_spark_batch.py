@@ -104,6 +104,17 @@ def test_two_input_reduce_co_partitions_both_sides(spark, keys):
         _check(spark, q, ref.where(lambda e: e.v > -3), p)
 
 
+def test_simple_predicates_run_in_spark(spark):
+    """Comparisons joined by ``and`` become Spark filters; ``or`` (three-valued in SQL) stays in tidal."""
+    src = _source(EVENTS)
+    pushed = src.where(lambda e: e.k >= 1 and e.v * 2 < 5)
+    kept = src.where(lambda e: e.k == 1 or e.v > 2)
+    assert "Where in Spark SQL" in tidal.spark.explain(pushed, partitions=2, spark=spark)
+    assert "Where in Spark SQL" not in tidal.spark.explain(kept, partitions=2, spark=spark)
+    for q in (pushed, kept):
+        assert_same_snapshots(tidal.spark.to_arrow(q, partitions=2, spark=spark), q.to_arrow())
+
+
 def test_union_and_multicast(spark):
     src = _source(EVENTS)
     shared = src.multicast()
@@ -169,6 +180,12 @@ AGG_QUERIES = {
     "group_apply": lambda s: s.group_apply("k", lambda g: g.tumbling_window(8).aggregate(n=agg.count())),
     "aggregate_then_map": lambda s: s.group_aggregate(["k"], total=agg.sum("v")).where(lambda e: e.total != 0),
     "two_levels": lambda s: s.group_aggregate("v", n=agg.count()).group_aggregate("n", m=agg.count()),
+    "global_general": lambda s: s.aggregate(
+        n=agg.count(), nv=agg.count_not_null("v"), lo=agg.min("v"), hi=agg.max("v")
+    ),
+    "global_then_keyed": lambda s: (
+        s.where(lambda e: e.k != 2).aggregate(total=agg.sum("v")).group_aggregate("total", n=agg.count())
+    ),
 }
 
 
@@ -182,6 +199,19 @@ def test_aggregates_on_spark_match_embedded(spark, name):
         out = tidal.spark.to_arrow(q, partitions=p, spark=spark)
         check_physical(out)
         assert_same_snapshots(out, embedded)
+
+
+def test_global_aggregate_is_partials_then_merge(spark):
+    """A global aggregate that merges exactly runs in every partition, then merges in one; others run in one."""
+    q = _source(EVENTS).aggregate(n=agg.count(), total=agg.sum("v"), hi=agg.max("v"))
+    explained = tidal.spark.explain(q, partitions=3, spark=spark)
+    assert "Aggregate (partial Aggregate)" in explained and "gather into one partition" in explained
+    whole = _source(EVENTS).aggregate(a=agg.average("v"))
+    assert "partial" not in tidal.spark.explain(whole, partitions=3, spark=spark)
+    for query, p in ((q, 3), (whole, 2)):
+        out = tidal.spark.to_arrow(query, partitions=p, spark=spark)
+        check_physical(out)
+        assert_same_snapshots(out, query.to_arrow())
 
 
 COMBINED_QUERIES = {
@@ -209,6 +239,8 @@ def test_map_side_combine_matches_embedded(spark, name):
     q = COMBINED_QUERIES[name](tidal.spark.from_spark(df, time="t"))
     node = q._node
     assert combinable((node.inputs[0],), node) is not None
+    where = "each partition" if name == "renamed_key" else "Spark SQL"
+    assert f"map-side combine in {where}" in tidal.spark.explain(q, partitions=2, spark=spark)
     embedded = COMBINED_QUERIES[name](tidal.from_arrow(table, time="t")).to_arrow()
     assert embedded.num_rows > 0
     for p in (1, 3):

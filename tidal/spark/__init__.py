@@ -10,7 +10,7 @@ manager, shuffle or RPC. Requires the ``spark`` extra (``pip install 'tidal[spar
 >>> tidal.spark.to_spark(q, partitions=8)                         # doctest: +SKIP
 """
 
-from .batch import SparkPlanner, to_arrow, to_changelog, to_spark
+from .batch import SparkPlanner, explain, to_arrow, to_changelog, to_spark
 from .session import add_master_option, resolve_master, spark_session
 from .source import from_spark
 from .sql import run_query_on_spark
@@ -19,6 +19,7 @@ from .streaming import read_output, start_streaming
 __all__ = [
     "SparkPlanner",
     "add_master_option",
+    "explain",
     "from_spark",
     "read_output",
     "resolve_master",

@@ -17,12 +17,24 @@ stateful node is an aggregate of integers (count, sum, min, max), a map-side com
 (:mod:`tidal.spark.partial`) aggregates each partition's events per key and window before the
 shuffle, so the shuffle moves partial aggregates rather than events.
 
+Simple stateless operators right above a source run in Spark itself (:mod:`tidal.spark.pushdown`:
+``where`` over comparisons, ``alter_duration`` on intervals, ``multicast``), and a map-side
+combine whose prefix is one window over intervals is a Spark group-by
+(:func:`tidal.spark.partial.sql_combine`): then only partial aggregates cross into Python.
+
+A global aggregate (no key) whose aggregates merge exactly (counts, integer sums, minima,
+maxima) runs in every partition and its partial results are merged in one partition; other
+global aggregates and plans needing one global order run whole in one partition.
+
 A two-input stateful node (a join) co-partitions both sides: each side is tagged, its key
 fields copied to shared columns, and the union of both is repartitioned by those columns,
 so one task sees both sides of the same keys in one sorted partition (Trill's two-input
-reduce). A union is Spark's union. Sources that are physical events (``other=``) may hold
-start and end edges of one lifetime: they are partitioned by their whole payload so the two
-edges land in the same partition. Spark does all data movement; tidal runs inside tasks.
+reduce). A join whose left is declared small (``left_is_small=True``, the SQL lookup join)
+instead collects the left once and broadcasts it to every partition of the right, which is
+not shuffled (Trill's asymmetric two-input reduce); this runs the left when the plan is
+translated. A union is Spark's union. ``explain()`` lists the steps. Sources that are physical
+events (``other=``) may hold start and end edges of one lifetime: they are partitioned by their
+whole payload so the two edges land in the same partition. Spark does all data movement; tidal runs inside tasks.
 
 Each result is the DataFrame of physical events ``sync_time, other_time, payload...``;
 partitions are in sync-time order but the DataFrame as a whole is not (``to_arrow`` sorts).
@@ -30,7 +42,7 @@ partitions are in sync-time order but the DataFrame as a whole is not (``to_arro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -40,8 +52,9 @@ from ..io.egress import CollectSink
 from ..stream.plan import PlanNode, SourceNode
 from ..stream.query import execute
 from ..stream.streamable import Stream
-from .fragment import SIDE_FIELD, Fragment, side_field
-from .partial import combinable, split_aggregate
+from .fragment import SIDE_FIELD, BroadcastFragment, Fragment, ipc_bytes, side_field
+from .partial import combinable, global_partials, split_aggregate, sql_combine
+from .pushdown import push_down
 from .source import SparkSourceNode
 
 # operators that look at one event at a time: their input need not be sorted
@@ -79,19 +92,32 @@ class _Rel:
     chain: tuple[PlanNode, ...] = ()
     sorted: bool = False
     side_payloads: tuple[pa.Schema, ...] | None = None
+    broadcast: tuple | None = None  # (small input, its Spark broadcast, both inputs' payloads)
+    intervals: bool = False  # every row is an interval (no edges): lifetimes may be changed row by row
 
 
 class SparkPlanner:
     """Translates one plan into Spark DataFrame operations (see the module docstring)."""
 
-    def __init__(self, spark, partitions: int):
+    def __init__(self, spark, partitions: int, *, explain_only: bool = False):
         if partitions < 1:
             raise PlanError(f"partitions must be positive, got {partitions}")
         self.spark = spark
         self.partitions = partitions
+        # explain_only: describe the steps without running anything (a broadcast side is not collected)
+        self.explain_only = explain_only
+        self.steps: list[str] = []
         self._rels: dict[int, _Rel] = {}
         self._frames: dict[int, tuple] = {}
         self._schemas: dict[int, pa.Schema] = {}
+
+    def explain(self, node: PlanNode) -> str:
+        """The Spark steps of the plan under ``node``, inputs first."""
+        self.frame(node)
+        return "\n".join(self.steps)
+
+    def _step(self, text: str) -> None:
+        self.steps.append(text)
 
     # -- the translation --------------------------------------------------------------
     def frame(self, node: PlanNode):
@@ -116,7 +142,13 @@ class SparkPlanner:
             raise PlanError(f"{node.label}: {len(node.inputs)}-input stateful nodes are not supported on Spark")
         if len(node.inputs) == 1:
             parent = self.rel(node.inputs[0])
-            return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
+            if not parent.chain and parent.side_payloads is None and parent.broadcast is None:
+                df = push_down(node, parent.df, parent.schema, parent.intervals)
+                if df is not None:
+                    if node.label != "Multicast":
+                        self._step(f"{node.label} in Spark SQL")
+                    return replace(parent, df=df)
+            return replace(parent, chain=(*parent.chain, node))
         if node.label == "Union":
             frames = [self.frame(child) for child in node.inputs]
             df = frames[0][0]
@@ -130,7 +162,10 @@ class SparkPlanner:
             df = node.to_physical()
             if node.physical and node.schema.names:
                 df = df.repartition(self.partitions, *node.schema.names)
-            return _Rel(df, node.schema)
+                self._step(f"source {node.label}: {self.partitions} partitions by {_fields(node.schema.names)}")
+            else:
+                self._step(f"source {node.label}: its own partitions")
+            return _Rel(df, node.schema, intervals=not node.physical and node.kind != "start")
         # an in-memory source (from_arrow, from_records, ...): its events, handed to Spark
         table = _collect(node)
         df = self.spark.createDataFrame(table)
@@ -139,10 +174,16 @@ class SparkPlanner:
             df = df.repartition(self.partitions, *payload.names)
         else:
             df = df.repartition(self.partitions)
+        self._step(f"source {node.label}: {table.num_rows} events into {self.partitions} partitions")
         return _Rel(df, payload)
 
-    def _shuffle(self, df, keys):
-        df = df.repartition(self.partitions, *keys) if keys else df.repartition(1)
+    def _shuffle(self, df, keys, why: str):
+        if keys:
+            df = df.repartition(self.partitions, *keys)
+            self._step(f"shuffle into {self.partitions} partitions by {_fields(keys)}, sort by sync time: {why}")
+        else:
+            df = df.repartition(1)
+            self._step(f"gather into one partition, sort by sync time: {why}")
         return df.sortWithinPartitions(SYNC_FIELD)
 
     def _reduce_one(self, node: PlanNode) -> _Rel:
@@ -151,7 +192,7 @@ class SparkPlanner:
             # inside a group_apply: the Group node already placed every group in one partition, in
             # time order, and the group key travels with the batches, so keep going in the same task
             parent = self.rel(child)
-            return _Rel(parent.df, parent.schema, (*parent.chain, node), parent.sorted, parent.side_payloads)
+            return replace(parent, chain=(*parent.chain, node))
         keys = tuple(node.partitioning[0])
         parent = self.rel(child)
         fused = self._fusable_keys(parent, keys)
@@ -161,21 +202,34 @@ class SparkPlanner:
 
             # a map-side combine: partial aggregates per key and window before the shuffle
             combine, partial_payload, final = split_aggregate(parent.chain, parent.schema, node, specs)
-            out = physical_schema(partial_payload)
-            df = parent.df.mapInArrow(combine, from_arrow_schema(out))
-            return _Rel(self._shuffle(df, keys), partial_payload, (final,), True)
+            labels = ", ".join(n.label for n in parent.chain)
+            df = sql_combine(parent.df, parent.chain, node, specs) if parent.intervals else None
+            if df is not None:
+                self._step(f"map-side combine in Spark SQL: {labels}, partial aggregates per key and window")
+            else:
+                df = parent.df.mapInArrow(combine, from_arrow_schema(physical_schema(partial_payload)))
+                self._step(f"map-side combine in each partition: {labels}, partial aggregates per key and window")
+            return _Rel(self._shuffle(df, keys, "merge the partials (Aggregate)"), partial_payload, (final,), True)
+        if not keys and not node.props.grouping:
+            merge = global_partials(node)
+            if merge is not None:
+                # a decomposable global aggregate: per-partition partials, merged in one partition
+                partial = replace(parent, chain=(*parent.chain, node))
+                df, schema = self._materialize(partial, note="partial Aggregate")
+                return _Rel(self._shuffle(df, (), "merge the partial aggregates"), schema, (merge,), True)
         if fused is not None:
             # the stateless prefix moves after the shuffle into the reducing task: every key field
             # is a source field carried unchanged, so partitioning the source by it places events as
             # partitioning the prefix's output would, and the data crosses into Python once
-            return _Rel(self._shuffle(parent.df, fused), parent.schema, (*parent.chain, node), True)
+            why = ", ".join(n.label for n in (*parent.chain, node))
+            return _Rel(self._shuffle(parent.df, fused, why), parent.schema, (*parent.chain, node), True)
         df, schema = self.frame(child)
         _check_keys(node, keys, schema)
-        return _Rel(self._shuffle(df, keys), schema, (node,), True)
+        return _Rel(self._shuffle(df, keys, node.label), schema, (node,), True)
 
     def _fusable_keys(self, parent: _Rel, keys: tuple[str, ...]) -> tuple[str, ...] | None:
         """The source fields ``keys`` are copies of, when ``parent``'s chain can run after the shuffle."""
-        if not parent.chain or parent.sorted or parent.side_payloads is not None:
+        if not parent.chain or parent.sorted or parent.side_payloads is not None or parent.broadcast is not None:
             return None
         if any(n.partitioning is not None or len(n.inputs) != 1 for n in parent.chain):
             return None
@@ -191,6 +245,9 @@ class SparkPlanner:
     def _reduce_two(self, node: PlanNode) -> _Rel:
         from pyspark.sql import functions as F
 
+        probe = node._probe if node._probe is not None else node.make()
+        if getattr(probe, "build_once", False) and not node.props.grouping:
+            return self._broadcast(node, small=0)
         sides = [self.frame(child) for child in node.inputs]
         key_lists = [tuple(k) for k in node.partitioning]
         if len({len(k) for k in key_lists}) != 1:
@@ -211,9 +268,33 @@ class SparkPlanner:
             tagged.append(df.select(*cols))
         both = tagged[0].unionByName(tagged[1])
         side_payloads = tuple(schema for _, schema in sides)
-        return _Rel(self._shuffle(both, key_names), pa.schema([]), (node,), True, side_payloads)
+        how = " and ".join(_fields(k) for k in key_lists)
+        self._step(f"co-partition both inputs of {node.label} by {how}")
+        return _Rel(self._shuffle(both, key_names, node.label), pa.schema([]), (node,), True, side_payloads)
 
-    def _materialize(self, rel: _Rel):
+    def _broadcast(self, node: PlanNode, small: int) -> _Rel:
+        """The ``small`` input collected once and sent whole to every partition of the other input,
+        which is neither shuffled nor moved (Trill's asymmetric two-input reduce; Spark's broadcast)."""
+        small_df, small_schema = self.frame(node.inputs[small])
+        big_df, big_schema = self.frame(node.inputs[1 - small])
+        which = ("left", "right")
+        self._step(
+            f"broadcast {which[small]} of {node.label} to every partition of the {which[1 - small]} "
+            f"(not shuffled), sort by sync time within partitions"
+        )
+        schemas = [None, None]
+        schemas[small], schemas[1 - small] = small_schema, big_schema
+        if self.explain_only:
+            value = None
+        else:
+            table = small_df.toArrow()
+            out = physical_schema(small_schema)
+            table = pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in out], schema=out)
+            table = table.take(pa.compute.sort_indices(table, [(SYNC_FIELD, "ascending")]))
+            value = self.spark.sparkContext.broadcast(ipc_bytes(table))
+        return _Rel(big_df.sortWithinPartitions(SYNC_FIELD), big_schema, (node,), True, None, (small, value, schemas))
+
+    def _materialize(self, rel: _Rel, note: str = ""):
         from pyspark.sql.pandas.types import from_arrow_schema
 
         if not rel.chain:
@@ -221,12 +302,18 @@ class SparkPlanner:
         df = rel.df
         if not rel.sorted and not all(n.label in ORDER_FREE for n in rel.chain):
             df = df.sortWithinPartitions(SYNC_FIELD)
+            self._step("sort by sync time within partitions")
         payload = self.payload_schema(rel.chain[-1])
         out = physical_schema(payload)
-        if rel.side_payloads is None:
+        if rel.broadcast is not None:
+            small, value, schemas = rel.broadcast
+            fragment = BroadcastFragment(list(rel.chain), schemas, out, small, value)
+        elif rel.side_payloads is None:
             fragment = Fragment(list(rel.chain), [rel.schema], out)
         else:
             fragment = Fragment(list(rel.chain), list(rel.side_payloads), out, tagged=True)
+        labels = ", ".join(n.label for n in rel.chain)
+        self._step(f"run in each partition: {labels}" + (f" ({note})" if note else ""))
         return df.mapInArrow(fragment, from_arrow_schema(out)), payload
 
     # -- schemas ------------------------------------------------------------------------
@@ -246,6 +333,10 @@ class SparkPlanner:
                 )
             self._schemas[id(node)] = pa.schema([f for f in table.schema if f.name not in (SYNC_FIELD, OTHER_FIELD)])
         return self._schemas[id(node)]
+
+
+def _fields(names) -> str:
+    return "(" + ", ".join(names) + ")"
 
 
 def _check_keys(node: PlanNode, keys: tuple[str, ...], schema: pa.Schema) -> None:
@@ -303,7 +394,8 @@ def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
     """The stream's physical events as a Spark DataFrame: ``sync_time, other_time``, then payload.
 
     ``partitions`` is the number of partitions of every shuffle (default: Spark's default
-    parallelism). Nothing runs until the DataFrame is used.
+    parallelism). Nothing runs until the DataFrame is used, except the small side of a broadcast
+    join, which is collected here.
     """
     from .session import spark_session
 
@@ -311,6 +403,17 @@ def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
     partitions = partitions or spark.sparkContext.defaultParallelism
     df, _ = SparkPlanner(spark, partitions).frame(stream._node)
     return df
+
+
+def explain(stream: Stream, *, partitions: int | None = None, spark=None) -> str:
+    """The Spark steps that run ``stream`` (sources, map stages, shuffles, broadcasts), inputs first.
+
+    Nothing runs, except that fields known only at run time are learned from a sample."""
+    from .session import spark_session
+
+    spark = spark or _spark_of(stream._node) or spark_session()
+    planner = SparkPlanner(spark, partitions or spark.sparkContext.defaultParallelism, explain_only=True)
+    return planner.explain(stream._node)
 
 
 def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:

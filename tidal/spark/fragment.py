@@ -117,27 +117,75 @@ class Fragment:
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         entries, sink = self.build()
+        yield from self._run(entries, entries, batches, sink)
+
+    def _run(self, entries, punctuated, batches, sink) -> Iterator[pa.RecordBatch]:
+        """Feed the partition's sorted batches to ``entries``; punctuate ``punctuated`` after each."""
         for rb in batches:
             if rb.num_rows == 0:
                 continue
-            if self.sides == 1:
-                parts = [EventBatch.from_record_batch(conform(rb, physical(self.in_schemas[0])))]
+            if len(entries) == 1:
+                parts = [EventBatch.from_record_batch(conform(rb, physical(self.in_schemas[self.fed[0]])))]
             else:
                 parts = self.split(rb)
             for entry, part in zip(entries, parts, strict=True):
                 if len(part):
                     entry.on_batch(part)
             last = int(np.asarray(rb.column(SYNC_FIELD))[-1])
-            for entry in entries:
+            for entry in punctuated:
                 entry.on_punctuation(last)
             yield from self._drain(sink)
-        for entry in entries:
+        for entry in punctuated:
             entry.on_punctuation(INFINITY)
-        for entry in entries:
+        for entry in punctuated:
             entry.on_completed()
         yield from self._drain(sink)
+
+    @property
+    def fed(self) -> list[int]:
+        """The inputs whose events come from the partition."""
+        return list(range(self.sides))
 
     def _drain(self, sink: _Collect) -> Iterator[pa.RecordBatch]:
         out, sink.out = sink.out, []
         for rb in out:
             yield conform(rb, self.out_schema)
+
+
+class BroadcastFragment(Fragment):
+    """A two-input head whose ``small`` input comes whole to every task (a Spark broadcast of
+    Arrow IPC bytes) while the other input is the task's partition (Trill's asymmetric two-input
+    reduce). The small input is fed, punctuated at infinity and completed first, then the
+    partition streams through as a one-input fragment's would."""
+
+    def __init__(self, nodes, in_schemas, out_schema, small: int, broadcast):
+        super().__init__(nodes, in_schemas, out_schema)
+        self.small = small
+        self.broadcast = broadcast  # pyspark Broadcast of the small side's sorted events (Arrow IPC)
+
+    @property
+    def sides(self) -> int:
+        return 2
+
+    @property
+    def fed(self) -> list[int]:
+        return [1 - self.small]
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        entries, sink = self.build()
+        small, big = entries[self.small], entries[1 - self.small]
+        table = pa.ipc.open_stream(self.broadcast.value).read_all()
+        schema = physical(self.in_schemas[self.small])
+        for rb in table.to_batches():
+            if rb.num_rows:
+                small.on_batch(EventBatch.from_record_batch(conform(rb, schema)))
+        small.on_punctuation(INFINITY)
+        small.on_completed()
+        yield from self._run([big], [big], batches, sink)
+
+
+def ipc_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

@@ -172,3 +172,92 @@ def split_aggregate(chain, in_payload: pa.Schema, agg_node: PlanNode, specs):
     stream = Stream(source).group_aggregate(list(keys), **{n: makers[k](c) for n, (k, c) in final.items()})
     combine = PartialCombine(list(chain), in_payload, keys, parts, payload)
     return combine, payload, stream._node
+
+
+# a global aggregate's partial kind -> how the per-partition results merge
+GLOBAL_MERGE = {"count": "sum", "count_not_null": "sum", "sum": "sum", "min": "min", "max": "max"}
+
+
+def global_partials(agg_node: PlanNode) -> PlanNode | None:
+    """For a global aggregate (no key) whose aggregates merge exactly, the node merging its partials.
+
+    The aggregate runs unchanged in every partition (each partition's snapshot aggregate over
+    the events it holds); at each instant the global answer is the sum of the partitions'
+    counts and integer sums, the minimum of their minima, the maximum of their maxima. A
+    partition with no event alive has no row then, and adds nothing. The merge node reads the
+    partials (the aggregate's own output fields) and writes the same fields and types.
+    """
+    if agg_node.label != "Aggregate" or agg_node.partitioning != ((),) or agg_node.props.grouping:
+        return None
+    schema = agg_node.schema
+    if schema is None:
+        return None
+    op = agg_node.make()
+    if getattr(op, "user_results", None):
+        return None
+    merges = {}
+    for name, fn in op.fns:
+        merge = GLOBAL_MERGE.get(fn.kind)
+        if merge is None or fn.param is not None or fn.udf is not None:
+            return None
+        out_type = schema.field(name).type
+        exact = pa.types.is_integer(out_type) or (merge != "sum" and pa.types.is_floating(out_type))
+        if not exact:  # floating-point sums depend on the order of additions: left whole
+            return None
+        merges[name] = merge
+    from .. import agg
+
+    makers = {"sum": agg.sum, "min": agg.min, "max": agg.max}
+    source = SourceNode(lambda: iter(()), schema, agg_node.props, "partial aggregates")
+    merged = Stream(source).aggregate(**{name: makers[m](name) for name, m in merges.items()})
+    if not merged.schema.equals(schema):
+        return None
+    return merged._node
+
+
+WINDOWS = frozenset({"TumblingWindow", "HoppingWindow"})
+
+
+def sql_combine(df, chain: tuple[PlanNode, ...], agg_node: PlanNode, specs):
+    """The map-side combine as Spark SQL, when the prefix is one window over intervals.
+
+    ``df`` holds intervals (no edges; ``sync_time, other_time``, payload). A tumbling or
+    hopping window moves each start down to the hop grid and gives every event the window's
+    length (dropping events in the gaps of a window shorter than its hop), so the partial
+    aggregates per key and window are a relational group-by on ``(key, window start)`` that
+    Spark's own hash aggregation runs in the JVM; only the partials then cross into Python.
+    Returns the DataFrame of partials in the layout of :class:`PartialCombine`'s output, or
+    None when the prefix is something else.
+    """
+    from pyspark.sql import functions as F
+
+    if len(chain) != 1 or chain[0].label not in WINDOWS:
+        return None
+    props = chain[0].props
+    if props.constant_duration is None or props.constant_hop is None:
+        return None
+    hop, offset = props.constant_hop
+    duration = int(props.constant_duration)
+    keys = list(agg_node.partitioning[0])
+    sync = F.col(SYNC_FIELD)
+    start = sync - F.pmod(sync - F.lit(offset), F.lit(hop))
+    if duration < hop:  # a window shorter than its hop: events in the gaps belong to no window
+        df = df.where(F.pmod(sync - F.lit(offset), F.lit(hop)) < F.lit(duration))
+    aggs = []
+    for i, (_, kind, arg) in enumerate(specs):
+        name = partial_column(i)
+        value = F.col(f"`{arg}`") if arg is not None else None
+        if kind == "count":
+            aggs.append(F.count(F.lit(1)).alias(name))
+        elif kind == "count_not_null":
+            aggs.append(F.count(value).alias(name))
+        elif kind == "sum":
+            aggs.append(F.sum(value.cast("long")).alias(name))
+        else:
+            aggs.append((F.min if kind == "min" else F.max)(value).alias(name))
+    fields = list(dict.fromkeys([*keys, *(arg for _, _, arg in specs if arg is not None)]))
+    grouped = df.select(start.alias(SYNC_FIELD), *[F.col(f"`{n}`") for n in fields])
+    out = grouped.groupBy(*[F.col(f"`{k}`") for k in keys], F.col(SYNC_FIELD)).agg(*aggs)
+    other = (F.col(SYNC_FIELD) + F.lit(duration)).alias(OTHER_FIELD)
+    partials = [F.col(partial_column(i)) for i in range(len(specs))]
+    return out.select(F.col(SYNC_FIELD), other, *[F.col(f"`{k}`") for k in keys], *partials)
