@@ -45,6 +45,7 @@ class WhereOp(Operator):
         self.predicate = predicate
         self.then_select: SelectOp | None = None  # set by fuse_operators: the select this where feeds alone
         self._kernels: dict[tuple, _FilterPlan | None] = {}  # by input types; None: not compilable
+        self._waiting: dict[tuple, _FilterPlan] = {}  # built, not on disk: compiled once enough events came
         self._names: list[str] | None = None  # the fields the predicate and the fused select read
         self._events = 0
 
@@ -57,6 +58,7 @@ class WhereOp(Operator):
         if select.projection.mode == "columnar":
             self.then_select = select
             self._kernels.clear()
+            self._waiting.clear()
             self._names = None
 
     def on_batch(self, batch: EventBatch) -> None:
@@ -94,16 +96,21 @@ class WhereOp(Operator):
         key = (batch.absent is not None, batch.points, tuple((c.type, c.null_count > 0) for c in cols))
         if key in self._kernels:
             return self._kernels[key]
-        types = {c: col.type for c, col in zip(self._names, cols, strict=True) if not col.null_count}
-        dtypes = {c: np.dtype(t.to_pandas_dtype()) for c, t in types.items() if _is_numeric(t)}
-        plan = _FilterPlan.build(self.predicate.node, outputs, dtypes, with_absent=key[0], points=key[1])
+        plan = self._waiting.get(key)
         if plan is None:
-            self._kernels[key] = None
-            return None
+            types = {c: col.type for c, col in zip(self._names, cols, strict=True) if not col.null_count}
+            dtypes = {c: np.dtype(t.to_pandas_dtype()) for c, t in types.items() if _is_numeric(t)}
+            plan = _FilterPlan.build(self.predicate.node, outputs, dtypes, with_absent=key[0], points=key[1])
+            if plan is None:
+                self._kernels[key] = None
+                return None
+            if not jit.is_cached(plan.body):  # looked up once per column types, not per batch
+                self._waiting[key] = plan
         # compiling costs about a second, once per machine (the kernel is cached on disk): worth it for long runs
         self._events += len(batch)
-        if not jit.is_cached(plan.body) and self._events < compile_mod.JIT_THRESHOLD:
+        if key in self._waiting and self._events < compile_mod.JIT_THRESHOLD:
             return None
+        self._waiting.pop(key, None)
         plan.compile()
         self._kernels[key] = plan
         return plan
