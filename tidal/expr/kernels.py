@@ -185,6 +185,13 @@ class Evaluator:
             return out
         if isinstance(node, Unary) and node.op == "not":
             return np.logical_not(self.truth(node.operand))
+        if isinstance(node, PyCall) and self.length:
+            # only the truth of each result is needed: numpy takes it per value, as bool() would
+            args = [_python_values(self.eval(a), self.length) for a in node.args]
+            try:
+                return np.fromiter(map(node.func, *args), dtype=np.bool_, count=self.length)
+            except Exception:
+                raise Fallback(f"{node.name}() raised; row by row to name the row") from None
         v = self.eval(node)
         if isinstance(v, np.ndarray):
             return v if v.dtype == np.bool_ else v != 0
