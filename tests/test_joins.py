@@ -303,17 +303,19 @@ def _run(op, order, sink):
 @given(case=pairs(), cut=st.floats(0, 1))
 def test_checkpoint_restore_continues_exactly(op, case, cut):
     left, right, _, _ = case
-    node = OPS[op](left, right)._node
-    order = _schedule(left, right)
+    _assert_restore_continues(OPS[op](left, right)._node, _schedule(left, right), cut)
+
+
+def _assert_restore_continues(node, order, cut: float) -> None:
+    """Cut the schedule at ``cut``, snapshot, restore into a fresh operator from the plan: same output."""
     whole = CollectSink()
     _run(node.make(), order, whole)
     half = int(len(order) * cut)
     first = node.make()
     sink = CollectSink()
     _run(first, order[:half], sink)
-    state = first.snapshot()
-    second = node.make()  # a fresh operator from the plan
-    second.restore(state)
+    second = node.make()
+    second.restore(first.snapshot())
     second.downstream.append(sink)
     for side, msg in order[half:]:
         deliver(second.ports[side], msg)
@@ -400,19 +402,7 @@ def test_merge_join_checkpoint_restore_continues_exactly(case, cut):
     left, right, _, _ = case
     node = left.join(right, "k", "k")._node
     assert "merge join" in node.describe()
-    order = _schedule(left, right)
-    whole = CollectSink()
-    _run(node.make(), order, whole)
-    half = int(len(order) * cut)
-    first = node.make()
-    sink = CollectSink()
-    _run(first, order[:half], sink)
-    second = node.make()
-    second.restore(first.snapshot())
-    second.downstream.append(sink)
-    for side, msg in order[half:]:
-        deliver(second.ports[side], msg)
-    assert sink.table().equals(whole.table())
+    _assert_restore_continues(node, _schedule(left, right), cut)
 
 
 def test_merge_join_compacts_its_state():

@@ -26,6 +26,18 @@ def _net(lines: list[str]) -> list[str]:
     return sorted(k for k, n in net.items() for _ in range(n))
 
 
+def _assert_changelog_nets_to_batch(sql: str, files_dir) -> list[str]:
+    """Run ``sql`` as stream-json and batch-json: the changelog's net effect is the batch answer."""
+    for fmt in ("stream-json", "batch-json"):
+        assert cli(["query", sql, "--format", fmt, "--output", fmt]) == 0
+    stream_lines = (files_dir / "stream-json").read_text().splitlines()
+    batch = sorted(
+        json.dumps(json.loads(x), sort_keys=True) for x in (files_dir / "batch-json").read_text().splitlines()
+    )
+    assert _net(stream_lines) == batch
+    return stream_lines
+
+
 @pytest.mark.parametrize(
     "sql",
     [
@@ -36,13 +48,7 @@ def _net(lines: list[str]) -> list[str]:
     ],
 )
 def test_join_changelog_net_effect_is_the_batch_answer(files_dir, capsys, sql):
-    for fmt in ("stream-json", "batch-json"):
-        assert cli(["query", sql, "--format", fmt, "--output", fmt]) == 0
-    stream_lines = (files_dir / "stream-json").read_text().splitlines()
-    batch = sorted(
-        json.dumps(json.loads(x), sort_keys=True) for x in (files_dir / "batch-json").read_text().splitlines()
-    )
-    assert _net(stream_lines) == batch
+    stream_lines = _assert_changelog_nets_to_batch(sql, files_dir)
     assert any(json.loads(x).get("sys.undo") for x in stream_lines)  # row by row, counts are revised
     oracle = run_duckdb(sql.split(" TRIGGER")[0], files_dir)
     assert _rows(plan(sql).result()) == _rows(oracle)
@@ -154,13 +160,7 @@ def test_residual_left_join_changelog_retracts_padded_rows(files_dir):
         "SELECT c.name, c.city, count(o.id) AS n FROM 'customers.csv' c LEFT JOIN 'orders.csv' o"
         " ON o.customer = c.name AND o.qty > 2 GROUP BY c.name, c.city TRIGGER COUNTING 1"
     )
-    for fmt in ("stream-json", "batch-json"):
-        assert cli(["query", sql, "--format", fmt, "--output", fmt]) == 0
-    stream_lines = (files_dir / "stream-json").read_text().splitlines()
-    batch = sorted(
-        json.dumps(json.loads(x), sort_keys=True) for x in (files_dir / "batch-json").read_text().splitlines()
-    )
-    assert _net(stream_lines) == batch
+    _assert_changelog_nets_to_batch(sql, files_dir)
     assert _rows(plan(sql).result()) == _rows(run_duckdb(sql.split(" TRIGGER")[0], files_dir))
     # orders in event time: a customer is padded from time 0 until its first order with qty > 2 arrives
     timed = (
