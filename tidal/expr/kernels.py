@@ -187,11 +187,7 @@ class Evaluator:
             return np.logical_not(self.truth(node.operand))
         if isinstance(node, PyCall) and self.length:
             # only the truth of each result is needed: numpy takes it per value, as bool() would
-            args = [_python_values(self.eval(a), self.length) for a in node.args]
-            try:
-                return np.fromiter(map(node.func, *args), dtype=np.bool_, count=self.length)
-            except Exception:
-                raise Fallback(f"{node.name}() raised; row by row to name the row") from None
+            return self._call_per_row(node, lambda calls: np.fromiter(calls, dtype=np.bool_, count=self.length))
         v = self.eval(node)
         if isinstance(v, np.ndarray):
             return v if v.dtype == np.bool_ else v != 0
@@ -228,15 +224,17 @@ class Evaluator:
         raise Unsupported(f"{type(node).__name__} in a value position")
 
     def _python_call(self, node: PyCall):
-        n = self.length
-        if n == 0:
+        if self.length == 0:
             return PyValues()  # the function is not called to type-check
-        args = [_python_values(self.eval(a), n) for a in node.args]
+        return _from_python_results(self._call_per_row(node, list))
+
+    def _call_per_row(self, node: PyCall, collect):
+        """``collect`` applied to the function's calls, one per row, on the arguments' Python values."""
+        args = [_python_values(self.eval(a), self.length) for a in node.args]
         try:
-            results = list(map(node.func, *args))
+            return collect(map(node.func, *args))
         except Exception:
             raise Fallback(f"{node.name}() raised; row by row to name the row") from None
-        return _from_python_results(results)
 
     def _binop(self, op: str, a, b):
         if isinstance(a, PyValues) or isinstance(b, PyValues):
@@ -278,10 +276,8 @@ class Evaluator:
         if op in ("is", "isnot"):  # only `is None` / `is not None` get this far
             if isinstance(a, PyValues):
                 out = np.fromiter((x is None for x in a), dtype=np.bool_, count=len(a))
-            else:  # columns seen columnar hold no nulls
-                out = np.full(self.length, a is None) if not isinstance(a, np.ndarray | pa.Array) else None
-                if out is None:
-                    out = np.zeros(self.length, dtype=np.bool_)
+            else:  # columns seen columnar hold no nulls: only a None constant is None
+                out = np.full(self.length, a is None, dtype=np.bool_)
             return np.logical_not(out) if op == "isnot" else out
         if isinstance(a, PyValues) or isinstance(b, PyValues):
             if len(a if isinstance(a, PyValues) else b) == 0:

@@ -702,12 +702,18 @@ class CompiledEngine(_Engine):
             "multisets": multisets,
         }
 
-    def restore(self, state: dict) -> None:
+    def _restore_arrays(self, state: dict) -> bool:
+        """Lay out the slots and put back the saved arrays; False when the state was taken before any data."""
         if not state["typed"]:
-            return
+            return False
         self._layout(state["types"])
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
+        return True
+
+    def restore(self, state: dict) -> None:
+        if not self._restore_arrays(state):
+            return
         self.ms = _empty_multisets()
         multisets = state["multisets"]
         if multisets is not None:

@@ -446,11 +446,7 @@ class FusedWindowEngine(CompiledEngine):
         return {"typed": True, "types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
-        if not state["typed"]:
-            return
-        self._layout(state["types"])
-        for k, v in state["arrays"].items():
-            setattr(self, k, v.copy())
+        self._restore_arrays(state)
 
 
 class FusedWindowAggregateOp(SnapshotAggregateOp):
