@@ -19,7 +19,8 @@ Two workloads (issue 6), each read by Spark from Parquet:
 Every engine's result is counted on the Spark side (``count()``) inside the timing; the answers
 are checked equal outside it (the windows row for row; the number of join pairs). Scaling:
 tidal on Spark is also run with ``local[1]`` in a child process (a second Spark session).
-Times are medians of ``--repeat`` warm runs after one warm-up run (Python workers start).
+Times are medians of ``--repeat`` warm runs, taken in rounds after one warm-up round: each round
+runs every engine once, so the JVM's ongoing compilation favours none of them.
 ``--quick``: 100,000 events each, no scaling run (the suite's budget; at this size
 the figures are mostly fixed overheads).
 """
@@ -48,9 +49,9 @@ from tidal import agg
 
 
 class Results(_Results):
-    def run(self, workload, engine, fn, events, repeat, **extra):
-        row = super().run(workload, engine, fn, events, repeat, **extra)
-        print(f"{workload} | {engine}: {row['seconds']:.2f} s", flush=True)
+    def record(self, workload, engine, seconds, *args, **extra):
+        row = super().record(workload, engine, seconds, *args, **extra)
+        print(f"{workload} | {engine}: {seconds:.2f} s", flush=True)
         return row
 
 
@@ -174,15 +175,21 @@ def rows_of(df) -> list:
     return sorted(zip(*[t.column(c).to_pylist() for c in ("start", "key", "n", "total")], strict=True))
 
 
-def measure_tidal(spark, dirs: dict, partitions: int, results: Results, repeat: int, engine: str) -> None:
-    """tidal on Spark, both workloads (what the scaling child runs too)."""
+def cached_inputs(spark, dirs: dict, partitions: int):
+    """Both workloads' events read by Spark and cached in memory (what every engine reads)."""
     agg_df = spark.read.parquet(dirs["agg_file"]).repartition(partitions).cache()
     join_df = spark.read.parquet(dirs["join_file"]).repartition(partitions).cache()
     agg_df.count(), join_df.count()
+    return agg_df, join_df
+
+
+def tidal_entries(agg_df, join_df, dirs: dict, partitions: int, engine: str) -> list:
+    """tidal on Spark, both workloads, as timing entries (what the scaling child runs too)."""
+    entries = []
     for workload, df, q, n in ((AGG, agg_df, tidal_agg, dirs["agg_n"]), (JOIN, join_df, tidal_join, dirs["join_n"])):
         run = lambda q=q, df=df: tidal.spark.to_spark(q(df), partitions=partitions).count()  # noqa: E731
-        run()  # warm-up: Python workers start, kernels load
-        results.run(workload, engine, run, n, repeat)
+        entries.append((workload, engine, run, n))
+    return entries
 
 
 def child(args) -> int:
@@ -190,7 +197,8 @@ def child(args) -> int:
     spark = tidal.spark.spark_session(args.master, shuffle_partitions=args.partitions, config=SPARK_CONFIG)
     dirs = json.loads(Path(args.dirs).read_text())
     results = Results()
-    measure_tidal(spark, dirs, args.partitions, results, args.repeat, f"tidal {args.master}")
+    agg_df, join_df = cached_inputs(spark, dirs, args.partitions)
+    results.run_interleaved(tidal_entries(agg_df, join_df, dirs, args.partitions, f"tidal {args.master}"), args.repeat)
     Path(args.out).write_text(json.dumps(results.rows))
     spark.stop()
     return 0
@@ -232,20 +240,11 @@ def main(argv=None) -> int:
             dirs[f"{name}_dir"] = str(tmp / name)
             pq.write_table(table, dirs[f"{name}_file"], row_group_size=500_000)
         write_sentinels(tmp / "agg")
-        measure_tidal(spark, dirs, args.partitions, results, repeat, "tidal")
-        agg_df = spark.read.parquet(dirs["agg_file"]).repartition(args.partitions).cache()
-        join_df = spark.read.parquet(dirs["join_file"]).repartition(args.partitions).cache()
-        agg_df.count(), join_df.count()
-
+        agg_df, join_df = cached_inputs(spark, dirs, args.partitions)
+        entries = tidal_entries(agg_df, join_df, dirs, args.partitions, "tidal")
         # Spark's own batch SQL
-        batch = (
-            (AGG, "spark window()", spark_window, agg_df, n),
-            (JOIN, "spark SQL band join", spark_join, join_df, jn),
-        )
-        for workload, engine, make, df, events in batch:
-            run = lambda make=make, df=df: make(df).count()  # noqa: E731
-            run()
-            results.run(workload, engine, run, events, repeat)
+        entries.append((AGG, "spark window()", lambda: spark_window(agg_df).count(), n))
+        entries.append((JOIN, "spark SQL band join", lambda: spark_join(join_df).count(), jn))
 
         # Structured Streaming (a fresh checkpoint per run)
         runs = iter(range(1_000_000))
@@ -257,14 +256,14 @@ def main(argv=None) -> int:
         def ss_join():
             return streaming_join(spark, dirs["join_dir"], str(tmp / f"ckpt_join{next(runs)}"))
 
-        ss_agg()
-        results.run(AGG, "spark structured streaming", ss_agg, n, repeat)
+        entries.append((AGG, "spark structured streaming", ss_agg, n))
+        # in rounds: the JVM keeps compiling for a while, so no engine gets a colder JVM than another
+        results.run_interleaved(entries, repeat)
         # the stream-stream join is slow (minutes at 10M events): one cold run, its count reused below
         start = time.perf_counter()
         ss_pairs = ss_join()
         seconds = time.perf_counter() - start
         results.record(JOIN, "spark structured streaming", seconds, 0.0, jn, [seconds], note="one run, no warm-up")
-        print(f"{JOIN} | spark structured streaming: {seconds:.2f} s (one run)", flush=True)
 
         # the same answers
         tidal_rows = tidal_windows(agg_df)

@@ -162,6 +162,21 @@ class Results:
         runs = timed_runs(fn, repeat)
         return self.record(workload, engine, statistics.median(runs), max(runs) - min(runs), events, runs, **extra)
 
+    def run_interleaved(self, entries: list[tuple[str, str, object, int]], repeat: int) -> list[dict]:
+        """Time ``(workload, engine, fn, events)`` entries in rounds: one warm-up round, then ``repeat``
+        rounds each running every entry once. A JIT-compiling host (the JVM under Spark) keeps getting
+        faster for a while; rounds give every engine the same warm-up instead of favouring the last."""
+        for _, _, fn, _ in entries:
+            fn()
+        runs: list[list[float]] = [[] for _ in entries]
+        for _ in range(max(1, repeat)):
+            for i, (_, _, fn, _) in enumerate(entries):
+                runs[i] += timed_runs(fn, 1)
+        return [
+            self.record(w, e, statistics.median(r), max(r) - min(r), n, r)
+            for (w, e, _, n), r in zip(entries, runs, strict=True)
+        ]
+
     def add_series(
         self, name: str, x_label: str, y_label: str, x: list, lines: dict, log_x: bool = False, log_y: bool = False
     ) -> None:

@@ -107,3 +107,26 @@ def test_small_left_is_broadcast(spark):
     plain = _stream(small_events, LEFT_NAMES, 4).join(_stream(RIGHT, RIGHT_NAMES, 6), "k", "j")
     explained = tidal.spark.explain(plain, partitions=2, spark=spark)
     assert "co-partition both inputs of Join" in explained and "broadcast" not in explained
+
+
+@pytest.mark.parametrize("keys", [("k", "k"), ("v", "k")])
+def test_inputs_sharing_field_names(spark, keys):
+    """A join of inputs with the same fields (a self-join's shape) carries each field in one column
+    shared by both sides; a field of another type on one side keeps its own column."""
+    from tidal.spark.batch import SparkPlanner
+
+    make = lambda a, b: a.join(b, *keys)  # noqa: E731
+    expected = make(_ref(LEFT, LEFT_NAMES), _ref(RIGHT, LEFT_NAMES))
+    q = make(_stream(LEFT, LEFT_NAMES, 4), _stream(RIGHT, LEFT_NAMES, 6))
+    for p in PARTITIONS:
+        out = tidal.spark.to_arrow(q, partitions=p, spark=spark)
+        check_physical(out)
+        assert_same_snapshots(out, expected)
+    shared = SparkPlanner(spark, 2).rel(q._node).df.columns
+    # sync, other, side, k, v (+ a key column when the keys are different fields)
+    assert len(shared) == (5 if keys[0] == keys[1] else 6), shared
+    as_float = lambda s: s.select(lambda e: {"k": e.k, "v": e.v * 0.5})  # noqa: E731
+    q = make(_stream(LEFT, LEFT_NAMES, 4), as_float(_stream(RIGHT, LEFT_NAMES, 6)))
+    expected = make(_ref(LEFT, LEFT_NAMES), as_float(_ref(RIGHT, LEFT_NAMES)))
+    assert_same_snapshots(tidal.spark.to_arrow(q, partitions=2, spark=spark), expected)
+    assert len(SparkPlanner(spark, 2).rel(q._node).df.columns) == len(shared) + 1

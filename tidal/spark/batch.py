@@ -56,6 +56,7 @@ from .fragment import SIDE_FIELD, BroadcastFragment, Fragment, ipc_bytes, side_f
 from .partial import combinable, global_partials, split_aggregate, sql_combine
 from .pushdown import push_down
 from .source import SparkSourceNode
+from .sqltext import columns, ident
 
 # operators that look at one event at a time: their input need not be sorted
 ORDER_FREE = frozenset({"Where", "Select", "SelectMany", "Multicast"})
@@ -94,6 +95,7 @@ class _Rel:
     side_payloads: tuple[pa.Schema, ...] | None = None
     broadcast: tuple | None = None  # (small input, its Spark broadcast, both inputs' payloads)
     intervals: bool = False  # every row is an interval (no edges): lifetimes may be changed row by row
+    side_columns: tuple[dict[str, str], ...] | None = None  # per side: payload field -> its partition column
 
 
 class SparkPlanner:
@@ -161,7 +163,7 @@ class SparkPlanner:
         if isinstance(node, SparkSourceNode):
             df = node.to_physical()
             if node.physical and node.schema.names:
-                df = df.repartition(self.partitions, *node.schema.names)
+                df = df.repartition(self.partitions, *columns(df, node.schema.names))
                 self._step(f"source {node.label}: {self.partitions} partitions by {_fields(node.schema.names)}")
             else:
                 self._step(f"source {node.label}: its own partitions")
@@ -171,7 +173,7 @@ class SparkPlanner:
         df = self.spark.createDataFrame(table)
         payload = pa.schema([f for f in table.schema if f.name not in (SYNC_FIELD, OTHER_FIELD)])
         if payload.names:
-            df = df.repartition(self.partitions, *payload.names)
+            df = df.repartition(self.partitions, *columns(df, payload.names))
         else:
             df = df.repartition(self.partitions)
         self._step(f"source {node.label}: {table.num_rows} events into {self.partitions} partitions")
@@ -179,12 +181,12 @@ class SparkPlanner:
 
     def _shuffle(self, df, keys, why: str):
         if keys:
-            df = df.repartition(self.partitions, *keys)
+            df = df.repartition(self.partitions, *columns(df, keys))
             self._step(f"shuffle into {self.partitions} partitions by {_fields(keys)}, sort by sync time: {why}")
         else:
             df = df.repartition(1)
             self._step(f"gather into one partition, sort by sync time: {why}")
-        return df.sortWithinPartitions(SYNC_FIELD)
+        return _sorted(df)
 
     def _reduce_one(self, node: PlanNode) -> _Rel:
         child = node.inputs[0]
@@ -204,6 +206,13 @@ class SparkPlanner:
             combine, partial_payload, final = split_aggregate(parent.chain, parent.schema, node, specs)
             labels = ", ".join(n.label for n in parent.chain)
             df = sql_combine(parent.df, parent.chain, node, specs) if parent.intervals else None
+            if df is not None and _disjoint_windows(parent.chain[-1]):
+                # Spark's group-by already put each (key, window) whole in one partition, and windows of
+                # one key never overlap in time: each partition's snapshots are complete as they are
+                self._step(f"aggregate in Spark SQL: {labels}, one row per key and window")
+                df = _sorted(df.coalesce(self.partitions))
+                self._step("sort by sync time within partitions")
+                return _Rel(df, partial_payload, (final,), True)
             if df is not None:
                 self._step(f"map-side combine in Spark SQL: {labels}, partial aggregates per key and window")
             else:
@@ -243,8 +252,6 @@ class SparkPlanner:
         return keys if all(k in parent.schema.names for k in keys) else None
 
     def _reduce_two(self, node: PlanNode) -> _Rel:
-        from pyspark.sql import functions as F
-
         probe = node._probe if node._probe is not None else node.make()
         if getattr(probe, "build_once", False) and not node.props.grouping:
             return self._broadcast(node, small=0)
@@ -254,23 +261,20 @@ class SparkPlanner:
             raise PlanError(f"{node.label}: both inputs must be partitioned by the same number of fields")
         for keys, (_, schema) in zip(key_lists, sides, strict=True):
             _check_keys(node, keys, schema)
-        key_types = [sides[0][0].schema[k].dataType for k in key_lists[0]]
-        key_names = [f"__tidal_key{i}" for i in range(len(key_types))]
+        layout = _co_partition_layout(sides, key_lists)
         tagged = []
-        for s, ((df, _), keys) in enumerate(zip(sides, key_lists, strict=True)):
-            cols = [F.col(SYNC_FIELD), F.col(OTHER_FIELD), F.lit(s).cast("int").alias(SIDE_FIELD)]
-            # both sides' keys in the same columns and type, so equal keys hash to the same partition
-            cols += [F.col(f"`{k}`").cast(t).alias(name) for k, t, name in zip(keys, key_types, key_names, strict=True)]
-            for t, (other_df, other_schema) in enumerate(sides):
-                for name in other_schema.names:
-                    value = F.col(f"`{name}`") if t == s else F.lit(None).cast(other_df.schema[name].dataType)
-                    cols.append(value.alias(side_field(t, name)))
-            tagged.append(df.select(*cols))
+        for s, (df, _) in enumerate(sides):
+            cols = [SYNC_FIELD, OTHER_FIELD, f"{s} AS {SIDE_FIELD}"]
+            for name, (spark_type, sources) in layout.columns.items():
+                value = ident(sources[s]) if sources[s] is not None else "NULL"
+                cols.append(f"CAST({value} AS {spark_type.simpleString()}) AS {ident(name)}")
+            tagged.append(df.selectExpr(*cols))
         both = tagged[0].unionByName(tagged[1])
         side_payloads = tuple(schema for _, schema in sides)
         how = " and ".join(_fields(k) for k in key_lists)
         self._step(f"co-partition both inputs of {node.label} by {how}")
-        return _Rel(self._shuffle(both, key_names, node.label), pa.schema([]), (node,), True, side_payloads)
+        rel = _Rel(self._shuffle(both, layout.keys, node.label), pa.schema([]), (node,), True, side_payloads)
+        return replace(rel, side_columns=layout.side_columns)
 
     def _broadcast(self, node: PlanNode, small: int) -> _Rel:
         """The ``small`` input collected once and sent whole to every partition of the other input,
@@ -292,7 +296,7 @@ class SparkPlanner:
             table = pa.Table.from_arrays([table.column(f.name).cast(f.type) for f in out], schema=out)
             table = table.take(pa.compute.sort_indices(table, [(SYNC_FIELD, "ascending")]))
             value = self.spark.sparkContext.broadcast(ipc_bytes(table))
-        return _Rel(big_df.sortWithinPartitions(SYNC_FIELD), big_schema, (node,), True, None, (small, value, schemas))
+        return _Rel(_sorted(big_df), big_schema, (node,), True, None, (small, value, schemas))
 
     def _materialize(self, rel: _Rel, note: str = ""):
         from pyspark.sql.pandas.types import from_arrow_schema
@@ -301,7 +305,7 @@ class SparkPlanner:
             return rel.df, rel.schema
         df = rel.df
         if not rel.sorted and not all(n.label in ORDER_FREE for n in rel.chain):
-            df = df.sortWithinPartitions(SYNC_FIELD)
+            df = _sorted(df)
             self._step("sort by sync time within partitions")
         payload = self.payload_schema(rel.chain[-1])
         out = physical_schema(payload)
@@ -311,7 +315,7 @@ class SparkPlanner:
         elif rel.side_payloads is None:
             fragment = Fragment(list(rel.chain), [rel.schema], out)
         else:
-            fragment = Fragment(list(rel.chain), list(rel.side_payloads), out, tagged=True)
+            fragment = Fragment(list(rel.chain), list(rel.side_payloads), out, side_columns=rel.side_columns)
         labels = ", ".join(n.label for n in rel.chain)
         self._step(f"run in each partition: {labels}" + (f" ({note})" if note else ""))
         return df.mapInArrow(fragment, from_arrow_schema(out)), payload
@@ -333,6 +337,67 @@ class SparkPlanner:
                 )
             self._schemas[id(node)] = pa.schema([f for f in table.schema if f.name not in (SYNC_FIELD, OTHER_FIELD)])
         return self._schemas[id(node)]
+
+
+@dataclass(frozen=True)
+class _CoPartition:
+    """The columns of a co-partitioned two-input union (see :func:`_co_partition_layout`)."""
+
+    columns: dict  # partition column -> (Spark type, (side 0's field or None, side 1's field or None))
+    keys: tuple[str, ...]  # the columns to hash-partition by
+    side_columns: tuple[dict[str, str], ...]  # per side: payload field -> partition column
+
+
+def _co_partition_layout(sides, key_lists) -> _CoPartition:
+    """One column per payload field, shared by both sides when they have a field of that name and
+    type (a self-join of one source carries each field once, not twice with nulls on the other
+    side: the rows crossing into Python are narrower), and key columns of one type on both sides
+    so equal keys hash alike (a shared key field is its own key column)."""
+    columns: dict[str, list] = {}
+    side_columns: list[dict[str, str]] = [{}, {}]
+    for s, (df, schema) in enumerate(sides):
+        for name in schema.names:
+            spark_type = df.schema[name].dataType
+            shared = f"__tidal_{name}"
+            if shared in columns and columns[shared][1][1 - s] is not None and columns[shared][0] == spark_type:
+                column = shared
+            else:
+                column = shared if shared not in columns else side_field(s, name)
+                while column in columns:  # a field whose own name looks like another's column
+                    column = f"_{column}"
+                columns[column] = [spark_type, [None, None]]
+            columns[column][1][s] = name
+            side_columns[s][name] = column
+    keys = []
+    for i, (left, right) in enumerate(zip(*key_lists, strict=True)):
+        left_column, right_column = side_columns[0][left], side_columns[1][right]
+        if left_column == right_column:
+            keys.append(left_column)
+            continue
+        key_type = sides[0][0].schema[left].dataType
+        name = f"__tidal_key{i}"
+        while name in columns:
+            name = f"_{name}"
+        columns[name] = [key_type, [left, right]]
+        keys.append(name)
+    frozen = {name: (t, tuple(src)) for name, (t, src) in columns.items()}
+    return _CoPartition(frozen, tuple(keys), tuple(side_columns))
+
+
+def _sorted(df):
+    """``df`` sorted by sync time within each partition."""
+    return df.sortWithinPartitions(df[SYNC_FIELD])
+
+
+def _disjoint_windows(node: PlanNode) -> bool:
+    """Whether every lifetime out of ``node`` is a window of a grid whose windows never overlap
+    (tumbling, or a window no longer than its hop)."""
+    props = node.props
+    return (
+        props.constant_hop is not None
+        and props.constant_duration is not None
+        and (props.constant_duration <= props.constant_hop[0])
+    )
 
 
 def _fields(names) -> str:

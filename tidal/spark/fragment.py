@@ -74,7 +74,13 @@ def physical(payload: pa.Schema) -> pa.Schema:
 class Fragment:
     """A chain of plan nodes run per partition; ``fragment(batches)`` is a mapInArrow function."""
 
-    def __init__(self, nodes: list[PlanNode], in_schemas: list[pa.Schema], out_schema: pa.Schema, tagged: bool = False):
+    def __init__(
+        self,
+        nodes: list[PlanNode],
+        in_schemas: list[pa.Schema],
+        out_schema: pa.Schema,
+        side_columns: tuple[dict[str, str], ...] | None = None,
+    ):
         if not nodes:
             raise ValueError("a fragment needs at least one node")
         self.nodes = [detach(n) for n in nodes]
@@ -82,11 +88,12 @@ class Fragment:
         # e.g. naive timestamps as UTC ones: they are cast back before tidal sees them)
         self.in_schemas = in_schemas
         self.out_schema = out_schema
-        self.side_payloads = [s.names for s in in_schemas] if tagged else None
+        # a two-input partition: per side, the column holding each of its payload fields
+        self.side_columns = side_columns
 
     @property
     def sides(self) -> int:
-        return 1 if self.side_payloads is None else len(self.side_payloads)
+        return 1 if self.side_columns is None else len(self.side_columns)
 
     def build(self) -> tuple[list[Consumer], _Collect]:
         ops = [n.make() for n in self.nodes]
@@ -102,10 +109,10 @@ class Fragment:
         side = rb.column(rb.schema.names.index(SIDE_FIELD))
         sync, other = rb.column(SYNC_FIELD), rb.column(OTHER_FIELD)
         out = []
-        for s, payload in enumerate(self.side_payloads):
+        for s, columns in enumerate(self.side_columns):
             mask = pc.equal(side, s)
             types = self.in_schemas[s]
-            cols = {n: pc.filter(rb.column(side_field(s, n)), mask).cast(types.field(n).type) for n in payload}
+            cols = {n: pc.filter(rb.column(c), mask).cast(types.field(n).type) for n, c in columns.items()}
             out.append(
                 EventBatch(
                     sync=pc.filter(sync, mask).to_numpy(),

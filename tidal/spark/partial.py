@@ -27,6 +27,7 @@ from ..core.time import INFINITY
 from ..stream.plan import PlanNode, SourceNode
 from ..stream.streamable import Stream
 from .fragment import _Collect, conform, detach, physical
+from .sqltext import columns, ident
 
 # operators that change each event on its own (no state across events, edges included)
 PER_EVENT = frozenset(
@@ -239,25 +240,24 @@ def sql_combine(df, chain: tuple[PlanNode, ...], agg_node: PlanNode, specs):
     hop, offset = props.constant_hop
     duration = int(props.constant_duration)
     keys = list(agg_node.partitioning[0])
-    sync = F.col(SYNC_FIELD)
-    start = sync - F.pmod(sync - F.lit(offset), F.lit(hop))
+    phase = f"pmod({SYNC_FIELD} - {offset}L, {hop}L)"
     if duration < hop:  # a window shorter than its hop: events in the gaps belong to no window
-        df = df.where(F.pmod(sync - F.lit(offset), F.lit(hop)) < F.lit(duration))
+        df = df.where(f"{phase} < {duration}L")
     aggs = []
     for i, (_, kind, arg) in enumerate(specs):
         name = partial_column(i)
-        value = F.col(f"`{arg}`") if arg is not None else None
+        value = ident(arg) if arg is not None else None
         if kind == "count":
-            aggs.append(F.count(F.lit(1)).alias(name))
+            aggs.append(f"count(1) AS {name}")
         elif kind == "count_not_null":
-            aggs.append(F.count(value).alias(name))
+            aggs.append(f"count({value}) AS {name}")
         elif kind == "sum":
-            aggs.append(F.sum(value.cast("long")).alias(name))
+            aggs.append(f"sum(CAST({value} AS BIGINT)) AS {name}")
         else:
-            aggs.append((F.min if kind == "min" else F.max)(value).alias(name))
+            aggs.append(f"{kind}({value}) AS {name}")
     fields = list(dict.fromkeys([*keys, *(arg for _, _, arg in specs if arg is not None)]))
-    grouped = df.select(start.alias(SYNC_FIELD), *[F.col(f"`{n}`") for n in fields])
-    out = grouped.groupBy(*[F.col(f"`{k}`") for k in keys], F.col(SYNC_FIELD)).agg(*aggs)
-    other = (F.col(SYNC_FIELD) + F.lit(duration)).alias(OTHER_FIELD)
-    partials = [F.col(partial_column(i)) for i in range(len(specs))]
-    return out.select(F.col(SYNC_FIELD), other, *[F.col(f"`{k}`") for k in keys], *partials)
+    grouped = df.selectExpr(f"{SYNC_FIELD} - {phase} AS {SYNC_FIELD}", *[ident(n) for n in fields])
+    out = grouped.groupBy(*columns(grouped, [*keys, SYNC_FIELD])).agg(*[F.expr(a) for a in aggs])
+    partials = [partial_column(i) for i in range(len(specs))]
+    other = f"{SYNC_FIELD} + {duration}L AS {OTHER_FIELD}"
+    return out.selectExpr(SYNC_FIELD, other, *[ident(k) for k in keys], *partials)

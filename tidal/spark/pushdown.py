@@ -17,9 +17,10 @@ import pyarrow as pa
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..expr.nodes import BinOp, BoolOp, Col, Compare, Const, Node
 from ..stream.plan import PlanNode
+from .sqltext import ident, literal
 
-COMPARE = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
-ARITH = {"+": "__add__", "-": "__sub__", "*": "__mul__"}
+COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+ARITH = {"+": "+", "-": "-", "*": "*"}
 
 
 def _kind(node: Node, schema: pa.Schema) -> str | None:
@@ -40,14 +41,12 @@ def _kind(node: Node, schema: pa.Schema) -> str | None:
     return None
 
 
-def spark_column(node: Node, schema: pa.Schema):
-    """The Spark Column computing ``node``, or None when it is not one that means the same in Spark."""
-    from pyspark.sql import functions as F
-
+def spark_sql(node: Node, schema: pa.Schema) -> str | None:
+    """The Spark SQL text computing ``node``, or None when it is not one that means the same in Spark."""
     if isinstance(node, Col):
-        return F.col(f"`{node.name}`") if _kind(node, schema) is not None else None
+        return ident(node.name) if _kind(node, schema) is not None else None
     if isinstance(node, Const):
-        return F.lit(node.value) if _kind(node, schema) is not None else None
+        return literal(node.value) if _kind(node, schema) is not None else None
     if isinstance(node, Compare | BinOp):
         table = COMPARE if isinstance(node, Compare) else ARITH
         if node.op not in table:
@@ -55,35 +54,32 @@ def spark_column(node: Node, schema: pa.Schema):
         kinds = {_kind(node.left, schema), _kind(node.right, schema)}
         if len(kinds) != 1 or None in kinds or (isinstance(node, BinOp) and kinds != {"num"}):
             return None
-        left, right = spark_column(node.left, schema), spark_column(node.right, schema)
+        left, right = spark_sql(node.left, schema), spark_sql(node.right, schema)
         if left is None or right is None:
             return None
-        return getattr(left, table[node.op])(right)
+        return f"({left} {table[node.op]} {right})"
     if isinstance(node, BoolOp) and node.op == "and":
-        parts = [spark_column(n, schema) for n in node.operands]
+        parts = [spark_sql(n, schema) for n in node.operands]
         if any(p is None for p in parts):
             return None
-        out = parts[0]
-        for p in parts[1:]:
-            out = out & p
-        return out
+        return "(" + " AND ".join(parts) + ")"
     return None
 
 
 def push_down(node: PlanNode, df, schema: pa.Schema, intervals: bool):
     """``df`` with ``node`` applied by Spark, or None when tidal must run it."""
-    from pyspark.sql import functions as F
-
     if node.label == "Multicast":
         return df
     if node.label == "Where":
         predicate = node.make().predicate
         if predicate.mode != "columnar" or predicate.node is None:
             return None
-        column = spark_column(predicate.node, schema)
-        return None if column is None else df.where(column)
+        condition = spark_sql(predicate.node, schema)
+        return None if condition is None else df.where(condition)
     if node.label == "AlterLifetime" and intervals:
         op = node.make()
         if op.start_fn is None and op.keep is None and isinstance(op.duration, int) and op.duration > 0:
-            return df.withColumn(OTHER_FIELD, F.col(SYNC_FIELD) + F.lit(op.duration))
+            names = [ident(n) for n in df.columns]
+            other = f"{SYNC_FIELD} + {literal(op.duration)} AS {OTHER_FIELD}"
+            return df.selectExpr(*[other if n == ident(OTHER_FIELD) else n for n in names])
     return None

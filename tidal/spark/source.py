@@ -20,6 +20,7 @@ from ..io.ingress import KINDS
 from ..io.sources import from_arrow
 from ..stream.plan import Properties, SourceNode
 from ..stream.streamable import Stream
+from .sqltext import ident, string
 
 
 def arrow_schema_of(df) -> pa.Schema:
@@ -70,38 +71,36 @@ class SparkSourceNode(SourceNode):
 
     def to_physical(self):
         """The DataFrame as physical events: ``sync_time, other_time``, then the payload fields."""
-        from pyspark.sql import functions as F
-
         df = self.df
-        row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+        types = {f.name: f.dataType.typeName() for f in df.schema.fields}
+        row = f"to_json(struct({', '.join(ident(c) for c in df.columns)}))"
 
-        def ticks(name: str, role: str):
-            dtype = df.schema[name].dataType.typeName()
-            c = F.col(f"`{name}`")
+        def fail(message: str) -> str:
+            return f"raise_error(concat({string('tidal: ' + message + ' in row ')}, {row}))"
+
+        def ticks(name: str, role: str) -> str:
+            dtype, c = types[name], ident(name)
             if dtype in ("long", "integer", "short", "byte"):
-                value = c.cast("long")
+                value = f"CAST({c} AS BIGINT)"
             elif dtype in ("timestamp", "timestamp_ntz"):
-                value = F.unix_micros(c.cast("timestamp"))
+                value = f"unix_micros(CAST({c} AS TIMESTAMP))"
             else:
                 raise InputError(f"{role} field {name!r} must be an integer or timestamp, got {dtype}")
-            message = F.concat(F.lit(f"tidal: {role} field {name!r} is null in row "), row)
-            return F.when(c.isNull(), F.raise_error(message)).otherwise(value)
+            return f"CASE WHEN {c} IS NULL THEN {fail(f'{role} field {name!r} is null')} ELSE {value} END"
 
         sync = ticks(self.time, "time")
         if self.other is not None:
             other = ticks(self.other, "other")
         elif self.end is not None:
             end = ticks(self.end, "end")
-            message = F.concat(
-                F.lit(f"tidal: end field {self.end!r} is not after time field {self.time!r} in row "), row
-            )
-            other = F.when(end <= sync, F.raise_error(message)).otherwise(end)
+            message = f"end field {self.end!r} is not after time field {self.time!r}"
+            other = f"CASE WHEN ({end}) <= ({sync}) THEN {fail(message)} ELSE {end} END"
         elif self.kind == "start":
-            other = F.lit(INFINITY).cast("long")
+            other = f"CAST({INFINITY} AS BIGINT)"
         else:
-            other = sync + F.lit(1)
-        payload = [F.col(f"`{n}`") for n in self.schema.names]
-        return df.select(sync.alias(SYNC_FIELD), other.alias(OTHER_FIELD), *payload)
+            other = f"({sync}) + 1"
+        payload = [ident(n) for n in self.schema.names]
+        return df.selectExpr(f"{sync} AS {SYNC_FIELD}", f"{other} AS {OTHER_FIELD}", *payload)
 
 
 def from_spark(df, time: str, end: str | None = None, *, other: str | None = None, kind: str = "point") -> Stream:
