@@ -228,12 +228,21 @@ def test_adaptive_batch_size_follows_punctuation_spacing():
     assert sizer.max_size == 1250
     fixed = BatchSizer(default=80_000, adaptive=False)
     assert fixed.max_size == 80_000
+    # events arriving 100 at a time are gathered until the adaptive size is reached (250 at first,
+    # then 1.25x the 1000 events between punctuations)
     t = pa.table({"ts": np.arange(0, 100_000, dtype=np.int64)})
+    trickle = pa.Table.from_batches(t.to_batches(max_chunksize=100))
     sizes = []
+    tidal.from_arrow(trickle, time="ts", punctuate_every_events=1000, flush="none").subscribe(
+        lambda b: sizes.append(b.num_rows)
+    )
+    assert sizes[0] == 300 and max(sizes) == 1300 and sum(sizes) == 100_000
+    # events that arrive together are not cut into small pieces: that would only add work per batch
+    sizes.clear()
     tidal.from_arrow(t, time="ts", punctuate_every_events=1000, flush="none").subscribe(
         lambda b: sizes.append(b.num_rows)
     )
-    assert sizes[0] == 250 and max(sizes) == 1250
+    assert sizes[0] == 1000 and sum(sizes) == 100_000
 
 
 @given(

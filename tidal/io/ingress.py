@@ -222,7 +222,9 @@ def arrow_messages(
             if ptime is not None and ptime <= last_punct:
                 continue
             while start < pos:
-                room = sizer.max_size - count
+                # a record batch is here whole: cut it only at the largest batch size; the adaptive
+                # size is how many events to gather before sending when they trickle in
+                room = max(sizer.max_size, sizer.default) - count
                 stop = min(pos, start + room)
                 piece = batch if start == 0 and stop == len(sync) else batch.slice(start, stop)
                 pending.append(piece)

@@ -128,8 +128,10 @@ class OutputBuffer:
             self._emit_full()
 
     def _emit_full(self) -> None:
+        # the adaptive size says when to stop waiting for more events; events already here go out
+        # together, up to the largest batch size: smaller pieces would only add per-batch work
         whole = concat_batches(self.pending)
-        size = self.sizer.max_size
+        size = max(self.sizer.max_size, self.sizer.default)
         start = 0
         while len(whole) - start >= size:
             self.op.emit(whole.slice(start, start + size))

@@ -346,8 +346,10 @@ class FusedWindowEngine(CompiledEngine):
         spare = len(bw) - 1
         before = bcnt[:m].copy()
         ev_row = self.ev_row[:n]
+        # the kernel reads ``other`` only to tell end edges (other < sync): points need no other column
+        other = batch.sync if batch.points else batch.other
         window_rows(
-            batch.sync, batch.other, gids, upto, self.hop, self.offset, self.slice_len,
+            batch.sync, other, gids, upto, self.hop, self.offset, self.slice_len,
             self.st, self.row_of, self.held, bw, bgid, bcnt, ev_row,
         )  # fmt: skip
         rows, closed = int(self.st[NROWS]), int(self.st[NCLOSED])
