@@ -117,6 +117,16 @@ def test_missing_time_field_names_row_and_field():
         tidal.from_arrow(pa.table({"ts": [1]}), time="when")
 
 
+def test_tuple_of_wrong_length_names_its_row():
+    rows = [(1, 2), (2, 3), (3,), (4, 5)]
+    with pytest.raises(tidal.InputError, match=r"row 2: has 1 values, expected 2 \(\['ts', 'v'\]\): \(3,\)"):
+        tidal.from_records(rows, time="ts", names=["ts", "v"]).to_arrow()
+    # the second chunk of rows: the row number counts from the start of the input
+    rows = [(t, t) for t in range(10)] + [(10, 1, 2)]
+    with pytest.raises(tidal.InputError, match="row 10: has 3 values"):
+        tidal.from_records(rows, time="ts", names=["ts", "v"], batch_size=4).to_arrow()
+
+
 def test_unknown_field_in_lambda_is_a_plan_error():
     with pytest.raises(tidal.PlanError, match="nope"):
         tidal.from_arrow(pa.table({"ts": [1]}), time="ts").where(lambda e: e.nope > 1)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -296,12 +297,13 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
                     if dataclasses.is_dataclass(first):
                         columns = [[getattr(r, f) for r in part] for f in fields]
                     else:
-                        for i, r in enumerate(part):
-                            if len(r) != len(fields):
-                                raise InputError(
-                                    f"row {offset + i}: has {len(r)} values, expected {len(fields)} ({fields}): {r!r}"
-                                )
-                        columns = [list(c) for c in zip(*part, strict=True)]
+                        if set(map(len, part)) != {len(fields)}:  # C-speed check; the loop finds the row
+                            i, r = next((i, r) for i, r in enumerate(part) if len(r) != len(fields))
+                            raise InputError(
+                                f"row {offset + i}: has {len(r)} values, expected {len(fields)} ({fields}): {r!r}"
+                            )
+                        # one column at a time (several times faster than transposing with zip(*part))
+                        columns = [list(map(operator.itemgetter(j), part)) for j in range(len(fields))]
                     arrays = [
                         pa.array(c, type=schema.field(f).type if schema else None)
                         for f, c in zip(fields, columns, strict=True)
