@@ -284,11 +284,17 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
             first = part[0]
             try:
                 if isinstance(first, dict):
-                    keys = list(schema.names) if schema else list(dict.fromkeys(k for r in part for k in r))
+                    if schema:
+                        keys = list(schema.names)
+                    elif all(map(first.keys().__eq__, map(dict.keys, part))):  # the common case: one shape
+                        keys = list(first)
+                    else:
+                        keys = list(dict.fromkeys(k for r in part for k in r))
                     _check_missing(part, keys, offset)
+                    types = [schema.field(k).type if schema else None for k in keys]
+                    columns = [list(map(operator.itemgetter(k), part)) for k in keys]
                     rb = pa.RecordBatch.from_arrays(
-                        [pa.array([r[k] for r in part], type=schema.field(k).type if schema else None) for k in keys],
-                        names=keys,
+                        [pa.array(c, type=t) for c, t in zip(columns, types, strict=True)], names=keys
                     )
                 else:
                     fields = fields or _record_fields(first)
@@ -318,6 +324,9 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
 
 
 def _check_missing(part: list[dict], names: list[str], offset: int) -> None:
+    wanted = set(names)
+    if all(map(wanted.issubset, part)):  # C-speed check; the loop below finds the row
+        return
     for i, r in enumerate(part):
         if len(r) < len(names) or any(n not in r for n in names):
             missing = [n for n in names if n not in r]
