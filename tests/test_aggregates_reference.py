@@ -331,3 +331,18 @@ def test_fused_window_follows_null_rules_like_the_unfused_plan(window):
     unfused = s.group_aggregate("k", **aggs, variant="window" if window[0] <= window[1] else "fifo")
     assert_same_snapshots(fused.to_arrow(), unfused.to_arrow(), digits=9)
     assert fused.to_arrow().column("s").null_count > 0  # a group whose values are all null sums to null
+
+
+@given(case=stream_cases(), window=st.sampled_from([(10, 10, 0), (3, 8, 1), (10, 5, 0)]))
+def test_filter_after_a_window_moves_below_it_and_the_aggregate_fuses(case, window):
+    """A payload filter commutes with a window (one reads payloads, the other changes lifetimes):
+    written after the window it runs before it, and the aggregate still fuses with the window."""
+    stream, ref = case
+    size, hop, offset = window
+    q = stream.hopping_window(size, hop, offset).where(lambda e: e.v > 0).group_aggregate("k", n=agg.count())
+    plan = q.explain()
+    assert "fused" in plan and plan.index("Where") > plan.index("Window"), plan  # the filter is the window's input
+    result = q.to_arrow()
+    check_physical(result)
+    expected = ref.hopping_window(size, hop, offset).where(lambda e: e.v is not None and e.v > 0)
+    assert_same_snapshots(result, expected.group_aggregate("k", n=agg.count()))

@@ -81,6 +81,11 @@ class Stream:
     # -- stateless payload operators --------------------------------------------------
     def where(self, predicate) -> Stream:
         """Keep the events whose payload satisfies ``predicate`` (a lambda over a row)."""
+        window = getattr(self._node, "window", None)
+        if window is not None:
+            # a filter reads payloads only and a window changes lifetimes only: filtering first keeps the
+            # same events, does the window's work for fewer of them, and lets an aggregate fuse with it
+            return Stream(self._node.inputs[0]).where(predicate).hopping_window(*window)
         schema = self.schema
         make = lambda: WhereOp(CompiledLambda(predicate, schema, truth=True))  # noqa: E731
         make()  # validate fields now, not at run time
