@@ -12,13 +12,15 @@
 
 from __future__ import annotations
 
+import gc
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from ..core.batch import OTHER_FIELD, SYNC_FIELD, EventBatch
-from ..core.canonical import deltas_from_physical, layers
+from ..core.canonical_columnar import layers_table
 from ..core.time import INFINITY
 from ..ops.base import Consumer
 
@@ -86,31 +88,42 @@ class CallbackSink(Consumer):
             self._on_completed()
 
 
-def payload_rows(table: pa.Table) -> tuple[list[str], list[tuple]]:
-    names = [n for n in table.column_names if n not in (SYNC_FIELD, OTHER_FIELD)]
-    cols = [table.column(n).to_pylist() for n in names]
-    return names, list(zip(*cols, strict=True)) if cols else [()] * table.num_rows
+def payload_names(table: pa.Table) -> list[str]:
+    return [n for n in table.column_names if n not in (SYNC_FIELD, OTHER_FIELD)]
 
 
 def events_from_table(table: pa.Table) -> list[Event]:
-    names, rows = payload_rows(table)
+    """One :class:`Event` per physical row: Python objects by request, built by C-level maps."""
+    names = payload_names(table)
+    cols = [table.column(n).to_pylist() for n in names]
     sync = table.column(SYNC_FIELD).to_pylist()
     other = table.column(OTHER_FIELD).to_pylist()
-    return [Event(s, o, dict(zip(names, r, strict=True))) for s, o, r in zip(sync, other, rows, strict=True)]
+    # the cyclic collector would rescan the growing list of new containers many times over; none can form a cycle
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        payloads = (
+            map(dict, map(zip, repeat(names), zip(*cols, strict=True))) if cols else map(dict, repeat((), len(sync)))
+        )
+        return list(map(Event, sync, other, payloads))
+    finally:
+        if paused:
+            gc.enable()
 
 
 def intervals_from_table(table: pa.Table) -> pa.Table:
-    names, rows = payload_rows(table)
-    lay = layers(deltas_from_physical(table.column(SYNC_FIELD).to_numpy(), table.column(OTHER_FIELD).to_numpy(), rows))
-    types = [table.schema.field(n).type for n in names]
-    arrays = [pa.array([r[0] for r in lay], pa.int64()), pa.array([r[1] for r in lay], pa.int64())]
-    arrays += [pa.array([r[2][i] for r in lay], type=t) for i, t in enumerate(types)]
-    return pa.Table.from_arrays(arrays, names=["start", "end", *names])
+    """``start, end`` then payload fields: the sorted layers of each payload's multiplicity (see
+    :mod:`tidal.core.canonical_columnar`, the columnar form of ``layers(deltas_from_physical(...))``)."""
+    return layers_table(
+        table.column(SYNC_FIELD).to_numpy(),
+        table.column(OTHER_FIELD).to_numpy(),
+        table.select(payload_names(table)),
+    )
 
 
 def changelog_from_table(table: pa.Table) -> pa.Table:
     """Inserts and retractions in time order (retractions first at equal times)."""
-    names, rows = payload_rows(table)
+    names = payload_names(table)
     sync = table.column(SYNC_FIELD).to_numpy()
     other = table.column(OTHER_FIELD).to_numpy()
     is_start = other == INFINITY
