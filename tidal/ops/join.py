@@ -81,7 +81,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.batch import EventBatch, concat_batches
+from ..core.batch import EventBatch, concat_batches, gather
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
 from ..expr.compile import CompiledLambda, describe_columnar, records_to_columns, row_class, rows_of
@@ -100,6 +100,8 @@ _ERR_ORDER = 2
 _KEY_COL = "__key"
 _LEFT, _RIGHT = "left.", "right."  # column prefixes of the two rows in a compiled result lambda
 _HASH_COL = "__hash"
+_STAGED = ("side", "kind", "sync", "other", "gid", "row", "ph")  # a chunk's events, as the kernels read them
+_NO_ROWS = np.zeros(0, np.bool_)  # stands for "no absence vector" in a kernel's arguments
 
 
 # --------------------------------------------------------------------------------------
@@ -116,14 +118,15 @@ _EXPIRE, _END_EDGE, _START = 0, 1, 2
 
 @numba.njit(cache=True)
 def join_kernel(
-    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0,
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, e_order, bound, out, i0,
     st, en, ph, gr, nxt, prv, inl, head, lcount, openc, qt, qv, qmeta, qkind, alive,
 ):  # fmt: skip
-    """Symmetric hash join over merged events (sorted by time, ends first); see the module docstring.
+    """Symmetric hash join over merged events (event ``i`` is at ``e_order[i]``: by time, ends first); see the
+    module docstring.
 
     Outputs (sync, other, left row, right row) in sync-time order.
     """
-    n_ev = len(e_side)
+    n_ev = len(e_order)
     cap = out.shape[1]
     n = 0
     err = 0
@@ -138,8 +141,9 @@ def join_kernel(
         if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
             qs = 1
             qtime = qt[1, qmeta[1, 0]]
+        e = e_order[i] if i < n_ev else 0
         if i < n_ev:
-            t = e_sync[i]
+            t = e_sync[e]
             use_queue = qs >= 0 and qtime <= t  # ends at t go before the events at t
         else:
             use_queue = qs >= 0 and qtime < bound
@@ -148,7 +152,7 @@ def join_kernel(
         if use_queue:
             need = lcount[1 - qs, gr[qs, qv[qs, qmeta[qs, 0]]]]
         else:
-            need = lcount[1 - e_side[i], e_gid[i]] if e_gid[i] >= 0 else 0
+            need = lcount[1 - e_side[e], e_gid[e]] if e_gid[e] >= 0 else 0
         if n + need > cap:
             return n, i, need, err
         if use_queue:
@@ -181,12 +185,12 @@ def join_kernel(
             g = gr[s, x]
             mode = _EXPIRE
         else:
-            g = e_gid[i]
-            k = e_kind[i]
-            s = e_side[i]
-            other_time = e_other[i]
-            h = e_ph[i]
-            x = e_row[i]
+            g = e_gid[e]
+            k = e_kind[e]
+            s = e_side[e]
+            other_time = e_other[e]
+            h = e_ph[e]
+            x = e_row[e]
             i += 1
             if g < 0:
                 continue
@@ -993,41 +997,61 @@ def merge_join_kernel(
 
 
 @numba.njit(cache=True)
-def _merge_runs(
-    a_side, b_side, a_kind, b_kind, a_sync, b_sync, a_other, b_other, a_row, b_row, a_ph, b_ph, a_kid, b_kid
-):
-    """Merge two runs sorted by sync time (``a`` first on ties) into one set of event arrays."""
-    na, nb = len(a_sync), len(b_sync)
-    n = na + nb
-    side = np.empty(n, np.int8)
-    kind = np.empty(n, np.int8)
-    sync = np.empty(n, np.int64)
-    other = np.empty(n, np.int64)
-    kid = np.empty(n, np.int64)
-    row = np.empty(n, np.int64)
-    ph = np.empty(n, np.int64)
+def _stage(
+    sync, other, points, absent, kid, base, dense, side, off,
+    s_side, s_kind, s_sync, s_other, s_gid, s_row, s_ph,
+):  # fmt: skip
+    """Write one batch's present events into the staging arrays from ``off`` on, with their kind and store row
+    (``base`` plus the rank among present rows when ``dense``, else plus the position).
+
+    Returns (end offset, intervals, end edges, edges of either kind)."""
+    has_absent = len(absent) > 0
+    w = off
+    r = 0
+    n_int = 0
+    n_end = 0
+    n_edge = 0
+    for i in range(len(sync)):
+        if has_absent and absent[i]:
+            continue
+        t = sync[i]
+        o = t + 1 if points else other[i]
+        if o == INFINITY:
+            s_kind[w] = START
+            n_edge += 1
+        elif o < t:
+            s_kind[w] = END
+            n_edge += 1
+            n_end += 1
+        else:
+            s_kind[w] = INTERVAL
+            n_int += 1
+        s_side[w] = side
+        s_sync[w] = t
+        s_other[w] = o
+        s_gid[w] = kid[i]
+        s_row[w] = base + (r if dense else i)
+        s_ph[w] = 0
+        w += 1
+        r += 1
+    return w, n_int, n_end, n_edge
+
+
+@numba.njit(cache=True)
+def _merge_order(sync, n0):
+    """The order merging ``sync[:n0]`` and ``sync[n0:]``, each sorted (the first run first on ties)."""
+    n = len(sync)
+    order = np.empty(n, np.int64)
     i = 0
-    j = 0
+    j = n0
     for w in range(n):
-        if j >= nb or (i < na and a_sync[i] <= b_sync[j]):
-            side[w] = a_side[i]
-            kind[w] = a_kind[i]
-            sync[w] = a_sync[i]
-            other[w] = a_other[i]
-            kid[w] = a_kid[i]
-            row[w] = a_row[i]
-            ph[w] = a_ph[i]
+        if j >= n or (i < n0 and sync[i] <= sync[j]):
+            order[w] = i
             i += 1
         else:
-            side[w] = b_side[j]
-            kind[w] = b_kind[j]
-            sync[w] = b_sync[j]
-            other[w] = b_other[j]
-            kid[w] = b_kid[j]
-            row[w] = b_row[j]
-            ph[w] = b_ph[j]
+            order[w] = j
             j += 1
-    return side, kind, sync, other, row, ph, kid
+    return order
 
 
 @numba.njit(cache=True)
@@ -1047,33 +1071,130 @@ def _remap_links(nxt, prv, head, s, keep, mapping):
 # --------------------------------------------------------------------------------------
 # per-side payload stores and key extraction
 # --------------------------------------------------------------------------------------
+def _fixed_width(t: pa.DataType) -> bool:
+    """Numbers and times of 1, 2, 4 or 8 bytes: the columns a store can keep as numpy buffers."""
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)):
+        return False
+    try:
+        return t.bit_width in (8, 16, 32, 64)
+    except ValueError:
+        return False
+
+
+def _values(col: pa.Array, dtype: np.dtype) -> np.ndarray:
+    """The value buffer of a fixed-width column without nulls, as signed integers of its width (no copy)."""
+    return np.frombuffer(col.buffers()[1], dtype, count=len(col), offset=col.offset * dtype.itemsize)
+
+
+@numba.njit(cache=True)
+def _gather_into(values, rows, out):
+    for i in range(len(rows)):
+        out[i] = values[rows[i]]
+
+
 class _Store:
-    """The payload rows of one input that state refers to, by row number."""
+    """The payload rows of one input that state refers to, by row number.
+
+    While every stored column is fixed-width with no nulls (numbers, times), the present rows
+    are copied into growing numpy buffers and an output's rows are gathered by a compiled loop
+    (Arrow wraps the result without a copy). A column of any other kind (strings,
+    nulls, a struct key) makes the store a list of Arrow batches, gathered by Arrow.
+    """
 
     def __init__(self):
-        self.batches: list[pa.RecordBatch] = []
+        self.batches: list[pa.RecordBatch] = []  # the Arrow form (used when ``dense`` is None)
+        self.dense: list[np.ndarray] | None = None  # the numpy form: one buffer per column
         self.rows = 0
         self.schema: pa.Schema | None = None
 
     def append(self, batch: EventBatch) -> int:
-        base = self.rows
+        """Store every row of ``batch``: its row ``i`` becomes row ``base + i``; returns ``base``."""
+        return self.append_present(batch, None)[0]
+
+    def append_present(self, batch: EventBatch, present: np.ndarray | None) -> tuple[int, bool]:
+        """Store the rows of ``batch`` at ``present`` (None: all). Returns ``(base, dense)``: with ``dense``, the
+        ``r``-th present row became row ``base + r``; otherwise row ``i`` of the batch became ``base + i``."""
         cols = dict(batch.columns)
         if batch.key is not None:
             cols[_KEY_COL] = batch.key
             cols[_HASH_COL] = pa.array(batch.hash, pa.int64())
-        rb = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+        return self._append(cols, len(batch), present)
+
+    def _append(self, cols: dict[str, pa.Array], n: int, present: np.ndarray | None) -> tuple[int, bool]:
+        base = self.rows
         if self.schema is None:
-            self.schema = rb.schema
-        elif not rb.schema.equals(self.schema):
+            self.schema = pa.schema([pa.field(k, v.type) for k, v in cols.items()])
+            if cols and all(_fixed_width(v.type) for v in cols.values()):
+                self.dense = [np.empty(0, f"i{v.type.bit_width // 8}") for v in cols.values()]
+        if self.dense is not None and self._fits(cols):
+            k = n if present is None else len(present)
+            if self.rows + k > len(self.dense[0]):
+                size = max(self.rows + k, 2 * len(self.dense[0]), 1024)
+                for j, buf in enumerate(self.dense):
+                    grown = np.empty(size, buf.dtype)
+                    grown[: self.rows] = buf[: self.rows]
+                    self.dense[j] = grown
+            for buf, col in zip(self.dense, cols.values(), strict=True):
+                values = _values(col, buf.dtype)
+                buf[self.rows : self.rows + k] = values if present is None else values[present]
+            self.rows += k
+            return base, True
+        self._to_arrow()
+        dense = present is None
+        if present is not None and 2 * len(present) < n:
+            # mostly filtered out: store a copy of the present rows rather than all of them
+            cols = {name: gather(col, present) for name, col in cols.items()}
+            dense = True
+        rb = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+        if not rb.schema.equals(self.schema):
             rb = rb.cast(self.schema) if rb.schema.names == self.schema.names else rb
         self.batches.append(rb)
         self.rows += rb.num_rows
         if len(self.batches) > 32:
             self.batches = pa.Table.from_batches(self.batches).combine_chunks().to_batches()
-        return base
+        return base, dense
+
+    def _fits(self, cols: dict[str, pa.Array]) -> bool:
+        """Whether these columns can join the numpy form (a differing type is cast when that is safe)."""
+        if list(cols) != self.schema.names:
+            return False
+        for field in self.schema:
+            col = cols[field.name]
+            if col.null_count:
+                return False
+            if col.type != field.type:
+                try:
+                    cols[field.name] = col.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return False
+        return True
+
+    def _arrays(self, rows: np.ndarray | None, names=None) -> dict[str, pa.Array]:
+        """The numpy form's columns at ``rows`` (None: all stored rows), as Arrow arrays."""
+        out = {}
+        for buf, f in zip(self.dense, self.schema, strict=True):
+            if names is not None and f.name not in names and f.name not in (_KEY_COL, _HASH_COL):
+                continue
+            if rows is None:
+                values = buf[: self.rows].copy()
+            else:
+                values = np.empty(len(rows), buf.dtype)
+                _gather_into(buf, rows, values)
+            out[f.name] = pa.Array.from_buffers(f.type, len(values), [None, pa.py_buffer(values)])
+        return out
+
+    def _to_arrow(self) -> None:
+        """Leave the numpy form for good (a batch came that it cannot hold)."""
+        if self.dense is None:
+            return
+        if self.rows:
+            self.batches = [pa.RecordBatch.from_pydict(self._arrays(None), schema=self.schema)]
+        self.dense = None
 
     def take(self, rows: np.ndarray, names: list[str] | None = None) -> dict[str, pa.Array]:
         """The payload of these rows (only the ``names`` fields, plus any group key, when given)."""
+        if self.dense is not None:
+            return self._arrays(rows, names)
         if not self.batches:
             return {}
         if len(self.batches) > 1:
@@ -1087,19 +1208,27 @@ class _Store:
         return dict(zip(taken.schema.names, taken.columns, strict=True))
 
     def compact(self, keep: np.ndarray) -> None:
-        if self.batches:
+        if self.dense is not None:
+            for buf in self.dense:
+                buf[: len(keep)] = buf[keep]
+        elif self.batches:
             table = pa.Table.from_batches(self.batches).take(pa.array(keep, pa.int64()))
             self.batches = table.combine_chunks().to_batches() or []
         self.rows = len(keep)
 
     def snapshot(self) -> dict:
-        table = pa.Table.from_batches(self.batches) if self.batches else None
+        if self.dense is not None:
+            table = pa.Table.from_pydict(self._arrays(None), schema=self.schema)
+        else:
+            table = pa.Table.from_batches(self.batches) if self.batches else None
         return {"rows": table, "count": self.rows}
 
     def restore(self, state: dict) -> None:
+        self.batches, self.dense, self.rows, self.schema = [], None, 0, None
         table = state["rows"]
-        self.batches = table.combine_chunks().to_batches() if table is not None else []
-        self.schema = table.schema if table is not None else None
+        if table is not None:
+            cols = {name: table.column(name).combine_chunks() for name in table.schema.names}
+            self._append(cols, table.num_rows, None)
         self.rows = state["count"]
 
 
@@ -1264,6 +1393,11 @@ class _Core:
         i = 0
         while True:
             n, i, need, err = self.call(ev, bound, i)
+            if need == 0 and not parts:
+                # the only part, left in the buffer: the row views stay valid until this core runs again,
+                # and the caller gathers from them before that
+                out = self.out
+                return out[0, :n].copy(), out[1, :n].copy(), out[2, :n], out[3, :n], err
             if n:
                 parts.append(self.out[:, :n].copy())
             if need == 0 or err:
@@ -1294,7 +1428,8 @@ class _JoinCore(_Core):
 
     def call(self, ev: dict, bound: int, i: int):
         return join_kernel(
-            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], ev["order"], bound,
+            self.out, i,
             self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.lcount, self.openc,
             self.qt, self.qv, self.qmeta, self.qkind, self.alive,
         )  # fmt: skip
@@ -1557,6 +1692,7 @@ class JoinOp(Operator):
         self.replay: dict[str, np.ndarray] | None = None  # the same, by start
         self.replay_pos = 0  # build-once: left intervals (by start) already fed to the kernel
         self.reorder = ReorderBuffer()  # build-once: probe outputs that start in the future
+        self.stage = {k: np.empty(0, np.int8 if k in ("side", "kind") else np.int64) for k in _STAGED}  # reused
 
     def _compile_result(self, result, schemas) -> None:
         """Translate ``result(l, r)`` to an expression over both sides' columns, so outputs are built columnar."""
@@ -1641,19 +1777,24 @@ class JoinOp(Operator):
         bound = min(max(self.seen[s], self.punct[s]) for s in (0, 1))
         if bound == MIN_TIME:
             return
-        parts: list[EventBatch | None] = [None, None]
+        parts: list[list[EventBatch]] = [[], []]
         for side in (0, 1):
-            if not self.pending[side]:
-                continue
-            whole = concat_batches(self.pending[side])
-            cut = len(whole) if bound >= INFINITY else int(np.searchsorted(whole.sync, bound, side="left"))
-            if cut:
-                parts[side] = whole.slice(0, cut)
-            self.pending[side] = [whole.slice(cut, len(whole))] if cut < len(whole) else []
+            # the pieces before the bound go now, without concatenating pending batches (that copies payloads)
+            pending, rest = self.pending[side], []
+            for j, b in enumerate(pending):
+                if bound >= INFINITY or b.sync[-1] < bound:
+                    parts[side].append(b)
+                    continue
+                cut = int(np.searchsorted(b.sync, bound, side="left"))
+                if cut:
+                    parts[side].append(b.slice(0, cut))
+                rest = [b.slice(cut, len(b)), *pending[j + 1 :]]
+                break
+            self.pending[side] = rest
         if self.build_once:
-            self._probe_built(parts[1], bound)
+            self._probe_built(concat_batches(parts[1]) if parts[1] else None, bound)
             return
-        if parts[0] is None and parts[1] is None and not self._queued_before(bound):
+        if not parts[0] and not parts[1] and not self._queued_before(bound):
             return
         if self.merge:
             self._process_merge(parts, bound)
@@ -1749,7 +1890,7 @@ class JoinOp(Operator):
         )
         lo, self.replay_pos = self.replay_pos, stop
         if lo < stop or edges is not None or self._queued_before(bound):
-            self._process([None, edges], bound, replay=(lo, stop))
+            self._process([[], [] if edges is None else [edges]], bound, replay=(lo, stop))
         ready = self.reorder.release(bound - 1 if bound < INFINITY else INFINITY)
         if ready is not None:
             self.emit(ready)
@@ -1774,92 +1915,74 @@ class JoinOp(Operator):
         out = self._assemble(self.cores[0], start[ok], end[ok], b["row"][li[ok]], base + r[ok])
         self.reorder.push(out)
 
-    def _process(self, parts: list[EventBatch | None], bound: int, replay: tuple[int, int] | None = None) -> None:
-        sides, kinds, syncs, others, kids, rows, phs = [], [], [], [], [], [], []
-        counts = [0, 0]
+    def _process(self, parts: list[list[EventBatch]], bound: int, replay: tuple[int, int] | None = None) -> None:
+        """Run the cores over the events of ``parts`` (per side, batches in time order) and any left replay."""
+        total = sum(len(b) for side in parts for b in side) + (replay[1] - replay[0] if replay else 0)
+        stage = self.stage
+        if len(stage["sync"]) < total:
+            size = max(total, 2 * len(stage["sync"]))
+            self.stage = stage = {k: np.empty(size, v.dtype) for k, v in stage.items()}
         intervals = [0, 0]
         has_end = False
-        for side in (0, 1):
-            b = parts[side]
-            if b is None:
-                continue
-            present = None if b.absent is None else np.flatnonzero(~b.absent)
-            if present is not None and len(present) == 0:
-                continue
-            if present is not None and 2 * len(present) < len(b) and self.keys[side].kind != "lambda":
-                # mostly filtered out: store a copy of the present rows rather than all of them
-                b, present = b.take(present), None
-            sync = b.sync if present is None else b.sync[present]
-            other = b.other if present is None else b.other[present]
-            n = len(sync)
-            kind = np.full(n, INTERVAL, np.int8)
-            kind[other == INFINITY] = START
-            ends = other < sync
-            kind[ends] = END
-            has_end = has_end or bool(ends.any())
-            intervals[side] = int(np.count_nonzero(kind == INTERVAL))
-            if self.start_edge_only[side] or not (kind != INTERVAL).any():
-                ph = np.zeros(n, np.int64)
-            else:
-                ph = payload_hash(b.columns, len(b))
-                ph = ph if present is None else ph[present]
-            base = self.stores[side].append(b)  # every row, shared not copied; absent ones are never referenced
-            sides.append(np.full(n, side, np.int8))
-            kinds.append(kind)
-            syncs.append(sync)
-            others.append(other)
-            if present is None:
-                kids.append(self._key_ids(side, b))
-                rows.append(np.arange(base, base + n, dtype=np.int64))
-            else:
-                # a key lambda must not see filtered-out rows (they may be what the filter guarded against)
-                lambda_key = self.keys[side].kind == "lambda"
-                kids.append(self._key_ids(side, b.take(present)) if lambda_key else self._key_ids(side, b)[present])
-                rows.append(base + present.astype(np.int64))
-            phs.append(ph)
-            counts[side] = n
+        off = 0
         if replay is not None and replay[0] < replay[1]:
             r = slice(*replay)
             n = replay[1] - replay[0]
             e = self.replay["e"][r]
-            sides.insert(0, np.zeros(n, np.int8))
-            kinds.insert(0, np.where(e == INFINITY, START, INTERVAL).astype(np.int8))
-            syncs.insert(0, self.replay["s"][r])
-            others.insert(0, e)
-            kids.insert(0, self.replay["g"][r])
-            rows.insert(0, self.replay["row"][r])
-            phs.insert(0, np.zeros(n, np.int64))
+            stage["side"][:n] = 0
+            stage["kind"][:n] = np.where(e == INFINITY, START, INTERVAL)
+            stage["sync"][:n] = self.replay["s"][r]
+            stage["other"][:n] = e
+            stage["gid"][:n] = self.replay["g"][r]
+            stage["row"][:n] = self.replay["row"][r]
+            stage["ph"][:n] = 0
             intervals[0] = n
-        names = ("side", "kind", "sync", "other", "row", "ph")
-        if len(sides) == 2 and not has_end:
-            # two runs sorted by time: one linear merge, gathering as it goes
-            merged = _merge_runs(*sides, *kinds, *syncs, *others, *rows, *phs, *kids)
-            ev, kid = dict(zip(names, merged[:6], strict=True)), merged[6]
-        elif sides:
-            cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
-            ev = dict(zip(names, map(cat, (sides, kinds, syncs, others, rows, phs)), strict=True))
-            kid = cat(kids)
-            if has_end:
-                order = np.lexsort((ev["kind"] != END, ev["sync"]))  # by time, ends first; stable (left before right)
-                ev = {k: v[order] for k, v in ev.items()}
-                kid = kid[order]
+            off = n
+        n0 = off
+        for side in (0, 1):
+            for b in parts[side]:
+                present = None if b.absent is None else np.flatnonzero(~b.absent)
+                if present is not None and len(present) == 0:
+                    continue
+                base, dense = self.stores[side].append_present(b, present)  # absent rows are never referenced
+                end, n_int, n_end, n_edge = _stage(
+                    b.sync, b.sync if b.points else b.other, b.points, _NO_ROWS if b.absent is None else b.absent,
+                    self._present_key_ids(side, b, present), base, dense, side, off,
+                    *(stage[k] for k in _STAGED),
+                )  # fmt: skip
+                if n_edge and not self.start_edge_only[side]:
+                    ph = payload_hash(b.columns, len(b))  # end edges find their start edge by it
+                    stage["ph"][off:end] = ph if present is None else ph[present]
+                intervals[side] += n_int
+                has_end = has_end or n_end > 0
+                off = end
+            if side == 0:
+                n0 = off
+        n = off
+        staged = {k: v[:n] for k, v in stage.items()}
+        if has_end:
+            order = np.lexsort((staged["kind"] != END, staged["sync"]))  # by time, ends first; stable: left first
+        elif 0 < n0 < n:
+            order = _merge_order(staged["sync"], n0)  # two runs sorted by time: one linear merge
         else:
-            ev = {k: np.empty(0, np.int64) for k in names}
-            ev["side"] = np.empty(0, np.int8)
-            ev["kind"] = np.empty(0, np.int8)
-            kid = np.empty(0, np.int64)
+            order = np.arange(n)
         n_keys = len(self.index) if self.index is not None else 1
         outputs = []
         for core in self.cores:
-            local_side = ev["side"] if not core.mirrored else (1 - ev["side"]).astype(np.int8)
-            gid = np.where(local_side == 0, core.gids(0, kid), core.gids(1, kid))
-            local = dict(ev, side=local_side, gid=gid)
+            if isinstance(core, _JoinCore) and not core.mirrored:
+                ev = dict(staged, order=order)  # the kernel reads the staged events through ``order``
+            else:
+                ev = {k: v[order] for k, v in staged.items()}
+                kid = ev.pop("gid")
+                if core.mirrored:
+                    ev["side"] = (1 - ev["side"]).astype(np.int8)
+                ev["gid"] = np.where(ev["side"] == 0, core.gids(0, kid), core.gids(1, kid))
             rows_local = (self.stores[0].rows, self.stores[1].rows)
             ints = (intervals[0], intervals[1])
             if core.mirrored:
                 rows_local, ints = rows_local[::-1], ints[::-1]
             core.ensure(rows_local, max(n_keys, 1), ints)
-            o_sync, o_other, o_a, o_b, err = core.run(local, bound)
+            o_sync, o_other, o_a, o_b, err = core.run(ev, bound)
             if err == _ERR_FIFO:
                 raise PlanError(
                     "a join input declared constant duration delivered intervals whose ends go back in time"
@@ -1874,13 +1997,22 @@ class JoinOp(Operator):
                 self.emit(out)
         self._maybe_compact()
 
-    def _process_merge(self, parts: list[EventBatch | None], bound: int) -> None:
+    def _present_key_ids(self, side: int, batch: EventBatch, present: np.ndarray | None) -> np.ndarray:
+        """Key ids aligned with the batch's rows (those of absent rows are never read)."""
+        if present is None or self.keys[side].kind != "lambda":
+            return self._key_ids(side, batch)
+        # a key lambda must not see filtered-out rows (they may be what the filter guarded against)
+        kid = np.full(len(batch), -1, np.int64)
+        kid[present] = self._key_ids(side, batch.take(present))
+        return kid
+
+    def _process_merge(self, parts: list[list[EventBatch]], bound: int) -> None:
         """The merge join's chunk: each side's events as they came (key-sorted within a sync time), side 0 first."""
         cols = {k: [] for k in ("kind", "sync", "other", "key", "row", "ph")}
         intervals = [0, 0]
         n0 = 0
         for side in (0, 1):
-            b = parts[side]
+            b = concat_batches(parts[side]) if parts[side] else None
             if b is None:
                 continue
             if b.key is not None:
