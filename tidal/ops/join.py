@@ -64,7 +64,15 @@ the variant suits many events per sync time (relational, progressive data).
 
 In the hash join a right *point* (``[t, t+1)``) is never stored: the left events at ``t``
 come first and those ending at ``t`` are gone, so it meets exactly the left events alive now,
-each pair being ``[t, t+1)``. A ``result`` lambda is translated into one expression over both
+each pair being ``[t, t+1)``. When the properties say so for the whole stream (an inner join
+of left intervals of one constant duration ``d`` with right points), the *window join* goes
+further: the left's events are ended by their start alone, so there is no endpoint queue and
+nothing to remove. Left events are kept in arrival order, each linked to the previous one of
+its key; one pass over a chunk's events in time order (choosing the next side arithmetically,
+without a branch) links each left event and notes, for each right point, the latest left
+event of its key before it; a second pass walks each point's chain, newest first, while
+``t - start < d``. That is the hash kernel's output, row for row and in the same order.
+An event of another kind on either input is an error (the declared durations are wrong). A ``result`` lambda is translated into one expression over both
 sides' columns where the lambda compiler can (``explain()`` says ``columnar``), so outputs are
 built column by column; otherwise (or for a batch needing Python semantics, such as nulls in
 arithmetic) it runs per output row.
@@ -1055,6 +1063,64 @@ def _merge_order(sync, n0):
 
 
 @numba.njit(cache=True)
+def probe_link(sync, other, gid, n0, n, duration, a_start, a_row, a_prev, row, tail, off, last, link):
+    """The window join's first pass over a chunk (left events ``[0, n0)``, right points ``[n0, n)``, each run in
+    time order): merged by time (left first on ties) without branching on which comes next, each left event
+    gets the next left id and is linked to the previous left event of its key; each right point records the
+    latest left event of its key before it (``link``). Key slot 0 takes the null keys (never probed).
+
+    Returns whether some left event is not an interval of ``duration`` or some right event not a point."""
+    bad = False
+    i = 0
+    j = n0
+    for _ in range(n):
+        ta = sync[i] if i < n0 else INFINITY
+        tb = sync[j] if j < n else INFINITY
+        left = np.int64(ta <= tb)  # 1: the next event is the left's; selections below are arithmetic
+        e = j + (i - j) * left
+        ge = gid[e]
+        g = (ge + 1) * np.int64(ge >= 0)
+        v = last[g]
+        link[e] = v
+        last[g] = v + (tail + e - v) * left
+        bad |= other[e] - sync[e] != 1 + (duration - 1) * left
+        i += left
+        j += 1 - left
+    for e in range(n0):  # the left events of the chunk join the window
+        a_start[tail + e - off] = sync[e]
+        a_row[tail + e - off] = row[e]
+        a_prev[tail + e - off] = link[e]
+    return bad
+
+
+@numba.njit(cache=True)
+def probe_emit(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, off, out, j0, y0):
+    """The window join's second pass: each right point (from ``j0``; resuming its walk at left id ``y0`` when
+    ``y0 >= 0``) meets the left events of its key alive at its time ``t``, newest first: those that started at
+    or before it (linked in the first pass) and end after it (``t - start < duration``). Each pair is
+    ``[t, t+1)``. Returns (outputs, next right point, left id to resume at), pausing when ``out`` is full."""
+    cap = out.shape[1]
+    w = 0
+    y = y0
+    for j in range(j0, n):
+        if gid[j] < 0:
+            continue
+        t = sync[j]
+        if y < 0 or j != j0:
+            y = link[j]
+        while y >= lo and t - a_start[y - off] < duration:
+            if w == cap:
+                return w, j, y
+            out[0, w] = t
+            out[1, w] = t + 1
+            out[2, w] = a_row[y - off]
+            out[3, w] = row[j]
+            w += 1
+            y = a_prev[y - off]
+    return w, n, -1
+
+
+@numba.njit(cache=True)
 def _remap_links(nxt, prv, head, s, keep, mapping):
     """Renumber side s's rows after compaction (``keep``: old row of each new row)."""
     for j in range(len(keep)):
@@ -1562,6 +1628,122 @@ class _MergeCore(_Core):
         return {**super().snapshot(), "m": self.m.copy()}
 
 
+class _WindowCore:
+    """State of the window join: the left's events in arrival order (ids ``lo..tail-1`` alive), each linked to
+    the previous left event of its key, and per key slot the latest left id. Left ids below ``lo`` have ended
+    for every time still to come; arrays hold ids from ``off`` on."""
+
+    mirrored = False
+    out_capacity = 1 << 18
+
+    def __init__(self, duration: int):
+        self.duration = duration
+        self.a_start = np.empty(0, np.int64)
+        self.a_row = np.empty(0, np.int64)
+        self.a_prev = np.empty(0, np.int64)
+        self.last = np.full(1, -1, np.int64)  # key slot (key id + 1; 0: null keys) -> latest left id
+        self.lo = self.tail = self.off = 0
+        self.link = np.empty(0, np.int64)
+        self.out = np.empty((4, self.out_capacity), np.int64)
+        self.qmeta = np.zeros((2, 2), np.int64)  # no endpoint queue: ends are implied by the constant duration
+        self.qt = np.zeros((2, 1), np.int64)
+
+    @property
+    def alive(self) -> np.ndarray:
+        return np.array([self.tail - self.lo, 0], np.int64)
+
+    def local(self, side: int) -> int:
+        return side
+
+    def ensure(self, keys: int, n0: int, n: int) -> None:
+        if len(self.last) < keys + 1:
+            grown = np.full(max(keys + 1, 2 * len(self.last)), -1, np.int64)
+            grown[: len(self.last)] = self.last
+            self.last = grown
+        if self.lo - self.off > (self.tail - self.off) // 2:  # drop ended events from the front
+            keep = slice(self.lo - self.off, self.tail - self.off)
+            m = self.tail - self.lo
+            for name in ("a_start", "a_row", "a_prev"):
+                arr = getattr(self, name)
+                arr[:m] = arr[keep]
+            self.off = self.lo
+        need = self.tail - self.off + n0
+        if len(self.a_start) < need:
+            size = max(need, 2 * len(self.a_start), 1024)
+            for name in ("a_start", "a_row", "a_prev"):
+                grown = np.empty(size, np.int64)
+                grown[: self.tail - self.off] = getattr(self, name)[: self.tail - self.off]
+                setattr(self, name, grown)
+        if len(self.link) < n:
+            self.link = np.empty(max(n, 2 * len(self.link)), np.int64)
+
+    def run(self, staged: dict, n0: int, bound: int):
+        n = len(staged["sync"])
+        sync, gid, row = staged["sync"], staged["gid"], staged["row"]
+        bad = probe_link(
+            sync, staged["other"], gid, n0, n, self.duration, self.a_start, self.a_row, self.a_prev, row,
+            self.tail, self.off, self.last, self.link,
+        )  # fmt: skip
+        if bad:
+            raise PlanError(
+                f"a join input declared to hold intervals of {self.duration} ticks (left) or points (right) "
+                "delivered an event of another kind"
+            )
+        self.tail += n0
+        parts = []
+        j, y = n0, -1
+        while True:
+            w, j, y = probe_emit(
+                sync, gid, row, self.link, n0, n, self.duration, self.a_start, self.a_row, self.a_prev,
+                self.lo, self.off, self.out, j, y,
+            )  # fmt: skip
+            if j >= n and not parts:
+                out = self.out  # the only part: the row views are gathered before this core runs again
+                return out[0, :w].copy(), out[1, :w].copy(), out[2, :w], out[3, :w]
+            if w:
+                parts.append(self.out[:, :w].copy())
+            if j >= n:
+                break
+            self.out = np.empty((4, 2 * self.out.shape[1]), np.int64)
+        out = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        return out[0], out[1], out[2], out[3]
+
+    def expire(self, bound: int) -> None:
+        """Left events that end at or before ``bound`` meet nothing still to come."""
+        if bound >= INFINITY:
+            self.lo = self.tail
+            return
+        window = self.a_start[self.lo - self.off : self.tail - self.off]
+        self.lo += int(np.searchsorted(window, max(bound - self.duration, MIN_TIME), side="right"))
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        mask = np.zeros(n, bool)
+        if s == 0:
+            mask[self.a_row[self.lo - self.off : self.tail - self.off]] = True
+        return mask
+
+    def remap(self, s: int, keep: np.ndarray, mapping: np.ndarray) -> None:
+        if s == 0:
+            rows = self.a_row[self.lo - self.off : self.tail - self.off]
+            rows[:] = mapping[rows]
+
+    def snapshot(self) -> dict:
+        window = slice(self.lo - self.off, self.tail - self.off)
+        return {
+            "a_start": self.a_start[window].copy(),
+            "a_row": self.a_row[window].copy(),
+            "a_prev": self.a_prev[window].copy(),
+            "last": self.last.copy(),
+            "ids": np.array([self.lo, self.tail], np.int64),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.a_start, self.a_row, self.a_prev = (np.array(state[k], np.int64) for k in ("a_start", "a_row", "a_prev"))
+        self.last = np.array(state["last"], np.int64)
+        self.lo, self.tail = (int(v) for v in state["ids"])
+        self.off = self.lo
+
+
 # --------------------------------------------------------------------------------------
 # the operator
 # --------------------------------------------------------------------------------------
@@ -1642,8 +1824,13 @@ class JoinOp(Operator):
             bool(left_props and left_props.start_edge_only),
             bool(right_props and right_props.start_edge_only),
         )
+        self.window = None if self.merge else _window_duration(mode, self.build_once, left_props, right_props)
         if self.merge:
             self.cores = [_MergeCore(qk)]
+        elif self.window is not None:
+            self.cores = [_WindowCore(self.window)]
+            q = [(FIFO, f"constant duration {self.window} (its alive events per key, newest first)"),
+                 (FIFO, "points (each probes the left's alive events, never stored)")]  # fmt: skip
         elif mode == "inner":
             self.cores = [_JoinCore(qk)]
         elif mode == "left_outer":
@@ -1667,6 +1854,8 @@ class JoinOp(Operator):
         cross = self.keys[0].kind == "none"
         if self.merge:
             algorithm = "merge join (inputs sorted by the key within each sync time; no hashing)"
+        elif self.window is not None:
+            algorithm = "window join (right points probe the left's window per key; no endpoint queue)"
         self.variant = (
             f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
             f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
@@ -1960,13 +2149,22 @@ class JoinOp(Operator):
                 n0 = off
         n = off
         staged = {k: v[:n] for k, v in stage.items()}
+        n_keys = len(self.index) if self.index is not None else 1
+        if self.window is not None:
+            core = self.cores[0]
+            core.ensure(n_keys + 1, n0, n)
+            o_sync, o_other, o_a, o_b = core.run(staged, n0, bound)
+            core.expire(bound)
+            if len(o_sync):
+                self.emit(self._assemble(core, o_sync, o_other, o_a, o_b))
+            self._maybe_compact()
+            return
         if has_end:
             order = np.lexsort((staged["kind"] != END, staged["sync"]))  # by time, ends first; stable: left first
         elif 0 < n0 < n:
             order = _merge_order(staged["sync"], n0)  # two runs sorted by time: one linear merge
         else:
             order = np.arange(n)
-        n_keys = len(self.index) if self.index is not None else 1
         outputs = []
         for core in self.cores:
             if isinstance(core, _JoinCore) and not core.mirrored:
@@ -2082,7 +2280,7 @@ class JoinOp(Operator):
         if self.mode in ("exists", "not_exists", "clip"):
             cols, key, hsh = self._side_columns(0, o_a)
             return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
-        if isinstance(core, _JoinCore | _MergeCore):
+        if isinstance(core, _JoinCore | _MergeCore | _WindowCore):
             lcols, key, hsh = self._side_columns(0, o_a)
             rcols, _, _ = self._side_columns(1, o_b)
         elif not core.mirrored:
@@ -2092,7 +2290,7 @@ class JoinOp(Operator):
             rcols, key, hsh = self._side_columns(1, o_a)
             lcols = self._null_columns(0, n)
             return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing=0), key=key, hash=hsh)
-        missing = 1 if not isinstance(core, _JoinCore | _MergeCore) else None
+        missing = 1 if not isinstance(core, _JoinCore | _MergeCore | _WindowCore) else None
         return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing), key=key, hash=hsh)
 
     def _result(self, lcols: dict, rcols: dict, n: int, missing: int | None = None) -> dict[str, pa.Array]:
@@ -2201,6 +2399,17 @@ class JoinOp(Operator):
             self.replay = {k[2:]: np.array(v) for k, v in built.items() if k.startswith("r_")}
         self.replay_pos = state["replay_pos"]
         self.reorder.restore(state["reorder"])
+
+
+def _window_duration(mode: str, build_once: bool, left_props, right_props) -> int | None:
+    """The left's constant duration when the window join applies: an inner join of left intervals of one
+    length with right points."""
+    if mode != "inner" or build_once or left_props is None or right_props is None:
+        return None
+    d = left_props.constant_duration
+    if isinstance(d, int | np.integer) and d > 0 and right_props.constant_duration == 1:
+        return int(d)
+    return None
 
 
 def _mergeable_type(t: pa.DataType) -> bool:
