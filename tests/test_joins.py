@@ -433,6 +433,42 @@ def test_window_join_within_groups(case):
     assert_same_snapshots(sink.table(), expected)
 
 
+@pytest.mark.parametrize(
+    "payload",
+    ["wide", "narrow", "strings", "nulls"],  # 8-byte fields beyond three; an int32; a string; a null in a field
+)
+@pytest.mark.parametrize("result", [None, "left_only", "right_only", "both"])
+def test_window_join_payload_kinds_match_the_hash_kernel(payload, result):
+    rng = np.random.default_rng(3)
+    n = 600
+    cols = {"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 6, n), "v": rng.integers(0, 100, n)}
+    table = pa.table(cols)
+    if payload == "wide":
+        for i in range(4):
+            table = table.append_column(f"w{i}", pa.array(rng.random(n)))
+        table = table.append_column("at", pa.array(cols["ts"].astype("datetime64[s]")))
+    elif payload == "narrow":
+        table = table.append_column("small", pa.array(cols["v"].astype(np.int32)))
+    elif payload == "strings":
+        table = table.append_column("name", pa.array([f"n{x % 7}" for x in cols["v"]]))
+    else:
+        table = table.append_column("maybe", pa.array([None if x % 5 == 0 else x for x in cols["v"]], pa.int64()))
+    shared = tidal.from_arrow(table, time="ts", batch_size=37).multicast()
+    left = shared.where(lambda e: e.v < 30).alter_duration(25)
+    right = shared.where(lambda e: e.v >= 60)
+    lam = {
+        None: None,
+        "left_only": lambda x, y: {"k": x.k, "v": x.v},
+        "right_only": lambda x, y: {"v": y.v, "t": y.ts},
+        "both": lambda x, y: {"gap": y.ts - x.ts, "v": x.v + y.v},
+    }[result]
+    window = left.join(right, "k", "k", lam)
+    assert "points (each probes" in window.explain()
+    got = window.to_arrow()
+    assert got.num_rows > 0
+    assert got.equals(left.join(_without_durations(right), "k", "k", lam).to_arrow())
+
+
 def test_window_join_checks_the_declared_durations():
     left = make_stream([(0, 6, (1, 1), False)], "constant_duration", 10, None)
     right = make_stream([(2, 5, (1, 2), False)], "points", 10, None)  # not a point

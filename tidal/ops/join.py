@@ -72,10 +72,13 @@ its key; one pass over a chunk's events in time order (choosing the next side ar
 without a branch) links each left event and notes, for each right point, the latest left
 event of its key before it; a second pass walks each point's chain, newest first, while
 ``t - start < d``. That is the hash kernel's output, row for row and in the same order.
-An event of another kind on either input is an error (the declared durations are wrong). A ``result`` lambda is translated into one expression over both
-sides' columns where the lambda compiler can (``explain()`` says ``columnar``), so outputs are
-built column by column; otherwise (or for a batch needing Python semantics, such as nulls in
-arithmetic) it runs per output row.
+An event of another kind on either input is an error (the declared durations are wrong).
+When every payload field is 8 bytes wide, that walk writes the pairs' payload columns itself.
+
+A ``result`` lambda is translated into one expression over both sides' columns where the
+lambda compiler can (``explain()`` says ``columnar``), so outputs are built column by column;
+otherwise (or for a batch needing Python semantics, such as nulls in arithmetic) it runs per
+output row.
 
 Partitioning (for a distributed backend): each input must be hash-partitioned by its key
 fields; lambda keys name no field and a cross join has no key, so those ask for each whole
@@ -1012,7 +1015,8 @@ def _stage(
     """Write one batch's present events into the staging arrays from ``off`` on, with their kind and store row
     (``base`` plus the rank among present rows when ``dense``, else plus the position).
 
-    Returns (end offset, intervals, end edges, edges of either kind)."""
+    Returns (end offset, intervals, end edges, edges of either kind). Every event is written and an absent
+    one overwritten by the next: a branch on absence would be mispredicted about as often as it is taken."""
     has_absent = len(absent) > 0
     w = off
     r = 0
@@ -1020,29 +1024,46 @@ def _stage(
     n_end = 0
     n_edge = 0
     for i in range(len(sync)):
-        if has_absent and absent[i]:
-            continue
+        keep = 1 - np.int64(absent[i]) if has_absent else 1
         t = sync[i]
         o = t + 1 if points else other[i]
-        if o == INFINITY:
-            s_kind[w] = START
-            n_edge += 1
-        elif o < t:
-            s_kind[w] = END
-            n_edge += 1
-            n_end += 1
-        else:
-            s_kind[w] = INTERVAL
-            n_int += 1
+        start = np.int64(o == INFINITY)
+        end = np.int64(o < t)
+        s_kind[w] = INTERVAL - start * (INTERVAL - START) - end * (INTERVAL - END)
+        n_int += keep * (1 - start - end)
+        n_end += keep * end
+        n_edge += keep * (start + end)
         s_side[w] = side
         s_sync[w] = t
         s_other[w] = o
         s_gid[w] = kid[i]
         s_row[w] = base + (r if dense else i)
         s_ph[w] = 0
-        w += 1
-        r += 1
+        w += keep
+        r += keep
     return w, n_int, n_end, n_edge
+
+
+@numba.njit(cache=True)
+def _stage_window(sync, other, points, absent, kid, base, dense, length, off, s_sync, s_gid, s_row):
+    """:func:`_stage` for the window join, which reads only the time, key and row of each present event; also
+    checks each is an interval of ``length`` ticks. Returns (end offset, whether one is not)."""
+    has_absent = len(absent) > 0
+    w = off
+    r = 0
+    bad = False
+    for i in range(len(sync)):
+        keep = 1 - np.int64(absent[i]) if has_absent else 1
+        t = sync[i]
+        if not points:
+            bad |= (keep == 1) & (other[i] - t != length)
+        s_sync[w] = t
+        s_gid[w] = kid[i]
+        s_row[w] = base + (r if dense else i)
+        w += keep
+        r += keep
+    bad |= points and length != 1 and w > off
+    return w, bad
 
 
 @numba.njit(cache=True)
@@ -1063,14 +1084,11 @@ def _merge_order(sync, n0):
 
 
 @numba.njit(cache=True)
-def probe_link(sync, other, gid, n0, n, duration, a_start, a_row, a_prev, row, tail, off, last, link):
+def probe_link(sync, gid, n0, n, a_start, a_row, a_prev, row, tail, off, last, link):
     """The window join's first pass over a chunk (left events ``[0, n0)``, right points ``[n0, n)``, each run in
     time order): merged by time (left first on ties) without branching on which comes next, each left event
     gets the next left id and is linked to the previous left event of its key; each right point records the
-    latest left event of its key before it (``link``). Key slot 0 takes the null keys (never probed).
-
-    Returns whether some left event is not an interval of ``duration`` or some right event not a point."""
-    bad = False
+    latest left event of its key before it (``link``). Key slot 0 takes the null keys (never probed)."""
     i = 0
     j = n0
     for _ in range(n):
@@ -1083,14 +1101,12 @@ def probe_link(sync, other, gid, n0, n, duration, a_start, a_row, a_prev, row, t
         v = last[g]
         link[e] = v
         last[g] = v + (tail + e - v) * left
-        bad |= other[e] - sync[e] != 1 + (duration - 1) * left
         i += left
         j += 1 - left
     for e in range(n0):  # the left events of the chunk join the window
         a_start[tail + e - off] = sync[e]
         a_row[tail + e - off] = row[e]
         a_prev[tail + e - off] = link[e]
-    return bad
 
 
 @numba.njit(cache=True)
@@ -1115,6 +1131,74 @@ def probe_emit(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo
             out[1, w] = t + 1
             out[2, w] = a_row[y - off]
             out[3, w] = row[j]
+            w += 1
+            y = a_prev[y - off]
+    return w, n, -1
+
+
+@numba.njit(cache=True)
+def probe_emit_columns(
+    sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, off,
+    lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right, j0, y0,
+):  # fmt: skip
+    """:func:`probe_emit` writing each pair's payload straight into the output columns: the fields ``lsel``
+    of the left store's matrix and ``rsel`` of the right's (8-byte values) go to ``o_left``/``o_right``.
+
+    The first three fields of a side are copied through plain array variables (set before the loop; the
+    branches on the field count always go the same way), any further ones by a loop."""
+    cap = len(o_sync)
+    nl = len(lsel)
+    nr = len(rsel)
+    l0 = lmat[lsel[0]] if nl > 0 else o_sync
+    l1 = lmat[lsel[1]] if nl > 1 else o_sync
+    l2 = lmat[lsel[2]] if nl > 2 else o_sync
+    ol0 = o_left[0] if nl > 0 else o_sync
+    ol1 = o_left[1] if nl > 1 else o_sync
+    ol2 = o_left[2] if nl > 2 else o_sync
+    r0 = rmat[rsel[0]] if nr > 0 else o_sync
+    r1 = rmat[rsel[1]] if nr > 1 else o_sync
+    r2 = rmat[rsel[2]] if nr > 2 else o_sync
+    or0 = o_right[0] if nr > 0 else o_sync
+    or1 = o_right[1] if nr > 1 else o_sync
+    or2 = o_right[2] if nr > 2 else o_sync
+    v0 = v1 = v2 = 0
+    w = 0
+    y = y0
+    for j in range(j0, n):
+        if gid[j] < 0:
+            continue
+        t = sync[j]
+        rr = row[j]
+        if nr > 0:
+            v0 = r0[rr]
+        if nr > 1:
+            v1 = r1[rr]
+        if nr > 2:
+            v2 = r2[rr]
+        if y < 0 or j != j0:
+            y = link[j]
+        while y >= lo and t - a_start[y - off] < duration:
+            if w == cap:
+                return w, j, y
+            lr = a_row[y - off]
+            o_sync[w] = t
+            o_other[w] = t + 1
+            if nl > 0:
+                ol0[w] = l0[lr]
+            if nl > 1:
+                ol1[w] = l1[lr]
+            if nl > 2:
+                ol2[w] = l2[lr]
+            for c in range(3, nl):
+                o_left[c, w] = lmat[lsel[c], lr]
+            if nr > 0:
+                or0[w] = v0
+            if nr > 1:
+                or1[w] = v1
+            if nr > 2:
+                or2[w] = v2
+            for c in range(3, nr):
+                o_right[c, w] = rmat[rsel[c], rr]
             w += 1
             y = a_prev[y - off]
     return w, n, -1
@@ -1170,6 +1254,7 @@ class _Store:
     def __init__(self):
         self.batches: list[pa.RecordBatch] = []  # the Arrow form (used when ``dense`` is None)
         self.dense: list[np.ndarray] | None = None  # the numpy form: one buffer per column
+        self.matrix: np.ndarray | None = None  # all columns 8 bytes wide: ``dense`` are the rows of this matrix
         self.rows = 0
         self.schema: pa.Schema | None = None
 
@@ -1192,14 +1277,21 @@ class _Store:
             self.schema = pa.schema([pa.field(k, v.type) for k, v in cols.items()])
             if cols and all(_fixed_width(v.type) for v in cols.values()):
                 self.dense = [np.empty(0, f"i{v.type.bit_width // 8}") for v in cols.values()]
+                if all(b.dtype.itemsize == 8 for b in self.dense):
+                    self.matrix = np.empty((len(self.dense), 0), np.int64)
         if self.dense is not None and self._fits(cols):
             k = n if present is None else len(present)
             if self.rows + k > len(self.dense[0]):
                 size = max(self.rows + k, 2 * len(self.dense[0]), 1024)
+                if self.matrix is not None:
+                    grown = np.empty((len(self.dense), size), np.int64)
+                    grown[:, : self.rows] = self.matrix[:, : self.rows]
+                    self.matrix, self.dense = grown, list(grown)
                 for j, buf in enumerate(self.dense):
-                    grown = np.empty(size, buf.dtype)
-                    grown[: self.rows] = buf[: self.rows]
-                    self.dense[j] = grown
+                    if self.matrix is None:
+                        grown = np.empty(size, buf.dtype)
+                        grown[: self.rows] = buf[: self.rows]
+                        self.dense[j] = grown
             for buf, col in zip(self.dense, cols.values(), strict=True):
                 values = _values(col, buf.dtype)
                 buf[self.rows : self.rows + k] = values if present is None else values[present]
@@ -1249,13 +1341,28 @@ class _Store:
             out[f.name] = pa.Array.from_buffers(f.type, len(values), [None, pa.py_buffer(values)])
         return out
 
+    def selection(self, names=None) -> np.ndarray:
+        """Positions of the matrix rows an output needs (the ``names`` fields, or all, plus any group key)."""
+        keep = [
+            i for i, f in enumerate(self.schema) if names is None or f.name in names or f.name in (_KEY_COL, _HASH_COL)
+        ]
+        return np.array(keep, np.int64)
+
+    def wrap(self, values: np.ndarray, sel: np.ndarray) -> dict[str, pa.Array]:
+        """Output rows gathered from the matrix rows ``sel`` (``values[c]`` for field ``sel[c]``) as Arrow columns."""
+        fields = [self.schema.field(int(i)) for i in sel]
+        return {
+            f.name: pa.Array.from_buffers(f.type, values.shape[1], [None, pa.py_buffer(v)])
+            for f, v in zip(fields, values, strict=True)
+        }
+
     def _to_arrow(self) -> None:
         """Leave the numpy form for good (a batch came that it cannot hold)."""
         if self.dense is None:
             return
         if self.rows:
             self.batches = [pa.RecordBatch.from_pydict(self._arrays(None), schema=self.schema)]
-        self.dense = None
+        self.dense = self.matrix = None
 
     def take(self, rows: np.ndarray, names: list[str] | None = None) -> dict[str, pa.Array]:
         """The payload of these rows (only the ``names`` fields, plus any group key, when given)."""
@@ -1290,7 +1397,7 @@ class _Store:
         return {"rows": table, "count": self.rows}
 
     def restore(self, state: dict) -> None:
-        self.batches, self.dense, self.rows, self.schema = [], None, 0, None
+        self.batches, self.dense, self.matrix, self.rows, self.schema = [], None, None, 0, None
         table = state["rows"]
         if table is not None:
             cols = {name: table.column(name).combine_chunks() for name in table.schema.names}
@@ -1647,6 +1754,7 @@ class _WindowCore:
         self.out = np.empty((4, self.out_capacity), np.int64)
         self.qmeta = np.zeros((2, 2), np.int64)  # no endpoint queue: ends are implied by the constant duration
         self.qt = np.zeros((2, 1), np.int64)
+        self.pairs_per_point = 1.0  # sizes the output columns of the next chunk
 
     @property
     def alive(self) -> np.ndarray:
@@ -1677,19 +1785,20 @@ class _WindowCore:
         if len(self.link) < n:
             self.link = np.empty(max(n, 2 * len(self.link)), np.int64)
 
-    def run(self, staged: dict, n0: int, bound: int):
+    def link_chunk(self, staged: dict, n0: int) -> None:
+        """The first pass over a chunk (see :func:`probe_link`): its left events join the window."""
         n = len(staged["sync"])
         sync, gid, row = staged["sync"], staged["gid"], staged["row"]
-        bad = probe_link(
-            sync, staged["other"], gid, n0, n, self.duration, self.a_start, self.a_row, self.a_prev, row,
-            self.tail, self.off, self.last, self.link,
-        )  # fmt: skip
-        if bad:
-            raise PlanError(
-                f"a join input declared to hold intervals of {self.duration} ticks (left) or points (right) "
-                "delivered an event of another kind"
-            )
+        probe_link(
+            sync, gid, n0, n, self.a_start, self.a_row, self.a_prev, row, self.tail, self.off, self.last, self.link
+        )
         self.tail += n0
+
+    def run(self, staged: dict, n0: int, bound: int):
+        """The pairs of a chunk as (sync, other, left row, right row)."""
+        self.link_chunk(staged, n0)
+        n = len(staged["sync"])
+        sync, gid, row = staged["sync"], staged["gid"], staged["row"]
         parts = []
         j, y = n0, -1
         while True:
@@ -1707,6 +1816,29 @@ class _WindowCore:
             self.out = np.empty((4, 2 * self.out.shape[1]), np.int64)
         out = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
         return out[0], out[1], out[2], out[3]
+
+    def run_columns(self, staged: dict, n0: int, lmat, lsel, rmat, rsel) -> list[tuple]:
+        """The pairs of a chunk with their payload, as parts (sync, other, left values, right values): each part's
+        arrays are allocated for the pairs expected from the pairs per point seen so far."""
+        self.link_chunk(staged, n0)
+        n = len(staged["sync"])
+        parts = []
+        j, y = n0, -1
+        while j < n:
+            cap = max(1, min(int(self.pairs_per_point * (n - j) * 1.25) + 1024, 4 * self.out_capacity))
+            o_sync, o_other = np.empty(cap, np.int64), np.empty(cap, np.int64)
+            o_left, o_right = np.empty((len(lsel), cap), np.int64), np.empty((len(rsel), cap), np.int64)
+            w, j, y = probe_emit_columns(
+                staged["sync"], staged["gid"], staged["row"], self.link, n0, n, self.duration, self.a_start,
+                self.a_row, self.a_prev, self.lo, self.off, lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right,
+                j, y,
+            )  # fmt: skip
+            if w:
+                parts.append((o_sync[:w], o_other[:w], o_left[:, :w], o_right[:, :w]))
+        if n > n0:
+            pairs = sum(len(p[0]) for p in parts)
+            self.pairs_per_point = 0.5 * self.pairs_per_point + 0.5 * pairs / (n - n0)
+        return parts
 
     def expire(self, bound: int) -> None:
         """Left events that end at or before ``bound`` meet nothing still to come."""
@@ -2134,6 +2266,18 @@ class JoinOp(Operator):
                 if present is not None and len(present) == 0:
                     continue
                 base, dense = self.stores[side].append_present(b, present)  # absent rows are never referenced
+                if self.window is not None:
+                    off, bad = _stage_window(
+                        b.sync, b.sync if b.points else b.other, b.points, _NO_ROWS if b.absent is None else b.absent,
+                        self._present_key_ids(side, b, present), base, dense, self.window if side == 0 else 1, off,
+                        stage["sync"], stage["gid"], stage["row"],
+                    )  # fmt: skip
+                    if bad:
+                        raise PlanError(
+                            f"a join input declared to hold intervals of {self.window} ticks (left) or points "
+                            "(right) delivered an event of another kind"
+                        )
+                    continue
                 end, n_int, n_end, n_edge = _stage(
                     b.sync, b.sync if b.points else b.other, b.points, _NO_ROWS if b.absent is None else b.absent,
                     self._present_key_ids(side, b, present), base, dense, side, off,
@@ -2151,13 +2295,7 @@ class JoinOp(Operator):
         staged = {k: v[:n] for k, v in stage.items()}
         n_keys = len(self.index) if self.index is not None else 1
         if self.window is not None:
-            core = self.cores[0]
-            core.ensure(n_keys + 1, n0, n)
-            o_sync, o_other, o_a, o_b = core.run(staged, n0, bound)
-            core.expire(bound)
-            if len(o_sync):
-                self.emit(self._assemble(core, o_sync, o_other, o_a, o_b))
-            self._maybe_compact()
+            self._process_window(staged, n0, n_keys, bound)
             return
         if has_end:
             order = np.lexsort((staged["kind"] != END, staged["sync"]))  # by time, ends first; stable: left first
@@ -2194,6 +2332,35 @@ class JoinOp(Operator):
             else:
                 self.emit(out)
         self._maybe_compact()
+
+    def _process_window(self, staged: dict, n0: int, n_keys: int, bound: int) -> None:
+        core = self.cores[0]
+        core.ensure(n_keys + 1, n0, len(staged["sync"]))
+        stores = self.stores
+        if stores[0].matrix is not None and stores[1].matrix is not None:
+            # every payload field is 8 bytes wide: the kernel writes the pairs' payload columns itself
+            names = self.result_fields or (None, None)
+            lsel, rsel = stores[0].selection(names[0]), stores[1].selection(names[1])
+            for o_sync, o_other, o_left, o_right in core.run_columns(
+                staged, n0, stores[0].matrix, lsel, stores[1].matrix, rsel
+            ):
+                lcols, rcols = stores[0].wrap(o_left, lsel), stores[1].wrap(o_right, rsel)
+                self.emit(self._pairs_batch(o_sync, o_other, lcols, rcols))
+        else:
+            o_sync, o_other, o_a, o_b = core.run(staged, n0, bound)
+            if len(o_sync):
+                self.emit(self._assemble(core, o_sync, o_other, o_a, o_b))
+        core.expire(bound)
+        self._maybe_compact()
+
+    def _pairs_batch(self, o_sync, o_other, lcols: dict, rcols: dict) -> EventBatch:
+        """Output pairs from both sides' columns (the left's group key, if any, among them)."""
+        key = lcols.pop(_KEY_COL, None)
+        hsh = lcols.pop(_HASH_COL, None)
+        rcols.pop(_KEY_COL, None)
+        rcols.pop(_HASH_COL, None)
+        hsh = None if hsh is None else np.asarray(hsh.to_numpy(zero_copy_only=False), np.int64)
+        return EventBatch(o_sync, o_other, self._result(lcols, rcols, len(o_sync)), key=key, hash=hsh)
 
     def _present_key_ids(self, side: int, batch: EventBatch, present: np.ndarray | None) -> np.ndarray:
         """Key ids aligned with the batch's rows (those of absent rows are never read)."""
