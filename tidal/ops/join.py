@@ -1236,6 +1236,14 @@ def _values(col: pa.Array, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(col.buffers()[1], dtype, count=len(col), offset=col.offset * dtype.itemsize)
 
 
+def _pool_empty(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
+    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
+    memory of output size is returned to the system when freed, and faulted in again on the next batch)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n).reshape(shape)
+
+
 @numba.njit(cache=True)
 def _gather_into(values, rows, out):
     for i in range(len(rows)):
@@ -1336,7 +1344,7 @@ class _Store:
             if rows is None:
                 values = buf[: self.rows].copy()
             else:
-                values = np.empty(len(rows), buf.dtype)
+                values = _pool_empty((len(rows),), buf.dtype)
                 _gather_into(buf, rows, values)
             out[f.name] = pa.Array.from_buffers(f.type, len(values), [None, pa.py_buffer(values)])
         return out
@@ -1826,8 +1834,8 @@ class _WindowCore:
         j, y = n0, -1
         while j < n:
             cap = max(1, min(int(self.pairs_per_point * (n - j) * 1.25) + 1024, 4 * self.out_capacity))
-            o_sync, o_other = np.empty(cap, np.int64), np.empty(cap, np.int64)
-            o_left, o_right = np.empty((len(lsel), cap), np.int64), np.empty((len(rsel), cap), np.int64)
+            o_sync, o_other = _pool_empty((cap,)), _pool_empty((cap,))
+            o_left, o_right = _pool_empty((len(lsel), cap)), _pool_empty((len(rsel), cap))
             w, j, y = probe_emit_columns(
                 staged["sync"], staged["gid"], staged["row"], self.link, n0, n, self.duration, self.a_start,
                 self.a_row, self.a_prev, self.lo, self.off, lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right,
