@@ -92,7 +92,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.batch import EventBatch, concat_batches, gather
+from ..core.batch import EventBatch, concat_batches, gather, pool_empty, take_values
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
 from ..expr.compile import CompiledLambda, describe_columnar, records_to_columns, row_class, rows_of
@@ -1236,18 +1236,9 @@ def _values(col: pa.Array, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(col.buffers()[1], dtype, count=len(col), offset=col.offset * dtype.itemsize)
 
 
-def _pool_empty(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
-    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
-    memory of output size is returned to the system when freed, and faulted in again on the next batch)."""
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape))
-    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n).reshape(shape)
-
-
-@numba.njit(cache=True)
-def _gather_into(values, rows, out):
-    for i in range(len(rows)):
-        out[i] = values[rows[i]]
+def _pool_empty(shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised int64 array in memory from Arrow's pool (see :func:`~tidal.core.batch.pool_empty`)."""
+    return pool_empty(int(np.prod(shape)), np.int64).reshape(shape)
 
 
 class _Store:
@@ -1344,8 +1335,7 @@ class _Store:
             if rows is None:
                 values = buf[: self.rows].copy()
             else:
-                values = _pool_empty((len(rows),), buf.dtype)
-                _gather_into(buf, rows, values)
+                values = take_values(buf[: self.rows], rows)
             out[f.name] = pa.Array.from_buffers(f.type, len(values), [None, pa.py_buffer(values)])
         return out
 
