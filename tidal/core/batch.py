@@ -82,12 +82,15 @@ def pool_empty(n: int, dtype) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n)
 
 
-def take_values(values: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """``values[indices]`` for a numeric numpy array and valid int64 indices, by one compiled loop into pool memory."""
-    out = pool_empty(len(indices), values.dtype)
+def take_values(values: np.ndarray, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``values[indices]`` for a numeric numpy array and valid int64 indices, by one compiled loop into ``out``
+    (default: pool memory)."""
+    if out is None:
+        out = pool_empty(len(indices), values.dtype)
     width = f"i{values.dtype.itemsize}"  # one compiled loop per width, whatever the type
     fits = values.dtype.kind in "iuf" and values.dtype.itemsize in (1, 2, 4, 8) and values.flags.c_contiguous
-    if not (fits and indices.dtype == np.int64 and _gather_into(values.view(width), indices, out.view(width))):
+    fits = fits and out.dtype == values.dtype and out.flags.c_contiguous and indices.dtype == np.int64
+    if not (fits and _gather_into(values.view(width), indices, out.view(width))):
         out[:] = values[indices]  # numpy's own rules (negative indices, errors) for anything else
     return out
 

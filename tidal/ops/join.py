@@ -1293,7 +1293,10 @@ class _Store:
                         self.dense[j] = grown
             for buf, col in zip(self.dense, cols.values(), strict=True):
                 values = _values(col, buf.dtype)
-                buf[self.rows : self.rows + k] = values if present is None else values[present]
+                if present is None:
+                    buf[self.rows : self.rows + k] = values
+                else:
+                    take_values(values, present, out=buf[self.rows : self.rows + k])
             self.rows += k
             return base, True
         self._to_arrow()
