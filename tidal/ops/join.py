@@ -1274,6 +1274,8 @@ class _Store:
                         grown[: self.rows] = buf[: self.rows]
                         self.dense[j] = grown
             for buf, col in zip(self.dense, cols.values(), strict=True):
+                if k == 0:
+                    break  # (an empty column may have no value buffer at all)
                 values = _values(col, buf.dtype)
                 if present is None:
                     buf[self.rows : self.rows + k] = values
@@ -1777,7 +1779,7 @@ class _WindowCore:
         )
         self.tail += n0
 
-    def run(self, staged: dict, n0: int, bound: int):
+    def run(self, staged: dict, n0: int):
         """The pairs of a chunk as (sync, other, left row, right row)."""
         self.link_chunk(staged, n0)
         n = len(staged["sync"])
@@ -2332,7 +2334,7 @@ class JoinOp(Operator):
                 lcols, rcols = stores[0].wrap(o_left, lsel), stores[1].wrap(o_right, rsel)
                 self.emit(self._pairs_batch(o_sync, o_other, lcols, rcols))
         else:
-            o_sync, o_other, o_a, o_b = core.run(staged, n0, bound)
+            o_sync, o_other, o_a, o_b = core.run(staged, n0)
             if len(o_sync):
                 self.emit(self._assemble(core, o_sync, o_other, o_a, o_b))
         core.expire(bound)
