@@ -2088,6 +2088,8 @@ class JoinOp(Operator):
             # the pieces before the bound go now, without concatenating pending batches (that copies payloads)
             pending, rest = self.pending[side], []
             for j, b in enumerate(pending):
+                if len(b) == 0:
+                    continue
                 if bound >= INFINITY or b.sync[-1] < bound:
                     parts[side].append(b)
                     continue
