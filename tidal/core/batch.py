@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numba
 import numpy as np
 import pyarrow as pa
 
@@ -63,42 +62,10 @@ def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t)
 
 
-@numba.njit(cache=True)
-def _gather_into(values, indices, out):
-    """``out[i] = values[indices[i]]``; False (``out`` unfinished) at the first index out of range."""
-    n = len(values)
-    for i in range(len(indices)):
-        j = indices[i]
-        if j < 0 or j >= n:
-            return False
-        out[i] = values[j]
-    return True
-
-
-def pool_empty(n: int, dtype) -> np.ndarray:
-    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
-    memory of batch size goes back to the system when freed and is faulted in again for the next batch)."""
-    dtype = np.dtype(dtype)
-    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n)
-
-
-def take_values(values: np.ndarray, indices: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``values[indices]`` for a numeric numpy array and valid int64 indices, by one compiled loop into ``out``
-    (default: pool memory)."""
-    if out is None:
-        out = pool_empty(len(indices), values.dtype)
-    width = f"i{values.dtype.itemsize}"  # one compiled loop per width, whatever the type
-    fits = values.dtype.kind in "iuf" and values.dtype.itemsize in (1, 2, 4, 8) and values.flags.c_contiguous
-    fits = fits and out.dtype == values.dtype and out.flags.c_contiguous and indices.dtype == np.int64
-    if not (fits and _gather_into(values.view(width), indices, out.view(width))):
-        out[:] = values[indices]  # numpy's own rules (negative indices, errors) for anything else
-    return out
-
-
 def gather(col: pa.Array, indices: np.ndarray) -> pa.Array:
-    """``col`` at ``indices`` (int64 numpy): a compiled gather for numeric columns without nulls, else Arrow's take."""
+    """``col`` at ``indices`` (int64 numpy): numpy's gather for numeric columns without nulls, else Arrow's take."""
     if not col.null_count and _numeric(col.type):
-        return pa.array(take_values(col.to_numpy(zero_copy_only=True), indices), type=col.type)
+        return pa.array(col.to_numpy(zero_copy_only=True)[indices], type=col.type)
     return col.take(pa.array(indices, type=pa.int64()))
 
 
@@ -177,12 +144,12 @@ class EventBatch:
         np_idx = np.asarray(indices).astype(np.int64, copy=False)
         absent = None if self.absent is None else self.absent[np_idx]
         return EventBatch(
-            sync=take_values(self.sync, np_idx),
-            other=None if self._other is None else take_values(self._other, np_idx),
+            sync=self.sync[np_idx],
+            other=None if self._other is None else self._other[np_idx],
             columns={k: gather(v, np_idx) for k, v in self.columns.items()},
             absent=absent if absent is not None and absent.any() else None,
             key=None if self.key is None else gather(self.key, np_idx),
-            hash=None if self.hash is None else take_values(self.hash, np_idx),
+            hash=None if self.hash is None else self.hash[np_idx],
         )
 
     def slice(self, start: int, stop: int) -> EventBatch:

@@ -92,7 +92,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.batch import EventBatch, concat_batches, gather, pool_empty, take_values
+from ..core.batch import EventBatch, concat_batches, gather
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
 from ..expr import jit
@@ -1218,9 +1218,28 @@ def _values(col: pa.Array, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(col.buffers()[1], dtype, count=len(col), offset=col.offset * dtype.itemsize)
 
 
-def _pool_empty(shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialised int64 array in memory from Arrow's pool (see :func:`~tidal.core.batch.pool_empty`)."""
-    return pool_empty(int(np.prod(shape)), np.int64).reshape(shape)
+def _pool_empty(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
+    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
+    memory of output size goes back to the system when freed and is faulted in again for the next chunk)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n).reshape(shape)
+
+
+@numba.njit(cache=True)
+def _gather_into(values, rows, out):
+    for i in range(len(rows)):
+        out[i] = values[rows[i]]
+
+
+def _take_values(values: np.ndarray, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``values[rows]`` (rows valid int64 positions) by one compiled loop per value width, into ``out`` or pool
+    memory."""
+    if out is None:
+        out = _pool_empty((len(rows),), values.dtype)
+    width = f"i{values.dtype.itemsize}"
+    _gather_into(values.view(width), rows.astype(np.int64, copy=False), out.view(width))
+    return out
 
 
 class _Store:
@@ -1280,7 +1299,7 @@ class _Store:
                 if present is None:
                     buf[self.rows : self.rows + k] = values
                 else:
-                    take_values(values, present, out=buf[self.rows : self.rows + k])
+                    _take_values(values, present, out=buf[self.rows : self.rows + k])
             self.rows += k
             return base, True
         self._to_arrow()
@@ -1322,7 +1341,7 @@ class _Store:
             if rows is None:
                 values = buf[: self.rows].copy()
             else:
-                values = take_values(buf[: self.rows], rows)
+                values = _take_values(buf[: self.rows], rows)
             out[f.name] = pa.Array.from_buffers(f.type, len(values), [None, pa.py_buffer(values)])
         return out
 
