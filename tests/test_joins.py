@@ -38,6 +38,8 @@ def events(draw, shape="general", max_events=14, nulls=True, duration=6):
             e, edges = INFINITY, True
         elif shape == "constant_duration":
             e, edges = s + duration, False
+        elif shape == "points":
+            e, edges = s + 1, False
         elif shape == "intervals":
             e, edges = s + draw(st.integers(1, 15)), False
         else:
@@ -69,6 +71,8 @@ def make_stream(evs, shape, batch_size, punct, names=("k", "v"), sorted_by=None)
         s._node.props = s._node.props.but(start_edge_only=True)
     elif shape == "constant_duration":
         s._node.props = s._node.props.but(constant_duration=6)
+    elif shape == "points":
+        s._node.props = s._node.props.but(constant_duration=1)
     return s
 
 
@@ -77,12 +81,13 @@ def reference(evs, names=("k", "v")) -> Reference:
 
 
 @st.composite
-def pairs(draw, shapes=SHAPES, nulls=True, sorted_by=None):
-    """Two random inputs (engine streams and references), each of a random variant shape.
+def pairs(draw, shapes=SHAPES, nulls=True, sorted_by=None, right_shapes=None):
+    """Two random inputs (engine streams and references), each of a random variant shape
+    (the right's from ``right_shapes`` when given).
 
     With ``sorted_by``, each input's rows are in that field's order within each sync time and
     declare it (so a join on it merges)."""
-    lshape, rshape = draw(st.sampled_from(shapes)), draw(st.sampled_from(shapes))
+    lshape, rshape = draw(st.sampled_from(shapes)), draw(st.sampled_from(right_shapes or shapes))
     le, re_ = draw(events(lshape, nulls=nulls)), draw(events(rshape, nulls=nulls))
     bs = (draw(st.sampled_from([1, 2, 3, 7, 1000])), draw(st.sampled_from([1, 2, 5, 1000])))
     pu = (draw(st.sampled_from([None, 1, 4, 13])), draw(st.sampled_from([None, 2, 9])))
@@ -362,6 +367,116 @@ def test_a_followed_by_b_within_one_hour_per_user():
     )
     assert got == expected and expected
     assert set(q.column("other_time").to_pylist()) == {t + 1 for t, _ in got}
+
+
+# -- window join: left intervals of one length, right points -------------------------------
+WINDOW_OPS = [
+    "join", "join_lambda_key", "join_row_mode_key", "join_two_fields", "join_result", "join_result_row_mode",
+    "cross_join",
+]  # fmt: skip
+
+
+def window_pairs():
+    return pairs(shapes=("constant_duration", "points"), right_shapes=("points",))
+
+
+def _without_durations(stream):
+    """The same stream, its durations not declared: the join falls back to the symmetric hash kernel."""
+    return stream._derive("Pass", _passthrough, props=stream.properties.but(constant_duration=None))
+
+
+def _passthrough():
+    from tidal.ops.base import PassThrough
+
+    return PassThrough()
+
+
+@pytest.mark.parametrize("op", WINDOW_OPS)
+@given(case=window_pairs(), tiny=st.booleans())
+def test_window_join_matches_reference_and_the_hash_kernel(op, case, tiny):
+    """Right points probing a constant-duration left: the reference's answer, and the very batches
+    (rows, order, columns) that the symmetric hash kernel gives, with any output buffer size."""
+    left, right, lref, rref = case
+    query = OPS[op](left, right)
+    assert "points (each probes" in query.explain()
+    saved = join_ops._WindowCore.out_capacity
+    join_ops._WindowCore.out_capacity = 1 if tiny else saved
+    try:
+        result = query.to_arrow()
+    finally:
+        join_ops._WindowCore.out_capacity = saved
+    check_physical(result)
+    assert_same_snapshots(result, OPS[op](lref, rref))
+    general = OPS[op](left, _without_durations(right))
+    assert "points (each probes" not in general.explain()
+    assert result.equals(general.to_arrow())
+
+
+@pytest.mark.parametrize("op", ["join", "join_result"])
+@given(case=window_pairs(), cut=st.floats(0, 1))
+def test_window_join_checkpoint_restore_continues_exactly(op, case, cut):
+    left, right, _, _ = case
+    _assert_restore_continues(OPS[op](left, right)._node, _schedule(left, right), cut)
+
+
+@given(case=window_pairs())
+def test_window_join_within_groups(case):
+    left, right, lref, rref = case
+    gl, gr = grouped(left, "k"), grouped(right, "k")
+    key = lambda e: e.v % 2  # noqa: E731
+    engine = gl.join(gr, key, key)
+    assert "window join" in engine.explain()
+    expected = _grouped_null_reference("join", lref, rref)
+    sink = _KeySink()
+    tidal.stream.query.execute(engine._node, sink)
+    check_physical(sink.table())
+    assert_same_snapshots(sink.table(), expected)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["wide", "narrow", "strings", "nulls"],  # 8-byte fields beyond three; an int32; a string; a null in a field
+)
+@pytest.mark.parametrize("result", [None, "left_only", "right_only", "both"])
+def test_window_join_payload_kinds_match_the_hash_kernel(payload, result):
+    rng = np.random.default_rng(3)
+    n = 600
+    cols = {"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 6, n), "v": rng.integers(0, 100, n)}
+    table = pa.table(cols)
+    if payload == "wide":
+        for i in range(4):
+            table = table.append_column(f"w{i}", pa.array(rng.random(n)))
+        table = table.append_column("at", pa.array(cols["ts"].astype("datetime64[s]")))
+    elif payload == "narrow":
+        table = table.append_column("small", pa.array(cols["v"].astype(np.int32)))
+    elif payload == "strings":
+        table = table.append_column("name", pa.array([f"n{x % 7}" for x in cols["v"]]))
+    else:
+        table = table.append_column("maybe", pa.array([None if x % 5 == 0 else x for x in cols["v"]], pa.int64()))
+    shared = tidal.from_arrow(table, time="ts", batch_size=37).multicast()
+    left = shared.where(lambda e: e.v < 30).alter_duration(25)
+    right = shared.where(lambda e: e.v >= 60)
+    lam = {
+        None: None,
+        "left_only": lambda x, y: {"k": x.k, "v": x.v},
+        "right_only": lambda x, y: {"v": y.v, "t": y.ts},
+        "both": lambda x, y: {"gap": y.ts - x.ts, "v": x.v + y.v},
+    }[result]
+    window = left.join(right, "k", "k", lam)
+    assert "points (each probes" in window.explain()
+    got = window.to_arrow()
+    assert got.num_rows > 0
+    assert got.equals(left.join(_without_durations(right), "k", "k", lam).to_arrow())
+
+
+def test_window_join_checks_the_declared_durations():
+    left = make_stream([(0, 6, (1, 1), False)], "constant_duration", 10, None)
+    right = make_stream([(2, 5, (1, 2), False)], "points", 10, None)  # not a point
+    with pytest.raises(tidal.PlanError, match="points"):
+        left.join(right, "k", "k").to_arrow()
+    left = make_stream([(0, 7, (1, 1), False)], "constant_duration", 10, None)  # not 6 ticks
+    with pytest.raises(tidal.PlanError, match="intervals of 6 ticks"):
+        left.join(make_stream([(2, 3, (1, 2), False)], "points", 10, None), "k", "k").to_arrow()
 
 
 # -- merge join: inputs sorted by the key within each sync time ------------------------------

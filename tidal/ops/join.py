@@ -64,10 +64,21 @@ the variant suits many events per sync time (relational, progressive data).
 
 In the hash join a right *point* (``[t, t+1)``) is never stored: the left events at ``t``
 come first and those ending at ``t`` are gone, so it meets exactly the left events alive now,
-each pair being ``[t, t+1)``. A ``result`` lambda is translated into one expression over both
-sides' columns where the lambda compiler can (``explain()`` says ``columnar``), so outputs are
-built column by column; otherwise (or for a batch needing Python semantics, such as nulls in
-arithmetic) it runs per output row.
+each pair being ``[t, t+1)``. When the properties say so for the whole stream (an inner join
+of left intervals of one constant duration ``d`` with right points), the *window join* goes
+further: the left's events are ended by their start alone, so there is no endpoint queue and
+nothing to remove. Left events are kept in arrival order, each linked to the previous one of
+its key; one pass over a chunk's events in time order (choosing the next side arithmetically,
+without a branch) links each left event and notes, for each right point, the latest left
+event of its key before it; a second pass walks each point's chain, newest first, while
+``t - start < d``. That is the hash kernel's output, row for row and in the same order.
+An event of another kind on either input is an error (the declared durations are wrong).
+When every payload field is 8 bytes wide, that walk writes the pairs' payload columns itself.
+
+A ``result`` lambda is translated into one expression over both sides' columns where the
+lambda compiler can (``explain()`` says ``columnar``), so outputs are built column by column;
+otherwise (or for a batch needing Python semantics, such as nulls in arithmetic) it runs per
+output row.
 
 Partitioning (for a distributed backend): each input must be hash-partitioned by its key
 fields; lambda keys name no field and a cross join has no key, so those ask for each whole
@@ -81,9 +92,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.batch import EventBatch, concat_batches
+from ..core.batch import EventBatch, concat_batches, gather
 from ..core.errors import PlanError
 from ..core.time import INFINITY, MIN_TIME
+from ..expr import jit
 from ..expr.compile import CompiledLambda, describe_columnar, records_to_columns, row_class, rows_of
 from ..expr.kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
 from ..expr.lambdas import Opaque, translate_rows
@@ -100,6 +112,8 @@ _ERR_ORDER = 2
 _KEY_COL = "__key"
 _LEFT, _RIGHT = "left.", "right."  # column prefixes of the two rows in a compiled result lambda
 _HASH_COL = "__hash"
+_STAGED = ("side", "kind", "sync", "other", "gid", "row", "ph")  # a chunk's events, as the kernels read them
+_NO_ROWS = np.zeros(0, np.bool_)  # stands for "no absence vector" in a kernel's arguments
 
 
 # --------------------------------------------------------------------------------------
@@ -116,14 +130,15 @@ _EXPIRE, _END_EDGE, _START = 0, 1, 2
 
 @numba.njit(cache=True)
 def join_kernel(
-    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0,
+    e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, e_order, bound, out, i0,
     st, en, ph, gr, nxt, prv, inl, head, lcount, openc, qt, qv, qmeta, qkind, alive,
 ):  # fmt: skip
-    """Symmetric hash join over merged events (sorted by time, ends first); see the module docstring.
+    """Symmetric hash join over merged events (event ``i`` is at ``e_order[i]``: by time, ends first); see the
+    module docstring.
 
     Outputs (sync, other, left row, right row) in sync-time order.
     """
-    n_ev = len(e_side)
+    n_ev = len(e_order)
     cap = out.shape[1]
     n = 0
     err = 0
@@ -138,8 +153,9 @@ def join_kernel(
         if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
             qs = 1
             qtime = qt[1, qmeta[1, 0]]
+        e = e_order[i] if i < n_ev else 0
         if i < n_ev:
-            t = e_sync[i]
+            t = e_sync[e]
             use_queue = qs >= 0 and qtime <= t  # ends at t go before the events at t
         else:
             use_queue = qs >= 0 and qtime < bound
@@ -148,7 +164,7 @@ def join_kernel(
         if use_queue:
             need = lcount[1 - qs, gr[qs, qv[qs, qmeta[qs, 0]]]]
         else:
-            need = lcount[1 - e_side[i], e_gid[i]] if e_gid[i] >= 0 else 0
+            need = lcount[1 - e_side[e], e_gid[e]] if e_gid[e] >= 0 else 0
         if n + need > cap:
             return n, i, need, err
         if use_queue:
@@ -181,12 +197,12 @@ def join_kernel(
             g = gr[s, x]
             mode = _EXPIRE
         else:
-            g = e_gid[i]
-            k = e_kind[i]
-            s = e_side[i]
-            other_time = e_other[i]
-            h = e_ph[i]
-            x = e_row[i]
+            g = e_gid[e]
+            k = e_kind[e]
+            s = e_side[e]
+            other_time = e_other[e]
+            h = e_ph[e]
+            x = e_row[e]
             i += 1
             if g < 0:
                 continue
@@ -993,41 +1009,181 @@ def merge_join_kernel(
 
 
 @numba.njit(cache=True)
-def _merge_runs(
-    a_side, b_side, a_kind, b_kind, a_sync, b_sync, a_other, b_other, a_row, b_row, a_ph, b_ph, a_kid, b_kid
-):
-    """Merge two runs sorted by sync time (``a`` first on ties) into one set of event arrays."""
-    na, nb = len(a_sync), len(b_sync)
-    n = na + nb
-    side = np.empty(n, np.int8)
-    kind = np.empty(n, np.int8)
-    sync = np.empty(n, np.int64)
-    other = np.empty(n, np.int64)
-    kid = np.empty(n, np.int64)
-    row = np.empty(n, np.int64)
-    ph = np.empty(n, np.int64)
+def _stage(
+    sync, other, points, absent, kid, base, dense, side, off,
+    s_side, s_kind, s_sync, s_other, s_gid, s_row, s_ph,
+):  # fmt: skip
+    """Write one batch's present events into the staging arrays from ``off`` on, with their kind and store row
+    (``base`` plus the rank among present rows when ``dense``, else plus the position).
+
+    Returns (end offset, intervals, end edges, edges of either kind). Every event is written and an absent
+    one overwritten by the next: a branch on absence would be mispredicted about as often as it is taken."""
+    has_absent = len(absent) > 0
+    w = off
+    r = 0
+    n_int = 0
+    n_end = 0
+    n_edge = 0
+    for i in range(len(sync)):
+        keep = 1 - np.int64(absent[i]) if has_absent else 1
+        t = sync[i]
+        o = t + 1 if points else other[i]
+        start = np.int64(o == INFINITY)
+        end = np.int64(o < t)
+        s_kind[w] = INTERVAL - start * (INTERVAL - START) - end * (INTERVAL - END)
+        n_int += keep * (1 - start - end)
+        n_end += keep * end
+        n_edge += keep * (start + end)
+        s_side[w] = side
+        s_sync[w] = t
+        s_other[w] = o
+        s_gid[w] = kid[i]
+        s_row[w] = base + (r if dense else i)
+        s_ph[w] = 0
+        w += keep
+        r += keep
+    return w, n_int, n_end, n_edge
+
+
+@numba.njit(cache=True)
+def _stage_window(sync, other, points, absent, kid, base, dense, length, off, s_sync, s_gid, s_row):
+    """:func:`_stage` for the window join, which reads only the time, key and row of each present event; also
+    checks each is an interval of ``length`` ticks. Returns (end offset, whether one is not)."""
+    has_absent = len(absent) > 0
+    w = off
+    r = 0
+    bad = False
+    for i in range(len(sync)):
+        keep = 1 - np.int64(absent[i]) if has_absent else 1
+        t = sync[i]
+        if not points:
+            bad |= (keep == 1) & (other[i] - t != length)
+        s_sync[w] = t
+        s_gid[w] = kid[i]
+        s_row[w] = base + (r if dense else i)
+        w += keep
+        r += keep
+    bad |= points and length != 1 and w > off
+    return w, bad
+
+
+@numba.njit(cache=True)
+def _merge_order(sync, n0):
+    """The order merging ``sync[:n0]`` and ``sync[n0:]``, each sorted (the first run first on ties)."""
+    n = len(sync)
+    order = np.empty(n, np.int64)
     i = 0
-    j = 0
+    j = n0
     for w in range(n):
-        if j >= nb or (i < na and a_sync[i] <= b_sync[j]):
-            side[w] = a_side[i]
-            kind[w] = a_kind[i]
-            sync[w] = a_sync[i]
-            other[w] = a_other[i]
-            kid[w] = a_kid[i]
-            row[w] = a_row[i]
-            ph[w] = a_ph[i]
+        if j >= n or (i < n0 and sync[i] <= sync[j]):
+            order[w] = i
             i += 1
         else:
-            side[w] = b_side[j]
-            kind[w] = b_kind[j]
-            sync[w] = b_sync[j]
-            other[w] = b_other[j]
-            kid[w] = b_kid[j]
-            row[w] = b_row[j]
-            ph[w] = b_ph[j]
+            order[w] = j
             j += 1
-    return side, kind, sync, other, row, ph, kid
+    return order
+
+
+@numba.njit(cache=True)
+def probe_link(sync, gid, n0, n, a_start, a_row, a_prev, row, tail, off, last, link):
+    """The window join's first pass over a chunk (left events ``[0, n0)``, right points ``[n0, n)``, each run in
+    time order): merged by time (left first on ties) without branching on which comes next, each left event
+    gets the next left id and is linked to the previous left event of its key; each right point records the
+    latest left event of its key before it (``link``). Key slot 0 takes the null keys (never probed)."""
+    i = 0
+    j = n0
+    for _ in range(n):
+        ta = sync[i] if i < n0 else INFINITY
+        tb = sync[j] if j < n else INFINITY
+        left = np.int64(ta <= tb)  # 1: the next event is the left's; selections below are arithmetic
+        e = j + (i - j) * left
+        ge = gid[e]
+        g = (ge + 1) * np.int64(ge >= 0)
+        v = last[g]
+        link[e] = v
+        last[g] = v + (tail + e - v) * left
+        i += left
+        j += 1 - left
+    for e in range(n0):  # the left events of the chunk join the window
+        a_start[tail + e - off] = sync[e]
+        a_row[tail + e - off] = row[e]
+        a_prev[tail + e - off] = link[e]
+
+
+@numba.njit(cache=True)
+def probe_emit(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, off, out, j0, y0):
+    """The window join's second pass: each right point (from ``j0``; resuming its walk at left id ``y0`` when
+    ``y0 >= 0``) meets the left events of its key alive at its time ``t``, newest first: those that started at
+    or before it (linked in the first pass) and end after it (``t - start < duration``). Each pair is
+    ``[t, t+1)``. Returns (outputs, next right point, left id to resume at), pausing when ``out`` is full."""
+    cap = out.shape[1]
+    w = 0
+    y = y0
+    for j in range(j0, n):
+        if gid[j] < 0:
+            continue
+        t = sync[j]
+        if y < 0 or j != j0:
+            y = link[j]
+        while y >= lo and t - a_start[y - off] < duration:
+            if w == cap:
+                return w, j, y
+            out[0, w] = t
+            out[1, w] = t + 1
+            out[2, w] = a_row[y - off]
+            out[3, w] = row[j]
+            w += 1
+            y = a_prev[y - off]
+    return w, n, -1
+
+
+_EMIT_COLUMNS = """
+def kernel(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, off,
+           lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right, j0, y0):
+    cap = len(o_sync)
+{setup}
+    w = 0
+    y = y0
+    for j in range(j0, n):
+        if gid[j] < 0:
+            continue
+        t = sync[j]
+        rr = row[j]
+{per_point}
+        if y < 0 or j != j0:
+            y = link[j]
+        while y >= lo and t - a_start[y - off] < duration:
+            if w == cap:
+                return w, j, y
+            lr = a_row[y - off]
+            o_sync[w] = t
+            o_other[w] = t + 1
+{per_pair}
+            w += 1
+            y = a_prev[y - off]
+    return w, n, -1
+"""
+_MAX_FUSED_FIELDS = 8  # per side; wider payloads are gathered after the walk
+
+
+def probe_emit_columns(nl: int, nr: int):
+    """:func:`probe_emit` writing each pair's payload straight into the output columns: the matrix rows ``lsel``
+    of the left store and ``rsel`` of the right's (8-byte values) go to ``o_left``/``o_right``.
+
+    The kernel is generated for ``nl`` left and ``nr`` right fields, each copied through its own array
+    variable (a loop over the fields, or a branch on their number, costs a fifth of the walk), and compiled
+    once per machine (:func:`~tidal.expr.jit.load_kernel`)."""
+    lines = {"setup": [], "per_point": [], "per_pair": []}
+    for c in range(nl):
+        lines["setup"] += [f"l{c} = lmat[lsel[{c}]]", f"ol{c} = o_left[{c}]"]
+        lines["per_pair"].append(f"ol{c}[w] = l{c}[lr]")
+    for c in range(nr):
+        lines["setup"] += [f"r{c} = rmat[rsel[{c}]]", f"or{c} = o_right[{c}]"]
+        lines["per_point"].append(f"v{c} = r{c}[rr]")
+        lines["per_pair"].append(f"or{c}[w] = v{c}")
+    indent = {"setup": 4, "per_point": 8, "per_pair": 12}
+    parts = {k: "\n".join(" " * indent[k] + s for s in v) or " " * indent[k] + "pass" for k, v in lines.items()}
+    return jit.load_kernel(_EMIT_COLUMNS.format(**parts).lstrip("\n"))
 
 
 @numba.njit(cache=True)
@@ -1047,33 +1203,175 @@ def _remap_links(nxt, prv, head, s, keep, mapping):
 # --------------------------------------------------------------------------------------
 # per-side payload stores and key extraction
 # --------------------------------------------------------------------------------------
+def _fixed_width(t: pa.DataType) -> bool:
+    """Numbers and times of 1, 2, 4 or 8 bytes: the columns a store can keep as numpy buffers."""
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)):
+        return False
+    try:
+        return t.bit_width in (8, 16, 32, 64)
+    except ValueError:
+        return False
+
+
+def _values(col: pa.Array, dtype: np.dtype) -> np.ndarray:
+    """The value buffer of a fixed-width column without nulls, as signed integers of its width (no copy)."""
+    return np.frombuffer(col.buffers()[1], dtype, count=len(col), offset=col.offset * dtype.itemsize)
+
+
+def _pool_empty(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
+    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
+    memory of output size goes back to the system when freed and is faulted in again for the next chunk)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n).reshape(shape)
+
+
+@numba.njit(cache=True)
+def _gather_into(values, rows, out):
+    for i in range(len(rows)):
+        out[i] = values[rows[i]]
+
+
+def _take_values(values: np.ndarray, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``values[rows]`` (rows valid int64 positions) by one compiled loop per value width, into ``out`` or pool
+    memory."""
+    if out is None:
+        out = _pool_empty((len(rows),), values.dtype)
+    width = f"i{values.dtype.itemsize}"
+    _gather_into(values.view(width), rows.astype(np.int64, copy=False), out.view(width))
+    return out
+
+
 class _Store:
-    """The payload rows of one input that state refers to, by row number."""
+    """The payload rows of one input that state refers to, by row number.
+
+    While every stored column is fixed-width with no nulls (numbers, times), the present rows
+    are copied into growing numpy buffers and an output's rows are gathered by a compiled loop
+    (Arrow wraps the result without a copy). A column of any other kind (strings,
+    nulls, a struct key) makes the store a list of Arrow batches, gathered by Arrow.
+    """
 
     def __init__(self):
-        self.batches: list[pa.RecordBatch] = []
+        self.batches: list[pa.RecordBatch] = []  # the Arrow form (used when ``dense`` is None)
+        self.dense: list[np.ndarray] | None = None  # the numpy form: one buffer per column
+        self.matrix: np.ndarray | None = None  # all columns 8 bytes wide: ``dense`` are the rows of this matrix
         self.rows = 0
         self.schema: pa.Schema | None = None
 
     def append(self, batch: EventBatch) -> int:
-        base = self.rows
+        """Store every row of ``batch``: its row ``i`` becomes row ``base + i``; returns ``base``."""
+        return self.append_present(batch, None)[0]
+
+    def append_present(self, batch: EventBatch, present: np.ndarray | None) -> tuple[int, bool]:
+        """Store the rows of ``batch`` at ``present`` (None: all). Returns ``(base, dense)``: with ``dense``, the
+        ``r``-th present row became row ``base + r``; otherwise row ``i`` of the batch became ``base + i``."""
         cols = dict(batch.columns)
         if batch.key is not None:
             cols[_KEY_COL] = batch.key
             cols[_HASH_COL] = pa.array(batch.hash, pa.int64())
-        rb = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+        return self._append(cols, len(batch), present)
+
+    def _append(self, cols: dict[str, pa.Array], n: int, present: np.ndarray | None) -> tuple[int, bool]:
+        base = self.rows
         if self.schema is None:
-            self.schema = rb.schema
-        elif not rb.schema.equals(self.schema):
+            self.schema = pa.schema([pa.field(k, v.type) for k, v in cols.items()])
+            if cols and all(_fixed_width(v.type) for v in cols.values()):
+                self.dense = [np.empty(0, f"i{v.type.bit_width // 8}") for v in cols.values()]
+                if all(b.dtype.itemsize == 8 for b in self.dense):
+                    self.matrix = np.empty((len(self.dense), 0), np.int64)
+        if self.dense is not None and self._fits(cols):
+            k = n if present is None else len(present)
+            if self.rows + k > len(self.dense[0]):
+                size = max(self.rows + k, 2 * len(self.dense[0]), 1024)
+                if self.matrix is not None:
+                    grown = np.empty((len(self.dense), size), np.int64)
+                    grown[:, : self.rows] = self.matrix[:, : self.rows]
+                    self.matrix, self.dense = grown, list(grown)
+                for j, buf in enumerate(self.dense):
+                    if self.matrix is None:
+                        grown = np.empty(size, buf.dtype)
+                        grown[: self.rows] = buf[: self.rows]
+                        self.dense[j] = grown
+            for buf, col in zip(self.dense, cols.values(), strict=True):
+                if k == 0:
+                    break  # (an empty column may have no value buffer at all)
+                values = _values(col, buf.dtype)
+                if present is None:
+                    buf[self.rows : self.rows + k] = values
+                else:
+                    _take_values(values, present, out=buf[self.rows : self.rows + k])
+            self.rows += k
+            return base, True
+        self._to_arrow()
+        dense = present is None
+        if present is not None and 2 * len(present) < n:
+            # mostly filtered out: store a copy of the present rows rather than all of them
+            cols = {name: gather(col, present) for name, col in cols.items()}
+            dense = True
+        rb = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+        if not rb.schema.equals(self.schema):
             rb = rb.cast(self.schema) if rb.schema.names == self.schema.names else rb
         self.batches.append(rb)
         self.rows += rb.num_rows
         if len(self.batches) > 32:
             self.batches = pa.Table.from_batches(self.batches).combine_chunks().to_batches()
-        return base
+        return base, dense
+
+    def _fits(self, cols: dict[str, pa.Array]) -> bool:
+        """Whether these columns can join the numpy form (a differing type is cast when that is safe)."""
+        if list(cols) != self.schema.names:
+            return False
+        for field in self.schema:
+            col = cols[field.name]
+            if col.null_count:
+                return False
+            if col.type != field.type:
+                try:
+                    cols[field.name] = col.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return False
+        return True
+
+    def _arrays(self, rows: np.ndarray | None, names=None) -> dict[str, pa.Array]:
+        """The numpy form's columns at ``rows`` (None: all stored rows), as Arrow arrays."""
+        out = {}
+        for buf, f in zip(self.dense, self.schema, strict=True):
+            if names is not None and f.name not in names and f.name not in (_KEY_COL, _HASH_COL):
+                continue
+            if rows is None:
+                values = buf[: self.rows].copy()
+            else:
+                values = _take_values(buf[: self.rows], rows)
+            out[f.name] = pa.Array.from_buffers(f.type, len(values), [None, pa.py_buffer(values)])
+        return out
+
+    def selection(self, names=None) -> np.ndarray:
+        """Positions of the matrix rows an output needs (the ``names`` fields, or all, plus any group key)."""
+        keep = [
+            i for i, f in enumerate(self.schema) if names is None or f.name in names or f.name in (_KEY_COL, _HASH_COL)
+        ]
+        return np.array(keep, np.int64)
+
+    def wrap(self, values: np.ndarray, sel: np.ndarray) -> dict[str, pa.Array]:
+        """Output rows gathered from the matrix rows ``sel`` (``values[c]`` for field ``sel[c]``) as Arrow columns."""
+        fields = [self.schema.field(int(i)) for i in sel]
+        return {
+            f.name: pa.Array.from_buffers(f.type, values.shape[1], [None, pa.py_buffer(v)])
+            for f, v in zip(fields, values, strict=True)
+        }
+
+    def _to_arrow(self) -> None:
+        """Leave the numpy form for good (a batch came that it cannot hold)."""
+        if self.dense is None:
+            return
+        if self.rows:
+            self.batches = [pa.RecordBatch.from_pydict(self._arrays(None), schema=self.schema)]
+        self.dense = self.matrix = None
 
     def take(self, rows: np.ndarray, names: list[str] | None = None) -> dict[str, pa.Array]:
         """The payload of these rows (only the ``names`` fields, plus any group key, when given)."""
+        if self.dense is not None:
+            return self._arrays(rows, names)
         if not self.batches:
             return {}
         if len(self.batches) > 1:
@@ -1087,19 +1385,27 @@ class _Store:
         return dict(zip(taken.schema.names, taken.columns, strict=True))
 
     def compact(self, keep: np.ndarray) -> None:
-        if self.batches:
+        if self.dense is not None:
+            for buf in self.dense:
+                buf[: len(keep)] = buf[keep]
+        elif self.batches:
             table = pa.Table.from_batches(self.batches).take(pa.array(keep, pa.int64()))
             self.batches = table.combine_chunks().to_batches() or []
         self.rows = len(keep)
 
     def snapshot(self) -> dict:
-        table = pa.Table.from_batches(self.batches) if self.batches else None
+        if self.dense is not None:
+            table = pa.Table.from_pydict(self._arrays(None), schema=self.schema)
+        else:
+            table = pa.Table.from_batches(self.batches) if self.batches else None
         return {"rows": table, "count": self.rows}
 
     def restore(self, state: dict) -> None:
+        self.batches, self.dense, self.matrix, self.rows, self.schema = [], None, None, 0, None
         table = state["rows"]
-        self.batches = table.combine_chunks().to_batches() if table is not None else []
-        self.schema = table.schema if table is not None else None
+        if table is not None:
+            cols = {name: table.column(name).combine_chunks() for name in table.schema.names}
+            self._append(cols, table.num_rows, None)
         self.rows = state["count"]
 
 
@@ -1264,6 +1570,11 @@ class _Core:
         i = 0
         while True:
             n, i, need, err = self.call(ev, bound, i)
+            if need == 0 and not parts:
+                # the only part, left in the buffer: the row views stay valid until this core runs again,
+                # and the caller gathers from them before that
+                out = self.out
+                return out[0, :n].copy(), out[1, :n].copy(), out[2, :n], out[3, :n], err
             if n:
                 parts.append(self.out[:, :n].copy())
             if need == 0 or err:
@@ -1294,7 +1605,8 @@ class _JoinCore(_Core):
 
     def call(self, ev: dict, bound: int, i: int):
         return join_kernel(
-            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], bound, self.out, i,
+            ev["side"], ev["kind"], ev["sync"], ev["other"], ev["gid"], ev["row"], ev["ph"], ev["order"], bound,
+            self.out, i,
             self.st, self.en, self.ph, self.gr, self.nxt, self.prv, self.inl, self.head, self.lcount, self.openc,
             self.qt, self.qv, self.qmeta, self.qkind, self.alive,
         )  # fmt: skip
@@ -1427,6 +1739,147 @@ class _MergeCore(_Core):
         return {**super().snapshot(), "m": self.m.copy()}
 
 
+class _WindowCore:
+    """State of the window join: the left's events in arrival order (ids ``lo..tail-1`` alive), each linked to
+    the previous left event of its key, and per key slot the latest left id. Left ids below ``lo`` have ended
+    for every time still to come; arrays hold ids from ``off`` on."""
+
+    mirrored = False
+    out_capacity = 1 << 18
+
+    def __init__(self, duration: int):
+        self.duration = duration
+        self.a_start = np.empty(0, np.int64)
+        self.a_row = np.empty(0, np.int64)
+        self.a_prev = np.empty(0, np.int64)
+        self.last = np.full(1, -1, np.int64)  # key slot (key id + 1; 0: null keys) -> latest left id
+        self.lo = self.tail = self.off = 0
+        self.link = np.empty(0, np.int64)
+        self.out = np.empty((4, self.out_capacity), np.int64)
+        self.qmeta = np.zeros((2, 2), np.int64)  # no endpoint queue: ends are implied by the constant duration
+        self.qt = np.zeros((2, 1), np.int64)
+        self.pairs_per_point = 1.0  # sizes the output columns of the next chunk
+
+    @property
+    def alive(self) -> np.ndarray:
+        return np.array([self.tail - self.lo, 0], np.int64)
+
+    def local(self, side: int) -> int:
+        return side
+
+    def ensure(self, keys: int, n0: int, n: int) -> None:
+        if len(self.last) < keys + 1:
+            grown = np.full(max(keys + 1, 2 * len(self.last)), -1, np.int64)
+            grown[: len(self.last)] = self.last
+            self.last = grown
+        if self.lo - self.off > (self.tail - self.off) // 2:  # drop ended events from the front
+            keep = slice(self.lo - self.off, self.tail - self.off)
+            m = self.tail - self.lo
+            for name in ("a_start", "a_row", "a_prev"):
+                arr = getattr(self, name)
+                arr[:m] = arr[keep]
+            self.off = self.lo
+        need = self.tail - self.off + n0
+        if len(self.a_start) < need:
+            size = max(need, 2 * len(self.a_start), 1024)
+            for name in ("a_start", "a_row", "a_prev"):
+                grown = np.empty(size, np.int64)
+                grown[: self.tail - self.off] = getattr(self, name)[: self.tail - self.off]
+                setattr(self, name, grown)
+        if len(self.link) < n:
+            self.link = np.empty(max(n, 2 * len(self.link)), np.int64)
+
+    def link_chunk(self, staged: dict, n0: int) -> None:
+        """The first pass over a chunk (see :func:`probe_link`): its left events join the window."""
+        n = len(staged["sync"])
+        sync, gid, row = staged["sync"], staged["gid"], staged["row"]
+        probe_link(
+            sync, gid, n0, n, self.a_start, self.a_row, self.a_prev, row, self.tail, self.off, self.last, self.link
+        )
+        self.tail += n0
+
+    def run(self, staged: dict, n0: int):
+        """The pairs of a chunk as (sync, other, left row, right row)."""
+        self.link_chunk(staged, n0)
+        n = len(staged["sync"])
+        sync, gid, row = staged["sync"], staged["gid"], staged["row"]
+        parts = []
+        j, y = n0, -1
+        while True:
+            w, j, y = probe_emit(
+                sync, gid, row, self.link, n0, n, self.duration, self.a_start, self.a_row, self.a_prev,
+                self.lo, self.off, self.out, j, y,
+            )  # fmt: skip
+            if j >= n and not parts:
+                out = self.out  # the only part: the row views are gathered before this core runs again
+                return out[0, :w].copy(), out[1, :w].copy(), out[2, :w], out[3, :w]
+            if w:
+                parts.append(self.out[:, :w].copy())
+            if j >= n:
+                break
+            self.out = np.empty((4, 2 * self.out.shape[1]), np.int64)
+        out = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        return out[0], out[1], out[2], out[3]
+
+    def run_columns(self, staged: dict, n0: int, lmat, lsel, rmat, rsel) -> list[tuple]:
+        """The pairs of a chunk with their payload, as parts (sync, other, left values, right values): each part's
+        arrays are allocated for the pairs expected from the pairs per point seen so far."""
+        self.link_chunk(staged, n0)
+        n = len(staged["sync"])
+        parts = []
+        j, y = n0, -1
+        while j < n:
+            cap = max(1, min(int(self.pairs_per_point * (n - j) * 1.25) + 1024, 4 * self.out_capacity))
+            o_sync, o_other = _pool_empty((cap,)), _pool_empty((cap,))
+            o_left, o_right = _pool_empty((len(lsel), cap)), _pool_empty((len(rsel), cap))
+            w, j, y = probe_emit_columns(len(lsel), len(rsel))(
+                staged["sync"], staged["gid"], staged["row"], self.link, n0, n, self.duration, self.a_start,
+                self.a_row, self.a_prev, self.lo, self.off, lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right,
+                j, y,
+            )  # fmt: skip
+            if w:
+                parts.append((o_sync[:w], o_other[:w], o_left[:, :w], o_right[:, :w]))
+        if n > n0:
+            pairs = sum(len(p[0]) for p in parts)
+            self.pairs_per_point = 0.5 * self.pairs_per_point + 0.5 * pairs / (n - n0)
+        return parts
+
+    def expire(self, bound: int) -> None:
+        """Left events that end at or before ``bound`` meet nothing still to come."""
+        if bound >= INFINITY:
+            self.lo = self.tail
+            return
+        window = self.a_start[self.lo - self.off : self.tail - self.off]
+        self.lo += int(np.searchsorted(window, max(bound - self.duration, MIN_TIME), side="right"))
+
+    def live(self, s: int, n: int) -> np.ndarray:
+        mask = np.zeros(n, bool)
+        if s == 0:
+            mask[self.a_row[self.lo - self.off : self.tail - self.off]] = True
+        return mask
+
+    def remap(self, s: int, keep: np.ndarray, mapping: np.ndarray) -> None:
+        if s == 0:
+            rows = self.a_row[self.lo - self.off : self.tail - self.off]
+            rows[:] = mapping[rows]
+
+    def snapshot(self) -> dict:
+        window = slice(self.lo - self.off, self.tail - self.off)
+        return {
+            "a_start": self.a_start[window].copy(),
+            "a_row": self.a_row[window].copy(),
+            "a_prev": self.a_prev[window].copy(),
+            "last": self.last.copy(),
+            "ids": np.array([self.lo, self.tail], np.int64),
+        }
+
+    def restore(self, state: dict) -> None:
+        self.a_start, self.a_row, self.a_prev = (np.array(state[k], np.int64) for k in ("a_start", "a_row", "a_prev"))
+        self.last = np.array(state["last"], np.int64)
+        self.lo, self.tail = (int(v) for v in state["ids"])
+        self.off = self.lo
+
+
 # --------------------------------------------------------------------------------------
 # the operator
 # --------------------------------------------------------------------------------------
@@ -1507,8 +1960,13 @@ class JoinOp(Operator):
             bool(left_props and left_props.start_edge_only),
             bool(right_props and right_props.start_edge_only),
         )
+        self.window = None if self.merge else _window_duration(mode, self.build_once, left_props, right_props)
         if self.merge:
             self.cores = [_MergeCore(qk)]
+        elif self.window is not None:
+            self.cores = [_WindowCore(self.window)]
+            q = [(FIFO, f"constant duration {self.window} (its alive events per key, newest first)"),
+                 (FIFO, "points (each probes the left's alive events, never stored)")]  # fmt: skip
         elif mode == "inner":
             self.cores = [_JoinCore(qk)]
         elif mode == "left_outer":
@@ -1532,6 +1990,8 @@ class JoinOp(Operator):
         cross = self.keys[0].kind == "none"
         if self.merge:
             algorithm = "merge join (inputs sorted by the key within each sync time; no hashing)"
+        elif self.window is not None:
+            algorithm = "window join (right points probe the left's window per key; no endpoint queue)"
         self.variant = (
             f"{'cross join' if cross and mode == 'inner' else algorithm}; left: {q[0][1]}; right: {q[1][1]}; "
             f"keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
@@ -1557,6 +2017,7 @@ class JoinOp(Operator):
         self.replay: dict[str, np.ndarray] | None = None  # the same, by start
         self.replay_pos = 0  # build-once: left intervals (by start) already fed to the kernel
         self.reorder = ReorderBuffer()  # build-once: probe outputs that start in the future
+        self.stage = {k: np.empty(0, np.int8 if k in ("side", "kind") else np.int64) for k in _STAGED}  # reused
 
     def _compile_result(self, result, schemas) -> None:
         """Translate ``result(l, r)`` to an expression over both sides' columns, so outputs are built columnar."""
@@ -1641,19 +2102,26 @@ class JoinOp(Operator):
         bound = min(max(self.seen[s], self.punct[s]) for s in (0, 1))
         if bound == MIN_TIME:
             return
-        parts: list[EventBatch | None] = [None, None]
+        parts: list[list[EventBatch]] = [[], []]
         for side in (0, 1):
-            if not self.pending[side]:
-                continue
-            whole = concat_batches(self.pending[side])
-            cut = len(whole) if bound >= INFINITY else int(np.searchsorted(whole.sync, bound, side="left"))
-            if cut:
-                parts[side] = whole.slice(0, cut)
-            self.pending[side] = [whole.slice(cut, len(whole))] if cut < len(whole) else []
+            # the pieces before the bound go now, without concatenating pending batches (that copies payloads)
+            pending, rest = self.pending[side], []
+            for j, b in enumerate(pending):
+                if len(b) == 0:
+                    continue
+                if bound >= INFINITY or b.sync[-1] < bound:
+                    parts[side].append(b)
+                    continue
+                cut = int(np.searchsorted(b.sync, bound, side="left"))
+                if cut:
+                    parts[side].append(b.slice(0, cut))
+                rest = [b.slice(cut, len(b)), *pending[j + 1 :]]
+                break
+            self.pending[side] = rest
         if self.build_once:
-            self._probe_built(parts[1], bound)
+            self._probe_built(concat_batches(parts[1]) if parts[1] else None, bound)
             return
-        if parts[0] is None and parts[1] is None and not self._queued_before(bound):
+        if not parts[0] and not parts[1] and not self._queued_before(bound):
             return
         if self.merge:
             self._process_merge(parts, bound)
@@ -1749,7 +2217,7 @@ class JoinOp(Operator):
         )
         lo, self.replay_pos = self.replay_pos, stop
         if lo < stop or edges is not None or self._queued_before(bound):
-            self._process([None, edges], bound, replay=(lo, stop))
+            self._process([[], [] if edges is None else [edges]], bound, replay=(lo, stop))
         ready = self.reorder.release(bound - 1 if bound < INFINITY else INFINITY)
         if ready is not None:
             self.emit(ready)
@@ -1774,92 +2242,89 @@ class JoinOp(Operator):
         out = self._assemble(self.cores[0], start[ok], end[ok], b["row"][li[ok]], base + r[ok])
         self.reorder.push(out)
 
-    def _process(self, parts: list[EventBatch | None], bound: int, replay: tuple[int, int] | None = None) -> None:
-        sides, kinds, syncs, others, kids, rows, phs = [], [], [], [], [], [], []
-        counts = [0, 0]
+    def _process(self, parts: list[list[EventBatch]], bound: int, replay: tuple[int, int] | None = None) -> None:
+        """Run the cores over the events of ``parts`` (per side, batches in time order) and any left replay."""
+        total = sum(len(b) for side in parts for b in side) + (replay[1] - replay[0] if replay else 0)
+        stage = self.stage
+        if len(stage["sync"]) < total:
+            size = max(total, 2 * len(stage["sync"]))
+            self.stage = stage = {k: np.empty(size, v.dtype) for k, v in stage.items()}
         intervals = [0, 0]
         has_end = False
-        for side in (0, 1):
-            b = parts[side]
-            if b is None:
-                continue
-            present = None if b.absent is None else np.flatnonzero(~b.absent)
-            if present is not None and len(present) == 0:
-                continue
-            if present is not None and 2 * len(present) < len(b) and self.keys[side].kind != "lambda":
-                # mostly filtered out: store a copy of the present rows rather than all of them
-                b, present = b.take(present), None
-            sync = b.sync if present is None else b.sync[present]
-            other = b.other if present is None else b.other[present]
-            n = len(sync)
-            kind = np.full(n, INTERVAL, np.int8)
-            kind[other == INFINITY] = START
-            ends = other < sync
-            kind[ends] = END
-            has_end = has_end or bool(ends.any())
-            intervals[side] = int(np.count_nonzero(kind == INTERVAL))
-            if self.start_edge_only[side] or not (kind != INTERVAL).any():
-                ph = np.zeros(n, np.int64)
-            else:
-                ph = payload_hash(b.columns, len(b))
-                ph = ph if present is None else ph[present]
-            base = self.stores[side].append(b)  # every row, shared not copied; absent ones are never referenced
-            sides.append(np.full(n, side, np.int8))
-            kinds.append(kind)
-            syncs.append(sync)
-            others.append(other)
-            if present is None:
-                kids.append(self._key_ids(side, b))
-                rows.append(np.arange(base, base + n, dtype=np.int64))
-            else:
-                # a key lambda must not see filtered-out rows (they may be what the filter guarded against)
-                lambda_key = self.keys[side].kind == "lambda"
-                kids.append(self._key_ids(side, b.take(present)) if lambda_key else self._key_ids(side, b)[present])
-                rows.append(base + present.astype(np.int64))
-            phs.append(ph)
-            counts[side] = n
+        off = 0
         if replay is not None and replay[0] < replay[1]:
             r = slice(*replay)
             n = replay[1] - replay[0]
             e = self.replay["e"][r]
-            sides.insert(0, np.zeros(n, np.int8))
-            kinds.insert(0, np.where(e == INFINITY, START, INTERVAL).astype(np.int8))
-            syncs.insert(0, self.replay["s"][r])
-            others.insert(0, e)
-            kids.insert(0, self.replay["g"][r])
-            rows.insert(0, self.replay["row"][r])
-            phs.insert(0, np.zeros(n, np.int64))
+            stage["side"][:n] = 0
+            stage["kind"][:n] = np.where(e == INFINITY, START, INTERVAL)
+            stage["sync"][:n] = self.replay["s"][r]
+            stage["other"][:n] = e
+            stage["gid"][:n] = self.replay["g"][r]
+            stage["row"][:n] = self.replay["row"][r]
+            stage["ph"][:n] = 0
             intervals[0] = n
-        names = ("side", "kind", "sync", "other", "row", "ph")
-        if len(sides) == 2 and not has_end:
-            # two runs sorted by time: one linear merge, gathering as it goes
-            merged = _merge_runs(*sides, *kinds, *syncs, *others, *rows, *phs, *kids)
-            ev, kid = dict(zip(names, merged[:6], strict=True)), merged[6]
-        elif sides:
-            cat = (lambda parts: parts[0]) if len(sides) == 1 else np.concatenate  # noqa: E731
-            ev = dict(zip(names, map(cat, (sides, kinds, syncs, others, rows, phs)), strict=True))
-            kid = cat(kids)
-            if has_end:
-                order = np.lexsort((ev["kind"] != END, ev["sync"]))  # by time, ends first; stable (left before right)
-                ev = {k: v[order] for k, v in ev.items()}
-                kid = kid[order]
-        else:
-            ev = {k: np.empty(0, np.int64) for k in names}
-            ev["side"] = np.empty(0, np.int8)
-            ev["kind"] = np.empty(0, np.int8)
-            kid = np.empty(0, np.int64)
+            off = n
+        n0 = off
+        for side in (0, 1):
+            for b in parts[side]:
+                present = None if b.absent is None else np.flatnonzero(~b.absent)
+                if present is not None and len(present) == 0:
+                    continue
+                base, dense = self.stores[side].append_present(b, present)  # absent rows are never referenced
+                if self.window is not None:
+                    off, bad = _stage_window(
+                        b.sync, b.sync if b.points else b.other, b.points, _NO_ROWS if b.absent is None else b.absent,
+                        self._present_key_ids(side, b, present), base, dense, self.window if side == 0 else 1, off,
+                        stage["sync"], stage["gid"], stage["row"],
+                    )  # fmt: skip
+                    if bad:
+                        raise PlanError(
+                            f"a join input declared to hold intervals of {self.window} ticks (left) or points "
+                            "(right) delivered an event of another kind"
+                        )
+                    continue
+                end, n_int, n_end, n_edge = _stage(
+                    b.sync, b.sync if b.points else b.other, b.points, _NO_ROWS if b.absent is None else b.absent,
+                    self._present_key_ids(side, b, present), base, dense, side, off,
+                    *(stage[k] for k in _STAGED),
+                )  # fmt: skip
+                if n_edge and not self.start_edge_only[side]:
+                    ph = payload_hash(b.columns, len(b))  # end edges find their start edge by it
+                    stage["ph"][off:end] = ph if present is None else ph[present]
+                intervals[side] += n_int
+                has_end = has_end or n_end > 0
+                off = end
+            if side == 0:
+                n0 = off
+        n = off
+        staged = {k: v[:n] for k, v in stage.items()}
         n_keys = len(self.index) if self.index is not None else 1
+        if self.window is not None:
+            self._process_window(staged, n0, n_keys, bound)
+            return
+        if has_end:
+            order = np.lexsort((staged["kind"] != END, staged["sync"]))  # by time, ends first; stable: left first
+        elif 0 < n0 < n:
+            order = _merge_order(staged["sync"], n0)  # two runs sorted by time: one linear merge
+        else:
+            order = np.arange(n)
         outputs = []
         for core in self.cores:
-            local_side = ev["side"] if not core.mirrored else (1 - ev["side"]).astype(np.int8)
-            gid = np.where(local_side == 0, core.gids(0, kid), core.gids(1, kid))
-            local = dict(ev, side=local_side, gid=gid)
+            if isinstance(core, _JoinCore) and not core.mirrored:
+                ev = dict(staged, order=order)  # the kernel reads the staged events through ``order``
+            else:
+                ev = {k: v[order] for k, v in staged.items()}
+                kid = ev.pop("gid")
+                if core.mirrored:
+                    ev["side"] = (1 - ev["side"]).astype(np.int8)
+                ev["gid"] = np.where(ev["side"] == 0, core.gids(0, kid), core.gids(1, kid))
             rows_local = (self.stores[0].rows, self.stores[1].rows)
             ints = (intervals[0], intervals[1])
             if core.mirrored:
                 rows_local, ints = rows_local[::-1], ints[::-1]
             core.ensure(rows_local, max(n_keys, 1), ints)
-            o_sync, o_other, o_a, o_b, err = core.run(local, bound)
+            o_sync, o_other, o_a, o_b, err = core.run(ev, bound)
             if err == _ERR_FIFO:
                 raise PlanError(
                     "a join input declared constant duration delivered intervals whose ends go back in time"
@@ -1874,13 +2339,53 @@ class JoinOp(Operator):
                 self.emit(out)
         self._maybe_compact()
 
-    def _process_merge(self, parts: list[EventBatch | None], bound: int) -> None:
+    def _process_window(self, staged: dict, n0: int, n_keys: int, bound: int) -> None:
+        core = self.cores[0]
+        core.ensure(n_keys + 1, n0, len(staged["sync"]))
+        stores = self.stores
+        names = self.result_fields or (None, None)
+        lsel = rsel = None
+        if stores[0].matrix is not None and stores[1].matrix is not None:
+            lsel, rsel = stores[0].selection(names[0]), stores[1].selection(names[1])
+        if lsel is not None and max(len(lsel), len(rsel)) <= _MAX_FUSED_FIELDS:
+            # every payload field is 8 bytes wide: the kernel writes the pairs' payload columns itself
+            for o_sync, o_other, o_left, o_right in core.run_columns(
+                staged, n0, stores[0].matrix, lsel, stores[1].matrix, rsel
+            ):
+                lcols, rcols = stores[0].wrap(o_left, lsel), stores[1].wrap(o_right, rsel)
+                self.emit(self._pairs_batch(o_sync, o_other, lcols, rcols))
+        else:
+            o_sync, o_other, o_a, o_b = core.run(staged, n0)
+            if len(o_sync):
+                self.emit(self._assemble(core, o_sync, o_other, o_a, o_b))
+        core.expire(bound)
+        self._maybe_compact()
+
+    def _pairs_batch(self, o_sync, o_other, lcols: dict, rcols: dict) -> EventBatch:
+        """Output pairs from both sides' columns (the left's group key, if any, among them)."""
+        key = lcols.pop(_KEY_COL, None)
+        hsh = lcols.pop(_HASH_COL, None)
+        rcols.pop(_KEY_COL, None)
+        rcols.pop(_HASH_COL, None)
+        hsh = None if hsh is None else np.asarray(hsh.to_numpy(zero_copy_only=False), np.int64)
+        return EventBatch(o_sync, o_other, self._result(lcols, rcols, len(o_sync)), key=key, hash=hsh)
+
+    def _present_key_ids(self, side: int, batch: EventBatch, present: np.ndarray | None) -> np.ndarray:
+        """Key ids aligned with the batch's rows (those of absent rows are never read)."""
+        if present is None or self.keys[side].kind != "lambda":
+            return self._key_ids(side, batch)
+        # a key lambda must not see filtered-out rows (they may be what the filter guarded against)
+        kid = np.full(len(batch), -1, np.int64)
+        kid[present] = self._key_ids(side, batch.take(present))
+        return kid
+
+    def _process_merge(self, parts: list[list[EventBatch]], bound: int) -> None:
         """The merge join's chunk: each side's events as they came (key-sorted within a sync time), side 0 first."""
         cols = {k: [] for k in ("kind", "sync", "other", "key", "row", "ph")}
         intervals = [0, 0]
         n0 = 0
         for side in (0, 1):
-            b = parts[side]
+            b = concat_batches(parts[side]) if parts[side] else None
             if b is None:
                 continue
             if b.key is not None:
@@ -1950,7 +2455,7 @@ class JoinOp(Operator):
         if self.mode in ("exists", "not_exists", "clip"):
             cols, key, hsh = self._side_columns(0, o_a)
             return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
-        if isinstance(core, _JoinCore | _MergeCore):
+        if isinstance(core, _JoinCore | _MergeCore | _WindowCore):
             lcols, key, hsh = self._side_columns(0, o_a)
             rcols, _, _ = self._side_columns(1, o_b)
         elif not core.mirrored:
@@ -1960,7 +2465,7 @@ class JoinOp(Operator):
             rcols, key, hsh = self._side_columns(1, o_a)
             lcols = self._null_columns(0, n)
             return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing=0), key=key, hash=hsh)
-        missing = 1 if not isinstance(core, _JoinCore | _MergeCore) else None
+        missing = 1 if not isinstance(core, _JoinCore | _MergeCore | _WindowCore) else None
         return EventBatch(o_sync, o_other, self._result(lcols, rcols, n, missing), key=key, hash=hsh)
 
     def _result(self, lcols: dict, rcols: dict, n: int, missing: int | None = None) -> dict[str, pa.Array]:
@@ -2069,6 +2574,17 @@ class JoinOp(Operator):
             self.replay = {k[2:]: np.array(v) for k, v in built.items() if k.startswith("r_")}
         self.replay_pos = state["replay_pos"]
         self.reorder.restore(state["reorder"])
+
+
+def _window_duration(mode: str, build_once: bool, left_props, right_props) -> int | None:
+    """The left's constant duration when the window join applies: an inner join of left intervals of one
+    length with right points."""
+    if mode != "inner" or build_once or left_props is None or right_props is None:
+        return None
+    d = left_props.constant_duration
+    if isinstance(d, int | np.integer) and d > 0 and right_props.constant_duration == 1:
+        return int(d)
+    return None
 
 
 def _mergeable_type(t: pa.DataType) -> bool:

@@ -202,6 +202,11 @@ class AlterLifetimeOp(LifetimeOp):
                 batch.sync, batch.other, absent_in, hop, offset, int(self.duration), gap_from
             )
             return batch.replace(sync=sync, other=other, absent=absent if any_absent else None)
+        # each event's new lifetime depends on it alone: drop the absent ones first (the output is compacted anyway)
+        batch = batch.compact()
+        constant = isinstance(self.duration, int | np.integer) and self.duration > 0
+        if batch.points and self.start_fn is None and self.keep is None and constant:
+            return batch.replace(other=batch.sync + int(self.duration))  # points have no edges: [s, s+d)
         interval, start, end = event_kinds(batch.sync, batch.other)
         absent = batch.absent.copy() if batch.absent is not None else np.zeros(len(batch), bool)
         if self.keep is not None:
