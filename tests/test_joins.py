@@ -391,6 +391,19 @@ def _passthrough():
     return PassThrough()
 
 
+def _run_with_output_capacity(query, core, capacity):
+    """The query's physical result, its join kernel's output buffer starting at ``capacity`` rows
+    (None: as it is); a buffer of one row makes every pair go through the buffer's growth."""
+    saved = core.out_capacity
+    core.out_capacity = saved if capacity is None else capacity
+    try:
+        result = query.to_arrow()
+    finally:
+        core.out_capacity = saved
+    check_physical(result)
+    return result
+
+
 @pytest.mark.parametrize("op", WINDOW_OPS)
 @given(case=window_pairs(), tiny=st.booleans())
 def test_window_join_matches_reference_and_the_hash_kernel(op, case, tiny):
@@ -399,13 +412,7 @@ def test_window_join_matches_reference_and_the_hash_kernel(op, case, tiny):
     left, right, lref, rref = case
     query = OPS[op](left, right)
     assert "points (each probes" in query.explain()
-    saved = join_ops._WindowCore.out_capacity
-    join_ops._WindowCore.out_capacity = 1 if tiny else saved
-    try:
-        result = query.to_arrow()
-    finally:
-        join_ops._WindowCore.out_capacity = saved
-    check_physical(result)
+    result = _run_with_output_capacity(query, join_ops._WindowCore, 1 if tiny else None)
     assert_same_snapshots(result, OPS[op](lref, rref))
     general = OPS[op](left, _without_durations(right))
     assert "points (each probes" not in general.explain()
@@ -493,13 +500,7 @@ def test_merge_join_matches_reference(op, case, tiny):
     left, right, lref, rref = case
     query = MERGE_OPS[op](left, right)
     assert "merge join" in query.explain()
-    saved = join_ops._Core.out_capacity
-    join_ops._Core.out_capacity = 1 if tiny else saved  # the output buffer grows from one row
-    try:
-        result = query.to_arrow()
-    finally:
-        join_ops._Core.out_capacity = saved
-    check_physical(result)
+    result = _run_with_output_capacity(query, join_ops._Core, 1 if tiny else None)
     assert_same_snapshots(result, MERGE_OPS[op](lref, rref))
 
 
