@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pv
@@ -20,7 +19,7 @@ import pytest
 from tidal.core.errors import PlanError
 from tidal.sql import plan
 
-from .test_triggers import stream_and_batch
+from .test_triggers import duck, stream_and_batch
 
 BASE = dt.datetime(2024, 6, 1, 9, 0, 0)
 MINUTE = 60_000_000
@@ -53,14 +52,6 @@ def duck_sessions(path, gap: int, max_duration: int | None, keyed: bool) -> str:
     SELECT user, t, v, MIN(t) OVER s AS ws, LEAST(MAX(t) OVER s + {gap}{cap}) AS we
     FROM z WINDOW s AS ({part}{"," if keyed else "PARTITION BY"} sid)
     """
-
-
-def duck(sql: str) -> list[tuple]:
-    con = duckdb.connect()
-    try:
-        return [tuple(r) for r in con.sql(sql).fetchall()]
-    finally:
-        con.close()
 
 
 def _us(v) -> int:

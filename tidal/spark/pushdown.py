@@ -79,7 +79,6 @@ def push_down(node: PlanNode, df, schema: pa.Schema, intervals: bool):
     if node.label == "AlterLifetime" and intervals:
         op = node.make()
         if op.start_fn is None and op.keep is None and isinstance(op.duration, int) and op.duration > 0:
-            names = [ident(n) for n in df.columns]
             other = f"{SYNC_FIELD} + {literal(op.duration)} AS {OTHER_FIELD}"
-            return df.selectExpr(*[other if n == ident(OTHER_FIELD) else n for n in names])
+            return df.selectExpr(*[other if n == OTHER_FIELD else ident(n) for n in df.columns])
     return None
