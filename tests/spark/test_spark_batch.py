@@ -21,6 +21,7 @@ from test_operators_reference import OPS
 import tidal
 import tidal.spark
 from tidal import INFINITY, agg
+from tidal.spark.batch import SAMPLE_ROWS
 from tidal.testing import assert_same_snapshots
 from tidal.testing.reference import check_physical
 
@@ -74,6 +75,19 @@ def test_random_streams_on_spark(spark, case, op, partitions):
     stream, ref = case
     engine_op, ref_op = OPS[op]
     _check(spark, engine_op(stream), ref_op(ref), partitions)
+
+
+def test_fields_known_only_at_run_time_of_an_empty_result(spark):
+    """An operator whose fields show only in its output, over an input that yields none: the empty
+    result has no payload fields, as embedded; over a Spark source too large to sample whole, it is
+    an error asking for a schema."""
+    q = _source([]).select_many(lambda e: [{"x": e.v}] * (e.k % 3))
+    out = tidal.spark.to_arrow(q, partitions=2, spark=spark)
+    assert out.num_rows == 0 and out.schema.names == q.to_arrow().schema.names == ["sync_time", "other_time"]
+    df = spark.range(SAMPLE_ROWS + 1).selectExpr("id AS t", "id * 0 AS k")
+    none = tidal.spark.from_spark(df, time="t").select_many(lambda e: [{"x": e.k}] * (e.k % 3))
+    with pytest.raises(tidal.PlanError, match="give the operator a schema"):
+        tidal.spark.to_spark(none, partitions=2, spark=spark)
 
 
 @pytest.mark.parametrize("keys", [("k",), ("k", "v"), ()])

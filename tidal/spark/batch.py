@@ -273,8 +273,8 @@ class SparkPlanner:
         side_payloads = tuple(schema for _, schema in sides)
         how = " and ".join(_fields(k) for k in key_lists)
         self._step(f"co-partition both inputs of {node.label} by {how}")
-        rel = _Rel(self._shuffle(both, layout.keys, node.label), pa.schema([]), (node,), True, side_payloads)
-        return replace(rel, side_columns=layout.side_columns)
+        df = self._shuffle(both, layout.keys, node.label)
+        return _Rel(df, pa.schema([]), (node,), True, side_payloads, side_columns=layout.side_columns)
 
     def _broadcast(self, node: PlanNode, small: int) -> _Rel:
         """The ``small`` input collected once and sent whole to every partition of the other input,
@@ -327,8 +327,13 @@ class SparkPlanner:
             return node.schema
         if id(node) not in self._schemas:
             sink = CollectSink(None)
-            _execute_sampled(node, sink)
+            whole = _execute_sampled(node, sink)
             table = sink.table()
+            if table.num_rows == 0 and whole:
+                # the sample was the whole input and the node outputs nothing: no payload to describe,
+                # as an embedded run of the same empty result has none
+                self._schemas[id(node)] = pa.schema([])
+                return self._schemas[id(node)]
             if table.num_rows == 0:
                 raise PlanError(
                     f"{node.label}: its output fields are only known at run time and a sample of the input "
@@ -416,12 +421,13 @@ def _collect(node: SourceNode) -> pa.Table:
     return sink.table()
 
 
-def _sample_messages(node: SparkSourceNode):
+def _sample_messages(node: SparkSourceNode, truncated: list[bool]):
     if node.df.isStreaming:
         raise PlanError("cannot sample a streaming DataFrame to learn a schema; give the fields explicitly")
     from ..io.sources import from_arrow
 
     table = node.df.limit(SAMPLE_ROWS).toArrow().sort_by(node.time)
+    truncated.append(table.num_rows >= SAMPLE_ROWS)
     return from_arrow(table, node.time, node.end, other=node.other, kind=node.kind)._node.open_messages()
 
 
@@ -433,16 +439,19 @@ def _spark_sources(node: PlanNode, found: dict) -> dict:
     return found
 
 
-def _execute_sampled(root: PlanNode, sink) -> None:
-    """Run ``root`` embedded over samples of its Spark sources (for output schemas)."""
+def _execute_sampled(root: PlanNode, sink) -> bool:
+    """Run ``root`` embedded over samples of its Spark sources (for output schemas); True when
+    every sample was its whole source (in-memory sources always run whole)."""
     sources = list(_spark_sources(root, {}).values())
+    truncated: list[bool] = []
     try:
         for src in sources:
-            src.open_messages = lambda src=src: _sample_messages(src)
+            src.open_messages = lambda src=src: _sample_messages(src, truncated)
         execute(root, sink)
     finally:
         for src in sources:
             src.open_messages = src._open_embedded
+    return not any(truncated)
 
 
 def _spark_of(node: PlanNode):
