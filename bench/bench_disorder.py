@@ -37,7 +37,7 @@ import tidal
 from tidal.core.batch import EventBatch
 from tidal.ops.base import Operator
 from tidal.ops.union import UnionOp
-from tidal.stream.plan import OperatorNode, Properties
+from tidal.plan import PlanNode, Properties
 
 # --------------------------------------------------------------------------------------------------
 # data
@@ -113,15 +113,19 @@ class WindowSumOp(Operator):
         self.emit_completed()
 
 
+class WindowSum(PlanNode):
+    label = "WindowSum"
+
+    def __init__(self, input: PlanNode, size: int, field: str | None):
+        schema = pa.schema([("count", pa.int64())])
+        super().__init__((input,), schema, Properties(constant_duration=size), size=size, field=field)
+
+    def make(self):
+        return WindowSumOp(self.size, self.field)
+
+
 def window_sum(stream: tidal.Stream, size: int, field: str | None = None) -> tidal.Stream:
-    node = OperatorNode(
-        "WindowSum",
-        (stream._node,),
-        pa.schema([("count", pa.int64())]),
-        Properties(constant_duration=size),
-        lambda: WindowSumOp(size, field),
-    )
-    return tidal.Stream(node)
+    return tidal.Stream(WindowSum(stream.node, size, field))
 
 
 class UnionMeter:

@@ -236,7 +236,7 @@ def test_nulls_follow_sql_rules():
 def test_average_is_a_merged_multi_aggregate_sharing_sums():
     t = pa.table({"t": [0, 1, 2], "v": [1.5, 2.5, 5.0]})
     q = tidal.from_arrow(t, time="t", kind="start").aggregate(s=agg.sum("v"), c=agg.count(), a=agg.average("v"))
-    op = q._node.make()
+    op = q.node.make()
     last = q.to_arrow().to_pylist()[-1]
     assert last["a"] == pytest.approx(last["s"] / last["c"]) and last["a"] == pytest.approx(3.0)
     op.engine._layout([pa.float64(), None, pa.float64()])

@@ -19,6 +19,8 @@ from tidal.io.egress import CollectSink
 from tidal.ops import join as join_ops
 from tidal.ops.base import Operator
 from tidal.ops.keys import stable_hash
+from tidal.plan.node import PlanNode
+from tidal.plan.nodes import Multicast
 from tidal.stream.query import Query, deliver
 from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import check_physical
@@ -68,11 +70,11 @@ def make_stream(evs, shape, batch_size, punct, names=("k", "v"), sorted_by=None)
     )
     # declare what the generator guarantees, so the join picks that variant
     if shape == "start_edge_only":
-        s._node.props = s._node.props.but(start_edge_only=True)
+        s = tidal.Stream(s.node.but(props=s.node.props.but(start_edge_only=True)))
     elif shape == "constant_duration":
-        s._node.props = s._node.props.but(constant_duration=6)
+        s = tidal.Stream(s.node.but(props=s.node.props.but(constant_duration=6)))
     elif shape == "points":
-        s._node.props = s._node.props.but(constant_duration=1)
+        s = tidal.Stream(s.node.but(props=s.node.props.but(constant_duration=1)))
     return s
 
 
@@ -176,10 +178,10 @@ def test_variant_names_follow_properties():
     assert "anti-join" in a.where_not_exists(c, "k", "k").explain()
     assert "clip" in a.clip(c, "k", "k").explain()
     assert "built once" in a.join(c, "k", "k", left_is_small=True).explain()
-    assert a.join(b, "k", "k")._node.partitioning == (("k",), ("k",))
-    assert a.join(b, ["k", "v"], ["k", "v"])._node.partitioning == (("k", "v"), ("k", "v"))
-    assert a.join(b, lambda e: e.k, lambda e: e.k)._node.partitioning == ((), ())
-    assert a.cross_join(b)._node.partitioning == ((), ())
+    assert a.join(b, "k", "k").node.partitioning == (("k",), ("k",))
+    assert a.join(b, ["k", "v"], ["k", "v"]).node.partitioning == (("k", "v"), ("k", "v"))
+    assert a.join(b, lambda e: e.k, lambda e: e.k).node.partitioning == ((), ())
+    assert a.cross_join(b).node.partitioning == ((), ())
     assert a.join(a, "k", "k").properties.start_edge_only
     compiled = a.join(b, "k", "k", lambda x, y: {"k": x.k, "s": x.v - y["v"]}).explain()
     assert "result: columnar: {k: left.k, s: (left.v - right.v)}" in compiled
@@ -216,8 +218,18 @@ class _GroupByField(Operator):
         self.emit(batch.replace(key=key, hash=stable_hash([col])))
 
 
+class _GroupByFieldNode(PlanNode):
+    label = "Group"
+
+    def __init__(self, input, field):
+        super().__init__((input,), input.schema, input.props.but(grouping=(field,)), field=field)
+
+    def make(self):
+        return _GroupByField(self.field)
+
+
 def grouped(stream, field):
-    return stream._derive("Group", lambda: _GroupByField(field), props=stream.properties.but(grouping=(field,)))
+    return tidal.Stream(_GroupByFieldNode(stream.node, field))
 
 
 class _KeySink(CollectSink):
@@ -247,7 +259,7 @@ def test_grouped_inputs_join_within_groups(case, op):
     if any(p[0] is None for _, _, p in lref.events + rref.events):
         expected = _grouped_null_reference(op, lref, rref)
     sink = _KeySink()
-    tidal.stream.query.execute(engine._node, sink)
+    tidal.stream.query.execute(engine.node, sink)
     table = sink.table()
     check_physical(table)
     assert_same_snapshots(table, expected)
@@ -269,7 +281,7 @@ def _grouped_null_reference(op, lref, rref):
 def _messages(stream):
     """The messages of a source stream, tagged with their time, as run_sources would order them."""
     out = []
-    for msg in stream._node.open_messages():
+    for msg in stream.node.open_messages():
         if isinstance(msg, EventBatch):
             t = int(msg.sync[0]) if len(msg) else -(2**63)
         elif isinstance(msg, Punctuation):
@@ -308,7 +320,7 @@ def _run(op, order, sink):
 @given(case=pairs(), cut=st.floats(0, 1))
 def test_checkpoint_restore_continues_exactly(op, case, cut):
     left, right, _, _ = case
-    _assert_restore_continues(OPS[op](left, right)._node, _schedule(left, right), cut)
+    _assert_restore_continues(OPS[op](left, right).node, _schedule(left, right), cut)
 
 
 def _assert_restore_continues(node, order, cut: float) -> None:
@@ -332,7 +344,7 @@ def _assert_restore_continues(node, order, cut: float) -> None:
 def test_query_checkpoint_restores_joins_in_a_plan(op, case, cut):
     """The Query runtime checkpoints a plan with a join mid-stream; a new query continues exactly."""
     left, right, _, _ = case
-    node = OPS[op](left.where(lambda e: e.v != 2), right.shift_lifetime(1))._node
+    node = OPS[op](left.where(lambda e: e.v != 2), right.shift_lifetime(1)).node
     whole = CollectSink()
     Query([node], [whole]).run()
     sink = CollectSink()
@@ -382,13 +394,8 @@ def window_pairs():
 
 def _without_durations(stream):
     """The same stream, its durations not declared: the join falls back to the symmetric hash kernel."""
-    return stream._derive("Pass", _passthrough, props=stream.properties.but(constant_duration=None))
-
-
-def _passthrough():
-    from tidal.ops.base import PassThrough
-
-    return PassThrough()
+    shared = Multicast(stream.node)
+    return tidal.Stream(shared.but(props=shared.props.but(constant_duration=None)))
 
 
 def _run_with_output_capacity(query, core, capacity):
@@ -423,7 +430,7 @@ def test_window_join_matches_reference_and_the_hash_kernel(op, case, tiny):
 @given(case=window_pairs(), cut=st.floats(0, 1))
 def test_window_join_checkpoint_restore_continues_exactly(op, case, cut):
     left, right, _, _ = case
-    _assert_restore_continues(OPS[op](left, right)._node, _schedule(left, right), cut)
+    _assert_restore_continues(OPS[op](left, right).node, _schedule(left, right), cut)
 
 
 @given(case=window_pairs())
@@ -435,7 +442,7 @@ def test_window_join_within_groups(case):
     assert "window join" in engine.explain()
     expected = _grouped_null_reference("join", lref, rref)
     sink = _KeySink()
-    tidal.stream.query.execute(engine._node, sink)
+    tidal.stream.query.execute(engine.node, sink)
     check_physical(sink.table())
     assert_same_snapshots(sink.table(), expected)
 
@@ -516,7 +523,7 @@ def test_merge_join_each_shape_on_both_sides(shape, data):
 @given(case=pairs(sorted_by="k"), cut=st.floats(0, 1))
 def test_merge_join_checkpoint_restore_continues_exactly(case, cut):
     left, right, _, _ = case
-    node = left.join(right, "k", "k")._node
+    node = left.join(right, "k", "k").node
     assert "merge join" in node.describe()
     _assert_restore_continues(node, _schedule(left, right), cut)
 

@@ -8,7 +8,6 @@ co-partitioned, side-tagged partition.
 
 from __future__ import annotations
 
-import copy
 import random
 
 import pyarrow as pa
@@ -47,9 +46,7 @@ def _source(events, batch_size=7):
 
 def _partitioned(stream, *keys):
     """The same plan with its last node declaring a partitioning (as a stateful node would)."""
-    node = copy.copy(stream._node)
-    node.partitioning = tuple(tuple(k) for k in keys)
-    return tidal.Stream(node)
+    return tidal.Stream(stream.node.but(partitioning=tuple(tuple(k) for k in keys)))
 
 
 def _check(spark, query, expected, partitions):
@@ -251,7 +248,7 @@ def test_map_side_combine_matches_embedded(spark, name):
     table = pa.table({"t": times, "k": [rng.randint(0, 4) for _ in times], "v": pa.array(values, pa.int32())})
     df = spark.createDataFrame(table).repartition(3)
     q = COMBINED_QUERIES[name](tidal.spark.from_spark(df, time="t"))
-    node = q._node
+    node = q.node
     assert combinable((node.inputs[0],), node) is not None
     # windows that never overlap are whole after Spark's group-by: no second shuffle
     step = {"renamed_key": "map-side combine in each partition", "hopping_where": "map-side combine in Spark SQL"}

@@ -122,11 +122,11 @@ def test_inputs_sharing_field_names(spark, keys):
         out = tidal.spark.to_arrow(q, partitions=p, spark=spark)
         check_physical(out)
         assert_same_snapshots(out, expected)
-    shared = SparkPlanner(spark, 2).rel(q._node).df.columns
+    shared = SparkPlanner(spark, 2).rel(q.node).df.columns
     # sync, other, side, k, v (+ a key column when the keys are different fields)
     assert len(shared) == (5 if keys[0] == keys[1] else 6), shared
     as_float = lambda s: s.select(lambda e: {"k": e.k, "v": e.v * 0.5})  # noqa: E731
     q = make(_stream(LEFT, LEFT_NAMES, 4), as_float(_stream(RIGHT, LEFT_NAMES, 6)))
     expected = make(_ref(LEFT, LEFT_NAMES), as_float(_ref(RIGHT, LEFT_NAMES)))
     assert_same_snapshots(tidal.spark.to_arrow(q, partitions=2, spark=spark), expected)
-    assert len(SparkPlanner(spark, 2).rel(q._node).df.columns) == len(shared) + 1
+    assert len(SparkPlanner(spark, 2).rel(q.node).df.columns) == len(shared) + 1

@@ -13,7 +13,6 @@ the process that gets killed: its own local Spark session runs the query until i
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import signal
@@ -35,9 +34,7 @@ FAR = 10_000
 
 
 def _keyed(stream, keys):
-    node = copy.copy(stream._node)
-    node.partitioning = (tuple(keys),)
-    return tidal.Stream(node)
+    return tidal.Stream(stream.node.but(partitioning=(tuple(keys),)))
 
 
 def _query(source):

@@ -19,13 +19,13 @@ import pyarrow as pa
 import pyarrow.csv as pv
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tidal.stream.plan import OperatorNode
 
 import tidal
 from tidal import agg
 from tidal.cli.main import main as cli
 from tidal.ops.trigger import TriggerOp, TriggerSpec
 from tidal.sql import plan
-from tidal.stream.plan import OperatorNode
 from tidal.stream.streamable import Stream
 
 BASE = dt.datetime(2024, 6, 1, 18, 0, 0)
@@ -297,7 +297,7 @@ def trigger_stream(rows, spec: TriggerSpec, batch_size: int) -> Counter:
     schema = out.schema
     node = OperatorNode(
         "Trigger",
-        (out._node,),
+        (out.node,),
         pa.schema([f for f in schema if f.name != "rows"]),
         out.properties,
         lambda: TriggerOp(spec, schema, ("w", "k"), "w", "rows"),

@@ -464,3 +464,20 @@ class _OpenEdges:
             entry = [due, st, EventBatch.from_record_batch(rb), match, True]
             self.by_match.setdefault(match, []).append(entry)
             heapq.heappush(self.heap, (due, next(self.seq), entry))
+
+
+class UnorderedLifetimeOp(Operator):
+    """A per-event lifetime change applied to arrival-ordered input (before an Impatience sort):
+    each event is transformed on its own, with no buffering and no order check."""
+
+    name = "UnorderedLifetime"
+
+    def __init__(self, inner: LifetimeOp):
+        super().__init__()
+        self.inner = inner
+        self.variant = f"{inner.variant}; per event, before the sort"
+
+    def on_batch(self, batch) -> None:
+        out = self.inner.transform(batch)
+        if out.present_count:
+            self.emit(out)

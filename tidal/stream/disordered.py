@@ -25,10 +25,9 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..io import egress
-from ..ops.base import Consumer, Operator
-from ..ops.lifetime import LifetimeOp
-from ..ops.reorder import BandTap, DisorderPolicy, DisorderStats, LateTap, ReorderOp
-from .plan import OperatorNode, PlanNode, SourceNode, explain
+from ..ops.reorder import DisorderPolicy, DisorderStats
+from ..plan.node import PlanNode, explain
+from ..plan.nodes import BeforeSort, DelayBand, ImpatienceSort
 from .query import execute_many
 from .streamable import Stream
 
@@ -42,129 +41,6 @@ ORDER_INSENSITIVE = (
     "alter_lifetime",
     "shift_lifetime",
 )
-
-
-# --------------------------------------------------------------------------------------------------
-# plan nodes
-# --------------------------------------------------------------------------------------------------
-
-
-class ReorderNode(PlanNode):
-    """The sort: arrival order in, one sorted stream per delay band out."""
-
-    label = "ImpatienceSort"
-    partitioning = ((),)
-
-    def __init__(self, child: PlanNode, policy: DisorderPolicy):
-        super().__init__((child,), child.schema, child.props)
-        self.policy = policy
-        self.stats = DisorderStats()
-        # taken now: a plan fragment run elsewhere (a Spark task) has its inputs cut off
-        self.hop = child.props.constant_hop
-        self.row_word = "row" if isinstance(child, SourceNode) else "event (counting those reaching the sort)"
-
-    def make(self) -> Operator:
-        return ReorderOp(self.policy, self.stats, hop=self.hop, row_word=self.row_word)
-
-    def describe(self) -> str:
-        return "sorts here; " + self.policy.describe()
-
-
-class BandNode(PlanNode):
-    """One delay band of a multi-latency sort: the events late for latency j-1 but not for j."""
-
-    label = "DelayBand"
-
-    def __init__(self, sort: ReorderNode, band: int):
-        super().__init__((sort,), sort.schema, sort.props)
-        self.band = band
-
-    def make(self) -> Operator:
-        return BandTap(self.band)
-
-    def describe(self) -> str:
-        lats = self.inputs[0].policy.latencies
-        low = "0" if self.band == 0 else str(lats[self.band - 1])
-        return f"band {self.band}: delay in ({low}, {lats[self.band]}] ticks past the punctuations"
-
-
-class LateNode(PlanNode):
-    """The late events of a sort, with their original times, sorted when the input completes."""
-
-    label = "LateEvents"
-
-    def __init__(self, sort: ReorderNode):
-        super().__init__((sort,), sort.inputs[0].schema, sort.inputs[0].props)
-
-    def make(self) -> Operator:
-        return LateTap()
-
-    def describe(self) -> str:
-        return "late events (original times), released when the input completes"
-
-
-class UnorderedLifetimeOp(Operator):
-    """A per-event lifetime change applied to arrival-ordered input: no buffering, no order check."""
-
-    name = "UnorderedLifetime"
-
-    def __init__(self, inner: LifetimeOp):
-        super().__init__()
-        self.inner = inner
-        self.variant = f"{inner.variant}; per event, before the sort"
-
-    def on_batch(self, batch) -> None:
-        out = self.inner.transform(batch)
-        if out.present_count:
-            self.emit(out)
-
-
-# --------------------------------------------------------------------------------------------------
-# running several outputs in one pass
-# --------------------------------------------------------------------------------------------------
-
-
-class _Discard(Consumer):
-    def on_batch(self, batch) -> None:
-        pass
-
-
-def sorts_in(node: PlanNode) -> list[ReorderNode]:
-    """The sorts upstream of a plan node (each once)."""
-    found: dict[int, ReorderNode] = {}
-    stack, seen = [node], set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, ReorderNode):
-            found[id(n)] = n
-        stack.extend(n.inputs)
-    return list(found.values())
-
-
-def disorder_stats(stream) -> list[DisorderStats]:
-    """Statistics of every sort feeding ``stream``, from its last completed run (runs the sorts if none)."""
-    sorts = sorts_in(stream._node)
-    pending = [s for s in sorts if not s.stats.completed]
-    if pending:
-        execute_many(pending, [_Discard() for _ in pending])
-    return [s.stats for s in sorts]
-
-
-def late_count(stream) -> int:
-    return sum(s.late for s in disorder_stats(stream))
-
-
-def late_events(stream) -> Stream:
-    sorts = sorts_in(stream._node)
-    if not sorts:
-        raise PlanError("this stream has no sort: its input was read in order, so it has no late events")
-    out = Stream(LateNode(sorts[0]))
-    for s in sorts[1:]:
-        out = out.union(Stream(LateNode(s)))
-    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -191,7 +67,7 @@ class Streams(tuple):
 
     def to_arrow(self) -> list[pa.Table]:
         sinks = [egress.CollectSink(s.schema) for s in self]
-        execute_many([s._node for s in self], sinks)
+        execute_many([s.node for s in self], sinks)
         return [sink.table() for sink in sinks]
 
     def subscribe(self, on_batch: Callable, on_punctuation: Callable | None = None, on_completed=None) -> None:
@@ -204,7 +80,7 @@ class Streams(tuple):
             )
             for i in range(len(self))
         ]
-        execute_many([s._node for s in self], sinks)
+        execute_many([s.node for s in self], sinks)
 
     def late_count(self) -> int:
         return self[-1].late_count()
@@ -220,64 +96,54 @@ class DisorderedStream:
     """A stream in arrival order; see the module docstring."""
 
     def __init__(self, node: PlanNode, defaults: dict | None = None):
-        self._node = node
+        self.node = node
         self._defaults = dict(defaults or {})
 
     @property
     def schema(self) -> pa.Schema | None:
-        return self._node.schema
+        return self.node.schema
 
     @property
     def properties(self):
-        return self._node.props
+        return self.node.props
 
     def explain(self) -> str:
-        return "unsorted (arrival order): call to_stream() to sort\n" + explain(self._node)
+        return "unsorted (arrival order): call to_stream() to sort\n" + explain(self.node)
 
     def _wrap(self, stream: Stream) -> DisorderedStream:
-        return DisorderedStream(stream._node, self._defaults)
+        return DisorderedStream(stream.node, self._defaults)
 
     def _wrap_lifetime(self, stream: Stream) -> DisorderedStream:
-        node = stream._node
-        assert isinstance(node, OperatorNode)
-        inner = node.factory
-        unordered = OperatorNode(
-            node.label,
-            node.inputs,
-            node.schema,
-            node.props,
-            lambda: UnorderedLifetimeOp(inner()),
-        )
-        return DisorderedStream(unordered, self._defaults)
+        return DisorderedStream(BeforeSort(stream.node), self._defaults)
 
     # -- order-insensitive operators ----------------------------------------------------------
     def where(self, predicate) -> DisorderedStream:
         """Keep the events whose payload satisfies ``predicate`` (before the sort)."""
-        return self._wrap(Stream(self._node).where(predicate))
+        return self._wrap(Stream(self.node).where(predicate))
 
     def select(self, *fields, **named) -> DisorderedStream:
         """Project each payload (before the sort); see :meth:`Stream.select`."""
-        return self._wrap(Stream(self._node).select(*fields, **named))
+        return self._wrap(Stream(self.node).select(*fields, **named))
 
     def select_many(self, fn) -> DisorderedStream:
-        return self._wrap(Stream(self._node).select_many(fn))
+        return self._wrap(Stream(self.node).select_many(fn))
 
     def tumbling_window(self, size: int, offset: int = 0) -> DisorderedStream:
         """Windows before the sort: events snap to the window grid, which also reduces disorder."""
-        return self._wrap_lifetime(Stream(self._node).tumbling_window(size, offset))
+        return self._wrap_lifetime(Stream(self.node).tumbling_window(size, offset))
 
     def hopping_window(self, size: int, hop: int, offset: int = 0) -> DisorderedStream:
-        return self._wrap_lifetime(Stream(self._node).hopping_window(size, hop, offset))
+        return self._wrap_lifetime(Stream(self.node).hopping_window(size, hop, offset))
 
     def alter_duration(self, duration) -> DisorderedStream:
-        return self._wrap_lifetime(Stream(self._node).alter_duration(duration))
+        return self._wrap_lifetime(Stream(self.node).alter_duration(duration))
 
     def alter_lifetime(self, start=None, duration=None) -> DisorderedStream:
         """``[f(s), f(s)+d)`` per event; before the sort ``f`` need not be non-decreasing."""
-        return self._wrap_lifetime(Stream(self._node).alter_lifetime(start, duration))
+        return self._wrap_lifetime(Stream(self.node).alter_lifetime(start, duration))
 
     def shift_lifetime(self, delta: int) -> DisorderedStream:
-        return self._wrap_lifetime(Stream(self._node).shift_lifetime(delta))
+        return self._wrap_lifetime(Stream(self.node).shift_lifetime(delta))
 
     # -- sorting ------------------------------------------------------------------------------
     def _policy(self, latencies, disorder, punctuate_every, punctuate_every_events, on_completed) -> DisorderPolicy:
@@ -309,7 +175,7 @@ class DisorderedStream:
         if reorder_latency is None:
             reorder_latency = 0
         policy = self._policy([reorder_latency], disorder, punctuate_every, punctuate_every_events, on_completed)
-        return Stream(ReorderNode(self._node, policy))
+        return Stream(ImpatienceSort(self.node, policy))
 
     def to_streams(
         self,
@@ -332,8 +198,8 @@ class DisorderedStream:
         policy = self._policy(sorted(latencies), disorder, punctuate_every, punctuate_every_events, on_completed)
         if list(latencies) != list(policy.latencies):
             raise PlanError(f"to_streams: latencies must be strictly increasing, got {list(latencies)}")
-        sort = ReorderNode(self._node, policy)
-        bands = [Stream(BandNode(sort, j)) for j in range(len(policy.latencies))]
+        sort = ImpatienceSort(self.node, policy)
+        bands = [Stream(DelayBand(sort, j)) for j in range(len(policy.latencies))]
         outputs: list[Stream] = []
         for j, band in enumerate(bands):
             if piq is None:

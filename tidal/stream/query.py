@@ -25,8 +25,9 @@ from ..core.messages import Completed, Flush, LowWatermark, Punctuation
 from ..core.time import INFINITY
 from ..io.segments import DurableSink
 from ..ops.base import Consumer, Operator
-from ..ops.selection import fuse_operators
-from .plan import PlanNode, SourceNode
+from ..plan.node import PlanNode
+from ..plan.nodes import Source
+from ..plan.rules import RULES, optimize
 
 _EARLIEST = -(2**63)
 
@@ -57,19 +58,19 @@ def deliver(op: Consumer, msg) -> None:
 class Query:
     """The operators of ``roots`` wired to ``sinks`` (one sink per root), ready to run."""
 
-    def __init__(self, roots: Sequence[PlanNode], sinks: Sequence[Consumer]):
+    def __init__(self, roots: Sequence[PlanNode], sinks: Sequence[Consumer], rules=RULES):
+        roots = optimize(roots, rules)
         self.operators: list[Operator] = []  # in a deterministic build order: checkpoints index by it
-        self.sources: list[tuple[SourceNode, Operator]] = []
+        self.sources: list[tuple[Source, Operator]] = []
         built: dict[int, Operator] = {}
 
         def build(node: PlanNode) -> Operator:
             if id(node) in built:
                 return built[id(node)]
-            fused = node.fusion()
-            op, inputs = (fused[0](), fused[1]) if fused is not None else (node.make(), node.inputs)
+            op, inputs = node.make(), node.inputs
             built[id(node)] = op
             self.operators.append(op)
-            if isinstance(node, SourceNode):
+            if isinstance(node, Source):
                 self.sources.append((node, op))
             for child, port in zip(inputs, node.ports(op), strict=True):
                 build(child).downstream.append(port)
@@ -78,7 +79,6 @@ class Query:
         for root, sink in zip(roots, sinks, strict=True):
             build(root).downstream.append(sink)
         self.sinks = list(sinks)
-        fuse_operators(self.operators)
         self.positions = [0] * len(self.sources)  # messages delivered per source
         self.finished = [False] * len(self.sources)
         self._heap: list | None = None

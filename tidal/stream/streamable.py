@@ -10,166 +10,72 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
 import pyarrow as pa
 
 from ..core.errors import PlanError
-from ..core.time import align_down
-from ..expr.compile import CompiledLambda, projection_schema
 from ..io import egress
-from ..ops.aggfuncs import AggregateFunction, result_type, user_defined
-from ..ops.aggregate import MODE_WINDOW, SnapshotAggregateOp, choose_mode
-from ..ops.grouping import GroupOp, UngroupOp
-from ..ops.lifetime import (
-    AlterLifetimeOp,
-    ChopOp,
-    ClipDurationOp,
-    ExtendLifetimeOp,
-    PointAtEndOp,
-    QuantizeLifetimeOp,
-    ShiftLifetimeOp,
-)
-from ..ops.selection import SelectManyOp, SelectOp, WhereOp
-from ..ops.session import DistinctOp, SessionWindowOp, StitchOp
-from ..ops.union import UnionOp
-from ..ops.window_aggregate import FusedWindowAggregateOp
-from .plan import OperatorNode, PlanNode, Properties, explain
-from .query import Query, execute
-
-
-def _positive(name: str, value: int) -> int:
-    if not isinstance(value, int | np.integer) or value <= 0:
-        raise PlanError(f"{name} must be a positive integer number of ticks, got {value!r}")
-    return int(value)
-
-
-_KEEP = object()  # _derive: the payload fields do not change
+from ..ops.aggfuncs import AggregateFunction, user_defined
+from ..plan import nodes
+from ..plan.node import PlanNode, explain, walk
+from ..plan.properties import Properties
+from ..plan.rules import optimize
+from .query import Query, execute, execute_many
 
 
 class Stream:
     """A temporal stream: a plan that produces events in sync-time order."""
 
     def __init__(self, node: PlanNode):
-        self._node = node
+        self.node = node
 
     # -- introspection ----------------------------------------------------------------
     @property
     def schema(self) -> pa.Schema | None:
         """The payload fields (None when they are only known once the query runs)."""
-        return self._node.schema
+        return self.node.schema
 
     @property
     def properties(self) -> Properties:
-        return self._node.props
+        return self.node.props
+
+    def plan(self) -> PlanNode:
+        """The plan the runtime executes: this stream's plan after the rewrite rules."""
+        return optimize([self.node])[0]
 
     def explain(self) -> str:
         """The physical plan: each operator, its variant (columnar or row mode), its properties."""
-        return explain(self._node)
-
-    def _derive(self, label, factory, schema=_KEEP, props=None, inputs=None, detail="") -> Stream:
-        """A stream one operator further; ``schema`` defaults to this stream's, ``None`` means unknown."""
-        node = OperatorNode(
-            label,
-            inputs or (self._node,),
-            self._node.schema if schema is _KEEP else schema,
-            self._node.props if props is None else props,
-            factory,
-            detail,
-        )
-        return Stream(node)
+        return explain(self.plan())
 
     # -- stateless payload operators --------------------------------------------------
     def where(self, predicate) -> Stream:
         """Keep the events whose payload satisfies ``predicate`` (a lambda over a row)."""
-        window = getattr(self._node, "window", None)
-        if window is not None:
-            # a filter reads payloads only and a window changes lifetimes only: filtering first keeps the
-            # same events, does the window's work for fewer of them, and lets an aggregate fuse with it
-            return Stream(self._node.inputs[0]).where(predicate).hopping_window(*window)
-        schema = self.schema
-        make = lambda: WhereOp(CompiledLambda(predicate, schema, truth=True))  # noqa: E731
-        make()  # validate fields now, not at run time
-        return self._derive("Where", make)
+        return Stream(nodes.Where(self.node, predicate))
 
     def select(self, *fields: str, **named) -> Stream:
         """Project each payload: ``select(lambda e: {...})``, ``select("a", "b")`` or ``select(x=lambda e: ...)``."""
         if len(fields) == 1 and callable(fields[0]) and not named:
-            fn = fields[0]
-        elif named and not fields:
-            return self._select_named(named)
-        elif fields and all(isinstance(f, str) for f in fields) and not named:
+            return Stream(nodes.Select(self.node, fields[0]))
+        if named and not fields:
+            return Stream(nodes.NamedSelect(self.node, named))
+        if fields and all(isinstance(f, str) for f in fields) and not named:
             missing = [f for f in fields if self.schema is not None and f not in self.schema.names]
             if missing:
                 raise PlanError(f"select: unknown field(s) {missing}; fields are {self.schema.names}")
-            return self._select_named({f: f for f in fields})
-        else:
-            raise PlanError("select takes one lambda, field names, or name=lambda keywords")
-        schema = self.schema
-        probe = CompiledLambda(fn, schema, truth=False)
-        out_schema = projection_schema(probe, schema)
-        return self._derive(
-            "Select",
-            lambda: SelectOp(CompiledLambda(fn, schema, truth=False)),
-            schema=out_schema,
-            props=self.properties.but(sorted_by=()),  # a lambda may rewrite the sorted fields
-        )
-
-    def _select_named(self, named: dict, keep_grouping: bool = True) -> Stream:
-        # build a record lambda equivalent: each value is a field name or a one-row lambda
-        schema = self.schema
-        parts = dict(named)
-        compiled = {
-            k: CompiledLambda(v, schema, truth=False, allow_record=False)
-            for k, v in parts.items()
-            if not isinstance(v, str)
-        }
-        out_fields = []
-        for k, v in named.items():
-            if isinstance(v, str):
-                if schema is None:
-                    out_fields = None
-                    break
-                out_fields.append(pa.field(k, schema.field(v).type))
-            else:
-                s = projection_schema(compiled[k], schema)
-                if s is None:
-                    out_fields = None
-                    break
-                out_fields.append(pa.field(k, s.field(0).type))
-        out_schema = pa.schema(out_fields) if out_fields is not None else None
-        props = self.properties.but(sorted_by=_renamed_sort(self.properties.sorted_by, named))
-        return self._derive("Select", lambda: _NamedSelectOp(parts, schema), schema=out_schema, props=props)
+            return Stream(nodes.NamedSelect(self.node, {f: f for f in fields}))
+        raise PlanError("select takes one lambda, field names, or name=lambda keywords")
 
     def select_many(self, fn) -> Stream:
         """Map each payload to zero or more payloads (``fn`` returns an iterable), keeping lifetimes."""
-        schema = self.schema
-        out = self._derive(
-            "SelectMany",
-            lambda: SelectManyOp(CompiledLambda(fn, schema, truth=False)),
-            props=self.properties.but(sorted_by=()),
-        )
-        out._node.schema = None  # the payload fields are whatever fn returns: known at run time
-        return out
+        return Stream(nodes.SelectMany(self.node, fn))
 
     # -- lifetimes --------------------------------------------------------------------
     def shift_lifetime(self, delta: int) -> Stream:
         """Move every lifetime by ``delta`` ticks: ``[s+d, e+d)``."""
-        hop = self.properties.constant_hop
-        props = self.properties.but(constant_hop=None if hop is None else (hop[0], hop[1] + int(delta)))
-        return self._derive("ShiftLifetime", lambda: ShiftLifetimeOp(delta), props=props)
+        return Stream(nodes.ShiftLifetime(self.node, delta))
 
     def alter_lifetime(self, start=None, duration=None) -> Stream:
         """``[f(s), f(s)+d)``; ``start`` maps a start time (non-decreasing), ``duration`` an int or f(s)."""
-        if duration is not None and isinstance(duration, int | np.integer):
-            _positive("duration", duration)
-        props = self.properties.but(
-            constant_duration=int(duration) if isinstance(duration, int | np.integer) else None,
-            start_edge_only=self.properties.start_edge_only and duration is None,
-            constant_hop=None,
-            # a new start function moves events of several sync times together; a duration alone moves none
-            sorted_by=self.properties.sorted_by if start is None else (),
-        )
-        return self._derive("AlterLifetime", lambda: AlterLifetimeOp(start, duration), props=props)
+        return Stream(nodes.AlterLifetime(self.node, start, duration))
 
     def alter_duration(self, duration) -> Stream:
         """Every event lives ``duration`` ticks from its start: ``[s, s+d)``."""
@@ -177,34 +83,7 @@ class Stream:
 
     def hopping_window(self, size: int, hop: int, offset: int = 0) -> Stream:
         """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``)."""
-        size, hop = _positive("size", size), _positive("hop", hop)
-        offset = int(offset)
-        start = lambda t: align_down(t, hop, offset)  # noqa: E731
-        keep = None
-        if hop > size:
-            keep = lambda t: (t - offset) % hop < size  # noqa: E731
-            duration: object = size
-        elif size % hop == 0:
-            duration = size
-        else:
-            duration = lambda t: align_down(t + size, hop, offset) - align_down(t, hop, offset)  # noqa: E731
-        props = self.properties.but(
-            constant_duration=duration if isinstance(duration, int) else None,
-            constant_hop=(hop, offset % hop),
-            start_edge_only=False,
-            sorted_by=(),  # starts move: events of several sync times meet
-        )
-        label = f"window size {size}, hop {hop}, offset {offset}"
-        kind = "TumblingWindow" if size == hop else "HoppingWindow"
-        out = self._derive(
-            kind,
-            lambda: AlterLifetimeOp(
-                start, duration, keep=keep, label=label, grid=(hop, offset, size if hop > size else -1)
-            ),
-            props=props,
-        )
-        out._node.window = (size, hop, offset)  # an aggregate right after may fuse with it
-        return out
+        return Stream(nodes.window(self.node, size, hop, offset))
 
     def tumbling_window(self, size: int, offset: int = 0) -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
@@ -212,36 +91,23 @@ class Stream:
 
     def clip_duration(self, limit: int) -> Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""
-        limit = _positive("limit", limit)
-        cd = self.properties.constant_duration
-        props = self.properties.but(
-            constant_duration=min(cd, limit) if cd is not None else None, start_edge_only=False, sorted_by=()
-        )
-        return self._derive("ClipDuration", lambda: ClipDurationOp(limit), props=props)
+        return Stream(nodes.ClipDuration(self.node, limit))
 
     def extend_lifetime(self, delta: int) -> Stream:
         """End every lifetime ``delta`` ticks later: ``[s, e+d)``."""
-        cd = self.properties.constant_duration
-        props = self.properties.but(constant_duration=None if cd is None else cd + int(delta), sorted_by=())
-        return self._derive("ExtendLifetime", lambda: ExtendLifetimeOp(delta), props=props)
+        return Stream(nodes.ExtendLifetime(self.node, delta))
 
     def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Stream:
         """Snap starts down and ends up to the hop grid: ``[snap(s), snap(e-1)+size)``."""
-        size = _positive("size", size)
-        hop = size if hop is None else _positive("hop", hop)
-        props = self.properties.but(constant_duration=None, constant_hop=(hop, int(offset) % hop), sorted_by=())
-        return self._derive("QuantizeLifetime", lambda: QuantizeLifetimeOp(size, hop, offset), props=props)
+        return Stream(nodes.QuantizeLifetime(self.node, size, hop, offset))
 
     def point_at_end(self) -> Stream:
         """Replace each lifetime that ends by a point at its end: ``[e, e+1)``."""
-        props = self.properties.but(constant_duration=1, constant_hop=None, start_edge_only=False, sorted_by=())
-        return self._derive("PointAtEnd", PointAtEndOp, props=props)
+        return Stream(nodes.PointAtEnd(self.node))
 
     def chop(self, period: int, offset: int = 0) -> Stream:
         """Split lifetimes at every ``offset + k*period``, open ones as time passes (snapshots unchanged)."""
-        period = _positive("period", period)
-        props = self.properties.but(constant_duration=None, sorted_by=())
-        return self._derive("Chop", lambda: ChopOp(period, offset), props=props)
+        return Stream(nodes.Chop(self.node, period, offset))
 
     # -- stateful lifetimes (tidal.ops.session) ------------------------------------------------
     def session_window(self, timeout: int, max_duration: int | None = None, lifetime: str = "session") -> Stream:
@@ -249,48 +115,20 @@ class Stream:
         ``max_duration``) ends one. Every event lives through its session ``[S, E)``
         (``lifetime="event"``: ``[s, E)``, Trill's SessionTimeoutWindow), ``E`` being the last
         start plus ``timeout``, capped at the next ``max_duration`` grid point."""
-        timeout = _positive("timeout", timeout)
-        max_duration = None if max_duration is None else _positive("max_duration", max_duration)
-        make = lambda: SessionWindowOp(timeout, max_duration, lifetime)  # noqa: E731
-        make()  # validate arguments now
-        props = self.properties.but(constant_duration=None, constant_hop=None, start_edge_only=False, sorted_by=())
-        stream = self._derive("SessionWindow", make, props=props)
-        stream._node.partitioning = (self.properties.grouping,)
-        return stream
+        return Stream(nodes.SessionWindow(self.node, timeout, max_duration, lifetime))
 
     def stitch(self) -> Stream:
         """Coalesce lifetimes of equal payloads (adjacent ones join; snapshots unchanged)."""
-        props = self.properties.but(constant_duration=None, constant_hop=None, sorted_by=())
-        stream = self._derive("Stitch", StitchOp, props=props)
-        stream._node.partitioning = (self.properties.grouping,)
-        return stream
+        return Stream(nodes.Stitch(self.node))
 
     def distinct(self) -> Stream:
         """At every instant, each distinct payload of the snapshot once (per group)."""
-        props = self.properties.but(constant_duration=None, constant_hop=None, sorted_by=())
-        stream = self._derive("Distinct", DistinctOp, props=props)
-        stream._node.partitioning = (self.properties.grouping,)
-        return stream
+        return Stream(nodes.Distinct(self.node))
 
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:
         """The temporal merge: at every instant, the multiset union of both snapshots."""
-        a, b = self.schema, other.schema
-        if a is not None and b is not None and not a.equals(b):
-            raise PlanError(f"union needs the same payload fields and types on both sides: {a} vs {b}")
-        props = Properties(
-            constant_duration=self.properties.constant_duration
-            if self.properties.constant_duration == other.properties.constant_duration
-            else None,
-            constant_hop=self.properties.constant_hop
-            if self.properties.constant_hop == other.properties.constant_hop
-            else None,
-            start_edge_only=self.properties.start_edge_only and other.properties.start_edge_only,
-            grouping=self.properties.grouping if self.properties.grouping == other.properties.grouping else (),
-        )
-        return self._derive(
-            "Union", UnionOp, schema=a if a is not None else b, props=props, inputs=(self._node, other._node)
-        )
+        return Stream(nodes.Union(self.node, other.node))
 
     # -- joins (tidal/ops/join.py states the temporal semantics) -----------------------
     def join(
@@ -342,55 +180,9 @@ class Stream:
     def _join(
         self, mode: str, other: Stream, left_key, right_key, result, build_once: bool = False, variant=None
     ) -> Stream:
-        from ..ops.join import JoinOp, key_spec, output_names, result_types
-
         if not isinstance(other, Stream):
             raise PlanError(f"{mode} join: the other input must be a Stream, got {type(other).__name__}")
-        ls, rs = self.schema, other.schema
-        lp, rp = self.properties, other.properties
-        probe = JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once, variant)  # validates keys now
-        lk, rk = key_spec(left_key), key_spec(right_key)
-        if (lk[0] == "none") != (rk[0] == "none"):
-            raise PlanError("give both join keys or neither (a cross join)")
-        if lk[0] == "fields" and rk[0] == "fields" and len(lk[1]) != len(rk[1]):
-            raise PlanError(f"join keys have different numbers of fields: {list(lk[1])} vs {list(rk[1])}")
-        if mode in ("exists", "not_exists", "clip"):
-            schema = ls
-        elif result is not None:
-            types = result_types(result, ls, rs)
-            schema = None if types is None else pa.schema(list(types.items()))
-        elif ls is None or rs is None:
-            schema = None
-        else:
-            names = output_names(ls.names, rs.names)
-            schema = pa.schema([pa.field(n, f.type) for n, f in zip(names, list(ls) + list(rs), strict=True)])
-        both_start = lp.start_edge_only and rp.start_edge_only
-        seo = {"inner": both_start, "exists": both_start}.get(mode, False)
-        props = Properties(start_edge_only=seo, grouping=lp.grouping)
-        label = {
-            "inner": "CrossJoin" if lk[0] == "none" else "Join",
-            "left_outer": "LeftOuterJoin",
-            "full_outer": "FullOuterJoin",
-            "exists": "WhereExists",
-            "not_exists": "WhereNotExists",
-            "clip": "Clip",
-        }[mode]
-        stream = self._derive(
-            label,
-            lambda: JoinOp(mode, left_key, right_key, ls, rs, lp, rp, result, build_once, variant),
-            schema=schema,
-            props=props,
-            inputs=(self._node, other._node),
-        )
-        stream._node._probe = probe
-        # a distributed backend must bring equal keys together; lambda keys name no field,
-        # so they (and a cross join) need each input whole in one partition
-        lfields = lk[1] if lk[0] == "fields" else ()
-        rfields = rk[1] if rk[0] == "fields" else ()
-        if not lfields or not rfields:
-            lfields = rfields = ()
-        stream._node.partitioning = (tuple(lfields), tuple(rfields))
-        return stream
+        return Stream(nodes.Join(self.node, other.node, mode, left_key, right_key, result, build_once, variant))
 
     def multicast(self, fn=None):
         """Share this stream between several consumers in one query (built and run once).
@@ -398,7 +190,7 @@ class Stream:
         ``multicast()`` returns the stream itself, marked for sharing; ``multicast(fn)``
         returns ``fn(stream)``, for queries that use a stream more than once.
         """
-        shared = self._derive("Multicast", _passthrough)
+        shared = Stream(nodes.Multicast(self.node))
         return shared if fn is None else fn(shared)
 
     # -- grouping and aggregation -------------------------------------------------------------
@@ -443,27 +235,12 @@ class Stream:
         return source._aggregate_node(specs, fields, variant, engine)
 
     def _aggregate_node(self, specs, key_fields: tuple[str, ...], variant, engine=None) -> Stream:
-        schema, props = self.schema, self.properties
-        force = None if variant == "fused" else variant  # unfused (e.g. on Spark), "fused" is the window variant
-        mode = choose_mode(props, force)
-        make = lambda: SnapshotAggregateOp(specs, schema, props, key_fields, force=force, engine=engine)  # noqa: E731
-        make()  # validate arguments now
-        out_schema = _aggregate_schema(specs, schema, key_fields)
-        window = mode == MODE_WINDOW
-        out_props = Properties(
-            constant_duration=props.constant_duration if window else None,
-            constant_hop=props.constant_hop if window else None,
-            grouping=props.grouping,
-        )
-        stream = self._derive("Aggregate", make, schema=out_schema, props=out_props)
-        stream._node.partitioning = (key_fields or props.grouping,)
-        if variant in (None, "fused"):
-            stream._node.fuse = lambda node: _fused_window_aggregate(node, specs, props, key_fields, engine)
-            if variant == "fused" and stream._node.fusion() is None:
-                raise PlanError(
-                    "variant='fused' needs a window (size <= hop, or a multiple of hop) right before the aggregate "
-                    "and only linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
-                )
+        stream = Stream(nodes.Aggregate(self.node, specs, key_fields, variant, engine))
+        if variant == "fused" and not isinstance(stream.plan(), nodes.FusedWindowAggregate):
+            raise PlanError(
+                "variant='fused' needs a window (size <= hop, or a multiple of hop) right before the aggregate "
+                "and only linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
+            )
         return stream
 
     def _keyed(self, key) -> tuple[Stream, tuple[str, ...], tuple[str, ...]]:
@@ -478,7 +255,7 @@ class Stream:
             if "key" in self.schema.names:
                 raise PlanError("a lambda key is named 'key', which is already a field; group by field names instead")
             parts = {name: name for name in self.schema.names} | {"key": key}
-            return self._select_named(parts, keep_grouping=True), ("key",), ("key",)
+            return Stream(nodes.NamedSelect(self.node, parts)), ("key",), ("key",)
         else:
             raise PlanError(f"a key is a field name, a list of field names, or a lambda; got {key!r}")
         missing = [f for f in fields if self.schema is not None and f not in self.schema.names]
@@ -494,29 +271,16 @@ class Stream:
         """
         source, fields, drop = self._keyed(key)
         outer = self.properties.grouping
-        grouping = outer + fields
-        schema = source.schema
-        inner_schema = None if schema is None else pa.schema([f for f in schema if f.name not in drop])
-        grouped = source._derive(
-            "Group",
-            lambda: GroupOp(fields, drop),
-            schema=inner_schema,
-            props=source.properties.but(grouping=grouping),
-        )
-        grouped._node.partitioning = (fields,)
+        grouped = Stream(nodes.Group(source.node, fields, drop, outer + fields))
         inner = subquery(grouped)
         if not isinstance(inner, Stream):
             raise PlanError(f"group_apply's subquery must return a Stream, got {type(inner).__name__}")
         out_schema = None
+        schema = source.schema
         if result is None and inner.schema is not None and schema is not None:
             key_types = [schema.field(f) for f in fields]
             out_schema = pa.schema(key_types + [f for f in inner.schema if f.name not in fields])
-        return inner._derive(
-            "Ungroup",
-            lambda: UngroupOp(len(fields), result),
-            schema=out_schema,
-            props=inner.properties.but(grouping=outer, sorted_by=inner.properties.sorted_by if result is None else ()),
-        )
+        return Stream(nodes.Ungroup(inner.node, len(fields), result, out_schema, outer))
 
     def map(self, mapper=None, key=None) -> MappedStream:
         """Trill's Map: ``mapper`` (a Stream -> Stream function, stateless work that runs where the
@@ -535,23 +299,27 @@ class Stream:
         """Events the sorts feeding this stream found late (dropped, adjusted or thrown).
 
         Taken from the last completed run; if there was none, the sorts are run to count."""
-        from .disordered import late_count
-
-        return late_count(self)
+        return sum(s.late for s in self.disorder_stats())
 
     def late_events(self) -> Stream:
         """The late events of the sorts feeding this stream, with their original times.
 
         Released sorted by time when the input completes (a late event can be arbitrarily early)."""
-        from .disordered import late_events
-
-        return late_events(self)
+        sorts = _sorts_in(self.node)
+        if not sorts:
+            raise PlanError("this stream has no sort: its input was read in order, so it has no late events")
+        out = Stream(nodes.LateEvents(sorts[0]))
+        for s in sorts[1:]:
+            out = out.union(Stream(nodes.LateEvents(s)))
+        return out
 
     def disorder_stats(self) -> list:
         """Per sort feeding this stream: events, late, dropped, adjusted, per band, peak buffered."""
-        from .disordered import disorder_stats
-
-        return disorder_stats(self)
+        sorts = _sorts_in(self.node)
+        pending = [s for s in sorts if not s.stats.completed]
+        if pending:
+            execute_many(pending, [_Discard() for _ in pending])
+        return [s.stats for s in sorts]
 
     # -- egress ---------------------------------------------------------------------------
     def query(self, sink=None) -> Query:
@@ -562,7 +330,7 @@ class Stream:
         ``sink`` the output is collected: ``q.sink.table()``.
         """
         sink = sink if sink is not None else egress.CollectSink(self.schema)
-        q = Query([self._node], [sink])
+        q = Query([self.node], [sink])
         q.sink = sink
         return q
 
@@ -584,13 +352,13 @@ class Stream:
         fingerprint = hashlib.sha256(self.explain().encode()).hexdigest()[:16]
         sink = SegmentSink(output)
         with CheckpointStore(checkpoints) as store:
-            Query([self._node], [sink]).run_durably(store, name, fingerprint, every_messages, on_checkpoint)
+            Query([self.node], [sink]).run_durably(store, name, fingerprint, every_messages, on_checkpoint)
         return sink.table()
 
     def to_arrow(self) -> pa.Table:
         """The physical events as an Arrow table: ``sync_time, other_time``, then payload fields."""
         sink = egress.CollectSink(self.schema)
-        execute(self._node, sink)
+        execute(self.node, sink)
         return sink.table()
 
     def to_events(self) -> list[egress.Event]:
@@ -609,19 +377,23 @@ class Stream:
 
     def subscribe(self, on_batch, on_punctuation=None, on_completed=None) -> None:
         """Run the query, calling ``on_batch(record_batch)`` for each output batch as it is produced."""
-        execute(self._node, egress.CallbackSink(on_batch, on_punctuation, on_completed))
+        execute(self.node, egress.CallbackSink(on_batch, on_punctuation, on_completed))
 
     def count(self) -> int:
         """Number of physical events the query produces (runs it)."""
         counter = _Counter()
-        execute(self._node, counter)
+        execute(self.node, counter)
         return counter.n
 
 
-def _passthrough():
-    from ..ops.base import PassThrough
+def _sorts_in(node: PlanNode) -> list[nodes.ImpatienceSort]:
+    """The sorts upstream of a plan node (each once)."""
+    return [n for n in walk([node]) if isinstance(n, nodes.ImpatienceSort)]
 
-    return PassThrough()
+
+class _Discard(egress.Consumer):
+    def on_batch(self, batch) -> None:
+        pass
 
 
 class _Counter(egress.Consumer):
@@ -630,57 +402,6 @@ class _Counter(egress.Consumer):
 
     def on_batch(self, batch) -> None:
         self.n += batch.present_count
-
-
-class _NamedSelectOp(SelectOp):
-    """select(name=lambda e: ..., other="field"): several one-value lambdas, each compiled."""
-
-    def __init__(self, parts: dict, schema):
-        from ..ops.base import Operator
-
-        Operator.__init__(self)
-        self.parts = {
-            k: v if isinstance(v, str) else CompiledLambda(v, schema, truth=False, allow_record=False)
-            for k, v in parts.items()
-        }
-
-    @property
-    def variant(self) -> str:
-        return "; ".join(f"{k}: {v if isinstance(v, str) else v.describe()}" for k, v in self.parts.items())
-
-    def on_batch(self, batch) -> None:
-        cols = {}
-        for k, fn in self.parts.items():
-            if isinstance(fn, str):
-                cols[k] = batch.columns[fn]
-                continue
-            got = fn.project(batch) if fn.mode == "columnar" else None
-            if got is None:
-                break
-            cols[k] = got["value"]
-        else:
-            self.emit(batch.replace(columns=cols))
-            return
-        dense = batch.compact()
-        cols = {}
-        for k, fn in self.parts.items():
-            if isinstance(fn, str):
-                cols[k] = dense.columns[fn]
-                continue
-            got = fn.project(dense) if fn.mode == "columnar" else None
-            cols[k] = (got or fn.project_rows(dense))["value"]
-        self.emit(dense.replace(columns=cols))
-
-
-def _renamed_sort(sorted_by: tuple[str, ...], named: dict) -> tuple[str, ...]:
-    """The sort order after a projection: the longest prefix of the sorted fields passed through (maybe renamed)."""
-    out = []
-    for field in sorted_by:
-        new = next((k for k, v in named.items() if isinstance(v, str) and v == field), None)
-        if new is None:
-            break
-        out.append(new)
-    return tuple(out)
 
 
 def _name_aggregates(fns, named) -> list[tuple[str, AggregateFunction]]:
@@ -702,19 +423,6 @@ def _name_aggregates(fns, named) -> list[tuple[str, AggregateFunction]]:
     return specs
 
 
-def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema | None:
-    if schema is None:
-        return None
-    fields = [schema.field(k) for k in key_fields]
-    for name, fn in specs:
-        arg = schema.field(fn.arg).type if isinstance(fn.arg, str) else None
-        t = result_type(fn, arg)
-        if t is None:
-            return None
-        fields.append(pa.field(name, t))
-    return pa.schema(fields)
-
-
 class MappedStream:
     """The result of ``Stream.map``: a stream and the key its ``reduce`` will group by."""
 
@@ -726,14 +434,3 @@ class MappedStream:
         """Trill's Reduce: ``reducer`` (Stream -> Stream) per key, then ``result(key, payload)`` (default: key
         fields, then the reducer's fields)."""
         return self.stream.group_apply(self.key, reducer, result)
-
-
-def _fused_window_aggregate(node: PlanNode, specs, props, key_fields, engine):
-    """A factory of the window + aggregate operator when ``node`` is a window it can absorb, else None."""
-    window = getattr(node, "window", None)
-    if window is None or engine == "python" or (window[0] > window[1] and window[0] % window[1]):
-        return None
-    schema = node.inputs[0].schema if node.inputs and node.inputs[0] is not None else None
-    if schema is None or not FusedWindowAggregateOp.fusable(SnapshotAggregateOp(specs, schema, props, key_fields)):
-        return None
-    return lambda: FusedWindowAggregateOp(specs, schema, props, key_fields, window)

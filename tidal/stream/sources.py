@@ -9,10 +9,11 @@ import pyarrow as pa
 
 from ..core.batch import DEFAULT_BATCH_SIZE
 from ..core.errors import InputError, PlanError
-from ..stream.plan import Properties, SourceNode
-from ..stream.streamable import Stream
-from .ingress import IngressPolicy, OrderProof, arrow_messages, records_to_batches, table_batches
-from .sortedness import check_sorted, sorted_fields
+from ..io.ingress import IngressPolicy, OrderProof, arrow_messages, records_to_batches, table_batches
+from ..io.sortedness import check_sorted, sorted_fields
+from ..plan.nodes import Source
+from ..plan.properties import Properties
+from .streamable import Stream
 
 
 def _props(kind: str, end, other) -> Properties:
@@ -37,7 +38,7 @@ def _stream(batches, schema, origin, time, end, other, kind, policy, order: Orde
     def open_messages():
         return arrow_messages(batches, time, end=end, other=other, kind=kind, policy=policy, order=order)
 
-    node = SourceNode(open_messages, schema, _props(kind, end, other), _describe(origin, kind, end, other, policy))
+    node = Source(open_messages, schema, _props(kind, end, other), _describe(origin, kind, end, other, policy))
     return Stream(node)
 
 
@@ -52,8 +53,8 @@ def _wants_disorder(disorder, reorder_latency, sorted_: bool) -> bool:
 
 def _disordered(batches, schema, origin, time, end, other, kind, policy, disorder, reorder_latency, sorted_):
     """Out-of-order input: an arrival-ordered source, sorted here unless ``sorted=False``."""
-    from ..stream.disordered import DisorderedStream
-    from .disorder import disordered_messages
+    from ..io.disorder import disordered_messages
+    from .disordered import DisorderedStream
 
     if other is not None:
         raise PlanError(
@@ -62,7 +63,7 @@ def _disordered(batches, schema, origin, time, end, other, kind, policy, disorde
         )
     if kind not in ("point", "interval", "start"):
         raise ValueError(f"kind must be 'point', 'interval' or 'start', got {kind!r}")
-    node = SourceNode(
+    node = Source(
         lambda: disordered_messages(batches, time, end=end, kind=kind),
         schema,
         _props(kind, end, None),
@@ -127,13 +128,18 @@ def from_arrow(
     )  # fmt: skip
     fields = sorted_fields(sorted_by, stream.schema)
     if fields:
-        if not isinstance(stream, Stream) or not isinstance(stream._node, SourceNode):
+        if not isinstance(stream, Stream) or not isinstance(stream.node, Source):
             raise PlanError("sorted_by applies to time-ordered input (not disorder= / sorted=False)")
-        node = stream._node
+        node = stream.node
         opened = node.open_messages
-        node.open_messages = lambda: check_sorted(opened(), fields)
-        node.props = node.props.but(sorted_by=fields)
-        node.detail += f", sorted by {', '.join(fields)} within each sync time (checked)"
+        return Stream(
+            Source(
+                lambda: check_sorted(opened(), fields),
+                node.schema,
+                node.props.but(sorted_by=fields),
+                node.detail + f", sorted by {', '.join(fields)} within each sync time (checked)",
+            )
+        )
     return stream
 
 
@@ -173,7 +179,7 @@ def _stream_physical(batches, schema, time, other, policy) -> Stream:
     def open_messages():
         return _physical_messages(batches, time, other, policy)
 
-    return Stream(SourceNode(open_messages, schema, Properties(), _describe("arrow", "point", None, other, policy)))
+    return Stream(Source(open_messages, schema, Properties(), _describe("arrow", "point", None, other, policy)))
 
 
 def _physical_messages(batches, time, other, policy):

@@ -1,0 +1,28 @@
+"""One class per logical operator, grouped by family like ``tidal.ops``."""
+
+from .aggregate import Aggregate, FusedWindowAggregate, Group, Ungroup
+from .combine import Join, Union
+from .disorder import DelayBand, ImpatienceSort, LateEvents
+from .lifetime import (
+    AlterLifetime,
+    BeforeSort,
+    Chop,
+    ClipDuration,
+    ExtendLifetime,
+    HoppingWindow,
+    PointAtEnd,
+    QuantizeLifetime,
+    ShiftLifetime,
+    TumblingWindow,
+    window,
+)
+from .selection import Multicast, NamedSelect, Select, SelectMany, Where, WhereSelect
+from .session import Distinct, SessionWindow, Stitch
+from .source import Source
+
+__all__ = [
+    "Aggregate", "AlterLifetime", "BeforeSort", "Chop", "ClipDuration", "DelayBand", "Distinct", "ExtendLifetime",
+    "FusedWindowAggregate", "Group", "HoppingWindow", "ImpatienceSort", "Join", "LateEvents", "Multicast",
+    "NamedSelect", "PointAtEnd", "QuantizeLifetime", "Select", "SelectMany", "SessionWindow", "ShiftLifetime",
+    "Source", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect", "window",
+]  # fmt: skip

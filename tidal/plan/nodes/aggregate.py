@@ -1,0 +1,148 @@
+"""Snapshot aggregates and grouping (``tidal.ops.aggregate``, ``tidal.ops.grouping``)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...ops.aggfuncs import result_type
+from ...ops.aggregate import MODE_WINDOW, SnapshotAggregateOp, choose_mode
+from ...ops.base import Operator
+from ...ops.grouping import GroupOp, UngroupOp
+from ...ops.window_aggregate import FusedWindowAggregateOp
+from ..node import PlanNode
+from ..properties import Properties
+
+
+class Aggregate(PlanNode):
+    """At every instant, one row of aggregates over the events alive (per group and key fields).
+
+    ``variant`` forces a physical variant (``None``: from the input's properties; ``"fused"``: the
+    window variant fused with the window before it, which ``tidal.plan.rules`` applies)."""
+
+    label = "Aggregate"
+
+    def __init__(self, input: PlanNode, specs, key_fields: tuple[str, ...] = (), variant=None, engine=None):
+        props = input.props
+        force = None if variant == "fused" else variant
+        probe = SnapshotAggregateOp(list(specs), input.schema, props, key_fields, force=force, engine=engine)
+        window = choose_mode(props, None if variant == "fused" else variant) == MODE_WINDOW
+        out_props = Properties(
+            constant_duration=props.constant_duration if window else None,
+            constant_hop=props.constant_hop if window else None,
+            grouping=props.grouping,
+        )
+        schema = _aggregate_schema(specs, input.schema, key_fields)
+        super().__init__(
+            (input,),
+            schema,
+            out_props,
+            specs=tuple(specs),
+            key_fields=tuple(key_fields),
+            variant=variant,
+            engine=engine,
+            in_schema=input.schema,
+            in_props=props,
+            partitioning=(tuple(key_fields) or props.grouping,),
+        )
+        self.__dict__["probe"] = probe  # built first: it validates the aggregates
+
+    @property
+    def force(self) -> str | None:
+        """The variant the operator must use; ``"fused"`` is the window variant, chosen by the rules."""
+        return None if self.variant == "fused" else self.variant
+
+    def make(self) -> Operator:
+        return SnapshotAggregateOp(
+            list(self.specs), self.in_schema, self.in_props, self.key_fields, force=self.force, engine=self.engine
+        )
+
+
+class FusedWindowAggregate(PlanNode):
+    """A window and the aggregate right after it as one operator (one pass; ``tidal.ops.window_aggregate``)."""
+
+    label = "Aggregate"
+
+    def __init__(self, window, aggregate: Aggregate):
+        super().__init__(
+            window.inputs,
+            aggregate.schema,
+            aggregate.props,
+            window=window,
+            aggregate=aggregate,
+            partitioning=aggregate.partitioning,
+        )
+
+    def explain_inputs(self):
+        return (Absorbed(self.window.with_inputs(self.inputs)),)
+
+    def make(self) -> Operator:
+        a = self.aggregate
+        return FusedWindowAggregateOp(list(a.specs), a.in_schema, a.in_props, a.key_fields, self.window.window)
+
+
+class Absorbed(PlanNode):
+    """For ``explain``: a node whose work the node above it does (it builds no operator of its own)."""
+
+    def __init__(self, node: PlanNode):
+        super().__init__(node.inputs, node.schema, node.props, node=node)
+
+    @property
+    def label(self) -> str:
+        return self.node.label
+
+    def describe(self) -> str:
+        return f"{self.node.describe()}; done by the operator above"
+
+
+def fusable(window, aggregate: Aggregate) -> bool:
+    """Whether ``aggregate`` (right after the window node ``window``) can run fused with it."""
+    size, hop, _ = window.window
+    if aggregate.engine == "python" or aggregate.variant not in (None, "fused") or (size > hop and size % hop):
+        return False
+    if aggregate.in_schema is None:
+        return False
+    a = aggregate
+    return FusedWindowAggregateOp.fusable(SnapshotAggregateOp(list(a.specs), a.in_schema, a.in_props, a.key_fields))
+
+
+class Group(PlanNode):
+    """Start of a group_apply: each event's group key becomes ``fields`` (``drop``: fields added for the key)."""
+
+    label = "Group"
+
+    def __init__(self, input: PlanNode, fields: tuple[str, ...], drop: tuple[str, ...], grouping: tuple[str, ...]):
+        schema = input.schema
+        inner_schema = None if schema is None else pa.schema([f for f in schema if f.name not in drop])
+        props = input.props.but(grouping=grouping)
+        super().__init__(
+            (input,), inner_schema, props, fields=tuple(fields), drop=tuple(drop), partitioning=(tuple(fields),)
+        )
+
+    def make(self) -> Operator:
+        return GroupOp(self.fields, self.drop)
+
+
+class Ungroup(PlanNode):
+    """End of a group_apply: the key fields back into each payload (or ``result(key, payload)``)."""
+
+    label = "Ungroup"
+
+    def __init__(self, input: PlanNode, key_count: int, result, schema, outer: tuple[str, ...]):
+        props = input.props.but(grouping=outer, sorted_by=input.props.sorted_by if result is None else ())
+        super().__init__((input,), schema, props, key_count=key_count, result=result)
+
+    def make(self) -> Operator:
+        return UngroupOp(self.key_count, self.result)
+
+
+def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema | None:
+    if schema is None:
+        return None
+    fields = [schema.field(k) for k in key_fields]
+    for name, fn in specs:
+        arg = schema.field(fn.arg).type if isinstance(fn.arg, str) else None
+        t = result_type(fn, arg)
+        if t is None:
+            return None
+        fields.append(pa.field(name, t))
+    return pa.schema(fields)
