@@ -25,12 +25,8 @@ from .logical import (
     Session,
     Tumble,
     UnionAll,
-    _and,
-    _col,
-    _columns,
-    _conjuncts,
-    _transform,
 )
+from .logical.exprs import _and, _col, _columns, _conjuncts, _transform
 
 
 def _map(node: Node, fn) -> Node:
