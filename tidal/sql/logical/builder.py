@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from ...core.errors import PlanError
 from ..expressions import SqlTypeError, has_subquery, in_subquery, output_type
-from .exprs import _col, _transform, column_labels
+from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
 from .nodes import Aggregate, Node, Project, Query, UnionAll
 from .select_list import SelectList
@@ -76,12 +76,7 @@ class Builder(FromItems, SelectList):
         exprs = []
         seen: set[str] = set()
         for phys, disp in zip(names, q.output_names, strict=True):
-            out = disp
-            i = 1
-            while out in seen:
-                out = f"{disp}_{i}"
-                i += 1
-            seen.add(out)
+            out = _unique(disp, seen)
             exprs.append((out, _col(phys)))
         types = root.types[: len(names)]
         return Project(root, tuple(exprs), scope=tuple((None, n) for n, _ in exprs), types=tuple(types))

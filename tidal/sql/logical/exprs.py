@@ -92,6 +92,16 @@ def _const_int(node: exp.Expression, what: str) -> int:
     return value
 
 
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, else the first of ``name_1``, ``name_2``, ... not in ``taken``; it joins ``taken``."""
+    out, i = name, 1
+    while out in taken:
+        out = f"{name}_{i}"
+        i += 1
+    taken.add(out)
+    return out
+
+
 def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
     if isinstance(e, exp.And):
         return _conjuncts(e.this) + _conjuncts(e.expression)

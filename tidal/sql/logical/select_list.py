@@ -8,7 +8,7 @@ from sqlglot import exp
 from ...core.errors import PlanError
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
-from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform
+from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, sql_type_name
 
@@ -58,12 +58,7 @@ class SelectList:
             disp = _display(item)
             bound = item.this if isinstance(item, exp.Alias) else item
             bound = self.bind(bound, node) if not getattr(item, "_bound", False) else bound
-            phys = disp
-            i = 1
-            while phys in used:
-                phys = f"{disp}_{i}"
-                i += 1
-            used.add(phys)
+            phys = _unique(disp, used)
             exprs.append((phys, bound))
             names.append(disp)
             types.append(self.check(bound, node))
