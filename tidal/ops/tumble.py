@@ -1,12 +1,10 @@
-"""Window columns for tumbling and hopping windows, computed from each row's time.
+"""Window columns (``window_start``/``window_end``) for tumbling and hopping windows.
 
-Temporal semantics: lifetimes are unchanged. A tumbling window of ``length`` is
-``[offset + k*length, offset + (k+1)*length)``; each row gets the ``window_start``/``window_end`` of
-the window holding its time. A hopping window (``hop``) of ``length`` starts every ``hop``: each
-row is copied once into every window holding its time, the copies in place (the stream stays in
-time order). The window end is what a trigger on the watermark waits for; the row keeps its own
-time, so a trigger may also show a window's value before the window ends (unlike
-``alter_lifetime``'s windows in :mod:`tidal.ops.lifetime`, which move lifetimes)."""
+Temporal semantics: lifetimes are unchanged, unlike the windows of :mod:`tidal.ops.lifetime`,
+which move them. Each row stays alive exactly when it was and carries the bounds of the window
+holding its time (under a hop, one copy per window holding it); the window end is the event-time
+field a trigger on the watermark waits for. Details: :class:`TumbleOp`.
+"""
 
 from __future__ import annotations
 
