@@ -16,7 +16,7 @@ import pytest
 
 from tidal.sql.dialect import parse
 from tidal.sql.logical import Builder
-from tidal.sql.planner import SqlQuery
+from tidal.sql.query import SqlQuery
 from tidal.sql.rules import RULES, explain_logical
 
 from .data import write_files

@@ -11,8 +11,8 @@ import pytest
 
 from tidal.cli.main import main as cli
 from tidal.core.errors import InputError, PlanError
+from tidal.ops.watermark import late_mask
 from tidal.sql import SqlSyntaxError, SqlTypeError, max_diff_watermarks, percentile_watermarks, plan
-from tidal.sql.planner import late_mask
 
 
 def test_max_diff_watermark_worked_example():

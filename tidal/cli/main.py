@@ -120,7 +120,7 @@ def _live_table(q, out) -> None:
         from rich.console import Group
         from rich.text import Text
 
-        return Group(_rich_table(q._finish(current.table(names, schema))), Text(_status(q.stats), style="dim"))
+        return Group(_rich_table(q.finish(current.table(names, schema))), Text(_status(q.stats), style="dim"))
 
     with Live(view(), console=console, auto_refresh=False) as live:
 

@@ -29,13 +29,13 @@ def run_query_on_spark(
     """
     from ..io.egress import changelog_from_table
     from ..sql import plan
-    from ..sql.planner import final_snapshot
+    from ..sql.query import final_snapshot
 
     query = plan(sql, **plan_options) if isinstance(sql, str) else sql
     spark = spark or spark_session(master)
     events = to_arrow(query.stream(), partitions=partitions, spark=spark)
     if not changelog:
-        return query._finish(final_snapshot(events))
+        return query.finish(final_snapshot(events))
     log = changelog_from_table(events)
     hidden = query.query.hidden
     payload_names = log.column_names[2 : len(log.column_names) - hidden]

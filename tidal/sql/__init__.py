@@ -4,8 +4,9 @@
 ``.changelog()`` the inserts and retractions, ``.explain()`` the plans.
 """
 
+from ..ops.watermark import max_diff_watermarks, percentile_watermarks
 from .dialect import SqlSyntaxError
 from .expressions import SqlTypeError
-from .planner import SqlQuery, max_diff_watermarks, percentile_watermarks, plan
+from .query import SqlQuery, plan
 
 __all__ = ["SqlQuery", "SqlSyntaxError", "SqlTypeError", "max_diff_watermarks", "percentile_watermarks", "plan"]

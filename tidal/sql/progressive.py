@@ -17,7 +17,8 @@ import pyarrow as pa
 from ..core.errors import PlanError
 from ..core.time import INFINITY
 from .output import ChangelogSink, CurrentResult
-from .planner import PROGRESS_TICKS, SqlQuery, has_event_time
+from .planner import PROGRESS_TICKS, has_event_time
+from .query import SqlQuery
 
 
 class _ProgressSink(ChangelogSink):
@@ -41,7 +42,7 @@ class _ProgressSink(ChangelogSink):
                 else:
                     keep.append(change)
             self.waiting = keep
-            table = self.q._finish(self.current.table(self.names, self.schema))
+            table = self.q.finish(self.current.table(self.names, self.schema))
             self.report(point / PROGRESS_TICKS, table)
 
     def on_punctuation(self, time: int) -> None:

@@ -27,10 +27,11 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
-from ..ops.base import Operator
+from .base import Operator
 
 
 def _compare_values(a, b) -> int:
@@ -59,6 +60,24 @@ def row_order(positions: list[tuple[int, bool, bool]], width: int):
         return 0
 
     return functools.cmp_to_key(compare)
+
+
+PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def order_indices(table: pa.Table, order) -> pa.Array:
+    """ORDER BY's row order: each key ascending or descending, nulls last unless NULLS FIRST; rows
+    tied on the keys by every (flat) column ascending, as the changelog's TopK orders them."""
+    keys = [(name, "descending" if desc else "ascending", "at_start" if nf else "at_end") for name, desc, nf in order]
+    keys += [
+        (f.name, "ascending", "at_end")
+        for f in table.schema
+        if not pa.types.is_nested(f.type) and f.name not in {k[0] for k in keys}
+    ]
+    if PER_KEY_NULL_PLACEMENT:
+        return pc.sort_indices(table, sort_keys=keys)
+    # older pyarrow: one null placement for all keys (the first key's)
+    return pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement=keys[0][2])
 
 
 class TopKOp(Operator):
@@ -123,15 +142,13 @@ class TopKOp(Operator):
         starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(batch)]])
         if all(e - s <= stop for s, e in zip(starts, ends, strict=True)):
             return batch
-        from .planner import _order_indices
-
         table = pa.table({n: batch.columns[n] for n in self.names})
         keep = []
         for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             if e - s <= stop:
                 keep.append(np.arange(s, e))
             else:
-                part = _order_indices(table.slice(s, e - s), self.order).to_numpy()[:stop]
+                part = order_indices(table.slice(s, e - s), self.order).to_numpy()[:stop]
                 keep.append(np.sort(part) + s)
         return batch.take(np.concatenate(keep))
 

@@ -1,0 +1,60 @@
+"""Window columns (``window_start``/``window_end``) for tumbling and hopping windows.
+
+Temporal semantics: lifetimes are unchanged, unlike the windows of :mod:`tidal.ops.lifetime`,
+which move them. Each row stays alive exactly when it was and carries the bounds of the window
+holding its time (under a hop, one copy per window holding it); the window end is the event-time
+field a trigger on the watermark waits for. Details: :class:`TumbleOp`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from .base import Operator
+
+
+class TumbleOp(Operator):
+    """Adds ``window_start``/``window_end`` from the event time; lifetimes are unchanged.
+
+    Tumbling windows are ``[offset + k*length, offset + (k+1)*length)`` (start inclusive, end
+    exclusive). With ``hop`` (``hop(...)``), windows of ``length`` start every ``hop``, and a row
+    is copied once into every window containing its time (in place, so the stream stays in
+    time order). The window end becomes the row's *event time field* (what ``TRIGGER ON
+    WATERMARK`` waits for when grouping by it), while the row keeps its own time in the
+    stream, so a trigger can also materialise a window's value before the window ends.
+    """
+
+    name = "Tumble"
+
+    def __init__(self, length: int, offset: int, hop: int | None = None):
+        super().__init__()
+        self.length, self.offset, self.hop = length, offset, hop
+        if hop is None:
+            self.variant = f"length {length} us, offset {offset} us"
+        else:
+            self.name = "Hop"
+            self.variant = f"length {length} us every {hop} us, offset {offset} us"
+
+    def window_end(self, t: np.ndarray) -> np.ndarray:
+        return (t - self.offset) // self.length * self.length + self.offset + self.length
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        if self.hop is None:
+            end = self.window_end(dense.sync)
+        else:
+            # the latest window start at or before t, then earlier ones while the window still holds t
+            last = (dense.sync - self.offset) // self.hop * self.hop + self.offset
+            copies = -(-self.length // self.hop)
+            rows = np.repeat(np.arange(len(dense)), copies)
+            starts = last[rows] - np.tile(np.arange(copies), len(dense)) * self.hop
+            keep = starts + self.length > dense.sync[rows]
+            rows, starts = rows[keep], starts[keep]
+            dense = dense.take(rows)
+            end = starts + self.length
+        cols = dict(dense.columns)
+        cols["window_start"] = pa.array(end - self.length, pa.int64()).cast(pa.timestamp("us"))
+        cols["window_end"] = pa.array(end, pa.int64()).cast(pa.timestamp("us"))
+        self.emit(dense.replace(columns=cols))

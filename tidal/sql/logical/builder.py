@@ -1,0 +1,161 @@
+"""Building a logical plan from sqlglot's tree: statements, CTEs, UNION, and binding names to columns.
+
+The FROM clause (files, table functions, joins) is :class:`~.from_items.FromItems`; SELECT (projections,
+aggregates, ORDER BY/LIMIT, triggers) is :class:`~.select_list.SelectList`.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ...core.errors import PlanError
+from ..expressions import SqlTypeError, has_subquery, in_subquery, output_type
+from .exprs import _col, _transform, _unique, column_labels
+from .from_items import FromItems
+from .nodes import Aggregate, Node, Project, Query, UnionAll
+from .select_list import SelectList
+from .types import _sql_type, user_message
+
+
+class Builder(FromItems, SelectList):
+    """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
+
+    def __init__(self):
+        self.ctes: list[dict[str, Node]] = [{}]
+        self.subplans: dict[int, Query] = {}
+        self._n = 0
+        self.trigger: tuple = ()
+        self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
+
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"__{prefix}{self._n}"
+
+    # -- statements --------------------------------------------------------------------
+    def build(self, tree: exp.Expression) -> Query:
+        query = self.query(tree, top=True)
+        query.subplans = self.subplans
+        query.labels = self.labels
+        for sub in self.subplans.values():
+            sub.labels = self.labels
+        return query
+
+    def labels_for(self, node: Node) -> dict[str, str]:
+        return column_labels(node, self.labels)
+
+    def _label(self, phys: str, user: exp.Expression, node: Node | None = None) -> None:
+        """Remember that the internal column ``phys`` computes ``user`` (bound over ``node`` if given)."""
+        text = user.sql(dialect="duckdb")
+        self.labels[phys] = user_message(text, self.labels_for(node)) if node is not None else text
+
+    def query(self, tree: exp.Expression, top: bool = False) -> Query:
+        with_ = tree.args.get("with_") or tree.args.get("with")
+        self.ctes.append({})
+        try:
+            if with_ is not None:
+                for cte in with_.expressions:
+                    sub = self.query(cte.this)
+                    if sub.order or sub.limit is not None:
+                        raise PlanError(f"ORDER BY/LIMIT inside the CTE {cte.alias} is not supported")
+                    self.ctes[-1][cte.alias.lower()] = self._rename_visible(sub)
+            if isinstance(tree, exp.Union):
+                return self.union(tree)
+            if isinstance(tree, exp.Subquery):
+                return self.query(tree.this)
+            if isinstance(tree, exp.Select):
+                return self.select(tree)
+            raise PlanError(f"unsupported query: {tree.sql()[:80]}")
+        finally:
+            self.ctes.pop()
+
+    def _rename_visible(self, q: Query) -> Node:
+        """A subquery's result as a FROM item: visible columns under their display names."""
+        root = q.root
+        names = root.names[: len(root.names) - q.hidden]
+        exprs = []
+        seen: set[str] = set()
+        for phys, disp in zip(names, q.output_names, strict=True):
+            out = _unique(disp, seen)
+            exprs.append((out, _col(phys)))
+        types = root.types[: len(names)]
+        return Project(root, tuple(exprs), scope=tuple((None, n) for n, _ in exprs), types=tuple(types))
+
+    def union(self, tree: exp.Union) -> Query:
+        left = self._rename_visible(self.query(tree.this))
+        right = self._rename_visible(self.query(tree.expression))
+        if len(left.names) != len(right.names):
+            raise PlanError(f"UNION sides have {len(left.names)} and {len(right.names)} columns")
+        types = []
+        for lt, rt in zip(left.types, right.types, strict=True):
+            if lt == rt or rt is None or pa.types.is_null(rt):
+                types.append(lt)
+            elif lt is None or pa.types.is_null(lt):
+                types.append(rt)
+            elif (pa.types.is_integer(lt) or pa.types.is_floating(lt)) and (
+                pa.types.is_integer(rt) or pa.types.is_floating(rt)
+            ):
+                types.append(pa.float64() if pa.types.is_floating(lt) or pa.types.is_floating(rt) else pa.int64())
+            else:
+                raise PlanError(f"UNION column types differ: {lt} vs {rt}")
+
+        def cast(side: Node) -> Node:
+            exprs = tuple(
+                (ln, _col(n) if t == st else exp.Cast(this=_col(n), to=exp.DataType.build(_sql_type(t))))
+                for ln, n, t, st in zip(left.names, side.names, types, side.types, strict=True)
+            )
+            return Project(side, exprs, scope=tuple((None, n) for n in left.names), types=tuple(types))
+
+        root: Node = UnionAll(cast(left), cast(right))
+        if tree.args.get("distinct"):
+            root = Aggregate(root, root.names, (), scope=root.scope, types=root.types)
+        q = Query(root, root.names)
+        self._order_limit(q, tree, None, None)
+        return q
+
+    # -- expressions -----------------------------------------------------------------------
+    def resolve(self, column: exp.Column, node: Node) -> str:
+        name, qual = column.name, column.table or None
+        hits = [
+            phys
+            for phys, (q, n) in zip(node.names, node.scope, strict=True)
+            if n.lower() == name.lower()
+            and (
+                (qual is None and not phys.startswith("__using_"))
+                or (qual is not None and (q or "").lower() == qual.lower())
+            )
+        ]
+        if not hits and qual is None:
+            hits = [phys for phys in node.names if phys == name]
+        if not hits:
+            known = ", ".join(f"{q}.{n}" if q else n for q, n in node.scope)
+            raise PlanError(f"unknown column {column.sql()}; available: {known}")
+        if len(hits) > 1:
+            raise PlanError(f"column {column.sql()} is ambiguous; qualify it with its table alias")
+        return hits[0]
+
+    def bind(self, expr: exp.Expression, node: Node) -> exp.Expression:
+        """Replace SQL names by the physical columns of ``node``; plan IN (subquery)."""
+
+        def visit(e: exp.Expression):
+            if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
+                return _col(self.resolve(e, node))
+            if isinstance(e, exp.In) and e.args.get("query") is not None:
+                sub = self.query(e.args["query"].this if isinstance(e.args["query"], exp.Subquery) else e.args["query"])
+                if len(sub.output_names) - 0 != 1 + 0 and len(sub.root.names) - sub.hidden != 1:
+                    raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
+                key = len(self.subplans)
+                self.subplans[key] = sub
+                return in_subquery(visit(e.this), key)
+            return None
+
+        return _transform(expr.copy(), visit)
+
+    def check(self, expr: exp.Expression, node: Node) -> pa.DataType | None:
+        schema = node.schema()
+        if schema is None or has_subquery(expr):
+            return None
+        try:
+            return output_type(expr, schema)
+        except SqlTypeError as err:
+            raise SqlTypeError(user_message(str(err), self.labels_for(node))) from None

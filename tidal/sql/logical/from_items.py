@@ -1,0 +1,353 @@
+"""The FROM clause of a SELECT: files, subqueries, CTEs, table functions (windows, watermarks) and joins."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ...core.errors import PlanError
+from ...io.files import FORMATS as FILE_FORMATS
+from ...io.files import file_format, file_schema
+from ..expressions import Evaluator, SqlTypeError, has_subquery
+from .exprs import TVF_PARAMETERS, _and, _col, _columns, _conjuncts, _interval_arg, _key_sides, _with_columns
+from .nodes import EventTime, Filter, Join, Node, Project, Scan, Session, Tumble
+from .types import _cast_to, _key_type, sql_type_name
+
+
+class FromItems:
+    """Part of :class:`~.builder.Builder`: FROM items and joins."""
+
+    # -- FROM items ----------------------------------------------------------------------
+    def from_item(self, item: exp.Expression) -> Node:
+        alias = item.alias_or_name if isinstance(item, exp.Subquery | exp.Table) and item.alias else None
+        if isinstance(item, exp.Subquery):
+            node = self._rename_visible(self.query(item.this))
+        elif isinstance(item, exp.Table):
+            node = self.table(item)
+            if alias is None and isinstance(item.this, exp.Identifier) and not item.this.quoted:
+                alias = item.name
+        else:
+            raise PlanError(f"unsupported FROM item: {item.sql()}")
+        if alias:
+            node = self._requalify(node, alias)
+        return node
+
+    def _requalify(self, node: Node, alias: str) -> Node:
+        scope = tuple((alias, n) for _, n in node.scope)
+        if isinstance(node, Scan | Project | Tumble | Session):
+            return replace(node, scope=scope)
+        exprs = tuple((n, _col(n)) for n in node.names)
+        return Project(node, exprs, scope=scope, types=node.types)
+
+    # -- joins ----------------------------------------------------------------------------------
+    def join(self, left: Node, join: exp.Join) -> Node:
+        """``left JOIN item``: equality conjuncts of ON (or USING) become keys, the rest a filter."""
+        right = self.from_item(join.this)
+        side = (join.args.get("side") or "").upper()
+        kind_word = (join.args.get("kind") or "").upper()
+        on, using = join.args.get("on"), join.args.get("using")
+        method = (join.args.get("method") or "").upper()
+        if method == "NATURAL":  # USING every column name the two sides share
+            rnames = {n.lower() for _, n in right.scope if n and not n.startswith("__")}
+            common = [n for _, n in left.scope if n.lower() in rnames]
+            using = [exp.to_identifier(n) for n in dict.fromkeys(common)] or None
+        elif method:
+            raise PlanError(f"{method} JOIN is not supported: {join.sql()}")
+        if kind_word in ("SEMI", "ANTI"):
+            if side not in ("", "LEFT") or (on is None and not using):
+                raise PlanError(f"{join.sql()}: {kind_word} JOIN keeps left rows and needs ON or USING")
+            kind = kind_word.lower()
+        elif kind_word == "CROSS" or (on is None and not using):
+            if side or kind_word not in ("", "CROSS"):
+                raise PlanError(f"{join.sql()}: an outer join needs ON or USING")
+            kind = "cross"
+        elif kind_word in ("", "INNER", "OUTER"):
+            kind = {"": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}[side]
+        else:
+            raise PlanError(f"unsupported join: {kind_word} JOIN")
+        right = self._disjoint(left, right, [u.name for u in using or ()])
+        if kind == "right":  # b RIGHT JOIN a: a LEFT JOIN b, columns back in the SQL order afterwards
+            node = self._join_on(right, left, "left", on, using, swapped=True)
+            order = (*left.names, *right.names)
+            by_name = dict(zip(node.names, zip(node.scope, node.types, strict=True), strict=True))
+            node = Project(
+                node,
+                tuple((n, _col(n)) for n in order),
+                scope=tuple(by_name[n][0] for n in order),
+                types=tuple(by_name[n][1] for n in order),
+            )
+        else:
+            node = self._join_on(left, right, kind, on, using)
+        if using and kind in ("right", "full"):
+            # the USING column is the value of whichever side has the row
+            exprs = []
+            for n in node.names:
+                partner = self._using_partner(n, node)
+                e = _col(n) if partner is None else exp.Coalesce(this=_col(n), expressions=[_col(partner)])
+                exprs.append((n, e))
+            node = Project(node, tuple(exprs), scope=node.scope, types=node.types)
+        return node
+
+    def _using_partner(self, name: str, node: Node) -> str | None:
+        for phys in node.names:
+            if phys.startswith("__using_") and phys.rsplit("__", 1)[-1] == name:
+                return phys
+        return None
+
+    def _disjoint(self, left: Node, right: Node, using: list[str]) -> Node:
+        """Rename the right's columns that clash with the left's (and hide USING columns from ``*``)."""
+        taken = set(left.names) | set(right.names)
+        using_lower = {u.lower() for u in using}
+        exprs, changed = [], False
+        for phys, (_, name) in zip(right.names, right.scope, strict=True):
+            out = phys
+            if name.lower() in using_lower:
+                matches = [p for p, (_, n) in zip(left.names, left.scope, strict=True) if n.lower() == name.lower()]
+                if len(matches) != 1:
+                    raise PlanError(f"USING ({name}): the left side has {len(matches)} columns named {name}")
+                out = f"__using_{self.fresh('u')}__{matches[0]}"
+            elif phys in left.names:
+                i = 1
+                while f"{phys}_{i}" in taken:
+                    i += 1
+                out = f"{phys}_{i}"
+            taken.add(out)
+            changed |= out != phys
+            exprs.append((out, _col(phys)))
+        if not changed:
+            return right
+        return Project(right, tuple(exprs), scope=right.scope, types=right.types)
+
+    def _join_on(self, left: Node, right: Node, kind: str, on, using, swapped: bool = False) -> Node:
+        lnames, rnames = set(left.names), set(right.names)
+        lkeys: list[str] = []
+        rkeys: list[str] = []
+        rest: list[exp.Expression] = []
+        if using:
+            for u in using:
+                lcol = self.resolve(exp.column(u.name), left if not swapped else right)
+                rcol = self._using_partner(lcol, right if not swapped else left)
+                if rcol is None:
+                    raise PlanError(f"USING ({u.name}): the right side has no column {u.name}")
+                lkeys.append(lcol if not swapped else rcol)
+                rkeys.append(rcol if not swapped else lcol)
+        elif on is not None:
+            both = Join(left, right, "cross")
+            bound = self.bind(on, both)
+            t = self.check(bound, both)
+            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+                raise SqlTypeError(f"ON {on.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
+            computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
+            for part in _conjuncts(bound):
+                sides = _key_sides(part, lnames, rnames)
+                if sides is None:
+                    rest.append(part)
+                    continue
+                lexpr, rexpr = sides
+                lt, rt = self.check(lexpr, left), self.check(rexpr, right)
+                common = _key_type(lt, rt)
+                if common is None:  # keys of incomparable types: the equality stays a condition
+                    rest.append(part)
+                elif isinstance(lexpr, exp.Column) and isinstance(rexpr, exp.Column) and lt == rt:
+                    lkeys.append(lexpr.name)
+                    rkeys.append(rexpr.name)
+                else:  # an expression or a type to widen: compute the key as a hidden column on each side
+                    ln, rn = self.fresh("jk"), self.fresh("jk")
+                    self._label(ln, lexpr, left)
+                    self._label(rn, rexpr, right)
+                    computed.append((ln, _cast_to(lexpr, lt, common), rn, _cast_to(rexpr, rt, common), common))
+                    lkeys.append(ln)
+                    rkeys.append(rn)
+            if computed:
+                left = _with_columns(left, [(ln, le, t) for ln, le, _, _, t in computed])
+                right = _with_columns(right, [(rn, re_, t) for _, _, rn, re_, t in computed])
+        if kind in ("left", "semi", "anti"):
+            # ON conjuncts over the right side only restrict which right rows can match: filter the right first
+            right_only = [p for p in rest if _columns(p) <= rnames and not has_subquery(p)]
+            if right_only:
+                right = Filter(right, _and(right_only))
+                rest = [p for p in rest if p not in right_only]
+        if kind == "semi" and lkeys and all(_columns(p) <= lnames for p in rest):
+            pass  # a condition on the kept left rows alone: a filter after the semi-join
+        elif rest and kind in ("left", "full", "semi", "anti"):
+            # the rest of ON decides which pairs match: the join evaluates it (see Join)
+            return Join(left, right, kind, tuple(lkeys), tuple(rkeys), condition=_and(rest))
+        if kind in ("semi", "anti", "left", "full") and not lkeys:
+            # ON over one side only (or constant): every pair of the remaining rows matches
+            return Join(left, right, kind, condition=exp.true())
+        if kind == "cross" and lkeys:
+            kind = "inner"
+        if kind == "inner" and not lkeys:
+            kind = "cross"
+        node: Node = Join(left, right, kind, tuple(lkeys), tuple(rkeys))
+        if rest:
+            node = Filter(node, _and(rest))
+        return node
+
+    def table(self, item: exp.Table) -> Node:
+        target = item.this
+        if isinstance(target, exp.Identifier):
+            name = target.name
+            for frame in reversed(self.ctes):
+                if name.lower() in frame:
+                    return frame[name.lower()]
+            if target.quoted or "." in name or "/" in name:
+                return self.scan(name, None, {})
+            # a bare name (the thesis's ``TABLE(events)``) is a file of that name in the current directory
+            found = sorted(p for p in (f"{name}{ext}" for ext in FILE_FORMATS) if os.path.isfile(p))
+            if len(found) == 1:
+                return self.scan(found[0], None, {})
+            if found:
+                raise PlanError(f"table {name!r} is ambiguous: {', '.join(found)} all exist; quote the path you mean")
+            raise PlanError(
+                f"unknown table {name!r}: name a CTE, a quoted file path such as '{name}.csv', "
+                f"or a file {name}.csv/.json/.parquet/... in the current directory"
+            )
+        if isinstance(target, exp.ReadCSV):
+            return self.scan(target.this.name, "csv", self._kwargs(target.expressions))
+        if isinstance(target, exp.Anonymous | exp.Func):
+            return self.tvf(target)
+        raise PlanError(f"unsupported FROM item: {item.sql()}")
+
+    def _kwargs(self, args) -> dict:
+        out = {}
+        for a in args:
+            if not isinstance(a, exp.Kwarg | exp.PropertyEQ | exp.EQ):
+                raise PlanError(f"expected a named argument (name => value), got {a.sql()}")
+            key = a.this.name.lower()
+            value = a.expression
+            if isinstance(value, exp.Literal):
+                out[key] = value.name if value.is_string else Evaluator({}, 0).eval(value).as_py()
+            elif isinstance(value, exp.Boolean):
+                out[key] = bool(value.this)
+            else:
+                out[key] = value
+        return out
+
+    def scan(self, path: str, fmt: str | None, options: dict) -> Scan:
+        fmt = file_format(path, fmt)
+        if fmt == "tsv" and "sep" not in options:
+            options = {**options, "sep": "\t"}
+        schema = file_schema(path, format="csv" if fmt == "tsv" else fmt, options=options)
+        return Scan(
+            path=path,
+            format="csv" if fmt == "tsv" else fmt,
+            options=tuple(sorted(options.items())),
+            names=tuple(schema.names),
+            scope=tuple((None, n) for n in schema.names),
+            types=tuple(schema.types),
+            file_columns=tuple(schema.names),
+        )
+
+    def tvf(self, call: exp.Expression) -> Node:
+        name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
+        items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
+        args = self._kwargs(self._named(name, items))
+        if name in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet"):
+            path = args.pop("path", None)
+            fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
+            return self.scan(path, fmt, {k: v for k, v in args.items() if k != "path"})
+        source = args.get("source")
+        if source is None:
+            raise PlanError(f"{name}(...) needs source => TABLE(...)")
+        node = self.table_arg(source)
+        time_field = self.descriptor(node, args.get("time_field"), name)
+        if name == "max_diff_watermark":
+            offset = _interval_arg(args, "offset", name) if "offset" in args else 0
+            return EventTime(node, time_field, "max_diff", (("offset", offset),))
+        if name == "percentile_watermark":
+            params = tuple((k, args[k]) for k in ("events", "percentile", "frequency") if k in args)
+            if len(params) != 3:
+                raise PlanError("percentile_watermark needs events, percentile and frequency")
+            return EventTime(node, time_field, "percentile", params)
+        if name in ("tumble", "hop"):
+            if "window_length" not in args:
+                raise PlanError(f"{name}(...) needs window_length => INTERVAL ...")
+            length = _interval_arg(args, "window_length", name)
+            offset = _interval_arg(args, "offset", name) if "offset" in args else 0
+            scope = (*node.scope, (None, "window_start"), (None, "window_end"))
+            hop = None
+            if name == "hop":
+                given = [k for k in ("hop", "slide", "hop_length") if k in args]
+                if not given:
+                    raise PlanError("hop(...) needs hop => INTERVAL ... (how often a window starts)")
+                hop = _interval_arg(args, given[0], name)
+                if hop <= 0 or length <= 0:
+                    raise PlanError("hop(...): window_length and hop must be positive intervals")
+            elif length <= 0:
+                raise PlanError("tumble(...): window_length must be a positive interval")
+            return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
+        if name == "session":
+            return self.session(node, time_field, args)
+        raise PlanError(f"unknown table function {name}")
+
+    def session(self, node: Node, time_field: str, args: dict) -> Session:
+        """``session(source, time_field, gap [, max_duration] [, key])``: sessions per ``key``."""
+        unknown = set(args) - {"source", "time_field", "gap", "timeout", "max_duration", "key"}
+        if unknown:
+            raise PlanError(f"session(...) has no argument {', '.join(sorted(unknown))}")
+        given = [k for k in ("gap", "timeout") if k in args]
+        if not given:
+            raise PlanError("session(...) needs gap => INTERVAL ... (the silence that ends a session)")
+        gap = _interval_arg(args, given[0], "session")
+        max_duration = _interval_arg(args, "max_duration", "session") if "max_duration" in args else None
+        if gap <= 0 or (max_duration is not None and max_duration <= 0):
+            raise PlanError("session(...): gap and max_duration must be positive intervals")
+        keys = tuple(self.resolve(exp.column(c), node) for c in self.descriptor_names(args.get("key"), "session"))
+        taken = {"window_start", "window_end"} & set(node.names)
+        if taken:
+            raise PlanError(f"session(...): its source already has a column {sorted(taken)[0]}")
+        scope = (*node.scope, (None, "window_start"), (None, "window_end"))
+        return Session(node, time_field, gap, max_duration, keys, scope=scope)
+
+    def descriptor_names(self, value, fn: str) -> list[str]:
+        """The column names of ``DESCRIPTOR(a, b, ...)`` (a bare column name too); none for None."""
+        if value is None:
+            return []
+        if isinstance(value, exp.Anonymous) and value.name.upper() == "DESCRIPTOR":
+            items = value.expressions
+        elif isinstance(value, exp.Column | exp.Identifier) or isinstance(value, str):
+            items = [value]
+        else:
+            raise PlanError(f"{fn}(...): expected DESCRIPTOR(column, ...), got {value.sql()}")
+        return [i if isinstance(i, str) else i.name for i in items]
+
+    def _named(self, fn: str, items: list) -> list:
+        """Positional arguments of a table function (before any named one) named by their position."""
+        params = TVF_PARAMETERS.get(fn, ())
+        out, named_seen = [], False
+        for i, item in enumerate(items):
+            if isinstance(item, exp.Kwarg | exp.PropertyEQ):
+                named_seen = True
+                out.append(item)
+            elif named_seen or i >= len(params):
+                raise PlanError(f"{fn}(...): argument {i + 1} ({item.sql()}) needs a name (name => value)")
+            else:
+                out.append(exp.Kwarg(this=exp.var(params[i]), expression=item))
+        return out
+
+    def table_arg(self, value) -> Node:
+        if isinstance(value, exp.Anonymous) and value.name.upper() == "TABLE" or isinstance(value, exp.Table):
+            inner = value.expressions[0] if isinstance(value, exp.Anonymous) else value.this
+            if isinstance(inner, exp.Column | exp.Identifier):
+                return self.table(exp.Table(this=exp.Identifier(this=inner.name, quoted=False)))
+            if isinstance(inner, exp.Literal):
+                return self.scan(inner.name, None, {})
+            if isinstance(inner, exp.Anonymous | exp.Func):
+                return self.tvf(inner)
+        if isinstance(value, str):
+            return self.scan(value, None, {})
+        raise PlanError(f"source must be TABLE(name), TABLE('file') or a table function, got {value}")
+
+    def descriptor(self, node: Node, value, fn: str) -> str:
+        if value is None:
+            raise PlanError(f"{fn}(...) needs time_field => DESCRIPTOR(column)")
+        if isinstance(value, exp.Anonymous) and value.name.upper() == "DESCRIPTOR":
+            value = value.expressions[0]
+        if isinstance(value, str):
+            value = exp.column(value)
+        # the qualifier in DESCRIPTOR(e.time) names the table function's own alias: match the column name
+        return self.resolve(exp.column(value.name), node)

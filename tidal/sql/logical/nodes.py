@@ -1,0 +1,276 @@
+"""The logical plan's nodes: immutable relational operators with their output columns and scope."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+from sqlglot import exp
+
+
+class Node:
+    names: tuple[str, ...]
+    scope: tuple[tuple[str | None, str], ...]
+    types: tuple[pa.DataType | None, ...]
+
+    @property
+    def inputs(self) -> tuple[Node, ...]:
+        return ()
+
+    def with_inputs(self, inputs) -> Node:
+        return self
+
+    def schema(self) -> pa.Schema | None:
+        if any(t is None for t in self.types):
+            return None
+        return pa.schema([pa.field(n, t) for n, t in zip(self.names, self.types, strict=True)])
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class Unary(Node):
+    """A node with one input, held in its ``input`` field."""
+
+    @property
+    def inputs(self):
+        return (self.input,)
+
+    def with_inputs(self, inputs):
+        return replace(self, input=inputs[0])
+
+
+class SameColumns(Unary):
+    """A one-input node whose rows keep the input's columns."""
+
+    names = property(lambda self: self.input.names)
+    scope = property(lambda self: self.input.scope)
+    types = property(lambda self: self.input.types)
+
+
+@dataclass(frozen=True)
+class Scan(Node):
+    path: str
+    format: str
+    options: tuple = ()
+    names: tuple = ()
+    scope: tuple = ()
+    types: tuple = ()
+    file_columns: tuple = ()  # the column each output name reads (projection pushdown shrinks the list)
+    predicate: exp.Expression | None = None  # pushed-down filter over file columns
+
+    def describe(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options)
+        parts = [f"Scan {self.path!r} ({self.format}{', ' + opts if opts else ''})", f"columns {list(self.names)}"]
+        if self.predicate is not None:
+            parts.append(f"pushed filter {self.predicate.sql()}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Filter(SameColumns):
+    input: Node
+    condition: exp.Expression
+
+    def describe(self) -> str:
+        return f"Filter {self.condition.sql()}"
+
+
+@dataclass(frozen=True)
+class Project(Unary):
+    input: Node
+    exprs: tuple  # ((physical name, bound expression), ...)
+    scope: tuple = ()
+    types: tuple = ()
+
+    @property
+    def names(self):
+        return tuple(n for n, _ in self.exprs)
+
+    def describe(self) -> str:
+        texts = ((n, e.sql()) for n, e in self.exprs)
+        return "Project " + ", ".join(t if t == n else f"{t} AS {n}" for n, t in texts)
+
+
+@dataclass(frozen=True)
+class AggCall:
+    output: str
+    function: str  # tidal.agg function name
+    argument: str | None  # input column (None for count(*))
+    parameter: float | None = None
+
+    def describe(self) -> str:
+        inner = self.argument or "*"
+        if self.parameter is not None:
+            inner += f", {self.parameter}"
+        return f"{self.function}({inner}) AS {self.output}"
+
+
+@dataclass(frozen=True)
+class Aggregate(Unary):
+    input: Node
+    keys: tuple  # input columns
+    aggs: tuple  # AggCall
+    scope: tuple = ()
+    types: tuple = ()
+    trigger: tuple = ()  # ("counting", n) | ("delay", micros) | ("watermark",)
+
+    @property
+    def names(self):
+        return tuple(self.keys) + tuple(a.output for a in self.aggs)
+
+    def describe(self) -> str:
+        keys = f" by {', '.join(self.keys)}" if self.keys else ""
+        trig = f" trigger {', '.join(' '.join(map(str, t)) for t in self.trigger)}" if self.trigger else ""
+        aggs = ", ".join(a.describe() for a in self.aggs) or "(distinct)"
+        return f"Aggregate{keys}: {aggs}{trig}"
+
+
+class Binary(Node):
+    """A node with two inputs, held in its ``left`` and ``right`` fields."""
+
+    @property
+    def inputs(self):
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs):
+        return replace(self, left=inputs[0], right=inputs[1])
+
+
+@dataclass(frozen=True)
+class UnionAll(Binary):
+    left: Node
+    right: Node
+
+    names = property(lambda self: self.left.names)
+    scope = property(lambda self: tuple((None, n) for _, n in self.left.scope))
+    types = property(lambda self: self.left.types)
+
+    def describe(self) -> str:
+        return "UnionAll"
+
+
+@dataclass(frozen=True)
+class Join(Binary):
+    """A relational join of two inputs whose physical column names are disjoint.
+
+    ``kind`` is ``inner``, ``left`` (left outer; a RIGHT JOIN is built with its sides swapped),
+    ``full``, ``cross``, ``semi`` or ``anti``. Keys are equality pairs of input columns
+    (``left_keys[i] = right_keys[i]``); a null key equals nothing. Output: the left's columns,
+    then the right's (only the left's for ``semi``/``anti``).
+
+    ``condition`` (outer, semi and anti joins only) is the rest of the ON condition: a pair
+    matches when its keys are equal *and* the condition is true; a row with no such partner is
+    padded with nulls (outer), kept (anti) or dropped (semi). An inner join's other conditions
+    are a filter over it instead.
+    """
+
+    left: Node
+    right: Node
+    kind: str  # inner | left | full | cross | semi | anti
+    left_keys: tuple = ()
+    right_keys: tuple = ()
+    build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
+    condition: exp.Expression | None = None  # the ON condition beyond the keys (outer/semi/anti joins)
+
+    @property
+    def names(self):
+        return self.left.names if self.kind in ("semi", "anti") else (*self.left.names, *self.right.names)
+
+    @property
+    def scope(self):
+        return self.left.scope if self.kind in ("semi", "anti") else (*self.left.scope, *self.right.scope)
+
+    @property
+    def types(self):
+        return self.left.types if self.kind in ("semi", "anti") else (*self.left.types, *self.right.types)
+
+    def describe(self) -> str:
+        label = {
+            "inner": "Join",
+            "left": "LeftOuterJoin",
+            "full": "FullOuterJoin",
+            "cross": "CrossJoin",
+            "semi": "SemiJoin",
+            "anti": "AntiJoin",
+        }[self.kind]
+        if self.build_left:
+            label = f"Lookup{label} (left built once)"
+        parts = [f"{lk} = {rk}" for lk, rk in zip(self.left_keys, self.right_keys, strict=True)]
+        if self.condition is not None:
+            parts.append(f"({self.condition.sql()})")
+        return f"{label} on {' AND '.join(parts)}" if parts else label
+
+
+@dataclass(frozen=True)
+class EventTime(SameColumns):
+    """Declares ``time_field`` the event time; the watermark generator decides which rows are late."""
+
+    input: Node
+    time_field: str
+    generator: str  # "max_diff" | "percentile"
+    params: tuple  # (("offset", micros),) or (("events", n), ("percentile", p), ("frequency", f))
+
+    def describe(self) -> str:
+        return (
+            f"EventTime {self.time_field}, {self.generator}_watermark({', '.join(f'{k}={v}' for k, v in self.params)})"
+        )
+
+
+class WindowColumns(Unary):
+    """A window table function: the input's columns, then ``window_start`` and ``window_end``."""
+
+    @property
+    def names(self):
+        return (*self.input.names, "window_start", "window_end")
+
+    @property
+    def types(self):
+        return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
+
+
+@dataclass(frozen=True)
+class Tumble(WindowColumns):
+    input: Node
+    time_field: str
+    length: int
+    offset: int
+    scope: tuple = ()
+    hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
+
+    def describe(self) -> str:
+        kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
+        return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
+
+
+@dataclass(frozen=True)
+class Session(WindowColumns):
+    """Session windows (``session(...)``): per ``keys`` (all rows when empty), a session is cut by a
+    gap of ``gap`` between consecutive event times, or by a multiple of ``max_duration``; adds
+    ``window_start``/``window_end`` and makes the window end the event time."""
+
+    input: Node
+    time_field: str
+    gap: int
+    max_duration: int | None = None
+    keys: tuple = ()
+    scope: tuple = ()
+
+    def describe(self) -> str:
+        per = f" per {', '.join(self.keys)}" if self.keys else ""
+        cap = f" max duration {self.max_duration} us" if self.max_duration else ""
+        return f"Session {self.time_field}{per} gap {self.gap} us{cap} (event time := window_end)"
+
+
+@dataclass
+class Query:
+    """A whole statement: the plan, then ordering and limits applied to its final result."""
+
+    root: Node
+    output_names: tuple[str, ...]  # SELECT order, display names (visible columns first)
+    order: tuple = ()  # ((physical column, descending), ...)
+    limit: int | None = None
+    offset: int = 0
+    hidden: int = 0  # trailing columns used only for ORDER BY
+    subplans: dict = field(default_factory=dict)  # id -> Query for IN (subquery)
+    labels: dict = field(default_factory=dict)  # internal column -> the user's SQL text it computes

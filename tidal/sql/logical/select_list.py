@@ -1,0 +1,335 @@
+"""A SELECT's list, WHERE, GROUP BY/HAVING, aggregates, triggers and ORDER BY/LIMIT as plan nodes."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ...core.errors import PlanError
+from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
+from ..expressions import SqlTypeError, interval_micros
+from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
+from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
+from .types import _agg_type, sql_type_name
+
+
+class SelectList:
+    """Part of :class:`~.builder.Builder`: SELECT and its aggregates."""
+
+    # -- SELECT ---------------------------------------------------------------------------------
+    def select(self, sel: exp.Select) -> Query:
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is None:
+            raise PlanError("a query needs FROM (tidal reads files and streams)")
+        node = self.from_item(from_.this)
+        for join in sel.args.get("joins") or ():
+            node = self.join(node, join)
+        trigger = sel.args.get("trigger")
+        triggers = self._triggers(trigger) if trigger is not None else ()
+        where = sel.args.get("where")
+        if where is not None:
+            cond = self.bind(where.this, node)
+            t = self.check(cond, node)
+            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+                raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
+            node = Filter(node, cond)
+        items = self._expand_star(sel.expressions, node)
+        group = sel.args.get("group")
+        having = sel.args.get("having")
+        aggs_present = any(e.find(exp.AggFunc) or any(_is_agg(x) for x in e.walk()) for e in items) or (
+            having is not None
+        )
+        order_exprs = [o for o in (sel.args.get("order").expressions if sel.args.get("order") else [])]
+        if group is not None or aggs_present:
+            node, items, having_expr, order_exprs = self.aggregate(node, items, group, having, order_exprs, triggers)
+        else:
+            having_expr = None
+            if triggers:
+                raise PlanError("TRIGGER applies to a query with GROUP BY or aggregates")
+        if having_expr is not None:
+            t = self.check(having_expr, node)
+            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+                raise SqlTypeError(f"HAVING {having.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
+            node = Filter(node, having_expr)
+        # projection, with ORDER BY expressions that are not outputs as hidden trailing columns
+        exprs, names, types = [], [], []
+        used: set[str] = set()
+        for item in items:
+            disp = _display(item)
+            bound = item.this if isinstance(item, exp.Alias) else item
+            bound = self.bind(bound, node) if not getattr(item, "_bound", False) else bound
+            phys = _unique(disp, used)
+            exprs.append((phys, bound))
+            names.append(disp)
+            types.append(self.check(bound, node))
+        order = []
+        hidden = 0
+        out_scope = tuple((None, n) for n in names)
+        visible = list(exprs)
+        for o in order_exprs:
+            key = o.this
+            desc = bool(o.args.get("desc"))
+            target = None
+            if isinstance(key, exp.Literal) and not key.is_string:
+                pos = int(key.name)
+                if not 1 <= pos <= len(exprs):
+                    raise PlanError(f"ORDER BY position {pos} is out of range")
+                target = exprs[pos - 1][0]
+            elif isinstance(key, exp.Column) and not key.table:
+                hits = [p for (p, _), n in zip(visible, names, strict=True) if n.lower() == key.name.lower()]
+                target = hits[0] if hits else None
+            if target is None:
+                text = key.sql()
+                hits = [p for (p, e), item in zip(visible, items, strict=True) if item.sql() == text]
+                target = hits[0] if hits else None
+            if target is None and not getattr(o, "_bound", False):
+                # a qualified column (ORDER BY t.x) that is also selected: order by the output
+                try:
+                    text = self.bind(key, node).sql()
+                except PlanError:
+                    text = None
+                hits = [p for p, e in visible if e.sql() == text]
+                target = hits[0] if hits else None
+            if target is None:
+                bound = key if getattr(o, "_bound", False) else self.bind(key, node)
+                phys = f"__order{len(order)}"
+                self._label(phys, key, node)
+                exprs.append((phys, bound))
+                types.append(self.check(bound, node))
+                hidden += 1
+                target = phys
+            order.append((target, desc, o.args.get("nulls_first")))
+        project = Project(
+            node, tuple(exprs), scope=out_scope + tuple((None, "") for _ in range(hidden)), types=tuple(types)
+        )
+        root: Node = project
+        if sel.args.get("distinct"):
+            if hidden:
+                raise PlanError("ORDER BY of SELECT DISTINCT must use selected columns")
+            root = Aggregate(root, root.names, (), scope=project.scope, types=project.types)
+        q = Query(root, tuple(names), tuple(order), hidden=hidden)
+        self._order_limit(q, sel, None, None)
+        return q
+
+    def _order_limit(self, q: Query, tree, _a, _b) -> None:
+        limit = tree.args.get("limit")
+        offset = tree.args.get("offset")
+        if limit is not None:
+            q.limit = _const_int(limit.expression, "LIMIT")
+        if offset is not None:
+            q.offset = _const_int(offset.expression, "OFFSET")
+        if isinstance(tree, exp.Union) and tree.args.get("order"):
+            for o in tree.args["order"].expressions:
+                key = o.this
+                hits = [p for p in q.root.names if p.lower() == key.name.lower()] if isinstance(key, exp.Column) else []
+                if isinstance(key, exp.Literal):
+                    hits = [q.root.names[int(key.name) - 1]]
+                if not hits:
+                    raise PlanError(f"ORDER BY of a UNION must name an output column: {key.sql()}")
+                q.order = (*q.order, (hits[0], bool(o.args.get("desc")), o.args.get("nulls_first")))
+
+    def _expand_star(self, items, node: Node) -> list[exp.Expression]:
+        out = []
+        for item in items:
+            star = item if isinstance(item, exp.Star) else None
+            if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+                star = item
+            if star is None:
+                out.append(item)
+                continue
+            qual = star.table if isinstance(star, exp.Column) else None
+            for phys, (q, n) in zip(node.names, node.scope, strict=True):
+                if n.startswith("__") or not n or phys.startswith("__using_"):
+                    continue
+                if qual and (q or "").lower() != qual.lower():
+                    continue
+                col = exp.Alias(this=_col(phys), alias=exp.to_identifier(n))
+                col._bound = True
+                out.append(col)
+        return out
+
+    def _triggers(self, trigger: Trigger) -> tuple:
+        out = []
+        for t in trigger.expressions:
+            if isinstance(t, CountingTrigger):
+                out.append(("counting", _const_int(t.this, "TRIGGER COUNTING")))
+            elif isinstance(t, DelayTrigger):
+                out.append(("delay", interval_micros(t.this)))
+            elif isinstance(t, WatermarkTrigger):
+                out.append(("watermark",))
+        return tuple(out)
+
+    def aggregate(self, node, items, group, having, order_exprs, triggers):
+        key_exprs = []
+        if group is not None:
+            for g in group.expressions:
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    item = items[int(g.name) - 1]
+                    g = item.this if isinstance(item, exp.Alias) else item
+                elif isinstance(g, exp.Column) and not g.table:
+                    # GROUP BY may name a SELECT alias
+                    aliased = [i.this for i in items if isinstance(i, exp.Alias) and i.alias.lower() == g.name.lower()]
+                    if aliased and not any(n.lower() == g.name.lower() for _, n in node.scope):
+                        g = aliased[0]
+                key_exprs.append(g)
+        pre: list[tuple[str, exp.Expression]] = []
+        key_names = []
+        key_map: dict[str, str] = {}
+        for g in key_exprs:
+            bound = self.bind(g, node)
+            text = bound.sql()
+            if text in key_map:
+                continue
+            phys = bound.name if isinstance(bound, exp.Column) else self.fresh("k")
+            if phys in key_names:
+                continue
+            if not isinstance(bound, exp.Column):
+                self._label(phys, g)
+            pre.append((phys, bound))
+            key_names.append(phys)
+            key_map[text] = phys
+        calls: list[AggCall] = []
+        agg_map: dict[str, str] = {}
+
+        def add_agg(e: exp.Expression) -> str:
+            bound = self.bind(e, node)
+            text = bound.sql()
+            if text in agg_map:
+                return agg_map[text]
+            distinct = isinstance(e.this, exp.Distinct)
+            arg = e.this.expressions[0] if distinct else e.this
+            out = self.fresh("g")
+            param = None
+            if isinstance(e, exp.Count):
+                if isinstance(arg, exp.Star) or arg is None:
+                    fn, arg_phys = "count", None
+                else:
+                    fn = "count_distinct" if distinct else "count_not_null"
+                    arg_phys = self._agg_arg(arg, node, pre)
+            elif type(e) in _AGGS:
+                fn = _AGGS[type(e)]
+                if distinct:
+                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql()}")
+                arg_phys = self._agg_arg(arg, node, pre)
+                if fn == "median":
+                    fn, param = "percentile_cont", 0.5
+            elif isinstance(e, exp.PercentileCont | exp.PercentileDisc):
+                # quantile_cont(x, p) / quantile_disc(x, p) (DuckDB's names); WITHIN GROUP comes here rewritten
+                fn = "percentile_cont" if isinstance(e, exp.PercentileCont) else "percentile_disc"
+                if e.expression is None:
+                    raise PlanError(
+                        f"{e.sql()} needs a column: write quantile_cont(x, p) or ... WITHIN GROUP (ORDER BY x)"
+                    )
+                param = _fraction(e.expression, e.sql())
+                arg_phys = self._agg_arg(arg, node, pre)
+            else:
+                raise PlanError(f"unsupported aggregate {e.sql()}")
+            calls.append(AggCall(out, fn, arg_phys, param))
+            self._label(out, e)
+            agg_map[text] = out
+            return out
+
+        def visit_population(x: exp.Expression) -> exp.Expression:
+            # population variance from the sample variance: var_samp * (n - 1) / n (0 for one value, null for none)
+            n = _col(add_agg(exp.Count(this=x.this.copy())))
+            samp = _col(add_agg(exp.Variance(this=x.this.copy())))
+            pop = exp.Case(
+                ifs=[
+                    exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), true=exp.Null()),
+                    exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(1)), true=exp.Literal.number(0.0)),
+                ],
+                default=exp.Div(
+                    this=exp.Mul(
+                        this=samp, expression=exp.Paren(this=exp.Sub(this=n.copy(), expression=exp.Literal.number(1)))
+                    ),
+                    expression=n.copy(),
+                ),
+            )
+            out = exp.Sqrt(this=pop) if isinstance(x, exp.StddevPop) else pop
+            return exp.Cast(this=out, to=exp.DataType.build("DOUBLE"))
+
+        def rewrite(e: exp.Expression) -> exp.Expression:
+            def visit(x):
+                if isinstance(x, exp.WithinGroup) and isinstance(x.this, exp.PercentileCont | exp.PercentileDisc):
+                    # percentile_cont(p) WITHIN GROUP (ORDER BY x): the same aggregate as quantile_cont(x, p)
+                    order = x.expression.expressions
+                    if len(order) != 1 or order[0].args.get("desc"):
+                        raise PlanError(f"{x.sql()}: WITHIN GROUP takes one ascending ORDER BY column")
+                    return _col(add_agg(type(x.this)(this=order[0].this, expression=x.this.this)))
+                if isinstance(x, exp.VariancePop | exp.StddevPop):
+                    return visit_population(x)
+                if _is_agg(x):
+                    return _col(add_agg(x))
+                if isinstance(x, exp.Column) and getattr(x, "_bound", False):
+                    return x
+                try:
+                    text = self.bind(x, node).sql()
+                except PlanError:
+                    return None
+                if text in key_map:
+                    return _col(key_map[text])
+                if isinstance(x, exp.Column):
+                    raise PlanError(f"column {x.sql()} must appear in GROUP BY or be used in an aggregate")
+                return None
+
+            return _transform(e.copy(), visit)
+
+        new_items = []
+        for item in items:
+            inner = item.this if isinstance(item, exp.Alias) else item
+            if getattr(item, "_bound", False):
+                phys = inner.name
+                if phys not in key_names:
+                    raise PlanError(f"column {item.alias} must appear in GROUP BY or be used in an aggregate")
+                new = exp.Alias(this=_col(phys), alias=exp.to_identifier(item.alias))
+            else:
+                new_inner = rewrite(inner)
+                new = exp.Alias(this=new_inner, alias=exp.to_identifier(_display(item)))
+            new._bound = True
+            new_items.append(new)
+        having_expr = rewrite(having.this) if having is not None else None
+        new_order = []
+        for o in order_exprs:
+            key = o.this
+            if (
+                isinstance(key, exp.Column)
+                and not key.table
+                and any(_display(i).lower() == key.name.lower() for i in items)
+            ):
+                new_order.append(o)
+                continue
+            if isinstance(key, exp.Literal):
+                new_order.append(o)
+                continue
+            o2 = o.copy()
+            o2.set("this", rewrite(key))
+            o2._bound = True
+            new_order.append(o2)
+        pre_node = Project(
+            node,
+            tuple(pre) + tuple((n, _col(n)) for n in ()),
+            scope=tuple((None, n) for n, _ in pre),
+            types=tuple(self.check(e, node) for _, e in pre),
+        )
+        in_types = dict(zip(pre_node.names, pre_node.types, strict=True))
+        agg_types = tuple(_agg_type(c, in_types.get(c.argument)) for c in calls)
+        agg = Aggregate(
+            pre_node,
+            tuple(key_names),
+            tuple(calls),
+            scope=tuple((None, n) for n in key_names) + tuple((None, c.output) for c in calls),
+            types=tuple(in_types[k] for k in key_names) + agg_types,
+            trigger=triggers,
+        )
+        return agg, new_items, having_expr, new_order
+
+    def _agg_arg(self, arg: exp.Expression, node: Node, pre: list) -> str:
+        bound = self.bind(arg, node)
+        for phys, e in pre:
+            if e.sql() == bound.sql():
+                return phys
+        phys = self.fresh("a")
+        self.check(bound, node)
+        self._label(phys, arg)
+        pre.append((phys, bound))
+        return phys

@@ -1,0 +1,97 @@
+"""Type inference for the logical plan, and Arrow types in SQL's terms (for error messages)."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ...core.errors import PlanError
+from .nodes import AggCall
+
+_SQL_TYPE_NAMES = {
+    "int8": "TINYINT",
+    "int16": "SMALLINT",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "uint8": "UTINYINT",
+    "uint16": "USMALLINT",
+    "uint32": "UINTEGER",
+    "uint64": "UBIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "VARCHAR",
+    "large_string": "VARCHAR",
+    "bool": "BOOLEAN",
+    "date32[day]": "DATE",
+    "null": "NULL",
+    "binary": "BLOB",
+}
+
+
+def sql_type_name(t: pa.DataType | str) -> str:
+    """The SQL name of an Arrow type (what a user of the dialect knows), e.g. ``int64`` -> BIGINT."""
+    name = str(t)
+    if name.startswith("timestamp"):
+        return "TIMESTAMP WITH TIME ZONE" if "tz=" in name else "TIMESTAMP"
+    if name.startswith("duration"):
+        return "INTERVAL"
+    if name.startswith("decimal"):
+        return name.upper()
+    return _SQL_TYPE_NAMES.get(name, name.upper())
+
+
+def user_message(message: str, labels: dict[str, str]) -> str:
+    """An error message in the user's terms: internal (physical) column names, which bound
+    expressions print quoted, become the SQL they stand for; Arrow's kernel wording and type
+    names become SQL's."""
+    text = re.sub(r'"((?:[^"]|"")+)"', lambda m: labels.get(m.group(1).replace('""', '"'), m.group(0)), message)
+    kernel = re.search(r"Function '[^']*' has no kernel matching input types \(([^)]*)\)", text)
+    if kernel:
+        types = ", ".join(sql_type_name(t.strip()) for t in kernel.group(1).split(","))
+        text = f"{text[: kernel.start()]}not defined for {types}{text[kernel.end() :]}"
+    text = re.sub(r"as a scalar of type (\S+)", lambda m: f"as {sql_type_name(m.group(1))}", text)
+    return re.sub(r" is (\S+), not boolean", lambda m: f" is {sql_type_name(m.group(1))}, not boolean", text)
+
+
+def _key_type(a: pa.DataType | None, b: pa.DataType | None) -> pa.DataType | None:
+    """The type both keys are compared in (numbers widen), or None when they are not comparable."""
+    if a is None or b is None:
+        return None
+    if a == b:
+        return a
+    numeric = (pa.types.is_integer, pa.types.is_floating)
+    if any(f(a) for f in numeric) and any(f(b) for f in numeric):
+        return pa.float64() if pa.types.is_floating(a) or pa.types.is_floating(b) else pa.int64()
+    return None
+
+
+def _cast_to(e: exp.Expression, t: pa.DataType, target: pa.DataType) -> exp.Expression:
+    return e if t == target else exp.Cast(this=e, to=exp.DataType.build(_sql_type(target)))
+
+
+def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
+    if call.function in ("count", "count_not_null", "count_distinct"):
+        return pa.int64()
+    if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"):
+        return pa.float64()
+    if call.function == "sum" and arg_type is not None and pa.types.is_integer(arg_type):
+        return pa.int64()
+    return arg_type
+
+
+def _sql_type(t: pa.DataType) -> str:
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    if pa.types.is_date(t):
+        return "DATE"
+    raise PlanError(f"no SQL type for {t}")

@@ -1,0 +1,235 @@
+"""Running a planned statement and shaping its answer: :class:`SqlQuery` and :func:`plan`.
+
+The stream plan (:mod:`.planner`) produces events; the answer is their final snapshot
+(:func:`final_snapshot`: the payloads alive at the end of time), then SQL's finishing touches
+(:meth:`SqlQuery.finish`): a global aggregate over no rows still has one row, ``ORDER BY`` orders
+it, and ``LIMIT``/``OFFSET`` cut it when no TopK in the plan already did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.canonical_columnar import payload_ids, sort_order
+from ..core.errors import PlanError
+from ..core.time import INFINITY
+from ..io.egress import CollectSink, changelog_from_table
+from ..ops.base import Consumer
+from ..ops.topk import order_indices
+from ..ops.watermark import Discard, LateSink, WatermarkTap
+from ..stream.disordered import LateNode, execute_many, sorts_in
+from ..stream.streamable import Stream
+from .derive import derive
+from .dialect import parse
+from .expressions import Evaluator
+from .logical import Aggregate, Builder, Filter, Node, Project, Query
+from .planner import RunStats, Translator, with_limit
+from .rules import explain_logical, optimize
+
+LATE_POLICIES = ("drop", "file", "adjust")
+
+
+def final_snapshot(events: pa.Table) -> pa.Table:
+    """The payloads alive at the end of time: start edges not retracted by an end edge."""
+    sync = events.column("sync_time").to_numpy()
+    other = events.column("other_time").to_numpy()
+    payload = events.drop_columns(["sync_time", "other_time"])
+    starts = other == INFINITY
+    ends = (other < sync) & ~starts
+    if not ends.any():
+        return payload.filter(pa.array(starts))
+    # an end edge retracts one copy of the start edge with the same payload (the latest one): of a
+    # payload's start edges, the first (start edges - end edges) in event order survive
+    ids, _ = payload_ids(payload)
+    width = int(ids.max()) + 1
+    rows = np.flatnonzero(starts)
+    order = sort_order(ids[rows])  # by payload, then position
+    grouped = ids[rows][order]
+    rank = np.arange(len(grouped)) - np.searchsorted(grouped, grouped, side="left")
+    alive = np.bincount(grouped, minlength=width) - np.bincount(ids[ends], minlength=width)
+    keep = np.zeros(len(sync), bool)
+    keep[rows[order[rank < alive[grouped]]]] = True
+    return payload.filter(pa.array(keep))
+
+
+@dataclass
+class SqlQuery:
+    """A planned statement: explain it, run it, read the final answer or the changelog."""
+
+    text: str
+    query: Query
+    logical: Node
+    optimized: Node
+    rules_applied: list[str]
+    on_error: str = "fail"
+    late_path: str | None = None
+    stats: RunStats = field(default_factory=RunStats)
+    progressive: bool = False  # rows at their position in the input (see --progressive)
+    late: str = "drop"  # LATE_POLICIES
+    subquery: bool = False  # an IN (subquery) run by its outer query (which owns the late-records file)
+
+    def _subresults(self) -> dict:
+        out = {}
+        for key, sub in self.query.subplans.items():
+            inner = SqlQuery(
+                self.text,
+                sub,
+                sub.root,
+                optimize(sub.root)[0],
+                [],
+                self.on_error,
+                self.late_path,
+                late=self.late,
+                subquery=True,
+            )
+            table = inner.result()
+            out[key] = table.column(0).combine_chunks()
+            for name in ("rows_read", "rows_total", "skipped", "late"):
+                setattr(self.stats, name, getattr(self.stats, name) + getattr(inner.stats, name))
+        return out
+
+    def stream(self) -> Stream:
+        """The tidal stream plan (runs the IN subqueries first: their results are constants)."""
+        translator = Translator(
+            self.on_error,
+            self.stats,
+            self._subresults(),
+            self.late_path,
+            self.progressive,
+            self.late,
+            self.query.labels,
+        )
+        return with_limit(translator.stream(self.optimized), self.query)
+
+    def finish(self, table: pa.Table, ordered: bool = True, limited: bool = True) -> pa.Table:
+        """The answer from a snapshot of the plan's output: ordered, visible columns under their
+        display names (``limited=False``: also LIMIT/OFFSET, for a snapshot taken before the TopK)."""
+        q = self.query
+        if table.num_rows == 0 and _global_aggregate(self.optimized):
+            table = _empty_aggregate_row(self.optimized, table.schema)
+        if q.order and ordered:
+            table = table.take(order_indices(table, q.order))
+        if (q.offset or q.limit is not None) and not limited:
+            table = table.slice(q.offset, q.limit if q.limit is not None else None)
+        visible = table.column_names[: table.num_columns - q.hidden]
+        return table.select(visible).rename_columns(list(q.output_names))
+
+    def run(self, sink: Consumer) -> Stream:
+        """Run the plan once into ``sink``; late rows go to the late-records file, counts to ``stats``."""
+        stats = self.stats
+        stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
+        stats.watermark = None
+        if self.late_path and not self.subquery:
+            open(self.late_path, "w").close()  # each run starts a fresh late-records file
+        stream = self.stream()
+        sorts = sorts_in(stream._node)
+        roots: list = [stream._node]
+        sinks: list = [sink]
+        for sort in sorts:
+            roots.append(LateNode(sort))
+            sinks.append(LateSink(self.late_path))
+            tap = derive(Stream(sort), "WatermarkTap", lambda: WatermarkTap(stats), sort.schema, sort.props)
+            roots.append(tap._node)
+            sinks.append(Discard())
+        execute_many(roots, sinks)
+        stats.late += sum(s.stats.late for s in sorts)
+        stats.watermark = INFINITY
+        return stream
+
+    def events(self) -> pa.Table:
+        """The physical output events (``sync_time``, ``other_time``, payload)."""
+        sink = CollectSink(None)
+        stream = self.run(sink)
+        sink.schema = stream.schema
+        return sink.table()
+
+    def result(self) -> pa.Table:
+        """The final answer (the batch view), in SELECT order, ordered and limited."""
+        return self.finish(final_snapshot(self.events()))
+
+    def changelog(self) -> pa.Table:
+        """Every insert and retraction: ``time``, ``undo``, then the SELECT columns."""
+        events = self.events()
+        q = self.query
+        # payload columns by position while the log is built: a result column may be named time or undo
+        width = events.num_columns - 2
+        events = events.rename_columns([*events.column_names[:2], *(f"__c{i}" for i in range(width))])
+        log = changelog_from_table(events)
+        out = log.select(["time", "undo", *(f"__c{i}" for i in range(width - q.hidden))])
+        return out.rename_columns(["time", "undo", *q.output_names])
+
+    def visible_names(self) -> list[str]:
+        """The physical names of the SELECT columns, in order (ORDER BY's hidden columns excluded)."""
+        names = list(self.optimized.names)
+        return names[: len(names) - self.query.hidden]
+
+    def explain(self) -> str:
+        parts = ["Logical plan:", explain_logical(self.logical), ""]
+        parts.append("Rewrites applied: " + (", ".join(self.rules_applied) or "none"))
+        parts += ["", "Optimized logical plan:", explain_logical(self.optimized), "", "Stream plan:"]
+        translator = Translator(self.on_error, self.stats, {}, None, late=self.late)
+        q = self.query
+        parts.append(with_limit(translator.stream(self.optimized), q).explain())
+        if q.order or q.limit is not None or q.offset:
+            parts.append(
+                f"Final result: order by {[(n, 'desc' if d else 'asc') for n, d, _ in q.order]}, "
+                f"limit {q.limit}, offset {q.offset}"
+                + ("; the changelog carries the limited window as it changes (TopK)" if q.limit is not None else "")
+            )
+        return "\n".join(parts)
+
+
+def _global_aggregate(node: Node) -> Aggregate | None:
+    while isinstance(node, Project | Filter):
+        node = node.input
+    return node if isinstance(node, Aggregate) and not node.keys and node.aggs else None
+
+
+def _empty_aggregate_row(root: Node, schema: pa.Schema) -> pa.Table:
+    """SQL's answer for a global aggregate over no rows: one row (count 0, others null), then HAVING."""
+    chain = []
+    node = root
+    while isinstance(node, Project | Filter):
+        chain.append(node)
+        node = node.input
+    cols = {}
+    for call, t in zip(node.aggs, node.types, strict=True):
+        zero = call.function in ("count", "count_not_null", "count_distinct")
+        cols[call.output] = pa.array([0 if zero else None], t if t is not None else pa.int64())
+    n = 1
+    for step in reversed(chain):
+        ev = Evaluator(cols, n)
+        if isinstance(step, Filter):
+            keep = ev.mask(step.condition)
+            cols = {k: v.filter(keep) for k, v in cols.items()}
+            n = len(keep.filter(keep))
+        else:
+            cols = {name: ev.array(e) for name, e in step.exprs}
+    table = pa.table(cols) if cols else pa.table({})
+    try:
+        return table.cast(schema) if len(schema) == table.num_columns else table
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return table
+
+
+def plan(text: str, *, on_error: str = "fail", late_path: str | None = None, late: str | None = None) -> SqlQuery:
+    """Parse, plan and optimize one query of tidal's dialect.
+
+    ``late`` is the late-row policy (:data:`LATE_POLICIES`): ``drop``, ``file`` (drop and write
+    them to ``late_path``, truncated at the start of each run) or ``adjust`` (move their time up
+    to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
+    """
+    late = late or ("file" if late_path else "drop")
+    if late not in LATE_POLICIES:
+        raise PlanError(f"the late-row policy is one of {', '.join(LATE_POLICIES)}, got {late!r}")
+    if late == "file" and not late_path:
+        raise PlanError("late rows to a file: give the file (--late-records PATH)")
+    if late != "file" and late_path:
+        raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
+    tree = parse(text)
+    query = Builder().build(tree)
+    optimized, applied = optimize(query.root)
+    return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path, late=late)

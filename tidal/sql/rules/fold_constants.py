@@ -1,0 +1,47 @@
+"""Rule: evaluate column-free subexpressions once; drop filters that are constantly true."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from ..expressions import Evaluator, has_subquery, scalar_to_sql
+from ..logical import Filter, Node, Project
+from ..logical.exprs import _transform
+from .walk import bottom_up
+
+
+def _fold(expr: exp.Expression) -> exp.Expression:
+    def visit(e):
+        if isinstance(e, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Star) or has_subquery(e):
+            return e
+        if e.find(exp.Column) is None and not isinstance(e, exp.Interval | exp.DataType):
+            try:
+                value = Evaluator({}, 0).eval(e)
+            except Exception:
+                return None
+            if hasattr(value, "as_py"):
+                lit = scalar_to_sql(value) if not hasattr(value, "__len__") else None
+                return lit
+        return None
+
+    return _transform(expr.copy(), visit)
+
+
+def fold_constants(root: Node) -> Node:
+    """Evaluate column-free subexpressions once; drop filters that are constantly true."""
+
+    def fn(node):
+        if isinstance(node, Filter):
+            cond = _fold(node.condition)
+            if isinstance(cond, exp.Boolean) and cond.this:
+                return node.input
+            return replace(node, condition=cond) if cond.sql() != node.condition.sql() else node
+        if isinstance(node, Project):
+            exprs = tuple((n, _fold(e)) for n, e in node.exprs)
+            if [e.sql() for _, e in exprs] != [e.sql() for _, e in node.exprs]:
+                return replace(node, exprs=exprs)
+        return node
+
+    return bottom_up(root, fn)

@@ -1,0 +1,105 @@
+"""Rule: move filters below renaming projections, unions and joins, and into file scans."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from ..expressions import has_subquery, pushable_predicate
+from ..logical import Filter, Join, Node, Project, Scan, UnionAll
+from ..logical.exprs import _and, _col, _columns, _conjuncts, _transform
+from .walk import bottom_up
+
+
+def push_filters(root: Node) -> Node:
+    """Move filters below projections that only rename columns, and into file scans."""
+
+    def push(node):
+        if not isinstance(node, Filter):
+            return node
+        child = node.input
+        if isinstance(child, Filter):
+            return push(Filter(child.input, exp.And(this=child.condition, expression=node.condition)))
+        if isinstance(child, Project):
+            renames = {n: e.name for n, e in child.exprs if isinstance(e, exp.Column)}
+            parts = _conjuncts(node.condition)
+            movable = [p for p in parts if _columns(p) <= set(renames) and not has_subquery(p)]
+            if not movable:
+                return node
+            rest = [p for p in parts if p not in movable]
+
+            def rename(e):
+                return _transform(e.copy(), lambda x: _col(renames[x.name]) if isinstance(x, exp.Column) else None)
+
+            below = push(Filter(child.input, _and([rename(p) for p in movable])))
+            moved = replace(child, input=below)
+            return Filter(moved, _and(rest)) if rest else moved
+        if isinstance(child, UnionAll):
+            return UnionAll(
+                push(Filter(child.left, _rename_for(child.left, child, node.condition))),
+                push(Filter(child.right, _rename_for(child.right, child, node.condition))),
+            )
+        if isinstance(child, Join):
+            return _push_into_join(node, child, push)
+        if isinstance(child, Scan):
+            parts = _conjuncts(node.condition)
+            file_of = dict(zip(child.names, child.file_columns, strict=True))
+            pushable = [p for p in parts if pushable_predicate(p) is not None and _columns(p) <= set(file_of)]
+            if not pushable:
+                return node
+            rest = [p for p in parts if p not in pushable]
+            merged = pushable if child.predicate is None else [child.predicate, *pushable]
+            scan = replace(child, predicate=_and(merged))
+            return Filter(scan, _and(rest)) if rest else scan
+        return node
+
+    return bottom_up(root, push)
+
+
+def _push_into_join(node: Filter, join: Join, push) -> Node:
+    """A filter over a join: conjuncts over one side move to that side (for an inner or cross join
+    either side; for a left outer join only the left, whose rows all survive it), and on an inner
+    or cross join an equality between a left and a right column becomes a join key."""
+    lnames, rnames = set(join.left.names), set(join.right.names)
+    types = dict(zip(join.names, join.types, strict=True))
+    inner = join.kind in ("inner", "cross")
+    left_parts, right_parts, rest = [], [], []
+    lkeys, rkeys = list(join.left_keys), list(join.right_keys)
+    for part in _conjuncts(node.condition):
+        cols = _columns(part)
+        if has_subquery(part) or join.kind == "full":
+            rest.append(part)
+        elif cols and cols <= lnames and join.kind != "full":
+            left_parts.append(part)
+        elif cols and cols <= rnames and inner:
+            right_parts.append(part)
+        elif inner and isinstance(part, exp.EQ) and _key_pair(part, lnames, rnames, types):
+            a, b = _key_pair(part, lnames, rnames, types)
+            lkeys.append(a)
+            rkeys.append(b)
+        else:
+            rest.append(part)
+    if not (left_parts or right_parts or len(lkeys) > len(join.left_keys)):
+        return node
+    left = push(Filter(join.left, _and(left_parts))) if left_parts else join.left
+    right = push(Filter(join.right, _and(right_parts))) if right_parts else join.right
+    kind = "inner" if inner and lkeys else join.kind
+    moved = replace(join, left=left, right=right, kind=kind, left_keys=tuple(lkeys), right_keys=tuple(rkeys))
+    return Filter(moved, _and(rest)) if rest else moved
+
+
+def _key_pair(part: exp.EQ, lnames: set, rnames: set, types: dict) -> tuple[str, str] | None:
+    if not (isinstance(part.this, exp.Column) and isinstance(part.expression, exp.Column)):
+        return None
+    a, b = part.this.name, part.expression.name
+    if b in lnames and a in rnames:
+        a, b = b, a
+    if a in lnames and b in rnames and types[a] is not None and types[a] == types[b]:
+        return a, b
+    return None
+
+
+def _rename_for(side: Node, union: UnionAll, cond: exp.Expression) -> exp.Expression:
+    mapping = dict(zip(union.names, side.names, strict=True))
+    return _transform(cond.copy(), lambda x: _col(mapping[x.name]) if isinstance(x, exp.Column) else None)
