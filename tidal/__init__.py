@@ -11,9 +11,9 @@ from . import agg
 from .core.errors import InputError, LambdaError, PlanError, TidalError
 from .core.time import INFINITY
 from .io.egress import Event
-from .stream.sources import from_arrow, from_numpy, from_pandas, from_records
-from .stream.disordered import DisorderedStream, Streams
 from .plan.properties import Properties
+from .stream.disordered import DisorderedStream, Streams
+from .stream.sources import from_arrow, from_numpy, from_pandas, from_records
 from .stream.streamable import Stream
 
 __all__ = [

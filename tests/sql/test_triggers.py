@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.csv as pv
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tidal.stream.plan import OperatorNode
 
 import tidal
 from tidal import agg
 from tidal.cli.main import main as cli
-from tidal.ops.trigger import TriggerOp, TriggerSpec
+from tidal.ops.trigger import TriggerSpec
+from tidal.plan.nodes.relational import Trigger
 from tidal.sql import plan
 from tidal.stream.streamable import Stream
 
@@ -294,14 +294,7 @@ def trigger_stream(rows, spec: TriggerSpec, batch_size: int) -> Counter:
     )
     s = tidal.from_arrow(table, time="t", kind="start", batch_size=batch_size)
     out = s.group_aggregate(["w", "k"], n=agg.count(), s=agg.sum("v"), rows=agg.count())
-    schema = out.schema
-    node = OperatorNode(
-        "Trigger",
-        (out.node,),
-        pa.schema([f for f in schema if f.name != "rows"]),
-        out.properties,
-        lambda: TriggerOp(spec, schema, ("w", "k"), "w", "rows"),
-    )
+    node = Trigger(out.node, spec, ("w", "k"), "w", "rows")
     log = Stream(node).to_changelog().to_pylist()
     return Counter((r["time"], r["undo"], r["w"], r["k"], r["n"], r["s"]) for r in log)
 

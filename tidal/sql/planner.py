@@ -45,15 +45,15 @@ from ..core.time import INFINITY
 from ..io.disorder import disordered_messages
 from ..io.files import read_file
 from ..ops.base import Operator
-from ..ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp, identity_names
-from ..ops.topk import TopKOp
-from ..ops.trigger import TriggerOp, TriggerSpec
-from ..ops.tumble import TumbleOp
-from ..ops.watermark import TimeColumnFromSyncOp, percentile_messages
+from ..ops.shape import identity_names
+from ..ops.trigger import TriggerSpec
+from ..ops.watermark import percentile_messages
+from ..plan.node import PlanNode
+from ..plan.nodes import Source
+from ..plan.nodes import relational as rel
+from ..plan.properties import Properties
 from ..stream.disordered import DisorderedStream
-from ..stream.plan import OperatorNode, Properties, SourceNode
 from ..stream.streamable import Stream
-from .derive import derive
 from .expressions import Evaluator, SqlTypeError, pushable_predicate
 from .logical import (
     Aggregate,
@@ -140,9 +140,32 @@ class SqlProjectOp(Operator):
         self.emit(dense.replace(columns=cols))
 
 
+class SqlFilter(PlanNode):
+    """The rows for which a SQL condition is true (false and NULL drop the row)."""
+
+    label = "SqlFilter"
+
+    def __init__(self, input: PlanNode, condition, subresults, labels):
+        super().__init__((input,), input.schema, input.props, condition=condition, subresults=subresults, labels=labels)
+
+    def make(self) -> Operator:
+        return SqlFilterOp(self.condition, self.subresults, self.labels)
+
+
+class SqlProject(PlanNode):
+    """Each row replaced by the values of SQL expressions over it."""
+
+    label = "SqlProject"
+
+    def __init__(self, input: PlanNode, exprs, subresults, labels):
+        super().__init__((input,), None, input.props, exprs=exprs, subresults=subresults, labels=labels)
+
+    def make(self) -> Operator:
+        return SqlProjectOp(self.exprs, self.subresults, self.labels)
+
+
 def _shaped(stream: Stream, schema: pa.Schema) -> Stream:
-    make = lambda: ShapeOp(schema)  # noqa: E731
-    return derive(stream, "Shape", make, schema, stream.properties)
+    return Stream(rel.Shape(stream.node, schema))
 
 
 # -- translation -------------------------------------------------------------------------------
@@ -213,7 +236,8 @@ class Translator:
         if isinstance(node, Filter):
             inner = self.stream(node.input, time)
             labels = self.labels_for(node.input)
-            return self._op(inner, "SqlFilter", lambda: SqlFilterOp(node.condition, self.subresults, labels), node)
+            filtered = SqlFilter(inner.node, node.condition, self.subresults, labels)
+            return Stream(filtered.but(schema=node.schema(), props=inner.properties.but(grouping=())))
         if isinstance(node, Project):
             renames = {n: e.name for n, e in node.exprs if isinstance(e, exp.Column)}
             inner_time = time
@@ -224,7 +248,8 @@ class Translator:
                 inner_time = TimeSpec(renames[time.column], time.generator, time.params, time.ordinal)
             inner = self.stream(node.input, inner_time)
             labels = self.labels_for(node.input)
-            return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults, labels), node)
+            projected = SqlProject(inner.node, node.exprs, self.subresults, labels)
+            return Stream(projected.but(schema=node.schema(), props=inner.properties.but(grouping=())))
         if isinstance(node, EventTime):
             if time.generator is not None:
                 raise PlanError("an event time is declared twice (two watermark generators)")
@@ -236,8 +261,7 @@ class Translator:
             if inner_time.column != node.time_field:
                 raise PlanError(f"tumble's time field {node.time_field} is not the declared event time {time.column}")
             inner = self.stream(node.input, inner_time)
-            label = "Tumble" if node.hop is None else "Hop"
-            return self._op(inner, label, lambda: TumbleOp(node.length, node.offset, node.hop), node)
+            return Stream(rel.Tumble(inner.node, node.length, node.offset, node.hop, node.schema()))
         if isinstance(node, Session):
             return self.session(node, time)
         if isinstance(node, UnionAll):
@@ -295,8 +319,7 @@ class Translator:
         else:
             pairs = left_ids.cross_join(right_ids)
         condition, subresults, labels = node.condition, self.subresults, self.labels_for(node)
-        make = lambda: SqlFilterOp(condition, subresults, labels)  # noqa: E731
-        pairs = Stream(OperatorNode("SqlFilter", (pairs._node,), pairs.schema, pairs.properties, make)).multicast()
+        pairs = Stream(SqlFilter(pairs.node, condition, subresults, labels)).multicast()
         lkeys = lid[0] + lid[1]
         out_schema = node.schema()
         if node.kind in ("semi", "anti"):
@@ -322,11 +345,7 @@ class Translator:
 
     def _with_identity(self, side: Stream, names: list, ids: tuple) -> Stream:
         flags, values = ids
-        fields = list(side.schema) + [pa.field(f, pa.int64()) for f in flags]
-        fields += [pa.field(v, side.schema.field(n).type) for n, v in zip(names, values, strict=True)]
-        schema = pa.schema(fields)
-        make = lambda: RowIdentityOp(names, flags, values)  # noqa: E731
-        return derive(side, "RowIdentity", make, schema, side.properties)
+        return Stream(rel.RowIdentity(side.node, names, flags, values))
 
     def session(self, node: Session, time: TimeSpec) -> Stream:
         """The engine's ``session_window`` (per key through ``group_apply``), then rows as start edges."""
@@ -343,15 +362,10 @@ class Translator:
             sessions = inner.session_window(gap, cap)
         names = node.input.names
         props = inner.properties.but(grouping=())
-        make = lambda: SessionColumnsOp(names)  # noqa: E731
-        return derive(sessions, "SessionColumns", make, node.schema(), props)
+        return Stream(rel.SessionColumns(sessions.node, names, node.schema(), props))
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)
-
-    def _op(self, inner: Stream, label: str, factory, node: Node) -> Stream:
-        schema = node.schema()
-        return derive(inner, label, factory, schema, inner.properties.but(grouping=()))
 
     def aggregate(self, inner: Stream, node: Aggregate, timed: bool, ordinal: bool = False) -> Stream:
         from .. import agg  # the engine's aggregates (tidal.agg)
@@ -384,13 +398,8 @@ class Translator:
         if node.trigger or timed or ordinal:
             # input over time changes a key's value at every tick: without a TRIGGER, materialise at end of input
             evt = event_time_field(node.input)
-            schema = out.schema
             keys = tuple(node.keys)
-            make = lambda: TriggerOp(  # noqa: E731
-                spec, schema, keys, evt if evt in keys else None, count_field, has_clock=timed
-            )
-            out_schema = pa.schema([f for f in schema if f.name != count_field])
-            out = derive(out, "Trigger", make, out_schema, out.properties)
+            out = Stream(rel.Trigger(out.node, spec, keys, evt if evt in keys else None, count_field, has_clock=timed))
         if distinct:
             out = out.select(*node.keys)
         elif count_field is not None and count_field in out.schema.names:
@@ -434,7 +443,7 @@ class Translator:
                 kind = f"their position in the file (ticks of 1/{PROGRESS_TICKS:,})"
             detail = f"{scan.describe()}; rows as start edges at {kind}"
             return Stream(
-                SourceNode(
+                Source(
                     lambda: _relational(read_table, record_batches, time.ordinal, self.progressive),
                     schema,
                     Properties(start_edge_only=True),
@@ -451,7 +460,7 @@ class Translator:
                     record_batches(), time.column, dict(time.params), stats, late_path, scan.path, adjust, BATCH_ROWS
                 )
 
-            return Stream(SourceNode(open_messages, schema, Properties(start_edge_only=True), detail))
+            return Stream(Source(open_messages, schema, Properties(start_edge_only=True), detail))
         # event time: arrival order in, Impatience sort out; the reorder latency is the watermark's offset
         params = dict(time.params)
         latency = int(params.get("offset", 0)) if time.generator == "max_diff" else NO_WATERMARK_LATENCY
@@ -460,7 +469,7 @@ class Translator:
             detail += f"; max_diff_watermark offset {latency} us"
         else:
             detail += "; no watermark generator: nothing is late, sorted at end of input"
-        node = SourceNode(
+        node = Source(
             lambda: disordered_messages(record_batches, time.column, kind="start"),
             schema,
             Properties(start_edge_only=True),
@@ -469,9 +478,7 @@ class Translator:
         adjust = self.late == "adjust" and time.generator is not None
         out = DisorderedStream(node).to_stream(reorder_latency=latency, disorder="adjust" if adjust else "drop")
         if adjust:  # the sort moved late rows' times up: the event-time column says so too
-            column = time.column
-            make = lambda: TimeColumnFromSyncOp(column)  # noqa: E731
-            out = derive(out, "AdjustedTime", make, out.schema, out.properties)
+            out = Stream(rel.AdjustedTime(out.node, time.column))
         return out
 
 
@@ -538,9 +545,4 @@ def with_limit(stream: Stream, q: Query) -> Stream:
     """LIMIT/OFFSET of a changing result: the TopK keeps the window of every snapshot."""
     if q.limit is None and not q.offset:
         return stream
-    schema, order, limit, offset = stream.schema, list(q.order), q.limit, q.offset
-    starts_only = stream.properties.start_edge_only
-    make = lambda: TopKOp(schema, order, limit, offset, starts_only)  # noqa: E731
-    out = derive(stream, "TopK", make, schema, stream.properties.but(grouping=()))
-    out._node.partitioning = ((),)  # one window over the whole result
-    return out
+    return Stream(rel.TopK(stream.node, list(q.order), q.limit, q.offset))

@@ -19,10 +19,12 @@ from ..core.time import INFINITY
 from ..io.egress import CollectSink, changelog_from_table
 from ..ops.base import Consumer
 from ..ops.topk import order_indices
-from ..ops.watermark import Discard, LateSink, WatermarkTap
-from ..stream.disordered import LateNode, execute_many, sorts_in
+from ..ops.watermark import Discard, LateSink
+from ..plan.node import walk
+from ..plan.nodes import ImpatienceSort, LateEvents
+from ..plan.nodes.relational import WatermarkTap
+from ..stream.query import execute_many
 from ..stream.streamable import Stream
-from .derive import derive
 from .dialect import parse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
@@ -125,14 +127,13 @@ class SqlQuery:
         if self.late_path and not self.subquery:
             open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
-        sorts = sorts_in(stream._node)
-        roots: list = [stream._node]
+        sorts = [n for n in walk([stream.node]) if isinstance(n, ImpatienceSort)]
+        roots: list = [stream.node]
         sinks: list = [sink]
         for sort in sorts:
-            roots.append(LateNode(sort))
+            roots.append(LateEvents(sort))
             sinks.append(LateSink(self.late_path))
-            tap = derive(Stream(sort), "WatermarkTap", lambda: WatermarkTap(stats), sort.schema, sort.props)
-            roots.append(tap._node)
+            roots.append(WatermarkTap(sort, stats))
             sinks.append(Discard())
         execute_many(roots, sinks)
         stats.late += sum(s.stats.late for s in sorts)

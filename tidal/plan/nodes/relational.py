@@ -1,0 +1,138 @@
+"""Nodes the SQL translator adds for relational results over time: shaping rows, row identities for
+outer joins, session columns, SQL windows, triggers, late-row time columns, TopK, watermark taps.
+Each operator's temporal semantics are stated in its ``tidal.ops`` module."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...ops import watermark
+from ...ops.base import Operator
+from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
+from ...ops.topk import TopKOp
+from ...ops.trigger import TriggerOp
+from ...ops.tumble import TumbleOp
+from ..node import PlanNode
+
+
+class Shape(PlanNode):
+    """Each payload cut or cast to ``schema`` (fields by name)."""
+
+    label = "Shape"
+
+    def __init__(self, input: PlanNode, schema: pa.Schema):
+        super().__init__((input,), schema, input.props)
+
+    def make(self) -> Operator:
+        return ShapeOp(self.schema)
+
+
+class RowIdentity(PlanNode):
+    """Each payload plus a null-safe identity of its columns: a null flag and a filled value per column."""
+
+    label = "RowIdentity"
+
+    def __init__(self, input: PlanNode, names: list, flags: list, values: list):
+        fields = list(input.schema) + [pa.field(f, pa.int64()) for f in flags]
+        fields += [pa.field(v, input.schema.field(n).type) for n, v in zip(names, values, strict=True)]
+        super().__init__((input,), pa.schema(fields), input.props, names=names, flags=flags, values=values)
+
+    def make(self) -> Operator:
+        return RowIdentityOp(self.names, self.flags, self.values)
+
+
+class SessionColumns(PlanNode):
+    """Session rows: the input's columns and the session's bounds, as start edges."""
+
+    label = "SessionColumns"
+
+    def __init__(self, input: PlanNode, names: tuple, schema: pa.Schema, props):
+        super().__init__((input,), schema, props, names=names)
+
+    def make(self) -> Operator:
+        return SessionColumnsOp(self.names)
+
+
+class Tumble(PlanNode):
+    """SQL ``tumble``/``hop``: rows gain their window's bounds as columns."""
+
+    def __init__(self, input: PlanNode, length: int, offset: int, hop: int | None, schema: pa.Schema):
+        props = input.props.but(grouping=())
+        super().__init__((input,), schema, props, length=length, offset=offset, hop=hop)
+
+    @property
+    def label(self) -> str:
+        return "Tumble" if self.hop is None else "Hop"
+
+    def make(self) -> Operator:
+        return TumbleOp(self.length, self.offset, self.hop)
+
+
+class Trigger(PlanNode):
+    """When a changing aggregate result is materialised per key (OctoSQL's TRIGGER)."""
+
+    label = "Trigger"
+
+    def __init__(self, input: PlanNode, spec, keys: tuple, event_time, count_field, has_clock: bool = True):
+        schema = pa.schema([f for f in input.schema if f.name != count_field])
+        super().__init__(
+            (input,),
+            schema,
+            input.props,
+            spec=spec,
+            in_schema=input.schema,
+            keys=keys,
+            event_time=event_time,
+            count_field=count_field,
+            has_clock=has_clock,
+        )
+
+    def make(self) -> Operator:
+        return TriggerOp(
+            self.spec, self.in_schema, self.keys, self.event_time, self.count_field, has_clock=self.has_clock
+        )
+
+
+class AdjustedTime(PlanNode):
+    """The event-time column set from each event's (adjusted) start time."""
+
+    label = "AdjustedTime"
+
+    def __init__(self, input: PlanNode, column: str):
+        super().__init__((input,), input.schema, input.props, column=column)
+
+    def make(self) -> Operator:
+        return watermark.TimeColumnFromSyncOp(self.column)
+
+
+class TopK(PlanNode):
+    """ORDER BY ... LIMIT/OFFSET of a changing result: the window of every snapshot, over the whole result."""
+
+    label = "TopK"
+
+    def __init__(self, input: PlanNode, order: list, limit, offset):
+        super().__init__(
+            (input,),
+            input.schema,
+            input.props.but(grouping=()),
+            order=order,
+            limit=limit,
+            offset=offset,
+            partitioning=((),),
+        )
+
+    def make(self) -> Operator:
+        starts_only = self.props.start_edge_only
+        return TopKOp(self.schema, self.order, self.limit, self.offset, starts_only)
+
+
+class WatermarkTap(PlanNode):
+    """Reads a sort's punctuations into run statistics (the watermark shown while a query runs)."""
+
+    label = "WatermarkTap"
+
+    def __init__(self, input: PlanNode, stats):
+        super().__init__((input,), input.schema, input.props, stats=stats)
+
+    def make(self) -> Operator:
+        return watermark.WatermarkTap(self.stats)
