@@ -27,25 +27,23 @@ class NamedSelectOp(Operator):
     def variant(self) -> str:
         return "; ".join(f"{k}: {v if isinstance(v, str) else v.describe()}" for k, v in self.parts.items())
 
-    def on_batch(self, batch) -> None:
+    def _columns(self, batch, rows: bool) -> dict | None:
+        """The output columns, or None when a lambda cannot run columnar (``rows``: evaluate it row by row)."""
         cols = {}
         for k, fn in self.parts.items():
             if isinstance(fn, str):
                 cols[k] = batch.columns[fn]
                 continue
             got = fn.project(batch) if fn.mode == "columnar" else None
-            if got is None:
-                break
-            cols[k] = got["value"]
-        else:
+            if got is None and not rows:
+                return None
+            cols[k] = (got or fn.project_rows(batch))["value"]
+        return cols
+
+    def on_batch(self, batch) -> None:
+        cols = self._columns(batch, rows=False)
+        if cols is not None:
             self.emit(batch.replace(columns=cols))
             return
-        dense = batch.compact()
-        cols = {}
-        for k, fn in self.parts.items():
-            if isinstance(fn, str):
-                cols[k] = dense.columns[fn]
-                continue
-            got = fn.project(dense) if fn.mode == "columnar" else None
-            cols[k] = (got or fn.project_rows(dense))["value"]
-        self.emit(dense.replace(columns=cols))
+        dense = batch.compact()  # row-at-a-time evaluation reads present rows only
+        self.emit(dense.replace(columns=self._columns(dense, rows=True)))

@@ -49,7 +49,25 @@ import pyarrow as pa
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..core.errors import PlanError
 from ..io.egress import CollectSink
-from ..stream.plan import PlanNode, SourceNode
+from ..plan.node import PlanNode
+from ..plan.nodes import (
+    AlterLifetime,
+    Chop,
+    ClipDuration,
+    ExtendLifetime,
+    HoppingWindow,
+    Multicast,
+    NamedSelect,
+    PointAtEnd,
+    QuantizeLifetime,
+    Select,
+    SelectMany,
+    ShiftLifetime,
+    Source,
+    Union,
+    Where,
+)
+from ..plan.rules import PORTABLE_RULES, apply_rule, optimize
 from ..stream.query import execute
 from ..stream.streamable import Stream
 from .fragment import SIDE_FIELD, BroadcastFragment, Fragment, ipc_bytes, side_field
@@ -58,24 +76,11 @@ from .pushdown import push_down
 from .source import SparkSourceNode
 from .sqltext import columns, ident
 
-# operators that look at one event at a time: their input need not be sorted
-ORDER_FREE = frozenset({"Where", "Select", "SelectMany", "Multicast"})
-# stateless operators whose output payload is their input payload, field for field
-PAYLOAD_KEEPING = frozenset(
-    {
-        "Where",
-        "Multicast",
-        "ShiftLifetime",
-        "AlterLifetime",
-        "TumblingWindow",
-        "HoppingWindow",
-        "ClipDuration",
-        "ExtendLifetime",
-        "QuantizeLifetime",
-        "PointAtEnd",
-        "Chop",
-    }
-)
+# nodes that look at one event at a time: their input need not be sorted
+ORDER_FREE = (Where, Select, NamedSelect, SelectMany, Multicast)
+# stateless nodes whose output payload is their input payload, field for field
+PAYLOAD_KEEPING = (Where, Multicast, ShiftLifetime, AlterLifetime, HoppingWindow, ClipDuration, ExtendLifetime,
+                   QuantizeLifetime, PointAtEnd, Chop)  # fmt: skip
 SAMPLE_ROWS = 10_000
 CONTROL = pa.schema([pa.field(SYNC_FIELD, pa.int64()), pa.field(OTHER_FIELD, pa.int64())])
 
@@ -134,7 +139,7 @@ class SparkPlanner:
         return self._rels[id(node)]
 
     def _translate(self, node: PlanNode) -> _Rel:
-        if isinstance(node, SourceNode):
+        if isinstance(node, Source):
             return self._source(node)
         if node.partitioning is not None:
             if len(node.inputs) == 1:
@@ -147,11 +152,11 @@ class SparkPlanner:
             if not parent.chain and parent.side_payloads is None and parent.broadcast is None:
                 df = push_down(node, parent.df, parent.schema, parent.intervals)
                 if df is not None:
-                    if node.label != "Multicast":
+                    if not isinstance(node, Multicast):
                         self._step(f"{node.label} in Spark SQL")
                     return replace(parent, df=df)
             return replace(parent, chain=(*parent.chain, node))
-        if node.label == "Union":
+        if isinstance(node, Union):
             frames = [self.frame(child) for child in node.inputs]
             df = frames[0][0]
             for other, _ in frames[1:]:
@@ -159,7 +164,7 @@ class SparkPlanner:
             return _Rel(df, frames[0][1])
         raise PlanError(f"{node.label}: a stateless {len(node.inputs)}-input node is not supported on Spark")
 
-    def _source(self, node: SourceNode) -> _Rel:
+    def _source(self, node: Source) -> _Rel:
         if isinstance(node, SparkSourceNode):
             df = node.to_physical()
             if node.physical and node.schema.names:
@@ -243,17 +248,16 @@ class SparkPlanner:
         if any(n.partitioning is not None or len(n.inputs) != 1 for n in parent.chain):
             return None
         for n in reversed(parent.chain):
-            if n.label in PAYLOAD_KEEPING:
+            if isinstance(n, PAYLOAD_KEEPING):
                 continue
-            parts = getattr(n.make(), "parts", None) if n.label == "Select" else None
+            parts = n.parts if isinstance(n, NamedSelect) else None
             if parts is None or not all(isinstance(parts.get(k), str) for k in keys):
                 return None
             keys = tuple(parts[k] for k in keys)
         return keys if all(k in parent.schema.names for k in keys) else None
 
     def _reduce_two(self, node: PlanNode) -> _Rel:
-        probe = node._probe if node._probe is not None else node.make()
-        if getattr(probe, "build_once", False) and not node.props.grouping:
+        if getattr(node.probe, "build_once", False) and not node.props.grouping:
             return self._broadcast(node, small=0)
         sides = [self.frame(child) for child in node.inputs]
         key_lists = [tuple(k) for k in node.partitioning]
@@ -304,7 +308,7 @@ class SparkPlanner:
         if not rel.chain:
             return rel.df, rel.schema
         df = rel.df
-        if not rel.sorted and not all(n.label in ORDER_FREE for n in rel.chain):
+        if not rel.sorted and not all(isinstance(n, ORDER_FREE) for n in rel.chain):
             df = _sorted(df)
             self._step("sort by sync time within partitions")
         payload = self.payload_schema(rel.chain[-1])
@@ -415,7 +419,7 @@ def _check_keys(node: PlanNode, keys: tuple[str, ...], schema: pa.Schema) -> Non
         raise PlanError(f"{node.label}: partitioning field(s) {missing} are not in its input fields {schema.names}")
 
 
-def _collect(node: SourceNode) -> pa.Table:
+def _collect(node: Source) -> pa.Table:
     sink = CollectSink(node.schema)
     execute(node, sink)
     return sink.table()
@@ -424,33 +428,24 @@ def _collect(node: SourceNode) -> pa.Table:
 def _sample_messages(node: SparkSourceNode, truncated: list[bool]):
     if node.df.isStreaming:
         raise PlanError("cannot sample a streaming DataFrame to learn a schema; give the fields explicitly")
-    from ..io.sources import from_arrow
+    from ..stream.sources import from_arrow
 
     table = node.df.limit(SAMPLE_ROWS).toArrow().sort_by(node.time)
     truncated.append(table.num_rows >= SAMPLE_ROWS)
-    return from_arrow(table, node.time, node.end, other=node.other, kind=node.kind)._node.open_messages()
-
-
-def _spark_sources(node: PlanNode, found: dict) -> dict:
-    if isinstance(node, SparkSourceNode):
-        found[id(node)] = node
-    for child in node.inputs:
-        _spark_sources(child, found)
-    return found
+    return from_arrow(table, node.time, node.end, other=node.other, kind=node.kind).node.open_messages()
 
 
 def _execute_sampled(root: PlanNode, sink) -> bool:
     """Run ``root`` embedded over samples of its Spark sources (for output schemas); True when
     every sample was its whole source (in-memory sources always run whole)."""
-    sources = list(_spark_sources(root, {}).values())
     truncated: list[bool] = []
-    try:
-        for src in sources:
-            src.open_messages = lambda src=src: _sample_messages(src, truncated)
-        execute(root, sink)
-    finally:
-        for src in sources:
-            src.open_messages = src._open_embedded
+
+    def sampled(node: PlanNode, consumers) -> PlanNode:
+        if isinstance(node, SparkSourceNode):
+            return node.but(open_messages=lambda: _sample_messages(node, truncated))
+        return node
+
+    execute(apply_rule([root], sampled)[0], sink)
     return not any(truncated)
 
 
@@ -464,6 +459,11 @@ def _spark_of(node: PlanNode):
     return None
 
 
+def _planned(stream: Stream) -> PlanNode:
+    """The plan Spark runs: the stream's, rewritten by the rules that hold on any backend."""
+    return optimize([stream.node], PORTABLE_RULES)[0]
+
+
 def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
     """The stream's physical events as a Spark DataFrame: ``sync_time, other_time``, then payload.
 
@@ -473,9 +473,9 @@ def to_spark(stream: Stream, *, partitions: int | None = None, spark=None):
     """
     from .session import spark_session
 
-    spark = spark or _spark_of(stream._node) or spark_session()
+    spark = spark or _spark_of(stream.node) or spark_session()
     partitions = partitions or spark.sparkContext.defaultParallelism
-    df, _ = SparkPlanner(spark, partitions).frame(stream._node)
+    df, _ = SparkPlanner(spark, partitions).frame(_planned(stream))
     return df
 
 
@@ -485,17 +485,17 @@ def explain(stream: Stream, *, partitions: int | None = None, spark=None) -> str
     Nothing runs, except that fields known only at run time are learned from a sample."""
     from .session import spark_session
 
-    spark = spark or _spark_of(stream._node) or spark_session()
+    spark = spark or _spark_of(stream.node) or spark_session()
     planner = SparkPlanner(spark, partitions or spark.sparkContext.defaultParallelism, explain_only=True)
-    return planner.explain(stream._node)
+    return planner.explain(_planned(stream))
 
 
 def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:
     """Run the stream on Spark and collect its physical events, sorted by sync time."""
     from .session import spark_session
 
-    spark = spark or _spark_of(stream._node) or spark_session()
-    df, payload = SparkPlanner(spark, partitions or spark.sparkContext.defaultParallelism).frame(stream._node)
+    spark = spark or _spark_of(stream.node) or spark_session()
+    df, payload = SparkPlanner(spark, partitions or spark.sparkContext.defaultParallelism).frame(_planned(stream))
     table = df.toArrow()
     # Spark's types come back a little different (naive timestamps as UTC ones): restore the plan's
     table = pa.Table.from_arrays(

@@ -15,7 +15,6 @@ partition tagged with a side column; the task splits each record batch by side.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -25,7 +24,7 @@ import pyarrow.compute as pc
 from ..core.batch import OTHER_FIELD, SYNC_FIELD, EventBatch
 from ..core.time import INFINITY
 from ..ops.base import Consumer
-from ..stream.plan import PlanNode
+from ..plan.node import PlanNode
 
 SIDE_FIELD = "__tidal_side"
 
@@ -37,11 +36,7 @@ def side_field(side: int, name: str) -> str:
 
 def detach(node: PlanNode) -> PlanNode:
     """A copy of ``node`` that builds the same operator but holds no reference to its inputs."""
-    clone = copy.copy(node)
-    clone.inputs = (None,) * len(node.inputs)
-    if hasattr(clone, "_probe"):
-        clone._probe = None
-    return clone
+    return node.with_inputs((None,) * len(node.inputs))
 
 
 class _Collect(Consumer):

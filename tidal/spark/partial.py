@@ -24,15 +24,24 @@ import pyarrow as pa
 
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..core.time import INFINITY
-from ..stream.plan import PlanNode, SourceNode
+from ..plan.node import PlanNode
+from ..plan.nodes import Aggregate as AggregateNode
+from ..plan.nodes import (
+    AlterLifetime,
+    HoppingWindow,
+    Multicast,
+    NamedSelect,
+    Select,
+    ShiftLifetime,
+    Source,
+    Where,
+)
 from ..stream.streamable import Stream
 from .fragment import _Collect, conform, detach, physical
 from .sqltext import columns, ident
 
 # operators that change each event on its own (no state across events, edges included)
-PER_EVENT = frozenset(
-    {"Where", "Select", "Multicast", "ShiftLifetime", "AlterLifetime", "TumblingWindow", "HoppingWindow"}
-)
+PER_EVENT = (Where, Select, NamedSelect, Multicast, ShiftLifetime, AlterLifetime, HoppingWindow)
 # aggregate kind -> (pyarrow function for the partial, pyarrow function merging partials, final tidal kind)
 COMBINE = {
     "count": ("count", "sum", "sum"),
@@ -125,9 +134,9 @@ class PartialCombine:
 
 def combinable(chain: tuple[PlanNode, ...], agg_node: PlanNode) -> list | None:
     """The aggregate's (name, kind, argument) list when a map-side combine keeps its answers."""
-    if not chain or agg_node.label != "Aggregate" or agg_node.props.grouping:
+    if not chain or not isinstance(agg_node, AggregateNode) or agg_node.props.grouping:
         return None
-    if any(n.label not in PER_EVENT for n in chain):
+    if not all(isinstance(n, PER_EVENT) for n in chain):
         return None
     props = chain[-1].props
     schema = chain[-1].schema
@@ -137,7 +146,7 @@ def combinable(chain: tuple[PlanNode, ...], agg_node: PlanNode) -> list | None:
     keys = tuple(agg_node.partitioning[0])
     if not keys:
         return None
-    op = agg_node.make()
+    op = agg_node.probe
     if getattr(op, "user_results", None):
         return None
     specs = []
@@ -168,11 +177,11 @@ def split_aggregate(chain, in_payload: pa.Schema, agg_node: PlanNode, specs):
     payload = pa.schema(fields)
     from .. import agg
 
-    source = SourceNode(lambda: iter(()), payload, chain[-1].props, "partial aggregates")
+    source = Source(lambda: iter(()), payload, chain[-1].props, "partial aggregates")
     makers = {"sum": agg.sum, "min": agg.min, "max": agg.max}
     stream = Stream(source).group_aggregate(list(keys), **{n: makers[k](c) for n, (k, c) in final.items()})
     combine = PartialCombine(list(chain), in_payload, keys, parts, payload)
-    return combine, payload, stream._node
+    return combine, payload, stream.node
 
 
 # a global aggregate's partial kind -> how the per-partition results merge
@@ -188,7 +197,7 @@ def global_partials(agg_node: PlanNode) -> PlanNode | None:
     partition with no event alive has no row then, and adds nothing. The merge node reads the
     partials (the aggregate's own output fields) and writes the same fields and types.
     """
-    if agg_node.label != "Aggregate" or agg_node.partitioning != ((),) or agg_node.props.grouping:
+    if not isinstance(agg_node, AggregateNode) or agg_node.partitioning != ((),) or agg_node.props.grouping:
         return None
     schema = agg_node.schema
     if schema is None:
@@ -209,14 +218,11 @@ def global_partials(agg_node: PlanNode) -> PlanNode | None:
     from .. import agg
 
     makers = {"sum": agg.sum, "min": agg.min, "max": agg.max}
-    source = SourceNode(lambda: iter(()), schema, agg_node.props, "partial aggregates")
+    source = Source(lambda: iter(()), schema, agg_node.props, "partial aggregates")
     merged = Stream(source).aggregate(**{name: makers[m](name) for name, m in merges.items()})
     if not merged.schema.equals(schema):
         return None
-    return merged._node
-
-
-WINDOWS = frozenset({"TumblingWindow", "HoppingWindow"})
+    return merged.node
 
 
 def sql_combine(df, chain: tuple[PlanNode, ...], agg_node: PlanNode, specs):
@@ -232,7 +238,7 @@ def sql_combine(df, chain: tuple[PlanNode, ...], agg_node: PlanNode, specs):
     """
     from pyspark.sql import functions as F
 
-    if len(chain) != 1 or chain[0].label not in WINDOWS:
+    if len(chain) != 1 or not isinstance(chain[0], HoppingWindow):
         return None
     props = chain[0].props
     if props.constant_duration is None or props.constant_hop is None:

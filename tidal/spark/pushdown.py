@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..expr.nodes import BinOp, BoolOp, Col, Compare, Const, Node
-from ..stream.plan import PlanNode
+from ..plan.node import PlanNode
+from ..plan.nodes import AlterLifetime, Multicast, Where
 from .sqltext import ident, literal
 
 COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -68,15 +69,15 @@ def spark_sql(node: Node, schema: pa.Schema) -> str | None:
 
 def push_down(node: PlanNode, df, schema: pa.Schema, intervals: bool):
     """``df`` with ``node`` applied by Spark, or None when tidal must run it."""
-    if node.label == "Multicast":
+    if isinstance(node, Multicast):
         return df
-    if node.label == "Where":
+    if isinstance(node, Where):
         predicate = node.make().predicate
         if predicate.mode != "columnar" or predicate.node is None:
             return None
         condition = spark_sql(predicate.node, schema)
         return None if condition is None else df.where(condition)
-    if node.label == "AlterLifetime" and intervals:
+    if isinstance(node, AlterLifetime) and intervals:
         op = node.make()
         if op.start_fn is None and op.keep is None and isinstance(op.duration, int) and op.duration > 0:
             other = f"{SYNC_FIELD} + {literal(op.duration)} AS {OTHER_FIELD}"

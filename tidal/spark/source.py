@@ -17,8 +17,9 @@ from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..core.errors import InputError, PlanError
 from ..core.time import INFINITY
 from ..io.ingress import KINDS
-from ..io.sources import from_arrow
-from ..stream.plan import Properties, SourceNode
+from ..plan.nodes import Source
+from ..plan.properties import Properties
+from ..stream.sources import from_arrow
 from ..stream.streamable import Stream
 from .sqltext import ident, string
 
@@ -30,7 +31,7 @@ def arrow_schema_of(df) -> pa.Schema:
     return to_arrow_schema(df.schema, timezone=timezone)
 
 
-class SparkSourceNode(SourceNode):
+class SparkSourceNode(Source):
     """A plan source reading a Spark DataFrame (batch or streaming)."""
 
     label = "SparkIngress"
@@ -55,8 +56,7 @@ class SparkSourceNode(SourceNode):
         shape = "physical events" if other else ("intervals" if end else f"{kind} events")
         streaming = " (streaming)" if df.isStreaming else ""
         super().__init__(self._open_embedded, payload, props, f"spark DataFrame{streaming}, {shape}")
-        self.df = df
-        self.time, self.end, self.other, self.kind = time, end, other, kind
+        self._set(df=df, time=time, end=end, other=other, kind=kind)
 
     @property
     def physical(self) -> bool:
@@ -67,7 +67,7 @@ class SparkSourceNode(SourceNode):
         if self.df.isStreaming:
             raise PlanError("a streaming DataFrame runs on Spark only: use tidal.spark.start_streaming")
         table = self.df.toArrow().sort_by(self.time)
-        return from_arrow(table, self.time, self.end, other=self.other, kind=self.kind)._node.open_messages()
+        return from_arrow(table, self.time, self.end, other=self.other, kind=self.kind).node.open_messages()
 
     def to_physical(self):
         """The DataFrame as physical events: ``sync_time, other_time``, then the payload fields."""

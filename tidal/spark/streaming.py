@@ -33,7 +33,9 @@ import pyarrow as pa
 from ..core.batch import OTHER_FIELD, SYNC_FIELD, EventBatch
 from ..core.errors import InputError, PlanError
 from ..core.time import MIN_TIME
-from ..stream.plan import PlanNode, SourceNode
+from ..plan.node import PlanNode
+from ..plan.nodes import DelayBand, Join, LateEvents, Source, Union
+from ..plan.rules import PORTABLE_RULES, optimize
 from ..stream.streamable import Stream
 from .batch import physical_schema
 from .fragment import _Collect, conform, detach
@@ -41,11 +43,22 @@ from .source import SparkSourceNode
 
 STATE_SCHEMA = "blob binary"
 
+# what streaming on Spark cannot run, by node type (checked before anything starts), as ibis backends list
+# theirs: each micro-batch runs a key group's operators as one chain, so every operator has one input
+UNSUPPORTED: dict[type, str] = {
+    Join: "joins need two inputs; streaming on Spark runs plans with one input per operator",
+    Union: "a union needs two inputs; streaming on Spark runs plans with one input per operator",
+    DelayBand: "several reorder latencies need one sort shared by several outputs; use reorder_latency=",
+    LateEvents: "late events come from the stateful step's count (late='drop'), not from a plan node",
+}
+
 
 def _linear_plan(root: PlanNode) -> tuple[SparkSourceNode, list[PlanNode]]:
     chain: list[PlanNode] = []
     node = root
-    while not isinstance(node, SourceNode):
+    while not isinstance(node, Source):
+        if type(node) in UNSUPPORTED:
+            raise PlanError(f"{node.label}: not supported on Spark streaming: {UNSUPPORTED[type(node)]}")
         if len(node.inputs) != 1:
             raise PlanError(f"{node.label}: streaming on Spark runs plans with one input per operator")
         chain.append(node)
@@ -164,7 +177,7 @@ def start_streaming(
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    source, chain = _linear_plan(stream._node)
+    source, chain = _linear_plan(optimize([stream.node], PORTABLE_RULES)[0])
     if not chain:
         raise PlanError("the plan has no operators to run")
     if chain[-1].schema is None:

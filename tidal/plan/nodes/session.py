@@ -29,23 +29,24 @@ class SessionWindow(_PerGroup):
         return SessionWindowOp(self.timeout, self.max_duration, self.lifetime)
 
 
-class Stitch(_PerGroup):
+class _Layers(_PerGroup):
+    """A node whose operator rebuilds the snapshot layers of each payload (stitch, distinct)."""
+
+    operator: type[Operator]
+
+    def __init__(self, input: PlanNode):
+        props = input.props.but(constant_duration=None, constant_hop=None, sorted_by=())
+        super().__init__(input, props)
+
+    def make(self) -> Operator:
+        return self.operator()
+
+
+class Stitch(_Layers):
     label = "Stitch"
-
-    def __init__(self, input: PlanNode):
-        props = input.props.but(constant_duration=None, constant_hop=None, sorted_by=())
-        super().__init__(input, props)
-
-    def make(self) -> Operator:
-        return StitchOp()
+    operator = StitchOp
 
 
-class Distinct(_PerGroup):
+class Distinct(_Layers):
     label = "Distinct"
-
-    def __init__(self, input: PlanNode):
-        props = input.props.but(constant_duration=None, constant_hop=None, sorted_by=())
-        super().__init__(input, props)
-
-    def make(self) -> Operator:
-        return DistinctOp()
+    operator = DistinctOp
