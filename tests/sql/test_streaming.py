@@ -3,8 +3,13 @@ errors a person can act on, and the rewrite rules."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,3 +118,28 @@ def test_stream_json_net_effect_equals_batch_json(in_dir, capsys):
     batch = sorted(json.dumps(json.loads(x), sort_keys=True) for x in (in_dir / "batch-json").read_text().splitlines())
     assert sorted(k for k, n in net.items() for _ in range(n)) == batch
     assert list(json.loads((in_dir / "stream-json").read_text().splitlines()[0])) == ["y", "d"]  # SELECT order
+
+
+def test_live_csv_quotes_values_as_csv_does(in_dir):
+    odd = 'a,b "quoted"\nnext line'
+    rows = [{"y": odd, "x": 1}, {"y": "plain", "x": 2}, {"y": None, "x": 3}]
+    (in_dir / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli(["query", "SELECT y, x FROM 'a.json'", "--format", "live-csv", "--output", "out.csv"]) == 0
+    text = (in_dir / "out.csv").read_text()
+    with open(in_dir / "out.csv", newline="") as fh:
+        got = list(csv.reader(fh))
+    assert got == [["sys.undo", "y", "x"], ["false", odd, "1"], ["false", "plain", "2"], ["false", "", "3"]]
+    assert text.endswith("false,plain,2\nfalse,,3\n")  # values needing no quotes are written as before
+
+
+def test_stream_json_into_a_reader_that_stops_early_ends_quietly(in_dir):
+    # `tidal query ... | head -1`: once the reader has gone, the CLI stops without a traceback
+    (in_dir / "a.csv").write_text("x\n" + "".join(f"{i}\n" for i in range(200_000)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    cmd = [sys.executable, "-m", "tidal.cli.main", "query", "SELECT x FROM 'a.csv'", "--format", "stream-json"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as child:
+        assert json.loads(child.stdout.readline()) == {"x": 0}
+        child.stdout.close()
+        err = child.stderr.read().decode()
+        assert child.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err and err == ""
