@@ -160,7 +160,8 @@ def _csv_settings(options: dict, delimiter: str):
 
 
 def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid):
-    """``(header, read, parse, convert)`` options of pyarrow's CSV reader for these settings."""
+    """``(header, raw, read, parse, convert)``: pyarrow's CSV reader options for these settings, and
+    ``raw(name)``, the reader's name of a column."""
     import pyarrow.csv as pv
 
     sep, header, read_opts = _csv_settings(options, delimiter)
@@ -179,7 +180,7 @@ def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid):
         strings_can_be_null=True,  # an empty field is NULL, as in DuckDB
         column_types=None if schema is None else {raw(f.name): f.type for f in schema},
     )
-    return header, read_opts, parse_opts, convert_opts
+    return header, raw, read_opts, parse_opts, convert_opts
 
 
 def _named_columns(table: pa.Table, header: bool) -> pa.Table:
@@ -191,9 +192,13 @@ def _scan_csv(source, options: dict, columns, predicate, delimiter: str, schema)
     anything else fails), for :func:`_read_csv` to read it again and report or skip those rows."""
     # no invalid-row handler here: the scanner calls one again for each look at the file (schema,
     # then rows) and from several threads at once, so its rows cannot be counted or put in order
-    header, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, columns, schema, None)
+    # the projection goes to the scan, not to include_columns (the scanner sets those itself: given
+    # both, it returns each column twice)
+    header, raw, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, None, schema, None)
     file_format = ds.CsvFileFormat(read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
-    got = _scan(source, file_format, None, predicate, False)  # the projection is convert_opts' include_columns
+    projection = None if columns is None else [raw(c) for c in columns]
+    # the predicate names the columns as tidal does: without a header it is applied after the renaming
+    got = _scan(source, file_format, projection, predicate if header else None, False)
     return None if got is None else (_named_columns(got[0], header), got[1])
 
 
@@ -208,7 +213,7 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         bad.append(row)
         return "skip"
 
-    header, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, columns, schema, on_invalid)
+    header, _, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, columns, schema, on_invalid)
     try:
         table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
     except pa.ArrowInvalid as exc:
