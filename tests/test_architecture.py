@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent / "tidal"
 
 # layer -> the layers it may import (besides itself); anything not listed is a layering break
@@ -131,8 +133,16 @@ def test_modules_stay_small():
     assert not big, f"modules over {MAX_LINES} lines: {big}"
 
 
-def test_the_checker_sees_a_break():
-    """The graph walk finds relative imports (a check that cannot fail would prove nothing)."""
-    graph = _graph()
-    assert "tidal.plan.node" in graph["tidal.stream.streamable"]
-    assert "tidal.core.errors" in graph["tidal.ops.base"] or any(t.startswith("tidal.core") for t in graph["tidal.ops.base"])
+def test_the_checker_sees_a_break(tmp_path, monkeypatch):
+    """A module of ``ops`` importing ``stream`` (relatively, inside a function) is found and refused."""
+    fake = tmp_path / "tidal"
+    (fake / "ops").mkdir(parents=True)
+    (fake / "stream").mkdir()
+    for init in (fake / "__init__.py", fake / "ops" / "__init__.py", fake / "stream" / "__init__.py"):
+        init.write_text("")
+    (fake / "stream" / "streamable.py").write_text("X = 1\n")
+    (fake / "ops" / "bad.py").write_text("def f():\n    from ..stream.streamable import X\n    return X\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", fake)
+    assert _imports(fake / "ops" / "bad.py") == {"tidal.stream.streamable"}
+    with pytest.raises(AssertionError, match="tidal.ops.bad -> tidal.stream.streamable"):
+        test_imports_point_down_the_layers()

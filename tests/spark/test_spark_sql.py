@@ -6,6 +6,8 @@ A spread of the golden queries runs in CI (Spark jobs are slow on a small machin
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 from collections import Counter
 
@@ -73,6 +75,17 @@ def test_cli_engine_spark_gives_the_embedded_answer(spark, tmp_path, monkeypatch
     assert main(["query", sql, "--format", "batch-csv", "--engine", "spark"]) == 0
     on_spark = capsys.readouterr().out
     assert on_spark == embedded == '"team","goals"\n"blue",2\n"red",3\n'
+
+
+def test_cli_live_csv_on_spark_writes_csv(spark, tmp_path, monkeypatch, capsys):
+    from tidal.cli.main import main
+
+    (tmp_path / "notes.csv").write_text('k,note\n1,"a, b"\n2,"say ""hi"""\n')
+    monkeypatch.chdir(tmp_path)
+    assert main(["query", "SELECT note, k FROM 'notes.csv'", "--format", "live-csv", "--engine", "spark"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0] == ["sys.undo", "note", "k"]
+    assert sorted(rows[1:]) == [["false", "a, b", "1"], ["false", 'say "hi"', "2"]]
 
 
 EVENT_TIME_QUERIES = [

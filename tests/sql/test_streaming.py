@@ -3,8 +3,13 @@ errors a person can act on, and the rewrite rules."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,3 +118,68 @@ def test_stream_json_net_effect_equals_batch_json(in_dir, capsys):
     batch = sorted(json.dumps(json.loads(x), sort_keys=True) for x in (in_dir / "batch-json").read_text().splitlines())
     assert sorted(k for k, n in net.items() for _ in range(n)) == batch
     assert list(json.loads((in_dir / "stream-json").read_text().splitlines()[0])) == ["y", "d"]  # SELECT order
+
+
+def test_live_csv_quotes_values_as_csv_does(in_dir):
+    odd = 'a,b "quoted"\nnext line'
+    rows = [{"y": odd, "x": 1}, {"y": "plain", "x": 2}, {"y": None, "x": 3}]
+    (in_dir / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli(["query", "SELECT y, x FROM 'a.json'", "--format", "live-csv", "--output", "out.csv"]) == 0
+    text = (in_dir / "out.csv").read_text()
+    with open(in_dir / "out.csv", newline="") as fh:
+        got = list(csv.reader(fh))
+    assert got == [["sys.undo", "y", "x"], ["false", odd, "1"], ["false", "plain", "2"], ["false", "", "3"]]
+    assert text.endswith("false,plain,2\nfalse,,3\n")  # values needing no quotes are written as before
+
+
+def test_stream_json_into_a_reader_that_stops_early_ends_quietly(in_dir):
+    # `tidal query ... | head -1`: once the reader has gone, the CLI stops without a traceback
+    (in_dir / "a.csv").write_text("x\n" + "".join(f"{i}\n" for i in range(200_000)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    cmd = [sys.executable, "-m", "tidal.cli.main", "query", "SELECT x FROM 'a.csv'", "--format", "stream-json"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as child:
+        assert json.loads(child.stdout.readline()) == {"x": 0}
+        child.stdout.close()
+        err = child.stderr.read().decode()
+        assert child.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err and err == ""
+
+
+def test_files_are_scanned_by_pyarrow_dataset_and_malformed_csv_keeps_its_reader(in_dir, monkeypatch):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    from tidal.io import files
+
+    ns = pa.array([dt.datetime(2024, 1, 1, 0, 0, s) for s in range(4)], pa.timestamp("ns"))
+    table = pa.table({"a": [1, 2, 3, None], "b": ["w", "x,y", 'q"', None], "t": ns})
+    pq.write_table(table, "t.parquet")
+    feather.write_feather(table, "t.feather")
+    with pa.OSFile("t.arrow", "wb") as fh, pa.ipc.new_stream(fh, table.schema) as stream:  # a stream, not a file
+        stream.write_table(table)
+    (in_dir / "t.csv").write_text('a,b,t\n1,w,2024-01-01 00:00:00\n2,"x,y",2024-01-01 00:00:01\n3,"q""",\n,,\n')
+    expected = pa.table({"a": [2, 3], "b": ["x,y", 'q"'], "t": ns.cast(pa.timestamp("us"))[1:3]})
+    calls = []
+    read_csv = files._read_csv
+    monkeypatch.setattr(files, "_read_csv", lambda *a: calls.append(a[0]) or read_csv(*a))
+    for path in ("t.parquet", "t.feather", "t.arrow", "t.csv"):
+        got = files.read_file(
+            path, columns=["a", "b", "t"], predicate=pc.field("a") > 1, schema=files.file_schema(path)
+        )
+        want = expected if path != "t.csv" else expected.set_column(2, "t", pa.array([expected["t"][0], None]))
+        assert got.table.equals(want), path
+        with open(path, "rb") as fh:  # the same bytes on standard input
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(fh.read())))
+        stdin = "stdin" + os.path.splitext(path)[1]
+        assert files.read_file(stdin, columns=["a", "b", "t"], predicate=pc.field("a") > 1).table.equals(want), stdin
+    assert calls == []  # well-formed CSV: scanned, not read by the row-checking reader
+    (in_dir / "bad.csv").write_text("x,y\n1,a\n2,b,c\n3,d\n")
+    with pytest.raises(InputError, match=r"bad.csv: line 3, column 3: malformed row"):
+        files.read_file("bad.csv")
+    got = files.read_file("bad.csv", on_error="skip", predicate=pc.field("x") > 1)
+    assert got.table.to_pylist() == [{"x": 3, "y": "d"}] and (got.skipped, got.skipped_lines) == (1, [3])
+    assert calls == ["bad.csv", "bad.csv"]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import select
 import sys
 import time
 
@@ -206,15 +208,14 @@ def _has_watermark(q) -> bool:
 def _on_spark(q, args, fmt: str, out, labels) -> None:
     """The same query planned by tidal, executed inside Spark tasks (see tidal.spark)."""
     from tidal.spark.sql import run_query_on_spark
+    from tidal.sql.output import LiveCsv, StreamJson
 
     if fmt in ("stream-json", "live-csv"):
         log = run_query_on_spark(q, master=args.spark_master, changelog=True)
         names = [n for n in log.column_names if n not in ("time", "undo")]
+        writer = StreamJson(out, names) if fmt == "stream-json" else LiveCsv(out, names)
         for row in log.to_pylist():
-            record = {n: _json_value(row[n]) for n in names}
-            if row["undo"]:
-                record["sys.undo"] = True
-            out.write(json.dumps(record) + "\n")
+            writer(row["time"], row["undo"], tuple(row[n] for n in names))
         return
     table = run_query_on_spark(q, master=args.spark_master)
     _write_final(table, "batch-table" if fmt == "live-table" else fmt, out, args, q.stats)
@@ -274,6 +275,16 @@ def _explain(args) -> int:
     return 0
 
 
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (and not some other pipe or socket)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll(), or a stdout without a descriptor
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidal", description="Temporal stream analytics for Python.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -320,6 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise
+        # the reader of our output left (``| head``): end quietly, as cat does; stdout now points at
+        # /dev/null, so the interpreter's last flush of what is still buffered does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # a person reads this, not a traceback
         from tidal.core.errors import TidalError
 

@@ -1,7 +1,7 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Files are read with pyarrow's readers (``pyarrow.csv``, ``pyarrow.json``, ``pyarrow.parquet``,
-``pyarrow.ipc``), which infer column types, timestamps included. ``stdin.csv`` / ``stdin.json``
+Parquet, Arrow IPC and CSV files are scanned with ``pyarrow.dataset`` and JSON lines read with
+``pyarrow.json``; pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
 (and the other extensions after ``stdin.``) read standard input. Timestamps are normalised to
 microseconds (``timestamp[us]``), tidal's SQL time unit.
 
@@ -10,9 +10,9 @@ and column, unless ``on_error="skip"``: then they are skipped and counted in
 :attr:`FileRead.skipped`. Nothing is dropped silently.
 
 Projection and predicate pushdown: ``columns`` limits the columns read (CSV, JSON, Parquet,
-IPC), and ``predicate`` (a ``pyarrow.compute.Expression``) is handed to the Parquet reader,
-which skips row groups by their statistics; for the other formats it filters the table as it
-is read, before anything downstream sees it.
+IPC), and ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan (Parquet
+row groups are skipped by their statistics); for JSON, and where times must be normalised
+first, it filters the table as it is read, before anything downstream sees it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from ..core.errors import InputError
 
@@ -86,19 +88,46 @@ def _open(path: str):
     return path
 
 
+def _needs_normalising(t: pa.DataType) -> bool:
+    return (pa.types.is_timestamp(t) and t.unit != "us") or pa.types.is_date64(t)
+
+
 def _normalise_times(table: pa.Table) -> pa.Table:
     """Timestamps to microseconds (tidal's SQL tick), keeping their time zone."""
-    cols, changed = [], False
+    if not any(_needs_normalising(t) for t in table.schema.types):
+        return table
+    cols = []
     for col in table.columns:
         t = col.type
         if pa.types.is_timestamp(t) and t.unit != "us":
             col = col.cast(pa.timestamp("us", t.tz))
-            changed = True
         elif pa.types.is_date64(t):
             col = col.cast(pa.date32())
-            changed = True
         cols.append(col)
-    return pa.Table.from_arrays(cols, names=table.column_names) if changed else table
+    return pa.Table.from_arrays(cols, names=table.column_names)
+
+
+def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_types: bool):
+    """``(table, filtered)`` from one ``pyarrow.dataset`` scan (format, projection and filter), or
+    None when the scanner cannot read it: then the format's own reader reads it (or raises the
+    error it always did).
+
+    The filter is pushed into the scan only where it sees the types it would after the times are
+    normalised (or ``filter_any_types``: Parquet, filtered at read as before).
+    """
+    try:
+        if isinstance(source, io.BytesIO):  # standard input, already read: one fragment over its bytes
+            fragment = file_format.make_fragment(pa.py_buffer(source.getvalue()))
+            dataset = ds.FileSystemDataset([fragment], fragment.physical_schema, file_format)
+        else:  # a local file (never taken for a URI)
+            dataset = ds.dataset(os.path.abspath(source), format=file_format, filesystem=pafs.LocalFileSystem())
+        push = predicate is not None and (
+            filter_any_types or not any(_needs_normalising(t) for t in dataset.schema.types)
+        )
+        table = dataset.to_table(columns=columns, filter=predicate if push else None)
+    except (pa.ArrowException, OSError):
+        return None
+    return table, push
 
 
 def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
@@ -130,18 +159,12 @@ def _csv_settings(options: dict, delimiter: str):
     return sep, header, read_opts
 
 
-def _read_csv(path: str, source, options: dict, on_error: str, columns, delimiter: str, schema) -> FileRead:
+def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid):
+    """``(header, raw, read, parse, convert)``: pyarrow's CSV reader options for these settings, and
+    ``raw(name)``, the reader's name of a column."""
     import pyarrow.csv as pv
 
     sep, header, read_opts = _csv_settings(options, delimiter)
-    bad: list = []
-
-    def on_invalid(row) -> str:
-        # always skip inside pyarrow (an error raised from here escapes as an unraisable exception);
-        # the first bad row is reported below when the user did not ask to skip
-        bad.append(row)
-        return "skip"
-
     parse_opts = pv.ParseOptions(
         delimiter=sep,
         quote_char=options.get("quote", '"'),
@@ -157,6 +180,40 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         strings_can_be_null=True,  # an empty field is NULL, as in DuckDB
         column_types=None if schema is None else {raw(f.name): f.type for f in schema},
     )
+    return header, raw, read_opts, parse_opts, convert_opts
+
+
+def _named_columns(table: pa.Table, header: bool) -> pa.Table:
+    return table if header else table.rename_columns(["column" + n[1:] for n in table.column_names])
+
+
+def _scan_csv(source, options: dict, columns, predicate, delimiter: str, schema):
+    """A CSV file through the dataset scanner, as :func:`_scan`; None when a row is malformed (or
+    anything else fails), for :func:`_read_csv` to read it again and report or skip those rows."""
+    # no invalid-row handler here: the scanner calls one again for each look at the file (schema,
+    # then rows) and from several threads at once, so its rows cannot be counted or put in order
+    # the projection goes to the scan, not to include_columns (the scanner sets those itself: given
+    # both, it returns each column twice)
+    header, raw, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, None, schema, None)
+    file_format = ds.CsvFileFormat(read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
+    projection = None if columns is None else [raw(c) for c in columns]
+    # the predicate names the columns as tidal does: without a header it is applied after the renaming
+    got = _scan(source, file_format, projection, predicate if header else None, False)
+    return None if got is None else (_named_columns(got[0], header), got[1])
+
+
+def _read_csv(path: str, source, options: dict, on_error: str, columns, delimiter: str, schema) -> FileRead:
+    import pyarrow.csv as pv
+
+    bad: list = []
+
+    def on_invalid(row) -> str:
+        # always skip inside pyarrow (an error raised from here escapes as an unraisable exception);
+        # the first bad row is reported below when the user did not ask to skip
+        bad.append(row)
+        return "skip"
+
+    header, _, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, columns, schema, on_invalid)
     try:
         table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
     except pa.ArrowInvalid as exc:
@@ -174,9 +231,7 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     if bad:
         data = source.getvalue() if isinstance(source, io.BytesIO) else source
         skipped_lines = [r.number if r.number not in (None, -1) else _line_of(data, r.text, header) for r in bad]
-    if not header:
-        table = table.rename_columns(["column" + n[1:] for n in table.column_names])
-    return FileRead(path, table, len(bad), skipped_lines)
+    return FileRead(path, _named_columns(table, header), len(bad), skipped_lines)
 
 
 def read_file(
@@ -201,10 +256,22 @@ def read_file(
     options = dict(options or {})
     fmt = file_format(path, format)
     source = _open(path)
+    delimiter = "\t" if fmt == "tsv" else ","
     if fmt in ("csv", "tsv"):
-        got = _read_csv(path, source, options, on_error, columns, "\t" if fmt == "tsv" else ",", schema)
+        scanned = _scan_csv(source, options, columns, predicate, delimiter, schema)
     elif options:
         raise InputError(f"{path}: options {sorted(options)} apply to CSV files only")
+    elif fmt == "parquet":
+        scanned = _scan(source, ds.ParquetFileFormat(), columns, predicate, True)
+    elif fmt == "arrow":  # the IPC file format (Feather 2) only: a stream is left to pyarrow.ipc below
+        scanned = _scan(source, ds.IpcFileFormat(), columns, predicate, False)
+    else:  # JSON stays with read_json: the scanner fixes the fields from the first block, read_json adds later ones
+        scanned = None
+    filtered = False
+    if scanned is not None:
+        got, filtered = FileRead(path, scanned[0]), scanned[1]
+    elif fmt in ("csv", "tsv"):
+        got = _read_csv(path, source, options, on_error, columns, delimiter, schema)
     else:
         try:
             if fmt == "json":
@@ -233,7 +300,7 @@ def read_file(
             table = table.select(columns)
         got = FileRead(path, table)
     got.table = _normalise_times(got.table)
-    if predicate is not None and fmt != "parquet":
+    if predicate is not None and not filtered and fmt != "parquet":
         got.table = got.table.filter(predicate)
     return got
 

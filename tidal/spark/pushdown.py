@@ -13,15 +13,16 @@ stays in tidal's operators.
 from __future__ import annotations
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ..core.batch import OTHER_FIELD, SYNC_FIELD
 from ..expr.nodes import BinOp, BoolOp, Col, Compare, Const, Node
 from ..plan.node import PlanNode
 from ..plan.nodes import AlterLifetime, Multicast, Where
-from .sqltext import ident, literal
+from .sqltext import column, ident, literal_expression, sql
 
-COMPARE = {"==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-ARITH = {"+": "+", "-": "-", "*": "*"}
+COMPARE = {"==": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+ARITH = {"+": exp.Add, "-": exp.Sub, "*": exp.Mul}
 
 
 def _kind(node: Node, schema: pa.Schema) -> str | None:
@@ -44,10 +45,15 @@ def _kind(node: Node, schema: pa.Schema) -> str | None:
 
 def spark_sql(node: Node, schema: pa.Schema) -> str | None:
     """The Spark SQL text computing ``node``, or None when it is not one that means the same in Spark."""
+    expression = _expression(node, schema)
+    return None if expression is None else sql(expression)
+
+
+def _expression(node: Node, schema: pa.Schema) -> exp.Expression | None:
     if isinstance(node, Col):
-        return ident(node.name) if _kind(node, schema) is not None else None
+        return column(node.name) if _kind(node, schema) is not None else None
     if isinstance(node, Const):
-        return literal(node.value) if _kind(node, schema) is not None else None
+        return literal_expression(node.value) if _kind(node, schema) is not None else None
     if isinstance(node, Compare | BinOp):
         table = COMPARE if isinstance(node, Compare) else ARITH
         if node.op not in table:
@@ -55,15 +61,16 @@ def spark_sql(node: Node, schema: pa.Schema) -> str | None:
         kinds = {_kind(node.left, schema), _kind(node.right, schema)}
         if len(kinds) != 1 or None in kinds or (isinstance(node, BinOp) and kinds != {"num"}):
             return None
-        left, right = spark_sql(node.left, schema), spark_sql(node.right, schema)
+        left, right = _expression(node.left, schema), _expression(node.right, schema)
         if left is None or right is None:
             return None
-        return f"({left} {table[node.op]} {right})"
+        # sqlglot writes the tree as built, adding no parentheses: every operation brings its own
+        return exp.Paren(this=table[node.op](this=left, expression=right))
     if isinstance(node, BoolOp) and node.op == "and":
-        parts = [spark_sql(n, schema) for n in node.operands]
+        parts = [_expression(n, schema) for n in node.operands]
         if any(p is None for p in parts):
             return None
-        return "(" + " AND ".join(parts) + ")"
+        return exp.Paren(this=exp.and_(*parts))
     return None
 
 
@@ -80,6 +87,7 @@ def push_down(node: PlanNode, df, schema: pa.Schema, intervals: bool):
     if isinstance(node, AlterLifetime) and intervals:
         op = node.make()
         if op.start_fn is None and op.keep is None and isinstance(op.duration, int) and op.duration > 0:
-            other = f"{SYNC_FIELD} + {literal(op.duration)} AS {OTHER_FIELD}"
+            end = exp.Add(this=column(SYNC_FIELD), expression=literal_expression(op.duration))
+            other = sql(exp.alias_(end, exp.to_identifier(OTHER_FIELD, quoted=True)))
             return df.selectExpr(*[other if n == OTHER_FIELD else ident(n) for n in df.columns])
     return None

@@ -9,6 +9,7 @@ them to a writer; the interval retractions wait in a heap until the stream's tim
 
 from __future__ import annotations
 
+import csv
 import heapq
 import json
 from collections import Counter
@@ -85,15 +86,20 @@ class StreamJson:
 
 
 class LiveCsv:
-    """Writes live-csv: a header, then ``sys.undo`` and the columns for every change."""
+    """Writes live-csv: a header, then ``sys.undo`` and the columns for every change.
+
+    Fields are quoted as RFC 4180 (and batch-csv) do: a value holding a comma, a quote or a
+    line break is enclosed in quotes, its quotes doubled; lines end with ``\\n`` as batch-csv's.
+    """
 
     def __init__(self, out, labels: list[str]):
         self.out = out
-        out.write(",".join(["sys.undo", *labels]) + "\n")
+        self.csv = csv.writer(out, lineterminator="\n")
+        self.csv.writerow(["sys.undo", *labels])
 
     def __call__(self, time: int, undo: bool, row: tuple) -> None:
         values = ["" if v is None else str(json_value(v)) for v in row]
-        self.out.write(",".join(["true" if undo else "false", *values]) + "\n")
+        self.csv.writerow(["true" if undo else "false", *values])
         self.out.flush()
 
 
