@@ -83,6 +83,13 @@ output row.
 Partitioning (for a distributed backend): each input must be hash-partitioned by its key
 fields; lambda keys name no field and a cross join has no key, so those ask for each whole
 input in one partition (``((), ())``).
+
+The package: :func:`JoinOp` (:mod:`.plan`) reads a logical :class:`JoinSpec` and picks one physical
+variant, once: :mod:`.hash` (the symmetric hash join, every mode), :mod:`.build_once`, :mod:`.merge` or
+:mod:`.window`, each over :class:`JoinBase` (:mod:`.base`). Kernel state lives in :mod:`.cores` (and
+each variant's own module); the numba kernels in :mod:`.hash_kernels`, :mod:`.exists_kernel`,
+:mod:`.merge_kernel`, :mod:`.window_kernels` and :mod:`.stage_kernels`; payload stores in :mod:`.store`,
+keys in :mod:`.keys`, result lambdas in :mod:`.result`.
 """
 
 from __future__ import annotations

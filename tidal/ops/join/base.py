@@ -51,11 +51,8 @@ class JoinSpec:
 
 
 class JoinBase(Operator):
-    """The two-input operator behind every member of the family (see the package docstring).
-
-    ``mode`` is one of ``inner``, ``left_outer``, ``full_outer``, ``exists``, ``not_exists``,
-    ``clip``. ``left_key``/``right_key`` of None make a cross join.
-    """
+    """The two-input operator behind every member of the family (see the package docstring); built by
+    :func:`~tidal.ops.join.JoinOp` as one of its variants."""
 
     name = "Join"
     build_once = False
