@@ -22,7 +22,6 @@ from .store import _HASH_COL, _KEY_COL, _Store
 
 _STAGED = ("side", "kind", "sync", "other", "gid", "row", "ph")  # a chunk's events, as the kernels read them
 _FIFO_BROKEN = "a join input declared constant duration delivered intervals whose ends go back in time"
-_NO_BUILD = {"built": None, "replay_pos": 0, "reorder": ReorderBuffer().snapshot()}  # state of a join not built once
 
 
 def _queue_kind(props) -> tuple[int, str]:
@@ -42,7 +41,6 @@ class JoinSpec:
     def __init__(self, mode, left_key, right_key, schemas, props, result, build_once, variant):
         self.mode = mode
         self.keys = (_KeyColumns(left_key, schemas[0], "left"), _KeyColumns(right_key, schemas[1], "right"))
-        self.raw_keys = (left_key, right_key)
         self.schemas = schemas
         self.props = props
         self.result = result
@@ -285,7 +283,7 @@ class JoinBase(Operator):
     # -- state -----------------------------------------------------------------------------
     def _build_state(self) -> dict:
         """The build-once entries of the checkpoint state (the same keys for every variant)."""
-        return dict(_NO_BUILD)
+        return {"built": None, "replay_pos": 0, "reorder": ReorderBuffer().snapshot()}
 
     def _restore_build(self, state: dict) -> None:
         pass

@@ -11,7 +11,7 @@ from ...core.errors import PlanError
 from ...core.time import INFINITY
 from .base import _FIFO_BROKEN, JoinBase, JoinSpec
 from .cores import _Core
-from .keys import key_spec, payload_hash
+from .keys import payload_hash
 from .kinds import _ERR_FIFO, _ERR_ORDER, END, INTERVAL, START
 from .merge_kernel import merge_join_kernel
 
@@ -143,16 +143,14 @@ def merge_key_codes(col, field: str) -> tuple[np.ndarray, np.ndarray]:
 
 def choose_merge(spec: JoinSpec) -> bool:
     """Whether the join merges: forced by ``variant``, or chosen when both inputs are sorted by their keys."""
-    mode, build_once, variant, keys, schemas, props = (
-        spec.mode, spec.build_once, spec.variant, spec.raw_keys, spec.schemas, spec.props
-    )  # fmt: skip
+    variant, schemas, props = spec.variant, spec.schemas, spec.props
     if variant not in (None, "hash", "merge"):
         raise PlanError(f"join variant is 'hash' or 'merge', got {variant!r}")
     if variant == "hash":
         return False
-    specs = [key_spec(k) for k in keys]
+    specs = [(k.kind, k.spec) for k in spec.keys]
     why = None
-    if mode != "inner" or build_once:
+    if spec.mode != "inner" or spec.build_once:
         why = "the merge join is an inner join (not outer, semi/anti, clip or build-once)"
     elif any(kind != "fields" or len(fields) != 1 for kind, fields in specs):
         why = "the merge join takes one key field per side"
