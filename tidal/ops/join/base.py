@@ -45,7 +45,7 @@ class JoinSpec:
         self.props = props
         self.result = result
         self.build_once = build_once and mode == "inner"
-        self.variant = variant
+        self.forced = variant  # "hash" or "merge" forces that choice
 
 
 class JoinBase(Operator):
@@ -70,7 +70,6 @@ class JoinBase(Operator):
             f"{'cross join' if cross and self.mode == 'inner' else self.algorithm}; left: {queues[0][1]}; "
             f"right: {queues[1][1]}; keys: {self.keys[0].describe()} = {self.keys[1].describe()}"
         )
-        self.result = spec.result
         self.results = _Result(spec.result, spec.schemas)
         if spec.result is not None:
             self.variant += f"; result: {self.results.describe()}"

@@ -143,7 +143,7 @@ def merge_key_codes(col, field: str) -> tuple[np.ndarray, np.ndarray]:
 
 def choose_merge(spec: JoinSpec) -> bool:
     """Whether the join merges: forced by ``variant``, or chosen when both inputs are sorted by their keys."""
-    variant, schemas, props = spec.variant, spec.schemas, spec.props
+    variant, schemas, props = spec.forced, spec.schemas, spec.props
     if variant not in (None, "hash", "merge"):
         raise PlanError(f"join variant is 'hash' or 'merge', got {variant!r}")
     if variant == "hash":
