@@ -130,7 +130,7 @@ class Stream:
         """The temporal merge: at every instant, the multiset union of both snapshots."""
         return Stream(nodes.Union(self.node, other.node))
 
-    # -- joins (tidal/ops/join.py states the temporal semantics) -----------------------
+    # -- joins (tidal/ops/join/ states the temporal semantics) -----------------------
     def join(
         self,
         other: Stream,

@@ -237,7 +237,7 @@ class Reference:
                 names = tuple(key_names) + tuple(n for n in sub.names if n not in key_names)
         return Reference(names or tuple(key_names) + self.names, out)
 
-    # -- joins: written from the per-instant definitions in tidal/ops/join.py -------------
+    # -- joins: written from the per-instant definitions in tidal/ops/join/ -------------
     def _key_of(self, key):
         """A function from a row to its key tuple, or None when a key field is null."""
         if key is None:
