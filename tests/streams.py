@@ -66,3 +66,14 @@ def stream_cases(draw, max_events=25, allow_edges=True):
         physical_table(events), time="sync_time", other="other_time", batch_size=batch_size, punctuate_every=punct
     )
     return stream, reference_of(events)
+
+
+def check_against_reference(case, engine_op, ref_op) -> None:
+    """``engine_op`` on the engine stream gives well-formed events with ``ref_op``'s snapshots."""
+    from tidal.testing import assert_same_snapshots
+    from tidal.testing.reference import check_physical
+
+    stream, ref = case
+    result = engine_op(stream).to_arrow()
+    check_physical(result)
+    assert_same_snapshots(result, ref_op(ref))

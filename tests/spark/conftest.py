@@ -9,13 +9,14 @@ pytest.importorskip("pyspark")
 
 @pytest.fixture(scope="session")
 def spark():
-    import test_operators_reference
+    from ops import test_lifetime, test_selection
     from pyspark import cloudpickle
 
     import tidal.spark
 
     # the shared suite's helper functions travel to the workers by value, as a user's would by module
-    cloudpickle.register_pickle_by_value(test_operators_reference)
+    cloudpickle.register_pickle_by_value(test_selection)
+    cloudpickle.register_pickle_by_value(test_lifetime)
     session = tidal.spark.spark_session(
         "local[2]",
         shuffle_partitions=2,

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ops.test_lifetime import OPS as LIFETIME_OPS
+from ops.test_selection import OPS as SELECTION_OPS
 from streams import physical_table, reference_of, stream_cases
-from test_operators_reference import OPS
 
 import tidal
 import tidal.spark
@@ -24,6 +25,7 @@ from tidal.spark.batch import SAMPLE_ROWS
 from tidal.testing import assert_same_snapshots
 from tidal.testing.reference import check_physical
 
+OPS = SELECTION_OPS | LIFETIME_OPS  # the shared suite's stateless and lifetime operators
 PARTITIONS = (1, 2, 3)
 
 

@@ -1,11 +1,11 @@
-"""Every stateless and lifetime operator against the reference evaluator on random streams."""
+"""Lifetime operators (tidal.ops.lifetime) against the reference evaluator on random streams."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
-from streams import stream_cases
+from streams import check_against_reference, stream_cases
 
 import tidal
 from tidal import INFINITY
@@ -13,22 +13,6 @@ from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import canonical, check_physical
 
 OPS = {
-    "where": (
-        lambda s: s.where(lambda e: e.v % 2 == 0 and e.k != 1),
-        lambda r: r.where(lambda e: e.v % 2 == 0 and e.k != 1),
-    ),
-    "where_row_mode": (
-        lambda s: s.where(lambda e: _opaque(e.v)),
-        lambda r: r.where(lambda e: _opaque(e.v)),
-    ),
-    "select": (
-        lambda s: s.select(lambda e: {"k": e.k, "w": e.v * 3 - e.k}),
-        lambda r: r.select(lambda e: {"k": e.k, "w": e.v * 3 - e.k}),
-    ),
-    "select_many": (
-        lambda s: s.select_many(lambda e: [{"x": e.v}] * (e.k % 3)),
-        lambda r: r.select_many(lambda e: [{"x": e.v}] * (e.k % 3)),
-    ),
     "shift_lifetime": (lambda s: s.shift_lifetime(7), lambda r: r.shift_lifetime(7)),
     "shift_lifetime_back": (lambda s: s.shift_lifetime(-4), lambda r: r.shift_lifetime(-4)),
     "alter_duration": (lambda s: s.alter_duration(5), lambda r: r.alter_duration(5)),
@@ -53,33 +37,9 @@ OPS = {
 }
 
 
-def _opaque(v):
-    return v > 0
-
-
 @given(case=stream_cases(), op=st.sampled_from(sorted(OPS)))
 def test_operator_matches_reference(case, op):
-    stream, ref = case
-    engine_op, ref_op = OPS[op]
-    result = engine_op(stream).to_arrow()
-    check_physical(result)
-    assert_same_snapshots(result, ref_op(ref))
-
-
-@given(left=stream_cases(), right=stream_cases())
-def test_union_matches_reference(left, right):
-    result = left[0].union(right[0]).to_arrow()
-    check_physical(result)
-    assert_same_snapshots(result, left[1].union(right[1]))
-
-
-@given(case=stream_cases())
-def test_multicast_self_union(case):
-    stream, ref = case
-    shared = stream.multicast()
-    q = shared.where(lambda e: e.k == 0).union(shared.where(lambda e: e.k != 0))
-    assert_same_snapshots(q.to_arrow(), ref)
-    assert_same_snapshots(stream.multicast(lambda s: s.union(s)), ref.union(ref))
+    check_against_reference(case, *OPS[op])
 
 
 @given(case=stream_cases(allow_edges=False))
