@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -50,12 +51,13 @@ from ..io.egress import CollectSink, changelog_from_table
 from ..io.files import read_file
 from ..ops.base import Consumer, Operator
 from ..ops.impatience import ImpatienceSorter
+from ..ops.selection import SelectOp, WhereOp
 from ..ops.trigger import TriggerOp, TriggerSpec
 from ..stream.disordered import DisorderedStream, LateNode, execute_many, sorts_in
 from ..stream.plan import OperatorNode, Properties, SourceNode
 from ..stream.streamable import Stream
 from .dialect import parse
-from .expressions import Evaluator, SqlTypeError, pushable_predicate
+from .expressions import Evaluator, compiled, pushable_predicate, translate, translate_record
 from .logical import (
     Aggregate,
     Builder,
@@ -126,56 +128,6 @@ def late_mask(times: np.ndarray, watermarks: np.ndarray) -> np.ndarray:
     """A record is late when its time is behind the watermark before it arrived."""
     before = np.concatenate([[np.iinfo(np.int64).min], watermarks[:-1]]) if len(times) else watermarks
     return times < before
-
-
-# -- operators that evaluate SQL expressions on batches ---------------------------------------
-
-
-class SqlFilterOp(Operator):
-    """WHERE/HAVING: keeps events whose payload satisfies the condition; lifetimes unchanged."""
-
-    name = "SqlFilter"
-
-    def __init__(self, condition: exp.Expression, subresults: dict, labels: dict | None = None):
-        super().__init__()
-        self.condition = condition
-        self.subresults = subresults
-        self.labels = labels or {}
-        self.variant = f"columnar (pyarrow.compute): {condition.sql()}"
-
-    def on_batch(self, batch: EventBatch) -> None:
-        dense = batch.compact()
-        try:
-            keep = Evaluator(dense.columns, len(dense), self.subresults).mask(self.condition)
-        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
-            raise SqlTypeError(user_message(str(err), self.labels)) from None
-        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
-        if mask.any():
-            self.emit(dense.with_absent(~mask) if not mask.all() else dense)
-
-
-class SqlProjectOp(Operator):
-    """SELECT list: computes each output column from the payload; lifetimes unchanged."""
-
-    name = "SqlProject"
-
-    def __init__(self, exprs: tuple, subresults: dict, labels: dict | None = None):
-        super().__init__()
-        self.exprs = exprs
-        self.subresults = subresults
-        self.labels = labels or {}
-        self.variant = "columnar (pyarrow.compute): " + ", ".join(
-            e.sql() if e.sql() == f'"{n}"' else f"{e.sql()} AS {n}" for n, e in exprs
-        )
-
-    def on_batch(self, batch: EventBatch) -> None:
-        dense = batch.compact()
-        ev = Evaluator(dense.columns, len(dense), self.subresults)
-        try:
-            cols = {n: (dense.columns[e.name] if isinstance(e, exp.Column) else ev.array(e)) for n, e in self.exprs}
-        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
-            raise SqlTypeError(user_message(str(err), self.labels)) from None
-        self.emit(dense.replace(columns=cols))
 
 
 class TumbleOp(Operator):
@@ -402,8 +354,7 @@ class Translator:
             return self.source(node, time)
         if isinstance(node, Filter):
             inner = self.stream(node.input, time)
-            labels = self.labels_for(node.input)
-            return self._op(inner, "SqlFilter", lambda: SqlFilterOp(node.condition, self.subresults, labels), node)
+            return self._op(inner, "SqlFilter", self._where(node.condition, node.input), node)
         if isinstance(node, Project):
             renames = {n: e.name for n, e in node.exprs if isinstance(e, exp.Column)}
             inner_time = time
@@ -413,8 +364,7 @@ class Translator:
                     raise PlanError(f"the event time field {time.column} must be a column, not a computed value")
                 inner_time = TimeSpec(renames[time.column], time.generator, time.params, time.ordinal)
             inner = self.stream(node.input, inner_time)
-            labels = self.labels_for(node.input)
-            return self._op(inner, "SqlProject", lambda: SqlProjectOp(node.exprs, self.subresults, labels), node)
+            return self._op(inner, "SqlProject", self._select(node.exprs, node.input), node)
         if isinstance(node, EventTime):
             if time.generator is not None:
                 raise PlanError("an event time is declared twice (two watermark generators)")
@@ -484,8 +434,7 @@ class Translator:
             pairs = left_ids.join(right_ids, list(node.left_keys), list(node.right_keys))
         else:
             pairs = left_ids.cross_join(right_ids)
-        condition, subresults, labels = node.condition, self.subresults, self.labels_for(node)
-        make = lambda: SqlFilterOp(condition, subresults, labels)  # noqa: E731
+        make = self._where(node.condition, node)
         pairs = Stream(OperatorNode("SqlFilter", (pairs._node,), pairs.schema, pairs.properties, make)).multicast()
         lkeys = lid[0] + lid[1]
         out_schema = node.schema()
@@ -538,6 +487,19 @@ class Translator:
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)
+
+    def _rewrite(self, node: Node):
+        return partial(user_message, labels=self.labels_for(node))
+
+    def _where(self, condition: exp.Expression, node: Node):
+        """A factory of filters by ``condition`` over ``node``'s rows (translated once, per-run state per filter)."""
+        expr, schema, rewrite = translate(condition), node.schema(), self._rewrite(node)
+        return lambda: WhereOp(compiled(expr, truth=True, schema=schema, subresults=self.subresults, rewrite=rewrite))
+
+    def _select(self, exprs: tuple, node: Node):
+        """A factory of projections of ``node``'s rows by ``exprs`` (a SELECT list)."""
+        expr, schema, rewrite = translate_record(exprs), node.schema(), self._rewrite(node)
+        return lambda: SelectOp(compiled(expr, truth=False, schema=schema, subresults=self.subresults, rewrite=rewrite))
 
     def _op(self, inner: Stream, label: str, factory, node: Node) -> Stream:
         schema = node.schema()
