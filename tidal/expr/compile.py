@@ -48,11 +48,12 @@ class Native:
     def count(self, n: int) -> None:
         self.events += n
 
-    def ready(self, body: str) -> bool:
+    def ready(self, body: str, pending: int = 0) -> bool:
+        """Whether to compile the kernel of source ``body`` now, ``pending`` more events about to run."""
         on_disk = self._on_disk.get(body)
         if on_disk is None:
             on_disk = self._on_disk[body] = jit.is_cached(body)
-        return on_disk or self.events >= JIT_THRESHOLD
+        return on_disk or self.events + pending >= JIT_THRESHOLD
 
 
 # fn -> {(schema, truth, allow_record): (node, mode, reason)}: building a plan and running it translate once

@@ -99,7 +99,7 @@ class WhereOp(Operator):
         native = self.predicate.native  # the predicate's policy and event count (it counts what it evaluates)
         native.claimed = True
         if plan.run is None:
-            if not native.ready(plan.body):
+            if not native.ready(plan.body, pending=len(batch)):
                 return None
             plan.compile()
         return plan
