@@ -199,7 +199,10 @@ class _Translator:
         return self._call("dpipe", e, [e.this, e.expression])
 
     def t_Neg(self, e):
-        return Unary("-", self.visit(e.this))
+        inner = self.visit(e.this)
+        if isinstance(e.this, exp.Literal) and isinstance(inner.value, int | float):
+            return Const(-inner.value)  # a negative number, as Python's lambdas have it
+        return Unary("-", inner)
 
     def _compare(self, op, e):
         return Compare(op, self.visit(e.this), self.visit(e.expression))
