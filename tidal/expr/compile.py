@@ -4,8 +4,11 @@
 lambda translated into an expression tree that runs over this input schema, else
 ``"row"`` (with ``reason`` saying why). Columnar evaluation goes through three tiers:
 numpy/Arrow kernels from the first batch, and a fused numba loop once a numeric
-expression has seen ``jit_threshold`` events. A batch whose data needs Python semantics
-(nulls, a zero divisor) is evaluated row at a time; results are the same either way.
+expression has seen ``JIT_THRESHOLD`` events or its kernel is in the disk cache
+(:class:`Native`, the one policy for this and a where's filter loop). A batch whose data needs
+Python semantics (nulls, a zero divisor) is evaluated row at a time; results are the same
+either way. A lambda's translation is kept with the function, so building a plan and running
+it translate it once.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The expression tree that user lambdas are translated into.
+"""The expression tree that user lambdas and SQL expressions are translated into.
 
-Nodes are small immutable dataclasses; kernels (``kernels.py``) evaluate them over the
-columns of a batch, and ``numba_codegen.py`` turns numeric trees into fused loops.
+Nodes are small immutable dataclasses; kernels (``kernels.py``, Python's semantics;
+``sqlkernels.py``, SQL's) evaluate them over the columns of a batch, and ``jit.py`` turns
+numeric trees into fused loops.
 """
 
 from __future__ import annotations
