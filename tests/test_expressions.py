@@ -134,3 +134,16 @@ def test_a_lambda_is_translated_once_for_planning_and_running(monkeypatch):
     assert s.to_arrow().column("x").to_pylist() == [6, 9]
     s.explain()
     assert len(calls) == 1
+
+
+def test_sql_filter_before_a_count_runs_the_compiled_loop(monkeypatch, tmp_path):
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(compile_mod, "JIT_THRESHOLD", 1)
+    x = np.arange(-500, 500)
+    pq.write_table(pa.table({"x": x, "y": x * 0.5}), tmp_path / "t.parquet")
+    q = f"SELECT count(*) AS n, sum(x) AS s FROM '{tmp_path / 't.parquet'}' WHERE x * 3 + 1 < 200 OR y > 100.5"
+    keep = (x * 3 + 1 < 200) | (x * 0.5 > 100.5)
+    assert plan(q).result().to_pylist() == [{"n": int(keep.sum()), "s": int(x[keep].sum())}]
+    empty = f"SELECT count(*) AS n FROM '{tmp_path / 't.parquet'}' WHERE x * 3 + 1 < 200"  # a select of no fields
+    assert plan(empty).result().to_pylist() == [{"n": int((x * 3 + 1 < 200).sum())}]

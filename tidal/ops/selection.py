@@ -53,7 +53,8 @@ class WhereOp(Operator):
 
     def fuse(self, select: SelectOp) -> None:
         """Compute ``select``'s fields in this where's loop (``select`` must be this where's only consumer)."""
-        if select.projection.mode == "columnar":
+        # a select of no fields (SQL's count(*) input) has nothing to compute: the loop would not give its times
+        if select.projection.mode == "columnar" and record_fields(select.projection.node):
             self.then_select = select
             self._plans.clear()
             self._names = None
