@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch
+from ..core.errors import PlanError
 from .compile import Native, describe_columnar
 from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
 from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, Node, Unary
@@ -93,7 +94,7 @@ class CompiledSql:
                 ev.truth(node)
                 return pa.types.is_boolean(want)
             return to_arrow_column(ev.eval(node), 0).type == want
-        except (Unsupported, Fallback, SqlTypeError, pa.ArrowException):
+        except (Unsupported, Fallback, PlanError, pa.ArrowException):
             return False
 
     def kernel_ok(self, types: dict[str, pa.DataType]) -> bool:
