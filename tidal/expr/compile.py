@@ -4,8 +4,11 @@
 lambda translated into an expression tree that runs over this input schema, else
 ``"row"`` (with ``reason`` saying why). Columnar evaluation goes through three tiers:
 numpy/Arrow kernels from the first batch, and a fused numba loop once a numeric
-expression has seen ``jit_threshold`` events. A batch whose data needs Python semantics
-(nulls, a zero divisor) is evaluated row at a time; results are the same either way.
+expression has seen ``JIT_THRESHOLD`` events or its kernel is in the disk cache
+(:class:`Native`, the one policy for this and a where's filter loop). A batch whose data needs
+Python semantics (nulls, a zero divisor) is evaluated row at a time; results are the same
+either way. A lambda's translation is kept with the function, so building a plan and running
+it translate it once.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import functools
 import gc
 import keyword
 import sys
+import weakref
 from functools import lru_cache
 
 import numpy as np
@@ -31,6 +35,32 @@ from .nodes import Col, Node, PyCall, Record
 # second, once per machine: the kernel is cached on disk (tidal.expr.jit), and a kernel already
 # there is used from the first batch.
 JIT_THRESHOLD = 2_000_000
+
+
+class Native:
+    """The one policy for compiling an expression with numba, for a lambda's own kernel and a where's
+    filter loop alike: a kernel is compiled once its module is in the disk cache (looked up once per
+    kernel source) or once the expression has evaluated ``JIT_THRESHOLD`` events. One per operator,
+    so the count is this run's."""
+
+    def __init__(self):
+        self.events = 0
+        self.claimed = False  # a where compiles its own loop for this predicate: no second kernel
+        self._on_disk: dict[str, bool] = {}
+
+    def count(self, n: int) -> None:
+        self.events += n
+
+    def ready(self, body: str, pending: int = 0) -> bool:
+        """Whether to compile the kernel of source ``body`` now, ``pending`` more events about to run."""
+        on_disk = self._on_disk.get(body)
+        if on_disk is None:
+            on_disk = self._on_disk[body] = jit.is_cached(body)
+        return on_disk or self.events + pending >= JIT_THRESHOLD
+
+
+# fn -> {(schema, truth, allow_record): (node, mode, reason)}: building a plan and running it translate once
+_TRANSLATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @lru_cache(maxsize=1024)
@@ -176,25 +206,44 @@ class CompiledLambda:
     def __init__(self, fn, schema: pa.Schema | None, *, truth: bool, allow_record: bool = True):
         self.fn = fn
         self.truth = truth
+        self.native = Native()
+        self._jit = None
+        self._jit_body: tuple | None = None  # (kernel source, column dtypes), from the first batch
+        self._jit_failed = False
+        key = (schema, truth, allow_record)
+        try:
+            cached = _TRANSLATED.get(fn, {}).get(key)
+        except TypeError:  # a callable that is not hashable or weakly referable: not cached
+            cached = None
+        if cached is None:
+            self._translate(schema, allow_record)
+            try:
+                _TRANSLATED.setdefault(fn, {})[key] = (self.node, self.mode, self.reason)
+            except TypeError:
+                pass
+        else:
+            self.node, self.mode, self.reason = cached
+
+    def _translate(self, schema, allow_record: bool) -> None:
         self.node: Node | None = None
         self.reason = ""
         self.mode = "row"
-        self._events = 0
-        self._jit = None
-        self._jit_dtype = None
-        self._jit_failed = False
-        self._jit_looked = False  # looked for this kernel in the disk cache
         try:
-            self.node = translate(fn, allow_record=allow_record)
+            self.node = translate(self.fn, allow_record=allow_record)
         except Opaque as exc:
             self.reason = str(exc)
             return
-        if isinstance(self.node, Record) and truth:
+        if isinstance(self.node, Record) and self.truth:
             self.node, self.reason = None, "a predicate must not return a record"
             return
         self.mode = "columnar"
         if schema is not None:
             self.check_schema(schema)
+
+    def kernel_ok(self, types: dict[str, pa.DataType]) -> bool:
+        """Whether the lambdas' kernels (numpy, numba) may evaluate this tree over columns of these
+        types: always, for a lambda (its kernels fall back to rows where Python's semantics need)."""
+        return True
 
     def check_schema(self, schema: pa.Schema) -> None:
         """Type-check by evaluating over empty columns; switch to row mode if unsupported."""
@@ -248,30 +297,33 @@ class CompiledLambda:
         return value
 
     def _count(self, batch: EventBatch, n: int) -> None:
-        self._events += n
-        if self._jit is None and not self._jit_failed:
-            if self._events >= JIT_THRESHOLD:
-                self._try_jit(batch)
-            elif not self._jit_looked:
-                self._jit_looked = True
-                self._try_jit(batch, cached_only=True)
+        native = self.native
+        native.count(n)
+        if self._jit is not None or self._jit_failed or native.claimed:
+            return
+        if self._jit_body is None:
+            self._jit_body = self._kernel_source(batch)
+            if self._jit_body is None:
+                self._jit_failed = True
+                return
+        body, dtypes = self._jit_body
+        if native.ready(body):
+            self._jit = jit.compile_kernel(self.node, dtypes, truth=self.truth)
+            self._jit_cols = sorted(dtypes)
 
-    def _try_jit(self, batch: EventBatch, cached_only: bool = False) -> None:
+    def _kernel_source(self, batch: EventBatch) -> tuple | None:
+        """The numba kernel's source and column dtypes for this batch's columns, or None when the tree
+        is not numeric over them."""
         node = self.node
         dtypes = {}
         for c in node.columns():
             col = batch.columns[c]
             if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-                self._jit_failed = True
-                return
+                return None
             dtypes[c] = np.dtype(col.type.to_pandas_dtype())
-        if not isinstance(node, Record) and jit.numeric_only(node, dtypes):
-            if cached_only and not jit.is_cached(jit.value_body(node, dtypes, self.truth)):
-                return
-            self._jit = jit.compile_kernel(node, dtypes, truth=self.truth)
-            self._jit_cols = sorted(dtypes)
-        else:
-            self._jit_failed = True
+        if isinstance(node, Record) or not jit.numeric_only(node, dtypes):
+            return None
+        return jit.value_body(node, dtypes, self.truth), dtypes
 
     def _row_fields(self, batch: EventBatch) -> list[str] | None:
         """Only the fields the lambda reads, when that is known: converting fewer columns is most of row mode."""

@@ -1,7 +1,8 @@
-"""The expression tree that user lambdas are translated into.
+"""The expression tree that user lambdas and SQL expressions are translated into.
 
-Nodes are small immutable dataclasses; kernels (``kernels.py``) evaluate them over the
-columns of a batch, and ``numba_codegen.py`` turns numeric trees into fused loops.
+Nodes are small immutable dataclasses; kernels (``kernels.py``, Python's semantics;
+``sqlkernels.py``, SQL's) evaluate them over the columns of a batch, and ``jit.py`` turns
+numeric trees into fused loops.
 """
 
 from __future__ import annotations
@@ -145,3 +146,81 @@ class Record(Node):
 
     def __str__(self) -> str:
         return "{" + ", ".join(f"{k}: {v}" for k, v in self.fields) + "}"
+
+
+# -- SQL nodes: operations with no Python counterpart, evaluated with SQL's NULL rules -----------
+# (tidal.expr.sqlkernels). The generic nodes above mean the same in SQL for non-null values, so a
+# SQL tree built from them alone runs on the lambdas' kernels when its columns hold no nulls.
+
+
+@dataclass(frozen=True)
+class SqlCall(Node):
+    """A NULL-propagating SQL function or operator (``mod``, ``upper``, ``in``...); ``params`` are
+    its constant arguments (a pattern, a unit, a number of digits)."""
+
+    func: str
+    args: tuple[Node, ...]
+    params: tuple = ()
+
+    def children(self):
+        return self.args
+
+    def __str__(self) -> str:
+        return f"{self.func}({', '.join([*map(str, self.args), *map(repr, self.params)])})"
+
+
+@dataclass(frozen=True)
+class IsNull(Node):
+    """``operand IS NULL``: never null itself."""
+
+    operand: Node
+
+    def children(self):
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"({self.operand} is null)"
+
+
+@dataclass(frozen=True)
+class Like(Node):
+    operand: Node
+    pattern: str
+    ignore_case: bool = False
+
+    def children(self):
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"({self.operand} {'ilike' if self.ignore_case else 'like'} {self.pattern!r})"
+
+
+@dataclass(frozen=True)
+class Case(Node):
+    """SQL CASE: the value of the first condition that is true (a null condition is not), else
+    ``default``; the result type is the branches' common type."""
+
+    whens: tuple[tuple[Node, Node], ...]
+    default: Node
+
+    def children(self):
+        return (*(x for pair in self.whens for x in pair), self.default)
+
+    def __str__(self) -> str:
+        arms = " ".join(f"when {c} then {v}" for c, v in self.whens)
+        return f"(case {arms} else {self.default} end)"
+
+
+@dataclass(frozen=True)
+class Cast(Node):
+    """CAST (``safe``: TRY_CAST, null where a value does not convert); ``to`` is an Arrow type."""
+
+    operand: Node
+    to: object
+    safe: bool = False
+
+    def children(self):
+        return (self.operand,)
+
+    def __str__(self) -> str:
+        return f"{'try_cast' if self.safe else 'cast'}({self.operand} as {self.to})"

@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch, gather
-from ..expr import compile as compile_mod
 from ..expr import jit
 from ..expr.compile import CompiledLambda, records_to_columns
 from ..expr.kernels import Evaluator, record_fields
@@ -41,13 +40,12 @@ class WhereOp(Operator):
     name = "Where"
 
     def __init__(self, predicate: CompiledLambda):
+        """``predicate``: a compiled lambda or SQL condition (:class:`~tidal.expr.sqlcompile.CompiledSql`)."""
         super().__init__()
         self.predicate = predicate
         self.then_select: SelectOp | None = None  # set by fuse_operators: the select this where feeds alone
-        self._kernels: dict[tuple, _FilterPlan | None] = {}  # by input types; None: not compilable
-        self._waiting: dict[tuple, _FilterPlan] = {}  # built, not on disk: compiled once enough events came
+        self._plans: dict[tuple, _FilterPlan | None] = {}  # by input types; None: not compilable
         self._names: list[str] | None = None  # the fields the predicate and the fused select read
-        self._events = 0
 
     @property
     def variant(self) -> str:
@@ -55,10 +53,10 @@ class WhereOp(Operator):
 
     def fuse(self, select: SelectOp) -> None:
         """Compute ``select``'s fields in this where's loop (``select`` must be this where's only consumer)."""
-        if select.projection.mode == "columnar":
+        # a select of no fields (SQL's count(*) input) has nothing to compute: the loop would not give its times
+        if select.projection.mode == "columnar" and record_fields(select.projection.node):
             self.then_select = select
-            self._kernels.clear()
-            self._waiting.clear()
+            self._plans.clear()
             self._names = None
 
     def on_batch(self, batch: EventBatch) -> None:
@@ -94,26 +92,27 @@ class WhereOp(Operator):
         except KeyError:
             return None
         key = (batch.absent is not None, batch.points, tuple((c.type, c.null_count > 0) for c in cols))
-        if key in self._kernels:
-            return self._kernels[key]
-        plan = self._waiting.get(key)
+        if key not in self._plans:
+            self._plans[key] = self._plan(key, cols, outputs)
+        plan = self._plans[key]
         if plan is None:
-            types = {c: col.type for c, col in zip(self._names, cols, strict=True) if not col.null_count}
-            dtypes = {c: np.dtype(t.to_pandas_dtype()) for c, t in types.items() if _is_numeric(t)}
-            plan = _FilterPlan.build(self.predicate.node, outputs, dtypes, with_absent=key[0], points=key[1])
-            if plan is None:
-                self._kernels[key] = None
-                return None
-            if not jit.is_cached(plan.body):  # looked up once per column types, not per batch
-                self._waiting[key] = plan
-        # compiling costs about a second, once per machine (the kernel is cached on disk): worth it for long runs
-        self._events += len(batch)
-        if key in self._waiting and self._events < compile_mod.JIT_THRESHOLD:
             return None
-        self._waiting.pop(key, None)
-        plan.compile()
-        self._kernels[key] = plan
+        native = self.predicate.native  # the predicate's policy and event count (it counts what it evaluates)
+        native.claimed = True
+        if plan.run is None:
+            if not native.ready(plan.body, pending=len(batch)):
+                return None
+            plan.compile()
         return plan
+
+    def _plan(self, key: tuple, cols: list[pa.Array], outputs) -> _FilterPlan | None:
+        types = {c: col.type for c, col in zip(self._names, cols, strict=True)}
+        exprs = [self.predicate] + ([self.then_select.projection] if self.then_select is not None else [])
+        if not all(e.kernel_ok(types) for e in exprs):
+            return None
+        types = {c: t for c, (t, nulls) in zip(self._names, key[2], strict=True) if not nulls}
+        dtypes = {c: np.dtype(t.to_pandas_dtype()) for c, t in types.items() if _is_numeric(t)}
+        return _FilterPlan.build(self.predicate.node, outputs, dtypes, with_absent=key[0], points=key[1])
 
     def _run(self, plan: _FilterPlan, batch: EventBatch) -> None:
         n = len(batch)

@@ -1,11 +1,11 @@
-"""SQL scalar expressions evaluated columnar with ``pyarrow.compute``.
+"""SQL scalar expressions: translation of bound sqlglot trees into tidal's expression trees.
 
-A bound expression (a sqlglot tree whose columns name physical batch columns) is evaluated
-over a dict of Arrow arrays, one kernel call per node, never row by row. Scalars stay Arrow
-scalars and broadcast. SQL null rules follow from Arrow's: arithmetic and comparisons with a
-null give null, ``AND``/``OR`` use Kleene logic, a null predicate does not keep a row.
-Division follows DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` is
-integer division, where a zero divisor gives null.
+A bound expression (a sqlglot tree whose columns name physical batch columns) becomes a tree of
+:mod:`tidal.expr.nodes`: the generic nodes where SQL and Python agree on non-null values
+(arithmetic but ``%`` and ``//``, comparisons, ``AND``/``OR``/``NOT``, ``abs``), SQL nodes for
+the rest. :mod:`tidal.expr.sqlkernels` evaluates them with SQL's null rules, and
+:class:`tidal.expr.sqlcompile.CompiledSql` runs a filter's or projection's tree on the lambdas'
+kernels when its columns allow (no nulls, 64-bit numbers).
 
 Errors name the expression: a type mismatch raises :class:`SqlTypeError` with the SQL text of
 the failing node, found at plan time by evaluating over empty columns of the input's types.
@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from ..core.errors import PlanError
-
-
-class SqlTypeError(PlanError):
-    """An expression cannot be evaluated on the types it is given."""
-
+from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
+from ..expr.sqlcompile import CompiledSql
+from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
 
 _UNIT_US = {
     "MICROSECOND": 1,
@@ -86,44 +85,6 @@ def arrow_type(node: exp.DataType) -> pa.DataType:
     return _TYPES[name]
 
 
-def _is_scalar(v) -> bool:
-    return isinstance(v, pa.Scalar)
-
-
-def _type(v) -> pa.DataType:
-    return v.type
-
-
-def _numeric(t) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-
-
-def _temporal(t) -> bool:
-    return pa.types.is_timestamp(t) or pa.types.is_date(t)
-
-
-def _align(a, b):
-    """Implicit casts SQL makes in comparisons and arithmetic: a string literal next to a time."""
-    ta, tb = _type(a), _type(b)
-    if _temporal(ta) and pa.types.is_string(tb):
-        return a, pc.cast(b, ta if pa.types.is_timestamp(ta) else pa.date32())
-    if _temporal(tb) and pa.types.is_string(ta):
-        return pc.cast(a, tb if pa.types.is_timestamp(tb) else pa.date32()), b
-    if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
-        return a, pc.cast(b, ta)
-    if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
-        return pc.cast(a, tb), b
-    if pa.types.is_null(ta) and not pa.types.is_null(tb):
-        return pc.cast(a, tb), b
-    if pa.types.is_null(tb) and not pa.types.is_null(ta):
-        return a, pc.cast(b, ta)
-    return a, b
-
-
-def _like_pattern(pattern: str, escape: str | None = None) -> str:
-    return pattern
-
-
 IN_SUBQUERY = "in_subquery"
 
 
@@ -136,522 +97,351 @@ def has_subquery(node: exp.Expression) -> bool:
     return any(isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY for x in node.walk())
 
 
-class Evaluator:
-    """Evaluates bound expressions over ``columns`` (name -> Arrow array) of ``n`` rows.
+@dataclass(frozen=True)
+class SqlExpr:
+    """A translated expression: its tree, and what each node is in SQL (``texts``: id of a node, or
+    (id, k) for the first k operands of a flattened AND/OR, -> its sqlglot node), for error messages."""
 
-    ``subresults`` holds the materialised one-column results of IN subqueries, by number.
-    """
+    node: Node
+    texts: dict
+    sql: str
 
-    def __init__(self, columns: dict[str, pa.Array], n: int, subresults: dict | None = None):
-        self.columns = columns
-        self.n = n
-        self.subresults = subresults or {}
 
-    def _in_subquery(self, node):
-        value, key = node.expressions[0], int(node.expressions[1].name)
-        if key not in self.subresults:
-            # at plan time (type checks) the subquery has not run: a boolean of the right length
-            return pa.nulls(self.n, pa.bool_())
-        return self.in_array(self.eval(value), self.subresults[key])
+def translate(node: exp.Expression) -> SqlExpr:
+    tr = _Translator()
+    return SqlExpr(tr.visit(node), tr.texts, node.sql())
 
-    def array(self, node: exp.Expression) -> pa.Array:
-        """The expression's value for every row, as an Arrow array of length ``n``."""
-        v = self.eval(node)
-        if _is_scalar(v):
-            return pa.repeat(v, self.n) if v.is_valid else pa.nulls(self.n, v.type)
-        if isinstance(v, pa.ChunkedArray):
-            return v.combine_chunks()
-        return v
 
-    def mask(self, node: exp.Expression) -> pa.Array:
-        """A boolean keep-mask: null counts as false (SQL WHERE)."""
-        v = self.array(node)
-        if not pa.types.is_boolean(v.type):
-            raise SqlTypeError(f"condition {node.sql()} is {v.type}, not boolean")
-        return pc.fill_null(v, False)
+def translate_record(exprs) -> SqlExpr:
+    """A SELECT list ``((name, expression), ...)`` as one :class:`~tidal.expr.nodes.Record` tree."""
+    from ..expr.nodes import Record
 
-    def eval(self, node: exp.Expression):
-        method = getattr(self, "e_" + type(node).__name__, None)
+    tr = _Translator()
+    fields = tuple((name, tr.visit(e)) for name, e in exprs)
+    text = ", ".join(e.sql() if e.sql() == f'"{n}"' else f"{e.sql()} AS {n}" for n, e in exprs)
+    return SqlExpr(Record(fields), tr.texts, text)
+
+
+def compiled(expr: SqlExpr, *, truth: bool, schema=None, subresults=None, rewrite=None) -> CompiledSql:
+    """A filter's (``truth``) or projection's compiled expression for one operator (per-run state)."""
+    return CompiledSql(
+        expr.node, expr.texts, truth=truth, schema=schema, subresults=subresults, rewrite=rewrite, text=expr.sql
+    )
+
+
+class _Translator:
+    """sqlglot -> expression tree, one method per sqlglot class (``t_`` + its name)."""
+
+    def __init__(self):
+        self.texts: dict = {}
+
+    def visit(self, e: exp.Expression) -> Node:
+        method = getattr(self, "t_" + type(e).__name__, None)
         if method is None:
-            raise PlanError(f"unsupported SQL expression: {node.sql()} ({type(node).__name__})")
-        try:
-            return method(node)
-        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise SqlTypeError(f"type error in {node.sql()}: {str(exc).splitlines()[0]}") from None
-        except pa.ArrowInvalid as exc:
-            raise SqlTypeError(f"cannot evaluate {node.sql()}: {str(exc).splitlines()[0]}") from None
+            raise PlanError(f"unsupported SQL expression: {e.sql()} ({type(e).__name__})")
+        node = method(e)
+        self.texts.setdefault(id(node), e)
+        return node
+
+    def _made(self, node: Node, e: exp.Expression) -> Node:
+        self.texts[id(node)] = e
+        return node
+
+    def _call(self, func: str, e, args=(), params=()) -> SqlCall:
+        return SqlCall(func, tuple(self.visit(a) for a in args), tuple(params))
 
     # -- leaves --------------------------------------------------------------------------------
-    def e_Column(self, node):
-        name = node.name
-        if name not in self.columns:
-            raise PlanError(f"unknown column {node.sql()}; columns are {sorted(self.columns)}")
-        return self.columns[name]
+    def t_Column(self, e):
+        return Col(e.name)
 
-    def e_Literal(self, node):
-        if node.is_string:
-            return pa.scalar(node.name, pa.string())
-        text = node.name
-        if re.fullmatch(r"[+-]?\d+", text):
-            return pa.scalar(int(text), pa.int64())
-        return pa.scalar(float(text), pa.float64())
+    def t_Literal(self, e):
+        if e.is_string:
+            return Const(e.name)
+        return Const(int(e.name) if re.fullmatch(r"[+-]?\d+", e.name) else float(e.name))
 
-    def e_Null(self, node):
-        return pa.scalar(None, pa.null())
+    def t_Null(self, e):
+        return Const(None)
 
-    def e_Boolean(self, node):
-        return pa.scalar(bool(node.this), pa.bool_())
+    def t_Boolean(self, e):
+        return Const(bool(e.this))
 
-    def e_Paren(self, node):
-        return self.eval(node.this)
+    def t_Paren(self, e):
+        return self.visit(e.this)
 
-    def e_Alias(self, node):
-        return self.eval(node.this)
+    t_Alias = t_Paren
 
-    def e_Interval(self, node):
-        return pa.scalar(interval_micros(node), pa.duration("us"))
+    def t_Interval(self, e):
+        return Const(dt.timedelta(microseconds=interval_micros(e)))
 
-    # -- arithmetic ------------------------------------------------------------------------
-    def _binary(self, node):
-        return _align(self.eval(node.this), self.eval(node.expression))
+    # -- arithmetic, comparison, logic ---------------------------------------------------------
+    def _binop(self, op, e):
+        return BinOp(op, self.visit(e.this), self.visit(e.expression))
 
-    def e_Add(self, node):
-        a, b = self._binary(node)
-        return pc.add(a, b)
+    def t_Add(self, e):
+        return self._binop("+", e)
 
-    def e_Sub(self, node):
-        a, b = self._binary(node)
-        return pc.subtract(a, b)
+    def t_Sub(self, e):
+        return self._binop("-", e)
 
-    def e_Mul(self, node):
-        return pc.multiply(*self._binary(node))
+    def t_Mul(self, e):
+        return self._binop("*", e)
 
-    def e_Div(self, node):
-        a, b = self._binary(node)
-        if not (_numeric(_type(a)) and _numeric(_type(b))):
-            raise SqlTypeError(f"type error in {node.sql()}: cannot divide {_type(a)} by {_type(b)}")
-        return pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
+    def t_Div(self, e):
+        return self._binop("/", e)
 
-    def e_IntDiv(self, node):
-        a, b = self._binary(node)
-        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, _type(b)), b)
-        q = pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
-        return pc.cast(pc.floor(q), pa.int64())
+    def t_IntDiv(self, e):
+        return self._call("intdiv", e, [e.this, e.expression])
 
-    def e_Mod(self, node):
-        a, b = self._binary(node)
-        if pa.types.is_integer(_type(a)) and pa.types.is_integer(_type(b)):
-            b = pc.if_else(pc.equal(b, 0), pa.scalar(None, _type(b)), b)
-            # SQL's remainder has the sign of the dividend (truncated division)
-            q = pc.trunc(pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64())))
-            return pc.subtract(a, pc.multiply(pc.cast(q, pa.int64()), b))
-        a, b = pc.cast(a, pa.float64()), pc.cast(b, pa.float64())
-        return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
+    def t_Mod(self, e):
+        return self._call("mod", e, [e.this, e.expression])
 
-    def e_Neg(self, node):
-        return pc.negate(self.eval(node.this))
+    def t_DPipe(self, e):
+        return self._call("dpipe", e, [e.this, e.expression])
 
-    def e_DPipe(self, node):
-        a, b = self._binary(node)
-        return pc.binary_join_element_wise(pc.cast(a, pa.string()), pc.cast(b, pa.string()), "")
+    def t_Neg(self, e):
+        inner = self.visit(e.this)
+        if isinstance(e.this, exp.Literal) and isinstance(inner.value, int | float):
+            return Const(-inner.value)  # a negative number, as Python's lambdas have it
+        return Unary("-", inner)
 
-    # -- comparison and logic ------------------------------------------------------------
-    def e_EQ(self, node):
-        return pc.equal(*self._binary(node))
+    def _compare(self, op, e):
+        return Compare(op, self.visit(e.this), self.visit(e.expression))
 
-    def e_NEQ(self, node):
-        return pc.not_equal(*self._binary(node))
+    def t_EQ(self, e):
+        return self._compare("==", e)
 
-    def e_GT(self, node):
-        return pc.greater(*self._binary(node))
+    def t_NEQ(self, e):
+        return self._compare("!=", e)
 
-    def e_GTE(self, node):
-        return pc.greater_equal(*self._binary(node))
+    def t_GT(self, e):
+        return self._compare(">", e)
 
-    def e_LT(self, node):
-        return pc.less(*self._binary(node))
+    def t_GTE(self, e):
+        return self._compare(">=", e)
 
-    def e_LTE(self, node):
-        return pc.less_equal(*self._binary(node))
+    def t_LT(self, e):
+        return self._compare("<", e)
 
-    def e_And(self, node):
-        return pc.and_kleene(*self._binary(node))
+    def t_LTE(self, e):
+        return self._compare("<=", e)
 
-    def e_Or(self, node):
-        return pc.or_kleene(*self._binary(node))
+    def _bool(self, e):
+        # a AND b AND c nests to the left in sqlglot; one BoolOp, as Python's ast has it
+        chain = [e]
+        while isinstance(chain[-1].this, type(e)):
+            chain.append(chain[-1].this)
+        operands = [self.visit(chain[-1].this)] + [self.visit(x.expression) for x in reversed(chain)]
+        node = BoolOp("and" if isinstance(e, exp.And) else "or", tuple(operands))
+        for k, x in enumerate(reversed(chain[1:]), 2):
+            self.texts[(id(node), k)] = x
+        return node
 
-    def e_Not(self, node):
-        return pc.invert(self.eval(node.this))
+    t_And = t_Or = _bool
 
-    def e_Is(self, node):
-        v = self.eval(node.this)
-        target = node.expression
+    def t_Not(self, e):
+        return Unary("not", self.visit(e.this))
+
+    def t_Is(self, e):
+        target = e.expression
         if isinstance(target, exp.Null):
-            return pc.is_null(v)
+            return IsNull(self.visit(e.this))
         if isinstance(target, exp.Boolean):
-            return pc.fill_null(pc.equal(v, pa.scalar(bool(target.this))), False)
-        raise PlanError(f"unsupported IS test: {node.sql()}")
+            return self._call("is_bool", e, [e.this], [bool(target.this)])
+        raise PlanError(f"unsupported IS test: {e.sql()}")
 
-    def e_Between(self, node):
-        v = self.eval(node.this)
-        lo = _align(v, self.eval(node.args["low"]))[1]
-        hi = _align(v, self.eval(node.args["high"]))[1]
-        return pc.and_kleene(pc.greater_equal(v, lo), pc.less_equal(v, hi))
+    def t_Between(self, e):
+        v = self.visit(e.this)
+        lo = self._made(Compare(">=", v, self.visit(e.args["low"])), e)
+        hi = self._made(Compare("<=", v, self.visit(e.args["high"])), e)
+        return BoolOp("and", (lo, hi))
 
-    def e_In(self, node):
-        v = self.eval(node.this)
-        if node.args.get("query") is not None:
-            raise PlanError(f"IN (subquery) must be planned before evaluation: {node.sql()}")
-        values = [self.eval(e) for e in node.expressions]
-        if not all(_is_scalar(x) for x in values):
-            out = None
-            for x in values:
-                eq = pc.equal(*_align(v, x))
-                out = eq if out is None else pc.or_kleene(out, eq)
-            return out
-        return self._in_values(v, [x for x in values])
+    def t_In(self, e):
+        if e.args.get("query") is not None:
+            raise PlanError(f"IN (subquery) must be planned before evaluation: {e.sql()}")
+        return self._call("in", e, [e.this, *e.expressions])
 
-    def _in_values(self, v, scalars):
-        non_null = [s for s in scalars if s.is_valid]
-        target = _type(v)
-        value_set = pa.array([s.as_py() for s in non_null]) if non_null else pa.array([], target)
-        if _temporal(target) or pa.types.is_null(value_set.type) is False and value_set.type != target:
-            try:
-                value_set = value_set.cast(target)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                pass
-        hit = pc.is_in(v, value_set=value_set)
-        # SQL: x IN (...) is null when x is null, or when no match and the list holds a null
-        hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
-        if len(non_null) < len(scalars):
-            hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
-        return hit
-
-    def in_array(self, v, values: pa.Array):
-        """``v IN values`` for a materialised subquery result (SQL null rules)."""
-        has_null = values.null_count > 0
-        values = values.drop_null()
-        if values.type != _type(v):
-            values = values.cast(_type(v))
-        hit = pc.is_in(v, value_set=values)
-        hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
-        if has_null:
-            hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
-        return hit
-
-    def e_Like(self, node):
-        return self._like(node, ignore_case=False)
-
-    def e_ILike(self, node):
-        return self._like(node, ignore_case=True)
-
-    def _like(self, node, ignore_case: bool):
-        v = self.eval(node.this)
-        pattern = node.expression
+    def t_Like(self, e, ignore_case=False):
+        pattern = e.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
-            raise PlanError(f"LIKE needs a constant pattern: {node.sql()}")
-        return pc.match_like(v, pattern.name, ignore_case=ignore_case)
+            raise PlanError(f"LIKE needs a constant pattern: {e.sql()}")
+        return Like(self.visit(e.this), pattern.name, ignore_case)
 
-    def e_Escape(self, node):
-        raise PlanError(f"LIKE ... ESCAPE is not supported: {node.sql()}")
+    def t_ILike(self, e):
+        return self.t_Like(e, ignore_case=True)
 
-    def e_RegexpLike(self, node):
-        pattern = node.expression
-        if not isinstance(pattern, exp.Literal):
-            raise PlanError(f"regular expression must be a constant: {node.sql()}")
-        return pc.match_substring_regex(self.eval(node.this), pattern.name)
+    def t_Escape(self, e):
+        raise PlanError(f"LIKE ... ESCAPE is not supported: {e.sql()}")
 
-    def e_RegexpReplace(self, node):
-        flags = node.args.get("modifiers")
-        count = None if flags is not None and "g" in flags.name else 1
-        return pc.replace_substring_regex(
-            self.eval(node.this), node.expression.name, node.args["replacement"].name, max_replacements=count
-        )
+    def t_RegexpLike(self, e):
+        if not isinstance(e.expression, exp.Literal):
+            raise PlanError(f"regular expression must be a constant: {e.sql()}")
+        return self._call("regexp_like", e, [e.this], [e.expression.name])
 
-    def e_RegexpExtract(self, node):
-        pattern = node.expression.name
-        group = int(node.args["group"].name) if node.args.get("group") is not None else 0
-        v = self.array(node.this)
-        # name the groups so pyarrow's extract_regex returns a struct of them
-        count = [0]
+    def t_RegexpReplace(self, e):
+        flags = e.args.get("modifiers")
+        everywhere = flags is not None and "g" in flags.name
+        return self._call("regexp_replace", e, [e.this], [e.expression.name, e.args["replacement"].name, everywhere])
 
-        def name_group(m):
-            count[0] += 1
-            return f"(?P<g{count[0]}>"
+    def t_RegexpExtract(self, e):
+        group = int(e.args["group"].name) if e.args.get("group") is not None else 0
+        return self._call("regexp_extract", e, [e.this], [e.expression.name, group])
 
-        wrapped = "(?P<g0>" + re.sub(r"\((?!\?)", name_group, pattern) + ")"
-        got = pc.extract_regex(v, wrapped)
-        # DuckDB returns '' when nothing matches
-        return (
-            pc.fill_null(pc.if_else(pc.is_null(v), None, pc.struct_field(got, [group])), "")
-            if len(v)
-            else pa.array([], pa.string())
-        )
+    # -- conditionals and casts ----------------------------------------------------------------
+    def t_Case(self, e):
+        subject = e.this
+        whens = []
+        for when in e.args["ifs"]:
+            if subject is None:
+                cond = self.visit(when.this)
+            else:
+                eq = exp.EQ(this=subject.copy(), expression=when.this.copy())  # for its text only
+                cond = self._made(Compare("==", self.visit(subject), self.visit(when.this)), eq)
+            whens.append((cond, self.visit(when.args["true"])))
+        default = e.args.get("default")
+        return Case(tuple(whens), self.visit(default) if default is not None else Const(None))
 
-    def e_Case(self, node):
-        subject = node.this
-        conds, values = [], []
-        for when in node.args["ifs"]:
-            c = when.this if subject is None else exp.EQ(this=subject, expression=when.this)
-            conds.append(pc.fill_null(self.array(c), False))
-            values.append(self.eval(when.args["true"]))
-        default = node.args.get("default")
-        values.append(self.eval(default) if default is not None else pa.scalar(None, pa.null()))
-        return self._choose(conds, values)
+    def t_If(self, e):
+        false = e.args.get("false")
+        otherwise = self.visit(false) if false is not None else Const(None)
+        return Case(((self.visit(e.this), self.visit(e.args["true"])),), otherwise)
 
-    def _choose(self, conds, values):
-        target = None
-        for v in values:
-            t = _type(v)
-            if pa.types.is_null(t):
-                continue
-            if target is None or (pa.types.is_integer(target) and pa.types.is_floating(t)):
-                target = t
-        target = target or pa.null()
-        values = [self._broadcast(pc.cast(v, target) if _type(v) != target else v) for v in values]
-        if not conds:
-            return values[-1]
-        struct = pa.StructArray.from_arrays(conds, names=[f"c{i}" for i in range(len(conds))])
-        return pc.case_when(struct, *values)
+    def t_Coalesce(self, e):
+        return self._call("coalesce", e, [e.this, *e.expressions])
 
-    def _broadcast(self, v):
-        if _is_scalar(v):
-            return pa.repeat(v, self.n) if v.is_valid else pa.nulls(self.n, v.type)
-        return v
+    def t_Nullif(self, e):
+        return self._call("nullif", e, [e.this, e.expression])
 
-    def e_If(self, node):
-        cond = pc.fill_null(self.array(node.this), False)
-        false = node.args.get("false")
-        values = [self.eval(node.args["true"]), self.eval(false) if false is not None else pa.scalar(None, pa.null())]
-        return self._choose([cond], values)
+    def t_Greatest(self, e):
+        return self._call("greatest", e, [e.this, *e.expressions])
 
-    def e_Coalesce(self, node):
-        args = [self.eval(node.this), *[self.eval(e) for e in node.expressions]]
-        target = next((_type(a) for a in args if not pa.types.is_null(_type(a))), pa.null())
-        if any(pa.types.is_floating(_type(a)) for a in args) and _numeric(target):
-            target = pa.float64()
-        return pc.coalesce(*[self._broadcast(pc.cast(a, target)) for a in args])
+    def t_Least(self, e):
+        return self._call("least", e, [e.this, *e.expressions])
 
-    def e_Nullif(self, node):
-        a, b = self._binary(node)
-        return pc.if_else(pc.fill_null(pc.equal(a, b), False), pa.scalar(None, _type(a)), a)
+    def t_Cast(self, e):
+        return Cast(self.visit(e.this), arrow_type(e.to))
 
-    def e_Greatest(self, node):
-        args = [self.eval(node.this), *[self.eval(e) for e in node.expressions]]
-        return pc.max_element_wise(*args, skip_nulls=False)
+    def t_TryCast(self, e):
+        return Cast(self.visit(e.this), arrow_type(e.to), safe=True)
 
-    def e_Least(self, node):
-        args = [self.eval(node.this), *[self.eval(e) for e in node.expressions]]
-        return pc.min_element_wise(*args, skip_nulls=False)
+    # -- numbers -------------------------------------------------------------------------------
+    def t_Abs(self, e):
+        return Call("abs", (self.visit(e.this),))
 
-    def e_Cast(self, node):
-        v = self.eval(node.this)
-        target = arrow_type(node.to)
-        if pa.types.is_string(_type(v)) and pa.types.is_boolean(target):
-            return pc.equal(pc.utf8_lower(v), "true")
-        if pa.types.is_floating(_type(v)) and pa.types.is_integer(target):
-            v = pc.round(v)  # SQL rounds to the nearest integer when casting a float
-        return pc.cast(v, target)
+    def t_Round(self, e):
+        digits = e.args.get("decimals")
+        return self._call("round", e, [e.this], [int(digits.name) if digits is not None else 0])
 
-    def e_TryCast(self, node):
-        try:
-            return self.e_Cast(node)
-        except (pa.ArrowInvalid, SqlTypeError):
-            v = self.array(node.this)
-            target = arrow_type(node.to)
-            out = []
-            for x in v.to_pylist():
-                try:
-                    out.append(pc.cast(pa.scalar(x), target).as_py())
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    out.append(None)
-            return pa.array(out, target)
+    def t_Pow(self, e):
+        return self._call("pow", e, [e.this, e.expression])
 
-    # -- numbers ----------------------------------------------------------------------------
-    def e_Abs(self, node):
-        return pc.abs(self.eval(node.this))
+    # -- strings -------------------------------------------------------------------------------
+    def t_Trim(self, e):
+        return self._call("trim", e, [e.this], [(e.args.get("position") or "").upper()])
 
-    def e_Round(self, node):
-        digits = node.args.get("decimals")
-        v = self.eval(node.this)
-        nd = int(digits.name) if digits is not None else 0
-        # SQL rounds half away from zero
-        return pc.round(v, ndigits=nd, round_mode="half_towards_infinity")
+    def t_Substring(self, e):
+        start = int(e.args["start"].name) if e.args.get("start") is not None else 1
+        length = e.args.get("length")
+        return self._call("substring", e, [e.this], [start, None if length is None else int(length.name)])
 
-    def e_Floor(self, node):
-        return pc.floor(self.eval(node.this))
+    def t_Concat(self, e):
+        return self._call("concat", e, e.expressions)
 
-    def e_Ceil(self, node):
-        return pc.ceil(self.eval(node.this))
+    def t_Replace(self, e):
+        return self._call("replace", e, [e.this], [e.expression.name, e.args["replacement"].name])
 
-    def e_Sqrt(self, node):
-        return pc.sqrt(pc.cast(self.eval(node.this), pa.float64()))
+    def t_Left(self, e):
+        return self._call("left", e, [e.this], [int(e.expression.name)])
 
-    def e_Pow(self, node):
-        a, b = self._binary(node)
-        return pc.power(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
+    def t_Right(self, e):
+        return self._call("right", e, [e.this], [int(e.expression.name)])
 
-    def e_Ln(self, node):
-        return pc.ln(pc.cast(self.eval(node.this), pa.float64()))
-
-    def e_Exp(self, node):
-        return pc.exp(pc.cast(self.eval(node.this), pa.float64()))
-
-    def e_Sign(self, node):
-        return pc.sign(self.eval(node.this))
-
-    # -- strings ----------------------------------------------------------------------------
-    def e_Upper(self, node):
-        return pc.utf8_upper(self.eval(node.this))
-
-    def e_Lower(self, node):
-        return pc.utf8_lower(self.eval(node.this))
-
-    def e_Length(self, node):
-        return pc.cast(pc.utf8_length(self.eval(node.this)), pa.int64())
-
-    def e_Trim(self, node):
-        v = self.eval(node.this)
-        position = (node.args.get("position") or "").upper()
-        if position == "LEADING":
-            return pc.utf8_ltrim_whitespace(v)
-        if position == "TRAILING":
-            return pc.utf8_rtrim_whitespace(v)
-        return pc.utf8_trim_whitespace(v)
-
-    def e_Substring(self, node):
-        v = self.array(node.this)
-        start = int(node.args["start"].name) if node.args.get("start") is not None else 1
-        length = node.args.get("length")
-        begin = start - 1 if start > 0 else 0
-        stop = (
-            None if length is None else begin + int(length.name) if start > 0 else max(0, start - 1 + int(length.name))
-        )
-        return pc.utf8_slice_codeunits(v, begin, stop)
-
-    def e_Concat(self, node):
-        args = [pc.cast(self._broadcast(self.eval(e)), pa.string()) for e in node.expressions]
-        # DuckDB's concat skips nulls
-        args = [pc.fill_null(a, "") for a in args]
-        return pc.binary_join_element_wise(*args, "")
-
-    def e_Replace(self, node):
-        return pc.replace_substring(self.eval(node.this), node.expression.name, node.args["replacement"].name)
-
-    def e_StartsWith(self, node):
-        return pc.starts_with(self.eval(node.this), node.expression.name)
-
-    def e_EndsWith(self, node):
-        return pc.ends_with(self.eval(node.this), node.expression.name)
-
-    def e_Contains(self, node):
-        return pc.match_substring(self.eval(node.this), node.expression.name)
-
-    def e_Left(self, node):
-        return pc.utf8_slice_codeunits(self.eval(node.this), 0, int(node.expression.name))
-
-    def e_Right(self, node):
-        n = int(node.expression.name)
-        return (
-            pc.utf8_slice_codeunits(self.eval(node.this), -n)
-            if n
-            else pc.utf8_slice_codeunits(self.eval(node.this), 0, 0)
-        )
-
-    def e_Reverse(self, node):
-        return pc.utf8_reverse(self.eval(node.this))
-
-    def e_Anonymous(self, node):
-        name = node.name.lower()
-        args = node.expressions
+    def t_Anonymous(self, e):
+        name = e.name.lower()
+        args = e.expressions
         if name == IN_SUBQUERY:
-            return self._in_subquery(node)
+            return self._call(IN_SUBQUERY, e, [args[0]], [int(args[1].name)])
         if name == "strlen":
-            return pc.cast(pc.utf8_length(self.eval(args[0])), pa.int64())
+            return self._call("length", e, [args[0]])
         if name in ("epoch_us", "epoch_ms", "epoch"):
-            v = pc.cast(pc.cast(self.eval(args[0]), pa.timestamp("us")), pa.int64())
-            return {"epoch_us": v, "epoch_ms": pc.divide(v, 1000), "epoch": pc.divide(pc.cast(v, pa.float64()), 1e6)}[
-                name
-            ]
-        raise PlanError(f"unknown function {node.sql()}")
+            return self._call(name, e, [args[0]])
+        raise PlanError(f"unknown function {e.sql()}")
 
-    # -- date and time ---------------------------------------------------------------------
-    def _part(self, unit: str, v):
-        unit = unit.lower()
-        fns = {
-            "year": pc.year,
-            "month": pc.month,
-            "day": pc.day,
-            "hour": pc.hour,
-            "minute": pc.minute,
-            "second": pc.second,
-            "dow": pc.day_of_week,
-            "doy": pc.day_of_year,
-            "week": pc.iso_week,
-            "quarter": pc.quarter,
-            "millisecond": pc.millisecond,
-            "microsecond": pc.microsecond,
-            "epoch": None,
-        }
-        if unit not in fns:
-            raise PlanError(f"unsupported date part {unit!r}")
-        if unit == "dow":
-            return pc.day_of_week(v, count_from_zero=True, week_start=7)
-        if unit == "epoch":
-            return pc.divide(pc.cast(pc.cast(v, pa.timestamp("us")), pa.int64()), 1_000_000)
-        return fns[unit](v)
+    # -- date and time -------------------------------------------------------------------------
+    def t_Extract(self, e):
+        return self._call("part", e, [e.expression], [e.this.name])
 
-    def e_Extract(self, node):
-        return self._part(node.this.name, self.eval(node.expression))
+    t_DatePart = t_Extract
 
-    def e_Year(self, node):
-        return pc.year(self.eval(node.this))
+    def t_TimestampTrunc(self, e):
+        return self._call("date_trunc", e, [e.this], [e.args["unit"].name.lower()])
 
-    def e_Month(self, node):
-        return pc.month(self.eval(node.this))
+    t_DateTrunc = t_TimestampTrunc
 
-    def e_Day(self, node):
-        return pc.day(self.eval(node.this))
+    def t_StrToTime(self, e):
+        return self._call("strptime", e, [e.this], [e.args["format"].name])
 
-    def e_Hour(self, node):
-        return pc.hour(self.eval(node.this))
+    def t_TimeToStr(self, e):
+        return self._call("strftime", e, [e.this], [e.args["format"].name])
 
-    def e_Minute(self, node):
-        return pc.minute(self.eval(node.this))
+    def t_CurrentTimestamp(self, e):
+        return SqlCall("current_timestamp", ())
 
-    def e_Second(self, node):
-        return pc.second(self.eval(node.this))
+    def t_CurrentDate(self, e):
+        return SqlCall("current_date", ())
 
-    def e_DatePart(self, node):
-        return self._part(node.this.name, self.eval(node.expression))
 
-    def e_TimestampTrunc(self, node):
-        v = self.eval(node.this)
-        unit = node.args["unit"].name.lower()
-        return pc.floor_temporal(v, unit=unit)
+def _with_this(func: str):
+    return lambda self, e: self._call(func, e, [e.this])
 
-    e_DateTrunc = e_TimestampTrunc
 
-    def e_StrToTime(self, node):
-        return pc.cast(pc.strptime(self.eval(node.this), node.args["format"].name, unit="us"), pa.timestamp("us"))
+def _with_param(func: str):
+    return lambda self, e: self._call(func, e, [e.this], [e.expression.name])
 
-    def e_TimeToStr(self, node):
-        return pc.strftime(self.eval(node.this), node.args["format"].name)
 
-    def e_CurrentTimestamp(self, node):
-        return pa.scalar(dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us"))
+for _cls, _func in {
+    "Floor": "floor",
+    "Ceil": "ceil",
+    "Sqrt": "sqrt",
+    "Ln": "ln",
+    "Exp": "exp",
+    "Sign": "sign",
+    "Upper": "upper",
+    "Lower": "lower",
+    "Length": "length",
+    "Reverse": "reverse",
+    "Year": "year",
+    "Month": "month",
+    "Day": "day",
+    "Hour": "hour",
+    "Minute": "minute",
+    "Second": "second",
+    "TsOrDsToDate": "to_date",
+    "Date": "date",
+}.items():
+    setattr(_Translator, "t_" + _cls, _with_this(_func))
+for _cls, _func in {"StartsWith": "starts_with", "EndsWith": "ends_with", "Contains": "contains"}.items():
+    setattr(_Translator, "t_" + _cls, _with_param(_func))
 
-    def e_CurrentDate(self, node):
-        return pa.scalar(dt.date.today(), pa.date32())
 
-    def e_TsOrDsToDate(self, node):
-        return pc.cast(self.eval(node.this), pa.date32())
+class Evaluator:
+    """Evaluates bound sqlglot expressions over ``columns`` of ``n`` rows (translated, then evaluated
+    by :class:`~tidal.expr.sqlkernels.SqlEvaluator`): for constants and one-off evaluations."""
 
-    def e_Date(self, node):
-        v = self.eval(node.this)
-        if pa.types.is_timestamp(_type(v)):
-            return pc.cast(pc.floor_temporal(v, unit="day"), pa.date32())
-        return pc.cast(v, pa.date32())
+    def __init__(self, columns: dict[str, pa.Array], n: int, subresults: dict | None = None):
+        self.columns, self.n, self.subresults = columns, n, subresults
+
+    def _run(self, node: exp.Expression, what: str):
+        expr = translate(node)
+        return getattr(SqlEvaluator(self.columns, self.n, self.subresults, expr.texts), what)(expr.node)
+
+    def eval(self, node: exp.Expression):
+        return self._run(node, "eval")
+
+    def array(self, node: exp.Expression) -> pa.Array:
+        return self._run(node, "array")
+
+    def mask(self, node: exp.Expression) -> pa.Array:
+        return self._run(node, "mask")
 
 
 def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:

@@ -33,6 +33,7 @@ Temporal semantics of SQL in tidal:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -44,17 +45,16 @@ from ..core.messages import Completed, Punctuation
 from ..core.time import INFINITY
 from ..io.disorder import disordered_messages
 from ..io.files import read_file
-from ..ops.base import Operator
 from ..ops.shape import identity_names
 from ..ops.trigger import TriggerSpec
 from ..ops.watermark import percentile_messages
-from ..plan.node import PlanNode
+from ..plan import nodes
 from ..plan.nodes import Source
 from ..plan.nodes import relational as rel
 from ..plan.properties import Properties
 from ..stream.disordered import DisorderedStream
 from ..stream.streamable import Stream
-from .expressions import Evaluator, SqlTypeError, pushable_predicate
+from .expressions import pushable_predicate, translate, translate_record
 from .logical import (
     Aggregate,
     EventTime,
@@ -88,80 +88,6 @@ class RunStats:
     def progress(self) -> None:
         if self.on_progress is not None:
             self.on_progress(self)
-
-
-# -- operators that evaluate SQL expressions on batches ---------------------------------------
-
-
-class SqlFilterOp(Operator):
-    """WHERE/HAVING: keeps events whose payload satisfies the condition; lifetimes unchanged."""
-
-    name = "SqlFilter"
-
-    def __init__(self, condition: exp.Expression, subresults: dict, labels: dict | None = None):
-        super().__init__()
-        self.condition = condition
-        self.subresults = subresults
-        self.labels = labels or {}
-        self.variant = f"columnar (pyarrow.compute): {condition.sql()}"
-
-    def on_batch(self, batch: EventBatch) -> None:
-        dense = batch.compact()
-        try:
-            keep = Evaluator(dense.columns, len(dense), self.subresults).mask(self.condition)
-        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
-            raise SqlTypeError(user_message(str(err), self.labels)) from None
-        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
-        if mask.any():
-            self.emit(dense.with_absent(~mask) if not mask.all() else dense)
-
-
-class SqlProjectOp(Operator):
-    """SELECT list: computes each output column from the payload; lifetimes unchanged."""
-
-    name = "SqlProject"
-
-    def __init__(self, exprs: tuple, subresults: dict, labels: dict | None = None):
-        super().__init__()
-        self.exprs = exprs
-        self.subresults = subresults
-        self.labels = labels or {}
-        self.variant = "columnar (pyarrow.compute): " + ", ".join(
-            e.sql() if e.sql() == f'"{n}"' else f"{e.sql()} AS {n}" for n, e in exprs
-        )
-
-    def on_batch(self, batch: EventBatch) -> None:
-        dense = batch.compact()
-        ev = Evaluator(dense.columns, len(dense), self.subresults)
-        try:
-            cols = {n: (dense.columns[e.name] if isinstance(e, exp.Column) else ev.array(e)) for n, e in self.exprs}
-        except SqlTypeError as err:  # a value the expression cannot take (a bad cast): in the user's terms
-            raise SqlTypeError(user_message(str(err), self.labels)) from None
-        self.emit(dense.replace(columns=cols))
-
-
-class SqlFilter(PlanNode):
-    """The rows for which a SQL condition is true (false and NULL drop the row)."""
-
-    label = "SqlFilter"
-
-    def __init__(self, input: PlanNode, condition, subresults, labels):
-        super().__init__((input,), input.schema, input.props, condition=condition, subresults=subresults, labels=labels)
-
-    def make(self) -> Operator:
-        return SqlFilterOp(self.condition, self.subresults, self.labels)
-
-
-class SqlProject(PlanNode):
-    """Each row replaced by the values of SQL expressions over it."""
-
-    label = "SqlProject"
-
-    def __init__(self, input: PlanNode, exprs, subresults, labels):
-        super().__init__((input,), None, input.props, exprs=exprs, subresults=subresults, labels=labels)
-
-    def make(self) -> Operator:
-        return SqlProjectOp(self.exprs, self.subresults, self.labels)
 
 
 def _shaped(stream: Stream, schema: pa.Schema) -> Stream:
@@ -235,9 +161,8 @@ class Translator:
             return self.source(node, time)
         if isinstance(node, Filter):
             inner = self.stream(node.input, time)
-            labels = self.labels_for(node.input)
-            filtered = SqlFilter(inner.node, node.condition, self.subresults, labels)
-            return Stream(filtered.but(schema=node.schema(), props=inner.properties.but(grouping=())))
+            filtered = self._filter(inner, node.condition, node.input)
+            return Stream(filtered.node.but(schema=node.schema(), props=inner.properties.but(grouping=())))
         if isinstance(node, Project):
             renames = {n: e.name for n, e in node.exprs if isinstance(e, exp.Column)}
             inner_time = time
@@ -247,8 +172,8 @@ class Translator:
                     raise PlanError(f"the event time field {time.column} must be a column, not a computed value")
                 inner_time = TimeSpec(renames[time.column], time.generator, time.params, time.ordinal)
             inner = self.stream(node.input, inner_time)
-            labels = self.labels_for(node.input)
-            projected = SqlProject(inner.node, node.exprs, self.subresults, labels)
+            record, rows = translate_record(node.exprs), node.input.schema()
+            projected = nodes.SqlProject(inner.node, record, rows, self.subresults, self._rewrite(node.input))
             return Stream(projected.but(schema=node.schema(), props=inner.properties.but(grouping=())))
         if isinstance(node, EventTime):
             if time.generator is not None:
@@ -318,8 +243,7 @@ class Translator:
             pairs = left_ids.join(right_ids, list(node.left_keys), list(node.right_keys))
         else:
             pairs = left_ids.cross_join(right_ids)
-        condition, subresults, labels = node.condition, self.subresults, self.labels_for(node)
-        pairs = Stream(SqlFilter(pairs.node, condition, subresults, labels)).multicast()
+        pairs = self._filter(pairs, node.condition, node).multicast()
         lkeys = lid[0] + lid[1]
         out_schema = node.schema()
         if node.kind in ("semi", "anti"):
@@ -366,6 +290,16 @@ class Translator:
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)
+
+    def _rewrite(self, node: Node):
+        """Rewrites an error message about ``node``'s rows into the user's terms."""
+        return partial(user_message, labels=self.labels_for(node))
+
+    def _filter(self, inner: Stream, condition: exp.Expression, rows: Node) -> Stream:
+        """``inner`` filtered by a SQL ``condition`` over ``rows`` (translated once; compiled per run)."""
+        return Stream(
+            nodes.SqlFilter(inner.node, translate(condition), rows.schema(), self.subresults, self._rewrite(rows))
+        )
 
     def aggregate(self, inner: Stream, node: Aggregate, timed: bool, ordinal: bool = False) -> Stream:
         from .. import agg  # the engine's aggregates (tidal.agg)

@@ -16,7 +16,7 @@ from .lifetime import (
     TumblingWindow,
     window,
 )
-from .selection import Multicast, NamedSelect, Select, SelectMany, Where, WhereSelect
+from .selection import Multicast, NamedSelect, Select, SelectMany, SqlFilter, SqlProject, Where, WhereSelect
 from .session import Distinct, SessionWindow, Stitch
 from .source import Source
 
@@ -24,5 +24,6 @@ __all__ = [
     "Aggregate", "AlterLifetime", "BeforeSort", "Chop", "ClipDuration", "DelayBand", "Distinct", "ExtendLifetime",
     "FusedWindowAggregate", "Group", "HoppingWindow", "ImpatienceSort", "Join", "LateEvents", "Multicast",
     "NamedSelect", "PointAtEnd", "QuantizeLifetime", "Select", "SelectMany", "SessionWindow", "ShiftLifetime",
-    "Source", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect", "window",
+    "Source", "SqlFilter", "SqlProject", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect",
+    "window",
 ]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...expr.compile import CompiledLambda, projection_schema
+from ...expr.sqlcompile import CompiledSql
 from ...ops.base import Operator, PassThrough
 from ...ops.named_select import NamedSelectOp
 from ...ops.selection import SelectManyOp, SelectOp, WhereOp
@@ -64,6 +65,37 @@ class NamedSelect(PlanNode):
         return NamedSelectOp(self.parts, self.in_schema)
 
 
+class SqlFilter(PlanNode):
+    """SQL WHERE/HAVING: the rows whose condition is true (false and NULL drop the row).
+
+    ``expr`` is the condition translated into an expression tree (``.node``, ``.texts``, ``.sql``);
+    ``rows`` the schema it reads; ``rewrite`` puts error messages in the user's terms."""
+
+    label = "SqlFilter"
+
+    def __init__(self, input: PlanNode, expr, rows: pa.Schema | None, subresults: dict, rewrite):
+        super().__init__((input,), input.schema, input.props, expr=expr, rows=rows, subresults=subresults,
+                         rewrite=rewrite)  # fmt: skip
+
+    def compiled(self, truth: bool) -> CompiledSql:
+        e = self.expr
+        return CompiledSql(
+            e.node, e.texts, truth=truth, schema=self.rows, subresults=self.subresults, rewrite=self.rewrite, text=e.sql
+        )
+
+    def make(self) -> Operator:
+        return WhereOp(self.compiled(truth=True))
+
+
+class SqlProject(SqlFilter):
+    """SQL SELECT list: each row replaced by the values of its expressions (``expr`` is one record)."""
+
+    label = "SqlProject"
+
+    def make(self) -> Operator:
+        return SelectOp(self.compiled(truth=False))
+
+
 class SelectMany(PlanNode):
     label = "SelectMany"
 
@@ -104,7 +136,7 @@ class WhereSelect(PlanNode):
 
     label = "Where+Select"
 
-    def __init__(self, where: Where, select: Select):
+    def __init__(self, where: Where | SqlFilter, select: Select | SqlProject):
         super().__init__(where.inputs, select.schema, select.props, where=where, select=select)
 
     def make(self) -> Operator:

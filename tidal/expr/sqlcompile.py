@@ -1,0 +1,176 @@
+"""A SQL filter's or projection's expression compiled for one operator.
+
+:class:`CompiledSql` has the interface of :class:`~tidal.expr.compile.CompiledLambda` that
+``WhereOp`` and ``SelectOp`` use (``mode``, ``node``, ``mask``, ``project``...), so SQL's WHERE
+and SELECT are those operators. Its tree is evaluated two ways:
+
+* on the lambdas' kernels (:mod:`tidal.expr.kernels`; a where's numba loop, by the one policy of
+  :class:`~tidal.expr.compile.Native`) when every node is one whose meaning SQL and Python share
+  for non-null values, and every column it reads is a 64-bit number, a boolean or text (narrower
+  types would take Python's promotion of constants, not SQL's). A batch whose columns hold nulls
+  raises :class:`~tidal.expr.kernels.Fallback` there and goes the other way;
+* otherwise with SQL's null rules by :class:`~tidal.expr.sqlkernels.SqlEvaluator`.
+
+Which way is decided once per input types, by evaluating over empty columns both ways: the kernels
+are used only where SQL's own evaluation type-checks and both give the same Arrow type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.errors import PlanError
+from .compile import Native, describe_columnar
+from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
+from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, Node, Unary
+from .sqlkernels import SqlEvaluator, SqlTypeError
+
+_SHARED_OPS = {"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not"}
+_SHARED_TYPES = (pa.int64(), pa.float64(), pa.bool_(), pa.string(), pa.large_string())
+
+
+def _shared(node: Node) -> bool:
+    """True when every node means the same in SQL and Python for non-null values."""
+    for n in node.walk():
+        if isinstance(n, Const):
+            v = n.value
+            if not isinstance(v, bool | int | float | str) or isinstance(v, int) and not -(2**63) <= v < 2**63:
+                return False
+        elif isinstance(n, BinOp | Compare | BoolOp | Unary):
+            if n.op not in _SHARED_OPS:
+                return False
+        elif isinstance(n, Call):
+            if n.func != "abs":
+                return False
+        elif not isinstance(n, Col):
+            return False
+    return True
+
+
+class CompiledSql:
+    """A SQL predicate (``truth``) or projection (a :class:`~tidal.expr.nodes.Record`) over one input.
+
+    ``texts`` names each node's SQL for error messages; ``subresults`` holds IN subqueries' results;
+    ``rewrite`` turns an error message into the user's terms; ``schema``, when known, decides the
+    kernels at plan time (for explain()).
+    """
+
+    mode = "columnar"
+
+    def __init__(self, node: Node, texts: dict, *, truth: bool, schema=None, subresults=None, rewrite=None, text=""):
+        self.node = node
+        self.texts = texts
+        self.truth = truth
+        self.subresults = subresults if subresults is not None else {}
+        self.rewrite = rewrite
+        self.text = text or str(node)
+        self.native = Native()
+        self._fields = record_fields(node) if not truth else (("value", node),)
+        self._shared = tuple(_shared(n) for _, n in self._fields)
+        self._ways: dict[tuple, tuple[bool, ...]] = {}  # input types -> per field: the lambdas' kernels?
+        self._schema = schema
+
+    # -- which way -------------------------------------------------------------------------
+    def _kernels_for(self, types: dict[str, pa.DataType]) -> tuple[bool, ...]:
+        key = tuple(sorted((c, types.get(c)) for c in self.node.columns()))
+        ways = self._ways.get(key)
+        if ways is None:
+            ways = self._ways[key] = tuple(
+                shared and self._same_type(n, types) for (_, n), shared in zip(self._fields, self._shared, strict=True)
+            )
+        return ways
+
+    def _same_type(self, node: Node, types: dict[str, pa.DataType]) -> bool:
+        cols = node.columns()
+        if any(types.get(c) not in _SHARED_TYPES for c in cols):
+            return False
+        empty = {c: pa.array([], types[c]) for c in cols}
+        try:
+            want = SqlEvaluator(empty, 0, self.subresults).array(node).type
+            ev = Evaluator(empty, 0)
+            if self.truth:
+                ev.truth(node)
+                return pa.types.is_boolean(want)
+            return to_arrow_column(ev.eval(node), 0).type == want
+        except (Unsupported, Fallback, PlanError, pa.ArrowException):
+            return False
+
+    def kernel_ok(self, types: dict[str, pa.DataType]) -> bool:
+        """Whether the lambdas' kernels may evaluate every part of this expression over these types."""
+        return all(self._kernels_for(types))
+
+    def describe(self) -> str:
+        if self._schema is not None and self.kernel_ok({f.name: f.type for f in self._schema}):
+            return describe_columnar(self.node)  # as a lambda of the same tree shows
+        return f"columnar (pyarrow.compute): {self.text}"
+
+    def _sql(self, columns, n: int) -> SqlEvaluator:
+        return SqlEvaluator(columns, n, self.subresults, self.texts)
+
+    def _user_error(self, err: SqlTypeError) -> SqlTypeError:
+        # a value the expression cannot take (a bad cast): in the user's terms
+        return SqlTypeError(self.rewrite(str(err))) if self.rewrite is not None else err
+
+    # -- predicates ------------------------------------------------------------------------
+    def mask(self, batch: EventBatch) -> np.ndarray:
+        """SQL WHERE for each event of the batch: null is false (absent events: anything)."""
+        n = len(batch)
+        if self._kernels_for({c: a.type for c, a in batch.columns.items()})[0]:
+            try:
+                value = Evaluator(batch.columns, n).truth(self.node)
+                self.native.count(n)
+                return value if isinstance(value, np.ndarray) else np.full(n, bool(value))
+            except (Fallback, Unsupported):
+                pass
+        dense = batch.compact()  # absent events' values never reach SQL (a bad cast there is no error)
+        try:
+            keep = self._sql(dense.columns, len(dense)).mask(self.node)
+        except SqlTypeError as err:
+            raise self._user_error(err) from None
+        keep = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        if dense is batch:
+            return keep
+        out = np.zeros(n, dtype=bool)
+        out[np.flatnonzero(batch.present_mask())] = keep
+        return out
+
+    # -- projections -----------------------------------------------------------------------
+    def project(self, batch: EventBatch) -> dict[str, pa.Array] | None:
+        """Output columns for every event when the lambdas' kernels compute them all, else None (the
+        operator then calls :meth:`project_rows` on the batch's present events)."""
+        n = len(batch)
+        ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
+        if not all(ways):
+            return None
+        try:
+            return self._columns(batch, n, ways)
+        except (Fallback, Unsupported):
+            return None
+
+    def project_rows(self, batch: EventBatch) -> dict[str, pa.Array]:
+        """Output columns of a batch without absent events: each field by the kernels or by SQL."""
+        n = len(batch)
+        ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
+        try:
+            return self._columns(batch, n, ways, sql=self._sql(batch.columns, n))
+        except SqlTypeError as err:
+            raise self._user_error(err) from None
+
+    def _columns(self, batch: EventBatch, n: int, ways, sql: SqlEvaluator | None = None) -> dict[str, pa.Array]:
+        ev = Evaluator(batch.columns, n)
+        out = {}
+        for (name, node), fast in zip(self._fields, ways, strict=True):
+            if isinstance(node, Col):
+                out[name] = batch.columns[node.name]  # pointer swing: share the column
+                continue
+            if fast:
+                try:
+                    out[name] = to_arrow_column(ev.eval(node), n)
+                    continue
+                except (Fallback, Unsupported):
+                    if sql is None:
+                        raise
+            out[name] = sql.array(node)
+        return out

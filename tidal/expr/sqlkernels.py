@@ -1,0 +1,471 @@
+"""SQL semantics for expression trees, evaluated columnar with ``pyarrow.compute``.
+
+Trees translated from SQL (:mod:`tidal.sql.expressions`) are evaluated over a dict of Arrow
+arrays, one kernel call per node, never row by row. Scalars stay Arrow scalars and broadcast.
+SQL null rules follow from Arrow's: arithmetic and comparisons with a null give null,
+``AND``/``OR``/``NOT`` use Kleene logic, a null predicate does not keep a row. Division follows
+DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` is integer division,
+where a zero divisor gives null.
+
+Errors name the expression: a type mismatch raises :class:`SqlTypeError` with the SQL text of
+the failing node (``texts``: id of a node -> its SQL, from the translator).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..core.errors import PlanError
+from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
+
+
+class SqlTypeError(PlanError):
+    """An expression cannot be evaluated on the types it is given."""
+
+
+def _numeric(t) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _temporal(t) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+
+
+def _align(a, b):
+    """Implicit casts SQL makes in comparisons and arithmetic: a string literal next to a time."""
+    ta, tb = a.type, b.type
+    if _temporal(ta) and pa.types.is_string(tb):
+        return a, pc.cast(b, ta if pa.types.is_timestamp(ta) else pa.date32())
+    if _temporal(tb) and pa.types.is_string(ta):
+        return pc.cast(a, tb if pa.types.is_timestamp(tb) else pa.date32()), b
+    if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
+        return a, pc.cast(b, ta)
+    if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
+        return pc.cast(a, tb), b
+    if pa.types.is_null(ta) and not pa.types.is_null(tb):
+        return pc.cast(a, tb), b
+    if pa.types.is_null(tb) and not pa.types.is_null(ta):
+        return a, pc.cast(b, ta)
+    return a, b
+
+
+def const_scalar(value) -> pa.Scalar:
+    """A SQL literal's Arrow scalar: integers are BIGINT, reals DOUBLE, NULL of the null type."""
+    if value is None:
+        return pa.scalar(None, pa.null())
+    if isinstance(value, bool):
+        return pa.scalar(value, pa.bool_())
+    if isinstance(value, int):
+        return pa.scalar(value, pa.int64())
+    if isinstance(value, float):
+        return pa.scalar(value, pa.float64())
+    if isinstance(value, str):
+        return pa.scalar(value, pa.string())
+    if isinstance(value, dt.timedelta):
+        return pa.scalar(value, pa.duration("us"))
+    raise PlanError(f"unsupported constant {value!r}")
+
+
+_ARITH = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}
+_CMP = {
+    "==": pc.equal,
+    "!=": pc.not_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+}
+_UNARY_FNS = {
+    "floor": pc.floor,
+    "ceil": pc.ceil,
+    "sign": pc.sign,
+    "upper": pc.utf8_upper,
+    "lower": pc.utf8_lower,
+    "reverse": pc.utf8_reverse,
+    "year": pc.year,
+    "month": pc.month,
+    "day": pc.day,
+    "hour": pc.hour,
+    "minute": pc.minute,
+    "second": pc.second,
+}
+_FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
+_PARTS = {
+    "year": pc.year,
+    "month": pc.month,
+    "day": pc.day,
+    "hour": pc.hour,
+    "minute": pc.minute,
+    "second": pc.second,
+    "doy": pc.day_of_year,
+    "week": pc.iso_week,
+    "quarter": pc.quarter,
+    "millisecond": pc.millisecond,
+    "microsecond": pc.microsecond,
+}
+
+
+class SqlEvaluator:
+    """Evaluates SQL trees over ``columns`` (name -> Arrow array) of ``n`` rows.
+
+    ``subresults`` holds the materialised one-column results of IN subqueries, by number.
+    """
+
+    def __init__(self, columns: dict[str, pa.Array], n: int, subresults: dict | None = None, texts=None):
+        self.columns = columns
+        self.n = n
+        self.subresults = subresults or {}
+        self.texts = texts or {}
+
+    def sql(self, node, part=None) -> str:
+        text = self.texts.get(id(node) if part is None else (id(node), part))
+        if text is None:
+            return str(node)
+        return text if isinstance(text, str) else text.sql()  # a sqlglot node: its text when needed
+
+    def array(self, node: Node) -> pa.Array:
+        """The expression's value for every row, as an Arrow array of length ``n``."""
+        v = self.eval(node)
+        if isinstance(v, pa.Scalar):
+            return pa.repeat(v, self.n) if v.is_valid else pa.nulls(self.n, v.type)
+        if isinstance(v, pa.ChunkedArray):
+            return v.combine_chunks()
+        return v
+
+    def mask(self, node: Node) -> pa.Array:
+        """A boolean keep-mask: null counts as false (SQL WHERE)."""
+        v = self.array(node)
+        if not pa.types.is_boolean(v.type):
+            raise SqlTypeError(f"condition {self.sql(node)} is {v.type}, not boolean")
+        return pc.fill_null(v, False)
+
+    def eval(self, node: Node):
+        try:
+            return self._eval(node)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+            raise self._error(exc, self.sql(node)) from None
+
+    @staticmethod
+    def _error(exc: Exception, text: str) -> SqlTypeError:
+        first = str(exc).splitlines()[0]
+        if isinstance(exc, pa.ArrowInvalid):
+            return SqlTypeError(f"cannot evaluate {text}: {first}")
+        return SqlTypeError(f"type error in {text}: {first}")
+
+    def _eval(self, node: Node):
+        if isinstance(node, Col):
+            if node.name not in self.columns:
+                raise PlanError(f"unknown column {self.sql(node)}; columns are {sorted(self.columns)}")
+            return self.columns[node.name]
+        if isinstance(node, Const):
+            return const_scalar(node.value)
+        if isinstance(node, BinOp):
+            a, b = _align(self.eval(node.left), self.eval(node.right))
+            if node.op != "/":
+                return _ARITH[node.op](a, b)
+            if not (_numeric(a.type) and _numeric(b.type)):
+                raise SqlTypeError(f"type error in {self.sql(node)}: cannot divide {a.type} by {b.type}")
+            return pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
+        if isinstance(node, Compare):
+            return _CMP[node.op](*_align(self.eval(node.left), self.eval(node.right)))
+        if isinstance(node, BoolOp):
+            return self._bool(node)
+        if isinstance(node, Unary):
+            v = self.eval(node.operand)
+            return pc.invert(v) if node.op == "not" else pc.negate(v)
+        if isinstance(node, Call) and node.func == "abs":
+            return pc.abs(self.eval(node.args[0]))
+        if isinstance(node, IsNull):
+            return pc.is_null(self.eval(node.operand))
+        if isinstance(node, Like):
+            return pc.match_like(self.eval(node.operand), node.pattern, ignore_case=node.ignore_case)
+        if isinstance(node, Case):
+            conds, values = [], []
+            for cond, value in node.whens:
+                conds.append(pc.fill_null(self.array(cond), False))
+                values.append(self.eval(value))
+            values.append(self.eval(node.default))
+            return self._choose(conds, values)
+        if isinstance(node, Cast):
+            return self._try_cast(node) if node.safe else self._cast(self.eval(node.operand), node.to)
+        if isinstance(node, SqlCall):
+            fn = _FUNCS.get(node.func)
+            if fn is not None:
+                return fn(self, node)
+            if node.func in _UNARY_FNS:
+                return _UNARY_FNS[node.func](self.eval(node.args[0]))
+            if node.func in _FLOAT_FNS:
+                return _FLOAT_FNS[node.func](pc.cast(self.eval(node.args[0]), pa.float64()))
+        raise PlanError(f"unsupported SQL expression: {self.sql(node)}")
+
+    def _bool(self, node: BoolOp):
+        """Kleene AND/OR, folded left to right as SQL nests ``a AND b AND c`` (so errors name the same part)."""
+        f = pc.and_kleene if node.op == "and" else pc.or_kleene
+        out = self.eval(node.operands[0])
+        for k, operand in enumerate(node.operands[1:], 2):
+            b = self.eval(operand)
+            try:
+                out = f(*_align(out, b))
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+                part = None if k == len(node.operands) else k
+                raise self._error(exc, self.sql(node, part)) from None
+        return out
+
+    # -- helpers shared by several functions ----------------------------------------------------
+    def _args(self, node: SqlCall) -> list:
+        return [self.eval(a) for a in node.args]
+
+    def _broadcast(self, v):
+        if isinstance(v, pa.Scalar):
+            return pa.repeat(v, self.n) if v.is_valid else pa.nulls(self.n, v.type)
+        return v
+
+    def _choose(self, conds, values):
+        target = None
+        for v in values:
+            t = v.type
+            if pa.types.is_null(t):
+                continue
+            if target is None or (pa.types.is_integer(target) and pa.types.is_floating(t)):
+                target = t
+        target = target or pa.null()
+        values = [self._broadcast(pc.cast(v, target) if v.type != target else v) for v in values]
+        if not conds:
+            return values[-1]
+        struct = pa.StructArray.from_arrays(conds, names=[f"c{i}" for i in range(len(conds))])
+        return pc.case_when(struct, *values)
+
+    @staticmethod
+    def _cast(v, target: pa.DataType):
+        if pa.types.is_string(v.type) and pa.types.is_boolean(target):
+            return pc.equal(pc.utf8_lower(v), "true")
+        if pa.types.is_floating(v.type) and pa.types.is_integer(target):
+            v = pc.round(v)  # SQL rounds to the nearest integer when casting a float
+        return pc.cast(v, target)
+
+    def _try_cast(self, node: Cast):
+        try:
+            return self._cast(self.eval(node.operand), node.to)
+        except (pa.ArrowInvalid, SqlTypeError):
+            out = []
+            for x in self.array(node.operand).to_pylist():
+                try:
+                    out.append(pc.cast(pa.scalar(x), node.to).as_py())
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    out.append(None)
+            return pa.array(out, node.to)
+
+    def in_values(self, v, scalars):
+        """``v IN (constants)`` (SQL null rules)."""
+        non_null = [s for s in scalars if s.is_valid]
+        target = v.type
+        value_set = pa.array([s.as_py() for s in non_null]) if non_null else pa.array([], target)
+        if _temporal(target) or pa.types.is_null(value_set.type) is False and value_set.type != target:
+            try:
+                value_set = value_set.cast(target)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                pass
+        hit = pc.is_in(v, value_set=value_set)
+        # SQL: x IN (...) is null when x is null, or when no match and the list holds a null
+        hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
+        if len(non_null) < len(scalars):
+            hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
+        return hit
+
+    def in_array(self, v, values: pa.Array):
+        """``v IN values`` for a materialised subquery result (SQL null rules)."""
+        has_null = values.null_count > 0
+        values = values.drop_null()
+        if values.type != v.type:
+            values = values.cast(v.type)
+        hit = pc.is_in(v, value_set=values)
+        hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
+        if has_null:
+            hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
+        return hit
+
+
+# -- SQL functions: (evaluator, node) -> value ------------------------------------------------------
+def _intdiv(ev: SqlEvaluator, node):
+    a, b = _align(*ev._args(node))
+    b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
+    q = pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
+    return pc.cast(pc.floor(q), pa.int64())
+
+
+def _mod(ev: SqlEvaluator, node):
+    a, b = _align(*ev._args(node))
+    if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
+        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
+        # SQL's remainder has the sign of the dividend (truncated division)
+        q = pc.trunc(pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64())))
+        return pc.subtract(a, pc.multiply(pc.cast(q, pa.int64()), b))
+    a, b = pc.cast(a, pa.float64()), pc.cast(b, pa.float64())
+    return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
+
+
+def _dpipe(ev: SqlEvaluator, node):
+    a, b = _align(*ev._args(node))
+    return pc.binary_join_element_wise(pc.cast(a, pa.string()), pc.cast(b, pa.string()), "")
+
+
+def _is_bool(ev: SqlEvaluator, node):
+    return pc.fill_null(pc.equal(ev.eval(node.args[0]), pa.scalar(node.params[0])), False)
+
+
+def _in(ev: SqlEvaluator, node):
+    v, *values = ev._args(node)
+    if not all(isinstance(x, pa.Scalar) for x in values):
+        out = None
+        for x in values:
+            eq = pc.equal(*_align(v, x))
+            out = eq if out is None else pc.or_kleene(out, eq)
+        return out
+    return ev.in_values(v, values)
+
+
+def _in_subquery(ev: SqlEvaluator, node):
+    key = node.params[0]
+    if key not in ev.subresults:
+        # at plan time (type checks) the subquery has not run: a boolean of the right length
+        return pa.nulls(ev.n, pa.bool_())
+    return ev.in_array(ev.eval(node.args[0]), ev.subresults[key])
+
+
+def _regexp_extract(ev: SqlEvaluator, node):
+    pattern, group = node.params
+    v = ev.array(node.args[0])
+    count = [0]
+
+    def name_group(m):  # named groups make pyarrow's extract_regex return a struct of them
+        count[0] += 1
+        return f"(?P<g{count[0]}>"
+
+    wrapped = "(?P<g0>" + re.sub(r"\((?!\?)", name_group, pattern) + ")"
+    if not len(v):
+        return pa.array([], pa.string())
+    got = pc.extract_regex(v, wrapped)
+    # DuckDB returns '' when nothing matches
+    return pc.fill_null(pc.if_else(pc.is_null(v), None, pc.struct_field(got, [group])), "")
+
+
+def _coalesce(ev: SqlEvaluator, node):
+    args = ev._args(node)
+    target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
+    if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
+        target = pa.float64()
+    return pc.coalesce(*[ev._broadcast(pc.cast(a, target)) for a in args])
+
+
+def _nullif(ev: SqlEvaluator, node):
+    a, b = _align(*ev._args(node))
+    return pc.if_else(pc.fill_null(pc.equal(a, b), False), pa.scalar(None, a.type), a)
+
+
+def _substring(ev: SqlEvaluator, node):
+    v = ev.array(node.args[0])
+    start, length = node.params
+    begin = start - 1 if start > 0 else 0
+    stop = None if length is None else begin + length if start > 0 else max(0, start - 1 + length)
+    return pc.utf8_slice_codeunits(v, begin, stop)
+
+
+def _concat(ev: SqlEvaluator, node):
+    args = [pc.cast(ev._broadcast(ev.eval(e)), pa.string()) for e in node.args]
+    return pc.binary_join_element_wise(*[pc.fill_null(a, "") for a in args], "")  # DuckDB's concat skips nulls
+
+
+def _right(ev: SqlEvaluator, node):
+    n = node.params[0]
+    v = ev.eval(node.args[0])
+    return pc.utf8_slice_codeunits(v, -n) if n else pc.utf8_slice_codeunits(v, 0, 0)
+
+
+def _epoch(ev: SqlEvaluator, node):
+    v = pc.cast(pc.cast(ev.eval(node.args[0]), pa.timestamp("us")), pa.int64())
+    if node.func == "epoch_ms":
+        return pc.divide(v, 1000)
+    return v if node.func == "epoch_us" else pc.divide(pc.cast(v, pa.float64()), 1e6)
+
+
+def _part(ev: SqlEvaluator, node):
+    unit = node.params[0].lower()
+    v = ev.eval(node.args[0])
+    if unit == "dow":
+        return pc.day_of_week(v, count_from_zero=True, week_start=7)
+    if unit == "epoch":
+        return pc.divide(pc.cast(pc.cast(v, pa.timestamp("us")), pa.int64()), 1_000_000)
+    if unit not in _PARTS:
+        raise PlanError(f"unsupported date part {unit!r}")
+    return _PARTS[unit](v)
+
+
+def _date(ev: SqlEvaluator, node):
+    v = ev.eval(node.args[0])
+    if pa.types.is_timestamp(v.type):
+        return pc.cast(pc.floor_temporal(v, unit="day"), pa.date32())
+    return pc.cast(v, pa.date32())
+
+
+def _trim(ev: SqlEvaluator, node):
+    v = ev.eval(node.args[0])
+    position = node.params[0]
+    if position == "LEADING":
+        return pc.utf8_ltrim_whitespace(v)
+    if position == "TRAILING":
+        return pc.utf8_rtrim_whitespace(v)
+    return pc.utf8_trim_whitespace(v)
+
+
+def _first(f):
+    """A function of the first argument's value and the node's constant parameters."""
+    return lambda ev, node: f(ev.eval(node.args[0]), *node.params)
+
+
+def _regexp_replace(v, pattern, replacement, everywhere):
+    return pc.replace_substring_regex(v, pattern, replacement, max_replacements=None if everywhere else 1)
+
+
+_FUNCS = {
+    "intdiv": _intdiv,
+    "mod": _mod,
+    "dpipe": _dpipe,
+    "is_bool": _is_bool,
+    "in": _in,
+    "in_subquery": _in_subquery,
+    "regexp_extract": _regexp_extract,
+    "coalesce": _coalesce,
+    "nullif": _nullif,
+    "substring": _substring,
+    "concat": _concat,
+    "right": _right,
+    "epoch_us": _epoch,
+    "epoch_ms": _epoch,
+    "epoch": _epoch,
+    "part": _part,
+    "date": _date,
+    "trim": _trim,
+    "greatest": lambda ev, node: pc.max_element_wise(*ev._args(node), skip_nulls=False),
+    "least": lambda ev, node: pc.min_element_wise(*ev._args(node), skip_nulls=False),
+    "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
+    # SQL rounds half away from zero
+    "round": _first(lambda v, digits: pc.round(v, ndigits=digits, round_mode="half_towards_infinity")),
+    "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
+    "regexp_like": _first(pc.match_substring_regex),
+    "regexp_replace": _first(_regexp_replace),
+    "replace": _first(pc.replace_substring),
+    "starts_with": _first(pc.starts_with),
+    "ends_with": _first(pc.ends_with),
+    "contains": _first(pc.match_substring),
+    "left": _first(lambda v, n: pc.utf8_slice_codeunits(v, 0, n)),
+    "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
+    "strptime": _first(lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us"))),
+    "strftime": _first(pc.strftime),
+    "to_date": _first(lambda v: pc.cast(v, pa.date32())),
+    "current_timestamp": lambda ev, node: pa.scalar(dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")),
+    "current_date": lambda ev, node: pa.scalar(dt.date.today(), pa.date32()),
+}
