@@ -147,3 +147,21 @@ def test_sql_filter_before_a_count_runs_the_compiled_loop(monkeypatch, tmp_path)
     assert plan(q).result().to_pylist() == [{"n": int(keep.sum()), "s": int(x[keep].sum())}]
     empty = f"SELECT count(*) AS n FROM '{tmp_path / 't.parquet'}' WHERE x * 3 + 1 < 200"  # a select of no fields
     assert plan(empty).result().to_pylist() == [{"n": int((x * 3 + 1 < 200).sum())}]
+
+
+THRESHOLD = 5
+
+
+def test_a_global_changed_between_plan_and_run_is_read_again():
+    """A translation is cached per lambda, but only while the names it turned into constants keep
+    their values: otherwise columnar batches and row-mode batches would disagree."""
+    global THRESHOLD
+    THRESHOLD = 5
+    stream = tidal.from_arrow(pa.table({"t": [1, 2, 3], "v": [4, 6, 8]}), time="t").where(lambda e: e.v > THRESHOLD)
+    assert stream.count() == 2
+    THRESHOLD = 3
+    assert stream.count() == 3
+    limit = 7
+    closed = stream.where(lambda e: e.v < limit)
+    limit = 5  # noqa: F841 (read by the lambda above when the query runs)
+    assert closed.count() == 1

@@ -28,7 +28,7 @@ from ..core.batch import EventBatch
 from ..core.errors import LambdaError, PlanError, describe_row
 from . import jit
 from .kernels import Evaluator, Fallback, PyValues, Unsupported, record_fields, to_arrow_column
-from .lambdas import Opaque, fields_used, translate
+from .lambdas import _SCALARS, Opaque, fields_used, translate
 from .nodes import Col, Node, PyCall, Record
 
 # Events evaluated in numpy before a numeric tree is fused with numba. Compiling takes about a
@@ -200,6 +200,28 @@ def describe_columnar(node: Node, fused: bool = False) -> str:
     return f"columnar{', fused' if fused else ''}: {node}"
 
 
+def _bindings(fn) -> tuple:
+    """What the free names of ``fn`` are bound to now. Translation turns scalars they name into
+    constants, so a cached translation holds only while they are the same: a value changed between
+    building a plan and running it is read again, as the row fallback (which calls ``fn``) would."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+
+    def value(v):
+        return (type(v), v) if isinstance(v, _SCALARS | np.generic) else (type(v), id(v))
+
+    out = []
+    for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            out.append((name, value(cell.cell_contents)))
+        except ValueError:  # a cell not yet filled
+            out.append((name, None))
+    names = fn.__globals__
+    out.extend((name, value(names[name])) for name in code.co_names if name in names)
+    return tuple(out)
+
+
 class CompiledLambda:
     """A user lambda compiled for one operator and one input schema."""
 
@@ -210,15 +232,17 @@ class CompiledLambda:
         self._jit = None
         self._jit_body: tuple | None = None  # (kernel source, column dtypes), from the first batch
         self._jit_failed = False
-        key = (schema, truth, allow_record)
+        key = cached = None
         try:
+            key = (schema, truth, allow_record, _bindings(fn))
             cached = _TRANSLATED.get(fn, {}).get(key)
         except TypeError:  # a callable that is not hashable or weakly referable: not cached
-            cached = None
+            key = None
         if cached is None:
             self._translate(schema, allow_record)
             try:
-                _TRANSLATED.setdefault(fn, {})[key] = (self.node, self.mode, self.reason)
+                if key is not None:
+                    _TRANSLATED.setdefault(fn, {})[key] = (self.node, self.mode, self.reason)
             except TypeError:
                 pass
         else:

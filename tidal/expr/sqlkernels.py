@@ -79,21 +79,7 @@ _CMP = {
     "<": pc.less,
     "<=": pc.less_equal,
 }
-_UNARY_FNS = {
-    "floor": pc.floor,
-    "ceil": pc.ceil,
-    "sign": pc.sign,
-    "upper": pc.utf8_upper,
-    "lower": pc.utf8_lower,
-    "reverse": pc.utf8_reverse,
-    "year": pc.year,
-    "month": pc.month,
-    "day": pc.day,
-    "hour": pc.hour,
-    "minute": pc.minute,
-    "second": pc.second,
-}
-_FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
+# date parts: one table for extract(part FROM t)/date_part and the one-argument functions of the same name
 _PARTS = {
     "year": pc.year,
     "month": pc.month,
@@ -107,6 +93,15 @@ _PARTS = {
     "millisecond": pc.millisecond,
     "microsecond": pc.microsecond,
 }
+_UNARY_FNS = {
+    "floor": pc.floor,
+    "ceil": pc.ceil,
+    "sign": pc.sign,
+    "upper": pc.utf8_upper,
+    "lower": pc.utf8_lower,
+    "reverse": pc.utf8_reverse,
+} | {k: _PARTS[k] for k in ("year", "month", "day", "hour", "minute", "second")}
+_FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
 
 
 class SqlEvaluator:

@@ -65,13 +65,10 @@ class NamedSelect(PlanNode):
         return NamedSelectOp(self.parts, self.in_schema)
 
 
-class SqlFilter(PlanNode):
-    """SQL WHERE/HAVING: the rows whose condition is true (false and NULL drop the row).
-
-    ``expr`` is the condition translated into an expression tree (``.node``, ``.texts``, ``.sql``);
-    ``rows`` the schema it reads; ``rewrite`` puts error messages in the user's terms."""
-
-    label = "SqlFilter"
+class _SqlExpression(PlanNode):
+    """A node evaluating a SQL expression per row: ``expr`` is it translated into an expression tree
+    (``.node``, ``.texts``, ``.sql``); ``rows`` the schema it reads; ``rewrite`` puts error messages in
+    the user's terms."""
 
     def __init__(self, input: PlanNode, expr, rows: pa.Schema | None, subresults: dict, rewrite):
         super().__init__((input,), input.schema, input.props, expr=expr, rows=rows, subresults=subresults,
@@ -83,11 +80,17 @@ class SqlFilter(PlanNode):
             e.node, e.texts, truth=truth, schema=self.rows, subresults=self.subresults, rewrite=self.rewrite, text=e.sql
         )
 
+
+class SqlFilter(_SqlExpression):
+    """SQL WHERE/HAVING: the rows whose condition is true (false and NULL drop the row)."""
+
+    label = "SqlFilter"
+
     def make(self) -> Operator:
         return WhereOp(self.compiled(truth=True))
 
 
-class SqlProject(SqlFilter):
+class SqlProject(_SqlExpression):
     """SQL SELECT list: each row replaced by the values of its expressions (``expr`` is one record)."""
 
     label = "SqlProject"
