@@ -161,7 +161,7 @@ def test_odd_names_and_quoted_strings_reach_spark_sql_intact(spark):
             lambda r: r[1] not in ("a\\b", 'q"\n') and r[0] < 0.9,
         ),
     ):
-        condition = spark_sql(src.where(where)._node.make().predicate.node, table.schema)
+        condition = spark_sql(src.where(where).node.make().predicate.node, table.schema)
         got = df.where(condition).selectExpr(ident(name), "s", literal("it's") + " AS q").collect()
         assert sorted(tuple(r) for r in got) == sorted((*r, "it's") for r in rows if expected(r))
     # and end to end, with a where and an alter_duration pushed into Spark
@@ -177,7 +177,7 @@ def test_odd_names_and_quoted_strings_reach_spark_sql_intact(spark):
     ):
         explained = tidal.spark.explain(q, partitions=2, spark=spark)
         assert "Where in Spark SQL" in explained
-        assert ("AlterLifetime in Spark SQL" in explained) == (q._node.label == "AlterLifetime")
+        assert ("AlterLifetime in Spark SQL" in explained) == (q.node.label == "AlterLifetime")
         expected = q.to_arrow()
         assert expected.num_rows > 0
         assert_same_snapshots(tidal.spark.to_arrow(q, partitions=2, spark=spark), expected)
