@@ -8,7 +8,7 @@ argument ``x`` is a field name or a row lambda. Results are named after the aggr
 
 from __future__ import annotations
 
-from .ops.aggfuncs import AggregateFunction, UserAggregate, user_defined
+from .ops.aggregate.functions import AggregateFunction, UserAggregate, user_defined
 
 __all__ = [
     "AggregateFunction",

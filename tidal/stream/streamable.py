@@ -17,8 +17,8 @@ from ..core.errors import PlanError
 from ..core.time import align_down
 from ..expr.compile import CompiledLambda, projection_schema
 from ..io import egress
-from ..ops.aggfuncs import AggregateFunction, result_type, user_defined
-from ..ops.aggregate import MODE_WINDOW, SnapshotAggregateOp, choose_mode
+from ..ops.aggregate import MODE_WINDOW, FusedWindowAggregateOp, SnapshotAggregateOp, choose_mode
+from ..ops.aggregate.functions import AggregateFunction, result_type, user_defined
 from ..ops.grouping import GroupOp, UngroupOp
 from ..ops.lifetime import (
     AlterLifetimeOp,
@@ -32,7 +32,6 @@ from ..ops.lifetime import (
 from ..ops.selection import SelectManyOp, SelectOp, WhereOp
 from ..ops.session import DistinctOp, SessionWindowOp, StitchOp
 from ..ops.union import UnionOp
-from ..ops.window_aggregate import FusedWindowAggregateOp
 from .plan import OperatorNode, PlanNode, Properties, explain
 from .query import Query, execute
 
