@@ -138,11 +138,9 @@ def _same_row(a, b, r):
 
 
 @numba.njit(cache=True, inline="always")
-def _emit(
-    o, sync, other, g, cnt, src_int, src_flt, row, src_res, res_row,
-    out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
-):  # fmt: skip
+def _emit(o, sync, other, g, cnt, src_int, src_flt, row, src_res, res_row, outs):
     """Write output row ``o``: group ``g``'s sums (row ``row`` of the sources) and order results."""
+    out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res = outs
     out_sync[o] = sync
     out_other[o] = other
     out_gid[o] = g
@@ -226,7 +224,7 @@ def make_sweep(mode: int):
                         res[0, j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
                     if window:  # the result is the window's interval; the state resets
                         if g_cnt[g] > 0:
-                            _emit(o, cur, cur + window_len, g, g_cnt[g], g_int, g_flt, g, res, 0, *outs)
+                            _emit(o, cur, cur + window_len, g, g_cnt[g], g_int, g_flt, g, res, 0, outs)
                             o += 1
                         g_int[g] = 0
                         g_flt[g] = 0.0
@@ -241,7 +239,7 @@ def make_sweep(mode: int):
                         if same:  # touched, but the result did not change
                             continue
                     if o_valid[g]:  # end edge of the previous result
-                        _emit(o, cur, o_start[g], g, o_cnt[g], o_int, o_flt, g, o_res, g, *outs)
+                        _emit(o, cur, o_start[g], g, o_cnt[g], o_int, o_flt, g, o_res, g, outs)
                         o += 1
                     if g_cnt[g] > 0:  # start edge of the new one, remembered as the open result
                         o_valid[g] = True
@@ -250,7 +248,7 @@ def make_sweep(mode: int):
                         _copy_row(o_flt, g, g_flt, g)
                         o_cnt[g] = g_cnt[g]
                         _copy_row(o_res, g, res, 0)
-                        _emit(o, cur, _OPEN, g, o_cnt[g], o_int, o_flt, g, o_res, g, *outs)
+                        _emit(o, cur, _OPEN, g, o_cnt[g], o_int, o_flt, g, o_res, g, outs)
                         o += 1
                     else:
                         o_valid[g] = False
