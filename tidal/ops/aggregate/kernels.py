@@ -14,7 +14,6 @@ from .base import MODE_FIFO, MODE_HEAP, MODE_WINDOW
 
 # scalar slots of the kernel's persistent state
 CUR, NHELD, QHEAD, QSIZE, NOUT = range(5)
-_OPEN = 9223372036854775807  # INFINITY: the end of a start edge
 
 
 @numba.njit(cache=True, inline="always")
@@ -123,60 +122,10 @@ def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
                 _ms_remove(ms, ms_len, g * km + j, v)
 
 
-@numba.njit(cache=True, inline="always")
-def _copy_row(dst, d, src, s):
-    for j in range(src.shape[1]):
-        dst[d, j] = src[s, j]
-
-
-@numba.njit(cache=True, inline="always")
-def _same_row(a, b, r):
-    same = True
-    for j in range(a.shape[1]):
-        same = same and a[r, j] == b[r, j]
-    return same
-
-
-@numba.njit(cache=True, inline="always")
-def _emit(o, sync, other, g, cnt, src_int, src_flt, row, src_res, res_row, outs):
-    """Write output row ``o``: group ``g``'s sums (row ``row`` of the sources) and order results."""
-    out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res = outs
-    out_sync[o] = sync
-    out_other[o] = other
-    out_gid[o] = g
-    _copy_row(out_int, o, src_int, row)
-    _copy_row(out_flt, o, src_flt, row)
-    out_cnt[o] = cnt
-    _copy_row(out_res, o, src_res, res_row)
-
-
-@numba.njit(cache=True, inline="always")
-def _q_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
-    q_time[a], q_time[b] = q_time[b], q_time[a]
-    q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
-    for j in range(q_int.shape[1]):
-        q_int[a, j], q_int[b, j] = q_int[b, j], q_int[a, j]
-    for j in range(q_flt.shape[1]):
-        q_flt[a, j], q_flt[b, j] = q_flt[b, j], q_flt[a, j]
-    for j in range(q_mv.shape[1]):
-        q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
-
-
-@numba.njit(cache=True, inline="always")
-def _apply(g, sign, src_int, src_flt, src_m, row, g_int, g_flt, ms, ms_len):
-    """Add (``sign`` 1) or remove (-1) row ``row`` of the sources to or from group ``g``'s state."""
-    for j in range(src_int.shape[1]):
-        g_int[g, j] += sign * src_int[row, j]
-    for j in range(src_flt.shape[1]):
-        g_flt[g, j] += sign * src_flt[row, j]
-    km = src_m.shape[1]
-    if km > 0:
-        _apply_multisets(g, sign, src_m, row, ms, ms_len, km)
-
-
 def make_sweep(mode: int):
-    """The sweep kernel of one variant. The flags below are closure constants, so numba compiles
-    each variant's own loop (its tests fold away), as Trill generates one operator per variant."""
+    """The sweep kernel of one variant. Its flags are closure constants, so numba compiles each
+    variant's own loop with the other variants' branches folded away (Trill generates one
+    operator per variant)."""
     window = mode == MODE_WINDOW
     fifo = mode == MODE_FIFO
     heap = mode == MODE_HEAP
@@ -193,14 +142,15 @@ def make_sweep(mode: int):
         """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
         Each step applies one delta: the earliest queued end if it is due, else the next event;
-        when time moves on, the held groups' results are emitted first. The helpers are inlined
-        into this one loop (numba's ``inline="always"``): in numba, calling a helper that takes
-        arrays costs more than the work itself.
+        when time moves on, the held groups' results are emitted first. Everything is written
+        out in this one loop on purpose: in numba, calling a helper that takes arrays (even one
+        inlined), or choosing between arrays in one variable, costs more than the work itself.
         """
         km = len(m_kind)
+        ki = ic.shape[1]
+        kf = fc.shape[1]
         n = len(sync)
-        res = np.empty((1, km), np.float64)  # the current group's order-aggregate results
-        outs = (out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res)
+        res = np.empty(km, np.float64)  # the current group's order-aggregate results
         i = 0
         while True:
             t = sync[i] if i < n else upto
@@ -221,34 +171,67 @@ def make_sweep(mode: int):
                     g = held[h]
                     held_flag[g] = False
                     for j in range(km):
-                        res[0, j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
-                    if window:  # the result is the window's interval; the state resets
+                        res[j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
+                    if window:  # tumbling window: the result is the window's interval; the state resets
                         if g_cnt[g] > 0:
-                            _emit(o, cur, cur + window_len, g, g_cnt[g], g_int, g_flt, g, res, 0, outs)
+                            out_sync[o] = cur
+                            out_other[o] = cur + window_len
+                            out_gid[o] = g
+                            for j in range(ki):
+                                out_int[o, j] = g_int[g, j]
+                            for j in range(kf):
+                                out_flt[o, j] = g_flt[g, j]
+                            out_cnt[o] = g_cnt[g]
+                            for j in range(km):
+                                out_res[o, j] = res[j]
                             o += 1
-                        g_int[g] = 0
-                        g_flt[g] = 0.0
+                        for j in range(ki):
+                            g_int[g, j] = 0
+                        for j in range(kf):
+                            g_flt[g, j] = 0.0
                         g_cnt[g] = 0
                         for j in range(km):
                             ms_len[g * km + j] = 0
                         continue
                     if o_valid[g] and g_cnt[g] == o_cnt[g]:
-                        same = _same_row(g_int, o_int, g) and _same_row(g_flt, o_flt, g)
+                        same = True
+                        for j in range(ki):
+                            same = same and g_int[g, j] == o_int[g, j]
+                        for j in range(kf):
+                            same = same and g_flt[g, j] == o_flt[g, j]
                         for j in range(km):
-                            same = same and res[0, j] == o_res[g, j]
+                            same = same and res[j] == o_res[g, j]
                         if same:  # touched, but the result did not change
                             continue
                     if o_valid[g]:  # end edge of the previous result
-                        _emit(o, cur, o_start[g], g, o_cnt[g], o_int, o_flt, g, o_res, g, outs)
+                        out_sync[o] = cur
+                        out_other[o] = o_start[g]
+                        out_gid[o] = g
+                        for j in range(ki):
+                            out_int[o, j] = o_int[g, j]
+                        for j in range(kf):
+                            out_flt[o, j] = o_flt[g, j]
+                        out_cnt[o] = o_cnt[g]
+                        for j in range(km):
+                            out_res[o, j] = o_res[g, j]
                         o += 1
                     if g_cnt[g] > 0:  # start edge of the new one, remembered as the open result
                         o_valid[g] = True
                         o_start[g] = cur
-                        _copy_row(o_int, g, g_int, g)
-                        _copy_row(o_flt, g, g_flt, g)
+                        out_sync[o] = cur
+                        out_other[o] = 9223372036854775807
+                        out_gid[o] = g
+                        for j in range(ki):
+                            o_int[g, j] = g_int[g, j]
+                            out_int[o, j] = g_int[g, j]
+                        for j in range(kf):
+                            o_flt[g, j] = g_flt[g, j]
+                            out_flt[o, j] = g_flt[g, j]
                         o_cnt[g] = g_cnt[g]
-                        _copy_row(o_res, g, res, 0)
-                        _emit(o, cur, _OPEN, g, o_cnt[g], o_int, o_flt, g, o_res, g, outs)
+                        out_cnt[o] = g_cnt[g]
+                        for j in range(km):
+                            o_res[g, j] = res[j]
+                            out_res[o, j] = res[j]
                         o += 1
                     else:
                         o_valid[g] = False
@@ -264,7 +247,14 @@ def make_sweep(mode: int):
                     st[QSIZE] -= 1
                 else:  # heap: move the minimum just past the shrunken heap, then sift down
                     row = st[QSIZE] - 1
-                    _q_swap(0, row, q_time, q_gid, q_int, q_flt, q_mv)
+                    q_time[0], q_time[row] = q_time[row], q_time[0]
+                    q_gid[0], q_gid[row] = q_gid[row], q_gid[0]
+                    for j in range(ki):
+                        q_int[0, j], q_int[row, j] = q_int[row, j], q_int[0, j]
+                    for j in range(kf):
+                        q_flt[0, j], q_flt[row, j] = q_flt[row, j], q_flt[0, j]
+                    for j in range(km):
+                        q_mv[0, j], q_mv[row, j] = q_mv[row, j], q_mv[0, j]
                     st[QSIZE] = row
                     pos = 0
                     while True:
@@ -275,34 +265,61 @@ def make_sweep(mode: int):
                             child += 1
                         if q_time[pos] <= q_time[child]:
                             break
-                        _q_swap(pos, child, q_time, q_gid, q_int, q_flt, q_mv)
+                        q_time[pos], q_time[child] = q_time[child], q_time[pos]
+                        q_gid[pos], q_gid[child] = q_gid[child], q_gid[pos]
+                        for j in range(ki):
+                            q_int[pos, j], q_int[child, j] = q_int[child, j], q_int[pos, j]
+                        for j in range(kf):
+                            q_flt[pos, j], q_flt[child, j] = q_flt[child, j], q_flt[pos, j]
+                        for j in range(km):
+                            q_mv[pos, j], q_mv[child, j] = q_mv[child, j], q_mv[pos, j]
                         pos = child
                 g = q_gid[row]
                 sign = -1
-                _apply(g, sign, q_int, q_flt, q_mv, row, g_int, g_flt, ms, ms_len)
+                for j in range(ki):
+                    g_int[g, j] -= q_int[row, j]
+                for j in range(kf):
+                    g_flt[g, j] -= q_flt[row, j]
+                if km > 0:
+                    _apply_multisets(g, sign, q_mv, row, ms, ms_len, km)
             else:
                 row = i
                 i += 1
                 g = gid[row]
-                end = other[row]
-                sign = -1 if end < t else 1
-                if queued and sign > 0 and end != _OPEN:
+                o = other[row]
+                sign = -1 if o < t else 1
+                if queued and sign > 0 and o != 9223372036854775807:
                     size = st[QSIZE]
                     pos = st[QHEAD] + size if fifo else size
-                    q_time[pos] = end
+                    q_time[pos] = o
                     q_gid[pos] = g
-                    _copy_row(q_int, pos, ic, row)
-                    _copy_row(q_flt, pos, fc, row)
-                    _copy_row(q_mv, pos, mv, row)
+                    for j in range(ki):
+                        q_int[pos, j] = ic[row, j]
+                    for j in range(kf):
+                        q_flt[pos, j] = fc[row, j]
+                    for j in range(km):
+                        q_mv[pos, j] = mv[row, j]
                     st[QSIZE] = size + 1
                     if heap:  # sift up
                         while pos > 0:
                             parent = (pos - 1) >> 1
                             if q_time[parent] <= q_time[pos]:
                                 break
-                            _q_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
+                            q_time[parent], q_time[pos] = q_time[pos], q_time[parent]
+                            q_gid[parent], q_gid[pos] = q_gid[pos], q_gid[parent]
+                            for j in range(ki):
+                                q_int[parent, j], q_int[pos, j] = q_int[pos, j], q_int[parent, j]
+                            for j in range(kf):
+                                q_flt[parent, j], q_flt[pos, j] = q_flt[pos, j], q_flt[parent, j]
+                            for j in range(km):
+                                q_mv[parent, j], q_mv[pos, j] = q_mv[pos, j], q_mv[parent, j]
                             pos = parent
-                _apply(g, sign, ic, fc, mv, row, g_int, g_flt, ms, ms_len)
+                for j in range(ki):
+                    g_int[g, j] += sign * ic[row, j]
+                for j in range(kf):
+                    g_flt[g, j] += sign * fc[row, j]
+                if km > 0:
+                    _apply_multisets(g, sign, mv, row, ms, ms_len, km)
             g_cnt[g] += sign
             if not held_flag[g]:
                 held_flag[g] = True
