@@ -35,7 +35,8 @@ from .fused_kernels import (
     QHEAD,
     QTAIL,
     SOUT,
-    scatter_add,
+    add_float,
+    add_int,
     slide_hops,
     window_rows,
 )
@@ -155,14 +156,14 @@ class FusedWindowEngine(CompiledEngine):
             added = None
             for j, col in enumerate(ints):
                 if col is not None:
-                    scatter_add(ev_row, col, bint[j])
+                    add_int(ev_row, col, bint[j])
                     continue
                 if added is None:  # events per row in this batch
                     added = bcnt[:rows].copy()
                     added[:m] -= before
                 bint[j, :rows] += added
             for j, col in enumerate(floats):
-                scatter_add(ev_row, col, bflt[j])
+                add_float(ev_row, col, bflt[j])
         out = self._results(closed, upto)
         if closed:
             for a in (bw, bgid, bcnt, bint, bflt):  # the open rows move to the front

@@ -88,9 +88,17 @@ def window_rows(sync, other, gid, upto, hop, offset, size, st, row_of, held, out
     st[NROWS] = o
 
 
+# Two functions, not one with two signatures: each keeps its own cache index, so processes compiling
+# them at once cannot number their cached code alike (see kernels.make_sweep).
 @numba.njit(cache=True)
-def scatter_add(ev_row, values, acc):
-    """Add each event's value to its row's sum (ints and floats alike: numba compiles one per type)."""
+def add_int(ev_row, values, acc):
+    """Add each event's value to its row's sum."""
+    for i in range(len(ev_row)):
+        acc[ev_row[i]] += values[i]
+
+
+@numba.njit(cache=True)
+def add_float(ev_row, values, acc):
     for i in range(len(ev_row)):
         acc[ev_row[i]] += values[i]
 

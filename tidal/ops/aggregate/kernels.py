@@ -1,7 +1,9 @@
 """The numba kernels of the snapshot aggregate variants: sorted multisets, and the sweep (one per variant).
 
-Compiled code is cached on disk by numba, keyed by this file, each function's qualified name and
-line, and (for the per-variant sweeps, which are closures) the values of the closed-over flags.
+Numba caches compiled code on disk per function: one index file per source file, qualified name
+and line, holding entries keyed by signature, bytecode and (for closures, such as the sweeps) the
+closed-over values; the source file's time stamp invalidates them. All kernels live in this one
+file so that a change to a helper invalidates the sweeps that inline it.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ import numba
 import numpy as np
 from numba.typed import List
 
-from .base import MODE_FIFO, MODE_HEAP, MODE_WINDOW
+from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW
 
 # scalar slots of the kernel's persistent state
 CUR, NHELD, QHEAD, QSIZE, NOUT = range(5)
+_NAMES = {MODE_NONE: "start_edge", MODE_FIFO: "fifo", MODE_HEAP: "heap", MODE_WINDOW: "window"}
 
 
 @numba.njit(cache=True, inline="always")
@@ -131,7 +134,6 @@ def make_sweep(mode: int):
     heap = mode == MODE_HEAP
     queued = fifo or heap
 
-    @numba.njit(cache=True)
     def sweep(
         sync, other, gid, ic, fc, mv, upto, window_len,
         st, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
@@ -326,4 +328,8 @@ def make_sweep(mode: int):
                 held[st[NHELD]] = g
                 st[NHELD] += 1
 
-    return sweep
+    # Each variant gets its own cache index file (named after the qualified name): processes that
+    # compile different variants at once would otherwise number their data files alike, and with
+    # equal signatures one could load another's code.
+    sweep.__qualname__ = f"sweep_{_NAMES[mode]}"
+    return numba.njit(cache=True)(sweep)
