@@ -125,6 +125,19 @@ def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
                 _ms_remove(ms, ms_len, g * km + j, v)
 
 
+@numba.njit(cache=True, inline="always")
+def _q_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
+    """Swap two entries of the endpoint heap."""
+    q_time[a], q_time[b] = q_time[b], q_time[a]
+    q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
+    for j in range(q_int.shape[1]):
+        q_int[a, j], q_int[b, j] = q_int[b, j], q_int[a, j]
+    for j in range(q_flt.shape[1]):
+        q_flt[a, j], q_flt[b, j] = q_flt[b, j], q_flt[a, j]
+    for j in range(q_mv.shape[1]):
+        q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
+
+
 def make_sweep(mode: int):
     """The sweep kernel of one variant. Its flags are closure constants, so numba compiles each
     variant's own loop with the other variants' branches folded away (Trill generates one
@@ -249,14 +262,7 @@ def make_sweep(mode: int):
                     st[QSIZE] -= 1
                 else:  # heap: move the minimum just past the shrunken heap, then sift down
                     row = st[QSIZE] - 1
-                    q_time[0], q_time[row] = q_time[row], q_time[0]
-                    q_gid[0], q_gid[row] = q_gid[row], q_gid[0]
-                    for j in range(ki):
-                        q_int[0, j], q_int[row, j] = q_int[row, j], q_int[0, j]
-                    for j in range(kf):
-                        q_flt[0, j], q_flt[row, j] = q_flt[row, j], q_flt[0, j]
-                    for j in range(km):
-                        q_mv[0, j], q_mv[row, j] = q_mv[row, j], q_mv[0, j]
+                    _q_swap(0, row, q_time, q_gid, q_int, q_flt, q_mv)
                     st[QSIZE] = row
                     pos = 0
                     while True:
@@ -267,14 +273,7 @@ def make_sweep(mode: int):
                             child += 1
                         if q_time[pos] <= q_time[child]:
                             break
-                        q_time[pos], q_time[child] = q_time[child], q_time[pos]
-                        q_gid[pos], q_gid[child] = q_gid[child], q_gid[pos]
-                        for j in range(ki):
-                            q_int[pos, j], q_int[child, j] = q_int[child, j], q_int[pos, j]
-                        for j in range(kf):
-                            q_flt[pos, j], q_flt[child, j] = q_flt[child, j], q_flt[pos, j]
-                        for j in range(km):
-                            q_mv[pos, j], q_mv[child, j] = q_mv[child, j], q_mv[pos, j]
+                        _q_swap(pos, child, q_time, q_gid, q_int, q_flt, q_mv)
                         pos = child
                 g = q_gid[row]
                 sign = -1
@@ -307,14 +306,7 @@ def make_sweep(mode: int):
                             parent = (pos - 1) >> 1
                             if q_time[parent] <= q_time[pos]:
                                 break
-                            q_time[parent], q_time[pos] = q_time[pos], q_time[parent]
-                            q_gid[parent], q_gid[pos] = q_gid[pos], q_gid[parent]
-                            for j in range(ki):
-                                q_int[parent, j], q_int[pos, j] = q_int[pos, j], q_int[parent, j]
-                            for j in range(kf):
-                                q_flt[parent, j], q_flt[pos, j] = q_flt[pos, j], q_flt[parent, j]
-                            for j in range(km):
-                                q_mv[parent, j], q_mv[pos, j] = q_mv[pos, j], q_mv[parent, j]
+                            _q_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
                             pos = parent
                 for j in range(ki):
                     g_int[g, j] += sign * ic[row, j]
