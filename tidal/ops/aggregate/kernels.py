@@ -19,6 +19,8 @@ CUR, NHELD, QHEAD, QSIZE, NOUT = range(5)
 _NAMES = {MODE_NONE: "start_edge", MODE_FIFO: "fifo", MODE_HEAP: "heap", MODE_WINDOW: "window"}
 
 
+# _ms_insert and _ms_remove each write out their binary search: a shared inlined helper measured
+# 4-6% slower on min/max aggregates.
 @numba.njit(cache=True, inline="always")
 def _ms_insert(ms, ms_len, idx, v):
     arr = ms[idx]
@@ -157,9 +159,10 @@ def make_sweep(mode: int):
         """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
         Each step applies one delta: the earliest queued end if it is due, else the next event;
-        when time moves on, the held groups' results are emitted first. Everything is written
-        out in this one loop on purpose: in numba, calling a helper that takes arrays (even one
-        inlined), or choosing between arrays in one variable, costs more than the work itself.
+        when time moves on, the held groups' results are emitted first. It is written out in this
+        one loop on purpose: in numba, helpers that take arrays (even inlined ones: measured 2-4x
+        slower on the emit path), or choosing between arrays in one variable, cost more than the
+        work itself. The heap swap's inlined helper measured free.
         """
         km = len(m_kind)
         ki = ic.shape[1]
