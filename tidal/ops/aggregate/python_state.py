@@ -31,6 +31,7 @@ class PythonEngine(_Engine):
         self.counts: dict[int, int] = {}
         self.held: dict[int, None] = {}
         self.open: dict[int, tuple[int, tuple]] = {}
+        # the heap and FIFO variants' endpoint queues; every variant has both, as checkpoints hold both
         self.queue: list = []
         self.fifo: deque = deque()
         self.seq = 0
