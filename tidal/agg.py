@@ -3,12 +3,12 @@
 ``from tidal import agg`` then ``stream.aggregate(agg.count(), total=agg.sum("v"))``. An
 argument ``x`` is a field name or a row lambda. Results are named after the aggregate
 (``count``, ``sum``, ...) unless given a name as a keyword. See
-:mod:`tidal.ops.aggfuncs` for null handling and how each is evaluated.
+:mod:`tidal.ops.aggregate.functions` for null handling and how each is evaluated.
 """
 
 from __future__ import annotations
 
-from .ops.aggfuncs import AggregateFunction, UserAggregate, user_defined
+from .ops.aggregate.functions import AggregateFunction, UserAggregate, user_defined
 
 __all__ = [
     "AggregateFunction",

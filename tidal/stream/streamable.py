@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..io import egress
-from ..ops.aggfuncs import AggregateFunction, user_defined
+from ..ops.aggregate.functions import AggregateFunction, user_defined
 from ..plan import nodes
 from ..plan.node import PlanNode, explain, walk
 from ..plan.properties import Properties

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ...ops.aggfuncs import result_type
-from ...ops.aggregate import MODE_WINDOW, SnapshotAggregateOp, choose_mode
+from ...ops.aggregate import MODE_WINDOW, FusedWindowAggregateOp, SnapshotAggregateOp, choose_mode
+from ...ops.aggregate.functions import result_type
 from ...ops.base import Operator
 from ...ops.grouping import GroupOp, UngroupOp
-from ...ops.window_aggregate import FusedWindowAggregateOp
 from ..node import PlanNode
 from ..properties import Properties
 
@@ -58,7 +57,7 @@ class Aggregate(PlanNode):
 
 
 class FusedWindowAggregate(PlanNode):
-    """A window and the aggregate right after it as one operator (one pass; ``tidal.ops.window_aggregate``)."""
+    """A window and the aggregate right after it as one operator (one pass; ``tidal.ops.aggregate.fused``)."""
 
     label = "Aggregate"
 

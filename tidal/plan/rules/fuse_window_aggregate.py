@@ -1,4 +1,4 @@
-"""A window followed by a linear aggregate runs as one operator (``tidal.ops.window_aggregate``).
+"""A window followed by a linear aggregate runs as one operator (``tidal.ops.aggregate.fused``).
 
 The window node is kept for anything else that consumes it; the fused node reads the window's input."""
 

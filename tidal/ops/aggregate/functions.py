@@ -1,7 +1,7 @@
 """Aggregate functions: what a snapshot aggregate computes over the events alive at an instant.
 
 Each :class:`AggregateFunction` is a description, not code: the snapshot aggregate operator
-(``aggregate.py``) decides how to evaluate it. Numeric built-ins run in compiled kernels:
+(this package) decides how to evaluate it. Numeric built-ins run in compiled kernels:
 
 * *linear* aggregates (``count``, ``count_not_null``, ``sum``, ``average``, ``variance``,
   ``stddev``) keep per-group running sums that events add to and remove from; several
@@ -58,8 +58,8 @@ class UserAggregate:
         ``result(initial + sum of x)``: the compiled kernels evaluate it like ``sum``, with
         ``x`` and ``result`` as columnar expressions. Trill's Count is ``x = 1``.
         """
-        from ..expr.lambdas import Opaque, translate_params
-        from ..expr.nodes import BinOp, Col, Unary
+        from ...expr.lambdas import Opaque, translate_params
+        from ...expr.nodes import BinOp, Col, Unary
 
         try:
             initial = self.initial_state()

@@ -1,0 +1,128 @@
+"""What every aggregate variant shares: the variant codes and their choice, argument columns, the engine interface."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...core.batch import EventBatch, as_numpy
+from ...core.errors import PlanError
+from ...expr.compile import CompiledLambda
+from ...expr.kernels import Evaluator, to_arrow_column
+from ...expr.nodes import Node
+
+MODE_NONE, MODE_FIFO, MODE_HEAP, MODE_WINDOW = 0, 1, 2, 3
+VARIANTS = {
+    MODE_NONE: "start edges only (no endpoint queue)",
+    MODE_FIFO: "constant duration (FIFO endpoint queue)",
+    MODE_HEAP: "general (priority endpoint queue)",
+    MODE_WINDOW: "tumbling window (no endpoint queue)",
+}
+
+
+def choose_mode(props, force: str | None = None) -> int:
+    """The physical variant for a stream with these properties (``force`` names one, for tests)."""
+    if force is not None:
+        names = {"start_edge": MODE_NONE, "fifo": MODE_FIFO, "general": MODE_HEAP, "window": MODE_WINDOW}
+        if force not in names:
+            raise PlanError(f"unknown aggregate variant {force!r}; variants are {sorted(names) + ['fused']}")
+        return names[force]
+    hop, dur = props.constant_hop, props.constant_duration
+    if hop is not None and dur is not None and dur <= hop[0]:
+        return MODE_WINDOW
+    if props.start_edge_only:
+        return MODE_NONE
+    if dur is not None:
+        return MODE_FIFO
+    return MODE_HEAP
+
+
+class ArgumentColumn:
+    """The column an aggregate reads: a field, or a row lambda compiled like any other."""
+
+    def __init__(self, arg, schema: pa.Schema | None):
+        self.arg = arg
+        self.node = arg if isinstance(arg, Node) else None  # a user aggregate's compiled contribution
+        plain = arg is None or isinstance(arg, str) or self.node is not None
+        self.fn = None if plain else CompiledLambda(arg, schema, truth=False)
+        if isinstance(arg, str) and schema is not None and arg not in schema.names:
+            raise PlanError(f"aggregate argument {arg!r} is not a field; fields are {schema.names}")
+
+    def values(self, batch: EventBatch) -> pa.Array:
+        if isinstance(self.arg, str):
+            return batch.columns[self.arg]
+        if self.node is not None:
+            cols = dict(batch.columns)
+            cols["__time"] = pa.array(batch.sync, pa.int64())
+            return to_arrow_column(Evaluator(cols, len(batch)).eval(self.node), len(batch))
+        got = self.fn.project(batch) if self.fn.mode == "columnar" else None
+        return (got or self.fn.project_rows(batch))["value"]
+
+
+class ArgumentValues:
+    """One batch's argument columns as the kernels read them, each conversion done once per argument."""
+
+    def __init__(self, args: list[ArgumentColumn], wanted, batch: EventBatch):
+        self.cols = {a: arg.values(batch) for a, arg in enumerate(args) if a in wanted}
+        self._floats: dict[int, np.ndarray] = {}
+        self._valid: dict[int, np.ndarray | None] = {}
+
+    def floats(self, a: int) -> np.ndarray:
+        """The values as float64, nulls as NaN (times and dates as their integer ticks)."""
+        if a not in self._floats:
+            col = self.cols[a]
+            if _orderable_as_int(col.type):
+                col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
+            self._floats[a] = np.asarray(col.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
+        return self._floats[a]
+
+    def valid(self, a: int) -> np.ndarray | None:
+        """Which values count (not null, not NaN: NaN counts as null for aggregates); None when all do."""
+        if a not in self._valid:
+            col = self.cols[a]
+            ok = None if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+            if pa.types.is_floating(col.type):
+                nan = np.isnan(self.floats(a))
+                if nan.any():
+                    ok = ~nan if ok is None else ok & ~nan
+            self._valid[a] = ok
+        return self._valid[a]
+
+    def ints(self, a: int) -> np.ndarray:
+        """The values as int64, nulls as 0."""
+        col = self.cols[a]
+        vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
+        return as_numpy(vals.fill_null(0) if vals.null_count else vals)
+
+    def summed_floats(self, a: int, square: bool) -> np.ndarray:
+        """What each event adds to a float sum: its value (or square), 0 where it does not count."""
+        ok = self.valid(a)
+        f = self.floats(a) if ok is None else np.where(ok, self.floats(a), 0.0)
+        return f * f if square else f
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def _orderable_as_int(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t)
+
+
+def _mask(missing: np.ndarray) -> np.ndarray | None:
+    """A null mask for ``pa.array``, or None when nothing is missing (no bitmap to build)."""
+    return missing if missing.any() else None
+
+
+class _Engine:
+    """Shared interface of the compiled and the Python aggregation engines."""
+
+    def run(self, batch: EventBatch, gids: np.ndarray, upto: int):
+        """Returns (sync, other, gid, {field: array}) of the output events."""
+        raise NotImplementedError
+
+    def snapshot(self) -> dict:
+        raise NotImplementedError
+
+    def restore(self, state: dict) -> None:
+        raise NotImplementedError

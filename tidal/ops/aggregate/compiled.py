@@ -1,0 +1,302 @@
+"""The compiled engine's shared base: slot layout, argument contributions, result columns and checkpoints.
+
+The variants (``start_edge``, ``fifo``, ``heap``, ``window``) differ in their endpoint queue
+and in the sweep kernel compiled for them; the fused window engine reuses the layout and the
+result columns with its own kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...core.batch import EventBatch
+from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int
+from .functions import LINEAR, ORDERED, AggregateFunction
+from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
+
+
+class CompiledEngine(_Engine):
+    """Numeric built-ins: running sums and sorted multisets in numba kernels (a variant subclass gives the
+    sweep kernel and its endpoint queue's upkeep)."""
+
+    kernel = None  # the variant's sweep (kernels.make_sweep)
+
+    def __init__(self, fns: list[tuple[str, AggregateFunction]], args: list[ArgumentColumn], window_len):
+        self.fns, self.args, self.window_len = fns, args, int(window_len or 0)
+        # slots: int sums (valid counts, integer sums) and float sums (float sums, squares), shared by aggregates
+        self.int_slots: list[tuple[str, int]] = []
+        self.flt_slots: list[tuple[str, int]] = []
+        self.ms_slots: list[tuple[int, int, float]] = []  # (arg index, kind code, param)
+        self.plan = []
+        self.arg_types: dict[int, pa.DataType] = {}
+        self._typed = False
+        self.st = np.zeros(5, np.int64)
+        self.st[CUR] = np.iinfo(np.int64).min
+
+    @staticmethod
+    def supports(fns, arg_types: list[pa.DataType | None]) -> bool:
+        for (_, fn), t in zip(fns, arg_types, strict=True):
+            if fn.kind == "count":
+                continue
+            if fn.kind not in LINEAR and fn.kind not in ORDERED:
+                return False
+            if t is None:
+                return False
+            if fn.kind in LINEAR and fn.kind != "count_not_null" and not _numeric(t):
+                return False
+            if fn.kind in ORDERED and not (_numeric(t) or _orderable_as_int(t)):
+                return False
+        return True
+
+    def _slot(self, slots, key) -> int:
+        if key not in slots:
+            slots.append(key)
+        return slots.index(key)
+
+    def _layout(self, types: list[pa.DataType]) -> None:
+        self.layout_types = list(types)
+        first_of: dict[str, int] = {}
+        for (name, fn), a, t in zip(self.fns, range(len(self.args)), types, strict=True):
+            if fn.kind == "count":
+                self.plan.append((name, fn, None))
+                continue
+            if isinstance(fn.arg, str):  # aggregates of the same field share its sums (Average = Sum + Count)
+                a = first_of.setdefault(fn.arg, a)
+            self.arg_types[a] = t
+            valid = self._slot(self.int_slots, ("valid", a))
+            if fn.kind in ORDERED:
+                self.ms_slots.append((a, ORDERED[fn.kind], float(fn.param or 0.0)))
+                self.plan.append((name, fn, {"ms": len(self.ms_slots) - 1, "valid": valid, "arg": a}))
+                continue
+            parts = {"valid": valid}
+            if fn.kind in ("sum",) and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
+                parts["isum"] = self._slot(self.int_slots, ("value", a))
+            elif fn.kind in ("sum", "average", "variance", "stddev"):
+                parts["fsum"] = self._slot(self.flt_slots, ("value", a))
+            if fn.kind in ("variance", "stddev"):
+                parts["fsq"] = self._slot(self.flt_slots, ("square", a))
+            self.plan.append((name, fn, parts))
+        ki, kf, km = len(self.int_slots), len(self.flt_slots), len(self.ms_slots)
+        self.m_kind = np.array([k for _, k, _ in self.ms_slots], np.int64)
+        self.m_param = np.array([p for _, _, p in self.ms_slots], np.float64)
+        self.g_int = np.zeros((0, ki), np.int64)
+        self.g_flt = np.zeros((0, kf), np.float64)
+        self.g_cnt = np.zeros(0, np.int64)
+        self.held = np.zeros(0, np.int64)
+        self.held_flag = np.zeros(0, np.bool_)
+        self.ms = _empty_multisets()
+        self.ms_len = np.zeros(0, np.int64)
+        self.o_valid = np.zeros(0, np.bool_)
+        self.o_start = np.zeros(0, np.int64)
+        self.o_int = np.zeros((0, ki), np.int64)
+        self.o_flt = np.zeros((0, kf), np.float64)
+        self.o_cnt = np.zeros(0, np.int64)
+        self.o_res = np.zeros((0, km), np.float64)
+        self.q_time = np.zeros(0, np.int64)
+        self.q_gid = np.zeros(0, np.int64)
+        self.q_int = np.zeros((0, ki), np.int64)
+        self.q_flt = np.zeros((0, kf), np.float64)
+        self.q_mv = np.zeros((0, km), np.float64)
+        self._typed = True
+
+    def _grow_groups(self, count: int) -> None:
+        old = len(self.g_cnt)
+        if count <= old:
+            return
+        new = max(count, 2 * old, 64)
+
+        def grow(a, fill=0):
+            out = np.full((new,) + a.shape[1:], fill, a.dtype)
+            out[:old] = a
+            return out
+
+        self.g_int, self.g_flt, self.g_cnt = grow(self.g_int), grow(self.g_flt), grow(self.g_cnt)
+        self.held, self.held_flag = grow(self.held), grow(self.held_flag)
+        self.o_valid, self.o_start, self.o_int = grow(self.o_valid), grow(self.o_start), grow(self.o_int)
+        self.o_flt, self.o_cnt, self.o_res = grow(self.o_flt), grow(self.o_cnt), grow(self.o_res)
+        km = len(self.ms_slots)
+        self.ms_len = grow(self.ms_len.reshape(-1, km) if km else np.zeros((old, 0), np.int64)).reshape(-1)
+        if km:
+            _add_multisets(self.ms, (new - old) * km)
+
+    def _prepare_queue(self, extra: int) -> None:
+        """Room for ``extra`` more queued ends (variants without an endpoint queue have none to make)."""
+
+    def _grow_queue(self, need: int) -> None:
+        if need <= len(self.q_time):
+            return
+        new = max(need, 2 * len(self.q_time), 1024)
+
+        def grow(a):
+            out = np.zeros((new,) + a.shape[1:], a.dtype)
+            out[: len(a)] = a
+            return out
+
+        self.q_time, self.q_gid = grow(self.q_time), grow(self.q_gid)
+        self.q_int, self.q_flt, self.q_mv = grow(self.q_int), grow(self.q_flt), grow(self.q_mv)
+
+    def _contributions(self, batch: EventBatch, n: int):
+        vals = ArgumentValues(self.args, self.arg_types, batch)
+        ic = np.zeros((n, len(self.int_slots)), np.int64)
+        fc = np.zeros((n, len(self.flt_slots)), np.float64)
+        mv = np.zeros((n, len(self.ms_slots)), np.float64)
+        for j, (what, a) in enumerate(self.int_slots):
+            if what == "valid":
+                ok = vals.valid(a)
+                ic[:, j] = 1 if ok is None else ok
+            else:
+                ic[:, j] = vals.ints(a)
+        for j, (what, a) in enumerate(self.flt_slots):
+            fc[:, j] = vals.summed_floats(a, what == "square")
+        for j, (a, _, _) in enumerate(self.ms_slots):
+            mv[:, j] = vals.floats(a)
+        return ic, fc, mv
+
+    def _layout_from(self, batch) -> bool:
+        """Lay out the slots from the first non-empty batch's argument types; False while unknown."""
+        if not self._typed:
+            if len(batch) == 0:
+                return False
+            pairs = zip(self.fns, self.args, strict=True)
+            self._layout([None if fn.kind == "count" else arg.values(batch).type for (_, fn), arg in pairs])
+        return True
+
+    def run(self, batch, gids, upto):
+        n = len(batch)
+        if not self._layout_from(batch):
+            return None
+        self._grow_groups(int(gids.max()) + 1 if n else 0)
+        self._prepare_queue(n)
+        if n:
+            ic, fc, mv = self._contributions(batch, n)
+        else:
+            ic = np.zeros((0, len(self.int_slots)), np.int64)
+            fc = np.zeros((0, len(self.flt_slots)), np.float64)
+            mv = np.zeros((0, len(self.ms_slots)), np.float64)
+        # rows: at most two per group touch; touches: events, queued ends (old and pushed now), held groups
+        cap = 2 * (2 * n + int(self.st[QSIZE]) + int(self.st[NHELD])) + 1
+        ki, kf, km = ic.shape[1], fc.shape[1], mv.shape[1]
+        out = (
+            np.empty(cap, np.int64),
+            np.empty(cap, np.int64),
+            np.empty(cap, np.int64),
+            np.empty((cap, ki), np.int64),
+            np.empty((cap, kf), np.float64),
+            np.empty(cap, np.int64),
+            np.empty((cap, km), np.float64),
+        )
+        self.st[NOUT] = 0
+        self.kernel(
+            batch.sync, batch.other, gids, ic, fc, mv, upto, self.window_len,
+            self.st, self.held, self.held_flag, self.g_int, self.g_flt, self.g_cnt,
+            self.ms, self.ms_len, self.m_kind, self.m_param,
+            self.q_time, self.q_gid, self.q_int, self.q_flt, self.q_mv,
+            self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out,
+        )  # fmt: skip
+        k = int(self.st[NOUT])
+        if k == 0:
+            return None
+        sync, other, gid, oi, of, oc, orr = (a[:k] for a in out)
+        return sync, other, gid, self._finish(oi, of, oc, orr)
+
+    def _finish(self, oi, of, oc, orr) -> dict[str, pa.Array]:
+        cols = {}
+        for name, fn, parts in self.plan:
+            kind = fn.kind
+            if kind == "count":
+                cols[name] = pa.array(oc, pa.int64())
+                continue
+            valid = oi[:, parts["valid"]]
+            none = _mask(valid == 0)
+            if kind == "count_not_null":
+                cols[name] = pa.array(valid, pa.int64())
+            elif "ms" in parts:
+                res = orr[:, parts["ms"]]
+                cols[name] = _ordered_result(kind, res, self.arg_types[parts["arg"]])
+            elif kind == "sum":
+                vals = oi[:, parts["isum"]] if "isum" in parts else of[:, parts["fsum"]]
+                cols[name] = pa.array(vals, mask=none)
+            elif kind == "average":
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    cols[name] = pa.array(of[:, parts["fsum"]] / valid, mask=none)
+            else:  # variance, stddev
+                s, sq = of[:, parts["fsum"]], of[:, parts["fsq"]]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
+                cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=_mask(valid < 2))
+        return cols
+
+    def snapshot(self) -> dict:
+        if not self._typed:
+            return {"typed": False}
+        km = len(self.ms_slots)
+        multisets = None
+        if km:
+            flat, offsets = _flatten_multisets(self.ms, self.ms_len)
+            multisets = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.float64()))
+        return {
+            "typed": True,
+            "types": self.layout_types,
+            "arrays": {
+                k: getattr(self, k).copy()
+                for k in (
+                    "st",
+                    "g_int",
+                    "g_flt",
+                    "g_cnt",
+                    "held",
+                    "held_flag",
+                    "ms_len",
+                    "o_valid",
+                    "o_start",
+                    "o_int",
+                    "o_flt",
+                    "o_cnt",
+                    "o_res",
+                    "q_time",
+                    "q_gid",
+                    "q_int",
+                    "q_flt",
+                    "q_mv",
+                )
+            },  # fmt: skip
+            "multisets": multisets,
+        }
+
+    def _restore_arrays(self, state: dict) -> bool:
+        """Lay out the slots and put back the saved arrays; False when the state was taken before any data."""
+        if not state["typed"]:
+            return False
+        self._layout(state["types"])
+        for k, v in state["arrays"].items():
+            setattr(self, k, v.copy())
+        return True
+
+    def restore(self, state: dict) -> None:
+        if not self._restore_arrays(state):
+            return
+        self.ms = _empty_multisets()
+        multisets = state["multisets"]
+        if multisets is not None:
+            offsets = multisets.offsets.to_numpy().astype(np.int64)
+            flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.float64)
+            _load_multisets(self.ms, flat, offsets)
+
+
+def _ordered_result(kind: str, res: np.ndarray, t: pa.DataType) -> pa.Array:
+    missing = np.isnan(res)
+    if kind == "count_distinct":
+        return pa.array(res.astype(np.int64), pa.int64())
+    if kind == "percentile_cont" and not _orderable_as_int(t):
+        return pa.array(res, mask=missing)
+    if pa.types.is_integer(t) or _orderable_as_int(t):
+        ints = np.where(missing, 0, res).astype(np.int64)
+        arr = pa.array(ints, mask=missing)
+        if _orderable_as_int(t):
+            arr = arr.cast(pa.int64()).view(t) if t.bit_width == 64 else arr.cast(pa.int32()).view(t)
+            return arr
+        return arr.cast(t)
+    if pa.types.is_boolean(t):
+        return pa.array(np.where(missing, 0, res).astype(bool), mask=missing)
+    return pa.array(res, mask=missing).cast(t)

@@ -1,0 +1,330 @@
+"""The numba kernels of the snapshot aggregate variants: sorted multisets, and the sweep (one per variant).
+
+Numba caches compiled code on disk per function: one index file per source file, qualified name
+and line, holding entries keyed by signature, bytecode and (for closures, such as the sweeps) the
+closed-over values; the source file's time stamp invalidates them. All kernels live in this one
+file so that a change to a helper invalidates the sweeps that inline it.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba.typed import List
+
+from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW
+
+# scalar slots of the kernel's persistent state
+CUR, NHELD, QHEAD, QSIZE, NOUT = range(5)
+_NAMES = {MODE_NONE: "start_edge", MODE_FIFO: "fifo", MODE_HEAP: "heap", MODE_WINDOW: "window"}
+
+
+# _ms_insert and _ms_remove each write out their binary search: a shared inlined helper measured
+# 4-6% slower on min/max aggregates.
+@numba.njit(cache=True, inline="always")
+def _ms_insert(ms, ms_len, idx, v):
+    arr = ms[idx]
+    n = ms_len[idx]
+    if n == len(arr):
+        grown = np.empty(max(8, 2 * n), np.float64)
+        grown[:n] = arr[:n]
+        ms[idx] = grown
+        arr = grown
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    for k in range(n, lo, -1):
+        arr[k] = arr[k - 1]
+    arr[lo] = v
+    ms_len[idx] = n + 1
+
+
+# Typed-list work goes through these cached kernels: a typed List built or touched from Python
+# compiles its methods in every new process (seconds per Spark worker), a cached kernel loads.
+@numba.njit(cache=True)
+def _empty_multisets():
+    return List.empty_list(numba.types.float64[:])
+
+
+@numba.njit(cache=True)
+def _add_multisets(ms, count):
+    for _ in range(count):
+        ms.append(np.empty(8, np.float64))
+
+
+@numba.njit(cache=True)
+def _flatten_multisets(ms, lens):
+    offsets = np.zeros(len(ms) + 1, np.int64)
+    for i in range(len(ms)):
+        offsets[i + 1] = offsets[i] + lens[i]
+    flat = np.empty(offsets[-1], np.float64)
+    for i in range(len(ms)):
+        flat[offsets[i] : offsets[i + 1]] = ms[i][: lens[i]]
+    return flat, offsets
+
+
+@numba.njit(cache=True)
+def _load_multisets(ms, flat, offsets):
+    for i in range(len(offsets) - 1):
+        n = offsets[i + 1] - offsets[i]
+        arr = np.empty(max(8, n), np.float64)
+        arr[:n] = flat[offsets[i] : offsets[i + 1]]
+        ms.append(arr)
+
+
+@numba.njit(cache=True, inline="always")
+def _ms_remove(ms, ms_len, idx, v):
+    arr = ms[idx]
+    n = ms_len[idx]
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < n and arr[lo] == v:
+        for k in range(lo, n - 1):
+            arr[k] = arr[k + 1]
+        ms_len[idx] = n - 1
+
+
+@numba.njit(cache=True, inline="always")
+def _ms_result(arr, n, kind, p):
+    if kind == 2:  # count distinct
+        d = 0
+        for k in range(n):
+            if k == 0 or arr[k] != arr[k - 1]:
+                d += 1
+        return float(d)
+    if n == 0:
+        return np.nan
+    if kind == 0:
+        return arr[0]
+    if kind == 1:
+        return arr[n - 1]
+    if kind == 3:
+        pos = p * (n - 1)
+        lo = int(np.floor(pos))
+        hi = int(np.ceil(pos))
+        return arr[lo] + (arr[hi] - arr[lo]) * (pos - lo)
+    k = int(np.ceil(p * n)) - 1
+    return arr[max(k, 0)]
+
+
+@numba.njit(cache=True)
+def _apply_multisets(g, sign, src_m, row, ms, ms_len, km):
+    for j in range(km):
+        v = src_m[row, j]
+        if not np.isnan(v):
+            if sign > 0:
+                _ms_insert(ms, ms_len, g * km + j, v)
+            else:
+                _ms_remove(ms, ms_len, g * km + j, v)
+
+
+@numba.njit(cache=True, inline="always")
+def _q_swap(a, b, q_time, q_gid, q_int, q_flt, q_mv):
+    """Swap two entries of the endpoint heap."""
+    q_time[a], q_time[b] = q_time[b], q_time[a]
+    q_gid[a], q_gid[b] = q_gid[b], q_gid[a]
+    for j in range(q_int.shape[1]):
+        q_int[a, j], q_int[b, j] = q_int[b, j], q_int[a, j]
+    for j in range(q_flt.shape[1]):
+        q_flt[a, j], q_flt[b, j] = q_flt[b, j], q_flt[a, j]
+    for j in range(q_mv.shape[1]):
+        q_mv[a, j], q_mv[b, j] = q_mv[b, j], q_mv[a, j]
+
+
+def make_sweep(mode: int):
+    """The sweep kernel of one variant. Its flags are closure constants, so numba compiles each
+    variant's own loop with the other variants' branches folded away (Trill generates one
+    operator per variant)."""
+    window = mode == MODE_WINDOW
+    fifo = mode == MODE_FIFO
+    heap = mode == MODE_HEAP
+    queued = fifo or heap
+
+    def sweep(
+        sync, other, gid, ic, fc, mv, upto, window_len,
+        st, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, m_kind, m_param,
+        q_time, q_gid, q_int, q_flt, q_mv,
+        o_valid, o_start, o_int, o_flt, o_cnt, o_res,
+        out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
+    ):  # fmt: skip
+        """Feed one batch (sorted by sync time), then let progress reach ``upto``.
+
+        Each step applies one delta: the earliest queued end if it is due, else the next event;
+        when time moves on, the held groups' results are emitted first. It is written out in this
+        one loop on purpose: in numba, helpers that take arrays (even inlined ones: measured 2-4x
+        slower on the emit path), or choosing between arrays in one variable, cost more than the
+        work itself. The heap swap's inlined helper measured free.
+        """
+        km = len(m_kind)
+        ki = ic.shape[1]
+        kf = fc.shape[1]
+        n = len(sync)
+        res = np.empty(km, np.float64)  # the current group's order-aggregate results
+        i = 0
+        while True:
+            t = sync[i] if i < n else upto
+            use_queue = False
+            top = 0
+            if queued and st[QSIZE] > 0:
+                top = st[QHEAD] if fifo else 0
+                e = q_time[top]
+                use_queue = e <= t if i < n else e < t
+                if use_queue:
+                    t = e
+            done = not use_queue and i == n
+            if st[NHELD] > 0 and ((done and st[CUR] < upto) or (not done and t != st[CUR])):
+                # -- emit the held groups' results at the current time, then clear the held list --
+                cur = st[CUR]
+                o = st[NOUT]
+                for h in range(st[NHELD]):
+                    g = held[h]
+                    held_flag[g] = False
+                    for j in range(km):
+                        res[j] = _ms_result(ms[g * km + j], ms_len[g * km + j], m_kind[j], m_param[j])
+                    if window:  # tumbling window: the result is the window's interval; the state resets
+                        if g_cnt[g] > 0:
+                            out_sync[o] = cur
+                            out_other[o] = cur + window_len
+                            out_gid[o] = g
+                            for j in range(ki):
+                                out_int[o, j] = g_int[g, j]
+                            for j in range(kf):
+                                out_flt[o, j] = g_flt[g, j]
+                            out_cnt[o] = g_cnt[g]
+                            for j in range(km):
+                                out_res[o, j] = res[j]
+                            o += 1
+                        for j in range(ki):
+                            g_int[g, j] = 0
+                        for j in range(kf):
+                            g_flt[g, j] = 0.0
+                        g_cnt[g] = 0
+                        for j in range(km):
+                            ms_len[g * km + j] = 0
+                        continue
+                    if o_valid[g] and g_cnt[g] == o_cnt[g]:
+                        same = True
+                        for j in range(ki):
+                            same = same and g_int[g, j] == o_int[g, j]
+                        for j in range(kf):
+                            same = same and g_flt[g, j] == o_flt[g, j]
+                        for j in range(km):
+                            same = same and res[j] == o_res[g, j]
+                        if same:  # touched, but the result did not change
+                            continue
+                    if o_valid[g]:  # end edge of the previous result
+                        out_sync[o] = cur
+                        out_other[o] = o_start[g]
+                        out_gid[o] = g
+                        for j in range(ki):
+                            out_int[o, j] = o_int[g, j]
+                        for j in range(kf):
+                            out_flt[o, j] = o_flt[g, j]
+                        out_cnt[o] = o_cnt[g]
+                        for j in range(km):
+                            out_res[o, j] = o_res[g, j]
+                        o += 1
+                    if g_cnt[g] > 0:  # start edge of the new one, remembered as the open result
+                        o_valid[g] = True
+                        o_start[g] = cur
+                        out_sync[o] = cur
+                        out_other[o] = 9223372036854775807
+                        out_gid[o] = g
+                        for j in range(ki):
+                            o_int[g, j] = g_int[g, j]
+                            out_int[o, j] = g_int[g, j]
+                        for j in range(kf):
+                            o_flt[g, j] = g_flt[g, j]
+                            out_flt[o, j] = g_flt[g, j]
+                        o_cnt[g] = g_cnt[g]
+                        out_cnt[o] = g_cnt[g]
+                        for j in range(km):
+                            o_res[g, j] = res[j]
+                            out_res[o, j] = res[j]
+                        o += 1
+                    else:
+                        o_valid[g] = False
+                st[NOUT] = o
+                st[NHELD] = 0
+            if done:
+                break
+            st[CUR] = t
+            if use_queue:
+                if fifo:
+                    row = top
+                    st[QHEAD] = top + 1
+                    st[QSIZE] -= 1
+                else:  # heap: move the minimum just past the shrunken heap, then sift down
+                    row = st[QSIZE] - 1
+                    _q_swap(0, row, q_time, q_gid, q_int, q_flt, q_mv)
+                    st[QSIZE] = row
+                    pos = 0
+                    while True:
+                        child = 2 * pos + 1
+                        if child >= row:
+                            break
+                        if child + 1 < row and q_time[child + 1] < q_time[child]:
+                            child += 1
+                        if q_time[pos] <= q_time[child]:
+                            break
+                        _q_swap(pos, child, q_time, q_gid, q_int, q_flt, q_mv)
+                        pos = child
+                g = q_gid[row]
+                sign = -1
+                for j in range(ki):
+                    g_int[g, j] -= q_int[row, j]
+                for j in range(kf):
+                    g_flt[g, j] -= q_flt[row, j]
+                if km > 0:
+                    _apply_multisets(g, sign, q_mv, row, ms, ms_len, km)
+            else:
+                row = i
+                i += 1
+                g = gid[row]
+                o = other[row]
+                sign = -1 if o < t else 1
+                if queued and sign > 0 and o != 9223372036854775807:
+                    size = st[QSIZE]
+                    pos = st[QHEAD] + size if fifo else size
+                    q_time[pos] = o
+                    q_gid[pos] = g
+                    for j in range(ki):
+                        q_int[pos, j] = ic[row, j]
+                    for j in range(kf):
+                        q_flt[pos, j] = fc[row, j]
+                    for j in range(km):
+                        q_mv[pos, j] = mv[row, j]
+                    st[QSIZE] = size + 1
+                    if heap:  # sift up
+                        while pos > 0:
+                            parent = (pos - 1) >> 1
+                            if q_time[parent] <= q_time[pos]:
+                                break
+                            _q_swap(parent, pos, q_time, q_gid, q_int, q_flt, q_mv)
+                            pos = parent
+                for j in range(ki):
+                    g_int[g, j] += sign * ic[row, j]
+                for j in range(kf):
+                    g_flt[g, j] += sign * fc[row, j]
+                if km > 0:
+                    _apply_multisets(g, sign, mv, row, ms, ms_len, km)
+            g_cnt[g] += sign
+            if not held_flag[g]:
+                held_flag[g] = True
+                held[st[NHELD]] = g
+                st[NHELD] += 1
+
+    # Each variant gets its own cache index file (named after the qualified name): processes that
+    # compile different variants at once would otherwise number their data files alike, and with
+    # equal signatures one could load another's code.
+    sweep.__qualname__ = f"sweep_{_NAMES[mode]}"
+    return numba.njit(cache=True)(sweep)

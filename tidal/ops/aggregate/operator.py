@@ -1,0 +1,175 @@
+"""The snapshot aggregate operator: groups events, runs the variant's engine, and emits its results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...core.batch import EventBatch
+from ...core.time import INFINITY
+from ...expr.compile import projection_schema
+from ...expr.kernels import Evaluator, to_arrow_column
+from ..base import Operator, OutputBuffer
+from ..keys import KeyIndex
+from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW, VARIANTS, ArgumentColumn, _Engine, choose_mode
+from .compiled import CompiledEngine
+from .fifo import FifoEngine, PythonFifoEngine
+from .functions import AggregateFunction
+from .heap import HeapEngine, PythonHeapEngine
+from .start_edge import PythonStartEdgeEngine, StartEdgeEngine
+from .window import PythonWindowEngine, WindowEngine
+
+# each variant's (compiled, Python) engine: the variant is chosen once, when the operator is built
+ENGINES = {
+    MODE_NONE: (StartEdgeEngine, PythonStartEdgeEngine),
+    MODE_FIFO: (FifoEngine, PythonFifoEngine),
+    MODE_HEAP: (HeapEngine, PythonHeapEngine),
+    MODE_WINDOW: (WindowEngine, PythonWindowEngine),
+}
+
+
+class SnapshotAggregateOp(Operator):
+    """Aggregates per snapshot, per group (the batch's key, or payload key fields when fused)."""
+
+    name = "Aggregate"
+
+    def __init__(
+        self,
+        fns: list[tuple[str, AggregateFunction]],
+        schema: pa.Schema | None,
+        props,
+        key_fields: tuple[str, ...] = (),
+        force: str | None = None,
+        engine: str | None = None,
+    ):
+        super().__init__()
+        self.user_results: dict[str, tuple] = {}  # linear user aggregates: name -> (initial, result tree)
+        if engine != "python":
+            fns = [self._linear_user_aggregate(name, fn) for name, fn in fns]
+        self.fns = fns
+        self.schema = schema
+        self.mode = choose_mode(props, force)
+        self.window_len = props.constant_duration or 0
+        self.key_fields = tuple(key_fields)
+        self.args = [ArgumentColumn(fn.arg, schema) for _, fn in fns]
+        arg_types = [self._static_type(fn, arg) for (_, fn), arg in zip(fns, self.args, strict=True)]
+        use_compiled = engine == "compiled" or (engine is None and CompiledEngine.supports(fns, arg_types))
+        self.engine: _Engine = self._make_engine(use_compiled)
+        self.keys: KeyIndex | None = None
+        self.out = OutputBuffer(self)
+
+    def _make_engine(self, compiled: bool) -> _Engine:
+        compiled_engine, python_engine = ENGINES[self.mode]
+        return (compiled_engine if compiled else python_engine)(self.fns, self.args, self.window_len)
+
+    def _linear_user_aggregate(self, name: str, fn: AggregateFunction) -> tuple[str, AggregateFunction]:
+        """A user aggregate that is a running sum becomes ``sum`` of its compiled contribution."""
+        if fn.kind != "udf":
+            return name, fn
+        form = fn.udf.linear_form()
+        if form is None:
+            return name, fn
+        initial, contribution, result = form
+        self.user_results[name] = (initial, result)
+        return name, AggregateFunction("sum", contribution)
+
+    def _finish_user_results(self, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        for name, (initial, result) in self.user_results.items():
+            state = pc.add(cols[name].fill_null(0), initial)
+            if result is not None:
+                state = to_arrow_column(Evaluator({"__state": state}, len(state)).eval(result), len(state))
+            cols[name] = state
+        return cols
+
+    def _static_type(self, fn: AggregateFunction, arg: ArgumentColumn):
+        if fn.kind == "count":
+            return pa.int64()
+        if self.schema is None:
+            return None
+        if isinstance(fn.arg, str):
+            return self.schema.field(fn.arg).type
+        if arg.node is not None:
+            empty = EventBatch.empty(self.schema)
+            try:
+                return arg.values(empty).type
+            except Exception:
+                return None
+        if arg.fn is not None:
+            out = projection_schema(arg.fn, self.schema)
+            return None if out is None else out.field(0).type
+        return None
+
+    @property
+    def variant(self) -> str:
+        engine = "compiled" if isinstance(self.engine, CompiledEngine) else "python"
+        aggs = ", ".join(
+            f"{name}={'user-defined, compiled as ' if name in self.user_results else ''}{fn.describe()}"
+            for name, fn in self.fns
+        )
+        keyed = f"grouped by {', '.join(self.key_fields)}; " if self.key_fields else ""
+        return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}"
+
+    def _gids(self, batch: EventBatch) -> np.ndarray:
+        if self.key_fields:
+            if self.keys is None:
+                self.keys = KeyIndex(self.key_fields)
+            return self.keys.ids([batch.columns[k] for k in self.key_fields])
+        if batch.key is not None:
+            if self.keys is None:
+                self.keys = KeyIndex(tuple(batch.key.type[i].name for i in range(batch.key.type.num_fields)))
+            return self.keys.ids(batch.key)
+        return np.zeros(len(batch), np.int64)
+
+    def _run(self, batch: EventBatch, upto: int) -> None:
+        gids = self._gids(batch) if len(batch) else np.zeros(0, np.int64)
+        got = self.engine.run(batch, gids, upto)
+        if got is None:
+            return
+        sync, other, gid, cols = got
+        if self.user_results:
+            cols = self._finish_user_results(cols)
+        key = hsh = None
+        if self.keys is not None and self.key_fields:
+            cols = dict(zip(self.key_fields, self.keys.key_columns(gid), strict=True)) | cols
+        elif self.keys is not None:
+            key, hsh = self.keys.key_struct(gid), self.keys.hashes(gid)
+        self.out.add(EventBatch(sync, other, cols, key=key, hash=hsh))
+
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        if len(batch):
+            self._run(batch, np.iinfo(np.int64).min)
+
+    def on_punctuation(self, time: int) -> None:
+        self._run(_EMPTY, time)
+        self.out.flush()
+        self.emit_punctuation(time)
+
+    def on_flush(self) -> None:
+        self.out.flush(punctuated=False)
+        self.emit_flush()
+
+    def on_completed(self) -> None:
+        self._run(_EMPTY, INFINITY)
+        self.out.flush()
+        self.emit_completed()
+
+    def snapshot(self) -> dict:
+        return {
+            "engine": self.engine.snapshot(),
+            "keys": None if self.keys is None else self.keys.snapshot(),
+            "key_names": None if self.keys is None else list(self.keys.names),
+            "pending": [b.to_record_batch(with_key=True) for b in self.out.pending],
+        }
+
+    def restore(self, state: dict) -> None:
+        self.engine.restore(state["engine"])
+        if state["keys"] is not None:
+            self.keys = KeyIndex(tuple(state["key_names"]))
+            self.keys.restore(state["keys"])
+        self.out.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
+        self.out.count = sum(len(b) for b in self.out.pending)
+
+
+_EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})
