@@ -145,7 +145,7 @@ def test_stream_json_into_a_reader_that_stops_early_ends_quietly(in_dir):
     assert "Traceback" not in err and "BrokenPipe" not in err and err == ""
 
 
-def test_files_are_scanned_by_pyarrow_dataset_and_malformed_csv_keeps_its_reader(in_dir, monkeypatch):
+def test_parquet_and_ipc_are_scanned_by_pyarrow_dataset_and_csv_by_its_reader(in_dir, monkeypatch):
     import io
 
     import pyarrow as pa
@@ -176,10 +176,10 @@ def test_files_are_scanned_by_pyarrow_dataset_and_malformed_csv_keeps_its_reader
             monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(fh.read())))
         stdin = "stdin" + os.path.splitext(path)[1]
         assert files.read_file(stdin, columns=["a", "b", "t"], predicate=pc.field("a") > 1).table.equals(want), stdin
-    assert calls == []  # well-formed CSV: scanned, not read by the row-checking reader
+    assert calls == ["t.csv", "stdin.csv"]  # CSV: pyarrow's CSV reader (projected columns only, all cores)
     (in_dir / "bad.csv").write_text("x,y\n1,a\n2,b,c\n3,d\n")
     with pytest.raises(InputError, match=r"bad.csv: line 3, column 3: malformed row"):
         files.read_file("bad.csv")
     got = files.read_file("bad.csv", on_error="skip", predicate=pc.field("x") > 1)
     assert got.table.to_pylist() == [{"x": 3, "y": "d"}] and (got.skipped, got.skipped_lines) == (1, [3])
-    assert calls == ["bad.csv", "bad.csv"]
+    assert calls == ["t.csv", "stdin.csv", "bad.csv", "bad.csv"]

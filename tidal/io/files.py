@@ -187,21 +187,6 @@ def _named_columns(table: pa.Table, header: bool) -> pa.Table:
     return table if header else table.rename_columns(["column" + n[1:] for n in table.column_names])
 
 
-def _scan_csv(source, options: dict, columns, predicate, delimiter: str, schema):
-    """A CSV file through the dataset scanner, as :func:`_scan`; None when a row is malformed (or
-    anything else fails), for :func:`_read_csv` to read it again and report or skip those rows."""
-    # no invalid-row handler here: the scanner calls one again for each look at the file (schema,
-    # then rows) and from several threads at once, so its rows cannot be counted or put in order
-    # the projection goes to the scan, not to include_columns (the scanner sets those itself: given
-    # both, it returns each column twice)
-    header, raw, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, None, schema, None)
-    file_format = ds.CsvFileFormat(read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
-    projection = None if columns is None else [raw(c) for c in columns]
-    # the predicate names the columns as tidal does: without a header it is applied after the renaming
-    got = _scan(source, file_format, projection, predicate if header else None, False)
-    return None if got is None else (_named_columns(got[0], header), got[1])
-
-
 def _read_csv(path: str, source, options: dict, on_error: str, columns, delimiter: str, schema) -> FileRead:
     import pyarrow.csv as pv
 
@@ -258,7 +243,10 @@ def read_file(
     source = _open(path)
     delimiter = "\t" if fmt == "tsv" else ","
     if fmt in ("csv", "tsv"):
-        scanned = _scan_csv(source, options, columns, predicate, delimiter, schema)
+        # pyarrow's CSV reader, not the dataset scanner: it converts only the projected columns and
+        # parses blocks on every core (the scanner converts every column, one block at a time: a
+        # 300,000-row taxi CSV took 0.08 s instead of 0.04 s), and it reports malformed rows
+        scanned = None
     elif options:
         raise InputError(f"{path}: options {sorted(options)} apply to CSV files only")
     elif fmt == "parquet":
