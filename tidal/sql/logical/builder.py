@@ -13,7 +13,7 @@ from ...core.errors import PlanError
 from ..expressions import SqlTypeError, has_subquery, in_subquery, output_type
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
-from .nodes import Aggregate, Node, Project, Query, UnionAll
+from .nodes import Aggregate, Limit, Node, Project, Query, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
 
@@ -56,8 +56,6 @@ class Builder(FromItems, SelectList):
             if with_ is not None:
                 for cte in with_.expressions:
                     sub = self.query(cte.this)
-                    if sub.order or sub.limit is not None:
-                        raise PlanError(f"ORDER BY/LIMIT inside the CTE {cte.alias} is not supported")
                     self.ctes[-1][cte.alias.lower()] = self._rename_visible(sub)
             if isinstance(tree, exp.Union):
                 return self.union(tree)
@@ -70,8 +68,11 @@ class Builder(FromItems, SelectList):
             self.ctes.pop()
 
     def _rename_visible(self, q: Query) -> Node:
-        """A subquery's result as a FROM item: visible columns under their display names."""
+        """A subquery's result as a FROM item: visible columns under their display names, its
+        LIMIT/OFFSET applied (an ORDER BY without them orders nothing: a relation has no order)."""
         root = q.root
+        if q.limit is not None or q.offset:
+            root = Limit(root, tuple(q.order), q.limit, q.offset)
         names = root.names[: len(root.names) - q.hidden]
         exprs = []
         seen: set[str] = set()
