@@ -83,7 +83,11 @@ class SelectList:
                 target = exprs[pos - 1][0]
             elif isinstance(key, exp.Column) and not key.table:
                 # DuckDB: the last explicit alias of that name, else a selected column of that name
-                named = [(p, ex) for (p, _), n, ex in zip(visible, names, explicit, strict=True) if n.lower() == key.name.lower()]
+                named = [
+                    (p, ex)
+                    for (p, _), n, ex in zip(visible, names, explicit, strict=True)
+                    if n.lower() == key.name.lower()
+                ]
                 aliased = [p for p, ex in named if ex]
                 target = aliased[-1] if aliased else named[0][0] if named else None
             if target is None:
