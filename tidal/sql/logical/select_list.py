@@ -270,10 +270,15 @@ class SelectList:
                     return _col(add_agg(type(x.this)(this=order[0].this, expression=x.this.this)))
                 if isinstance(x, exp.VariancePop | exp.StddevPop):
                     return visit_population(x)
+                if isinstance(x, exp.Filter):
+                    raise PlanError(f"an aggregate's FILTER (WHERE ...) is not supported: {x.sql(dialect='duckdb')}")
                 if _is_agg(x):
                     return _col(add_agg(x))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):
                     return x
+                if isinstance(x, exp.In) and x.args.get("query") is not None:
+                    # value IN (subquery) over the groups: the value is rewritten, the subquery planned
+                    return self.in_subquery(x, _transform(x.this.copy(), visit))
                 try:
                     text = self.bind(x, node).sql()
                 except PlanError:
