@@ -164,9 +164,11 @@ class Builder(FromItems, SelectList):
         if has_subquery(expr):  # typed as ``value IN (value)``: a boolean, its value checked
             expr = _transform(
                 expr.copy(),
-                lambda x: exp.In(this=x.expressions[0].copy(), expressions=[x.expressions[0].copy()])
-                if isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY
-                else None,
+                lambda x: (
+                    exp.In(this=x.expressions[0].copy(), expressions=[x.expressions[0].copy()])
+                    if isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY
+                    else None
+                ),
             )
         try:
             return output_type(expr, schema)
