@@ -225,11 +225,14 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
     """A final answer in one of the batch formats."""
     import pyarrow.csv as pv
 
+    from tidal.sql.output import unique_names
+
     if fmt == "batch-csv":
         buf = io.BytesIO()
         pv.write_csv(table, buf)
         out.write(buf.getvalue().decode())
     elif fmt == "batch-json":
+        table = table.rename_columns(unique_names(table.column_names))  # keys of one object
         for row in table.to_pylist():
             out.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
     elif fmt == "parquet":
@@ -237,17 +240,19 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
 
         if not args.output:
             raise SystemExit("tidal: --format parquet needs --output PATH")
-        pq.write_table(table, args.output)
+        pq.write_table(table.rename_columns(unique_names(table.column_names)), args.output)
     else:  # live-table off a terminal shows its final redraw; batch-table the final state
         out.write(_table_text(table, stats).rstrip("\n") + "\n")
 
 
 def _progressive(q, percent: float, fmt: str, out) -> None:
     """Refined answers after every ``percent``% of the input, then the exact answer (Trill's progressive mode)."""
+    from tidal.sql.output import unique_names
     from tidal.sql.progressive import run_progressive
 
     def report(fraction: float, table) -> None:
         if fmt in ("batch-json", "stream-json"):
+            table = table.rename_columns(unique_names(table.column_names))
             for row in table.to_pylist():
                 record = {k: _json_value(v) for k, v in row.items()}
                 record["sys.progress"] = round(fraction, 6)

@@ -159,7 +159,35 @@ def _csv_settings(options: dict, delimiter: str):
     return sep, header, read_opts
 
 
-def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid):
+def _head(source) -> bytes:
+    """The file's first :data:`SCHEMA_SAMPLE_BYTES`, cut after its last whole line."""
+    if isinstance(source, io.BytesIO):
+        head = source.getvalue()[:SCHEMA_SAMPLE_BYTES]
+    else:
+        with open(source, "rb") as fh:
+            head = fh.read(SCHEMA_SAMPLE_BYTES)
+    if len(head) == SCHEMA_SAMPLE_BYTES and b"\n" in head:
+        head = head[: head.rindex(b"\n") + 1]
+    return head
+
+
+def _one_column(source, sep: str, read_opts) -> bool:
+    """Whether the CSV file has a single column: then an empty line is a row (a NULL), as in DuckDB
+    (in a wider file it is skipped)."""
+    import pyarrow.csv as pv
+
+    try:
+        reader = pv.open_csv(
+            io.BytesIO(_head(source)),
+            read_options=read_opts,
+            parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
+        )
+    except (pa.ArrowInvalid, OSError):
+        return False
+    return len(reader.schema) == 1
+
+
+def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid, source):
     """``(header, raw, read, parse, convert)``: pyarrow's CSV reader options for these settings, and
     ``raw(name)``, the reader's name of a column."""
     import pyarrow.csv as pv
@@ -170,6 +198,7 @@ def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid):
         quote_char=options.get("quote", '"'),
         escape_char=options.get("escape", False),
         invalid_row_handler=on_invalid,
+        ignore_empty_lines=not _one_column(source, sep, read_opts),
     )
     nulls = options.get("null", options.get("nullstr"))
     # without a header pyarrow names columns f0, f1, ...; tidal (like DuckDB) calls them column0, column1, ...
@@ -198,7 +227,9 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         bad.append(row)
         return "skip"
 
-    header, _, read_opts, parse_opts, convert_opts = _csv_options(options, delimiter, columns, schema, on_invalid)
+    header, _, read_opts, parse_opts, convert_opts = _csv_options(
+        options, delimiter, columns, schema, on_invalid, source
+    )
     try:
         table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
     except pa.ArrowInvalid as exc:
@@ -307,14 +338,7 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
 
         # types are inferred from the first megabyte; the full read then uses them for every row
         sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
-        source = _open(path)
-        if isinstance(source, io.BytesIO):
-            head = source.getvalue()[:SCHEMA_SAMPLE_BYTES]
-        else:
-            with open(source, "rb") as fh:
-                head = fh.read(SCHEMA_SAMPLE_BYTES)
-        if len(head) == SCHEMA_SAMPLE_BYTES and b"\n" in head:
-            head = head[: head.rindex(b"\n") + 1]
+        head = _head(_open(path))
         try:
             sample = pv.read_csv(
                 io.BytesIO(head),
@@ -324,7 +348,8 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
             )
         except pa.ArrowInvalid as exc:
             raise InputError(f"{path}: {exc}") from None
-        schema = sample.schema
+        # a column with no value in the sample is VARCHAR, as in DuckDB (pyarrow's null type has no functions)
+        schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in sample.schema])
         if not header:
             schema = pa.schema([pa.field(f"column{i}", f.type) for i, f in enumerate(schema)])
         return _normalise_times(schema.empty_table()).schema

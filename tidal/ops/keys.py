@@ -28,6 +28,55 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.batch import as_numpy
+from ..core.errors import PlanError
+
+TUPLE_KEY_HINT = "give a list of field names (key=['a', 'b']), or select the key expressions as fields first"
+
+
+def tuple_key_fields(key) -> tuple[str, ...] | None:
+    """The fields of a key lambda that returns a tuple (or list) of fields, ``lambda e: (e.a, e.b)``:
+    the composite key ``("a", "b")``; None for any other key (or a lambda whose source is not found,
+    which then fails when it runs, see :func:`check_key_column`). A tuple of computed values is a
+    PlanError."""
+    import ast
+    import types
+
+    from ..expr.lambdas import Opaque, _parse_body, lambda_source
+
+    if not isinstance(key, types.FunctionType) or key.__name__ != "<lambda>" or key.__code__.co_argcount != 1:
+        return None
+    try:
+        body = _parse_body(key.__code__, lambda_source(key))
+    except (Opaque, OSError, TypeError):
+        return None
+    if not isinstance(body, ast.Tuple | ast.List):
+        return None
+    param = key.__code__.co_varnames[0]
+    fields = []
+    for elt in body.elts:
+        if isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name) and elt.value.id == param:
+            fields.append(elt.attr)
+        elif (
+            isinstance(elt, ast.Subscript)
+            and isinstance(elt.value, ast.Name)
+            and elt.value.id == param
+            and isinstance(elt.slice, ast.Constant)
+            and isinstance(elt.slice.value, str)
+        ):
+            fields.append(elt.slice.value)
+        else:
+            raise PlanError(f"a key lambda returning a tuple of computed values is not supported: {TUPLE_KEY_HINT}")
+    if not fields:
+        raise PlanError(f"a key lambda returned an empty tuple: {TUPLE_KEY_HINT}")
+    return tuple(fields)
+
+
+def check_key_column(col) -> None:
+    """A key column of lists (a key lambda returned tuples) cannot be hashed: say what to do instead."""
+    t = col.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        raise PlanError(f"a key lambda returned a tuple or list ({t}), which is not a key: {TUPLE_KEY_HINT}")
+
 
 _DIRECT_SPAN = 1 << 20  # direct-table ids for integer keys spanning at most this many values
 _NULL = object()
@@ -311,6 +360,7 @@ class _ColumnCodes:
         self.values = None
 
     def _codes_other(self, col: pa.Array) -> np.ndarray:
+        check_key_column(col)
         if len(col) == 0:
             return np.empty(0, np.int64)
         enc = pc.dictionary_encode(col, null_encoding="encode")

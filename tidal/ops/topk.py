@@ -121,6 +121,8 @@ class TopKOp(Operator):
             return
         if self.prune:
             batch = self._cut(batch)
+            if len(batch) == 0:  # LIMIT 0: no row can be in the window
+                return
         sync, other = batch.sync, batch.other
         self._close(int(sync[0]))  # every tick before this batch's first is complete
         rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
@@ -181,6 +183,8 @@ class TopKOp(Operator):
     def _reaches_window(self, row: tuple) -> bool:
         """Whether a change of ``row`` can change the window: not when the window is full and the
         row sorts after its last row."""
+        if self.limit == 0:  # the window is always empty
+            return False
         if self.limit is None or len(self.window) < self.limit:
             return True
         return self.key(row) <= self.key(self.window[-1])

@@ -69,6 +69,10 @@ class Tidal(DuckDB):
     class Parser(DuckDB.Parser):
         QUERY_MODIFIER_PARSERS = {**DuckDB.Parser.QUERY_MODIFIER_PARSERS, TokenType.TRIGGER: _parse_trigger}
         QUERY_MODIFIER_TOKENS = set(QUERY_MODIFIER_PARSERS)
+        # LIMIT and OFFSET are reserved words in DuckDB: never an alias (``FROM t LIMIT`` is an
+        # error, not a table aliased "LIMIT")
+        TABLE_ALIAS_TOKENS = DuckDB.Parser.TABLE_ALIAS_TOKENS - {TokenType.LIMIT, TokenType.OFFSET}
+        ALIAS_TOKENS = DuckDB.Parser.ALIAS_TOKENS - {TokenType.LIMIT, TokenType.OFFSET}
 
 
 def caret(sql: str, line: int, col: int) -> str:

@@ -22,6 +22,26 @@ from ..core.time import INFINITY
 from ..ops.base import Consumer
 
 
+def unique_names(names: list[str]) -> list[str]:
+    """Column names made unique as DuckDB does where they become keys (JSON objects, Parquet files):
+    a repeated name (compared without case) gets ``_1``, ``_2``, ... (``a, a, A`` → ``a, a_1, A_2``)."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        low = name.lower()
+        if low not in seen:
+            seen[low] = 1
+            out.append(name)
+            continue
+        new = f"{name}_{seen[low]}"
+        while new.lower() in seen:
+            seen[low] += 1
+            new = f"{name}_{seen[low]}"
+        seen[new.lower()] = 1
+        out.append(new)
+    return out
+
+
 def json_value(v):
     if hasattr(v, "isoformat"):
         return v.isoformat()
@@ -75,7 +95,7 @@ class StreamJson:
 
     def __init__(self, out, labels: list[str]):
         self.out = out
-        self.labels = labels
+        self.labels = unique_names(labels)  # keys of one object: never two the same
 
     def __call__(self, time: int, undo: bool, row: tuple) -> None:
         record = {k: json_value(v) for k, v in zip(self.labels, row, strict=True)}

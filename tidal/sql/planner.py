@@ -60,6 +60,7 @@ from .logical import (
     EventTime,
     Filter,
     Join,
+    Limit,
     Node,
     Project,
     Query,
@@ -211,6 +212,11 @@ class Translator:
             if node.kind == "anti":
                 return left.where_not_exists(right, lk, rk)
             return left.full_outer_join(right, lk, rk)
+        if isinstance(node, Limit):
+            if time.column is not None:
+                raise PlanError("an event time over a subquery with LIMIT/OFFSET is not supported")
+            inner = self.stream(node.input, time)
+            return Stream(rel.TopK(inner.node, list(node.order), node.limit, node.offset))
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
             # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time

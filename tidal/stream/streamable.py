@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..core.errors import PlanError
 from ..io import egress
 from ..ops.aggregate.functions import AggregateFunction, user_defined
+from ..ops.keys import tuple_key_fields
 from ..plan import nodes
 from ..plan.node import PlanNode, explain, walk
 from ..plan.properties import Properties
@@ -249,6 +250,8 @@ class Stream:
             fields = (key,)
         elif isinstance(key, list | tuple) and key and all(isinstance(k, str) for k in key):
             fields = tuple(key)
+        elif callable(key) and tuple_key_fields(key) is not None:  # lambda e: (e.a, e.b): the fields a, b
+            fields = tuple_key_fields(key)
         elif callable(key):
             if self.schema is None:
                 raise PlanError("a lambda key needs a stream whose fields are known; select the fields first")

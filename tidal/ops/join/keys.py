@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from ...core.batch import EventBatch
 from ...core.errors import PlanError
 from ...expr.compile import CompiledLambda
-from ..keys import stable_hash
+from ..keys import check_key_column, stable_hash, tuple_key_fields
 
 
 def key_spec(key) -> tuple[str, object]:
@@ -24,7 +24,8 @@ def key_spec(key) -> tuple[str, object]:
             raise PlanError("a join key needs at least one field")
         return ("fields", tuple(key))
     if callable(key):
-        return ("lambda", key)
+        fields = tuple_key_fields(key)  # lambda e: (e.a, e.b): the fields a and b
+        return ("fields", fields) if fields is not None else ("lambda", key)
     raise PlanError(f"a join key is a field name, a list of field names, or a lambda; got {key!r}")
 
 
@@ -59,7 +60,10 @@ class _KeyColumns:
         got = self.fn.project(batch) if self.fn.mode == "columnar" else None
         if got is None:
             got = self.fn.project_rows(batch)
-        return [pa.array(c) if not isinstance(c, pa.Array) else c for c in got.values()]
+        out = [pa.array(c) if not isinstance(c, pa.Array) else c for c in got.values()]
+        for c in out:
+            check_key_column(c)
+        return out
 
 
 def _flatten(struct: pa.Array) -> list[pa.Array]:

@@ -10,10 +10,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from ..expressions import SqlTypeError, has_subquery, in_subquery, output_type
+from ..expressions import IN_SUBQUERY, SqlTypeError, has_subquery, in_subquery, output_type
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
-from .nodes import Aggregate, Node, Project, Query, UnionAll
+from .nodes import Aggregate, Limit, Node, Project, Query, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
 
@@ -56,8 +56,6 @@ class Builder(FromItems, SelectList):
             if with_ is not None:
                 for cte in with_.expressions:
                     sub = self.query(cte.this)
-                    if sub.order or sub.limit is not None:
-                        raise PlanError(f"ORDER BY/LIMIT inside the CTE {cte.alias} is not supported")
                     self.ctes[-1][cte.alias.lower()] = self._rename_visible(sub)
             if isinstance(tree, exp.Union):
                 return self.union(tree)
@@ -70,8 +68,11 @@ class Builder(FromItems, SelectList):
             self.ctes.pop()
 
     def _rename_visible(self, q: Query) -> Node:
-        """A subquery's result as a FROM item: visible columns under their display names."""
+        """A subquery's result as a FROM item: visible columns under their display names, its
+        LIMIT/OFFSET applied (an ORDER BY without them orders nothing: a relation has no order)."""
         root = q.root
+        if q.limit is not None or q.offset:
+            root = Limit(root, tuple(q.order), q.limit, q.offset)
         names = root.names[: len(root.names) - q.hidden]
         exprs = []
         seen: set[str] = set()
@@ -141,20 +142,34 @@ class Builder(FromItems, SelectList):
             if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
                 return _col(self.resolve(e, node))
             if isinstance(e, exp.In) and e.args.get("query") is not None:
-                sub = self.query(e.args["query"].this if isinstance(e.args["query"], exp.Subquery) else e.args["query"])
-                if len(sub.output_names) - 0 != 1 + 0 and len(sub.root.names) - sub.hidden != 1:
-                    raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
-                key = len(self.subplans)
-                self.subplans[key] = sub
-                return in_subquery(visit(e.this), key)
+                return self.in_subquery(e, _transform(e.this.copy(), visit))
             return None
 
         return _transform(expr.copy(), visit)
 
+    def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
+        """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
+        query = e.args["query"]
+        sub = self.query(query.this if isinstance(query, exp.Subquery) else query)
+        if len(sub.root.names) - sub.hidden != 1:
+            raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
+        key = len(self.subplans)
+        self.subplans[key] = sub
+        return in_subquery(value, key)
+
     def check(self, expr: exp.Expression, node: Node) -> pa.DataType | None:
         schema = node.schema()
-        if schema is None or has_subquery(expr):
+        if schema is None:
             return None
+        if has_subquery(expr):  # typed as ``value IN (value)``: a boolean, its value checked
+            expr = _transform(
+                expr.copy(),
+                lambda x: (
+                    exp.In(this=x.expressions[0].copy(), expressions=[x.expressions[0].copy()])
+                    if isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY
+                    else None
+                ),
+            )
         try:
             return output_type(expr, schema)
         except SqlTypeError as err:

@@ -77,6 +77,21 @@ class Filter(SameColumns):
 
 
 @dataclass(frozen=True)
+class Limit(SameColumns):
+    """ORDER BY ... LIMIT/OFFSET of a subquery: the rows at positions ``offset .. offset + limit - 1``
+    of the input ordered by ``order`` (``((column, descending, nulls first), ...)``); ``limit`` None: all."""
+
+    input: Node
+    order: tuple = ()
+    limit: int | None = None
+    offset: int = 0
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{n}{' DESC' if d else ''}" for n, d, _ in self.order)
+        return f"Limit {self.limit} offset {self.offset}" + (f" order by {keys}" if keys else "")
+
+
+@dataclass(frozen=True)
 class Project(Unary):
     input: Node
     exprs: tuple  # ((physical name, bound expression), ...)

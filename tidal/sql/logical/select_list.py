@@ -18,6 +18,10 @@ class SelectList:
 
     # -- SELECT ---------------------------------------------------------------------------------
     def select(self, sel: exp.Select) -> Query:
+        distinct = sel.args.get("distinct")
+        if distinct is not None and distinct.args.get("on") is not None:
+            # DuckDB keeps the first row of each key in ORDER BY order: a per-key TopK tidal does not have
+            raise PlanError(f"DISTINCT ON is not supported: {distinct.sql(dialect='duckdb')}")
         from_ = sel.args.get("from_") or sel.args.get("from")
         if from_ is None:
             raise PlanError("a query needs FROM (tidal reads files and streams)")
@@ -40,6 +44,8 @@ class SelectList:
             having is not None
         )
         order_exprs = [o for o in (sel.args.get("order").expressions if sel.args.get("order") else [])]
+        # items named by an explicit AS (not a column's own name, not a * expansion)
+        explicit = [isinstance(i, exp.Alias) and not getattr(i, "_bound", False) for i in items]
         if group is not None or aggs_present:
             node, items, having_expr, order_exprs = self.aggregate(node, items, group, having, order_exprs, triggers)
         else:
@@ -76,8 +82,14 @@ class SelectList:
                     raise PlanError(f"ORDER BY position {pos} is out of range")
                 target = exprs[pos - 1][0]
             elif isinstance(key, exp.Column) and not key.table:
-                hits = [p for (p, _), n in zip(visible, names, strict=True) if n.lower() == key.name.lower()]
-                target = hits[0] if hits else None
+                # DuckDB: the last explicit alias of that name, else a selected column of that name
+                named = [
+                    (p, ex)
+                    for (p, _), n, ex in zip(visible, names, explicit, strict=True)
+                    if n.lower() == key.name.lower()
+                ]
+                aliased = [p for p, ex in named if ex]
+                target = aliased[-1] if aliased else named[0][0] if named else None
             if target is None:
                 text = key.sql()
                 hits = [p for (p, e), item in zip(visible, items, strict=True) if item.sql() == text]
@@ -258,10 +270,15 @@ class SelectList:
                     return _col(add_agg(type(x.this)(this=order[0].this, expression=x.this.this)))
                 if isinstance(x, exp.VariancePop | exp.StddevPop):
                     return visit_population(x)
+                if isinstance(x, exp.Filter):
+                    raise PlanError(f"an aggregate's FILTER (WHERE ...) is not supported: {x.sql(dialect='duckdb')}")
                 if _is_agg(x):
                     return _col(add_agg(x))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):
                     return x
+                if isinstance(x, exp.In) and x.args.get("query") is not None:
+                    # value IN (subquery) over the groups: the value is rewritten, the subquery planned
+                    return self.in_subquery(x, _transform(x.this.copy(), visit))
                 try:
                     text = self.bind(x, node).sql()
                 except PlanError:
