@@ -32,8 +32,13 @@ def null_of(ev, node):
 
 
 def like(v, pattern: str, ignore_case: bool):
-    # Arrow's LIKE takes backslash as its escape character; SQL's (DuckDB's) has none by default
-    return pc.match_like(v, pattern.replace("\\", "\\\\"), ignore_case=ignore_case)
+    if "\\" not in pattern:
+        return pc.match_like(v, pattern, ignore_case=ignore_case)
+    # Arrow's LIKE takes backslash as its escape character (and mishandles an escaped one before a
+    # trailing %); SQL's (DuckDB's) has none by default: as an anchored regular expression instead
+    parts = {"%": ".*", "_": "."}
+    body = "".join(parts.get(c, _literal(c, "l")) for c in pattern)
+    return pc.match_substring_regex(v, f"(?s{'i' if ignore_case else ''})^{body}$")
 
 
 # -- substrings by code point positions ---------------------------------------------------------
