@@ -22,11 +22,7 @@ import pyarrow.compute as pc
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlstrings import FUNCS as STRING_FUNCS
-from .sqlstrings import like
-
-
-class SqlTypeError(PlanError):
-    """An expression cannot be evaluated on the types it is given."""
+from .sqlstrings import SqlTypeError, like
 
 
 def _numeric(t) -> bool:

@@ -22,6 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.errors import PlanError
+
+
+class SqlTypeError(PlanError):
+    """An expression cannot be evaluated on the types it is given (defined here, below the evaluator
+    of :mod:`tidal.expr.sqlkernels` that raises it too)."""
+
+
 _NULL_TYPES = {"bool": pa.bool_(), "string": pa.string()}
 
 
@@ -44,8 +52,6 @@ def like(v, pattern: str, ignore_case: bool):
 # -- substrings by code point positions ---------------------------------------------------------
 def _ints(ev, node, v, what: str):
     """A position or length argument: int64 values (nulls as 0) and a validity mask, per row."""
-    from .sqlkernels import SqlTypeError
-
     x = ev.array(node)
     if pa.types.is_null(x.type):
         return np.zeros(len(x), np.int64), np.zeros(len(x), bool)
@@ -57,8 +63,6 @@ def _ints(ev, node, v, what: str):
 
 
 def _text(ev, node):
-    from .sqlkernels import SqlTypeError
-
     v = ev.array(node)
     if pa.types.is_null(v.type):
         return v.cast(pa.string())
