@@ -4,8 +4,8 @@ Trees translated from SQL (:mod:`tidal.sql.expressions`) are evaluated over a di
 arrays, one kernel call per node, never row by row. Scalars stay Arrow scalars and broadcast.
 SQL null rules follow from Arrow's: arithmetic and comparisons with a null give null,
 ``AND``/``OR``/``NOT`` use Kleene logic, a null predicate does not keep a row. Division follows
-DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` is integer division,
-where a zero divisor gives null.
+DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` and ``%`` over integers
+truncate toward zero, and a zero divisor is an error naming the expression (DuckDB 2's default).
 
 Errors name the expression: a type mismatch raises :class:`SqlTypeError` with the SQL text of
 the failing node (``texts``: id of a node -> its SQL, from the translator).
