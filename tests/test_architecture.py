@@ -127,7 +127,9 @@ def test_no_import_cycles():
 
 
 def test_modules_stay_small():
-    big = {_module_name(p): n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    big = {
+        _module_name(p): n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
     assert not big, f"modules over {MAX_LINES} lines: {big}"
 
 
