@@ -4,8 +4,8 @@ Trees translated from SQL (:mod:`tidal.sql.expressions`) are evaluated over a di
 arrays, one kernel call per node, never row by row. Scalars stay Arrow scalars and broadcast.
 SQL null rules follow from Arrow's: arithmetic and comparisons with a null give null,
 ``AND``/``OR``/``NOT`` use Kleene logic, a null predicate does not keep a row. Division follows
-DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` is integer division,
-where a zero divisor gives null.
+DuckDB: ``/`` is floating point (IEEE: ``x / 0`` is infinite); ``//`` and ``%`` over integers
+truncate toward zero, and a zero divisor is an error naming the expression (DuckDB 2's default).
 
 Errors name the expression: a type mismatch raises :class:`SqlTypeError` with the SQL text of
 the failing node (``texts``: id of a node -> its SQL, from the translator).
@@ -14,17 +14,15 @@ the failing node (``texts``: id of a node -> its SQL, from the translator).
 from __future__ import annotations
 
 import datetime as dt
-import re
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
-
-
-class SqlTypeError(PlanError):
-    """An expression cannot be evaluated on the types it is given."""
+from .sqlstrings import FUNCS as STRING_FUNCS
+from .sqlstrings import SqlTypeError, like
 
 
 def _numeric(t) -> bool:
@@ -177,7 +175,7 @@ class SqlEvaluator:
         if isinstance(node, IsNull):
             return pc.is_null(self.eval(node.operand))
         if isinstance(node, Like):
-            return pc.match_like(self.eval(node.operand), node.pattern, ignore_case=node.ignore_case)
+            return like(self.eval(node.operand), node.pattern, node.ignore_case)
         if isinstance(node, Case):
             conds, values = [], []
             for cond, value in node.whens:
@@ -285,22 +283,38 @@ class SqlEvaluator:
 
 
 # -- SQL functions: (evaluator, node) -> value ------------------------------------------------------
-def _intdiv(ev: SqlEvaluator, node):
+def _divided(ev: SqlEvaluator, node, what: str):
+    """``a // b`` or ``a % b`` over integers (truncated division, as DuckDB's): a zero divisor is an
+    error, as is ``-2**63 // -1``; over reals ``//`` is ``/`` and ``%`` is ``fmod`` (DuckDB's)."""
     a, b = _align(*ev._args(node))
-    b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
-    q = pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
-    return pc.cast(pc.floor(q), pa.int64())
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return pa.scalar(None, b.type if pa.types.is_null(a.type) else a.type)
+    if not (_numeric(a.type) and _numeric(b.type)):
+        raise SqlTypeError(f"type error in {ev.sql(node)}: not defined for {a.type}, {b.type}")
+    if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
+        try:
+            q = pc.divide_checked(a, b)  # truncates toward zero
+        except pa.ArrowInvalid as exc:
+            problem = "division by zero" if "zero" in str(exc) else "integer overflow"
+            raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {problem}") from None
+        return q if what == "//" else pc.subtract(a, pc.multiply(q, b))
+    a, b = pc.cast(a, pa.float64()), pc.cast(b, pa.float64())
+    if what == "//":
+        if pc.any(pc.equal(b, 0.0)).as_py():
+            raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: division by zero")
+        return pc.divide(a, b)
+    fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), np.float64) for x in (a, b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.fmod(fa, fb)
+    return pa.array(r, mask=np.asarray(pc.or_(ev._broadcast(pc.is_null(a)), ev._broadcast(pc.is_null(b)))))
+
+
+def _intdiv(ev: SqlEvaluator, node):
+    return _divided(ev, node, "//")
 
 
 def _mod(ev: SqlEvaluator, node):
-    a, b = _align(*ev._args(node))
-    if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
-        b = pc.if_else(pc.equal(b, 0), pa.scalar(None, b.type), b)
-        # SQL's remainder has the sign of the dividend (truncated division)
-        q = pc.trunc(pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64())))
-        return pc.subtract(a, pc.multiply(pc.cast(q, pa.int64()), b))
-    a, b = pc.cast(a, pa.float64()), pc.cast(b, pa.float64())
-    return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
+    return _divided(ev, node, "%")
 
 
 def _dpipe(ev: SqlEvaluator, node):
@@ -331,23 +345,6 @@ def _in_subquery(ev: SqlEvaluator, node):
     return ev.in_array(ev.eval(node.args[0]), ev.subresults[key])
 
 
-def _regexp_extract(ev: SqlEvaluator, node):
-    pattern, group = node.params
-    v = ev.array(node.args[0])
-    count = [0]
-
-    def name_group(m):  # named groups make pyarrow's extract_regex return a struct of them
-        count[0] += 1
-        return f"(?P<g{count[0]}>"
-
-    wrapped = "(?P<g0>" + re.sub(r"\((?!\?)", name_group, pattern) + ")"
-    if not len(v):
-        return pa.array([], pa.string())
-    got = pc.extract_regex(v, wrapped)
-    # DuckDB returns '' when nothing matches
-    return pc.fill_null(pc.if_else(pc.is_null(v), None, pc.struct_field(got, [group])), "")
-
-
 def _coalesce(ev: SqlEvaluator, node):
     args = ev._args(node)
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
@@ -361,23 +358,9 @@ def _nullif(ev: SqlEvaluator, node):
     return pc.if_else(pc.fill_null(pc.equal(a, b), False), pa.scalar(None, a.type), a)
 
 
-def _substring(ev: SqlEvaluator, node):
-    v = ev.array(node.args[0])
-    start, length = node.params
-    begin = start - 1 if start > 0 else 0
-    stop = None if length is None else begin + length if start > 0 else max(0, start - 1 + length)
-    return pc.utf8_slice_codeunits(v, begin, stop)
-
-
 def _concat(ev: SqlEvaluator, node):
     args = [pc.cast(ev._broadcast(ev.eval(e)), pa.string()) for e in node.args]
     return pc.binary_join_element_wise(*[pc.fill_null(a, "") for a in args], "")  # DuckDB's concat skips nulls
-
-
-def _right(ev: SqlEvaluator, node):
-    n = node.params[0]
-    v = ev.eval(node.args[0])
-    return pc.utf8_slice_codeunits(v, -n) if n else pc.utf8_slice_codeunits(v, 0, 0)
 
 
 def _epoch(ev: SqlEvaluator, node):
@@ -406,23 +389,17 @@ def _date(ev: SqlEvaluator, node):
     return pc.cast(v, pa.date32())
 
 
-def _trim(ev: SqlEvaluator, node):
-    v = ev.eval(node.args[0])
-    position = node.params[0]
-    if position == "LEADING":
-        return pc.utf8_ltrim_whitespace(v)
-    if position == "TRAILING":
-        return pc.utf8_rtrim_whitespace(v)
-    return pc.utf8_trim_whitespace(v)
+def _first(f, result: pa.DataType | None = None):
+    """A function of the first argument's value and the node's constant parameters; NULL when a
+    parameter is NULL (SQL functions propagate NULL), of the first argument's type."""
 
+    def run(ev, node):
+        v = ev.eval(node.args[0])
+        if any(p is None for p in node.params):
+            return pa.scalar(None, result or v.type)
+        return f(v, *node.params)
 
-def _first(f):
-    """A function of the first argument's value and the node's constant parameters."""
-    return lambda ev, node: f(ev.eval(node.args[0]), *node.params)
-
-
-def _regexp_replace(v, pattern, replacement, everywhere):
-    return pc.replace_substring_regex(v, pattern, replacement, max_replacements=None if everywhere else 1)
+    return run
 
 
 _FUNCS = {
@@ -432,35 +409,24 @@ _FUNCS = {
     "is_bool": _is_bool,
     "in": _in,
     "in_subquery": _in_subquery,
-    "regexp_extract": _regexp_extract,
     "coalesce": _coalesce,
     "nullif": _nullif,
-    "substring": _substring,
     "concat": _concat,
-    "right": _right,
     "epoch_us": _epoch,
     "epoch_ms": _epoch,
     "epoch": _epoch,
     "part": _part,
     "date": _date,
-    "trim": _trim,
     "greatest": lambda ev, node: pc.max_element_wise(*ev._args(node), skip_nulls=False),
     "least": lambda ev, node: pc.min_element_wise(*ev._args(node), skip_nulls=False),
     "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
     # SQL rounds half away from zero
     "round": _first(lambda v, digits: pc.round(v, ndigits=digits, round_mode="half_towards_infinity")),
     "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
-    "regexp_like": _first(pc.match_substring_regex),
-    "regexp_replace": _first(_regexp_replace),
-    "replace": _first(pc.replace_substring),
-    "starts_with": _first(pc.starts_with),
-    "ends_with": _first(pc.ends_with),
-    "contains": _first(pc.match_substring),
-    "left": _first(lambda v, n: pc.utf8_slice_codeunits(v, 0, n)),
     "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
-    "strptime": _first(lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us"))),
-    "strftime": _first(pc.strftime),
+    "strptime": _first(lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")),
+    "strftime": _first(pc.strftime, pa.string()),
     "to_date": _first(lambda v: pc.cast(v, pa.date32())),
     "current_timestamp": lambda ev, node: pa.scalar(dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")),
     "current_date": lambda ev, node: pa.scalar(dt.date.today(), pa.date32()),
-}
+} | STRING_FUNCS

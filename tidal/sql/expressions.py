@@ -129,6 +129,32 @@ def compiled(expr: SqlExpr, *, truth: bool, schema=None, subresults=None, rewrit
     )
 
 
+_REGEX_OPTIONS = {"c": ("case", True), "i": ("case", False), "l": ("literal", True), "s": ("dot_nl", True)}
+_REGEX_OPTIONS |= {c: ("dot_nl", False) for c in "mnp"}
+
+
+def regex_options(e: exp.Expression, flags: str | None, func: str) -> str:
+    """DuckDB's regex options (``c i l m n p s``, and ``g`` for regexp_replace) as a canonical string of
+    the ones that change anything: ``i`` (case-insensitive), ``l`` (literal), ``s`` (dot matches newline), ``g``."""
+    if flags is None:
+        raise PlanError(f"{e.sql()}: the regex options must not be NULL")
+    state = {"case": True, "literal": False, "dot_nl": False, "g": False}
+    for c in flags:
+        if c in " \t\n":
+            continue
+        if c == "g" and func == "regexp_replace":
+            state["g"] = True
+        elif c == "g":
+            raise PlanError(f"{e.sql()}: option 'g' (global replace) is only valid for regexp_replace")
+        elif c in _REGEX_OPTIONS:
+            key, value = _REGEX_OPTIONS[c]
+            state[key] = value
+        else:
+            raise PlanError(f"{e.sql()}: unrecognized regex option {c!r}")
+    on = {"i": not state["case"], "l": state["literal"], "s": state["dot_nl"], "g": state["g"]}
+    return "".join(c for c in "ilsg" if on[c])
+
+
 class _Translator:
     """sqlglot -> expression tree, one method per sqlglot class (``t_`` + its name)."""
 
@@ -190,7 +216,7 @@ class _Translator:
         return self._binop("/", e)
 
     def t_IntDiv(self, e):
-        return self._call("intdiv", e, [e.this, e.expression])
+        return self._made(self._call("intdiv", e, [e.this, e.expression]), e.sql(dialect="duckdb"))
 
     def t_Mod(self, e):
         return self._call("mod", e, [e.this, e.expression])
@@ -262,9 +288,15 @@ class _Translator:
 
     def t_Like(self, e, ignore_case=False):
         pattern = e.expression
-        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        if isinstance(pattern, exp.Null):
+            node = SqlCall("null_of", (self.visit(e.this),), ("bool",))
+        elif not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise PlanError(f"LIKE needs a constant pattern: {e.sql()}")
-        return Like(self.visit(e.this), pattern.name, ignore_case)
+        else:
+            node = Like(self.visit(e.this), pattern.name, ignore_case)
+        if e.args.get("negate"):  # x NOT LIKE p (sqlglot keeps it a flag of the LIKE)
+            return Unary("not", self._made(node, e))
+        return node
 
     def t_ILike(self, e):
         return self.t_Like(e, ignore_case=True)
@@ -272,19 +304,40 @@ class _Translator:
     def t_Escape(self, e):
         raise PlanError(f"LIKE ... ESCAPE is not supported: {e.sql()}")
 
+    def _const(self, e, arg, what: str):
+        """A constant argument's value (None for NULL); a per-row one is not supported."""
+        if isinstance(arg, exp.Paren):
+            return self._const(e, arg.this, what)
+        if isinstance(arg, exp.Null) or isinstance(arg, exp.Cast) and isinstance(arg.this, exp.Null):
+            return None
+        if isinstance(arg, exp.Literal):
+            return arg.name if arg.is_string else int(arg.name) if re.fullmatch(r"\d+", arg.name) else float(arg.name)
+        if isinstance(arg, exp.Neg) and isinstance(arg.this, exp.Literal) and not arg.this.is_string:
+            return -self._const(e, arg.this, what)
+        raise PlanError(f"{e.sql()}: the {what} must be a constant (a per-row {what} is not supported)")
+
+    def _text(self, e, arg, what: str):
+        value = self._const(e, arg, what)
+        if value is not None and not isinstance(value, str):
+            raise PlanError(f"{e.sql()}: the {what} must be a string")
+        return value
+
+    def _regex(self, e, func: str, args, pattern, flags, extra=()):
+        options = regex_options(e, self._text(e, flags, "regex options") if flags is not None else "", func)
+        return self._call(func, e, args, [self._text(e, pattern, "pattern"), *extra, options])
+
     def t_RegexpLike(self, e):
-        if not isinstance(e.expression, exp.Literal):
-            raise PlanError(f"regular expression must be a constant: {e.sql()}")
-        return self._call("regexp_like", e, [e.this], [e.expression.name])
+        return self._regex(e, "regexp_like", [e.this], e.expression, e.args.get("flag"))
 
     def t_RegexpReplace(self, e):
-        flags = e.args.get("modifiers")
-        everywhere = flags is not None and "g" in flags.name
-        return self._call("regexp_replace", e, [e.this], [e.expression.name, e.args["replacement"].name, everywhere])
+        replacement = self._text(e, e.args["replacement"], "replacement")
+        return self._regex(e, "regexp_replace", [e.this], e.expression, e.args.get("modifiers"), (replacement,))
 
     def t_RegexpExtract(self, e):
-        group = int(e.args["group"].name) if e.args.get("group") is not None else 0
-        return self._call("regexp_extract", e, [e.this], [e.expression.name, group])
+        group = self._const(e, e.args["group"], "group") if e.args.get("group") is not None else 0
+        if not isinstance(group, int):
+            raise PlanError(f"{e.sql()}: the group must be a constant integer")
+        return self._regex(e, "regexp_extract", [e.this], e.expression, e.args.get("parameters"), (group,))
 
     # -- conditionals and casts ----------------------------------------------------------------
     def t_Case(self, e):
@@ -329,31 +382,36 @@ class _Translator:
 
     def t_Round(self, e):
         digits = e.args.get("decimals")
-        return self._call("round", e, [e.this], [int(digits.name) if digits is not None else 0])
+        digits = self._const(e, digits, "number of digits") if digits is not None else 0
+        if digits is not None and not isinstance(digits, int):
+            raise PlanError(f"{e.sql()}: the number of digits must be an integer")
+        return self._call("round", e, [e.this], [digits])
 
     def t_Pow(self, e):
         return self._call("pow", e, [e.this, e.expression])
 
     # -- strings -------------------------------------------------------------------------------
     def t_Trim(self, e):
-        return self._call("trim", e, [e.this], [(e.args.get("position") or "").upper()])
+        chars = self._text(e, e.args["expression"], "characters") if e.args.get("expression") is not None else " "
+        return self._call("trim", e, [e.this], [(e.args.get("position") or "").upper(), chars])
 
     def t_Substring(self, e):
-        start = int(e.args["start"].name) if e.args.get("start") is not None else 1
+        start = e.args.get("start") or exp.Literal.number(1)
         length = e.args.get("length")
-        return self._call("substring", e, [e.this], [start, None if length is None else int(length.name)])
+        return self._call("substring", e, [e.this, start] + ([length] if length is not None else []))
 
     def t_Concat(self, e):
         return self._call("concat", e, e.expressions)
 
     def t_Replace(self, e):
-        return self._call("replace", e, [e.this], [e.expression.name, e.args["replacement"].name])
+        params = [self._text(e, e.expression, "search string"), self._text(e, e.args["replacement"], "replacement")]
+        return self._call("replace", e, [e.this], params)
 
     def t_Left(self, e):
-        return self._call("left", e, [e.this], [int(e.expression.name)])
+        return self._call("left", e, [e.this, e.expression])
 
     def t_Right(self, e):
-        return self._call("right", e, [e.this], [int(e.expression.name)])
+        return self._call("right", e, [e.this, e.expression])
 
     def t_Anonymous(self, e):
         name = e.name.lower()
@@ -378,10 +436,10 @@ class _Translator:
     t_DateTrunc = t_TimestampTrunc
 
     def t_StrToTime(self, e):
-        return self._call("strptime", e, [e.this], [e.args["format"].name])
+        return self._call("strptime", e, [e.this], [self._text(e, e.args["format"], "format")])
 
     def t_TimeToStr(self, e):
-        return self._call("strftime", e, [e.this], [e.args["format"].name])
+        return self._call("strftime", e, [e.this], [self._text(e, e.args["format"], "format")])
 
     def t_CurrentTimestamp(self, e):
         return SqlCall("current_timestamp", ())
@@ -395,7 +453,7 @@ def _with_this(func: str):
 
 
 def _with_param(func: str):
-    return lambda self, e: self._call(func, e, [e.this], [e.expression.name])
+    return lambda self, e: self._call(func, e, [e.this], [self._text(e, e.expression, "second argument")])
 
 
 for _cls, _func in {

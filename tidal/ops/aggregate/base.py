@@ -73,7 +73,8 @@ class ArgumentValues:
             col = self.cols[a]
             if _orderable_as_int(col.type):
                 col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
-            self._floats[a] = np.asarray(col.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False))
+            col = col.cast(pa.float64(), safe=False)  # big integers: the nearest float, as numpy would
+            self._floats[a] = np.asarray(col.fill_null(np.nan).to_numpy(zero_copy_only=False))
         return self._floats[a]
 
     def valid(self, a: int) -> np.ndarray | None:

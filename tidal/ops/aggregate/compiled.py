@@ -16,6 +16,24 @@ from .functions import LINEAR, ORDERED, AggregateFunction
 from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
 
 
+class SumOverflowError(ArithmeticError):
+    """An integer sum outside BIGINT's range (DuckDB's HUGEINT result): an error, never a wrapped value."""
+
+
+def _check_int_sum(name: str, fn: AggregateFunction, wrapped: np.ndarray, approx: np.ndarray) -> None:
+    """The exact sum is ``wrapped + k * 2**64`` (int64 arithmetic wraps) and near ``approx`` (a float
+    sum, off by far less than 2**63): ``k`` is 0 unless the sum overflowed BIGINT."""
+    far = np.abs(approx - wrapped.astype(np.float64)) > 2.0**63
+    if far.any():
+        i = int(np.flatnonzero(far)[0])
+        internal = not isinstance(fn.arg, str) or fn.arg.startswith("__")  # a SQL query's own column
+        what = "SUM of an integer column" if internal else fn.describe()
+        raise SumOverflowError(
+            f"{what}: the sum (about {approx[i]:.6g}) is out of BIGINT's range; "
+            "integer sums beyond 64 bits (DuckDB's HUGEINT) are not supported"
+        )
+
+
 class CompiledEngine(_Engine):
     """Numeric built-ins: running sums and sorted multisets in numba kernels (a variant subclass gives the
     sweep kernel and its endpoint queue's upkeep)."""
@@ -72,6 +90,8 @@ class CompiledEngine(_Engine):
             parts = {"valid": valid}
             if fn.kind in ("sum",) and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
                 parts["isum"] = self._slot(self.int_slots, ("value", a))
+                # the same sum in floats: an int64 sum that wrapped is 2**64 away from it (never silently wrong)
+                parts["fsum"] = self._slot(self.flt_slots, ("value", a))
             elif fn.kind in ("sum", "average", "variance", "stddev"):
                 parts["fsum"] = self._slot(self.flt_slots, ("value", a))
             if fn.kind in ("variance", "stddev"):
@@ -216,6 +236,8 @@ class CompiledEngine(_Engine):
                 cols[name] = _ordered_result(kind, res, self.arg_types[parts["arg"]])
             elif kind == "sum":
                 vals = oi[:, parts["isum"]] if "isum" in parts else of[:, parts["fsum"]]
+                if "isum" in parts:
+                    _check_int_sum(name, fn, vals, of[:, parts["fsum"]])
                 cols[name] = pa.array(vals, mask=none)
             elif kind == "average":
                 with np.errstate(invalid="ignore", divide="ignore"):

@@ -10,7 +10,7 @@ from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
 from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
-from .types import _agg_type, sql_type_name
+from .types import _agg_type, checked_agg, sql_type_name
 
 
 class SelectList:
@@ -329,6 +329,7 @@ class SelectList:
             types=tuple(self.check(e, node) for _, e in pre),
         )
         in_types = dict(zip(pre_node.names, pre_node.types, strict=True))
+        calls = [checked_agg(c, in_types.get(c.argument), self.labels.get(c.output, c.output)) for c in calls]
         agg_types = tuple(_agg_type(c, in_types.get(c.argument)) for c in calls)
         agg = Aggregate(
             pre_node,

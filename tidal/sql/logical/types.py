@@ -71,6 +71,34 @@ def _cast_to(e: exp.Expression, t: pa.DataType, target: pa.DataType) -> exp.Expr
     return e if t == target else exp.Cast(this=e, to=exp.DataType.build(_sql_type(target)))
 
 
+_NUMERIC_ONLY = {"average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"}
+
+
+def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCall:
+    """The aggregate call as DuckDB's binder takes it for its argument's type: ``median`` of a type
+    with no midpoint (text, booleans) is the lower middle value; ``sum``/``avg``/``stddev``/... of a
+    type they are not defined for is an error naming the call and the type. (``avg`` and ``median``
+    of dates and times, which DuckDB answers with a TIMESTAMP, are not supported.)"""
+    if arg_type is None or pa.types.is_null(arg_type):
+        return call
+    numeric = pa.types.is_integer(arg_type) or pa.types.is_floating(arg_type) or pa.types.is_decimal(arg_type)
+    temporal = pa.types.is_timestamp(arg_type) or pa.types.is_date(arg_type)
+    name = sql_type_name(arg_type)
+    if call.function == "percentile_cont" and call.parameter == 0.5 and text.upper().startswith("MEDIAN("):
+        if not numeric and not temporal:  # DuckDB's median of a discrete type: quantile_disc(x, 0.5)
+            return AggCall(call.output, "percentile_disc", call.argument, call.parameter)
+    if call.function in _NUMERIC_ONLY and temporal and call.function in ("average", "percentile_cont"):
+        raise PlanError(
+            f"{text}: {'AVG' if call.function == 'average' else 'MEDIAN/quantile_cont'} of {name} "
+            "(a TIMESTAMP in DuckDB) is not supported"
+        )
+    if (call.function in _NUMERIC_ONLY and not numeric) or (
+        call.function == "sum" and not (numeric or pa.types.is_boolean(arg_type))
+    ):
+        raise PlanError(f"{text}: no aggregate function matches the argument type {name}")
+    return call
+
+
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
     if call.function in ("count", "count_not_null", "count_distinct"):
         return pa.int64()
