@@ -150,37 +150,51 @@ def translate(fn, *, allow_record: bool = True) -> Node:
     return _Translator(fn, allow_record).visit(body)
 
 
-def fields_used(fn) -> set[str] | None:
-    """The row fields a one-parameter lambda reads (``e.x``, ``e["x"]``), or None when it uses the
-    row in any other way (passes it on, iterates it), so that row mode can build only those."""
+def row_field(node: ast.AST, param: str) -> str | None:
+    """The field ``node`` reads when it is ``e.x`` or ``e["x"]`` of the row parameter ``param``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
+        return node.attr
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == param
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.slice.value
+    return None
+
+
+def lambda_body(fn) -> tuple[ast.expr, str] | None:
+    """``(body, row parameter)`` of a one-parameter lambda, or None when it is something else or its
+    source cannot be found."""
     try:
         code = fn.__code__
         if code.co_argcount != 1 or fn.__name__ != "<lambda>":
             return None
-        body = _parse_body(code, lambda_source(fn))
+        return _parse_body(code, lambda_source(fn)), code.co_varnames[0]
     except (Opaque, AttributeError, OSError, TypeError):
         return None
-    param = code.co_varnames[0]
+
+
+def fields_used(fn) -> set[str] | None:
+    """The row fields a one-parameter lambda reads (``e.x``, ``e["x"]``), or None when it uses the
+    row in any other way (passes it on, iterates it), so that row mode can build only those."""
+    parsed = lambda_body(fn)
+    if parsed is None:
+        return None
+    body, param = parsed
     fields: set[str] = set()
     covered: set[int] = set()
     for node in ast.walk(body):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param:
-            fields.add(node.attr)
-            covered.add(id(node.value))
-        elif (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == param
-            and isinstance(node.slice, ast.Constant)
-            and isinstance(node.slice.value, str)
-        ):
-            fields.add(node.slice.value)
+        field = row_field(node, param)
+        if field is not None:
+            fields.add(field)
             covered.add(id(node.value))
     for node in ast.walk(body):
         if isinstance(node, ast.Name) and node.id == param and id(node) not in covered:
             return None
     return fields
-
 
 def translate_params(fn, roles: list[str | None]) -> Node:
     """Translate a lambda of several parameters: ``roles[i]`` names the column parameter ``i`` stands

@@ -20,6 +20,7 @@ partitions.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 
 import numba
@@ -29,6 +30,7 @@ import pyarrow.compute as pc
 
 from ..core.batch import as_numpy
 from ..core.errors import PlanError
+from ..expr.lambdas import lambda_body, row_field
 
 TUPLE_KEY_HINT = "give a list of field names (key=['a', 'b']), or select the key expressions as fields first"
 
@@ -38,34 +40,16 @@ def tuple_key_fields(key) -> tuple[str, ...] | None:
     the composite key ``("a", "b")``; None for any other key (or a lambda whose source is not found,
     which then fails when it runs, see :func:`check_key_column`). A tuple of computed values is a
     PlanError."""
-    import ast
-    import types
-
-    from ..expr.lambdas import Opaque, _parse_body, lambda_source
-
-    if not isinstance(key, types.FunctionType) or key.__name__ != "<lambda>" or key.__code__.co_argcount != 1:
+    parsed = lambda_body(key)
+    if parsed is None or not isinstance(parsed[0], ast.Tuple | ast.List):
         return None
-    try:
-        body = _parse_body(key.__code__, lambda_source(key))
-    except (Opaque, OSError, TypeError):
-        return None
-    if not isinstance(body, ast.Tuple | ast.List):
-        return None
-    param = key.__code__.co_varnames[0]
+    body, param = parsed
     fields = []
     for elt in body.elts:
-        if isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name) and elt.value.id == param:
-            fields.append(elt.attr)
-        elif (
-            isinstance(elt, ast.Subscript)
-            and isinstance(elt.value, ast.Name)
-            and elt.value.id == param
-            and isinstance(elt.slice, ast.Constant)
-            and isinstance(elt.slice.value, str)
-        ):
-            fields.append(elt.slice.value)
-        else:
+        field = row_field(elt, param)
+        if field is None:
             raise PlanError(f"a key lambda returning a tuple of computed values is not supported: {TUPLE_KEY_HINT}")
+        fields.append(field)
     if not fields:
         raise PlanError(f"a key lambda returned an empty tuple: {TUPLE_KEY_HINT}")
     return tuple(fields)
