@@ -7,6 +7,7 @@ skipped only when the line before its fence says why: ``<!-- docs-test: skip (ne
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import os
 import re
 import subprocess
@@ -52,7 +53,9 @@ def test_page_examples_run(page, tmp_path, monkeypatch):
     for line, code, skip in blocks(page):
         if skip:
             continue
-        exec(compile(code, f"{page.relative_to(ROOT)}:{line}", "exec"), namespace)  # noqa: S102
+        name = f"{page.relative_to(ROOT)}, block at line {line}"
+        linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)  # tracebacks show the line
+        exec(compile(code, name, "exec"), namespace)
 
 
 def test_site_builds_strictly(tmp_path):
