@@ -20,9 +20,6 @@ import select
 import sys
 import time
 
-import numpy as np
-import pyarrow as pa
-
 
 def _demo(args) -> int:
     from tidal.cli import demo
