@@ -110,8 +110,8 @@ def run(args) -> int:
         "\nWhat to try next:\n"
         "  tidal demo --events 5000000                  a bigger stream\n"
         "  cd examples && tidal query \"SELECT team, COUNT(*) FROM 'goals.csv' GROUP BY team\"   SQL over files\n"
-        "  tidal query \"...\" --engine spark             the same SQL inside Spark tasks (needs pyspark and Java 17)\n"
+        '  tidal query "..." --engine spark             the same SQL inside Spark tasks (needs pyspark and Java 17)\n'
         "  mkdocs serve                                 the docs (pages per operator family, SQL, Spark, durability)\n"
-        "  python -c 'import tidal.cli.demo as d; help(d)'   this demo's source: tidal/cli/demo.py"
+        "  tidal/cli/demo.py                            this demo's source: change the window, latency or policy"
     )
     return 0
