@@ -5,7 +5,6 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e .
-# the main job: a SQL query over a sample file, planned and run on the embedded engine
-cd examples
-../.venv/bin/tidal query "SELECT team, COUNT(*) AS goals, MIN(time) AS first_goal, MAX(time) AS last_goal
-                         FROM 'goals.csv' GROUP BY team ORDER BY goals DESC" --format batch-table "$@"
+# the main job (tidal/cli/demo.py): generated ad clicks arriving out of order, sorted under a reorder
+# latency, joined with each ad's price at the click's time, spend per ad per minute, late clicks counted
+.venv/bin/tidal demo "$@"
