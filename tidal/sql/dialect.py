@@ -74,6 +74,18 @@ class Tidal(DuckDB):
         TABLE_ALIAS_TOKENS = DuckDB.Parser.TABLE_ALIAS_TOKENS - {TokenType.LIMIT, TokenType.OFFSET}
         ALIAS_TOKENS = DuckDB.Parser.ALIAS_TOKENS - {TokenType.LIMIT, TokenType.OFFSET}
 
+        def _parse_using_identifiers(self):
+            # USING (a, b): plain names; sqlglot would drop a qualifier (USING (t.a)), DuckDB rejects it
+            def name():
+                this = self._parse_column()
+                if isinstance(this, exp.Column):
+                    if this.table:
+                        self.raise_error(f"USING takes column names, not a qualified column: {this.sql()}")
+                    return this.this
+                return this
+
+            return self._parse_wrapped_csv(name, optional=True)
+
 
 def caret(sql: str, line: int, col: int) -> str:
     """The query's line ``line`` (1-based) with a caret under column ``col`` (1-based)."""

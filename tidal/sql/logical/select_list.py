@@ -76,6 +76,8 @@ class SelectList:
             key = o.this
             desc = bool(o.args.get("desc"))
             target = None
+            if isinstance(key, exp.Literal) and key.is_string:  # DuckDB: an error, it orders nothing
+                raise PlanError(f"ORDER BY a non-integer literal ({key.sql()}) is not supported: it has no effect")
             if isinstance(key, exp.Literal) and not key.is_string:
                 pos = int(key.name)
                 if not 1 <= pos <= len(exprs):
@@ -176,6 +178,8 @@ class SelectList:
         if group is not None:
             for g in group.expressions:
                 if isinstance(g, exp.Literal) and not g.is_string:
+                    if not 1 <= int(g.name) <= len(items):
+                        raise PlanError(f"GROUP BY position {g.name} is out of range (1 to {len(items)})")
                     item = items[int(g.name) - 1]
                     g = item.this if isinstance(item, exp.Alias) else item
                 elif isinstance(g, exp.Column) and not g.table:
@@ -214,6 +218,8 @@ class SelectList:
             param = None
             if isinstance(e, exp.Count):
                 if isinstance(arg, exp.Star) or arg is None:
+                    if distinct:  # DuckDB: a binder error, * only at the root of a select item
+                        raise PlanError(f"COUNT(DISTINCT *) is not supported (DuckDB rejects it too): {e.sql()}")
                     fn, arg_phys = "count", None
                 else:
                     fn = "count_distinct" if distinct else "count_not_null"
