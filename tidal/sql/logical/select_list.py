@@ -6,6 +6,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
 from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
@@ -23,9 +24,14 @@ class SelectList:
             # DuckDB keeps the first row of each key in ORDER BY order: a per-key TopK tidal does not have
             raise PlanError(f"DISTINCT ON is not supported: {distinct.sql(dialect='duckdb')}")
         from_ = sel.args.get("from_") or sel.args.get("from")
-        if from_ is None:
-            raise PlanError("a query needs FROM (tidal reads files and streams)")
-        node = self.from_item(from_.this)
+        if not sel.expressions:
+            raise PlanError("a SELECT without a selection list is not supported (DuckDB rejects it too)")
+        if from_ is None and any(
+            isinstance(i, exp.Star) or isinstance(i, exp.Column) and isinstance(i.this, exp.Star) for i in sel.expressions
+        ):
+            raise PlanError("SELECT * without FROM is not supported (DuckDB rejects it too)")
+        # a SELECT without FROM reads one row of no visible columns (DuckDB's answer: one row)
+        node = self.from_item(from_.this) if from_ is not None else self.scan("(no FROM)", NO_FROM, {})
         for join in sel.args.get("joins") or ():
             node = self.join(node, join)
         trigger = sel.args.get("trigger")
