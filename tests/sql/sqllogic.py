@@ -464,4 +464,3 @@ def table(outcomes: list[Outcome], root: Path) -> str:
             f"{name:<18}{scope:>9}{row['passed']:>8}{row['refused']:>8}{row['wrong']:>7}{row['crashed']:>8}{pct:>7.1f}%{row['skipped']:>8}"
         )
     return "\n".join(lines)
-

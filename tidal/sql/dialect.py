@@ -86,8 +86,11 @@ class Tidal(DuckDB):
         # sqlglot keeps two arguments of LTRIM/RTRIM/TRIM and drops the rest: more is DuckDB's error
         FUNCTIONS = {
             **DuckDB.Parser.FUNCTIONS,
-            **{name: _at_most(name, 2, DuckDB.Parser.FUNCTIONS[name]) for name in ("LTRIM", "RTRIM", "TRIM")
-               if name in DuckDB.Parser.FUNCTIONS},
+            **{
+                name: _at_most(name, 2, DuckDB.Parser.FUNCTIONS[name])
+                for name in ("LTRIM", "RTRIM", "TRIM")
+                if name in DuckDB.Parser.FUNCTIONS
+            },
         }
 
         def _parse_using_identifiers(self):

@@ -27,7 +27,7 @@ class SelectList:
         if not sel.expressions:
             raise PlanError("a SELECT without a selection list is not supported (DuckDB rejects it too)")
         if from_ is None and any(
-            isinstance(i, exp.Star) or isinstance(i, exp.Column) and isinstance(i.this, exp.Star) for i in sel.expressions
+            isinstance(i.this if isinstance(i, exp.Column) else i, exp.Star) for i in sel.expressions
         ):
             raise PlanError("SELECT * without FROM is not supported (DuckDB rejects it too)")
         # a SELECT without FROM reads one row of no visible columns (DuckDB's answer: one row)
