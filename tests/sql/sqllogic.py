@@ -92,7 +92,7 @@ def parse(text: str) -> list[Block]:
         raw = lines[i]
         line = raw.strip()
         for k, v in subst.items():
-            line = line.replace("${" + k + "}", v)
+            line = line.replace("${" + k + "}", v).replace("{" + k + "}", v)
         words = line.split()
         if not words or line.startswith("#"):
             i += 1
@@ -157,7 +157,7 @@ def parse(text: str) -> list[Block]:
             i += 1
         sql = "\n".join(sql_lines)
         for k, v in subst.items():
-            sql = sql.replace("${" + k + "}", v)
+            sql = sql.replace("${" + k + "}", v).replace("{" + k + "}", v)
         result: list[str] = []
         if i < len(lines) and lines[i].strip() == "----":
             i += 1
