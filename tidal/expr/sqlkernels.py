@@ -389,6 +389,14 @@ def _date(ev: SqlEvaluator, node):
     return pc.cast(v, pa.date32())
 
 
+def _round(v, digits: int):
+    """SQL's ROUND: half away from zero; rounding to more tens than the type holds gives 0 (DuckDB's)."""
+    limit = -18 if pa.types.is_integer(v.type) else -308
+    if digits < limit:
+        return pc.if_else(pc.is_valid(v), pa.scalar(0, v.type), pa.scalar(None, v.type))
+    return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")
+
+
 def _first(f, result: pa.DataType | None = None):
     """A function of the first argument's value and the node's constant parameters; NULL when a
     parameter is NULL (SQL functions propagate NULL), of the first argument's type."""
@@ -421,7 +429,7 @@ _FUNCS = {
     "least": lambda ev, node: pc.min_element_wise(*ev._args(node), skip_nulls=False),
     "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
     # SQL rounds half away from zero
-    "round": _first(lambda v, digits: pc.round(v, ndigits=digits, round_mode="half_towards_infinity")),
+    "round": _first(lambda v, digits: _round(v, digits)),
     "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
     "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
     "strptime": _first(lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")),

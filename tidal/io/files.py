@@ -56,6 +56,9 @@ class FileRead:
     skipped_lines: list[int] = field(default_factory=list)
 
 
+NO_FROM = "no FROM"  # the "format" of a SELECT without FROM: one row, one hidden column
+
+
 def file_format(path: str, explicit: str | None = None) -> str:
     """The format of ``path`` from its extension (or ``explicit``), or an error naming the path."""
     if explicit:
@@ -271,6 +274,9 @@ def read_file(
         raise InputError(f"on_error must be 'fail' or 'skip', not {on_error!r}")
     options = dict(options or {})
     fmt = file_format(path, format)
+    if fmt == NO_FROM:
+        table = pa.table({"__one": pa.array([1], pa.int8())})
+        return FileRead(path, table.select(columns) if columns is not None else table)
     source = _open(path)
     delimiter = "\t" if fmt == "tsv" else ","
     if fmt in ("csv", "tsv"):
@@ -327,6 +333,8 @@ def read_file(
 def file_schema(path: str, *, format: str | None = None, options: dict | None = None) -> pa.Schema:
     """The columns of ``path`` and their inferred types (reads Parquet/IPC metadata only)."""
     fmt = file_format(path, format)
+    if fmt == NO_FROM:
+        return pa.schema([pa.field("__one", pa.int8())])
     if fmt == "parquet" and not _is_stdin(path):
         import pyarrow.parquet as pq
 

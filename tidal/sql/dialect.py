@@ -61,6 +61,15 @@ def _parse_trigger(self) -> tuple[str, Trigger]:
     return "trigger", Trigger(expressions=items)
 
 
+def _at_most(name: str, n: int, build):
+    def checked(args, *rest):
+        if len(args) > n:
+            raise PlanError(f"{name} takes at most {n} arguments, got {len(args)}: no function {name.lower()} matches")
+        return build(args, *rest)
+
+    return checked
+
+
 class Tidal(DuckDB):
     class Tokenizer(DuckDB.Tokenizer):
         # ``session(...)`` is a table function here (session windows), not the SESSION keyword
@@ -73,6 +82,28 @@ class Tidal(DuckDB):
         # error, not a table aliased "LIMIT")
         TABLE_ALIAS_TOKENS = DuckDB.Parser.TABLE_ALIAS_TOKENS - {TokenType.LIMIT, TokenType.OFFSET}
         ALIAS_TOKENS = DuckDB.Parser.ALIAS_TOKENS - {TokenType.LIMIT, TokenType.OFFSET}
+
+        # sqlglot keeps two arguments of LTRIM/RTRIM/TRIM and drops the rest: more is DuckDB's error
+        FUNCTIONS = {
+            **DuckDB.Parser.FUNCTIONS,
+            **{
+                name: _at_most(name, 2, DuckDB.Parser.FUNCTIONS[name])
+                for name in ("LTRIM", "RTRIM", "TRIM")
+                if name in DuckDB.Parser.FUNCTIONS
+            },
+        }
+
+        def _parse_using_identifiers(self):
+            # USING (a, b): plain names; sqlglot would drop a qualifier (USING (t.a)), DuckDB rejects it
+            def name():
+                this = self._parse_column()
+                if isinstance(this, exp.Column):
+                    if this.table:
+                        self.raise_error(f"USING takes column names, not a qualified column: {this.sql()}")
+                    return this.this
+                return this
+
+            return self._parse_wrapped_csv(name, optional=True)
 
 
 def caret(sql: str, line: int, col: int) -> str:

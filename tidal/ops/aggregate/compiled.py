@@ -11,12 +11,13 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.batch import EventBatch
+from ...core.errors import TidalError
 from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int
 from .functions import LINEAR, ORDERED, AggregateFunction
 from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
 
 
-class SumOverflowError(ArithmeticError):
+class SumOverflowError(TidalError, ArithmeticError):
     """An integer sum outside BIGINT's range (DuckDB's HUGEINT result): an error, never a wrapped value."""
 
 

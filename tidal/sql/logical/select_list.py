@@ -6,6 +6,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
 from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
@@ -23,9 +24,14 @@ class SelectList:
             # DuckDB keeps the first row of each key in ORDER BY order: a per-key TopK tidal does not have
             raise PlanError(f"DISTINCT ON is not supported: {distinct.sql(dialect='duckdb')}")
         from_ = sel.args.get("from_") or sel.args.get("from")
-        if from_ is None:
-            raise PlanError("a query needs FROM (tidal reads files and streams)")
-        node = self.from_item(from_.this)
+        if not sel.expressions:
+            raise PlanError("a SELECT without a selection list is not supported (DuckDB rejects it too)")
+        if from_ is None and any(
+            isinstance(i.this if isinstance(i, exp.Column) else i, exp.Star) for i in sel.expressions
+        ):
+            raise PlanError("SELECT * without FROM is not supported (DuckDB rejects it too)")
+        # a SELECT without FROM reads one row of no visible columns (DuckDB's answer: one row)
+        node = self.from_item(from_.this) if from_ is not None else self.scan("(no FROM)", NO_FROM, {})
         for join in sel.args.get("joins") or ():
             node = self.join(node, join)
         trigger = sel.args.get("trigger")
@@ -76,6 +82,8 @@ class SelectList:
             key = o.this
             desc = bool(o.args.get("desc"))
             target = None
+            if isinstance(key, exp.Literal) and key.is_string:  # DuckDB: an error, it orders nothing
+                raise PlanError(f"ORDER BY a non-integer literal ({key.sql()}) is not supported: it has no effect")
             if isinstance(key, exp.Literal) and not key.is_string:
                 pos = int(key.name)
                 if not 1 <= pos <= len(exprs):
@@ -176,6 +184,8 @@ class SelectList:
         if group is not None:
             for g in group.expressions:
                 if isinstance(g, exp.Literal) and not g.is_string:
+                    if not 1 <= int(g.name) <= len(items):
+                        raise PlanError(f"GROUP BY position {g.name} is out of range (1 to {len(items)})")
                     item = items[int(g.name) - 1]
                     g = item.this if isinstance(item, exp.Alias) else item
                 elif isinstance(g, exp.Column) and not g.table:
@@ -214,6 +224,8 @@ class SelectList:
             param = None
             if isinstance(e, exp.Count):
                 if isinstance(arg, exp.Star) or arg is None:
+                    if distinct:  # DuckDB: a binder error, * only at the root of a select item
+                        raise PlanError(f"COUNT(DISTINCT *) is not supported (DuckDB rejects it too): {e.sql()}")
                     fn, arg_phys = "count", None
                 else:
                     fn = "count_distinct" if distinct else "count_not_null"
