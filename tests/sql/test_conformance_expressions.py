@@ -276,3 +276,103 @@ def test_aggregates_of_types_they_do_not_take(tmp_path, sql, named):
 
     table = pa.table({"s": ["a", "b"], "b": [True, False], "d": [dt.date(2020, 1, 1), dt.date(2020, 1, 4)]})
     assert_unsupported(sql, _write(tmp_path, table), *named)
+
+
+# -- untyped NULL literals and numbers as booleans ----------------------------------------------------
+NULLABLE = pa.table(
+    {
+        "i": pa.array([1, 2, 3, 4, 5], pa.int64()),
+        "a": pa.array([0, 2, None, -1, 7], pa.int64()),
+        "f": pa.array([0.0, 1.5, -0.5, None, 2.0], pa.float64()),
+        "b": pa.array([True, None, False, True, False], pa.bool_()),
+        "s": pa.array(["ab", " x ", None, "Ab", ""], pa.string()),
+    }
+)
+
+
+def test_untyped_null_takes_the_type_its_context_needs(tmp_path):
+    where = _write(tmp_path, NULLABLE)
+    exprs = [
+        "UPPER(NULL)", "LOWER(NULL)", "TRIM(NULL)", "LTRIM(NULL)", "REPLACE(NULL, 'a', 'b')", "LENGTH(NULL)",
+        "substring(NULL, 1, 2)", "left(NULL, 1)", "contains(NULL, 'a')", "NULL LIKE 'a%'", "NULL = NULL",
+        "NULL <> NULL", "a = NULL", "1 + NULL", "NULL + NULL", "NULL // 2", "NULL / NULL", "-NULL", "abs(NULL)",
+        "floor(NULL)", "round(NULL)", "CASE WHEN NULL THEN 1 ELSE 2 END", "IF(NULL, 'y', 'n')", "COALESCE(NULL, a)",
+        "IFNULL(NULL, s)", "COALESCE(NULL, NULL)", "NULLIF(NULL, a)", "NULLIF(a, NULL)", "greatest(a, NULL)",
+        "least(NULL, a, 3)", "NULL || s", "NULL AND b", "NULL OR b", "NOT NULL", "NULL IN (1, 2)",
+    ]  # fmt: skip
+    cols = ", ".join(f"{e} AS c{k}" for k, e in enumerate(exprs))
+    assert_same(f"SELECT i, {cols} FROM 't.parquet'", where)
+    assert_same("SELECT i FROM 't.parquet' WHERE NULL", where)
+    assert_same("SELECT i FROM 't.parquet' WHERE NOT (b AND NULL)", where)
+    assert_same("SELECT t.i FROM 't.parquet' t JOIN 't.parquet' u ON NULL = 2", where)
+    assert_same("SELECT x, upper(x) AS u, x + 1 AS p FROM (SELECT NULL AS x)", where)
+
+
+def test_numbers_in_boolean_contexts_are_cast_as_duckdb_does(tmp_path):
+    where = _write(tmp_path, NULLABLE)
+    assert_same(
+        "SELECT i, 0 AND 1 AS c0, 2 AND 3 AS c1, NOT 0 AS c2, NOT 2 AS c3, a AND b AS c4, NOT a AS c5, f OR a AS c6, "
+        "NOT f AS c7, 1.5 AND 1 AS c8, CASE WHEN a THEN 'y' ELSE 'n' END AS c9, IF(f, 1, 0) AS c10, "
+        "CASE WHEN 1 THEN 13 ELSE 12 END AS c11 FROM 't.parquet'",
+        where,
+    )
+    for cond in ("1", "0", "a", "f", "a AND f", "NOT a", "a OR NULL", "a > 0 AND 1", "a - 1"):
+        assert_same(f"SELECT i FROM 't.parquet' WHERE {cond}", where)
+    assert_same("SELECT a, count(*) AS n FROM 't.parquet' GROUP BY a HAVING 1", where)
+    assert_same("SELECT count(*) AS n FROM 't.parquet' t JOIN 't.parquet' u ON 1", where)
+    assert_unsupported("SELECT i FROM 't.parquet' WHERE s", where, "WHERE s", "not boolean")
+
+
+def _exprs(depth: int = 3):
+    """Random expressions over NULLABLE's columns with untyped NULL literals: (integer, boolean, text),
+    nested at most ``depth`` deep."""
+    ints = st.sampled_from(["a", "NULL", "1", "-2"])
+    bools = st.sampled_from(["b", "NULL", "true", "a", "0", "f"])
+    texts = st.sampled_from(["s", "NULL", "'ab'"])
+    for _ in range(depth):
+        ints, bools, texts = (
+            st.one_of(
+                ints,
+                st.builds("({} + {})".format, ints, ints),
+                st.builds("({} * {})".format, ints, ints),
+                st.builds("abs({})".format, ints),
+                st.builds("coalesce({}, {})".format, ints, ints),
+                st.builds("greatest({}, {})".format, ints, ints),
+                st.builds("nullif({}, {})".format, ints, ints),
+                st.builds("CASE WHEN {} THEN {} ELSE {} END".format, bools, ints, ints),
+                st.builds("length({})".format, texts),
+            ),
+            st.one_of(
+                bools,
+                st.builds("({} AND {})".format, bools, bools),
+                st.builds("({} OR {})".format, bools, bools),
+                st.builds("(NOT {})".format, bools),
+                st.builds("({} = {})".format, ints, ints),
+                st.builds("({} < {})".format, ints, ints),
+                st.builds("({} IS NULL)".format, ints),
+                st.builds("({} LIKE 'a%')".format, texts),
+            ),
+            st.one_of(
+                texts,
+                st.builds("upper({})".format, texts),
+                st.builds("trim({})".format, texts),
+                st.builds("replace({}, 'a', 'b')".format, texts),
+                st.builds("({} || {})".format, texts, texts),
+                st.builds("IF({}, {}, {})".format, bools, texts, texts),
+            ),
+        )
+    return st.tuples(ints, bools, texts)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(exprs=_exprs())
+def test_expressions_with_null_literals_match_duckdb(tmp_path, exprs):
+    where = _write(tmp_path, NULLABLE)
+    x, y, z = exprs
+    for sql in (f"SELECT i, {x} AS x, {y} AS y, {z} AS z FROM 't.parquet'", f"SELECT i FROM 't.parquet' WHERE {y}"):
+        try:
+            duckdb.connect().sql(sql.replace("'t.parquet'", f"'{where}/t.parquet'")).fetchall()
+        except duckdb.Error:
+            assert_unsupported(sql, where)
+            continue
+        assert_same(sql, where)

@@ -18,7 +18,7 @@ from tidal.sql import SqlTypeError, plan
             "SELECT customer FROM 'orders.csv' GROUP BY customer HAVING sum(qty) + customer > 1",
             "SUM(qty) + customer: not defined for BIGINT, VARCHAR",
         ),
-        ("SELECT customer FROM 'orders.csv' GROUP BY customer HAVING sum(qty)", "HAVING SUM(qty) is BIGINT"),
+        ("SELECT customer FROM 'orders.csv' GROUP BY customer HAVING max(customer)", "HAVING MAX(customer) is VARCHAR"),
         ("SELECT upper(qty + 1) FROM 'orders.csv' GROUP BY qty + 1", "UPPER(qty + 1)"),
         ("SELECT customer FROM 'orders.csv' GROUP BY customer ORDER BY upper(count(*))", "UPPER(COUNT(*))"),
         ("SELECT a.qty + b.customer FROM 'orders.csv' a JOIN 'orders.csv' b ON a.id = b.id", "a.qty + b.customer"),
@@ -28,7 +28,7 @@ from tidal.sql import SqlTypeError, plan
         ),
         ("SELECT * FROM 'orders.csv' o JOIN 'customers.csv' c ON upper(o.qty) = c.name", "UPPER(o.qty)"),
         ("SELECT s.t + 'a' FROM (SELECT sum(qty) AS t FROM 'orders.csv') s", "s.t + 'a'"),
-        ("SELECT count(*) FROM 'orders.csv' WHERE qty", "WHERE qty is BIGINT, not boolean"),
+        ("SELECT count(*) FROM 'orders.csv' WHERE customer", "WHERE customer is VARCHAR, not boolean"),
         ("SELECT sum(qty * customer) FROM 'orders.csv'", "qty * customer"),
     ],
 )

@@ -48,7 +48,27 @@ def _align(a, b):
         return pc.cast(a, tb), b
     if pa.types.is_null(tb) and not pa.types.is_null(ta):
         return a, pc.cast(b, ta)
+    if pa.types.is_null(ta) and pa.types.is_null(tb):  # NULL op NULL: DuckDB's NULL casts to (BIG)INT
+        return pc.cast(a, pa.int64()), pc.cast(b, pa.int64())
     return a, b
+
+
+def _truth(v):
+    """A value in a boolean context (a condition, ``AND``/``OR``/``NOT``) as DuckDB casts it
+    implicitly: an untyped NULL is a NULL boolean, a number is true when not zero; other types are
+    left as they are (the boolean kernels then refuse them)."""
+    t = v.type
+    if pa.types.is_null(t):
+        return pc.cast(v, pa.bool_())
+    if _numeric(t):
+        return pc.not_equal(v, pa.scalar(0, t))
+    return v
+
+
+def _nulls_as(values):
+    """Untyped NULLs among ``values`` cast to the first typed one's type (BIGINT when all are NULL)."""
+    target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
+    return [pc.cast(v, target) if pa.types.is_null(v.type) else v for v in values]
 
 
 def const_scalar(value) -> pa.Scalar:
@@ -100,6 +120,22 @@ _UNARY_FNS = {
     "reverse": pc.utf8_reverse,
 } | {k: _PARTS[k] for k in ("year", "month", "day", "hour", "minute", "second")}
 _FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
+# the type an untyped NULL first argument takes (DuckDB casts its NULL type to the parameter's type);
+# functions not named here keep refusing a NULL of no type where DuckDB does too (year(NULL)...)
+_NULL_AS = {
+    **dict.fromkeys(
+        (
+            "upper", "lower", "reverse", "length", "replace", "trim", "starts_with", "ends_with", "contains",
+            "regexp_like", "regexp_replace", "regexp_extract", "substring", "left", "right", "strptime",
+        ),
+        pa.string(),
+    ),
+    "floor": pa.float64(),
+    "ceil": pa.float64(),
+    "sign": pa.int64(),
+    "round": pa.int64(),
+    "strftime": pa.timestamp("us"),
+}  # fmt: skip
 
 
 class SqlEvaluator:
@@ -113,6 +149,7 @@ class SqlEvaluator:
         self.n = n
         self.subresults = subresults or {}
         self.texts = texts or {}
+        self._want: dict[int, pa.DataType] = {}  # id of an argument node -> the type a NULL there takes
 
     def sql(self, node, part=None) -> str:
         text = self.texts.get(id(node) if part is None else (id(node), part))
@@ -131,16 +168,20 @@ class SqlEvaluator:
 
     def mask(self, node: Node) -> pa.Array:
         """A boolean keep-mask: null counts as false (SQL WHERE)."""
-        v = self.array(node)
+        v = _truth(self.array(node))
         if not pa.types.is_boolean(v.type):
             raise SqlTypeError(f"condition {self.sql(node)} is {v.type}, not boolean")
         return pc.fill_null(v, False)
 
     def eval(self, node: Node):
         try:
-            return self._eval(node)
+            v = self._eval(node)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:
             raise self._error(exc, self.sql(node)) from None
+        want = self._want.get(id(node))
+        if want is not None and pa.types.is_null(v.type):
+            v = pc.cast(v, want)
+        return v
 
     @staticmethod
     def _error(exc: Exception, text: str) -> SqlTypeError:
@@ -169,23 +210,29 @@ class SqlEvaluator:
             return self._bool(node)
         if isinstance(node, Unary):
             v = self.eval(node.operand)
-            return pc.invert(v) if node.op == "not" else pc.negate(v)
+            if node.op == "not":
+                return pc.invert(_truth(v))
+            return pc.negate(pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
         if isinstance(node, Call) and node.func == "abs":
-            return pc.abs(self.eval(node.args[0]))
+            v = self.eval(node.args[0])
+            return pc.abs(pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
         if isinstance(node, IsNull):
             return pc.is_null(self.eval(node.operand))
         if isinstance(node, Like):
-            return like(self.eval(node.operand), node.pattern, node.ignore_case)
+            v = self.eval(node.operand)
+            return like(pc.cast(v, pa.string()) if pa.types.is_null(v.type) else v, node.pattern, node.ignore_case)
         if isinstance(node, Case):
             conds, values = [], []
             for cond, value in node.whens:
-                conds.append(pc.fill_null(self.array(cond), False))
+                conds.append(pc.fill_null(_truth(self.array(cond)), False))
                 values.append(self.eval(value))
             values.append(self.eval(node.default))
             return self._choose(conds, values)
         if isinstance(node, Cast):
             return self._try_cast(node) if node.safe else self._cast(self.eval(node.operand), node.to)
         if isinstance(node, SqlCall):
+            if node.func in _NULL_AS and node.args:
+                self._want[id(node.args[0])] = _NULL_AS[node.func]
             fn = _FUNCS.get(node.func)
             if fn is not None:
                 return fn(self, node)
@@ -198,9 +245,9 @@ class SqlEvaluator:
     def _bool(self, node: BoolOp):
         """Kleene AND/OR, folded left to right as SQL nests ``a AND b AND c`` (so errors name the same part)."""
         f = pc.and_kleene if node.op == "and" else pc.or_kleene
-        out = self.eval(node.operands[0])
+        out = _truth(self.eval(node.operands[0]))
         for k, operand in enumerate(node.operands[1:], 2):
-            b = self.eval(operand)
+            b = _truth(self.eval(operand))
             try:
                 out = f(*_align(out, b))
             except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:
@@ -425,8 +472,9 @@ _FUNCS = {
     "epoch": _epoch,
     "part": _part,
     "date": _date,
-    "greatest": lambda ev, node: pc.max_element_wise(*ev._args(node), skip_nulls=False),
-    "least": lambda ev, node: pc.min_element_wise(*ev._args(node), skip_nulls=False),
+    # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
+    "greatest": lambda ev, node: pc.max_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
+    "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
     "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
     # SQL rounds half away from zero
     "round": _first(lambda v, digits: _round(v, digits)),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
@@ -14,7 +13,7 @@ from ...io.files import file_format, file_schema
 from ..expressions import Evaluator, SqlTypeError, has_subquery
 from .exprs import TVF_PARAMETERS, _and, _col, _columns, _conjuncts, _interval_arg, _key_sides, _with_columns
 from .nodes import EventTime, Filter, Join, Node, Project, Scan, Session, Tumble
-from .types import _cast_to, _key_type, sql_type_name
+from .types import _cast_to, _key_type, is_condition_type, sql_type_name
 
 
 class FromItems:
@@ -138,7 +137,7 @@ class FromItems:
             both = Join(left, right, "cross")
             bound = self.bind(on, both)
             t = self.check(bound, both)
-            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+            if t is not None and not is_condition_type(t):
                 raise SqlTypeError(f"ON {on.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
             for part in _conjuncts(bound):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
@@ -11,7 +10,7 @@ from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
 from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
-from .types import _agg_type, checked_agg, sql_type_name
+from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 
 
 class SelectList:
@@ -40,7 +39,7 @@ class SelectList:
         if where is not None:
             cond = self.bind(where.this, node)
             t = self.check(cond, node)
-            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+            if t is not None and not is_condition_type(t):
                 raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, cond)
         items = self._expand_star(sel.expressions, node)
@@ -60,7 +59,7 @@ class SelectList:
                 raise PlanError("TRIGGER applies to a query with GROUP BY or aggregates")
         if having_expr is not None:
             t = self.check(having_expr, node)
-            if t is not None and not pa.types.is_boolean(t) and not pa.types.is_null(t):
+            if t is not None and not is_condition_type(t):
                 raise SqlTypeError(f"HAVING {having.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, having_expr)
         # projection, with ORDER BY expressions that are not outputs as hidden trailing columns

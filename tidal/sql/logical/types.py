@@ -42,6 +42,15 @@ def sql_type_name(t: pa.DataType | str) -> str:
     return _SQL_TYPE_NAMES.get(name, name.upper())
 
 
+def is_condition_type(t: pa.DataType) -> bool:
+    """Whether a condition (WHERE, HAVING, ON) of this type is one DuckDB takes: a boolean, or what it
+    casts to one implicitly (its untyped NULL, a number: true when not zero)."""
+    return any(
+        f(t)
+        for f in (pa.types.is_boolean, pa.types.is_null, pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)
+    )
+
+
 def user_message(message: str, labels: dict[str, str]) -> str:
     """An error message in the user's terms: internal (physical) column names, which bound
     expressions print quoted, become the SQL they stand for; Arrow's kernel wording and type
