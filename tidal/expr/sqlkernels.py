@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
+from .sqlmore import FUNCS as MORE_FUNCS
+from .sqlmore import text_to_time, time_to_text
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
 
@@ -53,6 +55,15 @@ def _align(a, b):
     return a, b
 
 
+def compare_values(op: str, a, b):
+    """``a op b`` (aligned): a boolean next to a number compares as that number (DuckDB's 0 and 1)."""
+    if pa.types.is_boolean(a.type) and _numeric(b.type):
+        a = pc.cast(a, b.type)
+    elif pa.types.is_boolean(b.type) and _numeric(a.type):
+        b = pc.cast(b, a.type)
+    return _CMP[op](a, b)
+
+
 def _truth(v):
     """A value in a boolean context (a condition, ``AND``/``OR``/``NOT``) as DuckDB casts it
     implicitly: an untyped NULL is a NULL boolean, a number is true when not zero; other types are
@@ -68,7 +79,9 @@ def _truth(v):
 def _nulls_as(values):
     """Untyped NULLs among ``values`` cast to the first typed one's type (BIGINT when all are NULL)."""
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
-    return [pc.cast(v, target) if pa.types.is_null(v.type) else v for v in values]
+    if _temporal(target):
+        target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
+    return [pc.cast(v, target) if pa.types.is_null(v.type) or _temporal(target) else v for v in values]
 
 
 def const_scalar(value) -> pa.Scalar:
@@ -205,7 +218,7 @@ class SqlEvaluator:
                 raise SqlTypeError(f"type error in {self.sql(node)}: cannot divide {a.type} by {b.type}")
             return pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
         if isinstance(node, Compare):
-            return _CMP[node.op](*_align(self.eval(node.left), self.eval(node.right)))
+            return self.compare(node.op, self.eval(node.left), self.eval(node.right))
         if isinstance(node, BoolOp):
             return self._bool(node)
         if isinstance(node, Unary):
@@ -229,7 +242,7 @@ class SqlEvaluator:
             values.append(self.eval(node.default))
             return self._choose(conds, values)
         if isinstance(node, Cast):
-            return self._try_cast(node) if node.safe else self._cast(self.eval(node.operand), node.to)
+            return self._try_cast(node) if node.safe else self._cast(self.eval(node.operand), node.to, self.sql(node))
         if isinstance(node, SqlCall):
             if node.func in _NULL_AS and node.args:
                 self._want[id(node.args[0])] = _NULL_AS[node.func]
@@ -256,6 +269,10 @@ class SqlEvaluator:
         return out
 
     # -- helpers shared by several functions ----------------------------------------------------
+    @staticmethod
+    def compare(op: str, a, b):
+        return compare_values(op, *_align(a, b))
+
     def _args(self, node: SqlCall) -> list:
         return [self.eval(a) for a in node.args]
 
@@ -272,6 +289,8 @@ class SqlEvaluator:
                 continue
             if target is None or (pa.types.is_integer(target) and pa.types.is_floating(t)):
                 target = t
+            elif pa.types.is_date(target) and pa.types.is_timestamp(t):  # a date and a timestamp: timestamps
+                target = t
         target = target or pa.null()
         values = [self._broadcast(pc.cast(v, target) if v.type != target else v) for v in values]
         if not conds:
@@ -280,7 +299,15 @@ class SqlEvaluator:
         return pc.case_when(struct, *values)
 
     @staticmethod
-    def _cast(v, target: pa.DataType):
+    def _cast(v, target: pa.DataType, text: str = "CAST"):
+        if _temporal(target) and (pa.types.is_string(v.type) or pa.types.is_large_string(v.type)):
+            return text_to_time(v, target, text)
+        if _temporal(target) and not (_temporal(v.type) or pa.types.is_null(v.type)):
+            raise SqlTypeError(f"type error in {text}: cannot cast {v.type} to {target} (not supported)")
+        if pa.types.is_timestamp(v.type) and v.type.tz is None and pa.types.is_string(target):
+            return time_to_text(v)
+        if pa.types.is_timestamp(v.type) and pa.types.is_date(target):
+            return pc.cast(pc.floor_temporal(v, unit="day"), target)
         if pa.types.is_string(v.type) and pa.types.is_boolean(target):
             return pc.equal(pc.utf8_lower(v), "true")
         if pa.types.is_floating(v.type) and pa.types.is_integer(target):
@@ -292,10 +319,11 @@ class SqlEvaluator:
             return self._cast(self.eval(node.operand), node.to)
         except (pa.ArrowInvalid, SqlTypeError):
             out = []
-            for x in self.array(node.operand).to_pylist():
+            values = self.array(node.operand)
+            for x in values.to_pylist():
                 try:
-                    out.append(pc.cast(pa.scalar(x), node.to).as_py())
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    out.append(self._cast(pa.scalar(x, values.type), node.to).as_py())
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, SqlTypeError):
                     out.append(None)
             return pa.array(out, node.to)
 
@@ -397,6 +425,7 @@ def _coalesce(ev: SqlEvaluator, node):
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
         target = pa.float64()
+    target = next((a.type for a in args if pa.types.is_timestamp(a.type)), target) if _temporal(target) else target
     return pc.coalesce(*[ev._broadcast(pc.cast(a, target)) for a in args])
 
 
@@ -485,4 +514,4 @@ _FUNCS = {
     "to_date": _first(lambda v: pc.cast(v, pa.date32())),
     "current_timestamp": lambda ev, node: pa.scalar(dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")),
     "current_date": lambda ev, node: pa.scalar(dt.date.today(), pa.date32()),
-} | STRING_FUNCS
+} | STRING_FUNCS | MORE_FUNCS

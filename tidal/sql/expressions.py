@@ -25,6 +25,7 @@ from ..core.errors import PlanError
 from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from ..expr.sqlcompile import CompiledSql
 from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
+from .exprmore import MoreTranslations
 
 _UNIT_US = {
     "MICROSECOND": 1,
@@ -72,6 +73,7 @@ _TYPES = {
     "BOOLEAN": pa.bool_(),
     "DATE": pa.date32(),
     "TIMESTAMP": pa.timestamp("us"),
+    "TIMESTAMPNTZ": pa.timestamp("us"),
     "DATETIME": pa.timestamp("us"),
     "TIMESTAMPTZ": pa.timestamp("us", "UTC"),
 }
@@ -155,7 +157,7 @@ def regex_options(e: exp.Expression, flags: str | None, func: str) -> str:
     return "".join(c for c in "ilsg" if on[c])
 
 
-class _Translator:
+class _Translator(MoreTranslations):
     """sqlglot -> expression tree, one method per sqlglot class (``t_`` + its name)."""
 
     def __init__(self):
@@ -301,9 +303,6 @@ class _Translator:
     def t_ILike(self, e):
         return self.t_Like(e, ignore_case=True)
 
-    def t_Escape(self, e):
-        raise PlanError(f"LIKE ... ESCAPE is not supported: {e.sql()}")
-
     def _const(self, e, arg, what: str):
         """A constant argument's value (None for NULL); a per-row one is not supported."""
         if isinstance(arg, exp.Paren):
@@ -422,6 +421,8 @@ class _Translator:
             return self._call("length", e, [args[0]])
         if name in ("epoch_us", "epoch_ms", "epoch"):
             return self._call(name, e, [args[0]])
+        if (node := self.more_function(name, e)) is not None:
+            return node
         raise PlanError(f"unknown function {e.sql()}")
 
     # -- date and time -------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..expressions import has_subquery, pushable_predicate
@@ -45,7 +46,12 @@ def push_filters(root: Node) -> Node:
         if isinstance(child, Scan):
             parts = _conjuncts(node.condition)
             file_of = dict(zip(child.names, child.file_columns, strict=True))
-            pushable = [p for p in parts if pushable_predicate(p) is not None and _columns(p) <= set(file_of)]
+            bools = {n for n, t in zip(child.names, child.types, strict=False) if pa.types.is_boolean(t)}
+            pushable = [
+                p
+                for p in parts
+                if pushable_predicate(p) is not None and _columns(p) <= set(file_of) and not _bool_number(p, bools)
+            ]
             if not pushable:
                 return node
             rest = [p for p in parts if p not in pushable]
@@ -55,6 +61,11 @@ def push_filters(root: Node) -> Node:
         return node
 
     return bottom_up(root, push)
+
+
+def _bool_number(p: exp.Expression, bools: set) -> bool:
+    """A boolean column next to a number compares as a number: the file reader would not cast it."""
+    return bool(_columns(p) & bools) and any(isinstance(x, exp.Literal) and not x.is_string for x in p.walk())
 
 
 def _push_into_join(node: Filter, join: Join, push) -> Node:

@@ -1,0 +1,98 @@
+"""More of DuckDB's expressions against DuckDB on the same data: TIMESTAMP/DATE literals and casts,
+IS [NOT] DISTINCT FROM, prefix/suffix/strpos/split_part/translate/ascii, logarithms, LIKE ... ESCAPE,
+a boolean compared with a number. Each answer must equal DuckDB's, or be an error naming the construct."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+
+from .test_conformance_expressions import STRINGS, _write, assert_same, assert_unsupported
+
+TIMES = pa.table(
+    {
+        "t": pa.array(
+            [dt.datetime(2024, 6, 1, 18, 0, 30), dt.datetime(2024, 6, 1, 18, 0, 31, 500000), None,
+             dt.datetime(1960, 1, 3, 0, 0, 0, 123000)],
+            pa.timestamp("us"),
+        ),
+        "d": pa.array([dt.date(2024, 6, 1), None, dt.date(2024, 1, 3), dt.date(1960, 1, 3)], pa.date32()),
+        "s": pa.array(["2024-01-03", "2024-01-03 12:00:00.5", None, "2024-06-01T18:00:30"], pa.string()),
+        "b": pa.array([True, False, None, True], pa.bool_()),
+        "i": pa.array([1, 0, 2, None], pa.int64()),
+        "f": pa.array([1.5, 0.0, None, 1.0], pa.float64()),
+    }
+)  # fmt: skip
+
+
+def test_timestamp_and_date_literals_and_casts(tmp_path):
+    where = _write(tmp_path, TIMES)
+    assert_same(
+        "SELECT t, TIMESTAMP '2024-01-03', TIMESTAMP '2024-01-03 12:00:00.5', DATE '2024-01-03', "
+        "CAST(s AS TIMESTAMP), s::TIMESTAMP, CAST(s AS DATE), CAST(d AS TIMESTAMP), CAST(t AS DATE), "
+        "CAST(t AS VARCHAR), CAST(NULL AS TIMESTAMP), TRY_CAST('x' AS TIMESTAMP) FROM 't.parquet'",
+        where,
+    )
+    assert_same("SELECT t FROM 't.parquet' WHERE t > TIMESTAMP '2024-06-01 18:00:30'", where)
+    assert_same("SELECT t FROM 't.parquet' WHERE t >= CAST('2024-06-01' AS DATE) OR d = DATE '2024-01-03'", where)
+    assert_same("SELECT coalesce(d, t), CASE WHEN b THEN d ELSE t END, greatest(d, t) FROM 't.parquet'", where)
+
+
+def test_casts_duckdb_refuses_or_reads_otherwise_are_errors(tmp_path):
+    where = _write(tmp_path, TIMES)
+    assert_unsupported("SELECT CAST('x' AS TIMESTAMP)", where, "not a timestamp")
+    assert_unsupported("SELECT '2024-01-03 10:00:00+02'::TIMESTAMP", where, "not a timestamp")
+    assert_unsupported("SELECT CAST(i AS TIMESTAMP) FROM 't.parquet'", where, "not supported")
+
+
+def test_is_distinct_from(tmp_path):
+    where = _write(tmp_path, TIMES)
+    assert_same(
+        "SELECT i IS DISTINCT FROM 1, i IS NOT DISTINCT FROM 1, i IS DISTINCT FROM NULL, "
+        "NULL IS NOT DISTINCT FROM NULL, i IS NOT DISTINCT FROM f, s IS DISTINCT FROM 'x', "
+        "t IS NOT DISTINCT FROM TIMESTAMP '2024-06-01 18:00:30', b IS DISTINCT FROM 2 FROM 't.parquet'",
+        where,
+    )
+
+
+def test_string_functions(tmp_path):
+    where = _write(tmp_path, STRINGS)
+    assert_same(
+        "SELECT id, prefix(s, 'He'), suffix(s, 'ld'), prefix(s, ''), prefix(s, NULL), strpos(s, 'l'), "
+        "instr(s, 'o'), position('ö' IN s), strpos(s, ''), strpos(s, NULL), split_part(s, 'o', 2), "
+        "split_part(s, 'o', -1), split_part(s, 'o', 0), split_part(s, 'o', 9), split_part(s, '', 2), "
+        "split_part(s, '', -1), split_part(s, NULL, 1), split_part(s, 'o', NULL), translate(s, 'lo', 'L'), "
+        "translate(s, 'll', 'xy'), translate(s, NULL, 'x'), ascii(s), ascii(''), ascii(NULL) FROM 't.parquet'",
+        where,
+    )
+
+
+def test_logarithms(tmp_path):
+    where = _write(tmp_path, STRINGS)
+    assert_same(
+        "SELECT id, log2(n), log10(n), ln(n), log(n), log(3, n), log2(8), log10(1000), log2(NULL) FROM 't.parquet'",
+        where,
+    )
+
+
+def test_like_escape(tmp_path):
+    where = _write(tmp_path, STRINGS)
+    assert_same(
+        "SELECT id, s LIKE 'foo!%%' ESCAPE '!', s LIKE '%!_%' ESCAPE '!', s LIKE 'a\\\\b%' ESCAPE '\\', "
+        "s NOT LIKE 'foo!%%' ESCAPE '!', s ILIKE 'hello%' ESCAPE '!', s LIKE 'foo%' ESCAPE '', "
+        "s LIKE '%' ESCAPE NULL FROM 't.parquet'",
+        where,
+    )
+    assert_unsupported("SELECT s LIKE 'a!' ESCAPE '!' FROM 't.parquet'", where, "escape")
+    assert_unsupported("SELECT s LIKE 'a' ESCAPE 'xy' FROM 't.parquet'", where, "escape")
+
+
+def test_boolean_compared_with_a_number(tmp_path):
+    where = _write(tmp_path, TIMES)
+    assert_same(
+        "SELECT b = 1, b = 0, b = 2, b = i, b < 1, b = 1.5, b = f, 1 = b, b <> 2, b > -1, "
+        "b BETWEEN 0 AND 1 FROM 't.parquet'",
+        where,
+    )
+    assert_same("SELECT i FROM 't.parquet' WHERE b = 1", where)

@@ -1,0 +1,147 @@
+"""More SQL functions (DuckDB's): string positions and parts, ``translate``, ``ascii``, logarithms,
+``IS [NOT] DISTINCT FROM``, ``LIKE ... ESCAPE`` and casts of text to ``TIMESTAMP``/``DATE``.
+
+Each takes the evaluator and its :class:`~tidal.expr.nodes.SqlCall` node, as the kernels of
+:mod:`tidal.expr.sqlkernels` do; constant arguments are the node's parameters (``None``: NULL).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .sqlstrings import SqlTypeError, _literal, _text
+
+# the text DuckDB casts to a TIMESTAMP: YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]
+_TIMESTAMP_TEXT = r"^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*$"
+
+
+def text_to_time(v, target: pa.DataType, text: str):
+    """A string cast to a timestamp or a date (DuckDB: a date's text may carry a time, dropped);
+    text in another form (a zone offset, a bare hour) is an error, not a guess."""
+    bad = pc.invert(pc.fill_null(pc.match_substring_regex(v, _TIMESTAMP_TEXT), True))
+    if isinstance(v, pa.Scalar) and bad.as_py() or not isinstance(v, pa.Scalar) and pc.any(bad).as_py():
+        example = v if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0]
+        raise SqlTypeError(f"cannot evaluate {text}: {example} is not a timestamp (YYYY-MM-DD[ HH:MM[:SS[.US]]])")
+    stamp = pc.cast(v, pa.timestamp("us"))
+    return stamp if pa.types.is_timestamp(target) else pc.cast(pc.floor_temporal(stamp, unit="day"), pa.date32())
+
+
+def time_to_text(v):
+    """A timestamp's text as DuckDB writes it: seconds always, a fraction without trailing zeros."""
+    us = pc.cast(pc.microsecond(v), pa.int64())
+    whole = pc.add(pc.multiply(pc.cast(pc.millisecond(v), pa.int64()), 1000), us)
+    fraction = pc.utf8_rtrim(pc.utf8_lpad(pc.cast(whole, pa.string()), 6, "0"), "0")
+    text = pc.strftime(pc.cast(pc.floor_temporal(v, unit="second"), pa.timestamp("s")), "%Y-%m-%d %H:%M:%S")
+    dotted = pc.binary_join_element_wise(text, fraction, ".")
+    return pc.if_else(pc.equal(whole, 0), text, dotted)
+
+
+def _distinct(ev, node):
+    """``a IS [NOT] DISTINCT FROM b``: equality where two NULLs are equal, never NULL itself."""
+    a, b = ev.eval(node.args[0]), ev.eval(node.args[1])
+    eq = ev.compare("==", a, b)
+    na, nb = pc.is_null(a), pc.is_null(b)
+    same = pc.if_else(pc.and_(na, nb), True, pc.if_else(pc.or_(na, nb), False, eq))
+    return pc.invert(same) if node.params[0] else same
+
+
+def _like_regex(pattern: str, escape: str, ignore_case: bool, text: str) -> str:
+    if len(escape) > 1:
+        raise SqlTypeError(f"{text}: the escape string must be empty or one character")
+    body, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if escape and c == escape:
+            if i + 1 == len(pattern):
+                raise SqlTypeError(f"{text}: a LIKE pattern must not end with its escape character")
+            body.append(_literal(pattern[i + 1], "l"))
+            i += 2
+            continue
+        body.append({"%": ".*", "_": "."}.get(c) or _literal(c, "l"))
+        i += 1
+    return f"(?s{'i' if ignore_case else ''})^{''.join(body)}$"
+
+
+def _like_escape(ev, node):
+    pattern, escape, ignore_case = node.params
+    v = ev.eval(node.args[0])
+    v = pc.cast(v, pa.string()) if pa.types.is_null(v.type) else v
+    if pattern is None or escape is None:
+        return pa.scalar(None, pa.bool_())
+    return pc.match_substring_regex(v, _like_regex(pattern, escape, ignore_case, ev.sql(node)))
+
+
+def _strpos(ev, node):
+    """``strpos(s, t)``: the 1-based character position of ``t``'s first occurrence in ``s``, 0 if none."""
+    (sub,) = node.params
+    v = _text(ev, node.args[0])
+    if sub is None:
+        return pa.nulls(len(v), pa.int64())
+    if sub == "":
+        return pc.if_else(pc.is_null(v), pa.scalar(None, pa.int64()), pa.scalar(1, pa.int64()))
+    parts = pc.split_pattern(v, sub, max_splits=1)
+    found = pc.equal(pc.list_value_length(parts), 2)
+    before = pc.cast(pc.utf8_length(pc.list_element(parts, 0)), pa.int64())
+    return pc.if_else(found, pc.add(before, 1), pa.scalar(0, pa.int64()))
+
+
+def _split_part(ev, node):
+    """``split_part(s, delimiter, k)``: the k-th part (from the end when negative), '' when none;
+    an empty delimiter splits into characters (DuckDB's)."""
+    delim, k = node.params
+    v = _text(ev, node.args[0])
+    if delim is None or k is None:
+        return pa.nulls(len(v), pa.string())
+    if delim == "":
+        if k == 0:
+            part = pc.utf8_slice_codeunits(v, 0, 0)
+        else:
+            part = pc.utf8_slice_codeunits(v, k - 1, k) if k > 0 else pc.utf8_slice_codeunits(v, k, k + 1 or 2**40)
+        return part
+    lists = pc.split_pattern(v, delim)
+    offsets = np.asarray(lists.offsets.to_numpy(zero_copy_only=False), np.int64)
+    counts = offsets[1:] - offsets[:-1]
+    ok = (counts >= abs(k)) & (k != 0) & np.asarray(v.is_valid().to_numpy(zero_copy_only=False), bool)
+    at = offsets[:-1] + (k - 1) if k > 0 else offsets[1:] + k
+    values = lists.values
+    taken = values.take(pa.array(np.where(ok, at, 0))) if len(values) else pa.nulls(len(v), pa.string())
+    out = pc.if_else(pa.array(ok), taken, pa.scalar("", pa.string()))
+    return pc.if_else(pc.is_null(v), pa.scalar(None, pa.string()), out)
+
+
+def _by_value(ev, node, f, result: pa.DataType):
+    """``f`` of each distinct string value (a dictionary's), taken back to the rows."""
+    v = _text(ev, node.args[0])
+    if any(p is None for p in node.params):
+        return pa.nulls(len(v), result)
+    encoded = pc.dictionary_encode(v)
+    mapped = pa.array([f(s, *node.params) for s in encoded.dictionary.to_pylist()], result)
+    return mapped.take(encoded.indices)
+
+
+def _translated(s: str, source: str, target: str) -> str:
+    table: dict[int, str | None] = {}
+    for i, c in enumerate(source):
+        table.setdefault(ord(c), target[i] if i < len(target) else None)  # the first mapping wins
+    return s.translate(table)
+
+
+def _log(ev, node):
+    """``log(b, x)``/``log2``/``log10``: DuckDB's (0 gives -inf, a negative number NaN)."""
+    base, x = (pc.cast(ev.eval(a), pa.float64()) for a in node.args)
+    if isinstance(base, pa.Scalar) and base.is_valid and base.as_py() in (2.0, 10.0):
+        return (pc.log2 if base.as_py() == 2.0 else pc.log10)(x)
+    return pc.logb(x, base)
+
+
+FUNCS = {
+    "distinct": _distinct,
+    "like_escape": _like_escape,
+    "strpos": _strpos,
+    "split_part": _split_part,
+    "translate": lambda ev, node: _by_value(ev, node, _translated, pa.string()),
+    "ascii": lambda ev, node: _by_value(ev, node, lambda s: ord(s[0]) if s else 0, pa.int32()),
+    "log": _log,
+}
