@@ -37,6 +37,12 @@ def test_timestamp_and_date_literals_and_casts(tmp_path):
     assert_same("SELECT t FROM 't.parquet' WHERE t > TIMESTAMP '2024-06-01 18:00:30'", where)
     assert_same("SELECT t FROM 't.parquet' WHERE t >= CAST('2024-06-01' AS DATE) OR d = DATE '2024-01-03'", where)
     assert_same("SELECT coalesce(d, t), CASE WHEN b THEN d ELSE t END, greatest(d, t) FROM 't.parquet'", where)
+    # a cast binds to the typed literal, not to its string (sqlglot alone reads it as text cast to TIMESTAMP)
+    assert_same(
+        "SELECT t, TIMESTAMP '2024-01-03 10:00:00'::VARCHAR, DATE '2024-01-03'::VARCHAR, "
+        "'TIMESTAMP ''x''' FROM 't.parquet'",
+        where,
+    )
 
 
 def test_casts_duckdb_refuses_or_reads_otherwise_are_errors(tmp_path):

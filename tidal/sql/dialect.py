@@ -114,10 +114,32 @@ def caret(sql: str, line: int, col: int) -> str:
     return f"  {text}\n  {' ' * max(0, col - 1)}^"
 
 
+_TYPED_LITERALS = {TokenType.TIMESTAMP, TokenType.TIMESTAMPNTZ, TokenType.TIMESTAMPTZ, TokenType.DATE, TokenType.TIME}
+
+
+def _group_typed_literals(sql: str) -> str:
+    """``TIMESTAMP '...'::T`` with the literal in parentheses: sqlglot binds the ``::`` to the string
+    (a cast of text to TIMESTAMP), DuckDB to the typed literal (a cast of the timestamp to T)."""
+    try:
+        tokens = Tidal().tokenize(sql)
+    except TokenError:
+        return sql  # the parser reports it
+    spans = [
+        (kw.start, lit.end)
+        for kw, lit, after in zip(tokens, tokens[1:], tokens[2:], strict=False)
+        if kw.token_type in _TYPED_LITERALS
+        and lit.token_type == TokenType.STRING
+        and after.token_type == TokenType.DCOLON
+    ]
+    for start, end in reversed(spans):
+        sql = f"{sql[:start]}({sql[start : end + 1]}){sql[end + 1 :]}"
+    return sql
+
+
 def parse(sql: str) -> exp.Expression:
     """Parse one statement of tidal's dialect."""
     try:
-        trees = sqlglot.parse(sql, read=Tidal)
+        trees = sqlglot.parse(_group_typed_literals(sql), read=Tidal)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         line, col = err.get("line") or 1, err.get("col") or 1
