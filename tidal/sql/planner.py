@@ -69,6 +69,7 @@ from .logical import (
     Tumble,
     UnionAll,
     column_labels,
+    event_time_field,
     user_message,
 )
 
@@ -106,29 +107,6 @@ class TimeSpec:
     generator: str | None = None
     params: tuple = ()
     ordinal: bool = False  # relational input under a TRIGGER: row i of a file is at tick i
-
-
-def event_time_field(node: Node) -> str | None:
-    """The column of ``node``'s output that is the event time (a window end after ``tumble``)."""
-    if isinstance(node, EventTime):
-        return node.time_field
-    if isinstance(node, Tumble | Session):
-        return "window_end"
-    if isinstance(node, Filter):
-        return event_time_field(node.input)
-    if isinstance(node, Project):
-        inner = event_time_field(node.input)
-        hits = [n for n, e in node.exprs if isinstance(e, exp.Column) and e.name == inner]
-        return hits[0] if inner is not None and hits else None
-    if isinstance(node, Aggregate):
-        inner = event_time_field(node.input)
-        return inner if inner in node.keys else None
-    if isinstance(node, Join):  # a side's event time (the left's when both have one) passes through
-        return event_time_field(node.left) or event_time_field(node.right)
-    if isinstance(node, UnionAll):
-        left = event_time_field(node.left)
-        return left if left is not None and left == event_time_field(node.right) else None
-    return None
 
 
 def has_event_time(node: Node) -> bool:

@@ -16,6 +16,7 @@ from .from_items import FromItems
 from .nodes import Aggregate, Limit, Node, Project, Query, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
+from .unsupported import refuse_unsupported
 
 
 class Builder(FromItems, SelectList):
@@ -27,6 +28,7 @@ class Builder(FromItems, SelectList):
         self._n = 0
         self.trigger: tuple = ()
         self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
+        self.outer: list[Node] = []  # the enclosing queries' inputs while planning IN (subquery)
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -34,6 +36,7 @@ class Builder(FromItems, SelectList):
 
     # -- statements --------------------------------------------------------------------
     def build(self, tree: exp.Expression) -> Query:
+        refuse_unsupported(tree)
         query = self.query(tree, top=True)
         query.subplans = self.subplans
         query.labels = self.labels
@@ -128,12 +131,20 @@ class Builder(FromItems, SelectList):
         ]
         if not hits and qual is None:
             hits = [phys for phys in node.names if phys == name]
+        if not hits and any(self._resolves(column, outer) for outer in self.outer):
+            raise PlanError(
+                f"correlated subqueries are not supported: {column.sql()} refers to a column of the outer query"
+            )
         if not hits:
             known = ", ".join(f"{q}.{n}" if q else n for q, n in node.scope)
             raise PlanError(f"unknown column {column.sql()}; available: {known}")
         if len(hits) > 1:
             raise PlanError(f"column {column.sql()} is ambiguous; qualify it with its table alias")
         return hits[0]
+
+    def _resolves(self, column: exp.Column, node: Node) -> bool:
+        name, qual = column.name.lower(), (column.table or "").lower()
+        return any(n.lower() == name and (not qual or (q or "").lower() == qual) for q, n in node.scope)
 
     def bind(self, expr: exp.Expression, node: Node) -> exp.Expression:
         """Replace SQL names by the physical columns of ``node``; plan IN (subquery)."""
@@ -142,7 +153,11 @@ class Builder(FromItems, SelectList):
             if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
                 return _col(self.resolve(e, node))
             if isinstance(e, exp.In) and e.args.get("query") is not None:
-                return self.in_subquery(e, _transform(e.this.copy(), visit))
+                self.outer.append(node)
+                try:
+                    return self.in_subquery(e, _transform(e.this.copy(), visit))
+                finally:
+                    self.outer.pop()
             return None
 
         return _transform(expr.copy(), visit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...io.files import CSV_OPTIONS
 from ..expressions import Evaluator, has_subquery, interval_micros
 from .nodes import Node, Project
 
@@ -32,6 +33,49 @@ TVF_PARAMETERS = {
     "percentile_watermark": ("source", "time_field", "events", "percentile", "frequency"),
     **{f: ("path",) for f in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")},
 }
+FILE_FUNCTIONS = ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")
+# each table function: (the arguments it takes, the required ones: a tuple of alternative names each)
+TVF_SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]] = {
+    "tumble": (("source", "time_field", "window_length", "offset"), (("source",), ("window_length",))),
+    "hop": (
+        ("source", "time_field", "window_length", "hop", "slide", "hop_length", "offset"),
+        (("source",), ("window_length",), ("hop", "slide", "hop_length")),
+    ),
+    "session": (
+        ("source", "time_field", "gap", "timeout", "max_duration", "key"),
+        (("source",), ("gap", "timeout")),
+    ),
+    "max_diff_watermark": (("source", "time_field", "offset"), (("source",), ("time_field",))),
+    "percentile_watermark": (
+        ("source", "time_field", "events", "percentile", "frequency"),
+        (("source",), ("time_field",), ("events",), ("percentile",), ("frequency",)),
+    ),
+    **{f: (("path", *sorted(CSV_OPTIONS)), (("path",),)) for f in ("read_csv", "read_csv_auto")},
+    **{f: (("path",), (("path",),)) for f in ("read_json", "read_json_auto", "read_parquet")},
+}
+_REQUIRED_HINTS = {
+    "source": "source => TABLE(...)",
+    "time_field": "time_field => DESCRIPTOR(column)",
+    "window_length": "window_length => INTERVAL ...",
+    "hop": "hop => INTERVAL ... (how often a window starts)",
+    "gap": "gap => INTERVAL ... (the silence that ends a session)",
+    "path": "path => 'file' (or the path as its first argument)",
+}
+
+
+def check_tvf_args(fn: str, args: dict) -> None:
+    """Refuse a table function's unknown, missing or repeated (under two names) arguments."""
+    allowed, required = TVF_SIGNATURES[fn]
+    unknown = [k for k in args if k not in allowed]
+    if unknown:
+        raise PlanError(f"{fn}(...) has no argument {', '.join(unknown)}; its arguments are {', '.join(allowed)}")
+    for names in required:
+        given = [k for k in names if k in args]
+        if not given:
+            hint = _REQUIRED_HINTS.get(names[0], f"{names[0]} => ...")
+            raise PlanError(f"{fn}(...) needs {hint}")
+        if len(given) > 1:
+            raise PlanError(f"{fn}(...): {' and '.join(given)} name the same argument; give one")
 
 
 def _interval_arg(args: dict, key: str, fn: str) -> int:

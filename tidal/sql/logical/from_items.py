@@ -11,8 +11,20 @@ from ...core.errors import PlanError
 from ...io.files import FORMATS as FILE_FORMATS
 from ...io.files import file_format, file_schema
 from ..expressions import Evaluator, SqlTypeError, has_subquery
-from .exprs import TVF_PARAMETERS, _and, _col, _columns, _conjuncts, _interval_arg, _key_sides, _with_columns
-from .nodes import EventTime, Filter, Join, Node, Project, Scan, Session, Tumble
+from .exprs import (
+    FILE_FUNCTIONS,
+    TVF_PARAMETERS,
+    TVF_SIGNATURES,
+    _and,
+    _col,
+    _columns,
+    _conjuncts,
+    _interval_arg,
+    _key_sides,
+    _with_columns,
+    check_tvf_args,
+)
+from .nodes import EventTime, Filter, Join, Node, Project, Scan, Session, Tumble, event_time_field
 from .types import _cast_to, _key_type, is_condition_type, sql_type_name
 
 
@@ -205,18 +217,18 @@ class FromItems:
                 f"unknown table {name!r}: name a CTE, a quoted file path such as '{name}.csv', "
                 f"or a file {name}.csv/.json/.parquet/... in the current directory"
             )
-        if isinstance(target, exp.ReadCSV):
-            return self.scan(target.this.name, "csv", self._kwargs(target.expressions))
         if isinstance(target, exp.Anonymous | exp.Func):
             return self.tvf(target)
         raise PlanError(f"unsupported FROM item: {item.sql()}")
 
-    def _kwargs(self, args) -> dict:
+    def _kwargs(self, args, fn: str) -> dict:
         out = {}
         for a in args:
             if not isinstance(a, exp.Kwarg | exp.PropertyEQ | exp.EQ):
                 raise PlanError(f"expected a named argument (name => value), got {a.sql()}")
             key = a.this.name.lower()
+            if key in out:
+                raise PlanError(f"{fn}(...): argument {key} is given twice")
             value = a.expression
             if isinstance(value, exp.Literal):
                 out[key] = value.name if value.is_string else Evaluator({}, 0).eval(value).as_py()
@@ -244,53 +256,42 @@ class FromItems:
     def tvf(self, call: exp.Expression) -> Node:
         name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
         items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
-        args = self._kwargs(self._named(name, items))
-        if name in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet"):
-            path = args.pop("path", None)
+        if isinstance(call, exp.ReadCSV):  # sqlglot keeps read_csv's first argument apart
+            items = [call.this, *items] if call.this is not None else items
+        if name not in TVF_SIGNATURES:
+            raise PlanError(f"unknown table function {name}; tidal has {', '.join(sorted(TVF_SIGNATURES))}")
+        args = self._kwargs(self._named(name, items), name)
+        check_tvf_args(name, args)
+        if name in FILE_FUNCTIONS:
+            path = args.pop("path")
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
-            return self.scan(path, fmt, {k: v for k, v in args.items() if k != "path"})
-        source = args.get("source")
-        if source is None:
-            raise PlanError(f"{name}(...) needs source => TABLE(...)")
-        node = self.table_arg(source)
+            return self.scan(path, fmt, args)
+        node = self.table_arg(args["source"])
         time_field = self.descriptor(node, args.get("time_field"), name)
         if name == "max_diff_watermark":
             offset = _interval_arg(args, "offset", name) if "offset" in args else 0
             return EventTime(node, time_field, "max_diff", (("offset", offset),))
         if name == "percentile_watermark":
-            params = tuple((k, args[k]) for k in ("events", "percentile", "frequency") if k in args)
-            if len(params) != 3:
-                raise PlanError("percentile_watermark needs events, percentile and frequency")
+            params = tuple((k, args[k]) for k in ("events", "percentile", "frequency"))
             return EventTime(node, time_field, "percentile", params)
         if name in ("tumble", "hop"):
-            if "window_length" not in args:
-                raise PlanError(f"{name}(...) needs window_length => INTERVAL ...")
             length = _interval_arg(args, "window_length", name)
             offset = _interval_arg(args, "offset", name) if "offset" in args else 0
             scope = (*node.scope, (None, "window_start"), (None, "window_end"))
             hop = None
             if name == "hop":
                 given = [k for k in ("hop", "slide", "hop_length") if k in args]
-                if not given:
-                    raise PlanError("hop(...) needs hop => INTERVAL ... (how often a window starts)")
                 hop = _interval_arg(args, given[0], name)
                 if hop <= 0 or length <= 0:
                     raise PlanError("hop(...): window_length and hop must be positive intervals")
             elif length <= 0:
                 raise PlanError("tumble(...): window_length must be a positive interval")
             return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
-        if name == "session":
-            return self.session(node, time_field, args)
-        raise PlanError(f"unknown table function {name}")
+        return self.session(node, time_field, args)
 
     def session(self, node: Node, time_field: str, args: dict) -> Session:
         """``session(source, time_field, gap [, max_duration] [, key])``: sessions per ``key``."""
-        unknown = set(args) - {"source", "time_field", "gap", "timeout", "max_duration", "key"}
-        if unknown:
-            raise PlanError(f"session(...) has no argument {', '.join(sorted(unknown))}")
         given = [k for k in ("gap", "timeout") if k in args]
-        if not given:
-            raise PlanError("session(...) needs gap => INTERVAL ... (the silence that ends a session)")
         gap = _interval_arg(args, given[0], "session")
         max_duration = _interval_arg(args, "max_duration", "session") if "max_duration" in args else None
         if gap <= 0 or (max_duration is not None and max_duration <= 0):
@@ -343,7 +344,13 @@ class FromItems:
 
     def descriptor(self, node: Node, value, fn: str) -> str:
         if value is None:
-            raise PlanError(f"{fn}(...) needs time_field => DESCRIPTOR(column)")
+            declared = event_time_field(node)
+            if declared is None:
+                raise PlanError(
+                    f"{fn}(...) needs time_field => DESCRIPTOR(column): its source declares no event time "
+                    "(wrap it in max_diff_watermark(...) or percentile_watermark(...), or name the column)"
+                )
+            return declared
         if isinstance(value, exp.Anonymous) and value.name.upper() == "DESCRIPTOR":
             value = value.expressions[0]
         if isinstance(value, str):

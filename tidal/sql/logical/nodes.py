@@ -289,3 +289,26 @@ class Query:
     hidden: int = 0  # trailing columns used only for ORDER BY
     subplans: dict = field(default_factory=dict)  # id -> Query for IN (subquery)
     labels: dict = field(default_factory=dict)  # internal column -> the user's SQL text it computes
+
+
+def event_time_field(node: Node) -> str | None:
+    """The column of ``node``'s output that is the event time (a window end after ``tumble``)."""
+    if isinstance(node, EventTime):
+        return node.time_field
+    if isinstance(node, Tumble | Session):
+        return "window_end"
+    if isinstance(node, Filter):
+        return event_time_field(node.input)
+    if isinstance(node, Project):
+        inner = event_time_field(node.input)
+        hits = [n for n, e in node.exprs if isinstance(e, exp.Column) and e.name == inner]
+        return hits[0] if inner is not None and hits else None
+    if isinstance(node, Aggregate):
+        inner = event_time_field(node.input)
+        return inner if inner in node.keys else None
+    if isinstance(node, Join):  # a side's event time (the left's when both have one) passes through
+        return event_time_field(node.left) or event_time_field(node.right)
+    if isinstance(node, UnionAll):
+        left = event_time_field(node.left)
+        return left if left is not None and left == event_time_field(node.right) else None
+    return None

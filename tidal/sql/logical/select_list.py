@@ -289,7 +289,11 @@ class SelectList:
                     return x
                 if isinstance(x, exp.In) and x.args.get("query") is not None:
                     # value IN (subquery) over the groups: the value is rewritten, the subquery planned
-                    return self.in_subquery(x, _transform(x.this.copy(), visit))
+                    self.outer.append(node)
+                    try:
+                        return self.in_subquery(x, _transform(x.this.copy(), visit))
+                    finally:
+                        self.outer.pop()
                 try:
                     text = self.bind(x, node).sql()
                 except PlanError:
