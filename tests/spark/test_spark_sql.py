@@ -106,3 +106,34 @@ def test_event_time_sql_on_spark(spark, data_dir, sql, monkeypatch):
     assert expected.num_rows > 0
     got = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=2)
     assert _rows(got) == _rows(expected)
+
+
+def test_cli_spark_logs_never_reach_stdout(tmp_path):
+    """With --engine spark, standard output is exactly the CSV: log4j's banner and warnings and the stage
+    progress bars go to standard error, even under a log4j configuration that logs to standard output."""
+    import subprocess
+    import sys
+
+    (tmp_path / "goals.csv").write_text("team,minute\nred,1\nblue,2\nred,3\nred,4\nblue,9\n")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "log4j2.properties").write_text(
+        "rootLogger.level = info\nrootLogger.appenderRef.stdout.ref = console\n"
+        "appender.console.type = Console\nappender.console.name = console\nappender.console.target = SYSTEM_OUT\n"
+        "appender.console.layout.type = PatternLayout\nappender.console.layout.pattern = LOG %p %c: %m%n\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf), "PYTHONPATH": root}
+    env.pop("SPARK_MASTER", None)
+    sql = "SELECT team, COUNT(*) AS goals FROM 'goals.csv' GROUP BY team ORDER BY team"
+    done = subprocess.run(
+        [sys.executable, "-m", "tidal.cli.main", "query", sql, "--format", "batch-csv", "--engine", "spark"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(csv.reader(io.StringIO(done.stdout))) == [["team", "goals"], ["blue", "2"], ["red", "3"]]
+    assert "LOG WARN" in done.stderr  # the configuration took effect: its lines went to stderr

@@ -134,7 +134,7 @@ def test_windowed_stream_joined_with_a_table_emits_each_window_once(files_dir, c
     assert len({(r["label"], r["window_end"]) for r in lines}) == len(lines)
     oracle = run_duckdb(
         "SELECT u.label, strftime(time_bucket(INTERVAL 3 MINUTES, CAST(e.at AS TIMESTAMP)) + INTERVAL 3 MINUTES,"
-        " '%Y-%m-%dT%H:%M:%S') AS window_end, count(*) AS n FROM 'events.json' e JOIN 'users.csv' u"
+        " '%Y-%m-%d %H:%M:%S') AS window_end, count(*) AS n FROM 'events.json' e JOIN 'users.csv' u"
         " ON e.user = u.user GROUP BY ALL",
         files_dir,
     )

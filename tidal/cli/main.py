@@ -32,9 +32,10 @@ REDRAW_SECONDS = 0.1
 
 
 def _json_value(v):
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
-    return v
+    """Dates and timestamps as DuckDB prints them, in every format (see tidal.sql.output.temporal_text)."""
+    from tidal.sql.output import temporal_text
+
+    return temporal_text(v)
 
 
 def _rich_table(table):
@@ -69,7 +70,7 @@ def _status(stats) -> str:
         if 0 <= wm < 10**17:  # event time in microseconds since the epoch
             import datetime as dt
 
-            wm_text = (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=wm)).isoformat()
+            wm_text = _json_value(dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=wm))
     counts = f"rows read: {stats.rows_read:,}  late rows: {stats.late:,}  skipped rows: {stats.skipped:,}"
     return f"{counts}  watermark: {wm_text}"
 
@@ -194,11 +195,11 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
     """A final answer in one of the batch formats."""
     import pyarrow.csv as pv
 
-    from tidal.sql.output import unique_names
+    from tidal.sql.output import csv_ready, unique_names
 
     if fmt == "batch-csv":
         buf = io.BytesIO()
-        pv.write_csv(table, buf)
+        pv.write_csv(csv_ready(table), buf)
         out.write(buf.getvalue().decode())
     elif fmt == "batch-json":
         table = table.rename_columns(unique_names(table.column_names))  # keys of one object
@@ -216,7 +217,7 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
 
 def _progressive(q, percent: float, fmt: str, out) -> None:
     """Refined answers after every ``percent``% of the input, then the exact answer (Trill's progressive mode)."""
-    from tidal.sql.output import unique_names
+    from tidal.sql.output import csv_ready, unique_names
     from tidal.sql.progressive import run_progressive
 
     def report(fraction: float, table) -> None:
@@ -233,7 +234,7 @@ def _progressive(q, percent: float, fmt: str, out) -> None:
                 import pyarrow.csv as pv
 
                 buf = io.BytesIO()
-                pv.write_csv(table, buf)
+                pv.write_csv(csv_ready(table), buf)
                 out.write(buf.getvalue().decode())
             else:
                 out.write(_table_text(table, q.stats).rstrip("\n") + "\n")

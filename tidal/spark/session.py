@@ -3,10 +3,15 @@
 The master is, in order: the ``master`` argument (the CLI's ``--spark-master``), the
 ``SPARK_MASTER`` environment variable, else ``local[*]``. Python workers run the same
 interpreter as the driver, so they import the same tidal, numpy and pyarrow.
+
+Spark never writes to this process's standard output, which carries query results (``tidal query
+--engine spark``): the JVM starts with its standard output on our standard error (log4j's banner and
+warnings, and anything the Python workers print, go there), and the console progress bars are off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -52,6 +57,7 @@ def spark_session(
         SparkSession.builder.master(resolve_master(master))
         .appName(app_name)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # no stage progress bars on the console
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
         # larger Arrow batches into Python: fewer calls into tidal's operators per partition
@@ -61,6 +67,27 @@ def spark_session(
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _stdout_to_stderr():  # the JVM starts here and keeps the standard output it inherits
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Descriptor 1 points at standard error for the duration (what a child started now inherits)."""
+    try:
+        sys.stdout.flush()
+    except (AttributeError, OSError, ValueError):
+        pass
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2: nothing to redirect
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)

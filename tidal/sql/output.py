@@ -10,12 +10,14 @@ them to a writer; the interval retractions wait in a heap until the stream's tim
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import heapq
 import json
 from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
@@ -42,10 +44,94 @@ def unique_names(names: list[str]) -> list[str]:
     return out
 
 
-def json_value(v):
-    if hasattr(v, "isoformat"):
-        return v.isoformat()
+def _fraction(micros: int, nanos: int = 0) -> str:
+    """Sub-second digits as DuckDB prints them: none when zero, else trailing zeros trimmed (``.5``)."""
+    if not micros and not nanos:
+        return ""
+    digits = f"{micros:06d}{nanos:03d}" if nanos else f"{micros:06d}"
+    return "." + digits.rstrip("0")
+
+
+def _offset(delta) -> str:
+    """A UTC offset as DuckDB prints it: ``+00``, ``-05``, ``+05:30``."""
+    total = int(delta.total_seconds())
+    sign = "-" if total < 0 else "+"
+    hours, rest = divmod(abs(total), 3600)
+    minutes = rest // 60
+    return f"{sign}{hours:02d}" + (f":{minutes:02d}" if minutes else "")
+
+
+def temporal_text(v):
+    """A date, time or timestamp as DuckDB prints it (``2024-06-01 18:00:30``, ``2024-06-01 18:00:30.5``,
+    ``2024-06-01``, ``18:00:30.5``, a zone's offset as ``+00``); any other value as it is."""
+    if isinstance(v, dt.datetime):
+        text = f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        text += _fraction(v.microsecond, getattr(v, "nanosecond", 0))
+        offset = v.utcoffset()
+        return text if offset is None else text + _offset(offset)
+    if isinstance(v, dt.date):
+        return f"{v.year:04d}-{v.month:02d}-{v.day:02d}"
+    if isinstance(v, dt.time):
+        text = f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}" + _fraction(v.microsecond)
+        offset = v.utcoffset()
+        return text if offset is None else text + _offset(offset)
     return v
+
+
+json_value = temporal_text  # JSON has no dates: they are written as DuckDB's text
+
+
+def _is_temporal(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_time(t)
+
+
+def _column_text(col: pa.ChunkedArray) -> pa.Array:
+    t = col.type
+    if pa.types.is_date(t):
+        return pc.strftime(col, "%Y-%m-%d")
+    text = pc.strftime(col, "%H:%M:%S" if pa.types.is_time(t) else "%Y-%m-%d %H:%M:%S")
+    # %S carries the unit's sub-second digits: trim trailing zeros, and the point when none remain
+    text = pc.replace_substring_regex(text, r"(\.[0-9]*[1-9])0+$", r"\1")
+    text = pc.replace_substring_regex(text, r"\.0+$", "")
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        zone = pc.strftime(col, "%z")  # +0000, +0530
+        zone = pc.replace_substring_regex(zone, r"^([+-][0-9][0-9])00$", r"\1")
+        zone = pc.replace_substring_regex(zone, r"^([+-][0-9][0-9])([0-9][0-9])$", r"\1:\2")
+        text = pc.binary_join_element_wise(text, zone, "")
+    return text
+
+
+def temporal_as_text(table: pa.Table) -> pa.Table:
+    """``table`` with its date, time and timestamp columns as DuckDB's text for them (see :func:`temporal_text`)."""
+    for i, field in enumerate(table.schema):
+        if _is_temporal(field.type):
+            table = table.set_column(i, pa.field(field.name, pa.string()), _column_text(table.column(i)))
+    return table
+
+
+def csv_ready(table: pa.Table) -> pa.Table:
+    """``table`` for pyarrow's CSV writer, its dates and timestamps written as DuckDB's text.
+
+    The writer quotes every string, so a column whose own rendering already is DuckDB's text stays
+    as it is (dates; timestamps and times without sub-second digits or zone, cast to whole seconds);
+    the others become strings."""
+    for i, field in enumerate(table.schema):
+        t = field.type
+        if not _is_temporal(t) or pa.types.is_date(t):
+            continue
+        col = table.column(i)
+        plain = None
+        if not (pa.types.is_timestamp(t) and t.tz is not None):
+            whole = pa.timestamp("s") if pa.types.is_timestamp(t) else pa.time32("s")
+            try:
+                plain = col.cast(whole)  # a safe cast: fails where sub-second digits would be lost
+            except pa.ArrowInvalid:
+                plain = None
+        if plain is not None:
+            table = table.set_column(i, pa.field(field.name, plain.type), plain)
+        else:
+            table = table.set_column(i, pa.field(field.name, pa.string()), _column_text(col))
+    return table
 
 
 class ChangelogSink(Consumer):
