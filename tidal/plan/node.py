@@ -50,16 +50,13 @@ class PlanNode:
         return list(getattr(op, "ports", [op] * len(self.inputs)))
 
     # -- describing ------------------------------------------------------------------------
-    detail: ClassVar[str] = ""
-
     @cached_property
     def probe(self) -> Operator:
         """An operator built only to be described (its variant is chosen from the same facts)."""
         return self.make()
 
     def describe(self) -> str:
-        variant = getattr(self.probe, "variant", "")
-        return ", ".join(x for x in (variant, self.detail) if x)
+        return getattr(self.probe, "variant", "")
 
     def explain_inputs(self) -> tuple[PlanNode, ...]:
         """What ``explain`` shows below this node: its inputs, or the nodes it absorbed by fusion."""
@@ -73,17 +70,22 @@ class PlanNode:
     def but(self, **fields) -> PlanNode:
         """A copy with some fields replaced (``props=`` to declare what a source guarantees, say)."""
         clone = copy.copy(self)
-        clone.__dict__.pop("probe", None)
+        for name in _derived(type(self)):  # derived from the old fields: derived again when asked
+            clone.__dict__.pop(name, None)
         clone.__dict__.update(fields)
         return clone
 
     def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("probe", None)  # operators need not pickle; a Spark task builds its own
-        return state
+        # derived values (the probe operator, ...) need not pickle: a Spark task derives its own
+        return {k: v for k, v in self.__dict__.items() if k not in _derived(type(self))}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+def _derived(cls: type) -> set[str]:
+    """The names of ``cls``'s cached properties: values derived from a node's fields."""
+    return {name for klass in cls.__mro__ for name, v in vars(klass).items() if isinstance(v, cached_property)}
 
 
 def walk(roots: Sequence[PlanNode]):

@@ -20,8 +20,7 @@ from ..io.egress import CollectSink, changelog_from_table
 from ..ops.base import Consumer
 from ..ops.topk import order_indices
 from ..ops.watermark import Discard, LateSink
-from ..plan.node import walk
-from ..plan.nodes import ImpatienceSort, LateEvents
+from ..plan.nodes import LateEvents, sorts_in
 from ..plan.nodes.relational import WatermarkTap
 from ..stream.query import execute_many
 from ..stream.streamable import Stream
@@ -127,7 +126,7 @@ class SqlQuery:
         if self.late_path and not self.subquery:
             open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
-        sorts = [n for n in walk([stream.node]) if isinstance(n, ImpatienceSort)]
+        sorts = sorts_in(stream.node)
         roots: list = [stream.node]
         sinks: list = [sink]
         for sort in sorts:

@@ -17,7 +17,7 @@ from ..io import egress
 from ..ops.aggregate.functions import AggregateFunction, user_defined
 from ..ops.keys import tuple_key_fields
 from ..plan import nodes
-from ..plan.node import PlanNode, explain, walk
+from ..plan.node import PlanNode, explain
 from ..plan.properties import Properties
 from ..plan.rules import optimize
 from .query import Query, execute, execute_many
@@ -308,7 +308,7 @@ class Stream:
         """The late events of the sorts feeding this stream, with their original times.
 
         Released sorted by time when the input completes (a late event can be arbitrarily early)."""
-        sorts = _sorts_in(self.node)
+        sorts = nodes.sorts_in(self.node)
         if not sorts:
             raise PlanError("this stream has no sort: its input was read in order, so it has no late events")
         out = Stream(nodes.LateEvents(sorts[0]))
@@ -318,7 +318,7 @@ class Stream:
 
     def disorder_stats(self) -> list:
         """Per sort feeding this stream: events, late, dropped, adjusted, per band, peak buffered."""
-        sorts = _sorts_in(self.node)
+        sorts = nodes.sorts_in(self.node)
         pending = [s for s in sorts if not s.stats.completed]
         if pending:
             execute_many(pending, [_Discard() for _ in pending])
@@ -387,11 +387,6 @@ class Stream:
         counter = _Counter()
         execute(self.node, counter)
         return counter.n
-
-
-def _sorts_in(node: PlanNode) -> list[nodes.ImpatienceSort]:
-    """The sorts upstream of a plan node (each once)."""
-    return [n for n in walk([node]) if isinstance(n, nodes.ImpatienceSort)]
 
 
 class _Discard(egress.Consumer):

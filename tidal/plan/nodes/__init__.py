@@ -2,7 +2,7 @@
 
 from .aggregate import Aggregate, FusedWindowAggregate, Group, Ungroup
 from .combine import Join, Union
-from .disorder import DelayBand, ImpatienceSort, LateEvents
+from .disorder import DelayBand, ImpatienceSort, LateEvents, sorts_in
 from .lifetime import (
     AlterLifetime,
     BeforeSort,
@@ -25,5 +25,5 @@ __all__ = [
     "FusedWindowAggregate", "Group", "HoppingWindow", "ImpatienceSort", "Join", "LateEvents", "Multicast",
     "NamedSelect", "PointAtEnd", "QuantizeLifetime", "Select", "SelectMany", "SessionWindow", "ShiftLifetime",
     "Source", "SqlFilter", "SqlProject", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect",
-    "window",
+    "sorts_in", "window",
 ]  # fmt: skip

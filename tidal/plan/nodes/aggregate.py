@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import pyarrow as pa
 
 from ...ops.aggregate import MODE_WINDOW, FusedWindowAggregateOp, SnapshotAggregateOp, choose_mode
@@ -44,6 +46,14 @@ class Aggregate(PlanNode):
             partitioning=(tuple(key_fields) or props.grouping,),
         )
         self.__dict__["probe"] = probe  # built first: it validates the aggregates
+
+    @cached_property
+    def window_fusable(self) -> bool:
+        """Whether this aggregate, built for a window's output, can run fused with the window."""
+        if self.engine == "python" or self.variant not in (None, "fused") or self.in_schema is None:
+            return False
+        op = SnapshotAggregateOp(list(self.specs), self.in_schema, self.in_props, self.key_fields)
+        return FusedWindowAggregateOp.fusable(op)
 
     @property
     def force(self) -> str | None:
@@ -96,12 +106,7 @@ class Absorbed(PlanNode):
 def fusable(window, aggregate: Aggregate) -> bool:
     """Whether ``aggregate`` (right after the window node ``window``) can run fused with it."""
     size, hop, _ = window.window
-    if aggregate.engine == "python" or aggregate.variant not in (None, "fused") or (size > hop and size % hop):
-        return False
-    if aggregate.in_schema is None:
-        return False
-    a = aggregate
-    return FusedWindowAggregateOp.fusable(SnapshotAggregateOp(list(a.specs), a.in_schema, a.in_props, a.key_fields))
+    return not (size > hop and size % hop) and aggregate.window_fusable
 
 
 class Group(PlanNode):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...ops.base import Operator
 from ...ops.reorder import BandTap, DisorderPolicy, DisorderStats, LateTap, ReorderOp
-from ..node import PlanNode
+from ..node import PlanNode, walk
 from .source import Source
 
 
@@ -34,6 +34,11 @@ class ImpatienceSort(PlanNode):
 
     def describe(self) -> str:
         return "sorts here; " + self.policy.describe()
+
+
+def sorts_in(node: PlanNode) -> list[ImpatienceSort]:
+    """The sorts upstream of a plan node (each once)."""
+    return [n for n in walk([node]) if isinstance(n, ImpatienceSort)]
 
 
 class DelayBand(PlanNode):

@@ -30,9 +30,11 @@ class Select(PlanNode):
 
     def __init__(self, input: PlanNode, fn):
         in_schema = input.schema
-        schema = projection_schema(CompiledLambda(fn, in_schema, truth=False), in_schema)
+        op = SelectOp(CompiledLambda(fn, in_schema, truth=False))
+        schema = projection_schema(op.projection, in_schema)
         # a lambda may rewrite the sorted fields
         super().__init__((input,), schema, input.props.but(sorted_by=()), fn=fn, in_schema=in_schema)
+        self.__dict__["probe"] = op  # built first: it gives the output fields
 
     def make(self) -> Operator:
         return SelectOp(CompiledLambda(self.fn, self.in_schema, truth=False))
@@ -60,6 +62,7 @@ class NamedSelect(PlanNode):
         props = input.props.but(sorted_by=_renamed_sort(input.props.sorted_by, parts))
         schema = pa.schema(fields) if fields is not None else None
         super().__init__((input,), schema, props, parts=dict(parts), in_schema=in_schema)
+        self.__dict__["probe"] = op  # built first: it gives the output fields
 
     def make(self) -> Operator:
         return NamedSelectOp(self.parts, self.in_schema)
