@@ -12,6 +12,8 @@ from streams import stream_cases
 
 import tidal
 from tidal import agg
+from tidal.plan.nodes.source import Feed, Source
+from tidal.plan.properties import Properties
 
 STATEFUL = {
     "aggregate_general": lambda s: s.aggregate(agg.count(), agg.sum("v"), hi=agg.max("v")),
@@ -62,3 +64,48 @@ def test_restore_refuses_a_checkpoint_of_another_plan():
     state = s.aggregate(agg.count()).query().checkpoint()
     with pytest.raises(tidal.TidalError, match="another plan"):
         s.where(lambda e: e.v > 0).aggregate(agg.count()).query().restore(state)
+
+
+class ListFeed(Feed):
+    """A feed over a fixed list of messages whose position is an index, recording where it was opened."""
+
+    def __init__(self, messages):
+        self.messages, self.at, self.opened_at = list(messages), 0, []
+
+    def open(self, position=None):
+        self.opened_at.append(position)
+        self.at = position or 0
+        return self._read()
+
+    def _read(self):
+        while self.at < len(self.messages):
+            msg = self.messages[self.at]
+            self.at += 1
+            yield msg
+
+    def position(self):
+        return self.at
+
+
+@given(cut=st.integers(0, 30), batch=st.integers(1, 7))
+def test_a_feed_reopens_at_its_stored_position(cut, batch):
+    table = pa.table({"t": list(range(0, 60, 2)), "k": [i % 3 for i in range(30)], "v": list(range(30))})
+    messages = list(tidal.from_arrow(table, time="t", batch_size=batch).node.open_messages())
+
+    def query(feed):
+        source = tidal.Stream(
+            Source(None, pa.schema([("k", pa.int64()), ("v", pa.int64())]), Properties(), "feed", feed)
+        )
+        return source.tumbling_window(10).group_aggregate("k", agg.count(), agg.sum("v"))
+
+    whole = query(ListFeed(messages)).to_arrow()
+    first = query(ListFeed(messages)).query()
+    first.run(max_messages=cut)
+    state = pickle.loads(pickle.dumps(first.checkpoint()))
+    feed = ListFeed(messages)
+    second = query(feed).query()
+    second.restore(state)
+    assert second.run()
+    assert feed.opened_at == [min(cut, len(messages)) or None]  # reopened where the first run stopped, not replayed
+    combined = pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")
+    assert _rows(combined) == _rows(whole)

@@ -10,7 +10,9 @@ delivered, and a new query over the same plan can ``restore()`` that and continu
 are re-read and fast-forwarded past what was already delivered, so the restored query
 produces exactly the output the original would have produced from that point.
 Fast-forwarding needs sources that replay the same messages when reopened (files, tables,
-lists); a one-shot generator cannot be restored.
+lists); a one-shot generator cannot be restored. A :class:`~tidal.plan.nodes.source.Feed`
+(a broker, a growing file) is instead reopened at the position it reported with the last
+delivered message, so nothing is re-read.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class Query:
         for root, sink in zip(roots, sinks, strict=True):
             build(root).downstream.append(sink)
         self.sinks = list(sinks)
-        self.positions = [0] * len(self.sources)  # messages delivered per source
+        # per source: messages delivered, or a feed's position after the last delivered message
+        self.positions: list = [None if node.feed is not None else 0 for node, _ in self.sources]
         self.finished = [False] * len(self.sources)
         self._heap: list | None = None
         self._iters: list = []
@@ -89,9 +92,12 @@ class Query:
         self._heap = []
         self._iters = []
         for idx, (node, _) in enumerate(self.sources):
-            it = iter(node.open_messages())
-            if self.positions[idx]:
-                it = itertools.islice(it, self.positions[idx], None)
+            if node.feed is not None:
+                it = iter(node.feed.open(self.positions[idx]))
+            else:
+                it = iter(node.open_messages())
+                if self.positions[idx]:
+                    it = itertools.islice(it, self.positions[idx], None)
             self._iters.append(it)
             if not self.finished[idx]:
                 self._pull(idx)
@@ -103,7 +109,10 @@ class Query:
             self.finished[idx] = True
             self.sources[idx][1].on_completed()
             return
-        heapq.heappush(self._heap, (_message_time(msg), idx, msg))
+        feed = self.sources[idx][0].feed
+        # a feed's position is read as the message is pulled, and stored once it is delivered
+        after = feed.position() if feed is not None else self.positions[idx] + 1
+        heapq.heappush(self._heap, (_message_time(msg), idx, msg, after))
 
     def run(self, max_messages: int | None = None) -> bool:
         """Deliver messages (all, or at most ``max_messages``); True once every source has completed."""
@@ -111,15 +120,21 @@ class Query:
             self._start()
         delivered = 0
         while self._heap and (max_messages is None or delivered < max_messages):
-            _, idx, msg = heapq.heappop(self._heap)
+            _, idx, msg, after = heapq.heappop(self._heap)
             deliver(self.sources[idx][1], msg)
-            self.positions[idx] += 1
+            self.positions[idx] = after
             delivered += 1
             if isinstance(msg, Completed):
                 self.finished[idx] = True
                 continue
             self._pull(idx)
         return not self._heap
+
+    def close(self) -> None:
+        """Release the feeds' connections (a query over feeds should be closed when done with)."""
+        for node, _ in self.sources:
+            if node.feed is not None:
+                node.feed.close()
 
     # -- checkpoints ------------------------------------------------------------------------
     def checkpoint(self) -> dict:
