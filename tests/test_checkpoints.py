@@ -12,7 +12,8 @@ from streams import stream_cases
 
 import tidal
 from tidal import agg
-from tidal.plan.nodes.source import Feed, Source
+from tidal.core.feed import Feed
+from tidal.plan.nodes.source import Source
 from tidal.plan.properties import Properties
 
 STATEFUL = {

@@ -4,38 +4,17 @@ A source is either replayable (``open_messages()`` returns the same messages on 
 files, tables, lists; a restored query skips the number of messages already delivered) or a
 :class:`Feed` (brokers, database streams, growing files: reopened at a stored *position*,
 such as a Kafka offset per partition, rather than re-read from the start).
+
+__all__ = ["Feed", "Source"]
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
+from ...core.feed import Feed
 from ...ops.base import Operator, PassThrough
 from ..node import PlanNode
-
-
-class Feed:
-    """An input that can say how far it has got and reopen there.
-
-    ``open(position)`` returns an iterator of messages (``EventBatch``, ``Punctuation``,
-    ``LowWatermark``, ``Flush``, ``Completed``); ``position`` is None for a first run, else a
-    value an earlier ``position()`` returned. ``position()`` is where the iterator stands
-    after the last message it yielded: the query stores it with each delivered message and
-    checkpoints it, so it must be plain data (ints, strings, lists, dicts) and, reopened
-    there, the feed must yield exactly the messages after that one. An unbounded feed
-    simply never ends; it should yield now and then even when idle (a punctuation or an
-    empty batch), so that a query merging it with other sources does not stall.
-    """
-
-    def open(self, position: Any = None) -> Iterator:
-        raise NotImplementedError
-
-    def position(self) -> Any:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release connections; called when the query stops reading."""
 
 
 class Source(PlanNode):
