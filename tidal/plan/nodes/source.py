@@ -4,8 +4,6 @@ A source is either replayable (``open_messages()`` returns the same messages on 
 files, tables, lists; a restored query skips the number of messages already delivered) or a
 :class:`Feed` (brokers, database streams, growing files: reopened at a stored *position*,
 such as a Kafka offset per partition, rather than re-read from the start).
-
-__all__ = ["Feed", "Source"]
 """
 
 from __future__ import annotations
@@ -15,6 +13,8 @@ from collections.abc import Callable, Iterator
 from ...core.feed import Feed
 from ...ops.base import Operator, PassThrough
 from ..node import PlanNode
+
+__all__ = ["Feed", "Source"]
 
 
 class Source(PlanNode):
