@@ -14,6 +14,7 @@ running aggregate's final snapshot is the relational answer. Queries, the same i
 * sum: sum(C2); count: count(*);
 * select: C1 + C2 for every row, materialised as Arrow;
 * grouped sum on the sorted column (GROUP BY C1) and on the unsorted one (GROUP BY C2);
+* distinct count: COUNT(DISTINCT C2) in 8 groups (C1 % 8), each of n / 8 rows;
 * equi-join T1 with T2 on C1, result rows counted (needs ``Stream.join``; skipped with a note
   when this branch has no join operator).
 
@@ -128,6 +129,23 @@ def main(argv=None) -> int:
             lambda: grouped(s1.group_aggregate("c2", agg.sum("c1")).to_arrow(), "c2", "sum"),
             lambda: grouped(duck("SELECT c2, sum(c1) AS s FROM t1 GROUP BY c2")(), "c2", "s"),
             lambda: grouped(df1.group_by("c2").agg(pl.col("c1").sum().alias("s")).to_arrow(), "c2", "s"),
+        ),
+        (
+            "count distinct c2 by c1 % 8",
+            n,
+            lambda: grouped(
+                s1.select(lambda e: {"g": e.c1 % 8, "c2": e.c2})
+                .group_aggregate("g", cd=agg.count_distinct("c2"))
+                .to_arrow(),
+                "g",
+                "cd",
+            ),
+            lambda: grouped(duck("SELECT c1 % 8 AS g, count(DISTINCT c2) AS cd FROM t1 GROUP BY g")(), "g", "cd"),
+            lambda: grouped(
+                df1.group_by((pl.col("c1") % 8).alias("g")).agg(pl.col("c2").n_unique().alias("cd")).to_arrow(),
+                "g",
+                "cd",
+            ),
         ),
     ]
     if hasattr(tidal.Stream, "join"):

@@ -346,3 +346,41 @@ def test_filter_after_a_window_moves_below_it_and_the_aggregate_fuses(case, wind
     check_physical(result)
     expected = ref.hopping_window(size, hop, offset).where(lambda e: e.v is not None and e.v > 0)
     assert_same_snapshots(result, expected.group_aggregate("k", n=agg.count()))
+
+
+EXTREME_INTS = [-(2**63), -(2**63) + 1, -(2**53) - 1, -1, 0, 2**53, 2**53 + 1, 2**63 - 2, 2**63 - 1]
+EXTREME_FLOATS = [float("-inf"), -1e308, -2.5, -0.0, 0.0, 5e-324, 1.5, 2.0**53 + 2, float("inf")]
+
+
+@given(
+    events=st.lists(
+        st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(0, 2), st.integers(0, 8)), max_size=30
+    ),
+    floats=st.booleans(),
+    window=st.sampled_from([None, 5]),
+    batch=st.sampled_from([1, 3, 80_000]),
+)
+def test_order_aggregates_are_exact_at_the_ends_of_int64_and_float64(events, floats, window, batch):
+    """MIN/MAX/COUNT DISTINCT/percentile_disc over int64 beyond 2**53 and over -0.0, subnormals and
+    infinities, with lifetimes ending (removals from the multisets): exactly the reference's values."""
+    values = EXTREME_FLOATS if floats else EXTREME_INTS
+    rows = sorted((s, s + d, k, values[i]) for s, d, k, i in events)
+    table = pa.table(
+        {
+            "t": pa.array([r[0] for r in rows], pa.int64()),
+            "e": pa.array([r[1] for r in rows], pa.int64()),
+            "k": pa.array([r[2] for r in rows], pa.int64()),
+            "v": pa.array([r[3] for r in rows], pa.float64() if floats else pa.int64()),
+        }
+    )
+    ref = Reference(("k", "v"), [(s, e, (k, v)) for s, e, k, v in rows])
+    stream = tidal.from_arrow(table, time="t", end="e", batch_size=batch)
+    if window:
+        stream, ref = stream.tumbling_window(window), ref.tumbling_window(window)
+
+    def aggs():
+        return dict(lo=agg.min("v"), hi=agg.max("v"), cd=agg.count_distinct("v"), p=agg.percentile_disc("v", 0.5))
+
+    result = stream.group_aggregate("k", **aggs()).to_arrow()
+    check_physical(result)
+    assert_same_snapshots(result, ref.group_aggregate("k", **aggs()))

@@ -77,6 +77,18 @@ class ArgumentValues:
             self._floats[a] = np.asarray(col.fill_null(np.nan).to_numpy(zero_copy_only=False))
         return self._floats[a]
 
+    def order_keys(self, a: int) -> np.ndarray:
+        """The values as int64 keys that sort as the values do (nulls as 0; ``valid`` says which count):
+        integers, times and dates as themselves (exact beyond 2**53), floats by their bits."""
+        col = self.cols[a]
+        if float_keyed(col.type):
+            return float_keys(self.floats(a))
+        if _orderable_as_int(col.type):
+            col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
+        elif not pa.types.is_int64(col.type):
+            col = col.cast(pa.int64())
+        return as_numpy(col.fill_null(0) if col.null_count else col)
+
     def valid(self, a: int) -> np.ndarray | None:
         """Which values count (not null, not NaN: NaN counts as null for aggregates); None when all do."""
         if a not in self._valid:
@@ -104,6 +116,25 @@ class ArgumentValues:
 
 def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+_FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def float_keyed(t: pa.DataType) -> bool:
+    """Whether order keys of ``t`` are float bits (floats, and uint64, which int64 cannot hold)."""
+    return pa.types.is_floating(t) or pa.types.is_uint64(t)
+
+
+def float_keys(values: np.ndarray) -> np.ndarray:
+    """Order-preserving int64 keys of float64 values (NaN excluded by the caller; -0.0 is 0.0)."""
+    bits = (values + 0.0).view(np.int64)
+    return np.where(bits < 0, bits ^ _FLIP, bits)
+
+
+def key_floats(keys: np.ndarray) -> np.ndarray:
+    """The float64 values of ``float_keys``."""
+    return np.where(keys < 0, keys ^ _FLIP, keys).view(np.float64)
 
 
 def _orderable_as_int(t: pa.DataType) -> bool:

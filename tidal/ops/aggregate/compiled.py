@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ...core.batch import EventBatch
 from ...core.errors import TidalError
-from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int
+from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int, float_keyed, key_floats
 from .functions import LINEAR, ORDERED, AggregateFunction
 from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
 
@@ -47,6 +47,7 @@ class CompiledEngine(_Engine):
         self.int_slots: list[tuple[str, int]] = []
         self.flt_slots: list[tuple[str, int]] = []
         self.ms_slots: list[tuple[int, int, float]] = []  # (arg index, kind code, param)
+        self.ms_valid: list[int] = []  # per multiset: the int slot saying which events count
         self.plan = []
         self.arg_types: dict[int, pa.DataType] = {}
         self._typed = False
@@ -86,6 +87,7 @@ class CompiledEngine(_Engine):
             valid = self._slot(self.int_slots, ("valid", a))
             if fn.kind in ORDERED:
                 self.ms_slots.append((a, ORDERED[fn.kind], float(fn.param or 0.0)))
+                self.ms_valid.append(valid)
                 self.plan.append((name, fn, {"ms": len(self.ms_slots) - 1, "valid": valid, "arg": a}))
                 continue
             parts = {"valid": valid}
@@ -101,24 +103,28 @@ class CompiledEngine(_Engine):
         ki, kf, km = len(self.int_slots), len(self.flt_slots), len(self.ms_slots)
         self.m_kind = np.array([k for _, k, _ in self.ms_slots], np.int64)
         self.m_param = np.array([p for _, _, p in self.ms_slots], np.float64)
+        self.m_valid = np.array(self.ms_valid, np.int64)
+        self.m_float = np.array([float_keyed(self.arg_types[a]) for a, _, _ in self.ms_slots], np.bool_)
         self.g_int = np.zeros((0, ki), np.int64)
         self.g_flt = np.zeros((0, kf), np.float64)
         self.g_cnt = np.zeros(0, np.int64)
         self.held = np.zeros(0, np.int64)
         self.held_flag = np.zeros(0, np.bool_)
-        self.ms = _empty_multisets()
+        self.ms, self.md = _empty_multisets(), _empty_multisets()
         self.ms_len = np.zeros(0, np.int64)
+        self.ms_sorted = np.zeros(0, np.int64)
+        self.md_len = np.zeros(0, np.int64)
         self.o_valid = np.zeros(0, np.bool_)
         self.o_start = np.zeros(0, np.int64)
         self.o_int = np.zeros((0, ki), np.int64)
         self.o_flt = np.zeros((0, kf), np.float64)
         self.o_cnt = np.zeros(0, np.int64)
-        self.o_res = np.zeros((0, km), np.float64)
+        self.o_res = np.zeros((0, km), np.int64)
         self.q_time = np.zeros(0, np.int64)
         self.q_gid = np.zeros(0, np.int64)
         self.q_int = np.zeros((0, ki), np.int64)
         self.q_flt = np.zeros((0, kf), np.float64)
-        self.q_mv = np.zeros((0, km), np.float64)
+        self.q_mv = np.zeros((0, km), np.int64)
         self._typed = True
 
     def _grow_groups(self, count: int) -> None:
@@ -137,9 +143,12 @@ class CompiledEngine(_Engine):
         self.o_valid, self.o_start, self.o_int = grow(self.o_valid), grow(self.o_start), grow(self.o_int)
         self.o_flt, self.o_cnt, self.o_res = grow(self.o_flt), grow(self.o_cnt), grow(self.o_res)
         km = len(self.ms_slots)
-        self.ms_len = grow(self.ms_len.reshape(-1, km) if km else np.zeros((old, 0), np.int64)).reshape(-1)
+        for name in ("ms_len", "ms_sorted", "md_len"):
+            per_group = getattr(self, name).reshape(-1, km) if km else np.zeros((old, 0), np.int64)
+            setattr(self, name, grow(per_group).reshape(-1))
         if km:
             _add_multisets(self.ms, (new - old) * km)
+            _add_multisets(self.md, (new - old) * km)
 
     def _prepare_queue(self, extra: int) -> None:
         """Room for ``extra`` more queued ends (variants without an endpoint queue have none to make)."""
@@ -161,7 +170,7 @@ class CompiledEngine(_Engine):
         vals = ArgumentValues(self.args, self.arg_types, batch)
         ic = np.zeros((n, len(self.int_slots)), np.int64)
         fc = np.zeros((n, len(self.flt_slots)), np.float64)
-        mv = np.zeros((n, len(self.ms_slots)), np.float64)
+        mv = np.zeros((n, len(self.ms_slots)), np.int64)
         for j, (what, a) in enumerate(self.int_slots):
             if what == "valid":
                 ok = vals.valid(a)
@@ -171,7 +180,7 @@ class CompiledEngine(_Engine):
         for j, (what, a) in enumerate(self.flt_slots):
             fc[:, j] = vals.summed_floats(a, what == "square")
         for j, (a, _, _) in enumerate(self.ms_slots):
-            mv[:, j] = vals.floats(a)
+            mv[:, j] = vals.order_keys(a)
         return ic, fc, mv
 
     def _layout_from(self, batch) -> bool:
@@ -194,7 +203,7 @@ class CompiledEngine(_Engine):
         else:
             ic = np.zeros((0, len(self.int_slots)), np.int64)
             fc = np.zeros((0, len(self.flt_slots)), np.float64)
-            mv = np.zeros((0, len(self.ms_slots)), np.float64)
+            mv = np.zeros((0, len(self.ms_slots)), np.int64)
         # rows: at most two per group touch; touches: events, queued ends (old and pushed now), held groups
         cap = 2 * (2 * n + int(self.st[QSIZE]) + int(self.st[NHELD])) + 1
         ki, kf, km = ic.shape[1], fc.shape[1], mv.shape[1]
@@ -205,13 +214,14 @@ class CompiledEngine(_Engine):
             np.empty((cap, ki), np.int64),
             np.empty((cap, kf), np.float64),
             np.empty(cap, np.int64),
-            np.empty((cap, km), np.float64),
+            np.empty((cap, km), np.int64),
         )
         self.st[NOUT] = 0
         self.kernel(
             batch.sync, batch.other, gids, ic, fc, mv, upto, self.window_len,
             self.st, self.held, self.held_flag, self.g_int, self.g_flt, self.g_cnt,
-            self.ms, self.ms_len, self.m_kind, self.m_param,
+            self.ms, self.ms_len, self.ms_sorted, self.md, self.md_len,
+            self.m_kind, self.m_param, self.m_valid, self.m_float,
             self.q_time, self.q_gid, self.q_int, self.q_flt, self.q_mv,
             self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out,
         )  # fmt: skip
@@ -234,7 +244,7 @@ class CompiledEngine(_Engine):
                 cols[name] = pa.array(valid, pa.int64())
             elif "ms" in parts:
                 res = orr[:, parts["ms"]]
-                cols[name] = _ordered_result(kind, res, self.arg_types[parts["arg"]])
+                cols[name] = _ordered_result(kind, res, valid == 0, self.arg_types[parts["arg"]])
             elif kind == "sum":
                 vals = oi[:, parts["isum"]] if "isum" in parts else of[:, parts["fsum"]]
                 if "isum" in parts:
@@ -256,8 +266,9 @@ class CompiledEngine(_Engine):
         km = len(self.ms_slots)
         multisets = None
         if km:
-            flat, offsets = _flatten_multisets(self.ms, self.ms_len)
-            multisets = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.float64()))
+            # flattening reads (normalizes) every multiset: what is saved is sorted, with nothing pending
+            flat, offsets = _flatten_multisets(self.ms, self.ms_len, self.ms_sorted, self.md, self.md_len)
+            multisets = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int64()))
         return {
             "typed": True,
             "types": self.layout_types,
@@ -271,6 +282,8 @@ class CompiledEngine(_Engine):
                     "held",
                     "held_flag",
                     "ms_len",
+                    "ms_sorted",
+                    "md_len",
                     "o_valid",
                     "o_start",
                     "o_int",
@@ -299,27 +312,31 @@ class CompiledEngine(_Engine):
     def restore(self, state: dict) -> None:
         if not self._restore_arrays(state):
             return
-        self.ms = _empty_multisets()
+        self.ms, self.md = _empty_multisets(), _empty_multisets()
         multisets = state["multisets"]
         if multisets is not None:
+            if not pa.types.is_int64(multisets.type.value_type):
+                raise TidalError("checkpoint from an older tidal: its MIN/MAX/COUNT(DISTINCT) state cannot be read")
             offsets = multisets.offsets.to_numpy().astype(np.int64)
-            flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.float64)
+            flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.int64)
             _load_multisets(self.ms, flat, offsets)
+            _add_multisets(self.md, len(offsets) - 1)
 
 
-def _ordered_result(kind: str, res: np.ndarray, t: pa.DataType) -> pa.Array:
-    missing = np.isnan(res)
+def _ordered_result(kind: str, res: np.ndarray, missing: np.ndarray, t: pa.DataType) -> pa.Array:
+    """Result column of an order aggregate from the kernel's int64 results (see ``kernels._ms_result``)."""
     if kind == "count_distinct":
-        return pa.array(res.astype(np.int64), pa.int64())
-    if kind == "percentile_cont" and not _orderable_as_int(t):
-        return pa.array(res, mask=missing)
-    if pa.types.is_integer(t) or _orderable_as_int(t):
-        ints = np.where(missing, 0, res).astype(np.int64)
-        arr = pa.array(ints, mask=missing)
-        if _orderable_as_int(t):
-            arr = arr.cast(pa.int64()).view(t) if t.bit_width == 64 else arr.cast(pa.int32()).view(t)
-            return arr
-        return arr.cast(t)
+        return pa.array(res, pa.int64())
+    if kind == "percentile_cont":
+        values = res.view(np.float64)
+        if not _orderable_as_int(t):
+            return pa.array(values, mask=_mask(missing))
+        res = np.where(missing, 0.0, values).astype(np.int64)
+    elif float_keyed(t):
+        return pa.array(key_floats(np.where(missing, 0, res)), mask=_mask(missing)).cast(t)
+    arr = pa.array(np.where(missing, 0, res), mask=_mask(missing))
+    if _orderable_as_int(t):
+        return arr.view(t) if t.bit_width == 64 else arr.cast(pa.int32()).view(t)
     if pa.types.is_boolean(t):
-        return pa.array(np.where(missing, 0, res).astype(bool), mask=missing)
-    return pa.array(res, mask=missing).cast(t)
+        return arr.cast(pa.bool_())
+    return arr.cast(t)
