@@ -429,7 +429,10 @@ def with_nulls_first(sql: str) -> str | None:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError:
         return sql
-    for o in tree.find_all(sqlglot.exp.Ordered):
+    ordered = list(tree.find_all(sqlglot.exp.Ordered))
+    if not ordered:  # nothing to change: sqlglot's rendering is not the text DuckDB was given (bool_or(0))
+        return sql
+    for o in ordered:
         o.set("nulls_first", True)
     return tree.sql(dialect="duckdb")
 

@@ -102,3 +102,76 @@ def test_boolean_compared_with_a_number(tmp_path):
         where,
     )
     assert_same("SELECT i FROM 't.parquet' WHERE b = 1", where)
+
+
+PAY = pa.table(
+    {
+        "g": pa.array(["m", "f", "m", None, "f", "m"]),
+        "pay": pa.array([10, 20, None, 40, 5, 7], pa.int64()),
+        "ok": pa.array([True, False, None, True, True, False]),
+        "x": pa.array([1.5, None, -2.0, 3.0, 0.0, 1.5]),
+    }
+)
+
+
+def test_aggregate_filter_clause(tmp_path):
+    where = _write(tmp_path, PAY)
+    assert_same(
+        "SELECT SUM(pay) FILTER (WHERE g = 'm'), COUNT(*) FILTER (WHERE ok), COUNT(pay) FILTER (WHERE NOT ok), "
+        "AVG(x) FILTER (WHERE pay > 6), MIN(x) FILTER (WHERE g IS NULL), COUNT(DISTINCT x) FILTER (WHERE pay < 30), "
+        "quantile_cont(x, 0.5) FILTER (WHERE x > 0), MAX(pay) FILTER (WHERE FALSE) FROM 't.parquet'",
+        where,
+    )
+    assert_same(
+        "SELECT g, SUM(pay) FILTER (WHERE ok), COUNT(*) FILTER (WHERE x > 0) AS pos FROM 't.parquet' GROUP BY g",
+        where,
+    )
+    assert_unsupported("SELECT FIRST(pay) FILTER (WHERE ok) FROM 't.parquet'", where, "FILTER", "not supported")
+
+
+def test_bool_or_and_bool_and(tmp_path):
+    where = _write(tmp_path, PAY)
+    assert_same("SELECT bool_or(ok), bool_and(ok), bool_or(pay > 30), bool_and(x >= 0) FROM 't.parquet'", where)
+    assert_same("SELECT g, bool_or(ok), bool_and(pay > 6) FROM 't.parquet' GROUP BY g", where)
+
+
+def test_having_and_aggregate_arguments_may_name_select_aliases(tmp_path):
+    where = _write(tmp_path, PAY)
+    assert_same("SELECT g, SUM(pay) AS total FROM 't.parquet' GROUP BY g HAVING total > 15", where)
+    assert_same("SELECT pay % 2 AS k, SUM(k) FROM 't.parquet' GROUP BY k", where)
+    assert_same("SELECT pay % 2 AS k, COUNT(*) FROM 't.parquet' GROUP BY k HAVING k > 0", where)
+    # an input column of the same name wins over the alias, as in DuckDB
+    assert_same("SELECT g AS pay, SUM(pay) FROM 't.parquet' GROUP BY g", where)
+
+
+def test_values_lists_and_column_aliases(tmp_path):
+    where = _write(tmp_path, PAY)
+    assert_same("SELECT * FROM (VALUES (1, 2), (3, 2)) AS t(a, b)", where)
+    assert_same("VALUES (1, 'a'), (2, NULL), (NULL, 'c')", where)
+    assert_same("SELECT col0 * 2, col1 FROM (VALUES (1, 2.5), (3, NULL), (NULL, -1.0))", where)
+    assert_same("SELECT x, x IS NULL, x IS DISTINCT FROM NULL FROM (VALUES (NULL), (1), (2)) AS t(x)", where)
+    assert_same("SELECT b, SUM(a) FROM (VALUES (1, 'x'), (2, 'y'), (3, 'x')) t(a, b) GROUP BY b", where)
+    assert_same(
+        "SELECT g, v.label FROM 't.parquet' JOIN (VALUES ('m', 'male'), ('f', 'female')) v(code, label) "
+        "ON g = v.code",
+        where,
+    )
+    assert_same("SELECT i, s FROM (SELECT pay, g || '_x' FROM 't.parquet') tbl(i, s) WHERE i > 6", where)
+    assert_unsupported("SELECT * FROM (VALUES (1), ('x')) t(a)", where, "mixes types")
+    assert_unsupported("SELECT * FROM (VALUES (1, 2)) t(a, b, c)", where, "3 column names for 2 columns")
+
+
+def test_range_and_generate_series(tmp_path):
+    where = _write(tmp_path, PAY)
+    for sql in (
+        "SELECT * FROM range(5)",
+        "SELECT * FROM range(2, 9, 3)",
+        "SELECT * FROM range(9, 2, -3)",
+        "SELECT * FROM range(3, 3)",
+        "SELECT * FROM generate_series(1, 5, 2)",
+        "SELECT * FROM generate_series(5, 1, -2)",
+        "SELECT SUM(range), COUNT(*), bool_or(range > 98) FROM range(100)",
+        "SELECT i * 2 AS d FROM range(1, 4) t(i) WHERE i <> 2",
+    ):
+        assert_same(sql, where)
+    assert_unsupported("SELECT * FROM range(1, 10, 0)", where, "step must not be 0")

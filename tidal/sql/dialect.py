@@ -156,6 +156,6 @@ def parse(sql: str) -> exp.Expression:
     if len(trees) != 1:
         raise SqlSyntaxError(f"expected one SQL statement, got {len(trees)}")
     tree = trees[0]
-    if not isinstance(tree, exp.Query):
+    if not isinstance(tree, exp.Query | exp.Values):
         raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
     return tree

@@ -332,17 +332,22 @@ class Translator:
         stats, on_error = self.stats, self.on_error
 
         def read_table() -> pa.Table:
-            got = read_file(
-                scan.path,
-                format=scan.format,
-                options=dict(scan.options),
-                on_error=on_error,
-                columns=file_names,
-                predicate=predicate,
-                schema=pa.schema([pa.field(c, t) for c, t in zip(scan.file_columns, scan.types, strict=True)]),
-            )
-            stats.skipped += got.skipped
-            table = got.table.rename_columns(list(scan.names))
+            if scan.rows is not None:  # VALUES / range: the rows are in the plan
+                table = scan.rows.select(file_names)
+                table = table.filter(predicate) if predicate is not None else table
+            else:
+                got = read_file(
+                    scan.path,
+                    format=scan.format,
+                    options=dict(scan.options),
+                    on_error=on_error,
+                    columns=file_names,
+                    predicate=predicate,
+                    schema=pa.schema([pa.field(c, t) for c, t in zip(scan.file_columns, scan.types, strict=True)]),
+                )
+                stats.skipped += got.skipped
+                table = got.table
+            table = table.rename_columns(list(scan.names))
             if time.column is not None:
                 table = _time_as_timestamp(table, time.column, scan.path)
             stats.rows_total += table.num_rows

@@ -66,6 +66,8 @@ class Builder(FromItems, SelectList):
                 return self.query(tree.this)
             if isinstance(tree, exp.Select):
                 return self.select(tree)
+            if isinstance(tree, exp.Values):  # a bare VALUES list is SELECT * FROM it
+                return self.select(exp.select("*").from_(tree))
             raise PlanError(f"unsupported query: {tree.sql()[:80]}")
         finally:
             self.ctes.pop()

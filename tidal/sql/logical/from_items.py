@@ -24,6 +24,7 @@ from .exprs import (
     _with_columns,
     check_tvf_args,
 )
+from .inline import inline_rows, number_series
 from .nodes import EventTime, Filter, Join, Node, Project, Scan, Session, Tumble, event_time_field
 from .types import _cast_to, _key_type, is_condition_type, sql_type_name
 
@@ -33,8 +34,10 @@ class FromItems:
 
     # -- FROM items ----------------------------------------------------------------------
     def from_item(self, item: exp.Expression) -> Node:
-        alias = item.alias_or_name if isinstance(item, exp.Subquery | exp.Table) and item.alias else None
-        if isinstance(item, exp.Subquery):
+        alias = item.alias_or_name if isinstance(item, exp.Subquery | exp.Table | exp.Values) and item.alias else None
+        if isinstance(item, exp.Values):
+            node = inline_rows(item)
+        elif isinstance(item, exp.Subquery):
             node = self._rename_visible(self.query(item.this))
         elif isinstance(item, exp.Table):
             node = self.table(item)
@@ -42,12 +45,27 @@ class FromItems:
                 alias = item.name
         else:
             raise PlanError(f"unsupported FROM item: {item.sql()}")
+        table_alias = item.args.get("alias")
+        if isinstance(table_alias, exp.TableAlias) and table_alias.columns:
+            node = self._rename_columns(node, [c.name for c in table_alias.columns], item)
         if alias:
             node = self._requalify(node, alias)
         return node
 
+    def _rename_columns(self, node: Node, new: list[str], item: exp.Expression) -> Node:
+        """``AS t(a, b)``: the first visible columns take the names given, in order."""
+        visible = [i for i, (_, n) in enumerate(node.scope) if not n.startswith("__")]
+        if len(new) > len(visible):
+            raise PlanError(f"{item.sql(dialect='duckdb')}: {len(new)} column names for {len(visible)} columns")
+        scope = list(node.scope)
+        for i, name in zip(visible, new, strict=False):
+            scope[i] = (scope[i][0], name)
+        return self._with_scope(node, tuple(scope))
+
     def _requalify(self, node: Node, alias: str) -> Node:
-        scope = tuple((alias, n) for _, n in node.scope)
+        return self._with_scope(node, tuple((alias, n) for _, n in node.scope))
+
+    def _with_scope(self, node: Node, scope: tuple) -> Node:
         if isinstance(node, Scan | Project | Tumble | Session):
             return replace(node, scope=scope)
         exprs = tuple((n, _col(n)) for n in node.names)
@@ -217,6 +235,8 @@ class FromItems:
                 f"unknown table {name!r}: name a CTE, a quoted file path such as '{name}.csv', "
                 f"or a file {name}.csv/.json/.parquet/... in the current directory"
             )
+        if isinstance(target, exp.GenerateSeries):
+            return number_series(target)
         if isinstance(target, exp.Anonymous | exp.Func):
             return self.tvf(target)
         raise PlanError(f"unsupported FROM item: {item.sql()}")

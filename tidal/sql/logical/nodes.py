@@ -58,6 +58,8 @@ class Scan(Node):
     types: tuple = ()
     file_columns: tuple = ()  # the column each output name reads (projection pushdown shrinks the list)
     predicate: exp.Expression | None = None  # pushed-down filter over file columns
+    # rows given in the query (VALUES, range): ``path`` then names them and ``format`` is "inline"
+    rows: pa.Table | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
@@ -211,6 +212,23 @@ class SelectList:
             key_map[text] = phys
         calls: list[AggCall] = []
         agg_map: dict[str, str] = {}
+        # DuckDB lets HAVING and aggregate arguments name a SELECT alias that is not an input column
+        in_scope = {n.lower() for _, n in node.scope}
+        aliases = {
+            i.alias.lower(): i.this
+            for i in items
+            if isinstance(i, exp.Alias) and not getattr(i, "_bound", False) and i.alias.lower() not in in_scope
+        }
+
+        def with_aliases(e: exp.Expression) -> exp.Expression:
+            def visit(x):
+                if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
+                    return aliases[x.name.lower()].copy()
+                if isinstance(x, exp.Subquery | exp.Select):
+                    return x  # a subquery's names are its own
+                return None
+
+            return _transform(e.copy(), visit) if aliases else e
 
         def add_agg(e: exp.Expression) -> str:
             bound = self.bind(e, node)
@@ -229,6 +247,16 @@ class SelectList:
                 else:
                     fn = "count_distinct" if distinct else "count_not_null"
                     arg_phys = self._agg_arg(arg, node, pre)
+            elif isinstance(e, exp.LogicalOr | exp.LogicalAnd):
+                # bool_or / bool_and: the largest / smallest boolean (false < true); nulls ignored as in MAX/MIN
+                fn = "max" if isinstance(e, exp.LogicalOr) else "min"
+                if distinct:
+                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql()}")
+                t = self.check(self.bind(arg, node), node)
+                if t is not None and not (pa.types.is_boolean(t) or pa.types.is_null(t)):
+                    name = "bool_or" if isinstance(e, exp.LogicalOr) else "bool_and"
+                    raise PlanError(f"{name}({arg.sql(dialect='duckdb')}) takes a BOOLEAN, not {sql_type_name(t)}")
+                arg_phys = self._agg_arg(arg, node, pre)
             elif type(e) in _AGGS:
                 fn = _AGGS[type(e)]
                 if distinct:
@@ -282,9 +310,9 @@ class SelectList:
                 if isinstance(x, exp.VariancePop | exp.StddevPop):
                     return visit_population(x)
                 if isinstance(x, exp.Filter):
-                    raise PlanError(f"an aggregate's FILTER (WHERE ...) is not supported: {x.sql(dialect='duckdb')}")
+                    return visit(_filtered_aggregate(x))
                 if _is_agg(x):
-                    return _col(add_agg(x))
+                    return _col(add_agg(with_aliases(x)))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):
                     return x
                 if isinstance(x, exp.In) and x.args.get("query") is not None:
@@ -319,7 +347,7 @@ class SelectList:
                 new = exp.Alias(this=new_inner, alias=exp.to_identifier(_display(item)))
             new._bound = True
             new_items.append(new)
-        having_expr = rewrite(having.this) if having is not None else None
+        having_expr = rewrite(with_aliases(having.this)) if having is not None else None
         new_order = []
         for o in order_exprs:
             key = o.this
@@ -366,3 +394,30 @@ class SelectList:
         self._label(phys, arg)
         pre.append((phys, bound))
         return phys
+
+
+def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``: the aggregates tidal has all skip
+    NULLs, so the rows where ``c`` is not true drop out; ``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``."""
+    agg, cond = f.this.copy(), f.expression.this
+    if isinstance(agg, exp.WithinGroup):
+        raise PlanError(f"FILTER (WHERE ...) on an ordered-set aggregate is not supported: {f.sql(dialect='duckdb')}")
+    # FIRST/LAST keep NULLs (a filtered-out row would become a NULL they could return)
+    keeps_nulls = isinstance(agg, exp.First | exp.Last | exp.AnyValue)
+    if keeps_nulls or not (
+        isinstance(agg, exp.Count | exp.LogicalOr | exp.LogicalAnd | exp.PercentileCont | exp.PercentileDisc)
+        or type(agg) in _AGGS
+    ):
+        raise PlanError(f"FILTER (WHERE ...) on {agg.sql(dialect='duckdb')} is not supported")
+
+    def when(value: exp.Expression) -> exp.Expression:
+        return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
+
+    arg = agg.this
+    if isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
+        agg.set("this", when(exp.Literal.number(1)))
+    elif isinstance(arg, exp.Distinct):
+        arg.set("expressions", [when(arg.expressions[0].copy())])
+    else:
+        agg.set("this", when(arg.copy()))
+    return agg

@@ -18,6 +18,8 @@ def _timed(node: Node) -> bool:
 def _file_bytes(node: Node) -> float:
     """The size of the files a subtree reads (unknown, e.g. standard input: infinite)."""
     if isinstance(node, Scan):
+        if node.rows is not None:
+            return node.rows.nbytes
         return os.path.getsize(node.path) if os.path.isfile(node.path) else math.inf
     return sum((_file_bytes(i) for i in node.inputs), 0.0)
 
