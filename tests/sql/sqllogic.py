@@ -407,6 +407,10 @@ class Runner:
             if setting in ("nulls_first", "nulls_last"):
                 self.nulls_first = setting == "nulls_first"
                 return
+        if re.search(r"\bcollate\b", sql, re.I):
+            # a column's collation lives in DuckDB's catalog, not in the Parquet files tidal reads
+            self.off = f"line {block.line}: a COLLATE column (collations do not travel in Parquet)"
+            return
         if SETUP.match(sql) and not re.search(r"\bcreate\s+(or\s+replace\s+)?(temp\w*\s+)?table\s+\w+\.\w+", sql, re.I):
             try:
                 self.con.execute(sql)

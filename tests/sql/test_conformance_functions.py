@@ -175,3 +175,19 @@ def test_range_and_generate_series(tmp_path):
     ):
         assert_same(sql, where)
     assert_unsupported("SELECT * FROM range(1, 10, 0)", where, "step must not be 0")
+
+
+def test_except_and_intersect_are_set_operations(tmp_path):
+    where = _write(tmp_path, PAY)
+    for sql in (
+        "SELECT g FROM 't.parquet' EXCEPT SELECT 'f'",
+        "SELECT g, ok FROM 't.parquet' INTERSECT SELECT g, ok FROM 't.parquet' WHERE pay > 6",
+        "SELECT NULL EXCEPT SELECT NULL",
+        "SELECT pay FROM 't.parquet' EXCEPT SELECT * FROM range(8, 30) ORDER BY 1",
+        "SELECT x FROM 't.parquet' INTERSECT SELECT range FROM range(4) ORDER BY x DESC LIMIT 1",
+        "SELECT * FROM (SELECT g FROM 't.parquet' EXCEPT SELECT 'm') t WHERE g IS NOT NULL",
+        "SELECT g FROM 't.parquet' UNION SELECT 'z' EXCEPT SELECT 'm'",
+    ):
+        assert_same(sql, where)
+    assert_unsupported("SELECT 1 EXCEPT ALL SELECT 2", where, "EXCEPT ALL is not supported")
+    assert_unsupported("SELECT 1, 2 INTERSECT SELECT 1", where, "INTERSECT sides have 2 and 1 columns")

@@ -13,7 +13,7 @@ from ...core.errors import PlanError
 from ..expressions import IN_SUBQUERY, SqlTypeError, has_subquery, in_subquery, output_type
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
-from .nodes import Aggregate, Limit, Node, Project, Query, UnionAll
+from .nodes import AggCall, Aggregate, Filter, Limit, Node, Project, Query, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
 from .unsupported import refuse_unsupported
@@ -62,6 +62,8 @@ class Builder(FromItems, SelectList):
                     self.ctes[-1][cte.alias.lower()] = self._rename_visible(sub)
             if isinstance(tree, exp.Union):
                 return self.union(tree)
+            if isinstance(tree, exp.Except | exp.Intersect):
+                return self.set_difference(tree)
             if isinstance(tree, exp.Subquery):
                 return self.query(tree.this)
             if isinstance(tree, exp.Select):
@@ -88,10 +90,53 @@ class Builder(FromItems, SelectList):
         return Project(root, tuple(exprs), scope=tuple((None, n) for n, _ in exprs), types=tuple(types))
 
     def union(self, tree: exp.Union) -> Query:
+        root: Node = self._union_all(tree)
+        if tree.args.get("distinct"):
+            root = Aggregate(root, root.names, (), scope=root.scope, types=root.types)
+        q = Query(root, root.names)
+        self._order_limit(q, tree, None, None)
+        return q
+
+    def set_difference(self, tree: exp.Except | exp.Intersect) -> Query:
+        """EXCEPT / INTERSECT as sets: both sides tagged, unioned and grouped on every column (so NULLs
+        match NULLs), keeping the groups seen on the left only (EXCEPT) or on both sides (INTERSECT)."""
+        what = tree.key.upper()
+        if not tree.args.get("distinct"):
+            raise PlanError(f"{what} ALL is not supported (only {what}, which removes duplicates)")
+        tags = ("__in_left", "__in_right")
+        root = self._union_all(tree, tags)
+        keys = root.names[:-2]
+        calls = tuple(AggCall(f"__n{i}", "sum", tag) for i, tag in enumerate(tags))
+        agg = Aggregate(
+            root,
+            keys,
+            calls,
+            scope=tuple((None, n) for n in keys) + tuple((None, c.output) for c in calls),
+            types=tuple(root.types[: len(keys)]) + (pa.int64(), pa.int64()),
+        )
+        right_test = exp.GT if isinstance(tree, exp.Intersect) else exp.EQ
+        keep = exp.And(
+            this=exp.GT(this=_col("__n0"), expression=exp.Literal.number(0)),
+            expression=right_test(this=_col("__n1"), expression=exp.Literal.number(0)),
+        )
+        out = Project(
+            Filter(agg, keep),
+            tuple((n, _col(n)) for n in keys),
+            scope=root.scope[: len(keys)],
+            types=tuple(root.types[: len(keys)]),
+        )
+        q = Query(out, out.names)
+        self._order_limit(q, tree, None, None)
+        return q
+
+    def _union_all(self, tree: exp.SetOperation, tags: tuple[str, str] | None = None) -> Node:
+        """Both sides of a set operation, cast to common column types, one after the other; with
+        ``tags``, each side also gets those two columns, 1 for its own side and 0 for the other."""
+        what = tree.key.upper()
         left = self._rename_visible(self.query(tree.this))
         right = self._rename_visible(self.query(tree.expression))
         if len(left.names) != len(right.names):
-            raise PlanError(f"UNION sides have {len(left.names)} and {len(right.names)} columns")
+            raise PlanError(f"{what} sides have {len(left.names)} and {len(right.names)} columns")
         types = []
         for lt, rt in zip(left.types, right.types, strict=True):
             if lt == rt or rt is None or pa.types.is_null(rt):
@@ -103,21 +148,20 @@ class Builder(FromItems, SelectList):
             ):
                 types.append(pa.float64() if pa.types.is_floating(lt) or pa.types.is_floating(rt) else pa.int64())
             else:
-                raise PlanError(f"UNION column types differ: {lt} vs {rt}")
+                raise PlanError(f"{what} column types differ: {lt} vs {rt}")
+        names = left.names + (tags or ())
+        all_types = tuple(types) + ((pa.int64(), pa.int64()) if tags else ())
 
-        def cast(side: Node) -> Node:
+        def cast(side: Node, tag: int) -> Node:
             exprs = tuple(
                 (ln, _col(n) if t == st else exp.Cast(this=_col(n), to=exp.DataType.build(_sql_type(t))))
                 for ln, n, t, st in zip(left.names, side.names, types, side.types, strict=True)
             )
-            return Project(side, exprs, scope=tuple((None, n) for n in left.names), types=tuple(types))
+            if tags:
+                exprs += tuple((name, exp.Literal.number(int(i == tag))) for i, name in enumerate(tags))
+            return Project(side, exprs, scope=tuple((None, n) for n in names), types=all_types)
 
-        root: Node = UnionAll(cast(left), cast(right))
-        if tree.args.get("distinct"):
-            root = Aggregate(root, root.names, (), scope=root.scope, types=root.types)
-        q = Query(root, root.names)
-        self._order_limit(q, tree, None, None)
-        return q
+        return UnionAll(cast(left, 0), cast(right, 1))
 
     # -- expressions -----------------------------------------------------------------------
     def resolve(self, column: exp.Column, node: Node) -> str:

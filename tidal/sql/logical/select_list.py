@@ -138,14 +138,14 @@ class SelectList:
             q.limit = _const_int(limit.expression, "LIMIT")
         if offset is not None:
             q.offset = _const_int(offset.expression, "OFFSET")
-        if isinstance(tree, exp.Union) and tree.args.get("order"):
+        if isinstance(tree, exp.SetOperation) and tree.args.get("order"):
             for o in tree.args["order"].expressions:
                 key = o.this
                 hits = [p for p in q.root.names if p.lower() == key.name.lower()] if isinstance(key, exp.Column) else []
                 if isinstance(key, exp.Literal):
                     hits = [q.root.names[int(key.name) - 1]]
                 if not hits:
-                    raise PlanError(f"ORDER BY of a UNION must name an output column: {key.sql()}")
+                    raise PlanError(f"ORDER BY of a {tree.key.upper()} must name an output column: {key.sql()}")
                 q.order = (*q.order, (hits[0], bool(o.args.get("desc")), o.args.get("nulls_first")))
 
     def _expand_star(self, items, node: Node) -> list[exp.Expression]:

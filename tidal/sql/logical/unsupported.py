@@ -29,7 +29,7 @@ _CLAUSES = {
     "settings": "SETTINGS",
 }
 # where a subquery may stand: as a FROM item, a UNION side, a CTE, IN (subquery), EXISTS (subquery)
-_SUBQUERY_PARENTS = (exp.From, exp.Join, exp.Union, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral)
+_SUBQUERY_PARENTS = (exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral)
 
 
 def _short(e: exp.Expression) -> str:
@@ -54,11 +54,11 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                         raise PlanError(f"GROUP BY {what} is not supported: {_short(node)}")
         if isinstance(node, exp.Window):
             raise PlanError(f"window functions (... OVER (...)) are not supported: {_short(node)}")
-        if isinstance(node, exp.Select | exp.Union | exp.Table):
+        if isinstance(node, exp.Select | exp.SetOperation | exp.Table):
             for key, what in _CLAUSES.items():
                 if node.args.get(key):
                     raise PlanError(f"{what} is not supported: {_short(node.args[key] if key != 'pivots' else node)}")
-        if isinstance(node, exp.Subquery | exp.Select | exp.Union) and node is not tree:
+        if isinstance(node, exp.Subquery | exp.Select | exp.SetOperation) and node is not tree:
             parent = node.parent
             if not isinstance(parent, _SUBQUERY_PARENTS):
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
