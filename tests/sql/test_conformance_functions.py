@@ -152,8 +152,7 @@ def test_values_lists_and_column_aliases(tmp_path):
     assert_same("SELECT x, x IS NULL, x IS DISTINCT FROM NULL FROM (VALUES (NULL), (1), (2)) AS t(x)", where)
     assert_same("SELECT b, SUM(a) FROM (VALUES (1, 'x'), (2, 'y'), (3, 'x')) t(a, b) GROUP BY b", where)
     assert_same(
-        "SELECT g, v.label FROM 't.parquet' JOIN (VALUES ('m', 'male'), ('f', 'female')) v(code, label) "
-        "ON g = v.code",
+        "SELECT g, v.label FROM 't.parquet' JOIN (VALUES ('m', 'male'), ('f', 'female')) v(code, label) ON g = v.code",
         where,
     )
     assert_same("SELECT i, s FROM (SELECT pay, g || '_x' FROM 't.parquet') tbl(i, s) WHERE i > 6", where)
@@ -191,3 +190,25 @@ def test_except_and_intersect_are_set_operations(tmp_path):
         assert_same(sql, where)
     assert_unsupported("SELECT 1 EXCEPT ALL SELECT 2", where, "EXCEPT ALL is not supported")
     assert_unsupported("SELECT 1, 2 INTERSECT SELECT 1", where, "INTERSECT sides have 2 and 1 columns")
+
+
+def test_uncorrelated_scalar_subqueries(tmp_path):
+    where = _write(tmp_path, PAY)
+    for sql in (
+        "SELECT (SELECT 1), (SELECT NULL)",
+        "SELECT pay FROM 't.parquet' WHERE pay > (SELECT AVG(pay) FROM 't.parquet')",
+        "SELECT g, SUM(pay) FROM 't.parquet' GROUP BY g HAVING SUM(pay) > (SELECT SUM(pay) * 0.3 FROM 't.parquet')",
+        "SELECT pay, (SELECT MAX(pay) FROM 't.parquet') - pay AS gap FROM 't.parquet'",
+        "SELECT COUNT(*), (SELECT COUNT(*) FROM range(7)) FROM 't.parquet'",
+        "SELECT (SELECT x FROM 't.parquet' WHERE x > 100) IS NULL",
+        "SELECT g FROM 't.parquet' WHERE g = (SELECT g FROM 't.parquet' WHERE pay = 40) "
+        "OR x = (SELECT MIN(x) FROM 't.parquet')",
+    ):
+        assert_same(sql, where)
+    assert_unsupported("SELECT (SELECT pay FROM 't.parquet')", where, "more than one row")
+    assert_unsupported(
+        "SELECT pay FROM 't.parquet' t1 WHERE pay > (SELECT AVG(pay) FROM 't.parquet' t2 WHERE t2.g = t1.g)",
+        where,
+        "correlated subqueries are not supported",
+    )
+    assert_unsupported("SELECT (SELECT pay, g FROM 't.parquet' LIMIT 1)", where, "one column")

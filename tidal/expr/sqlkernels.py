@@ -420,6 +420,17 @@ def _in_subquery(ev: SqlEvaluator, node):
     return ev.in_array(ev.eval(node.args[0]), ev.subresults[key])
 
 
+def _scalar_subquery(ev: SqlEvaluator, node):
+    """A scalar subquery's value: NULL for no row, an error (as in DuckDB) for more than one."""
+    key = node.params[0]
+    if key not in ev.subresults:
+        return pa.scalar(None)  # type checks run before the subquery: the builder typed it already
+    values = ev.subresults[key]
+    if len(values) > 1:
+        raise SqlTypeError(f"more than one row returned by a subquery used as an expression ({len(values)} rows)")
+    return values[0] if len(values) else pa.scalar(None, values.type)
+
+
 def _coalesce(ev: SqlEvaluator, node):
     args = ev._args(node)
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
@@ -493,6 +504,7 @@ _FUNCS = {
     "is_bool": _is_bool,
     "in": _in,
     "in_subquery": _in_subquery,
+    "scalar_subquery": _scalar_subquery,
     "coalesce": _coalesce,
     "nullif": _nullif,
     "concat": _concat,

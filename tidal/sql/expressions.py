@@ -95,8 +95,16 @@ def in_subquery(value: exp.Expression, key: int) -> exp.Expression:
     return exp.Anonymous(this=IN_SUBQUERY, expressions=[value, exp.Literal.number(key)])
 
 
+SCALAR_SUBQUERY = "scalar_subquery"
+
+
+def scalar_subquery(key: int) -> exp.Expression:
+    """The one value of uncorrelated subquery number ``key``, materialised before the query runs."""
+    return exp.Anonymous(this=SCALAR_SUBQUERY, expressions=[exp.Literal.number(key)])
+
+
 def has_subquery(node: exp.Expression) -> bool:
-    return any(isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY for x in node.walk())
+    return any(isinstance(x, exp.Anonymous) and x.name in (IN_SUBQUERY, SCALAR_SUBQUERY) for x in node.walk())
 
 
 @dataclass(frozen=True)
@@ -417,6 +425,8 @@ class _Translator(MoreTranslations):
         args = e.expressions
         if name == IN_SUBQUERY:
             return self._call(IN_SUBQUERY, e, [args[0]], [int(args[1].name)])
+        if name == SCALAR_SUBQUERY:
+            return self._call(SCALAR_SUBQUERY, e, [], [int(args[0].name)])
         if name == "strlen":
             return self._call("length", e, [args[0]])
         if name in ("epoch_us", "epoch_ms", "epoch"):

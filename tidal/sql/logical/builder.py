@@ -10,10 +10,18 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from ..expressions import IN_SUBQUERY, SqlTypeError, has_subquery, in_subquery, output_type
+from ..expressions import (
+    IN_SUBQUERY,
+    SCALAR_SUBQUERY,
+    SqlTypeError,
+    has_subquery,
+    in_subquery,
+    output_type,
+    scalar_subquery,
+)
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
-from .nodes import AggCall, Aggregate, Filter, Limit, Node, Project, Query, UnionAll
+from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Session, Tumble, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
 from .unsupported import refuse_unsupported
@@ -25,6 +33,7 @@ class Builder(FromItems, SelectList):
     def __init__(self):
         self.ctes: list[dict[str, Node]] = [{}]
         self.subplans: dict[int, Query] = {}
+        self.subquery_types: dict[int, pa.DataType | None] = {}  # scalar subqueries' column types
         self._n = 0
         self.trigger: tuple = ()
         self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
@@ -204,9 +213,35 @@ class Builder(FromItems, SelectList):
                     return self.in_subquery(e, _transform(e.this.copy(), visit))
                 finally:
                     self.outer.pop()
+            if isinstance(e, exp.Subquery):
+                self.outer.append(node)
+                try:
+                    return self.scalar_subquery(e)
+                finally:
+                    self.outer.pop()
             return None
 
         return _transform(expr.copy(), visit)
+
+    def scalar_subquery(self, e: exp.Subquery) -> exp.Expression:
+        """``(SELECT ...)`` as a value: planned here, run before the query, its one row a constant.
+        Over files at rest that is exact; a subquery over an event-time stream (whose answer
+        changes as time passes) is refused."""
+        sub = self.query(e.this)
+        if len(sub.root.names) - sub.hidden != 1:
+            raise PlanError(f"a subquery used as a value must return one column: {e.sql(dialect='duckdb')}")
+        if (sub.limit is not None or sub.offset) and not sub.order:
+            # tidal's rows have no scan order to take "the first" from (DuckDB takes the file's)
+            raise PlanError(
+                f"a scalar subquery with LIMIT/OFFSET but no ORDER BY is not supported (which row it "
+                f"returns is not determined; add ORDER BY): {e.sql(dialect='duckdb')}"
+            )
+        if any(isinstance(n, EventTime | Tumble | Session) for n in _walk(sub.root)):
+            raise PlanError(f"a scalar subquery over an event-time stream is not supported: {e.sql(dialect='duckdb')}")
+        key = len(self.subplans)
+        self.subplans[key] = sub
+        self.subquery_types[key] = sub.root.types[0]
+        return scalar_subquery(key)
 
     def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
         """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
@@ -222,16 +257,27 @@ class Builder(FromItems, SelectList):
         schema = node.schema()
         if schema is None:
             return None
-        if has_subquery(expr):  # typed as ``value IN (value)``: a boolean, its value checked
-            expr = _transform(
-                expr.copy(),
-                lambda x: (
-                    exp.In(this=x.expressions[0].copy(), expressions=[x.expressions[0].copy()])
-                    if isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY
-                    else None
-                ),
-            )
+        if has_subquery(expr):
+            # IN (subquery) typed as ``value IN (value)`` (a boolean, its value checked); a scalar
+            # subquery as a NULL of its column's type
+            def typed(x):
+                if isinstance(x, exp.Anonymous) and x.name == IN_SUBQUERY:
+                    return exp.In(this=x.expressions[0].copy(), expressions=[x.expressions[0].copy()])
+                if isinstance(x, exp.Anonymous) and x.name == SCALAR_SUBQUERY:
+                    t = self.subquery_types[int(x.expressions[0].name)]
+                    if t is None or pa.types.is_null(t):
+                        return exp.Null()
+                    return exp.Cast(this=exp.Null(), to=exp.DataType.build(_sql_type(t)))
+                return None
+
+            expr = _transform(expr.copy(), typed)
         try:
             return output_type(expr, schema)
         except SqlTypeError as err:
             raise SqlTypeError(user_message(str(err), self.labels_for(node))) from None
+
+
+def _walk(node: Node):
+    yield node
+    for child in node.inputs:
+        yield from _walk(child)

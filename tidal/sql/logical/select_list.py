@@ -46,9 +46,7 @@ class SelectList:
         items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
         having = sel.args.get("having")
-        aggs_present = any(e.find(exp.AggFunc) or any(_is_agg(x) for x in e.walk()) for e in items) or (
-            having is not None
-        )
+        aggs_present = any(_has_aggregate(e) for e in items) or having is not None
         order_exprs = [o for o in (sel.args.get("order").expressions if sel.args.get("order") else [])]
         # items named by an explicit AS (not a column's own name, not a * expansion)
         explicit = [isinstance(i, exp.Alias) and not getattr(i, "_bound", False) for i in items]
@@ -311,6 +309,8 @@ class SelectList:
                     return visit_population(x)
                 if isinstance(x, exp.Filter):
                     return visit(_filtered_aggregate(x))
+                if isinstance(x, exp.Subquery):  # a scalar subquery: its aggregates are its own
+                    return self.bind(x, node)
                 if _is_agg(x):
                     return _col(add_agg(with_aliases(x)))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):
@@ -421,3 +421,12 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
     else:
         agg.set("this", when(arg.copy()))
     return agg
+
+
+def _has_aggregate(e: exp.Expression) -> bool:
+    """Whether ``e`` aggregates (outside any scalar subquery in it, whose aggregates are its own)."""
+    if _is_agg(e):
+        return True
+    if isinstance(e, exp.Subquery):
+        return False
+    return any(_has_aggregate(c) for c in e.iter_expressions())

@@ -60,7 +60,8 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                     raise PlanError(f"{what} is not supported: {_short(node.args[key] if key != 'pivots' else node)}")
         if isinstance(node, exp.Subquery | exp.Select | exp.SetOperation) and node is not tree:
             parent = node.parent
-            if not isinstance(parent, _SUBQUERY_PARENTS):
+            # (SELECT ...) used as a value is planned as a scalar subquery (uncorrelated only)
+            if not isinstance(parent, _SUBQUERY_PARENTS) and not isinstance(node, exp.Subquery):
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
         if isinstance(node, exp.Exists):
             raise PlanError(f"EXISTS (subquery) is not supported: {_short(node)}; use a SEMI or ANTI JOIN")
