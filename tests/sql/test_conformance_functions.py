@@ -5,8 +5,12 @@ a boolean compared with a number. Each answer must equal DuckDB's, or be an erro
 from __future__ import annotations
 
 import datetime as dt
+import os
 
+import duckdb
 import pyarrow as pa
+
+from tidal.sql import plan
 
 from .test_conformance_expressions import STRINGS, _write, assert_same, assert_unsupported
 
@@ -212,3 +216,22 @@ def test_uncorrelated_scalar_subqueries(tmp_path):
         "correlated subqueries are not supported",
     )
     assert_unsupported("SELECT (SELECT pay, g FROM 't.parquet' LIMIT 1)", where, "one column")
+
+
+def test_group_by_all_and_order_by_all(tmp_path):
+    where = _write(tmp_path, PAY)
+    for sql in (
+        "SELECT g, ok, SUM(pay), COUNT(*) FROM 't.parquet' GROUP BY ALL ORDER BY ALL",
+        "SELECT g, pay % 2 AS odd, MAX(x) FROM 't.parquet' GROUP BY ALL ORDER BY ALL DESC",
+        "SELECT g, x FROM 't.parquet' ORDER BY ALL NULLS FIRST",
+        "SELECT COUNT(*) FROM 't.parquet' GROUP BY ALL",
+    ):
+        assert_same(sql, where)
+        if "ORDER BY" in sql:  # and in DuckDB's order, not only the same rows
+            old = os.getcwd()
+            os.chdir(where)
+            try:
+                got, want = plan(sql).result().to_pylist(), duckdb.connect().sql(sql).to_arrow_table().to_pylist()
+            finally:
+                os.chdir(old)
+            assert [tuple(r.values()) for r in got] == [tuple(r.values()) for r in want], sql

@@ -175,7 +175,6 @@ def test_a_window_without_time_field_nor_declared_event_time_says_to_give_it(eve
             "SELECT customer, sum(qty) FROM 'orders.csv' GROUP BY GROUPING SETS ((customer), ())",
             "GROUP BY GROUPING SETS is not supported",
         ),
-        ("SELECT customer, sum(qty) FROM 'orders.csv' GROUP BY ALL", "GROUP BY ALL is not supported"),
         (
             "SELECT * FROM 'orders.csv' o WHERE EXISTS (SELECT 1 FROM 'customers.csv' c WHERE c.name = o.customer)",
             "EXISTS (subquery) is not supported",

@@ -47,7 +47,7 @@ class SelectList:
         group = sel.args.get("group")
         having = sel.args.get("having")
         aggs_present = any(_has_aggregate(e) for e in items) or having is not None
-        order_exprs = [o for o in (sel.args.get("order").expressions if sel.args.get("order") else [])]
+        order_exprs = _order_all(sel.args.get("order").expressions if sel.args.get("order") else [], len(items))
         # items named by an explicit AS (not a column's own name, not a * expansion)
         explicit = [isinstance(i, exp.Alias) and not getattr(i, "_bound", False) for i in items]
         if group is not None or aggs_present:
@@ -179,7 +179,10 @@ class SelectList:
 
     def aggregate(self, node, items, group, having, order_exprs, triggers):
         key_exprs = []
-        if group is not None:
+        if group is not None and group.args.get("all"):
+            # GROUP BY ALL (DuckDB): every SELECT item that does not aggregate
+            key_exprs = [i.this if isinstance(i, exp.Alias) else i for i in items if not _has_aggregate(i)]
+        elif group is not None:
             for g in group.expressions:
                 if isinstance(g, exp.Literal) and not g.is_string:
                     if not 1 <= int(g.name) <= len(items):
@@ -430,3 +433,14 @@ def _has_aggregate(e: exp.Expression) -> bool:
     if isinstance(e, exp.Subquery):
         return False
     return any(_has_aggregate(c) for c in e.iter_expressions())
+
+
+def _order_all(order: list, width: int) -> list:
+    """``ORDER BY ALL [DESC]`` (DuckDB): by every SELECT column, left to right, in the direction given."""
+    if len(order) != 1 or not (isinstance(order[0].this, exp.Var) and order[0].this.name.upper() == "ALL"):
+        return list(order)
+    o = order[0]
+    return [
+        exp.Ordered(this=exp.Literal.number(i + 1), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
+        for i in range(width)
+    ]

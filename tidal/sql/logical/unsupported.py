@@ -43,8 +43,6 @@ def refuse_unsupported(tree: exp.Expression) -> None:
         if isinstance(node, exp.With) and node.args.get("recursive"):
             raise PlanError("WITH RECURSIVE is not supported (recursive CTEs)")
         if isinstance(node, exp.Group):
-            if node.args.get("all"):
-                raise PlanError("GROUP BY ALL is not supported: list the grouping columns")
             for key, what in (("rollup", "ROLLUP"), ("cube", "CUBE"), ("grouping_sets", "GROUPING SETS")):
                 if node.args.get(key):
                     raise PlanError(f"GROUP BY {what} is not supported: {_short(node)}")
