@@ -30,8 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.batch import EventBatch
-from ..core.time import INFINITY
-from .base import Operator
+from .recomputed import RecomputedSnapshot
 
 
 def _compare_values(a, b) -> int:
@@ -80,7 +79,7 @@ def order_indices(table: pa.Table, order) -> pa.Array:
     return pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement=keys[0][2])
 
 
-class TopKOp(Operator):
+class TopKOp(RecomputedSnapshot):
     """The rows ``offset .. offset + limit - 1`` of every snapshot (see the module docstring)."""
 
     name = "TopK"
@@ -93,52 +92,22 @@ class TopKOp(Operator):
         offset: int,
         start_edges_only: bool = False,
     ):
-        super().__init__()
+        super().__init__(schema, schema)
         self.order = order
         self.prune = start_edges_only and limit is not None
-        self.schema = schema
-        self.names = schema.names
         positions = [(self.names.index(n), desc, bool(nulls_first)) for n, desc, nulls_first in order]
         self.key = row_order(positions, len(self.names))
         self.limit, self.offset = limit, offset
-        self.snapshot_rows: Counter = Counter()
-        self.window: list[tuple] = []  # rows emitted, in order
-        self.started: dict[tuple, list[int]] = {}  # row -> start times of its emitted copies
-        self.changes: list[tuple[int, int, int, tuple]] = []  # heap of (tick, seq, +1/-1, row)
-        self._seq = 0
         keys = ", ".join(f"{n} {'desc' if d else 'asc'}" for n, d, _ in order) or "(all columns)"
         self.variant = (
             f"order by {keys}; offset {offset}, limit {limit}; window recomputed only when a change reaches it"
         )
 
-    def _push(self, tick: int, delta: int, row: tuple) -> None:
-        self._seq += 1
-        heapq.heappush(self.changes, (tick, self._seq, delta, row))
-
-    def on_batch(self, batch: EventBatch) -> None:
-        batch = batch.compact()
-        if len(batch) == 0:
-            return
-        if self.prune:
-            batch = self._cut(batch)
-            if len(batch) == 0:  # LIMIT 0: no row can be in the window
-                return
-        sync, other = batch.sync, batch.other
-        self._close(int(sync[0]))  # every tick before this batch's first is complete
-        rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
-        for t, o, row in zip(sync.tolist(), other.tolist(), rows, strict=True):
-            if o == INFINITY:
-                self._push(t, 1, row)
-            elif o < t:
-                self._push(t, -1, row)
-            else:
-                self._push(t, 1, row)
-                self._push(o, -1, row)
-        self._close(int(sync[-1]))
-
-    def _cut(self, batch: EventBatch) -> EventBatch:
+    def admit(self, batch: EventBatch) -> EventBatch:
         """Start edges only: each tick's rows beyond the first ``offset + limit`` (in window order)
         can never be in the window."""
+        if not self.prune:
+            return batch
         stop = self.offset + self.limit
         bounds = np.flatnonzero(np.diff(batch.sync)) + 1
         starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(batch)]])
@@ -154,75 +123,18 @@ class TopKOp(Operator):
                 keep.append(np.sort(part) + s)
         return batch.take(np.concatenate(keep))
 
-    def on_punctuation(self, time: int) -> None:
-        self._close(time)
-        self.emit_punctuation(time)
-
-    def on_completed(self) -> None:
-        self._close(INFINITY)
-        self.emit_completed()
-
-    def _close(self, bound: int) -> None:
-        """Apply and emit every tick before ``bound``."""
-        out_sync, out_other, out_rows = [], [], []
-        while self.changes and self.changes[0][0] < bound:
-            tick = self.changes[0][0]
-            moved = False
-            while self.changes and self.changes[0][0] == tick:
-                _, _, delta, row = heapq.heappop(self.changes)
-                self.snapshot_rows[row] += delta
-                if self.snapshot_rows[row] == 0:
-                    del self.snapshot_rows[row]
-                moved = moved or self._reaches_window(row)
-            if moved:
-                self._recompute(tick, out_sync, out_other, out_rows)
-        if out_rows:
-            cols = {n: pa.array([r[i] for r in out_rows], self.schema.field(n).type) for i, n in enumerate(self.names)}
-            self.emit(EventBatch(np.array(out_sync, np.int64), np.array(out_other, np.int64), cols))
-
-    def _reaches_window(self, row: tuple) -> bool:
-        """Whether a change of ``row`` can change the window: not when the window is full and the
-        row sorts after its last row."""
+    def matters(self, row: tuple) -> bool:
+        """Not when the window is full and the row sorts after its last row."""
         if self.limit == 0:  # the window is always empty
             return False
-        if self.limit is None or len(self.window) < self.limit:
+        if self.limit is None or len(self.output) < self.limit:
             return True
-        return self.key(row) <= self.key(self.window[-1])
+        return self.key(row) <= self.key(self.output[-1])
 
-    def _recompute(self, tick: int, out_sync: list, out_other: list, out_rows: list) -> None:
+    def recompute(self) -> list[tuple]:
         rows = list(self.snapshot_rows.elements())
         stop = None if self.limit is None else self.offset + self.limit
         ranked = sorted(rows, key=self.key) if stop is None else heapq.nsmallest(stop, rows, key=self.key)
-        new_window = ranked[self.offset : stop]
         if self.prune:  # nothing is retracted: rows after the window are never needed again
             self.snapshot_rows = Counter(ranked)
-        old, new = Counter(self.window), Counter(new_window)
-        for row, n in (old - new).items():
-            for _ in range(n):
-                out_sync.append(tick)
-                out_other.append(self.started[row].pop())
-                out_rows.append(row)
-        for row, n in (new - old).items():
-            for _ in range(n):
-                self.started.setdefault(row, []).append(tick)
-                out_sync.append(tick)
-                out_other.append(INFINITY)
-                out_rows.append(row)
-        self.window = new_window
-
-    def snapshot(self) -> dict:
-        return {
-            "rows": list(self.snapshot_rows.items()),
-            "window": list(self.window),
-            "started": {k: list(v) for k, v in self.started.items()},
-            "changes": list(self.changes),
-            "seq": self._seq,
-        }
-
-    def restore(self, state: dict) -> None:
-        self.snapshot_rows = Counter(dict(state["rows"]))
-        self.window = list(state["window"])
-        self.started = {k: list(v) for k, v in state["started"].items()}
-        self.changes = list(state["changes"])
-        heapq.heapify(self.changes)
-        self._seq = state["seq"]
+        return ranked[self.offset : stop]

@@ -68,6 +68,7 @@ from .logical import (
     Session,
     Tumble,
     UnionAll,
+    WindowFunctions,
     column_labels,
     event_time_field,
     user_message,
@@ -190,6 +191,10 @@ class Translator:
             if node.kind == "anti":
                 return left.where_not_exists(right, lk, rk)
             return left.full_outer_join(right, lk, rk)
+        if isinstance(node, WindowFunctions):
+            inner = self.stream(node.input, time)
+            types = node.types[len(node.input.names) :]
+            return Stream(rel.WindowFunctions(inner.node, node.calls, types))
         if isinstance(node, Limit):
             if time.column is not None:
                 raise PlanError("an event time over a subquery with LIMIT/OFFSET is not supported")

@@ -1,5 +1,6 @@
 """Nodes the SQL translator adds for relational results over time: shaping rows, row identities for
-outer joins, session columns, SQL windows, triggers, late-row time columns, TopK, watermark taps.
+outer joins, session columns, SQL windows, triggers, late-row time columns, TopK, window functions,
+watermark taps.
 Each operator's temporal semantics are stated in its ``tidal.ops`` module."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
 from ...ops.topk import TopKOp
 from ...ops.trigger import TriggerOp
 from ...ops.tumble import TumbleOp
+from ...ops.window_functions import WindowFunctionsOp
 from ..node import PlanNode
+from ..properties import Properties
 
 
 class Shape(PlanNode):
@@ -124,6 +127,23 @@ class TopK(PlanNode):
     def make(self) -> Operator:
         starts_only = self.props.start_edge_only
         return TopKOp(self.schema, self.order, self.limit, self.offset, starts_only)
+
+
+class WindowFunctions(PlanNode):
+    """SQL window functions (``... OVER (...)``): each snapshot's rows with one column per call."""
+
+    label = "WindowFunctions"
+
+    def __init__(self, input: PlanNode, calls: tuple, types: tuple):
+        fields = list(input.schema) + [pa.field(c.output, t) for c, t in zip(calls, types, strict=True)]
+        # rows are retracted and re-emitted as their ranks change, and every partition meets in one place
+        super().__init__((input,), pa.schema(fields), Properties(), calls=tuple(calls), partitioning=((),))
+
+    def make(self) -> Operator:
+        return WindowFunctionsOp(self.inputs[0].schema, list(self.calls), self.schema)
+
+    def describe(self) -> str:
+        return "; ".join(c.describe() for c in self.calls)
 
 
 class WatermarkTap(PlanNode):

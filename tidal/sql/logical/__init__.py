@@ -33,6 +33,7 @@ from .nodes import (
     Unary,
     UnionAll,
     WindowColumns,
+    WindowFunctions,
     event_time_field,
 )
 from .types import sql_type_name, user_message
@@ -57,6 +58,7 @@ __all__ = [
     "Unary",
     "UnionAll",
     "WindowColumns",
+    "WindowFunctions",
     "column_labels",
     "event_time_field",
     "sql_type_name",

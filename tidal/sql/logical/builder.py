@@ -25,9 +25,10 @@ from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, 
 from .select_list import SelectList
 from .types import _sql_type, user_message
 from .unsupported import refuse_unsupported
+from .windows import WindowList
 
 
-class Builder(FromItems, SelectList):
+class Builder(FromItems, SelectList, WindowList):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self):

@@ -70,6 +70,23 @@ class Scan(Node):
 
 
 @dataclass(frozen=True)
+class WindowFunctions(Unary):
+    """The input's rows, each with one more column per window function call (``... OVER (...)``)."""
+
+    input: Node
+    calls: tuple  # tidal.ops.window_functions.WindowCall
+    scope: tuple = ()
+    types: tuple = ()
+
+    @property
+    def names(self):
+        return tuple(self.input.names) + tuple(c.output for c in self.calls)
+
+    def describe(self) -> str:
+        return "Window " + "; ".join(c.describe() for c in self.calls)
+
+
+@dataclass(frozen=True)
 class Filter(SameColumns):
     input: Node
     condition: exp.Expression

@@ -12,6 +12,7 @@ from ..expressions import SqlTypeError, interval_micros
 from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
+from .windows import has_window
 
 
 class SelectList:
@@ -61,6 +62,10 @@ class SelectList:
             if t is not None and not is_condition_type(t):
                 raise SqlTypeError(f"HAVING {having.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             node = Filter(node, having_expr)
+        if any(has_window(i) for i in items):
+            if any(has_window(o.this) for o in order_exprs):
+                raise PlanError("a window function in ORDER BY is not supported: select it and order by its alias")
+            node, items = self.windows(node, items, sel)
         # projection, with ORDER BY expressions that are not outputs as hidden trailing columns
         exprs, names, types = [], [], []
         used: set[str] = set()
@@ -314,6 +319,21 @@ class SelectList:
                     return visit(_filtered_aggregate(x))
                 if isinstance(x, exp.Subquery):  # a scalar subquery: its aggregates are its own
                     return self.bind(x, node)
+                if isinstance(x, exp.Window):  # over the groups: its inputs are rewritten, not the call
+                    w = x.copy()
+                    fn = w.this
+                    for key, value in list(fn.args.items()):
+                        if isinstance(value, exp.Expression) and not isinstance(value, exp.Star):
+                            fn.set(key, _transform(value, visit))
+                    for key in ("partition_by", "order"):
+                        if w.args.get(key) is not None:
+                            w.set(
+                                key,
+                                _transform(w.args[key], visit)
+                                if key == "order"
+                                else [_transform(p, visit) for p in w.args[key]],
+                            )
+                    return w
                 if _is_agg(x):
                     return _col(add_agg(with_aliases(x)))
                 if isinstance(x, exp.Column) and getattr(x, "_bound", False):
@@ -427,12 +447,21 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
 
 
 def _has_aggregate(e: exp.Expression) -> bool:
-    """Whether ``e`` aggregates (outside any scalar subquery in it, whose aggregates are its own)."""
+    """Whether ``e`` aggregates (outside any scalar subquery in it, whose aggregates are its own, and
+    apart from a window call itself: ``SUM(x) OVER ()`` does not group, ``RANK() OVER (ORDER BY SUM(x))`` does)."""
+    if isinstance(e, exp.Window):
+        return any(_has_aggregate(c) for c in e.this.iter_expressions()) or any(
+            _has_aggregate(c) for key in ("partition_by", "order") for c in _as_list(e.args.get(key))
+        )
     if _is_agg(e):
         return True
     if isinstance(e, exp.Subquery):
         return False
     return any(_has_aggregate(c) for c in e.iter_expressions())
+
+
+def _as_list(value) -> list:
+    return [] if value is None else value if isinstance(value, list) else [value]
 
 
 def _order_all(order: list, width: int) -> list:

@@ -14,7 +14,7 @@ from ...core.errors import PlanError
 # clauses of a SELECT (or UNION) tidal does not evaluate: sqlglot's argument name -> the SQL
 _CLAUSES = {
     "qualify": "QUALIFY",
-    "windows": "a named WINDOW clause",
+    "windows": "named windows (a WINDOW clause)",
     "sample": "TABLESAMPLE / USING SAMPLE",
     "pivots": "PIVOT / UNPIVOT",
     "laterals": "LATERAL VIEW",
@@ -50,12 +50,14 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                 for cls, what in ((exp.Rollup, "ROLLUP"), (exp.Cube, "CUBE"), (exp.GroupingSets, "GROUPING SETS")):
                     if isinstance(e, cls):
                         raise PlanError(f"GROUP BY {what} is not supported: {_short(node)}")
-        if isinstance(node, exp.Window):
-            raise PlanError(f"window functions (... OVER (...)) are not supported: {_short(node)}")
+        if isinstance(node, exp.Window) and not _in_select_list(node):
+            raise PlanError(f"window functions (... OVER (...)) are supported in the SELECT list only: {_short(node)}")
         if isinstance(node, exp.Select | exp.SetOperation | exp.Table):
             for key, what in _CLAUSES.items():
                 if node.args.get(key):
-                    raise PlanError(f"{what} is not supported: {_short(node.args[key] if key != 'pivots' else node)}")
+                    value = node.args[key]
+                    shown = node if key == "pivots" or not isinstance(value, exp.Expression) else value
+                    raise PlanError(f"{what} is not supported: {_short(shown)}")
         if isinstance(node, exp.Subquery | exp.Select | exp.SetOperation) and node is not tree:
             parent = node.parent
             # (SELECT ...) used as a value is planned as a scalar subquery (uncorrelated only)
@@ -63,3 +65,13 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
         if isinstance(node, exp.Exists):
             raise PlanError(f"EXISTS (subquery) is not supported: {_short(node)}; use a SEMI or ANTI JOIN")
+
+
+def _in_select_list(node: exp.Expression) -> bool:
+    """Whether ``node`` sits in the expressions of its nearest SELECT (not WHERE, GROUP BY, ...)."""
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        if isinstance(parent, exp.Window):  # a window call inside another's arguments
+            return False
+        child, parent = parent, parent.parent
+    return parent is not None and child.arg_key == "expressions"

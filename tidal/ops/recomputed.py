@@ -1,0 +1,136 @@
+"""Operators whose output snapshot is recomputed from the whole input snapshot (TopK, window functions).
+
+Temporal semantics: at every instant ``T`` the output snapshot is ``f(input snapshot at T)`` for a
+function ``f`` of the whole relation (its row order, ranks, neighbours). The input is start edges
+(inserts), end edges (retractions) and intervals (an insert now, a retraction at the end). A tick
+``t`` is complete once a later tick or a punctuation beyond it arrives; then its changes are
+applied to the snapshot (a multiset of row tuples) and, if a subclass says they can matter,
+``f`` is recomputed and the difference from the previous output is emitted at ``t``: an end edge
+for each output row that left (a retraction of the row as emitted), a start edge for each row
+that entered.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.time import INFINITY
+from .base import Operator
+
+
+class RecomputedSnapshot(Operator):
+    """Keeps the input snapshot; subclasses give ``recompute()`` (the new output rows)."""
+
+    def __init__(self, schema: pa.Schema, out_schema: pa.Schema):
+        super().__init__()
+        self.schema, self.out_schema = schema, out_schema
+        self.names = schema.names
+        self.snapshot_rows: Counter = Counter()
+        self.output: list[tuple] = []  # the output rows emitted and alive
+        self.started: dict[tuple, list[int]] = {}  # output row -> start times of its emitted copies
+        self.changes: list[tuple[int, int, int, tuple]] = []  # heap of (tick, seq, +1/-1, row)
+        self._seq = 0
+
+    # -- hooks ------------------------------------------------------------------------------
+    def admit(self, batch: EventBatch) -> EventBatch:
+        """The part of a (compacted) batch worth keeping; all of it by default."""
+        return batch
+
+    def matters(self, row: tuple) -> bool:
+        """Whether a change of ``row`` can change the output."""
+        return True
+
+    def recompute(self) -> list[tuple]:
+        raise NotImplementedError
+
+    # -- messages ---------------------------------------------------------------------------
+    def _push(self, tick: int, delta: int, row: tuple) -> None:
+        self._seq += 1
+        heapq.heappush(self.changes, (tick, self._seq, delta, row))
+
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        if len(batch) == 0:
+            return
+        batch = self.admit(batch)
+        if len(batch) == 0:
+            return
+        sync, other = batch.sync, batch.other
+        self._close(int(sync[0]))  # every tick before this batch's first is complete
+        rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
+        for t, o, row in zip(sync.tolist(), other.tolist(), rows, strict=True):
+            if o == INFINITY:
+                self._push(t, 1, row)
+            elif o < t:
+                self._push(t, -1, row)
+            else:
+                self._push(t, 1, row)
+                self._push(o, -1, row)
+        self._close(int(sync[-1]))
+
+    def on_punctuation(self, time: int) -> None:
+        self._close(time)
+        self.emit_punctuation(time)
+
+    def on_completed(self) -> None:
+        self._close(INFINITY)
+        self.emit_completed()
+
+    def _close(self, bound: int) -> None:
+        """Apply and emit every tick before ``bound``."""
+        out_sync, out_other, out_rows = [], [], []
+        while self.changes and self.changes[0][0] < bound:
+            tick = self.changes[0][0]
+            moved = False
+            while self.changes and self.changes[0][0] == tick:
+                _, _, delta, row = heapq.heappop(self.changes)
+                self.snapshot_rows[row] += delta
+                if self.snapshot_rows[row] == 0:
+                    del self.snapshot_rows[row]
+                moved = moved or self.matters(row)
+            if moved:
+                self._emit_difference(tick, self.recompute(), out_sync, out_other, out_rows)
+        if out_rows:
+            cols = {
+                n: pa.array([r[i] for r in out_rows], self.out_schema.field(n).type)
+                for i, n in enumerate(self.out_schema.names)
+            }
+            self.emit(EventBatch(np.array(out_sync, np.int64), np.array(out_other, np.int64), cols))
+
+    def _emit_difference(self, tick: int, new_output: list[tuple], out_sync, out_other, out_rows) -> None:
+        old, new = Counter(self.output), Counter(new_output)
+        for row, n in (old - new).items():
+            for _ in range(n):
+                out_sync.append(tick)
+                out_other.append(self.started[row].pop())
+                out_rows.append(row)
+        for row, n in (new - old).items():
+            for _ in range(n):
+                self.started.setdefault(row, []).append(tick)
+                out_sync.append(tick)
+                out_other.append(INFINITY)
+                out_rows.append(row)
+        self.output = new_output
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        return {
+            "rows": list(self.snapshot_rows.items()),
+            "output": list(self.output),
+            "started": {k: list(v) for k, v in self.started.items()},
+            "changes": list(self.changes),
+            "seq": self._seq,
+        }
+
+    def restore(self, state: dict) -> None:
+        self.snapshot_rows = Counter(dict(state["rows"]))
+        self.output = list(state["output"])
+        self.started = {k: list(v) for k, v in state["started"].items()}
+        self.changes = list(state["changes"])
+        heapq.heapify(self.changes)
+        self._seq = state["seq"]
