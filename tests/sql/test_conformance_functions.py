@@ -235,3 +235,16 @@ def test_group_by_all_and_order_by_all(tmp_path):
             finally:
                 os.chdir(old)
             assert [tuple(r.values()) for r in got] == [tuple(r.values()) for r in want], sql
+
+
+def test_having_without_aggregates_and_where_naming_select_aliases(tmp_path):
+    where = _write(tmp_path, PAY)
+    for sql in (
+        "SELECT 42 HAVING 42 > 20",
+        "SELECT 42 HAVING 42 < 20",
+        "SELECT 1 AS one FROM 't.parquet' HAVING 1 < 2",
+        "SELECT 1 AS one FROM 't.parquet' WHERE pay > 1000 HAVING 1 < 2",
+        "SELECT pay % 2 AS k FROM 't.parquet' WHERE k <> 0",
+        "SELECT pay * 2 AS pay FROM 't.parquet' WHERE pay > 10",  # the input column wins over the alias
+    ):
+        assert_same(sql, where)

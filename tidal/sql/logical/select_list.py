@@ -39,7 +39,7 @@ class SelectList:
         triggers = self._triggers(trigger) if trigger is not None else ()
         where = sel.args.get("where")
         if where is not None:
-            cond = self.bind(where.this, node)
+            cond = self.bind(_select_aliases(where.this, sel.expressions, node), node)
             t = self.check(cond, node)
             if t is not None and not is_condition_type(t):
                 raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
@@ -388,6 +388,9 @@ class SelectList:
             o2.set("this", rewrite(key))
             o2._bound = True
             new_order.append(o2)
+        if not key_names and not calls:
+            # HAVING without aggregates or GROUP BY: still one group of all rows (DuckDB); a count makes it one
+            calls.append(AggCall(self.fresh("g"), "count", None))
         pre_node = Project(
             node,
             tuple(pre) + tuple((n, _col(n)) for n in ()),
@@ -473,3 +476,25 @@ def _order_all(order: list, width: int) -> list:
         exp.Ordered(this=exp.Literal.number(i + 1), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
         for i in range(width)
     ]
+
+
+def _select_aliases(e: exp.Expression, items: list, node: Node) -> exp.Expression:
+    """DuckDB lets WHERE name a SELECT alias (of an expression without aggregates or windows) that is
+    not an input column: the alias stands for its expression."""
+    in_scope = {n.lower() for _, n in node.scope}
+    aliases = {
+        i.alias.lower(): i.this
+        for i in items
+        if isinstance(i, exp.Alias) and i.alias.lower() not in in_scope and not _has_aggregate(i) and not has_window(i)
+    }
+    if not aliases:
+        return e
+
+    def visit(x):
+        if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
+            return aliases[x.name.lower()].copy()
+        if isinstance(x, exp.Subquery | exp.Select):
+            return x
+        return None
+
+    return _transform(e.copy(), visit)
