@@ -26,6 +26,7 @@ __all__ = [
     "percentile_cont",
     "percentile_disc",
     "stddev",
+    "string_agg",
     "sum",
     "top_k",
     "user_defined",
@@ -108,6 +109,12 @@ def stddev(x) -> AggregateFunction:
 def first(x) -> AggregateFunction:
     """The value of the alive event that started earliest (ties: the smallest value)."""
     return AggregateFunction("first", x)
+
+
+def string_agg(x, separator: str | None = ",") -> AggregateFunction:
+    """The alive events' values (as text) joined by ``separator``, earliest start first (ties: by
+    value); None when there are none, or when ``separator`` is None (as in DuckDB)."""
+    return AggregateFunction("string_agg", x, param=separator)
 
 
 def last(x) -> AggregateFunction:

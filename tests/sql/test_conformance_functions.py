@@ -248,3 +248,25 @@ def test_having_without_aggregates_and_where_naming_select_aliases(tmp_path):
         "SELECT pay * 2 AS pay FROM 't.parquet' WHERE pay > 10",  # the input column wins over the alias
     ):
         assert_same(sql, where)
+
+
+def test_string_agg_joins_values_in_input_order(tmp_path):
+    where = _write(tmp_path, PAY)
+    for sql in (
+        "SELECT string_agg(g), string_agg(g, ' | '), string_agg(pay, ';'), string_agg(g, NULL) FROM 't.parquet'",
+        "SELECT ok, string_agg(g, '-') FROM 't.parquet' GROUP BY ok",
+        "SELECT string_agg(x) FILTER (WHERE pay > 6), group_concat(g) FROM 't.parquet'",
+        "SELECT string_agg(g) FROM 't.parquet' WHERE pay > 1000",
+    ):
+        assert_same(sql, where)
+
+
+def test_floats_as_text_print_as_duckdb_prints_them(tmp_path):
+    where = _write(tmp_path, PAY)
+    assert_same(
+        "SELECT CAST(x AS VARCHAR), 'v' || x, concat(x, '!'), CAST(CAST(x AS REAL) AS VARCHAR), x::VARCHAR "
+        "FROM (VALUES (3.0::DOUBLE), (0.1), (NULL), ('-0.0'::DOUBLE), ('inf'::DOUBLE), ('nan'::DOUBLE), (1e20), "
+        "(1e-7), (123456789.125)) t(x)",
+        where,
+    )
+    assert_same("SELECT CAST(x AS VARCHAR), x || '', CAST(pay AS VARCHAR) FROM 't.parquet'", where)

@@ -306,6 +306,8 @@ class SqlEvaluator:
             raise SqlTypeError(f"type error in {text}: cannot cast {v.type} to {target} (not supported)")
         if pa.types.is_timestamp(v.type) and v.type.tz is None and pa.types.is_string(target):
             return time_to_text(v)
+        if pa.types.is_floating(v.type) and pa.types.is_string(target):
+            return float_text(v)
         if pa.types.is_timestamp(v.type) and pa.types.is_date(target):
             return pc.cast(pc.floor_temporal(v, unit="day"), target)
         if pa.types.is_string(v.type) and pa.types.is_boolean(target):
@@ -392,9 +394,32 @@ def _mod(ev: SqlEvaluator, node):
     return _divided(ev, node, "%")
 
 
+def float_text(v):
+    """Floats as DuckDB prints them: the shortest text that reads back the same (3.0, 1e+20, inf)."""
+    single = pa.types.is_float32(v.type)
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(_float_repr(v.as_py(), single) if v.is_valid else None, pa.string())
+    return pa.array([None if x is None else _float_repr(x, single) for x in v.to_pylist()], pa.string())
+
+
+def _float_repr(value: float, single: bool) -> str:
+    if single:  # a REAL's shortest digits, laid out as a DOUBLE's are
+        value = float(np.format_float_scientific(np.float32(value), unique=True))
+    return repr(value)
+
+
+def as_text(v):
+    """A value as VARCHAR, as DuckDB's implicit cast makes it (for ``||`` and concat)."""
+    if pa.types.is_floating(v.type):
+        return float_text(v)
+    if pa.types.is_timestamp(v.type) and v.type.tz is None:
+        return time_to_text(v)
+    return pc.cast(v, pa.string())
+
+
 def _dpipe(ev: SqlEvaluator, node):
     a, b = _align(*ev._args(node))
-    return pc.binary_join_element_wise(pc.cast(a, pa.string()), pc.cast(b, pa.string()), "")
+    return pc.binary_join_element_wise(as_text(a), as_text(b), "")
 
 
 def _is_bool(ev: SqlEvaluator, node):
@@ -446,7 +471,7 @@ def _nullif(ev: SqlEvaluator, node):
 
 
 def _concat(ev: SqlEvaluator, node):
-    args = [pc.cast(ev._broadcast(ev.eval(e)), pa.string()) for e in node.args]
+    args = [as_text(ev._broadcast(ev.eval(e))) for e in node.args]
     return pc.binary_join_element_wise(*[pc.fill_null(a, "") for a in args], "")  # DuckDB's concat skips nulls
 
 

@@ -203,7 +203,7 @@ class Translator:
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
             # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time
-            ordered = any(c.function in ("first", "last") for c in node.aggs)
+            ordered = any(c.function in ("first", "last", "string_agg") for c in node.aggs)
             ordinal = (bool(node.trigger) or ordered) and not timed
             inner_time = TimeSpec(time.column, time.generator, time.params, True) if ordinal else time
             inner = self.stream(node.input, inner_time)
@@ -299,7 +299,7 @@ class Translator:
             if fn is None:
                 raise PlanError(f"aggregate {call.function} is not available in this engine")
             args = [] if call.argument is None else [call.argument]
-            if call.parameter is not None:
+            if call.parameter is not None or call.function == "string_agg":  # its None separator means NULL
                 args.append(call.parameter)
             makers[call.output] = fn(*args)
         spec = trigger_spec(node.trigger)

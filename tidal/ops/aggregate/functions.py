@@ -137,6 +137,7 @@ _FIXED_TYPES = {
     "variance": "float64",
     "stddev": "float64",
     "percentile_cont": "float64",
+    "string_agg": "string",
 }
 
 
@@ -196,7 +197,7 @@ class MultisetState(PyState):
         self.items: Counter = Counter()
 
     def _item(self, t, v):
-        return (t, v) if self.kind in ("first", "last") else v
+        return (t, v) if self.kind in ("first", "last", "string_agg") else v
 
     def add(self, t, v) -> None:
         if v is not None and not (isinstance(v, float) and math.isnan(v) and self.kind != "count"):
@@ -245,6 +246,8 @@ def multiset_result(kind: str, param, items: Counter):
         return min(items)[1]
     if kind == "last":
         return max(items)[1]
+    if kind == "string_agg":
+        return None if param is None else param.join(str(v) for _, v in sorted(items.elements()))
     if kind == "distinct":
         return sorted(items)
     if kind == "top_k":

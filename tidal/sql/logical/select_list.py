@@ -253,6 +253,27 @@ class SelectList:
                 else:
                     fn = "count_distinct" if distinct else "count_not_null"
                     arg_phys = self._agg_arg(arg, node, pre)
+            elif isinstance(e, exp.GroupConcat):
+                # string_agg(x [, sep]): values in input order (relational rows get their row ordinal as time)
+                if distinct:
+                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql(dialect='duckdb')}")
+                if isinstance(arg, exp.Order):
+                    raise PlanError(f"ORDER BY inside STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
+                sep = e.args.get("separator")
+                if (
+                    sep is not None
+                    and not isinstance(sep, exp.Null)
+                    and not (isinstance(sep, exp.Literal) and sep.is_string)
+                ):
+                    raise PlanError(f"STRING_AGG's separator must be a constant string: {e.sql(dialect='duckdb')}")
+                fn, param = "string_agg", (None if isinstance(sep, exp.Null) else ("," if sep is None else sep.name))
+                t = self.check(self.bind(arg, node), node)
+                text_arg = (
+                    arg
+                    if t is not None and pa.types.is_string(t)
+                    else exp.Cast(this=arg.copy(), to=exp.DataType.build("VARCHAR"))
+                )
+                arg_phys = self._agg_arg(text_arg, node, pre)
             elif isinstance(e, exp.LogicalOr | exp.LogicalAnd):
                 # bool_or / bool_and: the largest / smallest boolean (false < true); nulls ignored as in MAX/MIN
                 fn = "max" if isinstance(e, exp.LogicalOr) else "min"
@@ -431,7 +452,9 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
     # FIRST/LAST keep NULLs (a filtered-out row would become a NULL they could return)
     keeps_nulls = isinstance(agg, exp.First | exp.Last | exp.AnyValue)
     if keeps_nulls or not (
-        isinstance(agg, exp.Count | exp.LogicalOr | exp.LogicalAnd | exp.PercentileCont | exp.PercentileDisc)
+        isinstance(
+            agg, exp.Count | exp.LogicalOr | exp.LogicalAnd | exp.PercentileCont | exp.PercentileDisc | exp.GroupConcat
+        )
         or type(agg) in _AGGS
     ):
         raise PlanError(f"FILTER (WHERE ...) on {agg.sql(dialect='duckdb')} is not supported")

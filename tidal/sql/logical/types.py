@@ -109,6 +109,8 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
 
 
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
+    if call.function == "string_agg":
+        return pa.string()
     if call.function in ("count", "count_not_null", "count_distinct"):
         return pa.int64()
     if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"):
