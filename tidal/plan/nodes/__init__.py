@@ -16,12 +16,13 @@ from .lifetime import (
     TumblingWindow,
     window,
 )
+from .pattern import Detect
 from .selection import Multicast, NamedSelect, Select, SelectMany, SqlFilter, SqlProject, Where, WhereSelect
 from .session import Distinct, SessionWindow, Stitch
 from .source import Source
 
 __all__ = [
-    "Aggregate", "AlterLifetime", "BeforeSort", "Chop", "ClipDuration", "DelayBand", "Distinct", "ExtendLifetime",
+    "Aggregate", "AlterLifetime", "BeforeSort", "Chop", "ClipDuration", "DelayBand", "Detect", "Distinct", "ExtendLifetime",
     "FusedWindowAggregate", "Group", "HoppingWindow", "ImpatienceSort", "Join", "LateEvents", "Multicast",
     "NamedSelect", "PointAtEnd", "QuantizeLifetime", "Select", "SelectMany", "SessionWindow", "ShiftLifetime",
     "Source", "SqlFilter", "SqlProject", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect",
