@@ -193,7 +193,7 @@ class _Parser:
         elif c == "?":
             low, high = 0, 1
             self.pos += 1
-        elif c == "{":
+        elif c == "{" and not self.text.startswith("{-", self.pos):
             low, high = self.braces()
         else:
             return node
