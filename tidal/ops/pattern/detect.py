@@ -13,8 +13,8 @@ match a backtracking matcher would find); then the next search starts per the sk
 ``("to_last", X)`` at the first / last event mapped to ``X`` (an :class:`InputError` when the match
 has none, or when that is ``r_s`` itself: the search would never move on).
 
-Output: one point event per match, ``[time(r_e), time(r_e) + 1)``, carrying the match's key and its
-measures. It is emitted once the match is final: no later event can give a preferred match from an
+Output: one point event per match, ``[time(r_e), time(r_e) + 1)`` (a start edge at ``time(r_e)`` with
+``lifetime="start_edge"``: SQL's rows), carrying the match's key and its measures. It is emitted once the match is final: no later event can give a preferred match from an
 earlier or the same start (every partial match that could has died: its next event failed, or
 ``within`` has passed, which progress shows: an event or punctuation at ``time(r_s) + w`` or later),
 and every earlier start has been settled. Output punctuation is the input's progress, held back to
@@ -74,7 +74,7 @@ class DetectOp(Operator):
     name = "Detect"
 
     def __init__(self, program, conditions: dict, measures: dict, fields: list[str], out_schema: pa.Schema,
-                 within: int | None = None, skip="past_last_row", text: str = ""):  # fmt: skip
+                 within: int | None = None, skip="past_last_row", text: str = "", lifetime: str = "point"):  # fmt: skip
         super().__init__()
         self.prog = program
         self.ops, self.arg_a, self.arg_b = program.op, program.a, program.b
@@ -87,6 +87,7 @@ class DetectOp(Operator):
         self.within = within
         self.skip, self.skip_var = skip_mode(skip)
         self.text = text
+        self.lifetime = lifetime
         # registers: (kind, var) slots the conditions read; threads carry their row numbers
         slots: list = []
         for v, c in zip(self.var_names, self.conds, strict=True):
@@ -363,7 +364,8 @@ class DetectOp(Operator):
             cols[f.name] = pa.array([vals[j] for _, _, vals in found], type=f.type)
         idx = np.array([r for r, _, _ in found], np.int64)
         key = None if reps is None or reps.key is None else reps.take(idx)
-        batch = EventBatch(sync, None, cols, key=None if key is None else key.key,
+        other = None if self.lifetime == "point" else np.full(len(sync), INFINITY, np.int64)
+        batch = EventBatch(sync, other, cols, key=None if key is None else key.key,
                            hash=None if key is None else key.hash)  # fmt: skip
         self.out.push(batch)
 

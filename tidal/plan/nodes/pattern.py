@@ -21,7 +21,8 @@ class Detect(PlanNode):
 
     label = "Detect"
 
-    def __init__(self, input: PlanNode, pattern, define=None, measures=None, within=None, skip="past_last_row"):
+    def __init__(self, input: PlanNode, pattern, define=None, measures=None, within=None, skip="past_last_row",
+                 lifetime: str = "point"):  # fmt: skip
         if input.schema is None:
             raise PlanError("detect needs a stream whose fields are known; select the fields first")
         tree = parse_pattern(pattern)
@@ -41,9 +42,14 @@ class Detect(PlanNode):
         mode, var = skip_mode(skip)
         if var is not None and var not in names:
             raise PlanError(f"skip {mode} {var}: {var} is not a pattern variable ({', '.join(names)})")
-        props = input.props.but(constant_duration=1, constant_hop=None, start_edge_only=False, sorted_by=())
+        if lifetime not in ("point", "start_edge"):
+            raise PlanError(f"detect's lifetime is 'point' or 'start_edge', got {lifetime!r}")
+        point = lifetime == "point"
+        props = input.props.but(constant_duration=1 if point else None, constant_hop=None,
+                                start_edge_only=not point, sorted_by=())  # fmt: skip
         super().__init__((input,), out, props, partitioning=(input.props.grouping,), tree=tree, names=names,
-                         define=define, measures=parsed, within=within, skip=skip, in_schema=schema)  # fmt: skip
+                         define=define, measures=parsed, within=within, skip=skip, in_schema=schema,
+                         lifetime=lifetime)  # fmt: skip
         self.probe  # noqa: B018  (compiles the conditions now: unknown fields are reported here)
 
     def make(self) -> Operator:
@@ -53,4 +59,4 @@ class Detect(PlanNode):
                 spec, var, self.names, self.in_schema)  # fmt: skip
         program = compile_pattern(self.tree, self.names)
         return DetectOp(program, conds, self.measures, self.in_schema.names, self.schema, self.within, self.skip,
-                        to_text(self.tree))  # fmt: skip
+                        to_text(self.tree), self.lifetime)  # fmt: skip

@@ -14,6 +14,7 @@ time is not declared are relational: they all exist from time 0.
 """
 
 from .builder import Builder
+from .match import MatchRecognize
 from .exprs import TVF_PARAMETERS, column_labels
 from .nodes import (
     AggCall,
@@ -47,6 +48,7 @@ __all__ = [
     "Filter",
     "Join",
     "Limit",
+    "MatchRecognize",
     "Node",
     "Project",
     "Query",

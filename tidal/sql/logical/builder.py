@@ -13,13 +13,14 @@ from ...core.errors import PlanError
 from ..expressions import IN_SUBQUERY, SqlTypeError, has_subquery, in_subquery, output_type
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
+from .match import MatchItems
 from .nodes import Aggregate, Limit, Node, Project, Query, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
 from .unsupported import refuse_unsupported
 
 
-class Builder(FromItems, SelectList):
+class Builder(FromItems, SelectList, MatchItems):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self):
