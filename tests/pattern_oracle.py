@@ -10,6 +10,8 @@ without a match moves the search one row on. Slow and obvious on purpose.
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from tidal.ops.pattern.syntax import Alt, Repeat, Seq, Var
 
 
@@ -96,3 +98,18 @@ def measure(kind: str, var, column, rows: list, mapped: list):
     if not present:
         return None
     return {"sum": sum, "min": min, "max": max, "avg": lambda xs: sum(xs) / len(xs)}[kind](present)
+
+
+def patterns():
+    """Random pattern trees over A, B, C (some can match no rows: check them before use)."""
+    leaf = st.sampled_from([Var(v) for v in ("A", "B", "C")])
+
+    def extend(inner):
+        quant = st.sampled_from([(0, None), (1, None), (0, 1), (1, 2), (0, 2), (2, 3), (2, None), (2, 2)])
+        return st.one_of(
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: Seq(tuple(xs))),
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: Alt(tuple(xs))),
+            st.tuples(inner, quant).map(lambda p: Repeat(p[0], p[1][0], p[1][1])),
+        )
+
+    return st.recursive(leaf, extend, max_leaves=5)

@@ -9,30 +9,16 @@ import pyarrow as pa
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from pattern_oracle import SkipError, all_matches, measure
+from pattern_oracle import SkipError, all_matches, measure, patterns
 
 import tidal
 from tidal.core.errors import InputError, PlanError
-from tidal.ops.pattern.syntax import Alt, Repeat, Seq, Var, check, parse_pattern, to_text
+from tidal.ops.pattern.syntax import Alt, Seq, Var, check, parse_pattern, to_text
 
 VARS = ("A", "B", "C")
 
 
 # -- random patterns and conditions -------------------------------------------------------------------
-def patterns():
-    leaf = st.sampled_from([Var(v) for v in VARS])
-
-    def extend(inner):
-        quant = st.sampled_from([(0, None), (1, None), (0, 1), (1, 2), (0, 2), (2, 3), (2, None), (2, 2)])
-        return st.one_of(
-            st.lists(inner, min_size=2, max_size=3).map(lambda xs: Seq(tuple(xs))),
-            st.lists(inner, min_size=2, max_size=3).map(lambda xs: Alt(tuple(xs))),
-            st.tuples(inner, quant).map(lambda p: Repeat(p[0], p[1][0], p[1][1])),
-        )
-
-    return st.recursive(leaf, extend, max_leaves=5)
-
-
 def local(kind: str, c: int):
     if kind == "lt":
         return lambda e: e.v < c

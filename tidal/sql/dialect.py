@@ -5,9 +5,9 @@ Everything is parsed by sqlglot; the only grammar added is a query modifier::
     TRIGGER COUNTING n | AFTER DELAY INTERVAL ... | ON WATERMARK [, ...]
 
 stored on the SELECT as ``trigger``; and ``MATCH_RECOGNIZE (...)`` after a FROM item, with Flink's
-``WITHIN INTERVAL ...`` after its PATTERN (stored on the SELECT as ``match``). Table-valued functions with named arguments
-(``tumble(source => TABLE(s), time_field => DESCRIPTOR(t), ...)``) and quoted file paths in
-FROM are DuckDB syntax already; ``session`` is taken off the keyword list so that
+``WITHIN INTERVAL ...`` after its PATTERN (stored on the SELECT as ``match``). Table-valued
+functions with named arguments (``tumble(source => TABLE(s), time_field => DESCRIPTOR(t), ...)``)
+and quoted file paths in FROM are DuckDB syntax already; ``session`` is taken off the keyword list so that
 ``session(...)`` parses as such a function. A syntax error is a :class:`SqlSyntaxError` whose message
 shows the query with a caret under the position.
 """

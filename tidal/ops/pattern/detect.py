@@ -14,7 +14,8 @@ match a backtracking matcher would find); then the next search starts per the sk
 has none, or when that is ``r_s`` itself: the search would never move on).
 
 Output: one point event per match, ``[time(r_e), time(r_e) + 1)`` (a start edge at ``time(r_e)`` with
-``lifetime="start_edge"``: SQL's rows), carrying the match's key and its measures. It is emitted once the match is final: no later event can give a preferred match from an
+``lifetime="start_edge"``: SQL's rows), carrying the match's key and its measures. It is emitted once
+the match is final: no later event can give a preferred match from an
 earlier or the same start (every partial match that could has died: its next event failed, or
 ``within`` has passed, which progress shows: an event or punctuation at ``time(r_s) + w`` or later),
 and every earlier start has been settled. Output punctuation is the input's progress, held back to
@@ -41,7 +42,7 @@ from ...core.time import INFINITY, MIN_TIME
 from ..base import Operator, ReorderBuffer
 from ..keys import KeyIndex
 from .conditions import measure_value
-from .syntax import JMP, MATCH, SPLIT, VAR
+from .syntax import JMP, MATCH, SPLIT
 
 SKIPS = ("past_last_row", "to_next_row", "to_first", "to_last")
 
@@ -187,7 +188,9 @@ class DetectOp(Operator):
                 ans = answers.get(id(at))
                 conds, a = local, self.arg_a
                 if ans is None:
-                    self._step(key, at, seq, t, lambda j, at=at: conds[a[at[2][j][0]]] is None or conds[a[at[2][j][0]]][i])
+                    self._step(
+                        key, at, seq, t, lambda j, at=at: conds[a[at[2][j][0]]] is None or conds[a[at[2][j][0]]][i]
+                    )
                 else:
                     self._step(key, at, seq, t, lambda j, ans=ans, at=at: ans[j] if j in ans else (
                         conds[a[at[2][j][0]]] is None or conds[a[at[2][j][0]]][i]))  # fmt: skip
@@ -201,7 +204,7 @@ class DetectOp(Operator):
         return False
 
     def _referencing(self, key: _Key, live: list, seq: int, row: tuple, i: int, local: list) -> dict:
-        """Evaluate the conditions that read earlier rows, for every thread that needs one, in one batch per variable."""
+        """Evaluate the conditions that read earlier rows for every thread that needs one: a batch per variable."""
         wanted: dict[int, list] = {}
         for at in live:
             for j, (pc, _, regs) in enumerate(at[2]):
@@ -323,7 +326,8 @@ class DetectOp(Operator):
         """Per variable, the type of each reference column its condition reads."""
         return [
             {f"__ref{k}": pa.bool_() if r.column is None else self.in_types[r.column] for k, r in enumerate(c.refs)}
-            if c is not None else {}
+            if c is not None
+            else {}
             for c in self.conds
         ]
 

@@ -114,7 +114,9 @@ def parse_pattern(text: str):
 def check(node) -> None:
     """Refuse patterns that can match no rows, and quantified groups that can."""
     if nullable(node):
-        raise PlanError(f"pattern {to_text(node)} can match no rows: a pattern that matches an empty sequence is not supported")
+        raise PlanError(
+            f"pattern {to_text(node)} can match no rows: a pattern that matches an empty sequence is not supported"
+        )
 
     def visit(n):
         if isinstance(n, Repeat):

@@ -22,9 +22,10 @@ from .session import Distinct, SessionWindow, Stitch
 from .source import Source
 
 __all__ = [
-    "Aggregate", "AlterLifetime", "BeforeSort", "Chop", "ClipDuration", "DelayBand", "Detect", "Distinct", "ExtendLifetime",
+    "Aggregate", "AlterLifetime", "BeforeSort", "Chop", "ClipDuration", "DelayBand", "Distinct", "ExtendLifetime",
     "FusedWindowAggregate", "Group", "HoppingWindow", "ImpatienceSort", "Join", "LateEvents", "Multicast",
     "NamedSelect", "PointAtEnd", "QuantizeLifetime", "Select", "SelectMany", "SessionWindow", "ShiftLifetime",
     "Source", "SqlFilter", "SqlProject", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect",
     "sorts_in", "window",
+    "Detect",
 ]  # fmt: skip

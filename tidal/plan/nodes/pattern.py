@@ -36,7 +36,11 @@ class Detect(PlanNode):
         if not parsed:
             raise PlanError("detect needs at least one measure, e.g. measures={'start': 'first(A.t)'}")
         types = [measure_type(m, schema) for m in parsed.values()]
-        out = None if any(t is None for t in types) else pa.schema([pa.field(n, t) for n, t in zip(parsed, types, strict=True)])
+        out = (
+            None
+            if any(t is None for t in types)
+            else pa.schema([pa.field(n, t) for n, t in zip(parsed, types, strict=True)])
+        )
         if within is not None and (not isinstance(within, int) or isinstance(within, bool) or within <= 0):
             raise PlanError(f"within must be a positive number of ticks, got {within!r}")
         mode, var = skip_mode(skip)

@@ -14,8 +14,8 @@ time is not declared are relational: they all exist from time 0.
 """
 
 from .builder import Builder
-from .match import MatchRecognize
 from .exprs import TVF_PARAMETERS, column_labels
+from .match import MatchRecognize
 from .nodes import (
     AggCall,
     Aggregate,

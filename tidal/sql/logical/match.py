@@ -137,9 +137,9 @@ class MatchItems:
         return Project(matched, tuple(exprs), scope=scope, types=types)
 
     def _measure_type(self, m: Measure, by_name: dict):
-        from ...ops.pattern.conditions import measure_type
-
         import pyarrow as pa
+
+        from ...ops.pattern.conditions import measure_type
 
         schema = pa.schema([(n, t) for n, t in by_name.items()])
         try:
