@@ -102,6 +102,7 @@ class DetectOp(Operator):
         self.slots = slots
         self.slot_of = {s: i for i, s in enumerate(slots)}
         self.on_var = [[i for i, (_, v) in enumerate(slots) if v == name] for name in self.var_names]
+        self.referencing = any(c is not None and c.refs for c in self.conds)
         self.max_prev = max([r.offset for c in self.conds if c is not None for r in c.refs if r.kind == "prev"] + [0])
         self.start_threads = self._closure_from(0, None, (-1,) * len(slots))
         self.keys: KeyIndex | None = None
@@ -144,21 +145,28 @@ class DetectOp(Operator):
                     out.append((p, labels, regs))
         return out
 
-    def _step(self, key: _Key, at: list, seq: int, t: int, ok) -> None:
-        """Advance a partial match's threads over event ``seq`` (``ok(thread index)`` tells if it maps)."""
+    def _step(self, at: list, seq: int, t: int, i: int, local: list, ans: dict | None) -> None:
+        """Advance a partial match's threads over event ``seq`` (row ``i`` of the batch): a thread goes on
+        when its variable's condition holds (``local`` masks, or ``ans`` by thread for referencing ones)."""
         new: list = []
         seen: set = set()
-        a = self.arg_a
+        a, on_var = self.arg_a, self.on_var
         for j, (pc, labels, regs) in enumerate(at[2]):
-            if ok(j):
-                v = a[pc]
-                if self.on_var[v]:
-                    regs = list(regs)
-                    for s in self.on_var[v]:
-                        if self.slots[s][0] == "last" or regs[s] < 0:
-                            regs[s] = seq
-                    regs = tuple(regs)
-                self._closure_from(pc + 1, (seq, v, labels), regs, new, seen)
+            v = a[pc]
+            if ans is not None and j in ans:
+                if not ans[j]:
+                    continue
+            else:
+                mask = local[v]
+                if mask is not None and not mask[i]:
+                    continue
+            if on_var[v]:
+                regs = list(regs)
+                for s in on_var[v]:
+                    if self.slots[s][0] == "last" or regs[s] < 0:
+                        regs[s] = seq
+                regs = tuple(regs)
+            self._closure_from(pc + 1, (seq, v, labels), regs, new, seen)
         ops = self.ops
         for j, th in enumerate(new):
             if ops[th[0]] == MATCH:
@@ -167,12 +175,17 @@ class DetectOp(Operator):
                 break
         at[2] = new
 
-    def _on_event(self, key: _Key, row: tuple, t: int, i: int, local: list) -> None:
+    def _on_event(self, key: _Key, row: tuple, t: int, i: int, local: list, start: bool) -> None:
         seq = key.n
         key.n += 1
+        if not key.attempts and not self.max_prev:
+            # nothing before this event is needed any more: the stored rows restart here
+            key.rows.clear()
+            key.times.clear()
+            key.base = seq
         key.rows.append(row)
         key.times.append(t)
-        if seq >= key.next_start and self._may_start(i, local):
+        if start and seq >= key.next_start:
             key.attempts.append([seq, t, list(self.start_threads), None, None])
         within = self.within
         live = []
@@ -183,25 +196,22 @@ class DetectOp(Operator):
                 else:
                     live.append(at)
         if live:
-            answers = self._referencing(key, live, seq, row, i, local)
+            answers = self._referencing(key, live, seq, row, i, local) if self.referencing else {}
             for at in live:
-                ans = answers.get(id(at))
-                conds, a = local, self.arg_a
-                if ans is None:
-                    self._step(
-                        key, at, seq, t, lambda j, at=at: conds[a[at[2][j][0]]] is None or conds[a[at[2][j][0]]][i]
-                    )
-                else:
-                    self._step(key, at, seq, t, lambda j, ans=ans, at=at: ans[j] if j in ans else (
-                        conds[a[at[2][j][0]]] is None or conds[a[at[2][j][0]]][i]))  # fmt: skip
-        self._settle(key)
+                self._step(at, seq, t, i, local, answers.get(id(at)))
+        atts = key.attempts
+        if atts and (not atts[0][2] or atts[0][0] < key.next_start):
+            self._settle(key)
 
-    def _may_start(self, i: int, local: list) -> bool:
-        for pc, _, _ in self.start_threads:
-            v = self.arg_a[pc]
-            if self.conds[v] is None or self.conds[v].refs or local[v][i]:
-                return True
-        return False
+    def _startable(self, local: list, n: int) -> np.ndarray:
+        """Per event of the batch: whether a match may start there (some first variable may accept it)."""
+        first = {self.arg_a[pc] for pc, _, _ in self.start_threads}
+        if any(local[v] is None for v in first):
+            return np.ones(n, bool)
+        mask = np.zeros(n, bool)
+        for v in first:
+            mask |= np.asarray(local[v], bool)
+        return mask
 
     def _referencing(self, key: _Key, live: list, seq: int, row: tuple, i: int, local: list) -> dict:
         """Evaluate the conditions that read earlier rows for every thread that needs one: a batch per variable."""
@@ -303,22 +313,43 @@ class DetectOp(Operator):
         self.in_types = {f: batch.columns[f].type for f in self.fields}
         self.ref_types = self._types()
         if batch.key is None:
-            gids = [0] * n
+            gids = np.zeros(n, np.int64)
         else:
             if self.keys is None:
                 self.keys = KeyIndex(tuple(batch.key.type[i].name for i in range(batch.key.type.num_fields)))
-            gids = self.keys.ids(batch.key).tolist()
-        local = [None if c is None or c.refs else c.mask(batch).tolist() for c in self.conds]
-        cols = [batch.columns[f].to_pylist() for f in self.fields]
-        rows = list(zip(*cols, strict=True)) if cols else [()] * n
-        times = batch.sync.tolist()
+            gids = self.keys.ids(batch.key)
+        local = [None if c is None or c.refs else c.mask(batch) for c in self.conds]
+        startable = self._startable(local, n)
+        # keys never interact: take each key's events in order (a stable sort by key, gathered once so
+        # that the loop reads memory in order), jumping over the events of a key with no partial match
+        # that start nothing (unless PREV may read them): most events then cost no Python step
+        order = np.argsort(gids, kind="stable")
+        ordered = gids[order]
+        bounds = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), n]
+        startable = startable[order]
+        candidates = np.where(startable, np.arange(n), n)
+        next_candidate = np.minimum.accumulate(candidates[::-1])[::-1].tolist()
+        local = [None if m is None else m[order].tolist() for m in local]
+        by_key = batch.take(order)
+        cols = [by_key.columns[f].to_pylist() for f in self.fields]
+        times = by_key.sync.tolist()
+        ordered, startable, first = ordered.tolist(), startable.tolist(), order[np.array(bounds[:-1])].tolist()
+        skip_idle = not self.max_prev
         state = self.state
-        for i in range(n):
-            g = gids[i]
+        for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+            g = ordered[lo]
             key = state.get(g)
             if key is None:
-                key = state[g] = _Key(self._rep(batch, i))
-            self._on_event(key, rows[i], times[i], i, local)
+                key = state[g] = _Key(self._rep(batch, first[r]))
+            p = lo
+            while p < hi:
+                if skip_idle and not key.attempts:
+                    p = next_candidate[p]
+                    if p >= hi:
+                        break
+                self._on_event(key, tuple([c[p] for c in cols]), times[p], p, local, startable[p])
+                p += 1
+        times = batch.sync.tolist()
         self.now = max(self.now, times[-1])
         self._advance(self.now)
 
