@@ -292,3 +292,17 @@ def test_skip_to_the_first_row_of_the_match_is_an_error():
     out = s.detect("A B", {}, {"n": "count(*)"}, skip=("to_first", "A"))
     with pytest.raises(InputError, match="endless loop"):
         out.to_arrow()
+
+
+def test_lifetimes_do_not_matter_and_end_edges_are_no_events():
+    # the same three events as points, as intervals, and as start edges closed later by end edges
+    points = [(1, 2, 1), (2, 3, 2), (5, 6, 2)]
+    intervals = [(1, 9, 1), (2, 4, 2), (5, 7, 2)]
+    edges = [(1, tidal.INFINITY, 1), (2, tidal.INFINITY, 2), (4, 1, 1), (5, tidal.INFINITY, 2), (6, 2, 2)]
+    got = []
+    for rows in (points, intervals, edges):
+        t = pa.table({"s": [r[0] for r in rows], "o": [r[1] for r in rows], "v": [r[2] for r in rows]})
+        s = tidal.from_arrow(t, time="s", other="o").select("v")
+        out = s.detect("A B+", {"A": lambda e: e.v == 1, "B": lambda e: e.v == 2}, {"n": "count(B)"})
+        got.append(out.to_arrow().select(["sync_time", "n"]).to_pylist())
+    assert got[0] == got[1] == got[2] == [{"sync_time": 5, "n": 2}]

@@ -1,17 +1,18 @@
 """Detect: row pattern matching over a stream, one automaton per key (Trill's Detect; SQL's MATCH_RECOGNIZE).
 
 Semantics. Per key (the stream's group; all events when ungrouped), the events are taken in sync-time
-order (events with equal sync times in the order the stream delivers them); an event's lifetime end
-is ignored. A *match* is a run of consecutive events ``r_s .. r_e`` with a mapping of each event to a
-pattern variable such that the variables spell a word of the pattern and each event satisfies its
-variable's condition (conditions may read earlier events of the match, see
-:mod:`.conditions`); with ``within = w``, also ``time(r_e) - time(r_s) < w``. Matches are found the
-way SQL's row pattern matching finds them: at the first start position where a match exists, the
-*preferred* match (greedy quantifiers prefer more iterations, alternation its left side: the first
-match a backtracking matcher would find); then the next search starts per the skip mode:
-``"past_last_row"`` after ``r_e``, ``"to_next_row"`` at ``r_{s+1}``, ``("to_first", X)`` /
-``("to_last", X)`` at the first / last event mapped to ``X`` (an :class:`InputError` when the match
-has none, or when that is ``r_s`` itself: the search would never move on).
+order (events with equal sync times in the order the stream delivers them); an event's lifetime end is
+ignored (an interval or start edge is an event at its start; an end edge is no event). A *match* is a
+run of consecutive events ``r_s .. r_e`` with a mapping of each event to a pattern variable such that
+the variables spell a word of the pattern and each event satisfies its variable's condition (conditions
+may read earlier events of the match, see :mod:`.conditions`); with ``within = w``, also ``time(r_e) -
+time(r_s) < w``. Matches are found the way SQL's row pattern matching finds them: at the first start
+position where a match exists, the *preferred* match (greedy quantifiers prefer more iterations,
+alternation its left side: the first match a backtracking matcher would find); then the next search
+starts per the skip mode: ``"past_last_row"`` after ``r_e``, ``"to_next_row"`` at ``r_{s+1}``,
+``("to_first", X)`` / ``("to_last", X)`` at the first / last event mapped to ``X`` (an
+:class:`InputError` when the match has none, or when that is ``r_s`` itself: the search would never move
+on).
 
 Output: one point event per match, ``[time(r_e), time(r_e) + 1)`` (a start edge at ``time(r_e)`` with
 ``lifetime="start_edge"``: SQL's rows), carrying the match's key and its measures. It is emitted once
@@ -307,6 +308,10 @@ class DetectOp(Operator):
     # -- messages ---------------------------------------------------------------------------------
     def on_batch(self, batch: EventBatch) -> None:
         batch = batch.compact()
+        if not batch.points:  # an end edge closes an earlier event's lifetime: it is no event of its own
+            ends = batch.other < batch.sync
+            if ends.any():
+                batch = batch.take(np.flatnonzero(~ends))
         n = len(batch)
         if n == 0:
             return
