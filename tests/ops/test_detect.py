@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import assume, given, settings
@@ -12,8 +13,10 @@ from hypothesis import strategies as st
 from pattern_oracle import SkipError, all_matches, measure, patterns
 
 import tidal
+from tidal.core.batch import EventBatch
 from tidal.core.errors import InputError, PlanError
 from tidal.ops.pattern.syntax import Alt, Seq, Var, check, parse_pattern, to_text
+from tidal.plan import nodes
 
 VARS = ("A", "B", "C")
 
@@ -306,3 +309,41 @@ def test_lifetimes_do_not_matter_and_end_edges_are_no_events():
         out = s.detect("A B+", {"A": lambda e: e.v == 1, "B": lambda e: e.v == 2}, {"n": "count(B)"})
         got.append(out.to_arrow().select(["sync_time", "n"]).to_pylist())
     assert got[0] == got[1] == got[2] == [{"sync_time": 5, "n": 2}]
+
+
+class _Collect:
+    def __init__(self):
+        self.rows, self.punctuations = [], []
+
+    def on_batch(self, batch):
+        self.rows += list(zip(batch.sync.tolist(), batch.columns["s"].to_pylist(), strict=True))
+
+    def on_punctuation(self, time):
+        self.punctuations.append(time)
+
+    def on_completed(self):
+        pass
+
+
+def test_a_match_comes_out_exactly_when_nothing_later_can_change_it():
+    node = tidal.from_arrow(pa.table({"t": [0], "v": ["A"]}), time="t").node
+    define = {"A": lambda e: e.v == "A", "B": lambda e: e.v == "B"}
+    op = nodes.Detect(node, "A B+", define, {"s": "first(A.t)"}, within=10).make()
+    sink = _Collect()
+    op.downstream.append(sink)
+
+    def event(t, v):
+        op.on_batch(EventBatch(np.array([t], np.int64), None, {"t": pa.array([t]), "v": pa.array([v])}))
+
+    event(0, "A")
+    event(1, "B")
+    event(2, "B")
+    assert sink.rows == []  # B+ is greedy: another B may come
+    event(3, "X")
+    assert sink.rows == [(2, 0)]  # the X ends it
+    event(4, "A")
+    event(5, "B")
+    op.on_punctuation(13)
+    assert sink.rows == [(2, 0)] and sink.punctuations[-1] == 5  # held back to the pending match's end
+    op.on_punctuation(14)  # 4 + within: no later B can join the match that started at 4
+    assert sink.rows == [(2, 0), (5, 4)] and sink.punctuations[-1] == 14
