@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from ...core.batch import EventBatch
 from ...core.errors import PlanError
-from ...expr.compile import CompiledLambda, rows_of
+from ...expr.compile import CompiledLambda, row_class
 from ...expr.sqlcompile import CompiledSql
 
 
@@ -61,36 +61,23 @@ class LocalLambda:
 
 class RowLambda:
     """``lambda e, A, B: ...``: parameters after the first are the last rows mapped to the variables of
-    their names; false while one of them has no row yet. Evaluated row at a time."""
+    their names (the current row for the condition's own variable); false while one of them has no
+    row yet. Called row at a time, per partial match, with row objects (``e.price``, ``e["price"]``)."""
+
+    direct = True
 
     def __init__(self, fn, names: list[str], schema: pa.Schema):
         self.fn = fn
         self.names = names
-        self.fields = list(schema.names)
-        refs = []
-        for v in names:
-            refs.append(Ref("last", v, None))
-            refs += [Ref("last", v, f) for f in self.fields]
-        self.refs = tuple(refs)
+        self.row = row_class(tuple(schema.names))
+        self.refs = tuple(Ref("last", v, None) for v in names)
 
-    def mask(self, batch: EventBatch) -> np.ndarray:
-        n = len(batch)
-        if n == 0:
-            return np.zeros(0, bool)
-        cur = rows_of(batch, self.fields)
-        k = 0
-        others = []
-        for _ in self.names:
-            exists = batch.columns[f"__ref{k}"].to_pylist()
-            fields = [f"__ref{j}" for j in range(k + 1, k + 1 + len(self.fields))]
-            sub = EventBatch(batch.sync, None, {f: batch.columns[r] for f, r in zip(self.fields, fields, strict=True)})
-            others.append((exists, rows_of(sub, self.fields)))
-            k += 1 + len(self.fields)
-        out = np.zeros(n, bool)
-        for i in range(n):
-            if all(ex[i] for ex, _ in others):
-                out[i] = bool(self.fn(cur[i], *(rs[i] for _, rs in others)))
-        return out
+    def test(self, current: tuple, earlier: list) -> bool:
+        """``earlier``: per parameter after the first, the row's values, or None when there is no row."""
+        if any(r is None for r in earlier):
+            return False
+        make = self.row
+        return bool(self.fn(make(*current), *(make(*r) for r in earlier)))
 
     def describe(self) -> str:
         return f"row mode (reads the last rows of {', '.join(self.names)})"

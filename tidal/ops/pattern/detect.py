@@ -226,6 +226,15 @@ class DetectOp(Operator):
         answers: dict = {}
         for v, items in wanted.items():
             c = self.conds[v]
+            if getattr(c, "direct", False):  # a Python condition over whole rows: no columns to build
+                own = self.var_names[v]
+                for at, j, regs in items:
+                    earlier = []
+                    for name in c.names:
+                        pos = seq if name == own else regs[self.slot_of[("last", name)]]
+                        earlier.append(None if pos < 0 or pos < key.base else key.rows[pos - key.base])
+                    answers.setdefault(id(at), {})[j] = c.test(row, earlier)
+                continue
             n = len(items)
             cols = {f: [row[k]] * n for f, k in self.col.items()}
             for k, r in enumerate(c.refs):
