@@ -58,11 +58,10 @@ def skip_mode(skip) -> tuple[str, str | None]:
 
 
 class _Key:
-    __slots__ = ("rows", "times", "base", "n", "next_start", "attempts", "rep")
+    __slots__ = ("rows", "base", "n", "next_start", "attempts", "rep")
 
     def __init__(self, rep: int):
         self.rows: list = []
-        self.times: list = []
         self.base = 0  # sequence number of rows[0]
         self.n = 0  # events seen
         self.next_start = 0
@@ -105,7 +104,7 @@ class DetectOp(Operator):
         self.on_var = [[i for i, (_, v) in enumerate(slots) if v == name] for name in self.var_names]
         self.referencing = any(c is not None and c.refs for c in self.conds)
         self.max_prev = max([r.offset for c in self.conds if c is not None for r in c.refs if r.kind == "prev"] + [0])
-        self.start_threads = self._closure_from(0, None, (-1,) * len(slots))
+        self.start_threads = tuple(self._closure_from(0, None, (-1,) * len(slots)))
         self.keys: KeyIndex | None = None
         self.reps: EventBatch | None = None
         self.state: dict[int, _Key] = {}
@@ -179,28 +178,26 @@ class DetectOp(Operator):
     def _on_event(self, key: _Key, row: tuple, t: int, i: int, local: list, start: bool) -> None:
         seq = key.n
         key.n += 1
-        if not key.attempts and not self.max_prev:
-            # nothing before this event is needed any more: the stored rows restart here
-            key.rows.clear()
-            key.times.clear()
+        atts = key.attempts
+        if not atts and not self.max_prev:
+            key.rows = [row]  # nothing before this event is needed any more: the stored rows restart here
             key.base = seq
-        key.rows.append(row)
-        key.times.append(t)
+        else:
+            key.rows.append(row)
         if start and seq >= key.next_start:
-            key.attempts.append([seq, t, list(self.start_threads), None, None])
+            atts.append([seq, t, self.start_threads, None, None])  # (threads are replaced, never changed)
         within = self.within
         live = []
-        for at in key.attempts:
+        for at in atts:
             if at[2]:
                 if within is not None and t - at[1] >= within:
-                    at[2] = []
+                    at[2] = ()
                 else:
                     live.append(at)
         if live:
             answers = self._referencing(key, live, seq, row, i, local) if self.referencing else {}
             for at in live:
                 self._step(at, seq, t, i, local, answers.get(id(at)))
-        atts = key.attempts
         if atts and (not atts[0][2] or atts[0][0] < key.next_start):
             self._settle(key)
 
@@ -280,7 +277,6 @@ class DetectOp(Operator):
         drop = keep - key.base
         if drop > 64 and drop * 2 > len(key.rows):
             del key.rows[:drop]
-            del key.times[:drop]
             key.base = keep
 
     def _emit(self, key: _Key, at: list) -> int:
@@ -439,7 +435,7 @@ class DetectOp(Operator):
     # -- state ------------------------------------------------------------------------------------
     def snapshot(self) -> dict:
         keys = {
-            g: (k.rows, k.times, k.base, k.n, k.next_start, [list(a) for a in k.attempts], k.rep)
+            g: (k.rows, k.base, k.n, k.next_start, [list(a) for a in k.attempts], k.rep)
             for g, k in self.state.items()
         }
         return copy.deepcopy({
@@ -460,9 +456,9 @@ class DetectOp(Operator):
             self.keys.restore(state["keys"])
         self.reps = None if state["reps"] is None else EventBatch.from_record_batch(state["reps"])
         self.state = {}
-        for g, (rows, times, base, n, nxt, attempts, rep) in state["state"].items():
+        for g, (rows, base, n, nxt, attempts, rep) in state["state"].items():
             k = _Key(rep)
-            k.rows, k.times, k.base, k.n, k.next_start = rows, times, base, n, nxt
+            k.rows, k.base, k.n, k.next_start = rows, base, n, nxt
             k.attempts = deque(attempts)
             self.state[g] = k
         self.out.restore(state["out"])
