@@ -10,9 +10,16 @@ without a match moves the search one row on. Slow and obvious on purpose.
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import strategies as st
 
 from tidal.ops.pattern.syntax import Alt, Repeat, Seq, Var
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a pattern test: ``n`` times ``$TIDAL_PATTERN_FUZZ`` (default 1; more for long runs)."""
+    return n * int(os.environ.get("TIDAL_PATTERN_FUZZ", "1"))
 
 
 class SkipError(Exception):

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from pattern_oracle import SkipError, all_matches, measure, patterns
+from pattern_oracle import SkipError, all_matches, examples, measure, patterns
 
 import tidal
 from tidal.core.batch import EventBatch
@@ -19,6 +19,7 @@ from tidal.ops.pattern.syntax import Alt, Seq, Var, check, parse_pattern, to_tex
 from tidal.plan import nodes
 
 VARS = ("A", "B", "C")
+PATTERNS = patterns()
 
 
 # -- random patterns and conditions -------------------------------------------------------------------
@@ -137,7 +138,7 @@ def rows_of(values: list[int], gaps: list[int], keys: list[int]) -> list[dict]:
 
 @st.composite
 def cases(draw, distinct_times=False):
-    tree = draw(patterns())
+    tree = draw(PATTERNS)
     try:
         check(tree)
     except PlanError:
@@ -166,7 +167,7 @@ def _vars(tree):
 
 
 # -- against the enumerator -----------------------------------------------------------------------------
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(case=cases(), batch=st.sampled_from([1, 3, 1000]))
 def test_detect_matches_the_enumerator(case, batch):
     tree, rows, keyed, kinds, within, skip = case
@@ -181,7 +182,7 @@ def test_detect_matches_the_enumerator(case, batch):
     assert actual(detect(stream, tree, define, within, skip, keyed, ms), keyed, ms) == want
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(case=cases(distinct_times=True), seed=st.integers(0, 1000))
 def test_disordered_input_through_a_watermark_gives_the_same_matches(case, seed):
     tree, rows, keyed, kinds, within, skip = case

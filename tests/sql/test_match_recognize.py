@@ -17,13 +17,14 @@ import pyarrow.csv as pv
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from pattern_oracle import SkipError, all_matches, measure, patterns
+from pattern_oracle import SkipError, all_matches, examples, measure, patterns
 
 from tidal.core.errors import InputError, PlanError
 from tidal.ops.pattern.syntax import Alt, Seq, Var, check, to_text
 from tidal.sql import plan
 
 VARS = ("A", "B", "C")
+PATTERNS = patterns()
 SKIPS = {
     "PAST LAST ROW": "past_last_row",
     "TO NEXT ROW": "to_next_row",
@@ -99,7 +100,7 @@ KINDS = st.one_of(
 
 @st.composite
 def cases(draw, distinct_times=False):
-    tree = draw(patterns())
+    tree = draw(PATTERNS)
     try:
         check(tree)
     except PlanError:
@@ -175,7 +176,7 @@ def write(rows: list[dict], path: Path) -> None:
     pv.write_csv(pa.Table.from_pylist(rows, schema=schema), path)
 
 
-@settings(max_examples=70, deadline=None)
+@settings(max_examples=examples(70), deadline=None)
 @given(case=cases())
 def test_match_recognize_matches_the_enumerator(case):
     tree, rows, keyed, kinds, within, skip = case
@@ -186,7 +187,7 @@ def test_match_recognize_matches_the_enumerator(case):
         assert actual(text) == expected(rows, tree, tests, within, skip, keyed, ms), text
 
 
-@settings(max_examples=35, deadline=None)
+@settings(max_examples=examples(35), deadline=None)
 @given(case=cases(distinct_times=True), seed=st.integers(0, 1000))
 def test_disordered_rows_through_a_watermark_give_the_same_matches(case, seed):
     tree, rows, keyed, kinds, within, skip = case
