@@ -94,7 +94,8 @@ class SqlCondition:
         return self.compiled.mask(batch)
 
     def describe(self) -> str:
-        return self.compiled.describe()
+        text = self.compiled.describe()
+        return f"per partial match, {text}" if self.refs else text
 
 
 def lambda_condition(fn, var: str, variables: list[str], schema: pa.Schema | None):
