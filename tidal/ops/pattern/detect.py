@@ -104,6 +104,7 @@ class DetectOp(Operator):
         self.on_var = [[i for i, (_, v) in enumerate(slots) if v == name] for name in self.var_names]
         self.referencing = any(c is not None and c.refs for c in self.conds)
         self.max_prev = max([r.offset for c in self.conds if c is not None for r in c.refs if r.kind == "prev"] + [0])
+        self.reached = [self._reach(pc) for pc in range(len(self.ops))]
         self.start_threads = tuple(self._closure_from(0, None, (-1,) * len(slots)))
         self.keys: KeyIndex | None = None
         self.reps: EventBatch | None = None
@@ -124,25 +125,33 @@ class DetectOp(Operator):
         return "; ".join(parts)
 
     # -- the automaton ----------------------------------------------------------------------------
-    def _closure_from(self, pc: int, labels, regs, out=None, seen=None) -> list:
-        """Add the threads reached from ``pc`` without consuming a row, in order of preference."""
-        out = [] if out is None else out
-        seen = set() if seen is None else seen
+    def _reach(self, pc: int) -> tuple:
+        """The VAR and MATCH instructions reached from ``pc`` without consuming a row, in order of preference."""
         ops, a, b = self.ops, self.arg_a, self.arg_b
+        out = []
         stack = [pc]
         while stack:
             p = stack.pop()
-            op = ops[p]
-            if op == JMP:
+            if ops[p] == JMP:
                 stack.append(a[p])
-            elif op == SPLIT:
+            elif ops[p] == SPLIT:
                 stack.append(b[p])
                 stack.append(a[p])
-            else:
-                key = (p, regs) if self.slots else p
-                if key not in seen:
-                    seen.add(key)
-                    out.append((p, labels, regs))
+            elif p not in out:
+                out.append(p)
+        return tuple(out)
+
+    def _closure_from(self, pc: int, labels, regs, out=None, seen=None) -> list:
+        """Add the threads reached from ``pc`` without consuming a row, in order of preference; a thread in
+        a state (and with referenced rows) that a preferred one already holds is merged into it."""
+        out = [] if out is None else out
+        seen = set() if seen is None else seen
+        keyed = bool(self.slots)
+        for p in self.reached[pc]:
+            key = (p, regs) if keyed else p
+            if key not in seen:
+                seen.add(key)
+                out.append((p, labels, regs))
         return out
 
     def _step(self, at: list, seq: int, t: int, i: int, local: list, ans: dict | None) -> None:
@@ -435,8 +444,7 @@ class DetectOp(Operator):
     # -- state ------------------------------------------------------------------------------------
     def snapshot(self) -> dict:
         keys = {
-            g: (k.rows, k.base, k.n, k.next_start, [list(a) for a in k.attempts], k.rep)
-            for g, k in self.state.items()
+            g: (k.rows, k.base, k.n, k.next_start, [list(a) for a in k.attempts], k.rep) for g, k in self.state.items()
         }
         return copy.deepcopy({
             "keys": None if self.keys is None else self.keys.snapshot(),
