@@ -227,6 +227,10 @@ def test_late_rows_behind_the_watermark_are_dropped_not_matched(in_dir):
         ("ORDER BY t MEASURES FIRST(A.t, 1) AS s PATTERN (A B)", "offsets are not supported"),
         ("ORDER BY t MEASURES COUNT(DISTINCT A.v) AS s PATTERN (A B)", "only COUNT"),
         ("ORDER BY t MEASURES FIRST(A.t) AS s AFTER MATCH SKIP TO LAST Q PATTERN (A B)", "not a pattern variable"),
+        ("ORDER BY t MEASURES FIRST(A.t) AS s AFTER MATCH SKIP TO A PATTERN (A B)", "TO var.* not supported"),
+        ("ORDER BY t MEASURES FIRST(A.t) AS s PATTERN (A B) SUBSET U = (A, B)", "SUBSET is not supported"),
+        ("ORDER BY t MEASURES FIRST(A.t) AS s PATTERN (A B) DEFINE A AS v > 1, A AS v < 3", "defined twice"),
+        ("PARTITION BY v + 1 ORDER BY t MEASURES FIRST(A.t) AS s PATTERN (A B)", "only columns"),
     ],
 )
 def test_refused_constructs_are_named(in_dir, clause, words):

@@ -92,7 +92,10 @@ def _parse_match_recognize(self) -> MatchRecognize | None:
                     text += f" {var.text}"
                 break
         else:
-            self.raise_error("expected PAST LAST ROW, TO NEXT ROW, TO FIRST var or TO LAST var after AFTER MATCH SKIP")
+            self.raise_error(
+                "AFTER MATCH SKIP takes PAST LAST ROW, TO NEXT ROW, TO FIRST var or TO LAST var; "
+                "other forms (TO var) are not supported"
+            )
         args["after"] = exp.var(text)
     if not self._match_text_seq("PATTERN"):
         self.raise_error("MATCH_RECOGNIZE needs a PATTERN (...)")
@@ -106,10 +109,16 @@ def _parse_match_recognize(self) -> MatchRecognize | None:
     if depth or end is None:
         self.raise_error("expected the pattern and ')' after PATTERN (")
     args["pattern"] = exp.var(self._find_sql(start, end))
+    for word in ("SUBSET", "INITIAL", "SEEK"):
+        if self._curr is not None and self._curr.text.upper() == word:
+            self.raise_error(f"MATCH_RECOGNIZE {word} is not supported")
     if self._match_text_seq("WITHIN"):
         args["within"] = self._parse_interval() or self.raise_error("expected INTERVAL '...' unit after WITHIN")
     if self._match_text_seq("DEFINE"):
         args["define"] = self._parse_csv(self._parse_name_as_expression)
+    if self._curr is not None and self._curr.text.upper() in ("SUBSET", "WITHIN"):
+        self.raise_error(f"MATCH_RECOGNIZE {self._curr.text.upper()} after DEFINE: not supported (WITHIN goes "
+                         "right after PATTERN (...); SUBSET is not supported)")  # fmt: skip
     self._match_r_paren()
     args["alias"] = self._parse_table_alias()
     return self.expression(MatchRecognize(**args))

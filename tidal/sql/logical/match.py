@@ -107,6 +107,8 @@ class MatchItems:
             var = upper.get(d.alias.upper())
             if var is None:
                 raise PlanError(f"DEFINE {d.alias}: not a variable of PATTERN ({m.args['pattern'].name})")
+            if any(v == var for v, _, _ in define):
+                raise PlanError(f"DEFINE {d.alias}: the variable is defined twice")
             define.append(self._define(node, var, upper, d.this))
         measures: list = []
         outputs = []
