@@ -4,9 +4,10 @@ Everything is parsed by sqlglot; the only grammar added is a query modifier::
 
     TRIGGER COUNTING n | AFTER DELAY INTERVAL ... | ON WATERMARK [, ...]
 
-stored on the SELECT as ``trigger``. Table-valued functions with named arguments
-(``tumble(source => TABLE(s), time_field => DESCRIPTOR(t), ...)``) and quoted file paths in
-FROM are DuckDB syntax already; ``session`` is taken off the keyword list so that
+stored on the SELECT as ``trigger``; and ``MATCH_RECOGNIZE (...)`` after a FROM item, with Flink's
+``WITHIN INTERVAL ...`` after its PATTERN (stored on the SELECT as ``match``). Table-valued
+functions with named arguments (``tumble(source => TABLE(s), time_field => DESCRIPTOR(t), ...)``)
+and quoted file paths in FROM are DuckDB syntax already; ``session`` is taken off the keyword list so that
 ``session(...)`` parses as such a function. A syntax error is a :class:`SqlSyntaxError` whose message
 shows the query with a caret under the position.
 """
@@ -61,6 +62,68 @@ def _parse_trigger(self) -> tuple[str, Trigger]:
     return "trigger", Trigger(expressions=items)
 
 
+class MatchRecognize(exp.MatchRecognize):
+    """sqlglot's MATCH_RECOGNIZE with Flink's ``WITHIN INTERVAL ...`` (between PATTERN and DEFINE)."""
+
+    arg_types = {**exp.MatchRecognize.arg_types, "within": False}
+
+
+def _parse_match_recognize(self) -> MatchRecognize | None:
+    """``MATCH_RECOGNIZE ( [PARTITION BY ..] [ORDER BY ..] [MEASURES ..] [rows] [AFTER MATCH SKIP ..]
+    PATTERN (..) [WITHIN INTERVAL ..] [DEFINE ..] ) [AS alias]``; the pattern is kept as its text."""
+    if not self._match(TokenType.MATCH_RECOGNIZE):
+        return None
+    self._match_l_paren()
+    args: dict = {"partition_by": self._parse_partition_by(), "order": self._parse_order()}
+    if self._match_text_seq("MEASURES"):
+        args["measures"] = self._parse_csv(self._parse_match_recognize_measure)
+    for words in (("ONE", "ROW", "PER", "MATCH"), ("ALL", "ROWS", "PER", "MATCH")):
+        if self._match_text_seq(*words):
+            args["rows"] = exp.var(" ".join(words))
+    if self._match_text_seq("AFTER", "MATCH", "SKIP"):
+        text = "AFTER MATCH SKIP"
+        for words in (("PAST", "LAST", "ROW"), ("TO", "NEXT", "ROW"), ("TO", "FIRST"), ("TO", "LAST")):
+            if self._match_text_seq(*words):
+                text += " " + " ".join(words)
+                if words[-1] in ("FIRST", "LAST"):
+                    var = self._advance_any()
+                    if var is None:
+                        self.raise_error(f"expected a pattern variable after AFTER MATCH SKIP {' '.join(words)}")
+                    text += f" {var.text}"
+                break
+        else:
+            self.raise_error(
+                "AFTER MATCH SKIP takes PAST LAST ROW, TO NEXT ROW, TO FIRST var or TO LAST var; "
+                "other forms (TO var) are not supported"
+            )
+        args["after"] = exp.var(text)
+    if not self._match_text_seq("PATTERN"):
+        self.raise_error("MATCH_RECOGNIZE needs a PATTERN (...)")
+    self._match_l_paren()
+    start, depth, end = self._curr, 1, None
+    while self._curr and depth:
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(self._curr.token_type, 0)
+        if depth:
+            end = self._curr
+        self._advance()
+    if depth or end is None:
+        self.raise_error("expected the pattern and ')' after PATTERN (")
+    args["pattern"] = exp.var(self._find_sql(start, end))
+    for word in ("SUBSET", "INITIAL", "SEEK"):
+        if self._curr is not None and self._curr.text.upper() == word:
+            self.raise_error(f"MATCH_RECOGNIZE {word} is not supported")
+    if self._match_text_seq("WITHIN"):
+        args["within"] = self._parse_interval() or self.raise_error("expected INTERVAL '...' unit after WITHIN")
+    if self._match_text_seq("DEFINE"):
+        args["define"] = self._parse_csv(self._parse_name_as_expression)
+    if self._curr is not None and self._curr.text.upper() in ("SUBSET", "WITHIN"):
+        self.raise_error(f"MATCH_RECOGNIZE {self._curr.text.upper()} after DEFINE: not supported (WITHIN goes "
+                         "right after PATTERN (...); SUBSET is not supported)")  # fmt: skip
+    self._match_r_paren()
+    args["alias"] = self._parse_table_alias()
+    return self.expression(MatchRecognize(**args))
+
+
 def _at_most(name: str, n: int, build):
     def checked(args, *rest):
         if len(args) > n:
@@ -74,9 +137,14 @@ class Tidal(DuckDB):
     class Tokenizer(DuckDB.Tokenizer):
         # ``session(...)`` is a table function here (session windows), not the SESSION keyword
         KEYWORDS = {k: v for k, v in DuckDB.Tokenizer.KEYWORDS.items() if k != "SESSION"}
+        KEYWORDS["MATCH_RECOGNIZE"] = TokenType.MATCH_RECOGNIZE
 
     class Parser(DuckDB.Parser):
-        QUERY_MODIFIER_PARSERS = {**DuckDB.Parser.QUERY_MODIFIER_PARSERS, TokenType.TRIGGER: _parse_trigger}
+        QUERY_MODIFIER_PARSERS = {
+            **DuckDB.Parser.QUERY_MODIFIER_PARSERS,
+            TokenType.TRIGGER: _parse_trigger,
+            TokenType.MATCH_RECOGNIZE: lambda self: ("match", self._parse_match_recognize()),
+        }
         QUERY_MODIFIER_TOKENS = set(QUERY_MODIFIER_PARSERS)
         # LIMIT and OFFSET are reserved words in DuckDB: never an alias (``FROM t LIMIT`` is an
         # error, not a table aliased "LIMIT")
@@ -92,6 +160,8 @@ class Tidal(DuckDB):
                 if name in DuckDB.Parser.FUNCTIONS
             },
         }
+
+        _parse_match_recognize = _parse_match_recognize
 
         def _parse_using_identifiers(self):
             # USING (a, b): plain names; sqlglot would drop a qualifier (USING (t.a)), DuckDB rejects it

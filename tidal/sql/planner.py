@@ -45,6 +45,7 @@ from ..core.messages import Completed, Punctuation
 from ..core.time import INFINITY
 from ..io.disorder import disordered_messages
 from ..io.files import read_file
+from ..ops.pattern.conditions import SqlDefine
 from ..ops.shape import identity_names
 from ..ops.trigger import TriggerSpec
 from ..ops.watermark import percentile_messages
@@ -61,6 +62,7 @@ from .logical import (
     Filter,
     Join,
     Limit,
+    MatchRecognize,
     Node,
     Project,
     Query,
@@ -169,6 +171,8 @@ class Translator:
             return Stream(rel.Tumble(inner.node, node.length, node.offset, node.hop, node.schema()))
         if isinstance(node, Session):
             return self.session(node, time)
+        if isinstance(node, MatchRecognize):
+            return self.match_recognize(node, time)
         if isinstance(node, UnionAll):
             return self.stream(node.left, time).union(self.stream(node.right, time))
         if isinstance(node, Join):
@@ -276,6 +280,30 @@ class Translator:
         names = node.input.names
         props = inner.properties.but(grouping=())
         return Stream(rel.SessionColumns(sessions.node, names, node.schema(), props))
+
+    def match_recognize(self, node: MatchRecognize, time: TimeSpec) -> Stream:
+        """The engine's ``detect`` per partition (``group_apply``) over the rows in event-time order;
+        each match a row (a start edge) at the time of its last row."""
+        if time.column is not None:
+            raise PlanError("declare the event time on MATCH_RECOGNIZE's input, not on its result")
+        inner = self.stream(node.input, TimeSpec(node.time_field, None, (), time.ordinal))
+        if not inner.properties.start_edge_only:
+            raise PlanError("MATCH_RECOGNIZE takes rows (a file, a filter or projection of one), not a changing result")
+        rows = node.input.schema()
+        define = {}
+        for var, cond, refs in node.define:
+            types = dict(zip(node.input.names, node.input.types, strict=True))
+            extra = [pa.field(f"__ref{k}", types[r.column]) for k, r in enumerate(refs)]
+            schema = None if rows is None else pa.schema([*rows, *extra])
+            e = translate(cond)
+            define[var] = SqlDefine(e.node, e.texts, e.sql, refs, schema, self._rewrite(node.input))
+        measures = dict(node.measures)
+
+        def detect(s: Stream) -> Stream:
+            return Stream(nodes.Detect(s.node, node.pattern, define, measures, node.within, node.skip, "start_edge"))
+
+        out = inner.group_apply(list(node.keys), detect) if node.keys else detect(inner)
+        return Stream(out.node.but(schema=node.schema(), props=out.properties.but(grouping=())))
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)

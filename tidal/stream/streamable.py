@@ -126,6 +126,24 @@ class Stream:
         """At every instant, each distinct payload of the snapshot once (per group)."""
         return Stream(nodes.Distinct(self.node))
 
+    # -- pattern matching (tidal.ops.pattern.detect states the semantics) ---------------------
+    def detect(self, pattern: str, define=None, measures=None, *, within: int | None = None,
+               skip="past_last_row", partition_by=None) -> Stream:  # fmt: skip
+        """Find ``pattern`` (``"A B+ C?"``: concatenation, ``|``, ``*``, ``+``, ``?``, ``{n,m}``) in
+        each group's events in time order: one point event per match, at its last event, with the
+        ``measures`` (``{"start": "first(A.t)", "n": "count(B)", "top": "max(B.price)"}``).
+
+        ``define`` maps a variable to its condition: ``lambda e: e.price > 10``, or ``lambda e, A:
+        e.price > A.price`` to read the last row mapped to ``A`` too. ``within`` bounds a match's span
+        (last time - first time < within), and with it the state; ``skip`` is where the search goes on
+        after a match: ``"past_last_row"``, ``"to_next_row"``, ``("to_first", "B")``, ``("to_last", "B")``.
+        ``partition_by`` (fields) matches per key, like SQL's PARTITION BY."""
+        if partition_by is not None:
+            return self.group_apply(
+                partition_by, lambda g: g.detect(pattern, define, measures, within=within, skip=skip)
+            )
+        return Stream(nodes.Detect(self.node, pattern, define, measures, within, skip))
+
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:
         """The temporal merge: at every instant, the multiset union of both snapshots."""

@@ -16,6 +16,7 @@ from .lifetime import (
     TumblingWindow,
     window,
 )
+from .pattern import Detect
 from .selection import Multicast, NamedSelect, Select, SelectMany, SqlFilter, SqlProject, Where, WhereSelect
 from .session import Distinct, SessionWindow, Stitch
 from .source import Source
@@ -26,4 +27,5 @@ __all__ = [
     "NamedSelect", "PointAtEnd", "QuantizeLifetime", "Select", "SelectMany", "SessionWindow", "ShiftLifetime",
     "Source", "SqlFilter", "SqlProject", "Stitch", "TumblingWindow", "Ungroup", "Union", "Where", "WhereSelect",
     "sorts_in", "window",
+    "Detect",
 ]  # fmt: skip

@@ -15,6 +15,7 @@ time is not declared are relational: they all exist from time 0.
 
 from .builder import Builder
 from .exprs import TVF_PARAMETERS, column_labels
+from .match import MatchRecognize
 from .nodes import (
     AggCall,
     Aggregate,
@@ -48,6 +49,7 @@ __all__ = [
     "Filter",
     "Join",
     "Limit",
+    "MatchRecognize",
     "Node",
     "Project",
     "Query",

@@ -21,6 +21,7 @@ from ..expressions import (
 )
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
+from .match import MatchItems
 from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Session, Tumble, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
@@ -28,7 +29,7 @@ from .unsupported import refuse_unsupported
 from .windows import WindowList
 
 
-class Builder(FromItems, SelectList, WindowList):
+class Builder(FromItems, SelectList, WindowList, MatchItems):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self):

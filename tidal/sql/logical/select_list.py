@@ -33,6 +33,11 @@ class SelectList:
             raise PlanError("SELECT * without FROM is not supported (DuckDB rejects it too)")
         # a SELECT without FROM reads one row of no visible columns (DuckDB's answer: one row)
         node = self.from_item(from_.this) if from_ is not None else self.scan("(no FROM)", NO_FROM, {})
+        match = sel.args.get("match")
+        if match is not None:
+            if sel.args.get("joins"):
+                raise PlanError("MATCH_RECOGNIZE over a join is not supported: match a subquery that joins")
+            node = self.match_recognize(node, match)
         for join in sel.args.get("joins") or ():
             node = self.join(node, join)
         trigger = sel.args.get("trigger")

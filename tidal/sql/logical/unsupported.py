@@ -19,7 +19,6 @@ _CLAUSES = {
     "pivots": "PIVOT / UNPIVOT",
     "laterals": "LATERAL VIEW",
     "connect": "CONNECT BY",
-    "match": "MATCH_RECOGNIZE",
     "prewhere": "PREWHERE",
     "sort": "SORT BY",
     "cluster": "CLUSTER BY",

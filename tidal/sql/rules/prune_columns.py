@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..logical import Aggregate, EventTime, Filter, Join, Node, Project, Scan, Session, Tumble, UnionAll
+from ..logical import Aggregate, EventTime, Filter, Join, MatchRecognize, Node, Project, Scan, Session, Tumble, UnionAll
 from ..logical.exprs import _columns
 
 
@@ -59,6 +59,11 @@ def prune_columns(root: Node) -> Node:
             return replace(node, input=pruned, scope=scope)
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
+        if isinstance(node, MatchRecognize):  # every column the rows are matched or measured by
+            uses = {node.time_field, *node.keys, *(m.column for _, m in node.measures if m.column)}
+            for _, cond, refs in node.define:
+                uses |= {c for c in _columns(cond) if not c.startswith("__ref")} | {r.column for r in refs if r.column}
+            return replace(node, input=visit(node.input, uses))
         if isinstance(node, Join):
             uses = (set(node.names) if needed is None else set(needed)) | set(node.left_keys) | set(node.right_keys)
             if node.condition is not None:
