@@ -126,6 +126,19 @@ class Stream:
         """At every instant, each distinct payload of the snapshot once (per group)."""
         return Stream(nodes.Distinct(self.node))
 
+    # -- shared state under transactions (tidal.tx) --------------------------------------
+    def transact(
+        self, access, post=None, scheduler: str = "chains", interval: int = 500, workers=None, partitions=None
+    ) -> Stream:
+        """Each event runs ``access(e, t)``: a transaction of ``t.read``/``t.write``/``t.read_modify`` on
+        ``tx.Table``s, with the outcome of running them one by one in event-time order (ties by arrival).
+        Output: each event with ``committed``, or ``post(e, r)`` (``r.committed``, ``r.<read name>``).
+        ``scheduler``: ``"chains"`` (TStream's operation chains, parallel), ``"serial"``, ``"lock"``,
+        ``"pat"``; ``interval``: events per state-access batch (the punctuation interval)."""
+        from ..tx.node import Transact
+
+        return Stream(Transact(self.node, access, post, scheduler, interval, workers, partitions))
+
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:
         """The temporal merge: at every instant, the multiset union of both snapshots."""

@@ -1,0 +1,182 @@
+"""How each scheduler cuts a batch of operations into waves of groups (``tidal.tx.codegen`` walks them).
+
+Operations arrive in (event, operation) order: the serial order. A *group* is walked by one
+thread in that order; the groups of a *wave* run in parallel; waves run one after another.
+
+- ``serial``: one group, one wave: every operation in timestamp order on one core.
+- ``chains`` (TStream's dynamic restructuring): per punctuation interval, one chain per state
+  record (table, key): its operations sorted by timestamp. Chains that depend on each other are
+  merged into one group, walked in timestamp order: an operation reading another record
+  (``source=``) joins that record's chain, and a transaction that can abort (it has a condition)
+  joins the chains it touches, so that its abort is decided, and undone, in one place. All groups
+  of an interval form one wave; the wave's end is the punctuation's barrier.
+- ``lock`` (ordered per-record locking, the seed's LOCK): a transaction holds every record it
+  touches; it starts once every earlier transaction on any of those records has finished. Each
+  wave holds the transactions whose predecessors are all in earlier waves, one group each.
+- ``pat`` (partitioned, the seed's PAT, after S-Store): records are split into partitions
+  (``key % partitions``); between two multi-partition transactions, each partition's transactions
+  run in order on one thread; a multi-partition transaction runs alone, holding all partitions.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+SCHEDULERS = ("chains", "serial", "lock", "pat")
+
+
+@numba.njit(cache=True, nogil=True)
+def _find(parent, x):
+    root = x
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:
+        nxt = parent[x]
+        parent[x] = root
+        x = nxt
+    return root
+
+
+@numba.njit(cache=True, nogil=True)
+def chain_keys(op_ev, op_rec, op_srec, ev_cond, interval, parent):
+    """Per operation: its interval * len(parent) + its group's root record; and the number of chains."""
+    m = len(op_ev)
+    n_rec = len(parent)
+    key = np.empty(m, np.int64)
+    chains = 0
+    a = 0
+    while a < m:
+        iv = op_ev[a] // interval
+        b = a
+        while b < m and op_ev[b] // interval == iv:
+            b += 1
+        for j in range(a, b):
+            r = op_rec[j]
+            if parent[r] < 0:
+                parent[r] = r
+                chains += 1
+            s = op_srec[j]
+            if s >= 0 and parent[s] < 0:
+                parent[s] = s
+        first = a
+        for j in range(a, b):
+            if j == a or op_ev[j] != op_ev[j - 1]:
+                first = j
+            s = op_srec[j]
+            if s >= 0 and s != op_rec[j]:
+                ra, rb = _find(parent, op_rec[j]), _find(parent, s)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+            if ev_cond[op_ev[j]] and j != first:
+                ra, rb = _find(parent, op_rec[j]), _find(parent, op_rec[first])
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+        for j in range(a, b):
+            key[j] = iv * n_rec + _find(parent, op_rec[j])
+        for j in range(a, b):
+            parent[op_rec[j]] = -1
+            if op_srec[j] >= 0:
+                parent[op_srec[j]] = -1
+        a = b
+    return key, chains
+
+
+@numba.njit(cache=True, nogil=True)
+def lock_keys(op_ev, op_rec, op_srec, interval, last):
+    """Per operation: (interval, level) as one wave number; a transaction's level is one more than the
+    highest level of an earlier transaction on any of its records."""
+    m = len(op_ev)
+    wave = np.empty(m, np.int64)
+    a = 0
+    base = 0
+    while a < m:
+        iv = op_ev[a] // interval
+        b = a
+        while b < m and op_ev[b] // interval == iv:
+            b += 1
+        top = 0
+        t = a
+        while t < b:
+            u = t
+            while u < b and op_ev[u] == op_ev[t]:
+                u += 1
+            level = 0
+            for j in range(t, u):
+                level = max(level, last[op_rec[j]] + 1)
+                if op_srec[j] >= 0:
+                    level = max(level, last[op_srec[j]] + 1)
+            for j in range(t, u):
+                last[op_rec[j]] = level
+                if op_srec[j] >= 0:
+                    last[op_srec[j]] = level
+                wave[j] = base + level
+            top = max(top, level)
+            t = u
+        for j in range(a, b):
+            last[op_rec[j]] = -1
+            if op_srec[j] >= 0:
+                last[op_srec[j]] = -1
+        base += top + 1
+        a = b
+    return wave
+
+
+@numba.njit(cache=True, nogil=True)
+def pat_keys(op_ev, op_part, op_spart, interval, partitions):
+    """Per operation: its wave and its group key (wave * (partitions + 1) + partition, or + partitions
+    for a multi-partition transaction, alone in its wave)."""
+    m = len(op_ev)
+    wave = np.empty(m, np.int64)
+    key = np.empty(m, np.int64)
+    w = 0
+    used = False
+    a = 0
+    while a < m:
+        iv = op_ev[a] // interval
+        b = a
+        while b < m and op_ev[b] // interval == iv:
+            b += 1
+        t = a
+        while t < b:
+            u = t
+            while u < b and op_ev[u] == op_ev[t]:
+                u += 1
+            p = op_part[t]
+            multi = False
+            for j in range(t, u):
+                if op_part[j] != p or (op_spart[j] >= 0 and op_spart[j] != p):
+                    multi = True
+            if multi:
+                if used:
+                    w += 1
+                for j in range(t, u):
+                    wave[j] = w
+                    key[j] = w * (partitions + 1) + partitions
+                w += 1
+                used = False
+            else:
+                for j in range(t, u):
+                    wave[j] = w
+                    key[j] = w * (partitions + 1) + p
+                used = True
+            t = u
+        if used:
+            w += 1
+            used = False
+        a = b
+    return wave, key
+
+
+def layout(gkey: np.ndarray, wave_of_op: np.ndarray):
+    """``(order, group_ptr, wave_ptr)`` from each operation's group key and wave (both non-decreasing
+    together: a later wave has larger group keys)."""
+    order = np.argsort(gkey, kind="stable")
+    sorted_keys = gkey[order]
+    m = len(order)
+    cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    group_ptr = np.concatenate(([0], cuts, [m])).astype(np.int64)
+    waves = wave_of_op[order[group_ptr[:-1]]]
+    wcuts = np.flatnonzero(waves[1:] != waves[:-1]) + 1
+    wave_ptr = np.concatenate(([0], wcuts, [len(waves)])).astype(np.int64)
+    return order.astype(np.int64), group_ptr, wave_ptr
