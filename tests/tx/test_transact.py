@@ -93,41 +93,54 @@ def test_without_post_each_event_gets_committed():
     assert a["n"][:2].tolist() == [5, 55]
 
 
-def _run_error(access, data, scheduler):
+def _check_error(access, data, scheduler, event: int, words: list[str]):
+    """The error names the event; the tables hold the effect of a prefix of whole transactions."""
+    a = tx.Table("a", 4, {"n": np.full(4, 10, dtype=np.int64)})
     with pytest.raises(tx.TransactionError) as info:
-        tidal.from_arrow(data, time="t").transact(access, scheduler=scheduler, interval=2).to_arrow()
-    return str(info.value)
+        tidal.from_arrow(data, time="t").transact(access(a), scheduler=scheduler, interval=2).to_arrow()
+    msg = str(info.value)
+    assert f"event {event} (time {data.column('t')[event].as_py()})" in msg and all(w in msg for w in words), msg
+    prefixes = []
+    for k in range(event + 1):
+        ref = tx.Table("a", 4, {"n": np.full(4, 10, dtype=np.int64)})
+        tx.reference(data.slice(0, k).rename_columns(["time", *data.column_names[1:]]), access(ref))
+        prefixes.append(ref["n"].tolist())
+    assert a["n"].tolist() in prefixes
+
+
+DATA = pa.table({"t": [5, 6, 7, 8, 9], "k": [0, 1, 2, 9, 3], "d": [1, 1, 0, 1, 1], "y": [1.5] * 5})
 
 
 @pytest.mark.parametrize("scheduler", tx.SCHEDULERS)
-def test_bad_input_names_the_event_and_leaves_whole_transactions(scheduler):
-    a = tx.Table("a", 4, {"n": np.full(4, 10, dtype=np.int64), "f": "float64"})
-    data = pa.table({"t": [5, 6, 7, 8, 9], "k": [0, 1, 2, 9, 3], "d": [1, 1, 0, 1, 1], "y": [1.5] * 5})
+def test_a_key_outside_the_table_names_the_event(scheduler):
+    def access(a):
+        def fn(e, t):
+            t.read_modify(a, 0, "n", lambda v: v + 100)
+            t.read_modify(a, e.k, "n", lambda v: v + 1)
 
-    def out_of_range(e, t):
-        t.read_modify(a, e.k % 8, "n", lambda v: v + 1)
-        t.read_modify(a, 0, "n", lambda v: v + 100)
+        return fn
 
-    msg = _run_error(out_of_range, data, scheduler)
-    assert "event 3 (time 8)" in msg and "outside table 'a'" in msg
-    # the batch of two events holding event 3 did not run; earlier batches ran whole
-    assert a["n"].tolist() == [211, 11, 10, 10]
+    _check_error(access, DATA, scheduler, 3, ["outside table 'a'", "key 9"])
 
-    def wrong_type(e, t):
-        t.write(a, e.k % 4, "n", e.y, when=e.k == 1)
 
-    msg = _run_error(wrong_type, data, scheduler)
-    assert "event 1 (time 6)" in msg and "int64" in msg
+@pytest.mark.parametrize("scheduler", tx.SCHEDULERS)
+def test_a_value_of_the_wrong_type_names_the_event(scheduler):
+    def access(a):
+        return lambda e, t: t.write(a, e.k % 4, "n", e.y, when=e.k == 1)
 
-    before = a["n"].tolist()
+    _check_error(access, DATA, scheduler, 1, ["float", "int64"])
 
-    def divides(e, t):
-        t.read_modify(a, 0, "n", lambda v: v + 1)
-        t.read_modify(a, e.k % 4, "n", lambda v: v // e.d)
 
-    msg = _run_error(divides, data, scheduler)
-    assert "event 2 (time 7)" in msg and "division by zero" in msg
-    assert a["n"].tolist() == [before[0] + 2, before[1], before[2], before[3]]
+@pytest.mark.parametrize("scheduler", tx.SCHEDULERS)
+def test_a_raising_lambda_names_the_event_and_nothing_is_half_applied(scheduler):
+    def access(a):
+        def fn(e, t):
+            t.read_modify(a, 0, "n", lambda v: v + 1)
+            t.read_modify(a, e.k % 4, "n", lambda v: v // e.d)
+
+        return fn
+
+    _check_error(access, DATA, scheduler, 2, ["division by zero"])
 
 
 def test_untraceable_access_is_refused_with_the_reason():

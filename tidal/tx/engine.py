@@ -300,13 +300,13 @@ class Engine:
             value = value.to_numpy(zero_copy_only=False)
         value = np.broadcast_to(np.asarray(value), (n,))[idx]
         if table.keys is None and value.dtype.kind not in "iu":
-            errors.append((int(idx[0]), k, f"key {value[0]!r} of table {table.name!r} is not an integer"))
+            errors.append((int(idx[0]), k, f"key {_py(value[0])!r} of table {table.name!r} is not an integer"))
             return None
         rec = table.index_of(value)
         bad = np.flatnonzero(rec < 0)
         if len(bad):
             where = f"size {table.size}" if table.keys is None else f"{table.size} keys"
-            errors.append((int(idx[bad[0]]), k, f"key {value[bad[0]]!r} is outside table {table.name!r} ({where})"))
+            errors.append((int(idx[bad[0]]), k, f"key {_py(value[bad[0]])!r} is outside table {table.name!r} ({where})"))
             return None
         return rec
 
@@ -331,3 +331,7 @@ class Engine:
                 f"state access {st['state_access_s']:.3f} s"
             )
         return text
+
+
+def _py(value):
+    return value.item() if isinstance(value, np.generic) else value
