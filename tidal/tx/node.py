@@ -38,17 +38,24 @@ class Transact(PlanNode):
             raise PlanError("transact: workers and partitions must be at least 1")
         fields = None if input.schema is None else list(input.schema.names)
         tracer = trace(access, fields)
+        reads = {
+            t.name: pa.int64() if t.table.columns[t.column].dtype.kind == "i" else pa.float64()
+            for t in tracer.ops
+            if t.name is not None
+        }
         if post is None:
-            schema = None if input.schema is None else input.schema.append(pa.field("committed", pa.bool_()))
-            if input.schema is not None and "committed" in input.schema.names:
-                raise PlanError("transact: the events already have a field 'committed'; pass post= to name outputs")
+            added = [pa.field("committed", pa.bool_())] + [pa.field(k, v) for k, v in reads.items()]
+            clash = [f.name for f in added if input.schema is not None and f.name in input.schema.names]
+            if clash:
+                raise PlanError(f"transact: the events already have field(s) {clash}; rename the reads or pass post=")
+            schema = None if input.schema is None else pa.schema(list(input.schema) + added)
             props = input.props
             post_fn = None
         else:
             schema, props, post_fn = None, input.props.but(sorted_by=()), Post(post)
         super().__init__(
             (input,), schema, props, partitioning=((),), access=access, post=post_fn, templates=tracer.ops,
-            read_names=tracer.read_names, scheduler=scheduler, interval=interval, workers=workers,
+            read_names=reads, scheduler=scheduler, interval=interval, workers=workers,
             partitions=partitions, box={},
         )  # fmt: skip
 

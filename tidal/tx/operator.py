@@ -1,7 +1,8 @@
 """Transact: each event runs a state transaction on shared tables (seed 004, TStream).
 
 Temporal semantics: one output event per input event, with the input's lifetime (sync and other
-time unchanged, so points stay points) and, as payload, the input's fields plus ``committed``, or
+time unchanged, so points stay points) and, as payload, the input's fields plus ``committed`` and
+each read (a column per read name), or
 what ``post(e, r)`` returns (``r.committed`` and the transaction's reads, ``r.<name>``; a read of
 an aborted transaction is null). The effect on the tables, the reads and the commits are those of
 running the transactions one at a time in event-time order, ties in arrival order, whatever the
@@ -66,7 +67,7 @@ class Post:
 class TransactOp(Operator):
     name = "Transact"
 
-    def __init__(self, engine: Engine, post: Post | None, read_names: list[str]):
+    def __init__(self, engine: Engine, post: Post | None, read_names: dict[str, pa.DataType]):
         super().__init__()
         self.engine = engine
         self.post = post
@@ -103,10 +104,12 @@ class TransactOp(Operator):
         n = len(now)
         if self.post is None:
             payload = {**now.columns, "committed": pa.array(committed)}
+            for name, dtype in self.read_names.items():
+                payload[name] = reads.get(name, pa.nulls(n, dtype))
         else:
             r = {"committed": pa.array(committed)}
             for name in self.read_names:
-                r[name] = reads.get(name, pa.nulls(n, pa.int64()))
+                r[name] = reads.get(name, pa.nulls(n, self.read_names[name]))
             payload = self.post(now.columns, r, n)
         self.emit(EventBatch(now.sync, None if now.points else now.other, payload))
 
