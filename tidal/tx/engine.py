@@ -72,7 +72,11 @@ class Engine:
             for c in table.columns:
                 is_int, base = self.cell_base[(id(table), c)]
                 self.views[(id(table), c)] = (self.icells if is_int else self.fcells)[base : base + table.size]
+        self.rec_shift = np.array(
+            [self.rec_base[id(t.table)] - self.cell_base[(id(t.table), t.column)][1] for t in templates], np.int64
+        )
         self.parent = np.full(n_rec, -1, np.int64)
+        self.gmap = np.full(n_rec, -1, np.int64)
         self.kernel = None
         self.kernel_kinds = None
         self.type_errors: dict[int, str] = {}
@@ -146,49 +150,51 @@ class Engine:
         self._compile({k: _kind_of_array(v) for k, v in cols.items()})
         ev = Evaluator(cols, n)
         errors: list[tuple[int, int, str]] = []
-        parts = []
+        nk = len(self.templates)
+        issued = np.zeros((n, nk), np.bool_)
+        cell2d = np.zeros((n, nk), np.int64)
+        sourced = any(t.source is not None for t in self.templates)
+        src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
         for k, t in enumerate(self.templates):
-            idx = np.arange(n) if t.when is None else self._mask(t.when, ev, cols, n, errors, k)
-            if idx is None or len(idx) == 0:
+            idx = slice(None) if t.when is None else self._mask(t.when, ev, cols, n, errors, k)
+            if idx is None or (not isinstance(idx, slice) and len(idx) == 0):
                 continue
             if k in self.type_errors:
-                errors.append((int(idx[0]), k, f"{t.describe()}: {self.type_errors[k]}"))
+                first = 0 if isinstance(idx, slice) else int(idx[0])
+                errors.append((first, k, f"{t.describe()}: {self.type_errors[k]}"))
                 continue
             rec = self._records(t.table, t.key, ev, cols, n, idx, errors, k)
             if rec is None:
                 continue
-            src_rec = src_cell = np.full(len(idx), -1, np.int64)
             if t.source is not None:
                 src_rec = self._records(t.source[0], t.source[1], ev, cols, n, idx, errors, k)
                 if src_rec is None:
                     continue
-                is_int, base = self.cell_base[(id(t.source[0]), t.source[2])]
-                src_cell = base + src_rec
-                src_rec = src_rec + self.rec_base[id(t.source[0])]
-            _, base = self.cell_base[(id(t.table), t.column)]
-            parts.append((idx, k, base + rec, rec + self.rec_base[id(t.table)], src_cell, src_rec))
+                src2d[idx, k] = self.cell_base[(id(t.source[0]), t.source[2])][1] + src_rec
+                srec2d[idx, k] = src_rec + self.rec_base[id(t.source[0])]
+            cell2d[idx, k] = self.cell_base[(id(t.table), t.column)][1] + rec
+            issued[idx, k] = True
         if errors:
             i, _, msg = min(errors)
             raise TransactionError(f"transact: event {position + i} (time {int(sync[i])}): {msg}")
-        if not parts:
+        pos = np.flatnonzero(issued.ravel())
+        if len(pos) == 0:
             return np.ones(n, bool), {}
-        op_ev = np.concatenate([p[0] for p in parts]).astype(np.int64)
-        op_tmpl = np.concatenate([np.full(len(p[0]), p[1], np.int64) for p in parts])
-        by = np.lexsort((op_tmpl, op_ev))
-        op_ev, op_tmpl = op_ev[by], op_tmpl[by]
-        op_cell, op_rec, op_src, op_srec = (np.concatenate([p[j] for p in parts])[by] for j in (2, 3, 4, 5))
-        ev_cond = np.zeros(n, np.bool_)
-        for k, t in enumerate(self.templates):
-            if t.condition is not None:
-                ev_cond[op_ev[op_tmpl == k]] = True
+        op_ev, op_tmpl = pos // nk, pos % nk  # in (event, operation) order: the serial order
+        op_cell = cell2d.ravel()[pos]
+        op_rec = op_cell + self.rec_shift[op_tmpl]  # a cell's record: its table's records start at rec_base
+        if sourced:
+            op_src, op_srec = src2d.ravel()[pos], srec2d.ravel()[pos]
+        else:
+            op_src = op_srec = np.full(len(pos), -1, np.int64)
+        conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
+        ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
         order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
         t1 = _time.perf_counter()
         m = len(op_ev)
-        writes = self.t_write[op_tmpl].astype(bool)
-        wint = writes & self.t_int[op_tmpl].astype(bool)
-        icell_w, fcell_w = np.unique(op_cell[wint]), np.unique(op_cell[writes & ~wint])
-        saved = (self.icells[icell_w], self.fcells[fcell_w])
-        old_i, old_f = np.zeros(m, np.int64), np.zeros(m, np.float64)
+        saved = (self.icells.copy(), self.fcells.copy())  # what an error restores
+        old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
         rd_i, rd_f = np.zeros(m, np.int64), np.zeros(m, np.float64)
         aborted = np.zeros(n, np.uint8)
         op_err = np.zeros(m, np.uint8)
@@ -200,7 +206,7 @@ class Engine:
             self.icells, self.fcells, old_i, old_f, rd_i, rd_f, aborted, op_err, g_err, *args,
         )  # fmt: skip
         if stopped:
-            self.icells[icell_w], self.fcells[fcell_w] = saved
+            self.icells[:], self.fcells[:] = saved
             bad = np.flatnonzero(op_err)
             j = bad[np.argmin(op_ev[bad] * len(self.templates) + op_tmpl[bad])]
             i = int(op_ev[j])
@@ -210,15 +216,15 @@ class Engine:
             )
         committed = aborted == 0
         reads = {}
-        for k, t in enumerate(self.templates):
-            if t.kind == READ:
-                sel = op_tmpl == k
-                src = rd_i if self.t_int[k] else rd_f
-                values = np.zeros(n, src.dtype)
-                values[op_ev[sel]] = src[sel]
-                present = np.zeros(n, bool)
-                present[op_ev[sel]] = True
-                reads[t.name] = pa.array(values, mask=~(present & committed))
+        read_ks = [k for k, t in enumerate(self.templates) if t.kind == READ]
+        if read_ks:
+            grid_i, grid_f = np.zeros(n * nk, np.int64), np.zeros(n * nk, np.float64)
+            grid_i[pos], grid_f[pos] = rd_i, rd_f
+            grid_i, grid_f = grid_i.reshape(n, nk), grid_f.reshape(n, nk)
+            for k in read_ks:
+                values = np.ascontiguousarray((grid_i if self.t_int[k] else grid_f)[:, k])
+                ok = issued[:, k] & committed
+                reads[self.templates[k].name] = pa.array(values, mask=None if ok.all() else ~ok)
         st = self.stats
         st["events"] += n
         st["batches"] += 1
@@ -237,16 +243,14 @@ class Engine:
         m = len(op_ev)
         if self.scheduler == "serial":
             self.stats["chains"] += 0
-            z = np.zeros(m, np.int64)
-            return schedule.layout(z, z)
+            return np.arange(m, dtype=np.int64), np.array([0, m], np.int64), np.array([0, 1], np.int64)
         if self.scheduler == "chains":
-            key, chains = schedule.chain_keys(op_ev, op_rec, op_srec, ev_cond, self.interval, self.parent)
+            gid, _, chains = schedule.chain_keys(op_ev, op_rec, op_srec, ev_cond, self.interval, self.parent, self.gmap)
             self.stats["chains"] += int(chains)
-            return schedule.layout(key, key // len(self.parent))
+            return schedule.layout(gid, op_ev // self.interval)
         if self.scheduler == "lock":
             wave = schedule.lock_keys(op_ev, op_rec, op_srec, self.interval, self.parent)
-            n = int(op_ev.max()) + 1
-            return schedule.layout(wave * n + op_ev, wave)
+            return schedule.layout(wave, wave, op_ev)
         part = self._partition(op_cell, op_tmpl, src=False)
         spart = np.where(op_src >= 0, self._partition(op_src, op_tmpl, src=True), -1)
         wave, key = schedule.pat_keys(op_ev, part, spart, self.interval, self.partitions)
@@ -299,14 +303,16 @@ class Engine:
         if isinstance(value, pa.Array):
             value = value.to_numpy(zero_copy_only=False)
         value = np.broadcast_to(np.asarray(value), (n,))[idx]
+        where = np.arange(n)[idx]
         if table.keys is None and value.dtype.kind not in "iu":
-            errors.append((int(idx[0]), k, f"key {_py(value[0])!r} of table {table.name!r} is not an integer"))
+            errors.append((int(where[0]), k, f"key {_py(value[0])!r} of table {table.name!r} is not an integer"))
             return None
         rec = table.index_of(value)
         bad = np.flatnonzero(rec < 0)
         if len(bad):
-            where = f"size {table.size}" if table.keys is None else f"{table.size} keys"
-            errors.append((int(idx[bad[0]]), k, f"key {_py(value[bad[0]])!r} is outside table {table.name!r} ({where})"))
+            size = f"size {table.size}" if table.keys is None else f"{table.size} keys"
+            msg = f"key {_py(value[bad[0]])!r} is outside table {table.name!r} ({size})"
+            errors.append((int(where[bad[0]]), k, msg))
             return None
         return rec
 

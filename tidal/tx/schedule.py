@@ -39,12 +39,13 @@ def _find(parent, x):
 
 
 @numba.njit(cache=True, nogil=True)
-def chain_keys(op_ev, op_rec, op_srec, ev_cond, interval, parent):
-    """Per operation: its interval * len(parent) + its group's root record; and the number of chains."""
+def chain_keys(op_ev, op_rec, op_srec, ev_cond, interval, parent, gmap):
+    """Per operation: a dense group number, in interval order (the interval is the wave); and the
+    number of chains (records touched per interval)."""
     m = len(op_ev)
-    n_rec = len(parent)
-    key = np.empty(m, np.int64)
+    gid = np.empty(m, np.int64)
     chains = 0
+    groups = 0
     a = 0
     while a < m:
         iv = op_ev[a] // interval
@@ -73,13 +74,19 @@ def chain_keys(op_ev, op_rec, op_srec, ev_cond, interval, parent):
                 if ra != rb:
                     parent[max(ra, rb)] = min(ra, rb)
         for j in range(a, b):
-            key[j] = iv * n_rec + _find(parent, op_rec[j])
+            root = _find(parent, op_rec[j])
+            if gmap[root] < 0:
+                gmap[root] = groups
+                groups += 1
+            gid[j] = gmap[root]
+        for j in range(a, b):
+            gmap[_find(parent, op_rec[j])] = -1
         for j in range(a, b):
             parent[op_rec[j]] = -1
             if op_srec[j] >= 0:
                 parent[op_srec[j]] = -1
         a = b
-    return key, chains
+    return gid, groups, chains
 
 
 @numba.njit(cache=True, nogil=True)
@@ -168,15 +175,45 @@ def pat_keys(op_ev, op_part, op_spart, interval, partitions):
     return wave, key
 
 
-def layout(gkey: np.ndarray, wave_of_op: np.ndarray):
-    """``(order, group_ptr, wave_ptr)`` from each operation's group key and wave (both non-decreasing
-    together: a later wave has larger group keys)."""
-    order = np.argsort(gkey, kind="stable")
-    sorted_keys = gkey[order]
+@numba.njit(cache=True, nogil=True)
+def counting_sort(keys, nkeys):
+    """The stable order of ``keys`` (each in ``0..nkeys-1``), in linear time."""
+    count = np.zeros(nkeys + 1, np.int64)
+    for k in keys:
+        count[k + 1] += 1
+    for k in range(nkeys):
+        count[k + 1] += count[k]
+    order = np.empty(len(keys), np.int64)
+    for j in range(len(keys)):
+        k = keys[j]
+        order[count[k]] = j
+        count[k] += 1
+    return order
+
+
+@numba.njit(cache=True, nogil=True)
+def _cuts(order, key, key2, wave):
     m = len(order)
-    cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-    group_ptr = np.concatenate(([0], cuts, [m])).astype(np.int64)
-    waves = wave_of_op[order[group_ptr[:-1]]]
-    wcuts = np.flatnonzero(waves[1:] != waves[:-1]) + 1
-    wave_ptr = np.concatenate(([0], wcuts, [len(waves)])).astype(np.int64)
-    return order.astype(np.int64), group_ptr, wave_ptr
+    group_ptr = np.empty(m + 1, np.int64)
+    wave_ptr = np.empty(m + 1, np.int64)
+    ng = 0
+    nw = 0
+    for p in range(m):
+        j = order[p]
+        if p == 0 or key[j] != key[order[p - 1]] or key2[j] != key2[order[p - 1]]:
+            if p == 0 or wave[j] != wave[order[p - 1]]:
+                wave_ptr[nw] = ng
+                nw += 1
+            group_ptr[ng] = p
+            ng += 1
+    group_ptr[ng] = m
+    wave_ptr[nw] = ng
+    return group_ptr[: ng + 1].copy(), wave_ptr[: nw + 1].copy()
+
+
+def layout(key: np.ndarray, wave: np.ndarray, key2: np.ndarray | None = None):
+    """``(order, group_ptr, wave_ptr)``: operations sorted stably by ``key`` (dense, non-negative, and
+    ordered like the waves), a group per run of equal ``key`` (and ``key2``), a wave per run of ``wave``."""
+    order = counting_sort(key, int(key.max()) + 1)
+    group_ptr, wave_ptr = _cuts(order, key, key if key2 is None else key2, wave)
+    return order, group_ptr, wave_ptr
