@@ -152,3 +152,37 @@ def test_untraceable_access_is_refused_with_the_reason():
 
     with pytest.raises(tx.TraceError, match="when="):
         tidal.from_arrow(pa.table({"t": [1], "k": [1]}), time="t").transact(branches)
+
+
+@pytest.mark.parametrize("cut", [0, 1, 3, 7])
+def test_tables_checkpoint_and_restore_with_the_query(cut):
+    import pickle
+
+    rows = [(1, k % 5, k % 6, (k * 5) % 6, k % 4, (k * 7) % 26, 1.5) for k in range(90)]
+    data = to_table(rows)
+    a, b = make_tables()
+    s = tidal.from_arrow(data, time="t", batch_size=8).transact(make_access(a, b), post, interval=5)
+    whole = s.to_arrow()
+    final = (a.to_dict(), b.to_dict())
+    a.restore({"n": np.full(6, 30), "m": np.zeros(6)})
+    b.restore({"x": np.linspace(0.5, 2.0, 4)})
+    first = s.query()
+    first.run(max_messages=cut)
+    state = pickle.loads(pickle.dumps(first.checkpoint()))
+    a.restore({"n": np.full(6, -1), "m": np.full(6, -1)})  # whatever happened since, the checkpoint wins
+    second = s.query()
+    second.restore(state)
+    assert second.run()
+    combined = pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")
+    assert combined.to_pylist() == whole.to_pylist()
+    assert (a.to_dict(), b.to_dict()) == final
+
+
+def test_explain_shows_the_scheduler_and_chain_statistics():
+    a, b = make_tables()
+    data = to_table([(1, k % 5, k % 6, (k * 5) % 6, k % 4, 3, 1.5) for k in range(50)])
+    s = tidal.from_arrow(data, time="t").transact(make_access(a, b), post, scheduler="chains", interval=10)
+    assert "Transact [chains, interval 10" in s.explain()
+    s.to_arrow()
+    text = s.explain()
+    assert "50 events, 5 intervals" in text and "chains" in text and "groups in 5 waves" in text
