@@ -250,3 +250,57 @@ def kernel_source(templates: list[OpTemplate], target_int: list[bool], source_in
 def load(source: str):
     """Compile the kernel, or load it from tidal's kernel cache (``tidal.expr.jit``)."""
     return load_kernel(source, decorator=_DECORATOR)
+
+
+def decompose_source(templates: list[OpTemplate], kinds: dict[str, str], places: list) -> tuple[str, list[str]] | None:
+    """A parallel kernel for compute mode: per event, which templates it issues and the cells they
+    address (``places[k]``: (cell base, record base, size) of the target, and of the source or None).
+    None when some key or ``when`` is not a plain numeric expression (then numpy evaluates them)."""
+    events: dict[str, str] = {}
+    for t in templates:
+        for node in [t.key, t.when] + ([t.source[1]] if t.source else []):
+            if node is None:
+                continue
+            for col in node.columns():
+                if not col.startswith("e.") or kinds.get(col) not in ("i", "f", "b"):
+                    return None
+                events.setdefault(col, f"E{len(events)}")
+            try:
+                kind = kind_of(node, kinds)
+            except Unsupported:
+                return None
+            if node is not t.when and kind != "i":
+                return None
+        if t.table.keys is not None or (t.source and t.source[0].keys is not None):
+            return None
+    gen = _Source(events)
+    args = sorted(events.values(), key=lambda a: int(a[1:]))
+    lines = [
+        f"def kernel(n, issued, cell2d, src2d, srec2d, err{', ' if args else ''}{', '.join(args)}):",
+        "    for i in numba.prange(n):",
+    ]
+    for k, t in enumerate(templates):
+        (cbase, _rbase, size), src = places[k]
+        pad = "        "
+        if t.when is not None:
+            bad = gen.bad(t.when)
+            if bad is not None:
+                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1"]
+            lines.append(f"{pad}if {gen.src(t.when)}:")
+            pad += "    "
+        checks = [(gen.bad(t.key), gen.src(t.key), size)]
+        if src is not None:
+            checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
+        for j, (bad, src_text, limit) in enumerate(checks):
+            if bad is not None:
+                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1", f"{pad}    continue"]
+            lines += [f"{pad}key{j} = {src_text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
+            lines += [f"{pad}    err[i] = 1", f"{pad}    continue"]
+        lines += [f"{pad}issued[i, {k}] = True", f"{pad}cell2d[i, {k}] = {cbase} + key0"]
+        if src is not None:
+            lines += [f"{pad}src2d[i, {k}] = {src[0]} + key1", f"{pad}srec2d[i, {k}] = {src[1]} + key1"]
+    return "\n".join(lines) + "\n", sorted(events, key=lambda c: int(events[c][1:]))
+
+
+def load_decompose(source: str):
+    return load_kernel(source, decorator="@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n")

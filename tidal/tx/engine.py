@@ -134,6 +134,16 @@ class Engine:
         self.event_args = events
         self.source = codegen.kernel_source(live, target_int, source_int, events)
         self.kernel = codegen.load(self.source)
+        places = []
+        for t in self.templates:
+            target = (self.cell_base[(id(t.table), t.column)][1], self.rec_base[id(t.table)], t.table.size)
+            src = None
+            if t.source is not None:
+                st, _, sc = t.source
+                src = (self.cell_base[(id(st), sc)][1], self.rec_base[id(st)], st.size)
+            places.append((target, src))
+        made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places)
+        self.decomposer = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.kernel_kinds = signature
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
@@ -148,36 +158,12 @@ class Engine:
         self.bind()
         cols = {"e." + k: v for k, v in columns.items()}
         self._compile({k: _kind_of_array(v) for k, v in cols.items()})
-        ev = Evaluator(cols, n)
-        errors: list[tuple[int, int, str]] = []
         nk = len(self.templates)
-        issued = np.zeros((n, nk), np.bool_)
-        cell2d = np.zeros((n, nk), np.int64)
         sourced = any(t.source is not None for t in self.templates)
-        src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
-        srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
-        for k, t in enumerate(self.templates):
-            idx = slice(None) if t.when is None else self._mask(t.when, ev, cols, n, errors, k)
-            if idx is None or (not isinstance(idx, slice) and len(idx) == 0):
-                continue
-            if k in self.type_errors:
-                first = 0 if isinstance(idx, slice) else int(idx[0])
-                errors.append((first, k, f"{t.describe()}: {self.type_errors[k]}"))
-                continue
-            rec = self._records(t.table, t.key, ev, cols, n, idx, errors, k)
-            if rec is None:
-                continue
-            if t.source is not None:
-                src_rec = self._records(t.source[0], t.source[1], ev, cols, n, idx, errors, k)
-                if src_rec is None:
-                    continue
-                src2d[idx, k] = self.cell_base[(id(t.source[0]), t.source[2])][1] + src_rec
-                srec2d[idx, k] = src_rec + self.rec_base[id(t.source[0])]
-            cell2d[idx, k] = self.cell_base[(id(t.table), t.column)][1] + rec
-            issued[idx, k] = True
-        if errors:
-            i, _, msg = min(errors)
-            raise TransactionError(f"transact: event {position + i} (time {int(sync[i])}): {msg}")
+        grids = self._decompose_compiled(cols, n, sourced)
+        if grids is None:
+            grids = self._decompose(cols, n, sync, position, sourced)
+        issued, cell2d, src2d, srec2d = grids
         pos = np.flatnonzero(issued.ravel())
         if len(pos) == 0:
             return np.ones(n, bool), {}
@@ -238,6 +224,55 @@ class Engine:
         st["compute_s"] += t1 - t0
         st["state_access_s"] += t2 - t1
         return committed, reads
+
+    def _decompose_compiled(self, cols, n: int, sourced: bool):
+        """Compute mode in the compiled kernel, or None (not compilable, nulls, or an error to name)."""
+        if self.decomposer is None:
+            return None
+        fn, names = self.decomposer
+        if any(cols[c].null_count for c in names):
+            return None
+        nk = len(self.templates)
+        issued = np.zeros((n, nk), np.bool_)
+        cell2d = np.zeros((n, nk), np.int64)
+        src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        err = np.zeros(n, np.uint8)
+        fn(n, issued, cell2d, src2d, srec2d, err, *(cols[c].to_numpy(zero_copy_only=False) for c in names))
+        return None if err.any() else (issued, cell2d, src2d, srec2d)
+
+    def _decompose(self, cols, n: int, sync, position: int, sourced: bool):
+        """Compute mode with numpy: which events issue each operation, and the cells; errors named."""
+        ev = Evaluator(cols, n)
+        nk = len(self.templates)
+        errors: list[tuple[int, int, str]] = []
+        issued = np.zeros((n, nk), np.bool_)
+        cell2d = np.zeros((n, nk), np.int64)
+        src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        for k, t in enumerate(self.templates):
+            idx = slice(None) if t.when is None else self._mask(t.when, ev, cols, n, errors, k)
+            if idx is None or (not isinstance(idx, slice) and len(idx) == 0):
+                continue
+            if k in self.type_errors:
+                first = 0 if isinstance(idx, slice) else int(idx[0])
+                errors.append((first, k, f"{t.describe()}: {self.type_errors[k]}"))
+                continue
+            rec = self._records(t.table, t.key, ev, cols, n, idx, errors, k)
+            if rec is None:
+                continue
+            if t.source is not None:
+                src_rec = self._records(t.source[0], t.source[1], ev, cols, n, idx, errors, k)
+                if src_rec is None:
+                    continue
+                src2d[idx, k] = self.cell_base[(id(t.source[0]), t.source[2])][1] + src_rec
+                srec2d[idx, k] = src_rec + self.rec_base[id(t.source[0])]
+            cell2d[idx, k] = self.cell_base[(id(t.table), t.column)][1] + rec
+            issued[idx, k] = True
+        if errors:
+            i, _, msg = min(errors)
+            raise TransactionError(f"transact: event {position + i} (time {int(sync[i])}): {msg}")
+        return issued, cell2d, src2d, srec2d
 
     def _schedule(self, op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond):
         m = len(op_ev)
