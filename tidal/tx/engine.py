@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import InputError, PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, schedule
+from . import codegen, gather, schedule
 from .table import Table
 from .trace import READ, S, V, OpTemplate
 
@@ -75,6 +75,10 @@ class Engine:
         self.rec_shift = np.array(
             [self.rec_base[id(t.table)] - self.cell_base[(id(t.table), t.column)][1] for t in templates], np.int64
         )
+        self.read_slots = {t.name: k for k, t in enumerate(templates) if t.kind == READ}
+        self.slot = np.full(len(templates), -1, np.int64)
+        for s, k in enumerate(self.read_slots.values()):
+            self.slot[k] = s
         self.parent = np.full(n_rec, -1, np.int64)
         self.gmap = np.full(n_rec, -1, np.int64)
         self.kernel = None
@@ -164,16 +168,12 @@ class Engine:
         if grids is None:
             grids = self._decompose(cols, n, sync, position, sourced)
         issued, cell2d, src2d, srec2d = grids
-        pos = np.flatnonzero(issued.ravel())
-        if len(pos) == 0:
-            return np.ones(n, bool), {}
-        op_ev, op_tmpl = pos // nk, pos % nk  # in (event, operation) order: the serial order
-        op_cell = cell2d.ravel()[pos]
-        op_rec = op_cell + self.rec_shift[op_tmpl]  # a cell's record: its table's records start at rec_base
-        if sourced:
-            op_src, op_srec = src2d.ravel()[pos], srec2d.ravel()[pos]
-        else:
-            op_src = op_srec = np.full(len(pos), -1, np.int64)
+        op_ev, op_tmpl, op_cell, op_rec, op_src, op_srec = gather.operations(
+            issued, cell2d, src2d, srec2d, self.rec_shift, sourced
+        )
+        if len(op_ev) == 0:
+            types = {k: pa.int64() if self.t_int[k] else pa.float64() for k in self.read_slots.values()}
+            return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
         order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
@@ -181,7 +181,7 @@ class Engine:
         m = len(op_ev)
         saved = (self.icells.copy(), self.fcells.copy())  # what an error restores
         old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
-        rd_i, rd_f = np.zeros(m, np.int64), np.zeros(m, np.float64)
+        rd_i, rd_f = np.empty(m, np.int64), np.empty(m, np.float64)
         aborted = np.zeros(n, np.uint8)
         op_err = np.zeros(m, np.uint8)
         g_err = np.zeros(len(group_ptr) - 1, np.bool_)
@@ -202,15 +202,15 @@ class Engine:
             )
         committed = aborted == 0
         reads = {}
-        read_ks = [k for k, t in enumerate(self.templates) if t.kind == READ]
-        if read_ks:
-            grid_i, grid_f = np.zeros(n * nk, np.int64), np.zeros(n * nk, np.float64)
-            grid_i[pos], grid_f[pos] = rd_i, rd_f
-            grid_i, grid_f = grid_i.reshape(n, nk), grid_f.reshape(n, nk)
-            for k in read_ks:
-                values = np.ascontiguousarray((grid_i if self.t_int[k] else grid_f)[:, k])
-                ok = issued[:, k] & committed
-                reads[self.templates[k].name] = pa.array(values, mask=None if ok.all() else ~ok)
+        if self.read_slots:
+            nr = len(self.read_slots)
+            out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
+            present = np.zeros((nr, n), np.bool_)
+            gather.reads(op_ev, op_tmpl, rd_i, rd_f, self.slot, self.t_int, aborted, out_i, out_f, present)
+            for s, (name, k) in enumerate(self.read_slots.items()):
+                values = out_i[s] if self.t_int[k] else out_f[s]
+                ok = present[s]
+                reads[name] = pa.array(values, mask=None if ok.all() else ~ok)
         st = self.stats
         st["events"] += n
         st["batches"] += 1
@@ -234,7 +234,7 @@ class Engine:
             return None
         nk = len(self.templates)
         issued = np.zeros((n, nk), np.bool_)
-        cell2d = np.zeros((n, nk), np.int64)
+        cell2d = np.empty((n, nk), np.int64)
         src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
         srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
         err = np.zeros(n, np.uint8)
