@@ -16,11 +16,16 @@ everything the previous one wrote. What a group and a wave are is the scheduler'
 
 from __future__ import annotations
 
+import os
+
 from ..core.errors import PlanError
 from ..expr.jit import load_kernel
 from ..expr.nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, Unary
 from .trace import READ, RMW, WRITE, S, V, OpTemplate
 
+# Waves end at barriers: threads spinning there stall each other on a shared machine, so OpenMP's
+# threads sleep while they wait (unless the user chose otherwise; read when numba starts its threads).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _DECORATOR = "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n"
 _DIV = ("/", "//", "%")
 

@@ -177,6 +177,9 @@ class Engine:
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
         order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
+        if self.scheduler != "serial":  # groups laid out one after another: each thread walks memory in order
+            op_ev, op_tmpl, op_cell, op_src = op_ev[order], op_tmpl[order], op_cell[order], op_src[order]
+            order = np.arange(len(order), dtype=np.int64)
         t1 = _time.perf_counter()
         m = len(op_ev)
         saved = (self.icells.copy(), self.fcells.copy())  # what an error restores
