@@ -176,8 +176,16 @@ class Engine:
             return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
-        order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
-        if self.scheduler != "serial":  # groups laid out one after another: each thread walks memory in order
+        self._threads()
+        if self.scheduler == "chains":
+            op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
+                op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, len(self.parent), self._nthreads
+            )
+            self.stats["chains"] += int(chains)
+            order = np.arange(len(op_ev), dtype=np.int64)
+        else:
+            order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
+        if self.scheduler in ("lock", "pat"):  # groups laid out one after another: each walk reads memory in order
             op_ev, op_tmpl, op_cell, op_src = op_ev[order], op_tmpl[order], op_cell[order], op_src[order]
             order = np.arange(len(order), dtype=np.int64)
         t1 = _time.perf_counter()
@@ -189,7 +197,6 @@ class Engine:
         op_err = np.zeros(m, np.uint8)
         g_err = np.zeros(len(group_ptr) - 1, np.bool_)
         args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
-        numba.set_num_threads(max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS)))
         stopped = self.kernel(
             wave_ptr, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, self.t_write, self.t_int,
             self.icells, self.fcells, old_i, old_f, rd_i, rd_f, aborted, op_err, g_err, *args,
@@ -276,6 +283,10 @@ class Engine:
             i, _, msg = min(errors)
             raise TransactionError(f"transact: event {position + i} (time {int(sync[i])}): {msg}")
         return issued, cell2d, src2d, srec2d
+
+    def _threads(self) -> None:
+        self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(self._nthreads)
 
     def _schedule(self, op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond):
         m = len(op_ev)
