@@ -63,18 +63,19 @@ def main(argv=None) -> None:
     for app, mod in APPS.items():
         skew = 0.2 if app == "tp" else 0.6
         data = mod.generate(n, skew=skew, multi=0.25, partitions=top)
+        # interleaved rounds: on a shared machine the load changes from minute to minute, and every
+        # configuration should see the same conditions
+        entries, keys = [], []
         for scheduler in tx.SCHEDULERS:
             for w in args.workers:
-                fn = transact_run(mod, data, scheduler, w, top)
-                fn()  # compiles (once per machine) and warms up
                 engine = "tidal" if (scheduler == "chains" and w == top) else f"tidal-{scheduler}-{w}w"
-                row = res.run(app, engine, fn, n, args.repeat)
-                rates[(app, scheduler, w)] = row["events_per_s"]
-                print(f"{app:3} {scheduler:7} {w:2} workers {row['events_per_s']:>12,.0f} ev/s", flush=True)
-        pdata = data.slice(0, n_py)
-        row = res.run(app, "python loop", python_run(mod, pdata), n_py, args.repeat)
-        rates[(app, "python", 1)] = row["events_per_s"]
-        print(f"{app:3} python loop       {row['events_per_s']:>12,.0f} ev/s", flush=True)
+                entries.append((app, engine, transact_run(mod, data, scheduler, w, top), n))
+                keys.append((app, scheduler, w))
+        entries.append((app, "python loop", python_run(mod, data.slice(0, n_py)), n_py))
+        keys.append((app, "python", 1))
+        for key, row in zip(keys, res.run_interleaved(entries, args.repeat), strict=True):
+            rates[key] = row["events_per_s"]
+            print(f"{app:3} {key[1]:7} {key[2]:2} workers {row['events_per_s']:>12,.0f} ev/s", flush=True)
     if not args.no_sweeps:
         for app in ("gs", "sl"):
             mod = APPS[app]
@@ -83,15 +84,16 @@ def main(argv=None) -> None:
                 for v in values:
                     opts = {"skew": 0.6, "multi": 0.25, "partitions": top, param: v}
                     data = mod.generate(n, **opts)
-                    for scheduler in tx.SCHEDULERS:
-                        fn = transact_run(mod, data, scheduler, top, top)
-                        row = res.run(f"{app} {param}={v}", f"tidal-{scheduler}-{top}w", fn, n, args.repeat)
+                    entries = [
+                        (f"{app} {param}={v}", f"tidal-{s}-{top}w", transact_run(mod, data, s, top, top), n)
+                        for s in tx.SCHEDULERS
+                    ]
+                    for scheduler, row in zip(tx.SCHEDULERS, res.run_interleaved(entries, args.repeat), strict=True):
                         lines[scheduler].append(row["events_per_s"])
                     print(f"{app} {param}={v}: " + ", ".join(f"{s} {lines[s][-1]:,.0f}" for s in lines), flush=True)
                 res.add_series(f"{app} vs {param} ({top} workers)", param, "events/s", values, lines)
                 worst = min(
-                    min(c / other for c, other in zip(lines["chains"], lines[s], strict=True))
-                    for s in ("lock", "pat")
+                    min(c / other for c, other in zip(lines["chains"], lines[s], strict=True)) for s in ("lock", "pat")
                 )
                 res.note(f"{app} over {param}: chains / best of lock and pat, worst point: {worst:.2f}x")
     print("\nratios (this run):")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import tidal
 from tidal import tx
 from tidal.tx.apps import APPS
 
@@ -17,7 +18,9 @@ def test_each_application_equals_plain_python(app, scheduler):
     make = (lambda: mod.tables(size, balance=150)) if app == "sl" else (lambda: mod.tables(size))
     want_tables, got_tables = make(), make()
     want = mod.python(data, want_tables)
-    got = mod.stream(data, got_tables, scheduler=scheduler, interval=97, workers=2).to_arrow()
+    got = mod.stream(
+        tidal.from_arrow(data, time="t"), got_tables, scheduler=scheduler, interval=97, workers=2
+    ).to_arrow()
     assert got.drop_columns(["sync_time", "other_time"]).to_pylist() == want
     for name, table in want_tables.items():
         assert got_tables[name].to_dict() == table.to_dict(), name

@@ -21,7 +21,7 @@ import os
 from ..core.errors import PlanError
 from ..expr.jit import load_kernel
 from ..expr.nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, Unary
-from .trace import READ, RMW, WRITE, S, V, OpTemplate
+from .trace import READ, WRITE, OpTemplate, S, V
 
 # Waves end at barriers: threads spinning there stall each other on a shared machine, so OpenMP's
 # threads sleep while they wait (unless the user chose otherwise; read when numba starts its threads).
@@ -200,7 +200,8 @@ def kernel_source(templates: list[OpTemplate], target_int: list[bool], source_in
         "        if stopped:",
         "            break",
         "        for g in numba.prange(wave_ptr[w], wave_ptr[w + 1]):",
-        "            g_err[g] = run_group(g, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int, icells, fcells,"
+        "            g_err[g] = run_group(g, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int,"
+        " icells, fcells,"
         f" old_i, old_f, rd_i, rd_f, aborted, op_err{', ' if args else ''}{args})",
         "        for g in range(wave_ptr[w], wave_ptr[w + 1]):",
         "            if g_err[g]:",

@@ -22,7 +22,7 @@ from ..core.errors import InputError, PlanError
 from ..expr.kernels import Evaluator
 from . import codegen, gather, schedule
 from .table import Table
-from .trace import READ, S, V, OpTemplate
+from .trace import READ, OpTemplate, S, V
 
 
 class TransactionError(InputError):
@@ -162,7 +162,6 @@ class Engine:
         self.bind()
         cols = {"e." + k: v for k, v in columns.items()}
         self._compile({k: _kind_of_array(v) for k, v in cols.items()})
-        nk = len(self.templates)
         sourced = any(t.source is not None for t in self.templates)
         grids = self._decompose_compiled(cols, n, sourced)
         if grids is None:
@@ -179,7 +178,16 @@ class Engine:
         self._threads()
         if self.scheduler == "chains":
             op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
-                op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, len(self.parent), self._nthreads
+                op_ev,
+                op_tmpl,
+                op_cell,
+                op_src,
+                op_rec,
+                op_srec,
+                ev_cond,
+                self.interval,
+                len(self.parent),
+                self._nthreads,
             )
             self.stats["chains"] += int(chains)
             order = np.arange(len(op_ev), dtype=np.int64)

@@ -50,7 +50,8 @@ def _checked(table: Table, column: str, value, where: str):
     kind = table.columns[column].dtype.kind
     ok = isinstance(value, bool | int | np.integer) or (kind == "f" and isinstance(value, float | np.floating))
     if not ok:
-        raise TransactionError(f"{where}: a {type(value).__name__} value ({value!r}) for the {table.columns[column].dtype} column {table.name}.{column}")
+        dtype = table.columns[column].dtype
+        raise TransactionError(f"{where}: a {type(value).__name__} value ({value!r}) for the {dtype} column {column}")
     if kind == "i" and not -(2**63) <= int(value) < 2**63:
         raise TransactionError(f"{where}: {value} does not fit the int64 column {table.name}.{column}")
     return value

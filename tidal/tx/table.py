@@ -49,9 +49,7 @@ class Table:
             else:
                 values = np.asarray(spec)
                 if values.shape != (self.size,) or values.dtype.kind not in _KINDS:
-                    raise PlanError(
-                        f"Table {name!r} column {col!r}: initial values must be {self.size} numbers"
-                    )
+                    raise PlanError(f"Table {name!r} column {col!r}: initial values must be {self.size} numbers")
                 arr = values.astype(_KINDS[values.dtype.kind], copy=True)
             self.columns[str(col)] = arr
 

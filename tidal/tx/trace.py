@@ -63,7 +63,14 @@ class Expr:
     __floordiv__, __mod__ = _bin("//"), _bin("%")
     __radd__, __rsub__, __rmul__, __rtruediv__ = _rbin("+"), _rbin("-"), _rbin("*"), _rbin("/")
     __rfloordiv__, __rmod__ = _rbin("//"), _rbin("%")
-    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = _cmp("=="), _cmp("!="), _cmp("<"), _cmp("<="), _cmp(">"), _cmp(">=")  # type: ignore[assignment]
+    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = (
+        _cmp("=="),
+        _cmp("!="),
+        _cmp("<"),
+        _cmp("<="),
+        _cmp(">"),
+        _cmp(">="),
+    )  # type: ignore[assignment]
     __and__, __or__ = _bin("&"), _bin("|")
 
     def __neg__(self):

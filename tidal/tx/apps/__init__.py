@@ -3,8 +3,9 @@ transactions on ``tidal.tx`` tables and a plain Python implementation of the sam
 ``gs`` (Grep and Sum), ``sl`` (Streaming Ledger), ``ob`` (Online Bidding), ``tp`` (Toll Processing).
 
 Each module has ``generate(n, ...)`` (an Arrow table, time column ``t``), ``tables()``,
-``stream(data, tables, **transact_options)`` and ``python(data, tables)`` (a plain loop, the
-oracle and the benchmark's Python peer), returning per event what the stream outputs.
+``access_for(tables)``, ``stream(source, tables, **transact_options)`` (the application over a
+stream of those events, ``tidal.from_arrow(data, time="t")``) and ``python(data, tables)`` (a plain
+loop, the oracle and the benchmark's Python peer), returning per event what the stream outputs.
 """
 
 from . import gs, ob, sl, tp

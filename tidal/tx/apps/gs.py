@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-import tidal
-
 from ..table import Table
 from .keys import txn_keys
 
@@ -36,9 +34,9 @@ def access_for(tabs):
     return access
 
 
-def stream(data: pa.Table, tabs: dict, **options) -> tidal.Stream:
+def stream(source, tabs: dict, **options):
     """Per read transaction, the sum of the 10 values it read."""
-    out = tidal.from_arrow(data, time="t").transact(access_for(tabs), **options)
+    out = source.transact(access_for(tabs), **options)
     return out.where(lambda e: e.kind == 0).select(
         lambda e: {"t": e.t, "sum": e.v0 + e.v1 + e.v2 + e.v3 + e.v4 + e.v5 + e.v6 + e.v7 + e.v8 + e.v9}
     )

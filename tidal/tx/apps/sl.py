@@ -6,8 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-import tidal
-
 from ..table import Table
 from .keys import txn_keys
 
@@ -41,9 +39,9 @@ def access_for(tabs):
     return access
 
 
-def stream(data: pa.Table, tabs: dict, **options) -> tidal.Stream:
+def stream(source, tabs: dict, **options):
     """Each request with ``committed`` (a transfer that found too little is not)."""
-    return tidal.from_arrow(data, time="t").transact(access_for(tabs), **options).select("t", "committed")
+    return source.transact(access_for(tabs), **options).select("t", "committed")
 
 
 def python(data: pa.Table, tabs: dict) -> list[dict]:

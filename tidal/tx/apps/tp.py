@@ -6,8 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-import tidal
-
 from ..table import Table
 from .keys import zipf_keys
 
@@ -49,9 +47,9 @@ def access_for(tabs):
 toll = lambda e, r: {"t": e.t, "toll": (r.vehicles - 50) * 2 if r.avg < 40 and r.vehicles > 50 else 0}  # noqa: E731
 
 
-def stream(data: pa.Table, tabs: dict, **options) -> tidal.Stream:
+def stream(source, tabs: dict, **options):
     """Each report with its toll."""
-    return tidal.from_arrow(data, time="t").transact(access_for(tabs), post=toll, **options)
+    return source.transact(access_for(tabs), post=toll, **options)
 
 
 def python(data: pa.Table, tabs: dict) -> list[dict]:
