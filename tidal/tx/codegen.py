@@ -190,28 +190,34 @@ def template_code(k: int, t: OpTemplate, target_int: bool, source_int: bool | No
 def kernel_source(templates: list[OpTemplate], target_int: list[bool], source_int: list, events: dict[str, str]) -> str:
     gen = _Source(events)
     args = ", ".join(sorted(events.values(), key=lambda a: int(a[1:])))
-    head = (
-        "def kernel(wave_ptr, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int, icells, fcells,"
-        f" old_i, old_f, rd_i, rd_f, aborted, op_err, g_err{', ' if args else ''}{args}):\n"
-    )
+    tail = f"{', ' if args else ''}{args}"
+    common = "group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int, icells, fcells, old_i, old_f, rd_i, rd_f"
+    head = f"def kernel(wave_ptr, nchunks, {common}, aborted, op_err, g_err{tail}):\n"
     lines = [
+        # each wave: its groups cut into one run of consecutive groups per thread, balanced by operations
         "    stopped = 0",
         "    for w in range(len(wave_ptr) - 1):",
         "        if stopped:",
         "            break",
-        "        for g in numba.prange(wave_ptr[w], wave_ptr[w + 1]):",
-        "            g_err[g] = run_group(g, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int,"
-        " icells, fcells,"
-        f" old_i, old_f, rd_i, rd_f, aborted, op_err{', ' if args else ''}{args})",
-        "        for g in range(wave_ptr[w], wave_ptr[w + 1]):",
+        "        g0 = wave_ptr[w]",
+        "        g1 = wave_ptr[w + 1]",
+        "        a = group_ptr[g0]",
+        "        b = group_ptr[g1]",
+        "        nch = min(nchunks, g1 - g0)",
+        "        bounds = group_ptr[g0 : g1 + 1]",
+        "        for c in numba.prange(nch):",
+        "            lo = g0 if c == 0 else g0 + np.searchsorted(bounds, a + (b - a) * c // nch)",
+        "            hi = g1 if c == nch - 1 else g0 + np.searchsorted(bounds, a + (b - a) * (c + 1) // nch)",
+        f"            run_groups(lo, hi, {common}, aborted, op_err, g_err{tail})",
+        "        for g in range(g0, g1):",
         "            if g_err[g]:",
         "                stopped = 1",
         "    return stopped",
         "",
         "",
         "@numba.njit(nogil=True, cache=True, error_model='numpy')",
-        "def run_group(g, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int, icells, fcells,"
-        f" old_i, old_f, rd_i, rd_f, aborted, op_err{', ' if args else ''}{args}):",
+        f"def run_groups(ga, gb, {common}, aborted, op_err, g_err{tail}):",
+        "  for g in range(ga, gb):",
         "    start = group_ptr[g]",
         "    stop = group_ptr[g + 1]",
         "    cur = -1",
@@ -235,7 +241,8 @@ def kernel_source(templates: list[OpTemplate], target_int: list[bool], source_in
     lines += [
         "        if err:",
         "            op_err[j] = 1",
-        "            return True",
+        "            g_err[g] = True",
+        "            break",
         "        if not ok:",
         "            for q in range(p - 1, txn_start - 1, -1):",
         "                jj = order[q]",
@@ -247,7 +254,6 @@ def kernel_source(templates: list[OpTemplate], target_int: list[bool], source_in
         "                        fcells[op_cell[jj]] = old_f[jj]",
         "            aborted[i] = 1",
         "            dead = True",
-        "    return False",
         "",
     ]
     return head + "\n".join(lines)

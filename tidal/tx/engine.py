@@ -206,7 +206,7 @@ class Engine:
         g_err = np.zeros(len(group_ptr) - 1, np.bool_)
         args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
         stopped = self.kernel(
-            wave_ptr, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, self.t_write, self.t_int,
+            wave_ptr, self._nthreads, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, self.t_write, self.t_int,
             self.icells, self.fcells, old_i, old_f, rd_i, rd_f, aborted, op_err, g_err, *args,
         )  # fmt: skip
         if stopped:
