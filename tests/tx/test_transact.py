@@ -186,3 +186,19 @@ def test_explain_shows_the_scheduler_and_chain_statistics():
     s.to_arrow()
     text = s.explain()
     assert "50 events, 5 intervals" in text and "chains" in text and "groups in 5 waves" in text
+
+
+@pytest.mark.parametrize("scheduler", ["chains", "lock", "pat"])
+def test_the_parallel_schedulers_cut_work_into_many_groups(scheduler):
+    from tidal.tx.apps import gs
+
+    tabs = gs.tables(1_000)
+    data = gs.generate(2_000, size=1_000, skew=0.3, multi=0.25, partitions=2)
+    s = tidal.from_arrow(data, time="t").transact(gs.access_for(tabs), scheduler=scheduler, workers=2, partitions=2)
+    s.count()
+    stats = s.node.box["last"].stats
+    assert stats["events"] == 2_000 and stats["intervals"] == 4
+    # several groups per wave: work for several threads (pat: a multi-partition transaction is a wave alone)
+    assert stats["groups"] > (1 if scheduler == "pat" else 4) * stats["waves"]
+    if scheduler == "chains":
+        assert stats["waves"] == 4 and stats["chains"] >= stats["groups"]

@@ -191,7 +191,8 @@ def kernel_source(templates: list[OpTemplate], target_int: list[bool], source_in
     gen = _Source(events)
     args = ", ".join(sorted(events.values(), key=lambda a: int(a[1:])))
     tail = f"{', ' if args else ''}{args}"
-    common = "group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int, icells, fcells, old_i, old_f, rd_i, rd_f"
+    common = "group_ptr, order, op_ev, op_tmpl, op_cell, op_src, t_write, t_int, icells, fcells"
+    common += ", old_i, old_f, rd_i, rd_f"
     head = f"def kernel(wave_ptr, nchunks, {common}, aborted, op_err, g_err{tail}):\n"
     lines = [
         # each wave: its groups cut into one run of consecutive groups per thread, balanced by operations
