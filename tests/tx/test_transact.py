@@ -202,3 +202,30 @@ def test_the_parallel_schedulers_cut_work_into_many_groups(scheduler):
     assert stats["groups"] > (1 if scheduler == "pat" else 4) * stats["waves"]
     if scheduler == "chains":
         assert stats["waves"] == 4 and stats["chains"] >= stats["groups"]
+
+
+@pytest.mark.parametrize("scheduler", tx.SCHEDULERS)
+def test_tables_keyed_by_strings_and_a_post_process_in_row_mode(scheduler):
+    names = ["ann", "bob", "cy"]
+
+    def tables():
+        return tx.Table("stock", names, {"qty": np.array([5, 0, 9]), "price": np.array([1.5, 2.0, 0.5])})
+
+    def access_for(stock):
+        def access(e, t):
+            t.read_modify(stock, e.who, "qty", lambda v: v - e.n, condition=lambda v: v >= e.n)
+            t.read(stock, e.who, "price", name="price")
+
+        return access
+
+    def post(e, r):  # a def, not a lambda: called row by row
+        return {"who": e.who, "cost": None if not r.committed else r.price * e.n}
+
+    data = pa.table({"t": [1, 2, 3, 4, 5], "who": ["ann", "cy", "bob", "ann", "ann"], "n": [2, 4, 1, 3, 1]})
+    ref_stock, stock = tables(), tables()
+    want = tx.reference(data.rename_columns(["time", "who", "n"]), access_for(ref_stock), post)
+    s = tidal.from_arrow(data, time="t").transact(access_for(stock), post, scheduler=scheduler, interval=2)
+    assert s.to_arrow().select(["who", "cost"]).to_pylist() == want
+    assert [w["cost"] for w in want] == [3.0, 2.0, None, 4.5, None]
+    assert stock.to_dict() == ref_stock.to_dict()
+    assert "post row mode" in s.explain()
