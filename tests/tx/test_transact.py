@@ -229,3 +229,17 @@ def test_tables_keyed_by_strings_and_a_post_process_in_row_mode(scheduler):
     assert [w["cost"] for w in want] == [3.0, 2.0, None, 4.5, None]
     assert stock.to_dict() == ref_stock.to_dict()
     assert "post row mode" in s.explain()
+
+
+def test_a_durable_run_continues_with_its_tables(tmp_path):
+    """The run statistics explain() shows are not part of the plan's fingerprint: a second durable
+    run of the same stream finds its checkpoint (and the tables it holds) instead of refusing it."""
+    a = tx.Table("a", 4, {"n": np.full(4, 10, dtype=np.int64)})
+    data = pa.table({"t": np.arange(100), "k": np.arange(100) % 4})
+    s = tidal.from_arrow(data, time="t", batch_size=10).transact(
+        lambda e, t: t.read_modify(a, e.k, "n", lambda v: v + 1), interval=7
+    )
+    out = s.run_durable(str(tmp_path / "out"), str(tmp_path / "state.sqlite"), every_messages=3)
+    assert out.num_rows == 100 and a["n"].tolist() == [35] * 4
+    again = s.run_durable(str(tmp_path / "out"), str(tmp_path / "state.sqlite"), every_messages=3)
+    assert again.num_rows == 100 and a["n"].tolist() == [35] * 4  # finished: nothing applied twice

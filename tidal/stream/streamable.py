@@ -365,7 +365,7 @@ class Stream:
         from ..io.segments import SegmentSink
         from ..state.store import CheckpointStore
 
-        fingerprint = hashlib.sha256(self.explain().encode()).hexdigest()[:16]
+        fingerprint = hashlib.sha256(explain(self.plan(), measured=False).encode()).hexdigest()[:16]
         sink = SegmentSink(output)
         with CheckpointStore(checkpoints) as store:
             Query([self.node], [sink]).run_durably(store, name, fingerprint, every_messages, on_checkpoint)

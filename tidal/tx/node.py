@@ -64,8 +64,11 @@ class Transact(PlanNode):
         engine.box = self.box
         return TransactOp(engine, self.post, self.read_names)
 
-    def describe(self) -> str:
-        engine = self.box.get("last") or self.probe.engine
+    def describe(self, measured: bool = True) -> str:
+        engine = (self.box.get("last") if measured else None) or self.probe.engine
         ops = "; ".join(t.describe() for t in self.templates)
         post = "" if self.post is None else f"; {self.post.describe()}"
         return f"{engine.describe()}; operations: {ops}{post}"
+
+    def describe_plan(self) -> str:
+        return self.describe(measured=False)
