@@ -23,11 +23,12 @@ ALLOWED: dict[str, set[str]] = {
     "io": {"core", "expr", "ops"},
     "plan": {"core", "expr", "ops"},
     "agg": {"core", "ops"},
-    "stream": {"core", "expr", "ops", "io", "state", "plan"},
+    "tx": {"core", "expr", "ops", "plan"},
+    "stream": {"core", "expr", "ops", "io", "state", "plan", "tx"},
     "sql": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg"},
     "spark": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "sql"},
     "cli": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "sql", "spark", "tidal"},
-    "tidal": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "testing"},
+    "tidal": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "testing", "tx"},
 }
 MAX_LINES = 600
 

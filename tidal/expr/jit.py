@@ -166,14 +166,16 @@ def is_cached(body: str) -> bool:
     return name in _MODULES or (cache_dir() / f"{name}.py").exists()
 
 
-def load_kernel(body: str):
+def load_kernel(body: str, decorator: str | None = None):
     """The numba function ``kernel`` defined by ``body`` (a ``def kernel(...)`` source), compiled at most
-    once per machine: from the module cache when possible, else in memory."""
-    name = _module_name(body)
+    once per machine: from the module cache when possible, else in memory. ``decorator`` replaces the
+    default ``@numba.njit(cache={cache}, nogil=True)`` line (a parallel kernel's, say)."""
+    name = _module_name(body if decorator is None else decorator + body)
+    decorator = decorator or _DECORATOR
     fn = _MODULES.get(name)
     if fn is not None:
         return fn
-    source = _HEADER + _DECORATOR.format(cache=True) + body
+    source = _HEADER + decorator.format(cache=True) + body
     try:
         directory = cache_dir()
         directory.mkdir(parents=True, exist_ok=True)
@@ -187,7 +189,7 @@ def load_kernel(body: str):
         spec.loader.exec_module(module)
     except OSError:
         scope: dict = {}
-        exec(compile(_HEADER + _DECORATOR.format(cache=False) + body, f"<{name}>", "exec"), scope)
+        exec(compile(_HEADER + decorator.format(cache=False) + body, f"<{name}>", "exec"), scope)
         fn = scope["kernel"]
     else:
         fn = module.kernel

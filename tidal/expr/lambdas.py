@@ -392,3 +392,19 @@ def _python_call(obj, name: str, args: tuple[Node, ...]) -> PyCall:
     if not (builtin_type or isinstance(obj, types.FunctionType | types.BuiltinFunctionType)):
         raise Opaque(f"call to {name}, which is a {type(obj).__name__}")
     return PyCall(obj, name, args)
+
+
+def translate_bound(fn, params: list[str], free_rows: dict[str, str]) -> Node:
+    """Translate a lambda whose parameter ``i`` stands for the column ``params[i]`` (a scalar per row) and
+    whose free names in ``free_rows`` are rows: field ``f`` of such a name becomes the column
+    ``free_rows[name] + f`` (a transaction's ``lambda v: v - e.amount``, ``e`` from the enclosing scope)."""
+    if not isinstance(fn, types.FunctionType) or fn.__name__ != "<lambda>":
+        raise Opaque("not a lambda")
+    code = fn.__code__
+    if code.co_argcount != len(params) or code.co_flags & (0x04 | 0x08):
+        raise Opaque(f"expected a lambda of {len(params)} parameter(s)")
+    body = _parse_body(code, lambda_source(fn))
+    translator = _Translator(fn, allow_record=False, row_param="")
+    translator.scalars = dict(zip(code.co_varnames[: code.co_argcount], params, strict=True))
+    translator.rows = dict(free_rows)
+    return translator.visit(body)

@@ -58,6 +58,10 @@ class PlanNode:
     def describe(self) -> str:
         return getattr(self.probe, "variant", "")
 
+    def describe_plan(self) -> str:
+        """``describe()`` without what the last run measured: what a plan's fingerprint is made of."""
+        return self.describe()
+
     def explain_inputs(self) -> tuple[PlanNode, ...]:
         """What ``explain`` shows below this node: its inputs, or the nodes it absorbed by fusion."""
         return self.inputs
@@ -101,8 +105,9 @@ def walk(roots: Sequence[PlanNode]):
         stack.extend(reversed(node.inputs))
 
 
-def explain(root: PlanNode) -> str:
-    """The plan under ``root``: each node, its variant and detail, properties and payload fields."""
+def explain(root: PlanNode, measured: bool = True) -> str:
+    """The plan under ``root``: each node, its variant and detail, properties and payload fields (and,
+    with ``measured``, what nodes report of their last run, such as a transaction node's chains)."""
     lines: list[str] = []
     seen: dict[int, int] = {}
 
@@ -115,7 +120,8 @@ def explain(root: PlanNode) -> str:
         schema = (
             ", ".join(f"{f.name}: {f.type}" for f in node.schema) if node.schema is not None else "known at run time"
         )
-        lines.append(f"{pad}#{seen[id(node)]} {node.label} [{node.describe()}]")
+        detail = node.describe() if measured else node.describe_plan()
+        lines.append(f"{pad}#{seen[id(node)]} {node.label} [{detail}]")
         lines.append(f"{'  ' * depth}{'   ' if depth else ''}   properties: {node.props.describe()}; payload: {schema}")
         for child in node.explain_inputs():
             visit(child, depth + 1)

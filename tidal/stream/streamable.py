@@ -144,6 +144,19 @@ class Stream:
             )
         return Stream(nodes.Detect(self.node, pattern, define, measures, within, skip))
 
+    # -- shared state under transactions (tidal.tx) --------------------------------------
+    def transact(
+        self, access, post=None, scheduler: str = "chains", interval: int = 500, workers=None, partitions=None
+    ) -> Stream:
+        """Each event runs ``access(e, t)``: a transaction of ``t.read``/``t.write``/``t.read_modify`` on
+        ``tx.Table``s, with the outcome of running them one by one in event-time order (ties by arrival).
+        Output: each event with ``committed``, or ``post(e, r)`` (``r.committed``, ``r.<read name>``).
+        ``scheduler``: ``"chains"`` (TStream's operation chains, parallel), ``"serial"``, ``"lock"``,
+        ``"pat"``; ``interval``: events per state-access batch (the punctuation interval)."""
+        from ..tx.node import Transact
+
+        return Stream(Transact(self.node, access, post, scheduler, interval, workers, partitions))
+
     # -- combining ----------------------------------------------------------------------
     def union(self, other: Stream) -> Stream:
         """The temporal merge: at every instant, the multiset union of both snapshots."""
@@ -370,7 +383,7 @@ class Stream:
         from ..io.segments import SegmentSink
         from ..state.store import CheckpointStore
 
-        fingerprint = hashlib.sha256(self.explain().encode()).hexdigest()[:16]
+        fingerprint = hashlib.sha256(explain(self.plan(), measured=False).encode()).hexdigest()[:16]
         sink = SegmentSink(output)
         with CheckpointStore(checkpoints) as store:
             Query([self.node], [sink]).run_durably(store, name, fingerprint, every_messages, on_checkpoint)

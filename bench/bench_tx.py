@@ -1,0 +1,115 @@
+"""Benchmark: transactions on shared state (seed 004, TStream) per scheduler, against a Python loop.
+
+Usage::
+
+    python bench/bench_tx.py [--quick] [--events N] [--workers 1 2] [--repeat R] [--out bench/results/tx.json]
+
+The four applications of ``tidal.tx.apps`` (Grep and Sum, Streaming Ledger, Online Bidding, Toll
+Processing) with the seed's parameters (Zipf skew 0.6, TP 0.2; 25% multi-partition transactions
+spanning up to 4 partitions; punctuation interval 500; 10k records, TP 100 segments), each run
+through ``stream.transact`` with every scheduler (``serial``, ``chains``, ``lock``, ``pat``) on each
+number of worker threads, and by the application's plain Python loop (``python(data, tables)``).
+Then skew 0..1 and multi-partition ratio 0..100% for GS and SL at the largest worker count.
+Throughput is input events per second of the median run, through the transact operator (for GS,
+without the Sum stage). The engine ``tidal`` is ``chains`` on the largest worker count.
+Printed at the end: chains over serial, lock, pat and the Python loop, from this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+import tidal  # noqa: E402
+from tidal import tx  # noqa: E402
+from tidal.tx.apps import APPS  # noqa: E402
+
+
+def transact_run(mod, data, scheduler: str, workers: int, partitions: int):
+    def run():
+        tabs = mod.tables()
+        post = getattr(mod, "toll", None)
+        s = tidal.from_arrow(data, time="t").transact(
+            mod.access_for(tabs), post=post, scheduler=scheduler, workers=workers, partitions=partitions
+        )
+        return s.count()
+
+    return run
+
+
+def python_run(mod, data):
+    return lambda: mod.python(data, mod.tables())
+
+
+def main(argv=None) -> None:
+    ap = harness.add_common_args(argparse.ArgumentParser(description=__doc__), "bench/results/tx.json")
+    ap.add_argument("--events", type=int, default=None, help="events per application (default 200k; quick 20k)")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker threads to measure")
+    ap.add_argument("--python-events", type=int, default=None, help="events for the Python loop (default: same)")
+    ap.add_argument("--no-sweeps", action="store_true", help="skip the skew and multi-partition sweeps")
+    args = ap.parse_args(argv)
+    n = args.events or (20_000 if args.quick else 200_000)
+    n_py = args.python_events or n
+    top = max(args.workers)
+    res = harness.Results()
+    res.note(f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f} at start")
+    rates: dict = {}
+    for app, mod in APPS.items():
+        skew = 0.2 if app == "tp" else 0.6
+        data = mod.generate(n, skew=skew, multi=0.25, partitions=top)
+        # interleaved rounds: on a shared machine the load changes from minute to minute, and every
+        # configuration should see the same conditions
+        entries, keys = [], []
+        for scheduler in tx.SCHEDULERS:
+            for w in args.workers:
+                engine = "tidal" if (scheduler == "chains" and w == top) else f"tidal-{scheduler}-{w}w"
+                entries.append((app, engine, transact_run(mod, data, scheduler, w, top), n))
+                keys.append((app, scheduler, w))
+        entries.append((app, "python loop", python_run(mod, data.slice(0, n_py)), n_py))
+        keys.append((app, "python", 1))
+        for key, row in zip(keys, res.run_interleaved(entries, args.repeat), strict=True):
+            rates[key] = row["events_per_s"]
+            print(f"{app:3} {key[1]:7} {key[2]:2} workers {row['events_per_s']:>12,.0f} ev/s", flush=True)
+    if not args.no_sweeps:
+        for app in ("gs", "sl"):
+            mod = APPS[app]
+            for param, values in (("skew", [0.0, 0.25, 0.5, 0.75, 1.0]), ("multi", [0.0, 0.25, 0.5, 0.75, 1.0])):
+                lines = {s: [] for s in tx.SCHEDULERS}
+                for v in values:
+                    opts = {"skew": 0.6, "multi": 0.25, "partitions": top, param: v}
+                    data = mod.generate(n, **opts)
+                    entries = [
+                        (f"{app} {param}={v}", f"tidal-{s}-{top}w", transact_run(mod, data, s, top, top), n)
+                        for s in tx.SCHEDULERS
+                    ]
+                    for scheduler, row in zip(tx.SCHEDULERS, res.run_interleaved(entries, args.repeat), strict=True):
+                        lines[scheduler].append(row["events_per_s"])
+                    print(f"{app} {param}={v}: " + ", ".join(f"{s} {lines[s][-1]:,.0f}" for s in lines), flush=True)
+                res.add_series(f"{app} vs {param} ({top} workers)", param, "events/s", values, lines)
+                worst = min(
+                    min(c / other for c, other in zip(lines["chains"], lines[s], strict=True)) for s in ("lock", "pat")
+                )
+                res.note(f"{app} over {param}: chains / best of lock and pat, worst point: {worst:.2f}x")
+    print("\nratios (this run):")
+    for app in APPS:
+        chains = rates[(app, "chains", top)]
+        parts = [
+            f"chains {top}w / serial 1w {chains / rates[(app, 'serial', 1)]:.2f}x",
+            f"/ chains 1w {chains / rates[(app, 'chains', 1)]:.2f}x",
+            f"/ lock {top}w {chains / rates[(app, 'lock', top)]:.2f}x",
+            f"/ pat {top}w {chains / rates[(app, 'pat', top)]:.2f}x",
+            f"/ python loop {chains / rates[(app, 'python', 1)]:.1f}x",
+        ]
+        line = f"{app}: " + " ".join(parts)
+        res.note(line)
+    res.report(args.out, events=n, python_events=n_py, workers=args.workers, interval=500)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+"""The four benchmark applications of seed 004 (TStream), each with a data generator, its
+transactions on ``tidal.tx`` tables and a plain Python implementation of the same thing:
+``gs`` (Grep and Sum), ``sl`` (Streaming Ledger), ``ob`` (Online Bidding), ``tp`` (Toll Processing).
+
+Each module has ``generate(n, ...)`` (an Arrow table, time column ``t``), ``tables()``,
+``access_for(tables)``, ``stream(source, tables, **transact_options)`` (the application over a
+stream of those events, ``tidal.from_arrow(data, time="t")``) and ``python(data, tables)`` (a plain
+loop, the oracle and the benchmark's Python peer), returning per event what the stream outputs.
+"""
+
+from . import gs, ob, sl, tp
+
+APPS = {"gs": gs, "sl": sl, "ob": ob, "tp": tp}
+__all__ = ["APPS", "gs", "ob", "sl", "tp"]

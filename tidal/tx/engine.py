@@ -1,0 +1,400 @@
+"""Running a batch of transactions: compute mode (operations from events, columnar) then state access.
+
+Compute mode evaluates, over all events of the batch at once, which events issue each operation
+template (``when``), the keys, and checks them: a key outside its table, a value of the wrong
+type or an expression that cannot be evaluated is an error naming the event (its position in the
+stream and its time) raised before any state changes. State access runs the scheduler's waves of
+groups in the compiled kernel (``tidal.tx.codegen``) on ``workers`` threads; a division by zero
+inside it restores every record the batch wrote and names the first event (in timestamp order)
+whose operation divided by zero. Either way no transaction is left half-applied: the tables hold
+exactly the transactions of the batches before.
+"""
+
+from __future__ import annotations
+
+import time as _time
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from ..core.errors import InputError, PlanError
+from ..expr.kernels import Evaluator
+from . import codegen, gather, schedule
+from .table import Table
+from .trace import READ, OpTemplate, S, V
+
+
+class TransactionError(InputError):
+    """An event's transaction cannot run: the message names the event (position and time)."""
+
+
+def _kind_of_array(col: pa.Array) -> str:
+    t = col.type
+    if pa.types.is_boolean(t):
+        return "b"
+    if pa.types.is_integer(t):
+        return "i"
+    if pa.types.is_floating(t):
+        return "f"
+    return "s"
+
+
+class Engine:
+    """The compiled transactions of one ``transact`` node: tables' storage, kernel, statistics."""
+
+    def __init__(self, templates: list[OpTemplate], scheduler: str, interval: int, workers: int, partitions: int):
+        self.templates = templates
+        self.scheduler = scheduler
+        self.interval = interval
+        self.workers = workers
+        self.partitions = partitions
+        self.tables: list[Table] = []
+        for t in templates:
+            for table in [t.table] + ([t.source[0]] if t.source else []):
+                if all(table is not x for x in self.tables):
+                    self.tables.append(table)
+        self.rec_base, self.cell_base, n_rec, ni, nf = {}, {}, 0, 0, 0
+        for table in self.tables:
+            self.rec_base[id(table)] = n_rec
+            n_rec += table.size
+            for c, a in table.columns.items():
+                if a.dtype.kind == "i":
+                    self.cell_base[(id(table), c)] = (True, ni)
+                    ni += table.size
+                else:
+                    self.cell_base[(id(table), c)] = (False, nf)
+                    nf += table.size
+        self.icells = np.zeros(ni, np.int64)
+        self.fcells = np.zeros(nf, np.float64)
+        self.views: dict = {}
+        for table in self.tables:
+            for c in table.columns:
+                is_int, base = self.cell_base[(id(table), c)]
+                self.views[(id(table), c)] = (self.icells if is_int else self.fcells)[base : base + table.size]
+        self.rec_shift = np.array(
+            [self.rec_base[id(t.table)] - self.cell_base[(id(t.table), t.column)][1] for t in templates], np.int64
+        )
+        self.read_slots = {t.name: k for k, t in enumerate(templates) if t.kind == READ}
+        self.slot = np.full(len(templates), -1, np.int64)
+        for s, k in enumerate(self.read_slots.values()):
+            self.slot[k] = s
+        self.parent = np.full(n_rec, -1, np.int64)
+        self.gmap = np.full(n_rec, -1, np.int64)
+        self.kernel = None
+        self.kernel_kinds = None
+        self.type_errors: dict[int, str] = {}
+        self.stats = {"events": 0, "batches": 0, "intervals": 0, "operations": 0, "chains": 0, "groups": 0}
+        self.stats.update({"waves": 0, "largest_group": 0, "aborted": 0, "compute_s": 0.0, "state_access_s": 0.0})
+
+    # -- storage ------------------------------------------------------------------------------
+    def bind(self) -> None:
+        """Make every table's columns views of this engine's storage (copying the current values in
+        when another engine or the user replaced them)."""
+        for table in self.tables:
+            for c in list(table.columns):
+                view = self.views[(id(table), c)]
+                if table.columns[c] is not view:
+                    view[:] = table.columns[c]
+                    table.columns[c] = view
+
+    # -- compiling ----------------------------------------------------------------------------
+    def _compile(self, kinds: dict[str, str]) -> None:
+        signature = tuple(sorted(kinds.items()))
+        if self.kernel is not None and self.kernel_kinds == signature:
+            return
+        events: dict[str, str] = {}
+        target_int, source_int = [], []
+        self.type_errors = {}
+        for k, t in enumerate(self.templates):
+            tint = t.table.columns[t.column].dtype.kind == "i"
+            target_int.append(tint)
+            sint = None if t.source is None else t.source[0].columns[t.source[2]].dtype.kind == "i"
+            source_int.append(sint)
+            lam = dict(kinds)
+            lam[V] = "i" if tint else "f"
+            if sint is not None:
+                lam[S] = "i" if sint else "f"
+            for node in (t.value, t.condition):
+                if node is None:
+                    continue
+                for col in node.columns():
+                    if col.startswith("e.") and kinds.get(col) == "s":
+                        self.type_errors[k] = f"field {col[2:]!r} is not a number"
+                if k in self.type_errors:
+                    continue
+                kind = codegen.kind_of(node, lam)
+                if node is t.value and tint and kind == "f":
+                    self.type_errors[k] = f"a float value ({node}) for the int64 column {t.table.name}.{t.column}"
+            if k not in self.type_errors:
+                for node in (t.value, t.condition):
+                    for col in [] if node is None else sorted(node.columns()):
+                        if col.startswith("e.") and col not in events:
+                            events[col] = f"E{len(events)}"
+        live = [
+            t if k not in self.type_errors else OpTemplate(t.seq, READ, t.table, t.column, t.key)
+            for k, t in enumerate(self.templates)
+        ]
+        self.event_args = events
+        self.source = codegen.kernel_source(live, target_int, source_int, events)
+        self.kernel = codegen.load(self.source)
+        places = []
+        for t in self.templates:
+            target = (self.cell_base[(id(t.table), t.column)][1], self.rec_base[id(t.table)], t.table.size)
+            src = None
+            if t.source is not None:
+                st, _, sc = t.source
+                src = (self.cell_base[(id(st), sc)][1], self.rec_base[id(st)], st.size)
+            places.append((target, src))
+        made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places)
+        self.decomposer = None if made is None else (codegen.load_decompose(made[0]), made[1])
+        self.kernel_kinds = signature
+        self.t_write = np.array([t.kind != READ for t in live], np.uint8)
+        self.t_int = np.array(target_int, np.uint8)
+
+    # -- one batch ----------------------------------------------------------------------------
+    def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
+        """Run the transactions of ``len(sync)`` events; returns (committed, {read name: values})."""
+        t0 = _time.perf_counter()
+        n = len(sync)
+        if getattr(self, "box", None) is not None:
+            self.box["last"] = self
+        self.bind()
+        cols = {"e." + k: v for k, v in columns.items()}
+        self._compile({k: _kind_of_array(v) for k, v in cols.items()})
+        sourced = any(t.source is not None for t in self.templates)
+        grids = self._decompose_compiled(cols, n, sourced)
+        if grids is None:
+            grids = self._decompose(cols, n, sync, position, sourced)
+        issued, cell2d, src2d, srec2d = grids
+        op_ev, op_tmpl, op_cell, op_rec, op_src, op_srec = gather.operations(
+            issued, cell2d, src2d, srec2d, self.rec_shift, sourced
+        )
+        if len(op_ev) == 0:
+            types = {k: pa.int64() if self.t_int[k] else pa.float64() for k in self.read_slots.values()}
+            return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
+        conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
+        ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
+        self._threads()
+        if self.scheduler == "chains":
+            op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
+                op_ev,
+                op_tmpl,
+                op_cell,
+                op_src,
+                op_rec,
+                op_srec,
+                ev_cond,
+                self.interval,
+                len(self.parent),
+                self._nthreads,
+            )
+            self.stats["chains"] += int(chains)
+            order = np.arange(len(op_ev), dtype=np.int64)
+        else:
+            order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
+        if self.scheduler in ("lock", "pat"):  # groups laid out one after another: each walk reads memory in order
+            op_ev, op_tmpl, op_cell, op_src = op_ev[order], op_tmpl[order], op_cell[order], op_src[order]
+            order = np.arange(len(order), dtype=np.int64)
+        t1 = _time.perf_counter()
+        m = len(op_ev)
+        saved = (self.icells.copy(), self.fcells.copy())  # what an error restores
+        old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
+        rd_i, rd_f = np.empty(m, np.int64), np.empty(m, np.float64)
+        aborted = np.zeros(n, np.uint8)
+        op_err = np.zeros(m, np.uint8)
+        g_err = np.zeros(len(group_ptr) - 1, np.bool_)
+        args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+        stopped = self.kernel(
+            wave_ptr, self._nthreads, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, self.t_write, self.t_int,
+            self.icells, self.fcells, old_i, old_f, rd_i, rd_f, aborted, op_err, g_err, *args,
+        )  # fmt: skip
+        if stopped:
+            self.icells[:], self.fcells[:] = saved
+            bad = np.flatnonzero(op_err)
+            j = bad[np.argmin(op_ev[bad] * len(self.templates) + op_tmpl[bad])]
+            i = int(op_ev[j])
+            raise TransactionError(
+                f"transact: event {position + i} (time {int(sync[i])}): division by zero in "
+                f"{self.templates[int(op_tmpl[j])].describe()}"
+            )
+        committed = aborted == 0
+        reads = {}
+        if self.read_slots:
+            nr = len(self.read_slots)
+            out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
+            present = np.zeros((nr, n), np.bool_)
+            gather.reads(op_ev, op_tmpl, rd_i, rd_f, self.slot, self.t_int, aborted, out_i, out_f, present)
+            for s, (name, k) in enumerate(self.read_slots.items()):
+                values = out_i[s] if self.t_int[k] else out_f[s]
+                ok = present[s]
+                reads[name] = pa.array(values, mask=None if ok.all() else ~ok)
+        st = self.stats
+        st["events"] += n
+        st["batches"] += 1
+        st["operations"] += m
+        st["groups"] += len(group_ptr) - 1
+        st["waves"] += len(wave_ptr) - 1
+        st["largest_group"] = max(st["largest_group"], int(np.diff(group_ptr).max()))
+        st["aborted"] += int(n - committed.sum())
+        st["intervals"] += (n + self.interval - 1) // self.interval
+        t2 = _time.perf_counter()
+        st["compute_s"] += t1 - t0
+        st["state_access_s"] += t2 - t1
+        return committed, reads
+
+    def _decompose_compiled(self, cols, n: int, sourced: bool):
+        """Compute mode in the compiled kernel, or None (not compilable, nulls, or an error to name)."""
+        if self.decomposer is None:
+            return None
+        fn, names = self.decomposer
+        if any(cols[c].null_count for c in names):
+            return None
+        nk = len(self.templates)
+        issued = np.zeros((n, nk), np.bool_)
+        cell2d = np.empty((n, nk), np.int64)
+        src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        err = np.zeros(n, np.uint8)
+        fn(n, issued, cell2d, src2d, srec2d, err, *(cols[c].to_numpy(zero_copy_only=False) for c in names))
+        return None if err.any() else (issued, cell2d, src2d, srec2d)
+
+    def _decompose(self, cols, n: int, sync, position: int, sourced: bool):
+        """Compute mode with numpy: which events issue each operation, and the cells; errors named."""
+        ev = Evaluator(cols, n)
+        nk = len(self.templates)
+        errors: list[tuple[int, int, str]] = []
+        issued = np.zeros((n, nk), np.bool_)
+        cell2d = np.zeros((n, nk), np.int64)
+        src2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        srec2d = np.full((n, nk) if sourced else (1, nk), -1, np.int64)
+        for k, t in enumerate(self.templates):
+            idx = slice(None) if t.when is None else self._mask(t.when, ev, cols, n, errors, k)
+            if idx is None or (not isinstance(idx, slice) and len(idx) == 0):
+                continue
+            if k in self.type_errors:
+                first = 0 if isinstance(idx, slice) else int(idx[0])
+                errors.append((first, k, f"{t.describe()}: {self.type_errors[k]}"))
+                continue
+            rec = self._records(t.table, t.key, ev, cols, n, idx, errors, k)
+            if rec is None:
+                continue
+            if t.source is not None:
+                src_rec = self._records(t.source[0], t.source[1], ev, cols, n, idx, errors, k)
+                if src_rec is None:
+                    continue
+                src2d[idx, k] = self.cell_base[(id(t.source[0]), t.source[2])][1] + src_rec
+                srec2d[idx, k] = src_rec + self.rec_base[id(t.source[0])]
+            cell2d[idx, k] = self.cell_base[(id(t.table), t.column)][1] + rec
+            issued[idx, k] = True
+        if errors:
+            i, _, msg = min(errors)
+            raise TransactionError(f"transact: event {position + i} (time {int(sync[i])}): {msg}")
+        return issued, cell2d, src2d, srec2d
+
+    def _threads(self) -> None:
+        self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(self._nthreads)
+
+    def _schedule(self, op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond):
+        m = len(op_ev)
+        if self.scheduler == "serial":
+            self.stats["chains"] += 0
+            return np.arange(m, dtype=np.int64), np.array([0, m], np.int64), np.array([0, 1], np.int64)
+        if self.scheduler == "chains":
+            gid, _, chains = schedule.chain_keys(op_ev, op_rec, op_srec, ev_cond, self.interval, self.parent, self.gmap)
+            self.stats["chains"] += int(chains)
+            return schedule.layout(gid, op_ev // self.interval)
+        if self.scheduler == "lock":
+            wave = schedule.lock_keys(op_ev, op_rec, op_srec, self.interval, self.parent)
+            return schedule.layout(wave, wave, op_ev)
+        part = self._partition(op_cell, op_tmpl, src=False)
+        spart = np.where(op_src >= 0, self._partition(op_src, op_tmpl, src=True), -1)
+        wave, key = schedule.pat_keys(op_ev, part, spart, self.interval, self.partitions)
+        return schedule.layout(key, wave)
+
+    def _partition(self, cells, op_tmpl, src: bool) -> np.ndarray:
+        """A record's partition: its position in its table modulo the number of partitions."""
+        out = np.zeros(len(cells), np.int64)
+        for k, t in enumerate(self.templates):
+            if src and t.source is None:
+                continue
+            table, column = (t.source[0], t.source[2]) if src else (t.table, t.column)
+            sel = op_tmpl == k
+            out[sel] = (cells[sel] - self.cell_base[(id(table), column)][1]) % self.partitions
+        return out
+
+    # -- compute-mode helpers -------------------------------------------------------------------
+    def _eval(self, node, ev: Evaluator, cols, n: int, errors, k: int, truth: bool = False):
+        try:
+            value = ev.truth(node) if truth else ev.eval(node)
+        except Exception:
+            value = None
+        if isinstance(value, pa.ChunkedArray):
+            value = value.combine_chunks()
+        if value is not None and not (isinstance(value, pa.Array) and value.null_count):
+            return value
+        for i in range(n):  # find the row that cannot be evaluated
+            one = Evaluator({c: a.slice(i, 1) for c, a in cols.items()}, 1)
+            try:
+                v = one.truth(node) if truth else one.eval(node)
+                if isinstance(v, pa.Array) and v.null_count:
+                    raise ValueError("null")
+            except Exception as exc:
+                errors.append((i, k, f"cannot evaluate {node}: {exc}"))
+                return None
+        raise PlanError(f"transact: cannot evaluate {node}")
+
+    def _mask(self, node, ev, cols, n, errors, k):
+        value = self._eval(node, ev, cols, n, errors, k, truth=True)
+        if value is None:
+            return None
+        if isinstance(value, bool | np.bool_):
+            return np.arange(n) if value else np.zeros(0, np.int64)
+        return np.flatnonzero(np.asarray(value, dtype=bool))
+
+    def _records(self, table: Table, key, ev, cols, n, idx, errors, k):
+        value = self._eval(key, ev, cols, n, errors, k)
+        if value is None:
+            return None
+        if isinstance(value, pa.Array):
+            value = value.to_numpy(zero_copy_only=False)
+        value = np.broadcast_to(np.asarray(value), (n,))[idx]
+        where = np.arange(n)[idx]
+        if table.keys is None and value.dtype.kind not in "iu":
+            errors.append((int(where[0]), k, f"key {_py(value[0])!r} of table {table.name!r} is not an integer"))
+            return None
+        rec = table.index_of(value)
+        bad = np.flatnonzero(rec < 0)
+        if len(bad):
+            size = f"size {table.size}" if table.keys is None else f"{table.size} keys"
+            msg = f"key {_py(value[bad[0]])!r} is outside table {table.name!r} ({size})"
+            errors.append((int(where[bad[0]]), k, msg))
+            return None
+        return rec
+
+    def _event_array(self, cols, name: str, n: int, position: int, sync) -> np.ndarray:
+        col = cols[name]
+        if col.null_count:
+            i = int(np.flatnonzero(~np.asarray(col.is_valid()))[0])
+            raise TransactionError(f"transact: event {position + i} (time {int(sync[i])}): field {name[2:]!r} is null")
+        return col.to_numpy(zero_copy_only=False)
+
+    def describe(self) -> str:
+        st = self.stats
+        text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
+        if self.scheduler == "pat":
+            text += f", {self.partitions} partitions"
+        if st["batches"]:
+            mean = st["operations"] / max(1, st["groups"])
+            text += (
+                f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations, "
+                f"{st['chains']} chains, {st['groups']} groups in {st['waves']} waves (mean {mean:.1f} operations, "
+                f"largest {st['largest_group']}), {st['aborted']} aborted; compute {st['compute_s']:.3f} s, "
+                f"state access {st['state_access_s']:.3f} s"
+            )
+        return text
+
+
+def _py(value):
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,139 @@
+"""Transact: each event runs a state transaction on shared tables (seed 004, TStream).
+
+Temporal semantics: one output event per input event, with the input's lifetime (sync and other
+time unchanged, so points stay points) and, as payload, the input's fields plus ``committed`` and
+each read (a column per read name), or
+what ``post(e, r)`` returns (``r.committed`` and the transaction's reads, ``r.<name>``; a read of
+an aborted transaction is null). The effect on the tables, the reads and the commits are those of
+running the transactions one at a time in event-time order, ties in arrival order, whatever the
+scheduler. Dual-mode scheduling: events are buffered without touching state (compute mode) until
+``interval`` events have arrived or a punctuation, flush or end of input comes; then the whole
+buffer's transactions run (state access mode) and their events are post-processed and emitted.
+Punctuations are forwarded after the events before them. The operator's checkpoint carries the
+buffered events and the tables' values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch, concat_batches
+from ..core.errors import LambdaError
+from ..expr.compile import records_to_columns, row_class
+from ..expr.kernels import Evaluator, record_fields, to_arrow_column
+from ..expr.lambdas import Opaque, translate_rows
+from ..ops.base import Operator
+from .engine import Engine
+
+
+class Post:
+    """``post(e, r)`` compiled by tidal's lambda compiler, or called per row when it cannot be."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        try:
+            self.fields = record_fields(translate_rows(fn, ["", "r."]))
+            self.reason = ""
+        except Opaque as exc:
+            self.fields = None
+            self.reason = str(exc)
+
+    def describe(self) -> str:
+        return "post columnar" if self.fields is not None else f"post row mode ({self.reason})"
+
+    def __call__(self, columns: dict[str, pa.Array], r: dict[str, pa.Array], n: int) -> dict[str, pa.Array]:
+        if self.fields is not None:
+            cols = {**columns, **{"r." + k: v for k, v in r.items()}}
+            try:
+                ev = Evaluator(cols, n)
+                return {name: to_arrow_column(ev.eval(node), n) for name, node in self.fields}
+            except Exception:  # nulls, zero divisors, mixed types: Python's semantics, row by row
+                pass
+        erow, rrow = row_class(tuple(columns)), row_class(tuple(r))
+        ecols = [c.to_pylist() for c in columns.values()]
+        rcols = [c.to_pylist() for c in r.values()]
+        results = []
+        for i in range(n):
+            e = erow._make(c[i] for c in ecols)
+            rr = rrow._make(c[i] for c in rcols)
+            try:
+                results.append(self.fn(e, rr))
+            except Exception as exc:
+                raise LambdaError(f"transact: post raised {type(exc).__name__}: {exc} on event {e}") from exc
+        return records_to_columns(results)
+
+
+class TransactOp(Operator):
+    name = "Transact"
+
+    def __init__(self, engine: Engine, post: Post | None, read_names: dict[str, pa.DataType]):
+        super().__init__()
+        self.engine = engine
+        self.post = post
+        self.read_names = read_names
+        self.pending: list[EventBatch] = []
+        self.count = 0
+        self.position = 0  # events whose transactions have run
+
+    @property
+    def variant(self) -> str:
+        return self.engine.describe()
+
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        if len(batch) == 0:
+            return
+        self.pending.append(batch)
+        self.count += len(batch)
+        interval = self.engine.interval
+        if self.count >= interval:
+            self._process(self.count - self.count % interval)
+
+    def _process(self, upto: int | None = None) -> None:
+        if not self.count:
+            return
+        whole = concat_batches(self.pending) if len(self.pending) > 1 else self.pending[0]
+        upto = len(whole) if upto is None else upto
+        now = whole.slice(0, upto) if upto < len(whole) else whole
+        rest = whole.slice(upto, len(whole)) if upto < len(whole) else None
+        committed, reads = self.engine.run(now.columns, now.sync, self.position)
+        self.position += len(now)
+        self.pending = [rest] if rest is not None else []
+        self.count = 0 if rest is None else len(rest)
+        n = len(now)
+        if self.post is None:
+            payload = {**now.columns, "committed": pa.array(committed)}
+            for name, dtype in self.read_names.items():
+                payload[name] = reads.get(name, pa.nulls(n, dtype))
+        else:
+            r = {"committed": pa.array(committed)}
+            for name in self.read_names:
+                r[name] = reads.get(name, pa.nulls(n, self.read_names[name]))
+            payload = self.post(now.columns, r, n)
+        self.emit(EventBatch(now.sync, None if now.points else now.other, payload))
+
+    def on_punctuation(self, time: int) -> None:
+        self._process()
+        self.emit_punctuation(time)
+
+    def on_flush(self) -> None:
+        self._process()
+        self.emit_flush()
+
+    def on_completed(self) -> None:
+        self._process()
+        self.emit_completed()
+
+    def snapshot(self) -> dict:
+        pending = concat_batches(self.pending).to_record_batch() if self.pending else None
+        tables = {f"{i}:{t.name}": t.snapshot() for i, t in enumerate(self.engine.tables)}
+        return {"pending": pending, "position": self.position, "tables": tables}
+
+    def restore(self, state: dict) -> None:
+        rb = state.get("pending")
+        self.pending = [] if rb is None else [EventBatch.from_record_batch(rb)]
+        self.count = 0 if rb is None else rb.num_rows
+        self.position = int(state["position"])
+        for i, t in enumerate(self.engine.tables):
+            t.restore({c: np.asarray(a) for c, a in state["tables"][f"{i}:{t.name}"].items()})
