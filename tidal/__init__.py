@@ -14,6 +14,7 @@ from .io.egress import Event
 from .plan.properties import Properties
 from .stream.disordered import DisorderedStream, Streams
 from .stream.sources import from_arrow, from_numpy, from_pandas, from_records
+from .stream.sources import from_kafka
 from .stream.streamable import Stream
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Streams",
     "TidalError",
     "from_arrow",
+    "from_kafka",
     "from_numpy",
     "from_pandas",
     "from_records",

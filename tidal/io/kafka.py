@@ -1,0 +1,603 @@
+"""Kafka topics as a :class:`~tidal.core.feed.Feed`: events in time order, punctuations from per-partition watermarks.
+
+Temporal semantics. Each message's ``time_field`` is its event time (points by default, start
+edges for SQL; without a time field every row is a start edge at time 0, the relational view).
+Kafka orders messages only within a partition, so each partition has its own watermark: the
+largest event time read from it, less ``max_delay``. The feed's watermark is the *minimum* over
+the partitions still being read (OctoSQL's shuffle receivers merge partition watermarks the
+same way; seed 002, section 2.5): rows are held until the watermark reaches their time, then
+released sorted by (time, partition, offset), followed by ``Punctuation(watermark)``. A row
+whose time is below the last punctuation when it arrives is *late*: it is counted, reported and
+dropped. A partition that has nothing to read holds the watermark back (as in Flink without an
+idleness timeout); a partition that reached its stop offset no longer does.
+
+Positions. ``position()`` is plain data: per partition the offset of the first message not yet
+handled (``low``), the handled messages at or after it (rows released out of offset order,
+late or malformed ones) with their times, the largest time before ``low``, the last
+punctuation, and the stop offsets fixed at the first open. Reopened there, the feed re-reads
+from ``low``, skips what was handled, and yields exactly the rows that had not been yielded,
+never earlier than the last punctuation: a durable query over a topic loses and repeats
+nothing. Batches are cut by wall clock (``batch_ms``, default 250 ms) and by size; an idle feed
+still yields a punctuation (or an empty batch) every ``batch_ms`` so that merges do not stall.
+
+``stop``: ``"never"`` (read until interrupted), ``"latest"`` (the end offsets seen at the first
+open, then complete: Spark's available-now) or a dict ``{partition: end offset}`` (Spark's
+``endingOffsets``). The client is confluent-kafka (librdkafka); the end of a partition is read
+from fetch responses, not from ListOffsets (which tansu, the test broker, answers with the last
+batch's base offset + 1).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time as _time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.errors import InputError, TidalError
+from ..core.feed import Feed
+from ..core.messages import Completed, Punctuation
+from ..core.time import INFINITY
+from .kafka_formats import Decoder, MalformedMessage
+
+STARTS = ("earliest", "latest", "committed")
+_MAX_BATCH = 65_536
+
+
+def _stderr(msg: str) -> None:
+    print(f"tidal: {msg}", file=sys.stderr, flush=True)
+
+
+def client_config(brokers: str, extra: dict | None = None) -> dict:
+    conf = {"bootstrap.servers": brokers, "reconnect.backoff.ms": 100, "reconnect.backoff.max.ms": 5000}
+    conf.update(extra or {})
+    return conf
+
+
+class BrokerWatch:
+    """librdkafka's error callback: reports a lost broker at once and every ``every`` s while it lasts."""
+
+    def __init__(self, brokers: str, report, give_up_after: float | None, every: float = 5.0):
+        self.brokers, self.report, self.give_up_after, self.every = brokers, report, give_up_after, every
+        self.down_since: float | None = None
+        self.last_report = 0.0
+        self.reason = ""
+
+    def __call__(self, err) -> None:
+        from confluent_kafka import KafkaError
+
+        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE):
+            if self.down_since is None:
+                self.down_since = _time.monotonic()
+                self.last_report = self.down_since
+                self.report(f"kafka: lost brokers {self.brokers} ({err.str()}); retrying with backoff")
+            self.reason = err.str()
+
+    def check(self) -> None:
+        if self.down_since is None:
+            return
+        now = _time.monotonic()
+        if self.give_up_after is not None and now - self.down_since > self.give_up_after:
+            raise TidalError(
+                f"kafka: brokers {self.brokers} unreachable for {now - self.down_since:.0f} s "
+                f"({self.reason}); giving up"
+            )
+        if now - self.last_report >= self.every:
+            self.last_report = now
+            waited = now - self.down_since
+            self.report(f"kafka: brokers {self.brokers} still unreachable after {waited:.0f} s; retrying")
+
+    def up(self) -> None:
+        if self.down_since is not None:
+            waited = _time.monotonic() - self.down_since
+            self.report(f"kafka: brokers {self.brokers} reachable again after {waited:.1f} s")
+            self.down_since = None
+
+
+def with_retries(what: str, fn, watch: BrokerWatch):
+    """``fn()`` until it succeeds, backing off 0.1 s doubling to 5 s; reports each failure."""
+    from confluent_kafka import KafkaException
+
+    delay, started = 0.1, _time.monotonic()
+    while True:
+        try:
+            return fn()
+        except KafkaException as exc:
+            waited = _time.monotonic() - started
+            if watch.give_up_after is not None and waited > watch.give_up_after:
+                raise TidalError(f"kafka: {what} failed for {waited:.0f} s on {watch.brokers}: {exc}") from None
+            watch.report(f"kafka: {what} failed ({exc.args[0].str() if exc.args else exc}); retrying in {delay:.1f} s")
+            _time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def partitions_of(consumer, topic: str, watch: BrokerWatch) -> list[int]:
+    md = with_retries(f"reading metadata of topic {topic!r}", lambda: consumer.list_topics(topic, timeout=5), watch)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        raise InputError(f"kafka topic {topic!r} does not exist on {watch.brokers}")
+    return sorted(t.partitions)
+
+
+def end_offsets(brokers: str, topic: str, partitions: list[int], conf: dict, watch: BrokerWatch) -> dict[int, int]:
+    """The offset after the last message of each partition now, read from fetch responses."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer({**client_config(brokers, conf), "group.id": f"tidal-probe-{uuid.uuid4().hex}",
+                  "enable.partition.eof": True, "enable.auto.commit": False})  # fmt: skip
+    try:
+        starts = []
+        for p in partitions:
+            low, listed = with_retries(
+                f"listing offsets of {topic}/{p}",
+                lambda p=p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=5),
+                watch,
+            )
+            starts.append(TopicPartition(topic, p, max(low, listed - 1)))  # listed may be too small, never large
+        c.assign(starts)
+        ends: dict[int, int] = {}
+        while len(ends) < len(partitions):
+            for m in c.consume(1000, 0.5):
+                if m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF:
+                    ends.setdefault(m.partition(), m.offset())
+            watch.check()
+        return ends
+    finally:
+        c.close()
+
+
+class KafkaFeed(Feed):
+    """One topic (all or some partitions) as a feed of time-ordered events; see the module docstring."""
+
+    def __init__(
+        self,
+        brokers: str,
+        topic: str,
+        *,
+        format: str = "json",
+        schema: pa.Schema | None = None,
+        avro_schema=None,
+        time_field: str | None = None,
+        kind: str = "point",
+        max_delay: int = 0,
+        partitions: list[int] | None = None,
+        start: str = "earliest",
+        stop="never",
+        group: str | None = None,
+        batch_ms: int = 250,
+        batch_size: int = 10_000,
+        on_error: str = "fail",
+        dead_letter: str | None = None,
+        config: dict | None = None,
+        give_up_after: float | None = None,
+        report=None,
+        stats=None,
+        predicate=None,
+    ):
+        if start not in STARTS:
+            raise InputError(f"kafka start must be one of {', '.join(STARTS)}, got {start!r}")
+        if not (stop in ("never", "latest") or isinstance(stop, dict)):
+            raise InputError(f"kafka stop must be 'never', 'latest' or {{partition: offset}}, got {stop!r}")
+        if on_error not in ("fail", "skip"):
+            raise InputError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
+        if kind not in ("point", "start"):
+            raise InputError(f"kind must be 'point' or 'start', got {kind!r}")
+        if start == "committed" and not group:
+            raise InputError("kafka start 'committed' needs a consumer group (group=...)")
+        self.brokers, self.topic, self.format = brokers, topic, format
+        self.decoder = Decoder(format, schema, avro_schema)
+        self.time_field, self.kind, self.max_delay = time_field, kind if time_field else "start", int(max_delay)
+        self.partitions = None if partitions is None else sorted(int(p) for p in partitions)
+        self.start, self.stop, self.group = start, stop, group
+        self.batch_ms, self.batch_size = batch_ms, min(batch_size, _MAX_BATCH)
+        self.on_error, self.dead_letter = on_error, dead_letter
+        self.config = dict(config or {})
+        self.report = report or _stderr
+        self.watch = BrokerWatch(brokers, self.report, give_up_after)
+        self.stats, self.predicate = stats, predicate
+        self.late = self.skipped = 0
+        self._consumer = None
+        self._pos = None
+        self._written_dead: set | None = None
+
+    # -- schema --------------------------------------------------------------------------------
+    def schema(self, sample_wait: float = 5.0) -> pa.Schema:
+        """The payload schema: given, from the format, or inferred from the topic's first messages."""
+        if self.decoder.schema is not None:
+            return self.decoder.schema
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({**client_config(self.brokers, self.config), "group.id": f"tidal-sample-{uuid.uuid4().hex}"})
+        try:
+            parts = self.partitions or partitions_of(c, self.topic, self.watch)
+            c.assign([TopicPartition(self.topic, p, -2) for p in parts])  # -2: the beginning
+            sample, deadline = [], _time.monotonic() + sample_wait
+            while len(sample) < 100 and _time.monotonic() < deadline:
+                sample += [m.value() for m in c.consume(100, 0.2) if m.error() is None and m.value() is not None]
+        finally:
+            c.close()
+        schema = self.decoder.infer(sample[:100])
+        if self.format == "csv" and schema.names and schema.names[0] == "f0":
+            schema = pa.schema([f.with_name(f"column{i}") for i, f in enumerate(schema)])
+            self.decoder.schema = schema
+        return schema
+
+    # -- the feed ------------------------------------------------------------------------------
+    def position(self):
+        return self._pos
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except RuntimeError:
+                pass
+            self._consumer = None
+
+    def open(self, position=None):
+        return self._run(position)
+
+    def _connect(self):
+        from confluent_kafka import Consumer
+
+        self.close()
+        conf = {
+            **client_config(self.brokers, self.config),
+            "group.id": self.group or f"tidal-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "error_cb": self.watch,
+        }
+        self._consumer = Consumer(conf)
+        return self._consumer
+
+    def _initial(self, consumer, parts: list[int]) -> dict:
+        from confluent_kafka import TopicPartition
+
+        if self.start == "latest":
+            lows = end_offsets(self.brokers, self.topic, parts, self.config, self.watch)
+        elif self.start == "committed":
+            got = with_retries(
+                "reading committed offsets",
+                lambda: consumer.committed([TopicPartition(self.topic, p) for p in parts], timeout=10),
+                self.watch,
+            )
+            lows = {tp.partition: tp.offset for tp in got}
+        else:
+            lows = {}
+        for p in parts:
+            if lows.get(p, -1) < 0:  # earliest, or no committed offset: the partition's first message
+                lows[p] = with_retries(
+                    f"listing offsets of {self.topic}/{p}",
+                    lambda p=p: consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=5),
+                    self.watch,
+                )[0]
+        if self.stop == "latest":
+            end = end_offsets(self.brokers, self.topic, parts, self.config, self.watch)
+        elif isinstance(self.stop, dict):
+            end = {int(p): int(o) for p, o in self.stop.items()}
+            missing = [p for p in parts if p not in end]
+            if missing:
+                raise InputError(f"kafka stop offsets name no end for partitions {missing} of {self.topic!r}")
+        else:
+            end = None
+        return {
+            "watermark": None,
+            "parts": {str(p): [int(lows[p]), [], None] for p in parts},
+            "end": None if end is None else {str(p): int(end[p]) for p in parts},
+        }
+
+    def _run(self, position):
+        from confluent_kafka import KafkaError, TopicPartition
+
+        consumer = self._connect()
+        available = partitions_of(consumer, self.topic, self.watch)
+        parts = self.partitions or available
+        unknown = [p for p in parts if p not in available]
+        if unknown:
+            raise InputError(f"kafka topic {self.topic!r} has no partitions {unknown} (it has {available})")
+        pos = position or self._initial(consumer, parts)
+        if sorted(int(p) for p in pos["parts"]) != parts:
+            raise TidalError(f"kafka position is of partitions {sorted(pos['parts'])}, this feed reads {parts}")
+        st = _State(pos, self.time_field is not None)
+        self._pos = st.snapshot()
+        active = [p for p in parts if not st.done(p)]
+        consumer.assign([TopicPartition(self.topic, p, st.next_off[p]) for p in active])
+        last_commit = _time.monotonic()
+        while True:
+            if st.all_done():
+                yield from self._release(st, INFINITY)
+                yield Completed()
+                return
+            values, meta, got_any = [], [], False
+            deadline = _time.monotonic() + self.batch_ms / 1000
+            while len(values) < self.batch_size:
+                left = deadline - _time.monotonic()
+                if left <= 0:
+                    break
+                for m in consumer.consume(min(self.batch_size - len(values), 10_000), left):
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            # everything before the fetch position was delivered (markers included)
+                            p = m.partition()
+                            st.caught_up.add(p)
+                            end = m.offset() if st.end is None else min(m.offset(), st.end[p])
+                            if end > st.next_off[p]:
+                                st.next_off[p] = end
+                                st._normalise(p)
+                        else:
+                            self.report(f"kafka: {self.topic}/{m.partition()}: {err.str()}")
+                        continue
+                    got_any = True
+                    p, o = m.partition(), m.offset()
+                    if o < st.next_off[p] or (st.end is not None and o >= st.end[p]):
+                        continue  # before where we stand (a re-fetch) or beyond the stop offset
+                    st.next_off[p] = o + 1
+                    if o in st.skip[p]:
+                        continue  # handled before the restart
+                    values.append(m.value())
+                    meta.append((p, o))
+                if st.end is not None and all(st.done(p) for p in active):
+                    break
+            if got_any:
+                self.watch.up()
+            self.watch.check()
+            if values:
+                self._ingest(st, values, meta)
+            for p in active:
+                if st.done(p) and p not in st.finished:
+                    st.finished.add(p)
+                    consumer.incremental_unassign([TopicPartition(self.topic, p)])
+            yielded = False
+            if not st.all_done():
+                w = st.watermark(self.max_delay)
+                for msg in self._release(st, w):
+                    yielded = True
+                    yield msg
+                if not yielded:  # idle: still say where we stand, so merges and commits go on
+                    self._pos = st.snapshot()
+                    yield Punctuation(st.emitted) if st.emitted is not None else EventBatch.empty(self.out_schema)
+            if self.group and _time.monotonic() - last_commit > 1.0:
+                last_commit = _time.monotonic()
+                lows = [TopicPartition(self.topic, p, st.low(p)) for p in parts]
+                try:
+                    consumer.commit(offsets=lows, asynchronous=True)
+                except Exception as exc:  # noqa: BLE001 - a failed progress commit is reported, not fatal
+                    self.report(f"kafka: committing offsets of group {self.group}: {exc}")
+
+    @property
+    def out_schema(self) -> pa.Schema:
+        return self.decoder.schema
+
+    def _ingest(self, st: _State, values: list, meta: list):
+        """Decode a cycle's messages (malformed ones fail or go to the dead-letter file) and queue them."""
+        table = None
+        while values:
+            try:
+                table = self.decoder.decode(values)
+                break
+            except MalformedMessage as bad:
+                p, o = meta[bad.index]
+                where = f"kafka topic {self.topic} partition {p} offset {o}"
+                if self.on_error == "fail":
+                    raise InputError(f"{where}: {bad.reason}") from None
+                self._dead(p, o, values[bad.index], bad.reason)
+                st.handle(p, o, None)
+                del values[bad.index], meta[bad.index]
+        if not values:
+            return
+        parts = np.fromiter((p for p, _ in meta), np.int64, len(meta))
+        offs = np.fromiter((o for _, o in meta), np.int64, len(meta))
+        if self.time_field is None:
+            sync = np.zeros(len(meta), np.int64)
+        else:
+            sync = self._times(table, parts, offs)
+        late = sync < st.emitted if st.emitted is not None else np.zeros(len(sync), bool)
+        if late.any():
+            n = int(late.sum())
+            self.late += n
+            if self.stats is not None:
+                self.stats.late += n
+            i = int(np.flatnonzero(late)[0])
+            self.report(
+                f"kafka: {n} late row(s) dropped in {self.topic} (first: partition {parts[i]} offset {offs[i]}, "
+                f"time {sync[i]} behind the watermark {st.emitted})"
+            )
+            for j in np.flatnonzero(late).tolist():
+                st.handle(int(parts[j]), int(offs[j]), int(sync[j]))
+            keep = ~late
+            table, parts, offs, sync = table.filter(pa.array(keep)), parts[keep], offs[keep], sync[keep]
+        st.add(table, parts, offs, sync)
+
+    def _times(self, table: pa.Table, parts, offs) -> np.ndarray:
+        name = self.time_field
+        if name not in table.column_names:
+            raise InputError(f"kafka topic {self.topic}: time field {name!r} is not a field of {table.column_names}")
+        col = table.column(name)
+        if col.null_count:
+            i = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InputError(
+                f"kafka topic {self.topic} partition {parts[i]} offset {offs[i]}: time field {name!r} is null"
+            )
+        t = col.type
+        if pa.types.is_timestamp(t):
+            col = col.cast(pa.timestamp("us", t.tz)) if t.unit != "us" else col
+            return col.combine_chunks().view(pa.int64()).to_numpy().copy() if len(col) else np.zeros(0, np.int64)
+        if pa.types.is_date(t):
+            return self._times(table.set_column(table.column_names.index(name), name, col.cast(pa.timestamp("us"))),
+                               parts, offs)  # fmt: skip
+        if pa.types.is_integer(t):
+            return col.cast(pa.int64()).to_numpy().copy()
+        raise InputError(f"kafka topic {self.topic}: time field {name!r} is {t}; it must be a timestamp or integer")
+
+    def _release(self, st: _State, upto: int):
+        """Yield the queued rows with time <= ``upto`` in (time, partition, offset) order, then a punctuation."""
+        for table, sync in st.take(upto, self.batch_size):
+            self._pos = st.snapshot()
+            if self.predicate is None:
+                yield self._batch(table, sync)
+            else:
+                yield self._filtered(table, sync)
+        if upto != INFINITY and upto is not None and (st.emitted is None or upto > st.emitted):
+            st.emitted = upto
+            self._pos = st.snapshot()
+            yield Punctuation(upto)
+
+    def _filtered(self, table: pa.Table, sync: np.ndarray) -> EventBatch:
+        idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        with_idx = table.append_column("__i", idx).filter(self.predicate)
+        rows = with_idx.column("__i").to_numpy()
+        return self._batch(with_idx.drop_columns(["__i"]), sync[rows])
+
+    def _batch(self, table: pa.Table, sync: np.ndarray) -> EventBatch:
+        cols = {n: table.column(n).combine_chunks() for n in table.column_names}
+        other = np.full(len(sync), INFINITY, np.int64) if self.kind == "start" else None
+        return EventBatch(np.ascontiguousarray(sync, np.int64), other, cols)
+
+    def _dead(self, p: int, o: int, value, reason: str) -> None:
+        self.skipped += 1
+        if self.stats is not None:
+            self.stats.skipped += 1
+        self.report(f"kafka topic {self.topic} partition {p} offset {o}: {reason}; skipped")
+        if self.dead_letter is None:
+            return
+        path = Path(self.dead_letter)
+        if self._written_dead is None:  # rows written before a restart are not written twice
+            self._written_dead = set()
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    rec = json.loads(line)
+                    self._written_dead.add((rec["topic"], rec["partition"], rec["offset"]))
+        if (self.topic, p, o) in self._written_dead:
+            return
+        self._written_dead.add((self.topic, p, o))
+        raw = value or b""
+        rec = {"topic": self.topic, "partition": p, "offset": o, "error": reason,
+               "value": raw.decode("utf-8", "replace"), "value_base64": base64.b64encode(raw).decode()}  # fmt: skip
+        with open(path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+
+class _State:
+    """The feed's bookkeeping: queued rows, per-partition offsets and watermarks (see the module docstring)."""
+
+    def __init__(self, pos: dict, timed: bool):
+        self.timed = timed
+        self.emitted = pos["watermark"]
+        self.end = None if pos["end"] is None else {int(p): o for p, o in pos["end"].items()}
+        self.parts = sorted(int(p) for p in pos["parts"])
+        self.low_, self.skip, self.high_low, self.high, self.next_off = {}, {}, {}, {}, {}
+        for key, (low, skip, high_low) in pos["parts"].items():
+            p = int(key)
+            self.low_[p] = low
+            self.skip[p] = {int(o): t for o, t in skip}
+            self.high_low[p] = high_low
+            known = [t for t in [high_low, *self.skip[p].values()] if t is not None]
+            self.high[p] = max(known) if known else None
+            self.next_off[p] = low
+        self.caught_up: set[int] = set()
+        self.finished: set[int] = set()
+        self.tables: list[pa.Table] = []
+        self.q_parts = np.zeros(0, np.int64)
+        self.q_offs = np.zeros(0, np.int64)
+        self.q_sync = np.zeros(0, np.int64)
+
+    def done(self, p: int) -> bool:
+        return self.end is not None and self.next_off[p] >= self.end[p]
+
+    def all_done(self) -> bool:
+        return self.end is not None and all(self.done(p) for p in self.parts)
+
+    def watermark(self, max_delay: int):
+        if not self.timed:
+            return 0
+        highs = [self.high[p] for p in self.parts if not self.done(p)]
+        if any(h is None for h in highs):
+            return self.emitted
+        if not highs:
+            return INFINITY
+        w = min(highs) - max_delay
+        return w if self.emitted is None else max(w, self.emitted)
+
+    def low(self, p: int) -> int:
+        mask = self.q_parts == p
+        return int(self.q_offs[mask].min()) if mask.any() else self.next_off[p]
+
+    def handle(self, p: int, o: int, t) -> None:
+        self.skip[p][o] = t
+        if t is not None:
+            self.high[p] = t if self.high[p] is None else max(self.high[p], t)
+        self._normalise(p)
+
+    def _normalise(self, p: int) -> None:
+        low = self.low(p)
+        self.low_[p] = low
+        below = [o for o in self.skip[p] if o < low]
+        for o in below:
+            t = self.skip[p].pop(o)
+            if t is not None:
+                self.high_low[p] = t if self.high_low[p] is None else max(self.high_low[p], t)
+
+    def add(self, table: pa.Table, parts, offs, sync) -> None:
+        for p in np.unique(parts).tolist():
+            top = int(sync[parts == p].max())
+            self.high[p] = top if self.high[p] is None else max(self.high[p], top)
+        self.tables.append(table)
+        self.q_parts = np.concatenate([self.q_parts, parts])
+        self.q_offs = np.concatenate([self.q_offs, offs])
+        self.q_sync = np.concatenate([self.q_sync, sync])
+
+    def take(self, upto, size: int):
+        """Yield (table, parts, offsets, times) chunks of the queued rows with time <= ``upto``, in order;
+        the bookkeeping is updated before each chunk is handed out."""
+        if upto is None or not len(self.q_sync):
+            return
+        ready = np.flatnonzero(self.q_sync <= upto)
+        if not len(ready):
+            return
+        order = ready[np.lexsort((self.q_offs[ready], self.q_parts[ready], self.q_sync[ready]))]
+        queued = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
+        rest = np.setdiff1d(np.arange(len(self.q_sync)), ready, assume_unique=True)
+        out_parts, out_offs, out_sync = self.q_parts[order], self.q_offs[order], self.q_sync[order]
+        out_table = queued.take(pa.array(order))
+        # the rows not released stay queued; the released ones are handed out chunk by chunk
+        self.tables = [queued.take(pa.array(rest))] if len(rest) else []
+        keep_parts, keep_offs, keep_sync = self.q_parts[rest], self.q_offs[rest], self.q_sync[rest]
+        touched = np.unique(out_parts).tolist()
+        for start in range(0, len(order), size):
+            stop = min(start + size, len(order))
+            self.q_parts = np.concatenate([out_parts[stop:], keep_parts])
+            self.q_offs = np.concatenate([out_offs[stop:], keep_offs])
+            self.q_sync = np.concatenate([out_sync[stop:], keep_sync])
+            cp, co, ct = out_parts[start:stop], out_offs[start:stop], out_sync[start:stop]
+            for p in touched:
+                mine = cp == p
+                if not mine.any():
+                    continue
+                low = self.low(p)
+                below = mine & (co < low)  # handled and before the first unhandled: folded into high_low
+                if below.any():
+                    top = int(ct[below].max())
+                    self.high_low[p] = top if self.high_low[p] is None else max(self.high_low[p], top)
+                for o, t in zip(co[mine & ~below].tolist(), ct[mine & ~below].tolist(), strict=True):
+                    self.skip[p][o] = t
+                self._normalise(p)
+            yield out_table.slice(start, stop - start), ct
+        self.q_parts, self.q_offs, self.q_sync = keep_parts, keep_offs, keep_sync
+
+    def snapshot(self) -> dict:
+        return {
+            "watermark": self.emitted,
+            "parts": {
+                str(p): [self.low_[p], sorted([o, t] for o, t in self.skip[p].items()), self.high_low[p]]
+                for p in self.parts
+            },
+            "end": None if self.end is None else {str(p): o for p, o in self.end.items()},
+        }
