@@ -39,13 +39,15 @@ class Broker:
         self.address = f"127.0.0.1:{self.port}"
         self.log = log
         self.proc: subprocess.Popen | None = None
+        self._log = None
 
     def start(self) -> Broker:
         url = f"tcp://{self.address}"
+        self._log = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
              "--storage-engine", "memory://tansu/"],
-            stdout=open(self.log, "ab"),  # noqa: SIM115 - the broker keeps it open
+            stdout=self._log,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         deadline = time.monotonic() + 20
@@ -68,6 +70,9 @@ class Broker:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     # -- helpers --------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1) -> str:
