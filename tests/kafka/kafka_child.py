@@ -25,15 +25,14 @@ from tidal.io.segments import SegmentSink
 from tidal.state.store import CheckpointStore
 from tidal.stream.query import Query
 
-
 SCHEMA = pa.schema([("t", pa.int64()), ("k", pa.int64()), ("v", pa.int64())])
 
 
 def streams(broker: str, topic: str, n: int) -> dict[str, tidal.Stream]:
     def read(partitions):
         return tidal.from_kafka(
-            broker, topic, time_field="t", schema=SCHEMA, partitions=partitions, stop={p: n for p in partitions}, batch_ms=40,
-            report=lambda msg: None,
+            broker, topic, time_field="t", schema=SCHEMA, partitions=partitions, stop={p: n for p in partitions},
+            batch_ms=40, report=lambda msg: None,
         )  # fmt: skip
 
     windowed = read([0, 1]).tumbling_window(1_000).group_aggregate("k", agg.count(), total=agg.sum("v"))

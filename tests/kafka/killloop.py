@@ -7,9 +7,11 @@ starts ``command``, lets it live a random time, kills it with SIGKILL, and start
 themselves before their kill are counted as finished and restarted only if the command is
 expected to be still unfinished (its exit status is checked either way).
 
-``env`` is added to every run's environment; ``env_for(i)`` may give run ``i`` (not the last) extra environment variables, e.g. ``TIDAL_KILL_IN_SAVE=N`` for
+``env`` is added to every run's environment; ``env_for(i)`` may give run ``i`` (not the last)
+extra environment variables, e.g. ``TIDAL_KILL_IN_SAVE=N`` for
 the child to kill itself inside its N-th commit (after the output was committed, before the
-checkpoint reached the store: the moment where output must roll back).
+checkpoint reached the store: the moment where output must roll back); such a run is not killed
+by the loop but left to end (or kill itself).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def kill_loop(
     report = KillReport()
     run = 0
     while report.kills + report.self_kills < kills:
-        run_env = {**os.environ, **(env or {}), **(env_for(run) if env_for else {})}
+        extra = env_for(run) if env_for else {}
+        run_env = {**os.environ, **(env or {}), **extra}
         if ready is not None and os.path.exists(ready):
             os.remove(ready)
         proc = subprocess.Popen(command, env=run_env, cwd=cwd, stdout=log, stderr=log)
@@ -54,7 +57,7 @@ def kill_loop(
         if ready is not None:  # the random instant counts from when the run is under way
             while not os.path.exists(ready) and proc.poll() is None and time.monotonic() - started < timeout:
                 time.sleep(0.01)
-        wait = rng.uniform(*live)
+        wait = rng.uniform(*live) if not extra else timeout  # a run given extra variables is left to its own end
         try:
             code = proc.wait(wait)
         except subprocess.TimeoutExpired:

@@ -393,6 +393,9 @@ class KafkaFeed(Feed):
                 del values[bad.index], meta[bad.index]
         if not values:
             return
+        if self.stats is not None:
+            self.stats.rows_read += len(values)
+            self.stats.progress()
         parts = np.fromiter((p for p, _ in meta), np.int64, len(meta))
         offs = np.fromiter((o for _, o in meta), np.int64, len(meta))
         if self.time_field is None:
