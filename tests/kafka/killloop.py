@@ -43,6 +43,7 @@ def kill_loop(
     cwd: str | None = None,
     log=None,
     ready: str | None = None,
+    on_start=None,
 ) -> KillReport:
     rng = random.Random(seed)
     report = KillReport()
@@ -53,6 +54,8 @@ def kill_loop(
         if ready is not None and os.path.exists(ready):
             os.remove(ready)
         proc = subprocess.Popen(command, env=run_env, cwd=cwd, stdout=log, stderr=log)
+        if on_start is not None:
+            on_start(run, False)
         started = time.monotonic()
         if ready is not None:  # the random instant counts from when the run is under way
             while not os.path.exists(ready) and proc.poll() is None and time.monotonic() - started < timeout:
@@ -76,6 +79,8 @@ def kill_loop(
                 raise RuntimeError(f"{command} exited with {code} (run {run})")
         run += 1
     proc = subprocess.Popen(command, env={**os.environ, **(env or {})}, cwd=cwd, stdout=log, stderr=log)
+    if on_start is not None:
+        on_start(run, True)
     code = proc.wait(timeout)
     if code != 0:
         raise RuntimeError(f"the last run of {command} exited with {code}")

@@ -4,6 +4,7 @@ over two partitions, and a stream join of the two partitions)."""
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import threading
@@ -23,32 +24,38 @@ def _rows(table) -> list[tuple]:
     return sorted(zip(*(c.to_pylist() for c in table.columns), strict=True)) if table is not None else []
 
 
-def _producer(broker, topic: str, n: int, seconds: float) -> threading.Thread:
+def _producer(broker, topic: str, n: int, chunk: int) -> tuple[threading.Thread, threading.Semaphore]:
+    """Writes ``chunk`` rows per partition each time the semaphore is released (once per restart)."""
     rng = random.Random(5)
     events = [[{"t": i * 10 + 3 * p + rng.randint(0, 2), "k": rng.randint(0, 15), "v": rng.randint(-50, 50)}
                for i in range(n)] for p in (0, 1)]  # fmt: skip
+    go = threading.Semaphore(0)
 
     def write():
-        import json
-
         prod = broker.producer()
-        step = 50
-        for i in range(0, n, step):
-            for p in (0, 1):
-                for e in events[p][i : i + step]:
-                    prod.produce(topic, value=json.dumps(e).encode(), partition=p)
-            prod.poll(0)
-            time.sleep(seconds * step / n)
+        for i in range(0, n, chunk):
+            go.acquire()
+            for j in range(i, min(i + chunk, n), 10):  # spread over a moment, while the query runs
+                for p in (0, 1):
+                    for e in events[p][j : j + 10]:
+                        prod.produce(topic, value=json.dumps(e).encode(), partition=p)
+                prod.poll(0)
+                time.sleep(0.02)
         assert prod.flush(30) == 0
 
     thread = threading.Thread(target=write, daemon=True)
     thread.start()
-    return thread
+    return thread, go
 
 
 def test_kill_9_at_random_points_while_a_producer_writes_gives_the_uninterrupted_output(broker, tmp_path):
     topic, n = broker.create_topic("durable-ev", 2), 1_500
-    writer = _producer(broker, topic, n, seconds=45.0)
+    chunk = 60
+    writer, go = _producer(broker, topic, n, chunk)
+
+    def on_start(run: int, last: bool) -> None:
+        go.release(n // chunk if last else 1)  # one chunk per restart; the rest for the last run
+
     out, cp = tmp_path / "out", tmp_path / "cp.sqlite"
     rng = random.Random(11)
 
@@ -60,6 +67,7 @@ def test_kill_9_at_random_points_while_a_producer_writes_gives_the_uninterrupted
             [sys.executable, str(CHILD), broker.address, topic, str(n), str(out), str(cp)],
             kills=20, seed=3, live=(0.0, 0.8), env_for=env_for, cwd=str(ROOT), log=log,
             env={"PYTHONPATH": str(ROOT), "TIDAL_READY": str(tmp_path / "ready")}, ready=str(tmp_path / "ready"),
+            on_start=on_start,
         )  # fmt: skip
     writer.join(60)
     expected = {name: s.to_arrow() for name, s in streams(broker.address, topic, n).items()}

@@ -34,7 +34,7 @@ def _avro_type(t) -> pa.DataType:
     if isinstance(t, list):  # a union: ["null", x] is a nullable x
         rest = [x for x in t if x != "null"]
         if len(rest) != 1:
-            raise InputError(f"avro union {t} is not supported (only [\"null\", type])")
+            raise InputError(f'avro union {t} is not supported (only ["null", type])')
         return _avro_type(rest[0])
     if isinstance(t, dict):
         logical = t.get("logicalType")
