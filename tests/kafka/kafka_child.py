@@ -5,7 +5,8 @@
 TOPIC has two partitions, each to be read up to offset N (``stop``). One query, two results:
 ``agg``, a tumbling-window count and sum per key over both partitions (per-partition watermarks
 merged by minimum), and ``join``, partition 0 joined with partition 1 on the key (each row alive
-for 300 ticks). With ``TIDAL_KILL_IN_SAVE=n`` the process kills itself inside its n-th commit,
+for 300 ticks). ``agg`` also goes to the topic TOPIC-out through the exactly-once Kafka sink.
+With ``TIDAL_KILL_IN_SAVE=n`` the process kills itself inside its n-th commit,
 after the output was committed and before the checkpoint was stored; with ``TIDAL_READY=path`` it
 creates that file once its first checkpoint is saved.
 """
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 import tidal
 from tidal import agg
+from tidal.io.kafka_sink import KafkaSink
 from tidal.io.segments import SegmentSink
 from tidal.state.store import CheckpointStore
 from tidal.stream.query import Query
@@ -56,16 +58,19 @@ def main() -> None:
 
         CheckpointStore.save = dying_save
     sinks = [SegmentSink(os.path.join(out, name)) for name in named]
+    kafka_sink = KafkaSink(broker, topic + "-out", query="agg")  # the aggregate once more, into a topic
+    roots = [s.node for s in named.values()] + [named["agg"].node]
     plan = "\n".join(s.explain() for s in named.values())
     fingerprint = hashlib.sha256(plan.encode()).hexdigest()[:16]
     ready = os.environ.get("TIDAL_READY")
 
     def on_checkpoint(seq: int) -> None:
+        kafka_sink.publish()  # the checkpoint holding the staged messages is saved: send them
         if ready and not os.path.exists(ready):
             open(ready, "w").close()
 
     with CheckpointStore(checkpoints) as store:
-        query = Query([s.node for s in named.values()], sinks)
+        query = Query(roots, [*sinks, kafka_sink])
         query.run_durably(store, "kafka", fingerprint, every_messages=5, on_checkpoint=on_checkpoint)
 
 

@@ -113,17 +113,24 @@ def test_a_malformed_message_is_named_or_skipped_to_the_dead_letter_file(broker,
     assert (rec["topic"], rec["partition"], rec["offset"], rec["value"]) == (topic, 0, 1, "{not json")
 
 
-def test_late_rows_within_a_partition_are_counted_and_dropped(broker, topic):
+def test_a_row_behind_the_last_punctuation_is_late_counted_and_dropped(broker, topic):
+    from tidal.core.messages import Completed, Punctuation
+
     broker.create_topic(topic, 2)
     broker.produce(topic, [{"t": 10, "k": 0, "v": 0}, {"t": 50, "k": 0, "v": 0}], partition=0)
     broker.produce(topic, [{"t": 60, "k": 0, "v": 0}], partition=1)
-    reports = []
-    feed = KafkaFeed(broker.address, topic, time_field="t", schema=SCHEMA, stop="latest", report=reports.append)
-    assert [len(m) for m in feed.open() if hasattr(m, "sync")] == [3]
-    broker.produce(topic, [{"t": 5, "k": 0, "v": 0}], partition=0)  # behind partition 0's own rows
-    # a second feed releases everything up to 50 before it reads t=5? no: t=5 arrives with the rest, not late
-    got = tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop="latest").to_arrow()
-    assert got.column("sync_time").to_pylist() == [5, 10, 50, 60]
+    reports, released = [], []
+    feed = KafkaFeed(broker.address, topic, time_field="t", schema=SCHEMA, stop={0: 3, 1: 1}, batch_ms=50,
+                     report=reports.append)  # fmt: skip
+    for msg in feed.open():
+        if isinstance(msg, Punctuation) and msg.time == 50:  # partition 1 is done: partition 0's watermark
+            broker.produce(topic, [{"t": 5, "k": 0, "v": 0}], partition=0)
+        elif isinstance(msg, Completed):
+            break
+        elif not isinstance(msg, Punctuation):
+            released += msg.sync.tolist()
+    assert released == [10, 50, 60]
+    assert feed.late == 1 and any("late" in r and "offset 2" in r for r in reports), reports
 
 
 def test_an_unbounded_feed_yields_while_idle(broker, topic):

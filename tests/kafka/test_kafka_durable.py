@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
+
 from tidal.io.segments import SegmentSink
 
 from .kafka_child import streams
@@ -50,6 +52,7 @@ def _producer(broker, topic: str, n: int, chunk: int) -> tuple[threading.Thread,
 
 def test_kill_9_at_random_points_while_a_producer_writes_gives_the_uninterrupted_output(broker, tmp_path):
     topic, n = broker.create_topic("durable-ev", 2), 1_500
+    broker.create_topic(topic + "-out")
     chunk = 60
     writer, go = _producer(broker, topic, n, chunk)
 
@@ -75,5 +78,11 @@ def test_kill_9_at_random_points_while_a_producer_writes_gives_the_uninterrupted
         got = SegmentSink(out / name).table()
         assert table.num_rows > 100, name
         assert _rows(got) == _rows(table), name
+    # the Kafka sink: the aggregate's events, each exactly once, in the topic
+    messages = broker.read(topic + "-out")
+    ids = [tuple(v for k, v in sorted(h) if k != "tidal.query") for _, _, h in messages]
+    assert len(set(ids)) == len(ids)
+    published = pa.Table.from_pylist([json.loads(v) for _, v, _ in messages])
+    assert _rows(published.select(expected["agg"].column_names)) == _rows(expected["agg"])
     assert report.kills + report.self_kills >= 20, report
     assert report.self_kills >= 3, report

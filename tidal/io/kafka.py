@@ -45,6 +45,7 @@ from ..core.feed import Feed
 from ..core.messages import Completed, Punctuation
 from ..core.time import INFINITY
 from .kafka_formats import Decoder, MalformedMessage
+from .kafka_state import FeedState
 
 STARTS = ("earliest", "latest", "committed")
 _MAX_BATCH = 65_536
@@ -211,15 +212,20 @@ class KafkaFeed(Feed):
         """The payload schema: given, from the format, or inferred from the topic's first messages."""
         if self.decoder.schema is not None:
             return self.decoder.schema
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        c = Consumer({**client_config(self.brokers, self.config), "group.id": f"tidal-sample-{uuid.uuid4().hex}"})
+        group = f"tidal-sample-{uuid.uuid4().hex}"
+        c = Consumer({**client_config(self.brokers, self.config), "group.id": group, "enable.partition.eof": True})
         try:
             parts = self.partitions or partitions_of(c, self.topic, self.watch)
             c.assign([TopicPartition(self.topic, p, -2) for p in parts])  # -2: the beginning
-            sample, deadline = [], _time.monotonic() + sample_wait
-            while len(sample) < 100 and _time.monotonic() < deadline:
-                sample += [m.value() for m in c.consume(100, 0.2) if m.error() is None and m.value() is not None]
+            sample, ended, deadline = [], set(), _time.monotonic() + sample_wait
+            while len(sample) < 100 and len(ended) < len(parts) and _time.monotonic() < deadline:
+                for m in c.consume(100, 0.2):
+                    if m.error() is None and m.value() is not None:
+                        sample.append(m.value())
+                    elif m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF:
+                        ended.add(m.partition())
         finally:
             c.close()
         schema = self.decoder.infer(sample[:100])
@@ -305,7 +311,7 @@ class KafkaFeed(Feed):
         pos = position or self._initial(consumer, parts)
         if sorted(int(p) for p in pos["parts"]) != parts:
             raise TidalError(f"kafka position is of partitions {sorted(pos['parts'])}, this feed reads {parts}")
-        st = _State(pos, self.time_field is not None)
+        st = FeedState(pos, self.time_field is not None)
         self._pos = st.snapshot()
         active = [p for p in parts if not st.done(p)]
         consumer.assign([TopicPartition(self.topic, p, st.next_off[p]) for p in active])
@@ -376,7 +382,7 @@ class KafkaFeed(Feed):
     def out_schema(self) -> pa.Schema:
         return self.decoder.schema
 
-    def _ingest(self, st: _State, values: list, meta: list):
+    def _ingest(self, st: FeedState, values: list, meta: list):
         """Decode a cycle's messages (malformed ones fail or go to the dead-letter file) and queue them."""
         table = None
         while values:
@@ -440,7 +446,7 @@ class KafkaFeed(Feed):
             return col.cast(pa.int64()).to_numpy().copy()
         raise InputError(f"kafka topic {self.topic}: time field {name!r} is {t}; it must be a timestamp or integer")
 
-    def _release(self, st: _State, upto: int):
+    def _release(self, st: FeedState, upto: int):
         """Yield the queued rows with time <= ``upto`` in (time, partition, offset) order, then a punctuation."""
         for table, sync in st.take(upto, self.batch_size):
             self._pos = st.snapshot()
@@ -486,121 +492,3 @@ class KafkaFeed(Feed):
                "value": raw.decode("utf-8", "replace"), "value_base64": base64.b64encode(raw).decode()}  # fmt: skip
         with open(path, "a") as f:
             f.write(json.dumps(rec) + "\n")
-
-
-class _State:
-    """The feed's bookkeeping: queued rows, per-partition offsets and watermarks (see the module docstring)."""
-
-    def __init__(self, pos: dict, timed: bool):
-        self.timed = timed
-        self.emitted = pos["watermark"]
-        self.end = None if pos["end"] is None else {int(p): o for p, o in pos["end"].items()}
-        self.parts = sorted(int(p) for p in pos["parts"])
-        self.low_, self.skip, self.high_low, self.high, self.next_off = {}, {}, {}, {}, {}
-        for key, (low, skip, high_low) in pos["parts"].items():
-            p = int(key)
-            self.low_[p] = low
-            self.skip[p] = {int(o): t for o, t in skip}
-            self.high_low[p] = high_low
-            known = [t for t in [high_low, *self.skip[p].values()] if t is not None]
-            self.high[p] = max(known) if known else None
-            self.next_off[p] = low
-        self.caught_up: set[int] = set()
-        self.finished: set[int] = set()
-        self.tables: list[pa.Table] = []
-        self.q_parts = np.zeros(0, np.int64)
-        self.q_offs = np.zeros(0, np.int64)
-        self.q_sync = np.zeros(0, np.int64)
-
-    def done(self, p: int) -> bool:
-        return self.end is not None and self.next_off[p] >= self.end[p]
-
-    def all_done(self) -> bool:
-        return self.end is not None and all(self.done(p) for p in self.parts)
-
-    def watermark(self, max_delay: int):
-        if not self.timed:
-            return 0
-        highs = [self.high[p] for p in self.parts if not self.done(p)]
-        if any(h is None for h in highs):
-            return self.emitted
-        if not highs:
-            return INFINITY
-        w = min(highs) - max_delay
-        return w if self.emitted is None else max(w, self.emitted)
-
-    def low(self, p: int) -> int:
-        mask = self.q_parts == p
-        return int(self.q_offs[mask].min()) if mask.any() else self.next_off[p]
-
-    def handle(self, p: int, o: int, t) -> None:
-        self.skip[p][o] = t
-        if t is not None:
-            self.high[p] = t if self.high[p] is None else max(self.high[p], t)
-        self._normalise(p)
-
-    def _normalise(self, p: int) -> None:
-        low = self.low(p)
-        self.low_[p] = low
-        below = [o for o in self.skip[p] if o < low]
-        for o in below:
-            t = self.skip[p].pop(o)
-            if t is not None:
-                self.high_low[p] = t if self.high_low[p] is None else max(self.high_low[p], t)
-
-    def add(self, table: pa.Table, parts, offs, sync) -> None:
-        for p in np.unique(parts).tolist():
-            top = int(sync[parts == p].max())
-            self.high[p] = top if self.high[p] is None else max(self.high[p], top)
-        self.tables.append(table)
-        self.q_parts = np.concatenate([self.q_parts, parts])
-        self.q_offs = np.concatenate([self.q_offs, offs])
-        self.q_sync = np.concatenate([self.q_sync, sync])
-
-    def take(self, upto, size: int):
-        """Yield (table, parts, offsets, times) chunks of the queued rows with time <= ``upto``, in order;
-        the bookkeeping is updated before each chunk is handed out."""
-        if upto is None or not len(self.q_sync):
-            return
-        ready = np.flatnonzero(self.q_sync <= upto)
-        if not len(ready):
-            return
-        order = ready[np.lexsort((self.q_offs[ready], self.q_parts[ready], self.q_sync[ready]))]
-        queued = pa.concat_tables(self.tables) if len(self.tables) > 1 else self.tables[0]
-        rest = np.setdiff1d(np.arange(len(self.q_sync)), ready, assume_unique=True)
-        out_parts, out_offs, out_sync = self.q_parts[order], self.q_offs[order], self.q_sync[order]
-        out_table = queued.take(pa.array(order))
-        # the rows not released stay queued; the released ones are handed out chunk by chunk
-        self.tables = [queued.take(pa.array(rest))] if len(rest) else []
-        keep_parts, keep_offs, keep_sync = self.q_parts[rest], self.q_offs[rest], self.q_sync[rest]
-        touched = np.unique(out_parts).tolist()
-        for start in range(0, len(order), size):
-            stop = min(start + size, len(order))
-            self.q_parts = np.concatenate([out_parts[stop:], keep_parts])
-            self.q_offs = np.concatenate([out_offs[stop:], keep_offs])
-            self.q_sync = np.concatenate([out_sync[stop:], keep_sync])
-            cp, co, ct = out_parts[start:stop], out_offs[start:stop], out_sync[start:stop]
-            for p in touched:
-                mine = cp == p
-                if not mine.any():
-                    continue
-                low = self.low(p)
-                below = mine & (co < low)  # handled and before the first unhandled: folded into high_low
-                if below.any():
-                    top = int(ct[below].max())
-                    self.high_low[p] = top if self.high_low[p] is None else max(self.high_low[p], top)
-                for o, t in zip(co[mine & ~below].tolist(), ct[mine & ~below].tolist(), strict=True):
-                    self.skip[p][o] = t
-                self._normalise(p)
-            yield out_table.slice(start, stop - start), ct
-        self.q_parts, self.q_offs, self.q_sync = keep_parts, keep_offs, keep_sync
-
-    def snapshot(self) -> dict:
-        return {
-            "watermark": self.emitted,
-            "parts": {
-                str(p): [self.low_[p], sorted([o, t] for o, t in self.skip[p].items()), self.high_low[p]]
-                for p in self.parts
-            },
-            "end": None if self.end is None else {str(p): o for p, o in self.end.items()},
-        }
