@@ -111,7 +111,9 @@ def main(argv=None) -> None:
     try:
         started = time.perf_counter()
         fill(address, "events", n, args.partitions)
-        results.note(f"wrote {n:,} JSON events to {args.partitions} partitions in {time.perf_counter() - started:.1f} s")
+        results.note(
+            f"wrote {n:,} JSON events to {args.partitions} partitions in {time.perf_counter() - started:.1f} s"
+        )
         n = (n // args.partitions) * args.partitions
         counts = []
 
@@ -132,7 +134,9 @@ def main(argv=None) -> None:
             out, state = work / "durable", work / "state.sqlite"
             shutil.rmtree(out, ignore_errors=True)
             state.unlink(missing_ok=True)
-            counts.append(query(address, "events").run_durable(str(out), str(state), every_messages=args.every).num_rows)
+            counts.append(
+                query(address, "events").run_durable(str(out), str(state), every_messages=args.every).num_rows
+            )
 
         results.run_interleaved(
             [(WORKLOAD, "tidal", durable, n), (WORKLOAD, "tidal, no durability", plain, n)], args.repeat

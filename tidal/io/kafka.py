@@ -30,6 +30,7 @@ batch's base offset + 1).
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import sys
 import time as _time
@@ -56,7 +57,12 @@ def _stderr(msg: str) -> None:
 
 
 def client_config(brokers: str, extra: dict | None = None) -> dict:
-    conf = {"bootstrap.servers": brokers, "reconnect.backoff.ms": 100, "reconnect.backoff.max.ms": 5000}
+    conf = {
+        "bootstrap.servers": brokers,
+        "reconnect.backoff.ms": 100,
+        "reconnect.backoff.max.ms": 5000,
+        "fetch.wait.max.ms": 50,  # a fetch with nothing new returns soon: idle feeds stay responsive
+    }
     conf.update(extra or {})
     return conf
 
@@ -144,7 +150,7 @@ def end_offsets(brokers: str, topic: str, partitions: list[int], conf: dict, wat
         c.assign(starts)
         ends: dict[int, int] = {}
         while len(ends) < len(partitions):
-            for m in c.consume(1000, 0.5):
+            for m in c.consume(1000, 0.05):
                 if m.error() is not None and m.error().code() == KafkaError._PARTITION_EOF:
                     ends.setdefault(m.partition(), m.offset())
             watch.check()
@@ -321,42 +327,35 @@ class KafkaFeed(Feed):
                 yield from self._release(st, INFINITY)
                 yield Completed()
                 return
-            values, meta, got_any = [], [], False
+            values, parts_l, offs_l, eofs, got_any = [], [], [], [], False
             deadline = _time.monotonic() + self.batch_ms / 1000
             while len(values) < self.batch_size:
                 left = deadline - _time.monotonic()
                 if left <= 0:
                     break
-                for m in consumer.consume(min(self.batch_size - len(values), 10_000), left):
+                want = min(self.batch_size - len(values), 10_000)
+                got = consumer.consume(want, left)
+                for m in got:
                     err = m.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            # everything before the fetch position was delivered (markers included)
-                            p = m.partition()
-                            st.caught_up.add(p)
-                            end = m.offset() if st.end is None else min(m.offset(), st.end[p])
-                            if end > st.next_off[p]:
-                                st.next_off[p] = end
-                                st._normalise(p)
-                        else:
-                            self.report(f"kafka: {self.topic}/{m.partition()}: {err.str()}")
-                        continue
-                    got_any = True
-                    p, o = m.partition(), m.offset()
-                    if o < st.next_off[p] or (st.end is not None and o >= st.end[p]):
-                        continue  # before where we stand (a re-fetch) or beyond the stop offset
-                    st.next_off[p] = o + 1
-                    if o in st.skip[p]:
-                        continue  # handled before the restart
-                    values.append(m.value())
-                    meta.append((p, o))
-                if st.end is not None and all(st.done(p) for p in active):
+                    if err is None:
+                        values.append(m.value())
+                        parts_l.append(m.partition())
+                        offs_l.append(m.offset())
+                    elif err.code() == KafkaError._PARTITION_EOF:
+                        eofs.append((m.partition(), m.offset()))
+                    else:
+                        self.report(f"kafka: {self.topic}/{m.partition()}: {err.str()}")
+                got_any = got_any or bool(got)
+                if st.end is not None and self._reached_end(st, active, parts_l, offs_l, eofs):
                     break
+                if len(got) < want and values:
+                    break  # the client has nothing more ready: cut the batch now rather than wait
+            values, meta = self._accept(st, values, parts_l, offs_l, eofs)
             if got_any:
                 self.watch.up()
             self.watch.check()
             if values:
-                self._ingest(st, values, meta)
+                self._ingest(st, values, *meta)
             for p in active:
                 if st.done(p) and p not in st.finished:
                     st.finished.add(p)
@@ -378,11 +377,60 @@ class KafkaFeed(Feed):
                 except Exception as exc:  # noqa: BLE001 - a failed progress commit is reported, not fatal
                     self.report(f"kafka: committing offsets of group {self.group}: {exc}")
 
+    @staticmethod
+    def _reached_end(st: FeedState, active, parts_l, offs_l, eofs) -> bool:
+        top = {p: st.next_off[p] for p in active}
+        for p, o in eofs:
+            top[p] = max(top[p], o)
+        if offs_l:
+            parts, offs = np.asarray(parts_l), np.asarray(offs_l)
+            for p in active:
+                mine = offs[parts == p]
+                if len(mine):
+                    top[p] = max(top[p], int(mine.max()) + 1)
+        return all(top[p] >= st.end[p] for p in active)
+
+    @staticmethod
+    def _accept(st: FeedState, values, parts_l, offs_l, eofs):
+        """The cycle's messages that are new (not re-fetched, not beyond the stop offset, not handled
+        before a restart), with their partitions and offsets; advances each partition's next offset."""
+        parts, offs = np.asarray(parts_l, np.int64), np.asarray(offs_l, np.int64)
+        if len(parts):
+            size = max(st.parts) + 1
+            nxt = np.zeros(size, np.int64)
+            for p in st.parts:
+                nxt[p] = st.next_off[p]
+            keep = offs >= nxt[parts]
+            if st.end is not None:
+                end = np.zeros(size, np.int64)
+                for p in st.parts:
+                    end[p] = st.end[p]
+                keep &= offs < end[parts]
+            for p in st.parts:
+                mine = parts == p
+                if st.skip[p]:  # handled before the restart
+                    keep &= ~(mine & np.isin(offs, np.fromiter(st.skip[p], np.int64)))
+                seen = offs[mine & (offs >= nxt[p])]
+                if st.end is not None:
+                    seen = seen[seen < st.end[p]]
+                if len(seen):
+                    st.next_off[p] = int(seen.max()) + 1
+            if not keep.all():
+                values = list(itertools.compress(values, keep.tolist()))
+                parts, offs = parts[keep], offs[keep]
+        for p, o in eofs:  # everything before the fetch position was delivered (markers included)
+            st.caught_up.add(p)
+            o = o if st.end is None else min(o, st.end[p])
+            if o > st.next_off[p]:
+                st.next_off[p] = o
+                st._normalise(p)
+        return values, (parts, offs)
+
     @property
     def out_schema(self) -> pa.Schema:
         return self.decoder.schema
 
-    def _ingest(self, st: FeedState, values: list, meta: list):
+    def _ingest(self, st: FeedState, values: list, parts, offs):
         """Decode a cycle's messages (malformed ones fail or go to the dead-letter file) and queue them."""
         table = None
         while values:
@@ -390,22 +438,21 @@ class KafkaFeed(Feed):
                 table = self.decoder.decode(values)
                 break
             except MalformedMessage as bad:
-                p, o = meta[bad.index]
+                p, o = int(parts[bad.index]), int(offs[bad.index])
                 where = f"kafka topic {self.topic} partition {p} offset {o}"
                 if self.on_error == "fail":
                     raise InputError(f"{where}: {bad.reason}") from None
                 self._dead(p, o, values[bad.index], bad.reason)
                 st.handle(p, o, None)
-                del values[bad.index], meta[bad.index]
+                del values[bad.index]
+                parts, offs = np.delete(parts, bad.index), np.delete(offs, bad.index)
         if not values:
             return
         if self.stats is not None:
             self.stats.rows_read += len(values)
             self.stats.progress()
-        parts = np.fromiter((p for p, _ in meta), np.int64, len(meta))
-        offs = np.fromiter((o for _, o in meta), np.int64, len(meta))
         if self.time_field is None:
-            sync = np.zeros(len(meta), np.int64)
+            sync = np.zeros(len(parts), np.int64)
         else:
             sync = self._times(table, parts, offs)
         late = sync < st.emitted if st.emitted is not None else np.zeros(len(sync), bool)

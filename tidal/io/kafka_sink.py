@@ -67,6 +67,7 @@ class KafkaSink(DurableSink):
         self.config = dict(config or {})
         conf = {**client_config(brokers, self.config), "enable.idempotence": True, "acks": "all",
                 "linger.ms": 5, "error_cb": self.watch}  # fmt: skip
+        conf.pop("fetch.wait.max.ms", None)  # a consumer setting
         self.producer = Producer(conf)
         self.pending: list[bytes] = []
         self.durable = False
