@@ -6,7 +6,9 @@ Kafka orders messages only within a partition, so each partition has its own wat
 largest event time read from it, less ``max_delay``. The feed's watermark is the *minimum* over
 the partitions still being read (OctoSQL's shuffle receivers merge partition watermarks the
 same way; seed 002, section 2.5): rows are held until the watermark reaches their time, then
-released sorted by (time, partition, offset), followed by ``Punctuation(watermark)``. A row
+released sorted by (time, partition, offset), followed by ``Punctuation(watermark)``; rows at the
+watermark itself wait for the next one, so that when every partition is in time order the rows
+leave in the order of one global sort by (time, partition, offset), whatever the batching. A row
 whose time is below the last punctuation when it arrives is *late*: it is counted, reported and
 dropped. A partition that has nothing to read holds the watermark back (as in Flink without an
 idleness timeout); a partition that reached its stop offset no longer does.

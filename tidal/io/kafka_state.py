@@ -85,11 +85,16 @@ class FeedState:
         self.q_sync = np.concatenate([self.q_sync, sync])
 
     def take(self, upto, size: int):
-        """Yield (table, parts, offsets, times) chunks of the queued rows with time <= ``upto``, in order;
-        the bookkeeping is updated before each chunk is handed out."""
+        """Yield (table, times) chunks of the queued rows before the watermark ``upto``, in (time,
+        partition, offset) order; the bookkeeping is updated before each chunk is handed out.
+
+        With event times only rows *before* the watermark go (rows at it wait): a partition whose
+        largest time is W may still hold more rows at W, so releasing those would let the order of
+        equal times depend on when messages arrived; this way the rows leave in the order of one
+        global sort however the input is batched. Without event time every row (at 0) goes."""
         if upto is None or not len(self.q_sync):
             return
-        ready = np.flatnonzero(self.q_sync <= upto)
+        ready = np.flatnonzero(self.q_sync < upto if self.timed and upto != INFINITY else self.q_sync <= upto)
         if not len(ready):
             return
         order = ready[np.lexsort((self.q_offs[ready], self.q_parts[ready], self.q_sync[ready]))]

@@ -2,7 +2,7 @@
 
 ``kafka(brokers => 'host:port', topic => 't', format => 'json'|'csv'|'avro'|'raw',
 time_field => DESCRIPTOR(ts), partitions => [0, 1], start => 'earliest'|'latest'|'committed',
-stop => 'never'|'latest', schema => 'ts TIMESTAMP, k VARCHAR, ...', max_delay => INTERVAL ...,
+stop => 'never'|'latest'|'0:1500,1:1500', schema => 'ts TIMESTAMP, k VARCHAR, ...', max_delay => INTERVAL ...,
 group => 'g', avro_schema => '{...}')``. The topic becomes a :class:`~.logical.Scan` of format
 ``kafka`` (so column pruning and filter pushdown apply: the decoder reads only the columns the
 query uses, and a pushed filter runs on rows as they are released) and, with ``time_field``,
@@ -65,6 +65,10 @@ def _partitions(value) -> tuple[int, ...] | None:
     raise PlanError(f"kafka(...) partitions: expected [0, 1, ...] or '0,1', got {value.sql()}")
 
 
+def _stop(stop):
+    return dict(stop) if isinstance(stop, tuple) else stop
+
+
 def _text(args: dict, key: str, default: str | None = None) -> str | None:
     value = args.get(key, default)
     if value is None or isinstance(value, str):
@@ -87,6 +91,13 @@ def kafka_scan(builder, args: dict) -> Node:
     fmt, start, stop = _text(args, "format", "json"), _text(args, "start", "earliest"), _text(args, "stop", "never")
     schema_text, group, avro = _text(args, "schema"), _text(args, "group"), _text(args, "avro_schema")
     partitions = _partitions(args.get("partitions"))
+    if stop not in ("never", "latest"):  # '0:1500,1:1500': end offsets per partition (Spark's endingOffsets)
+        try:
+            stop = tuple((int(p), int(o)) for p, o in (item.split(":") for item in stop.split(",")))
+        except ValueError:
+            raise PlanError(
+                f"kafka(...) stop must be 'never', 'latest' or 'partition:offset,...', got {stop!r}"
+            ) from None
     max_delay = _interval_arg(args, "max_delay", "kafka") if "max_delay" in args else 0
     time_names = builder.descriptor_names(args.get("time_field"), "kafka")
     if len(time_names) > 1:
@@ -96,7 +107,7 @@ def kafka_scan(builder, args: dict) -> Node:
                "partitions": partitions, "group": group, "avro_schema": avro, "max_delay": max_delay,
                "time_field": time_field}  # fmt: skip
     schema = parse_schema(schema_text) if schema_text else None
-    probe = KafkaFeed(brokers, topic, format=fmt, schema=schema, avro_schema=avro, start=start, stop=stop,
+    probe = KafkaFeed(brokers, topic, format=fmt, schema=schema, avro_schema=avro, start=start, stop=_stop(stop),
                       group=group, partitions=list(partitions) if partitions else None)  # fmt: skip
     schema = probe.schema()
     if time_field is not None and time_field not in schema.names:
@@ -127,7 +138,8 @@ def kafka_source(translator, scan: Scan, time) -> Stream:
     feed = KafkaFeed(
         opts["brokers"], opts["topic"], format=opts["format"], schema=schema, avro_schema=opts["avro_schema"],
         time_field=time_field, kind="start", max_delay=opts["max_delay"],
-        partitions=list(opts["partitions"]) if opts["partitions"] else None, start=opts["start"], stop=opts["stop"],
+        partitions=list(opts["partitions"]) if opts["partitions"] else None, start=opts["start"],
+        stop=_stop(opts["stop"]),
         group=opts["group"], on_error=translator.on_error, stats=translator.stats, predicate=predicate,
         dead_letter=getattr(translator, "dead_letter", None),
     )  # fmt: skip
