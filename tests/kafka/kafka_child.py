@@ -2,13 +2,15 @@
 
     python tests/kafka/kafka_child.py BROKER TOPIC N OUTPUT_DIR CHECKPOINT_FILE
 
-TOPIC has two partitions, each to be read up to offset N (``stop``). One query, two results:
+TOPIC has two partitions, each to be read up to offset N (``stop``). One query, four results:
 ``agg``, a tumbling-window count and sum per key over both partitions (per-partition watermarks
-merged by minimum), and ``join``, partition 0 joined with partition 1 on the key (each row alive
-for 300 ticks). ``agg`` also goes to the topic TOPIC-out through the exactly-once Kafka sink.
-With ``TIDAL_KILL_IN_SAVE=n`` the process kills itself inside its n-th commit,
-after the output was committed and before the checkpoint was stored; with ``TIDAL_READY=path`` it
-creates that file once its first checkpoint is saved.
+merged by minimum); ``join``, partition 0 joined with partition 1 on the key (each row alive for
+300 ticks); ``sql_watermark``, a SQL tumbling-window GROUP BY with TRIGGER ON WATERMARK; and
+``sql_counting``, a SQL GROUP BY with TRIGGER COUNTING 40 (each new count retracts the previous).
+``agg`` also goes to the topic TOPIC-out through the exactly-once Kafka sink. With
+``TIDAL_KILL_IN_SAVE=n`` the process kills itself inside its n-th commit, after the output was
+committed and before the checkpoint was stored; with ``TIDAL_READY=path`` it creates that file
+once its first checkpoint is saved.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import tidal
 from tidal import agg
 from tidal.io.kafka_sink import KafkaSink
 from tidal.io.segments import SegmentSink
+from tidal.sql import plan
 from tidal.state.store import CheckpointStore
 from tidal.stream.query import Query
 
@@ -40,7 +43,17 @@ def streams(broker: str, topic: str, n: int) -> dict[str, tidal.Stream]:
     windowed = read([0, 1]).tumbling_window(1_000).group_aggregate("k", agg.count(), total=agg.sum("v"))
     left, right = read([0]).alter_duration(300), read([1]).alter_duration(300)
     joined = left.join(right, "k", "k", result=lambda a, b: {"k": a.k, "lt": a.t, "rt": b.t, "v": a.v + b.v})
-    return {"agg": windowed, "join": joined}
+    src = (
+        f"kafka(brokers => '{broker}', topic => '{topic}', time_field => DESCRIPTOR(t), stop => '0:{n},1:{n}', "
+        "schema => 't BIGINT, k BIGINT, v BIGINT')"
+    )
+    on_watermark = plan(
+        f"SELECT k, COUNT(*) AS n, SUM(v) AS s, window_end FROM tumble(source => TABLE({src}), "
+        "time_field => DESCRIPTOR(t), window_length => INTERVAL 1000 MICROSECONDS) "
+        "GROUP BY k, window_end TRIGGER ON WATERMARK"
+    )
+    counting = plan(f"SELECT k, COUNT(*) AS n, SUM(v) AS s FROM {src} GROUP BY k TRIGGER COUNTING 40")
+    return {"agg": windowed, "join": joined, "sql_watermark": on_watermark.stream(), "sql_counting": counting.stream()}
 
 
 def main() -> None:

@@ -205,3 +205,17 @@ def test_cli_output_kafka_writes_each_change_with_sys_undo(broker, topic, tmp_pa
     assert any(r.get("sys.undo") for r in got) and len(rows) == 100
     key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
     assert sorted(got, key=key) == sorted(expected, key=key)
+
+
+def test_start_committed_resumes_where_the_group_left_off(broker, topic):
+    broker.create_topic(topic)
+    broker.produce(topic, [{"t": t, "k": 0, "v": t} for t in range(5)])
+    first = tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop="latest", group="g")
+    assert first.to_arrow().column("v").to_pylist() == [0, 1, 2, 3, 4]
+    broker.produce(topic, [{"t": t, "k": 0, "v": t} for t in range(5, 8)])
+    again = tidal.from_kafka(
+        broker.address, topic, time_field="t", schema=SCHEMA, start="committed", stop="latest", group="g"
+    )
+    assert again.to_arrow().column("v").to_pylist() == [5, 6, 7]
+    with pytest.raises(tidal.InputError, match="consumer group"):
+        tidal.from_kafka(broker.address, topic, schema=SCHEMA, start="committed")

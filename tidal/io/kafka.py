@@ -213,6 +213,7 @@ class KafkaFeed(Feed):
         self.late = self.skipped = 0
         self._consumer = None
         self._pos = None
+        self._st = None
         self._written_dead: set | None = None
 
     # -- schema --------------------------------------------------------------------------------
@@ -248,6 +249,7 @@ class KafkaFeed(Feed):
 
     def close(self) -> None:
         if self._consumer is not None:
+            self._commit_group(asynchronous=False)
             try:
                 self._consumer.close()
             except RuntimeError:
@@ -319,14 +321,15 @@ class KafkaFeed(Feed):
         pos = position or self._initial(consumer, parts)
         if sorted(int(p) for p in pos["parts"]) != parts:
             raise TidalError(f"kafka position is of partitions {sorted(pos['parts'])}, this feed reads {parts}")
-        st = FeedState(pos, self.time_field is not None)
+        st = self._st = FeedState(pos, self.time_field is not None)
         self._pos = st.snapshot()
         active = [p for p in parts if not st.done(p)]
         consumer.assign([TopicPartition(self.topic, p, st.next_off[p]) for p in active])
-        last_commit = _time.monotonic()
+        last_commit = _time.monotonic()  # progress commits for the consumer group (start="committed")
         while True:
             if st.all_done():
                 yield from self._release(st, INFINITY)
+                self._commit_group(asynchronous=False)
                 yield Completed()
                 return
             values, parts_l, offs_l, eofs, got_any = [], [], [], [], False
@@ -372,12 +375,21 @@ class KafkaFeed(Feed):
                     self._pos = st.snapshot()
                     yield Punctuation(st.emitted) if st.emitted is not None else EventBatch.empty(self.out_schema)
             if self.group and _time.monotonic() - last_commit > 1.0:
-                last_commit = _time.monotonic()
-                lows = [TopicPartition(self.topic, p, st.low(p)) for p in parts]
-                try:
-                    consumer.commit(offsets=lows, asynchronous=True)
-                except Exception as exc:  # noqa: BLE001 - a failed progress commit is reported, not fatal
-                    self.report(f"kafka: committing offsets of group {self.group}: {exc}")
+                last_commit = _time.monotonic()  # progress commits for the consumer group (start="committed")
+                self._commit_group(asynchronous=True)
+
+    def _commit_group(self, asynchronous: bool) -> None:
+        """Commit, for the consumer group, the first offset of each partition not yet handed on."""
+        from confluent_kafka import TopicPartition
+
+        st, consumer = self._st, self._consumer
+        if not self.group or st is None or consumer is None:
+            return
+        lows = [TopicPartition(self.topic, p, st.low(p)) for p in st.parts if st.low(p) >= 0]
+        try:
+            consumer.commit(offsets=lows, asynchronous=asynchronous)
+        except Exception as exc:  # noqa: BLE001 - a failed progress commit is reported, not fatal
+            self.report(f"kafka: committing offsets of group {self.group}: {exc}")
 
     @staticmethod
     def _reached_end(st: FeedState, active, parts_l, offs_l, eofs) -> bool:
