@@ -219,3 +219,19 @@ def test_start_committed_resumes_where_the_group_left_off(broker, topic):
     assert again.to_arrow().column("v").to_pylist() == [5, 6, 7]
     with pytest.raises(tidal.InputError, match="consumer group"):
         tidal.from_kafka(broker.address, topic, schema=SCHEMA, start="committed")
+
+
+def test_sql_on_error_skip_counts_and_writes_the_dead_letter_file(broker, topic, tmp_path, monkeypatch, capsys):
+    from tidal.cli.main import main
+
+    broker.create_topic(topic)
+    broker.produce(topic, [{"t": 1, "k": 1, "v": 1}, b"oops", {"t": 2, "k": 1, "v": 2}])
+    monkeypatch.chdir(tmp_path)
+    src = f"kafka(brokers => '{broker.address}', topic => '{topic}', stop => 'latest', dead_letter => 'dead.json', "
+    sql = f"SELECT SUM(v) AS s FROM {src} schema => 't BIGINT, k BIGINT, v BIGINT')"
+    assert main(["query", sql, "--format", "batch-csv"]) == 2  # fails, naming the message
+    assert f"kafka topic {topic} partition 0 offset 1" in capsys.readouterr().err
+    assert main(["query", sql, "--format", "batch-csv", "--on-error", "skip"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-1] == "3" and "skipped rows: 1" in out.err
+    assert json.loads((tmp_path / "dead.json").read_text())["offset"] == 1

@@ -3,8 +3,9 @@
 ``kafka(brokers => 'host:port', topic => 't', format => 'json'|'csv'|'avro'|'raw',
 time_field => DESCRIPTOR(ts), partitions => [0, 1], start => 'earliest'|'latest'|'committed',
 stop => 'never'|'latest'|'0:1500,1:1500', schema => 'ts TIMESTAMP, k VARCHAR, ...', max_delay => INTERVAL ...,
-group => 'g', avro_schema => '{...}')``. The topic becomes a :class:`~.logical.Scan` of format
-``kafka`` (so column pruning and filter pushdown apply: the decoder reads only the columns the
+group => 'g', avro_schema => '{...}', dead_letter => 'bad.json')``: with ``--on-error skip``
+malformed messages are counted and written to ``dead_letter``. The topic becomes a
+:class:`~.logical.Scan` of format ``kafka`` (so column pruning and filter pushdown apply: the decoder reads only the columns the
 query uses, and a pushed filter runs on rows as they are released) and, with ``time_field``,
 an :class:`~.logical.EventTime` whose watermark is the feed's own: the minimum over partitions of
 the largest event time read, less ``max_delay``. Rows are start edges at their event time (at
@@ -26,7 +27,7 @@ from .expressions import arrow_type, pushable_predicate
 from .logical.nodes import EventTime, Node, Scan
 
 ARGS = ("brokers", "topic", "format", "time_field", "partitions", "start", "stop", "schema", "max_delay", "group",
-        "avro_schema")  # fmt: skip
+        "avro_schema", "dead_letter")  # fmt: skip
 REQUIRED = (("brokers",), ("topic",))
 
 
@@ -90,6 +91,7 @@ def kafka_scan(builder, args: dict) -> Node:
     brokers, topic = _text(args, "brokers"), _text(args, "topic")
     fmt, start, stop = _text(args, "format", "json"), _text(args, "start", "earliest"), _text(args, "stop", "never")
     schema_text, group, avro = _text(args, "schema"), _text(args, "group"), _text(args, "avro_schema")
+    dead_letter = _text(args, "dead_letter")
     partitions = _partitions(args.get("partitions"))
     if stop not in ("never", "latest"):  # '0:1500,1:1500': end offsets per partition (Spark's endingOffsets)
         try:
@@ -105,7 +107,7 @@ def kafka_scan(builder, args: dict) -> Node:
     time_field = time_names[0] if time_names else None
     options = {"brokers": brokers, "topic": topic, "format": fmt, "start": start, "stop": stop,
                "partitions": partitions, "group": group, "avro_schema": avro, "max_delay": max_delay,
-               "time_field": time_field}  # fmt: skip
+               "time_field": time_field, "dead_letter": dead_letter}  # fmt: skip
     schema = parse_schema(schema_text) if schema_text else None
     probe = KafkaFeed(brokers, topic, format=fmt, schema=schema, avro_schema=avro, start=start, stop=_stop(stop),
                       group=group, partitions=list(partitions) if partitions else None)  # fmt: skip
@@ -141,7 +143,7 @@ def kafka_source(translator, scan: Scan, time) -> Stream:
         partitions=list(opts["partitions"]) if opts["partitions"] else None, start=opts["start"],
         stop=_stop(opts["stop"]),
         group=opts["group"], on_error=translator.on_error, stats=translator.stats, predicate=predicate,
-        dead_letter=getattr(translator, "dead_letter", None),
+        dead_letter=opts["dead_letter"],
     )  # fmt: skip
     if list(scan.names) != list(scan.file_columns):
         raise PlanError("kafka(...): renamed columns are not supported")  # Scan names are its file columns
