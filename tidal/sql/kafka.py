@@ -2,14 +2,16 @@
 
 ``kafka(brokers => 'host:port', topic => 't', format => 'json'|'csv'|'avro'|'raw',
 time_field => DESCRIPTOR(ts), partitions => [0, 1], start => 'earliest'|'latest'|'committed',
-stop => 'never'|'latest'|'0:1500,1:1500', schema => 'ts TIMESTAMP, k VARCHAR, ...', max_delay => INTERVAL ...,
-group => 'g', avro_schema => '{...}', dead_letter => 'bad.json')``: with ``--on-error skip``
-malformed messages are counted and written to ``dead_letter``. The topic becomes a
-:class:`~.logical.Scan` of format ``kafka`` (so column pruning and filter pushdown apply: the decoder reads only the columns the
-query uses, and a pushed filter runs on rows as they are released) and, with ``time_field``,
-an :class:`~.logical.EventTime` whose watermark is the feed's own: the minimum over partitions of
-the largest event time read, less ``max_delay``. Rows are start edges at their event time (at
-time 0 without one), as the file sources' rows are.
+stop => 'never'|'latest'|'0:1500,1:1500', schema => 'ts TIMESTAMP, k VARCHAR, ...',
+max_delay => INTERVAL ..., group => 'g', avro_schema => '{...}', dead_letter => 'bad.json')``;
+with ``--on-error skip`` malformed messages are counted and written to ``dead_letter``.
+
+The topic becomes a :class:`~.logical.Scan` of format ``kafka`` (so column pruning and filter
+pushdown apply: the decoder reads only the columns the query uses, and a pushed filter runs on
+rows as they are released) and, with ``time_field``, an :class:`~.logical.EventTime` whose
+watermark is the feed's own: the minimum over partitions of the largest event time read, less
+``max_delay``. Rows are start edges at their event time (at time 0 without one), as the file
+sources' rows are.
 """
 
 from __future__ import annotations
