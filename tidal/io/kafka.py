@@ -312,6 +312,8 @@ class KafkaFeed(Feed):
     def _run(self, position):
         from confluent_kafka import KafkaError, TopicPartition
 
+        if self.decoder.schema is None:
+            self.schema()
         consumer = self._connect()
         available = partitions_of(consumer, self.topic, self.watch)
         parts = self.partitions or available
