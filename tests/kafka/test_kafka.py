@@ -321,3 +321,14 @@ def test_the_sink_resumes_a_commit_cut_short_by_a_crash_without_loss_or_repeats(
     assert len(set(ids)) == len(ids)
     got = pa.Table.from_pylist([json.loads(v) for _, v, _ in messages])
     assert _rows(got.select(["sync_time", "other_time", "k", "count", "total"])) == expected
+
+
+def test_json_messages_may_span_lines_but_hold_one_object_each(broker, topic):
+    broker.create_topic(topic)
+    broker.produce(
+        topic, [b'{"t": 1,\n "k": 2, "v": 3}', {"t": 2, "k": 0, "v": 1}, b'{"t": 3, "k": 0, "v": 1}\n{"t": 4}']
+    )
+    with pytest.raises(tidal.InputError, match=rf"{topic} partition 0 offset 2: malformed json"):
+        tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop="latest").to_arrow()
+    ok = tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop={0: 2}).to_arrow()
+    assert ok.select(["k", "v"]).to_pylist() == [{"k": 2, "v": 3}, {"k": 0, "v": 1}]

@@ -123,18 +123,21 @@ class Decoder:
             return pa.table({"value": pa.array(values, pa.binary())})
         if self.format == "avro":
             return self._avro(values)
-        for i, v in enumerate(values):
-            if v is None:
-                raise MalformedMessage(i, "the message has no value (a tombstone)")
-            if self.format == "csv" and (b"\n" in v.rstrip(b"\r\n")):
-                raise MalformedMessage(i, "a csv message must hold one line")
-            if self.format == "json" and not v.lstrip().startswith(b"{"):
-                raise MalformedMessage(i, f"malformed json: expected an object, got {v[:40]!r}")
-        data = b"\n".join(v.rstrip(b"\r\n") for v in values) + b"\n"
+        if None in values:
+            raise MalformedMessage(values.index(None), "the message has no value (a tombstone)")
+        data = b"\n".join(values) + b"\n"
+        if data.count(b"\n") != len(values):  # messages holding line breaks
+            if self.format == "json":  # in valid JSON a raw line break is only ever whitespace
+                data = b"\n".join(v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values) + b"\n"
+            else:
+                for i, v in enumerate(values):
+                    if b"\n" in v.rstrip(b"\r\n"):
+                        raise MalformedMessage(i, f"a csv message must hold one line, got {v[:40]!r}")
+                data = b"\n".join(v.rstrip(b"\r\n") for v in values) + b"\n"
         if self.format == "json":
             table = pajson.read_json(io.BytesIO(data), parse_options=_json_options(self.schema))
-            if table.num_rows != len(values):
-                raise ValueError("row count differs from message count")
+            if table.num_rows != len(values):  # a blank or whitespace-only message, say
+                raise ValueError("expected one JSON object per message")
             return table.select(self.schema.names)
         table = pacsv.read_csv(
             io.BytesIO(data),
