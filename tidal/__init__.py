@@ -13,7 +13,8 @@ from .core.time import INFINITY
 from .io.egress import Event
 from .plan.properties import Properties
 from .stream.disordered import DisorderedStream, Streams
-from .stream.sources import from_arrow, from_numpy, from_pandas, from_records
+from .stream.kafka import to_kafka
+from .stream.sources import from_arrow, from_kafka, from_numpy, from_pandas, from_records
 from .stream.streamable import Stream
 
 __all__ = [
@@ -30,8 +31,10 @@ __all__ = [
     "Streams",
     "TidalError",
     "from_arrow",
+    "from_kafka",
     "from_numpy",
     "from_pandas",
     "from_records",
+    "to_kafka",
 ]
 __version__ = "0.1.0"

@@ -141,8 +141,10 @@ def _query(args) -> int:
 
     fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
     q = plan(args.sql, on_error=args.on_error, late_path=args.late_records, late=args.late)
-    out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
     labels = list(q.query.output_names)
+    if args.output and args.output.startswith("kafka://"):
+        return _to_kafka(q, args, labels)
+    out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
     try:
         if args.progressive:
             _progressive(q, args.progressive, fmt, out)
@@ -163,6 +165,32 @@ def _query(args) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    return 0
+
+
+def _to_kafka(q, args, labels) -> int:
+    """``--output kafka://host:port/topic``: each change a message, as stream-json writes it."""
+    from tidal.io.kafka_sink import KafkaSink
+    from tidal.sql.output import ChangelogSink, StreamJson
+
+    if args.format not in (None, "stream-json"):
+        raise SystemExit("tidal: --output kafka://... writes changes (stream-json); drop --format")
+    address, _, topic = args.output[len("kafka://") :].partition("/")
+    if not address or not topic:
+        raise SystemExit("tidal: --output kafka://HOST:PORT/TOPIC")
+    sink = KafkaSink(address, topic, query=args.sql)
+
+    class _Messages:  # StreamJson writes one JSON line per change: each becomes a message
+        def write(self, text: str) -> None:
+            for line in text.splitlines():
+                sink.write_bytes(line.encode())
+
+        def flush(self) -> None:
+            pass
+
+    q.run(ChangelogSink(q.visible_names(), labels, StreamJson(_Messages(), labels)))
+    sink.close()
+    print(f"{_status(q.stats)}  messages: {sink.sent} to {args.output}", file=sys.stderr)
     return 0
 
 

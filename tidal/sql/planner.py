@@ -358,6 +358,10 @@ class Translator:
         return out
 
     def source(self, scan: Scan, time: TimeSpec) -> Stream:
+        if scan.format == "kafka":  # a topic, not a file (tidal/sql/kafka.py)
+            from .kafka import kafka_source
+
+            return kafka_source(self, scan, time)
         predicate = pushable_predicate(scan.predicate) if scan.predicate is not None else None
         file_names = list(scan.file_columns)
         if time.column is not None and time.column not in scan.names:

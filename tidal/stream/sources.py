@@ -240,3 +240,62 @@ def from_records(
             batches, inferred, "records", time, end, None, kind, policy, disorder, reorder_latency, sorted
         )
     return _stream(batches, inferred, "records", time, end, None, kind, policy)
+
+
+def from_kafka(
+    brokers: str,
+    topic: str,
+    format: str = "json",
+    time_field: str | None = None,
+    partitions: list[int] | None = None,
+    start: str = "earliest",
+    stop="never",
+    *,
+    schema: pa.Schema | None = None,
+    avro_schema=None,
+    kind: str = "point",
+    max_delay: int = 0,
+    group: str | None = None,
+    batch_ms: int = 250,
+    batch_size: int = 10_000,
+    on_error: str = "fail",
+    dead_letter: str | None = None,
+    config: dict | None = None,
+    give_up_after: float | None = None,
+    report=None,
+) -> Stream:
+    """A stream over a Kafka topic (all partitions, or ``partitions``); see :mod:`tidal.io.kafka`.
+
+    ``format``: ``json``, ``csv``, ``avro`` (with ``avro_schema``) or ``raw``; the payload schema is
+    ``schema``, the Avro schema's, or inferred from the topic's first messages. ``time_field`` is the
+    event time (points, or start edges with ``kind="start"``); rows are released in time order as
+    the minimum of the partitions' watermarks (largest time read less ``max_delay``) passes them.
+    ``start``: ``earliest``, ``latest`` or ``committed`` (the offsets ``group`` committed);
+    ``stop``: ``never`` (until interrupted), ``latest`` (the end offsets seen at start) or
+    ``{partition: offset}``. Malformed messages raise an error naming topic, partition and offset,
+    or with ``on_error="skip"`` are counted and written to ``dead_letter`` (JSON lines). A durable
+    run (``run_durable``) stores the feed's offsets with each checkpoint and resumes there.
+    """
+    from ..io.kafka import KafkaFeed
+
+    feed = KafkaFeed(
+        brokers, topic, format=format, schema=schema, avro_schema=avro_schema, time_field=time_field,
+        kind=kind, max_delay=max_delay, partitions=partitions, start=start, stop=stop, group=group,
+        batch_ms=batch_ms, batch_size=batch_size, on_error=on_error, dead_letter=dead_letter, config=config,
+        give_up_after=give_up_after, report=report,
+    )  # fmt: skip
+    payload = feed.schema()
+    if time_field is not None and time_field not in payload.names:
+        raise InputError(f"time field {time_field!r} not found; topic {topic!r} has fields {payload.names}")
+    props = Properties(constant_duration=1) if feed.kind == "point" else Properties(start_edge_only=True)
+    return Stream(Source(None, payload, props, kafka_detail(feed), feed=feed))
+
+
+def kafka_detail(feed) -> str:
+    """How a Kafka source reads (part of the plan's fingerprint, so nothing run-specific)."""
+    parts = "all partitions" if feed.partitions is None else f"partitions {feed.partitions}"
+    shape = f"{feed.kind} events at {feed.time_field}" if feed.time_field else "start edges at time 0"
+    detail = f"kafka {feed.topic} ({feed.format}, {parts}, start {feed.start}, stop {feed.stop}); {shape}"
+    if feed.time_field:
+        detail += f"; watermark: minimum over partitions of the largest time read - {feed.max_delay}"
+    return detail

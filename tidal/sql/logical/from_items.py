@@ -278,8 +278,12 @@ class FromItems:
         items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
         if isinstance(call, exp.ReadCSV):  # sqlglot keeps read_csv's first argument apart
             items = [call.this, *items] if call.this is not None else items
+        if name == "kafka":  # a Kafka topic (tidal/sql/kafka.py)
+            from ..kafka import kafka_scan
+
+            return kafka_scan(self, self._kwargs(items, name))
         if name not in TVF_SIGNATURES:
-            raise PlanError(f"unknown table function {name}; tidal has {', '.join(sorted(TVF_SIGNATURES))}")
+            raise PlanError(f"unknown table function {name}; tidal has {', '.join(sorted(TVF_SIGNATURES))}, kafka")
         args = self._kwargs(self._named(name, items), name)
         check_tvf_args(name, args)
         if name in FILE_FUNCTIONS:

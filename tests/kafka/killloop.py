@@ -1,0 +1,87 @@
+"""Kill a durable query with SIGKILL at random instants and restart it, until it finishes on its own.
+
+Reusable for any command that resumes from its own durable state (the Python API's
+``run_durable`` in ``kafka_child.py``; ``tidal query --state`` once it exists): ``kill_loop``
+starts ``command``, lets it live a random time, kills it with SIGKILL, and starts it again,
+``kills`` times; then lets the last run end and returns what happened. Runs that end by
+themselves before their kill are counted as finished and restarted only if the command is
+expected to be still unfinished (its exit status is checked either way).
+
+``env`` is added to every run's environment; ``env_for(i)`` may give run ``i`` (not the last)
+extra environment variables, e.g. ``TIDAL_KILL_IN_SAVE=N`` for
+the child to kill itself inside its N-th commit (after the output was committed, before the
+checkpoint reached the store: the moment where output must roll back); such a run is not killed
+by the loop but left to end (or kill itself).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class KillReport:
+    kills: int = 0  # runs we killed with SIGKILL
+    self_kills: int = 0  # runs that killed themselves inside a commit (exit -9 without our signal)
+    finished_early: int = 0  # runs that completed before their kill came
+    lifetimes: list[float] = field(default_factory=list)
+
+
+def kill_loop(
+    command: list[str],
+    kills: int = 20,
+    seed: int = 0,
+    live: tuple[float, float] = (0.3, 1.5),
+    env_for=None,
+    env: dict | None = None,
+    timeout: float = 120.0,
+    cwd: str | None = None,
+    log=None,
+    ready: str | None = None,
+    on_start=None,
+) -> KillReport:
+    rng = random.Random(seed)
+    report = KillReport()
+    run = 0
+    while report.kills + report.self_kills < kills:
+        extra = env_for(run) if env_for else {}
+        run_env = {**os.environ, **(env or {}), **extra}
+        if ready is not None and os.path.exists(ready):
+            os.remove(ready)
+        proc = subprocess.Popen(command, env=run_env, cwd=cwd, stdout=log, stderr=log)
+        if on_start is not None:
+            on_start(run, False)
+        started = time.monotonic()
+        if ready is not None:  # the random instant counts from when the run is under way
+            while not os.path.exists(ready) and proc.poll() is None and time.monotonic() - started < timeout:
+                time.sleep(0.01)
+        wait = rng.uniform(*live) if not extra else timeout  # a run given extra variables is left to its own end
+        try:
+            code = proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            report.kills += 1
+            report.lifetimes.append(time.monotonic() - started)
+        else:
+            report.lifetimes.append(time.monotonic() - started)
+            if code == -signal.SIGKILL:
+                report.self_kills += 1
+            elif code == 0:
+                report.finished_early += 1
+                return report
+            else:
+                raise RuntimeError(f"{command} exited with {code} (run {run})")
+        run += 1
+    proc = subprocess.Popen(command, env={**os.environ, **(env or {})}, cwd=cwd, stdout=log, stderr=log)
+    if on_start is not None:
+        on_start(run, True)
+    code = proc.wait(timeout)
+    if code != 0:
+        raise RuntimeError(f"the last run of {command} exited with {code}")
+    return report
