@@ -58,10 +58,13 @@ class Scan(Node):
     types: tuple = ()
     file_columns: tuple = ()  # the column each output name reads (projection pushdown shrinks the list)
     predicate: exp.Expression | None = None  # pushed-down filter over file columns
+    live: tuple = ()  # a growing input read as it is written: (("kind", "stdin" | "tail"), ("stop", ...), ...)
 
     def describe(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options)
         parts = [f"Scan {self.path!r} ({self.format}{', ' + opts if opts else ''})", f"columns {list(self.names)}"]
+        if self.live:
+            parts.append("live " + ", ".join(f"{k}={v}" for k, v in self.live if v is not None))
         if self.predicate is not None:
             parts.append(f"pushed filter {self.predicate.sql()}")
         return ", ".join(parts)
