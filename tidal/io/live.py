@@ -331,6 +331,8 @@ class TextFeed(Feed):
             raise InputError(f"stop must be one of {', '.join(STOPS)}, got {stop!r}")
         if latency < 0:
             raise InputError(f"the batch latency must not be negative, got {latency}")
+        if max_rows < 1:
+            raise InputError(f"a batch holds at least one line, got batch rows {max_rows}")
         self.source, self.parser, self.to_messages = source, parser, to_messages
         self.stop, self.latency, self.max_rows = stop, latency, max_rows
         self.on_rows = on_rows

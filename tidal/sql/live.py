@@ -22,7 +22,7 @@ from ..core.errors import PlanError
 from ..core.messages import Punctuation
 from ..core.time import INFINITY
 from ..io.disorder import arrival_batch
-from ..io.live import DEFAULT_LATENCY, LineParser, TextFeed, input_schema, live_bytes
+from ..io.live import DEFAULT_LATENCY, MAX_ROWS, LineParser, TextFeed, input_schema, live_bytes
 from ..plan.nodes import Source
 from ..plan.properties import Properties
 
@@ -75,6 +75,7 @@ def live_source(translator, scan, time, predicate, time_as_timestamp) -> Source:
         to_messages,
         stop="eof" if live.get("kind") == "stdin" else live.get("stop", "never"),
         latency=DEFAULT_LATENCY if seconds is None else seconds,
+        max_rows=translator.batch_rows or MAX_ROWS,
     )
     if time.column is None:
         kind = "row ordinal" if time.ordinal else "time 0"

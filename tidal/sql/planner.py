@@ -126,8 +126,10 @@ class Translator:
         late: str = "drop",
         labels: dict | None = None,
         batch_latency: float | None = None,
+        batch_rows: int | None = None,
     ):
         self.batch_latency = batch_latency  # seconds; None: the live reader's default
+        self.batch_rows = batch_rows
         self.progressive = progressive
         self.late = late
         self.labels = labels or {}  # internal column -> user's SQL (Query.labels), for error messages

@@ -72,6 +72,7 @@ class SqlQuery:
     late: str = "drop"  # LATE_POLICIES
     subquery: bool = False  # an IN (subquery) run by its outer query (which owns the late-records file)
     batch_latency: float | None = None  # seconds: how long a live input's batch waits for more lines
+    batch_rows: int | None = None  # the most lines in one batch of a live input
     running: QueryRunner | None = None  # the runtime of the current (or last) run
 
     def _subresults(self) -> dict:
@@ -105,6 +106,7 @@ class SqlQuery:
             self.late,
             self.query.labels,
             batch_latency=self.batch_latency,
+            batch_rows=self.batch_rows,
         )
         return with_limit(translator.stream(self.optimized), self.query)
 
@@ -241,6 +243,7 @@ def plan(
     late_path: str | None = None,
     late: str | None = None,
     batch_latency: float | None = None,
+    batch_rows: int | None = None,
 ) -> SqlQuery:
     """Parse, plan and optimize one query of tidal's dialect.
 
@@ -248,7 +251,8 @@ def plan(
     them to ``late_path``, truncated at the start of each run) or ``adjust`` (move their time up
     to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
     ``batch_latency`` (seconds) is how long a batch of a growing input (standard input,
-    ``tail(...)``) waits for more lines before it goes out (default 0.25).
+    ``tail(...)``) waits for more lines before it goes out (default 0.25), ``batch_rows`` the most
+    lines it holds (default 65,536).
     """
     late = late or ("file" if late_path else "drop")
     if late not in LATE_POLICIES:
@@ -261,5 +265,5 @@ def plan(
     query = Builder().build(tree)
     optimized, applied = optimize(query.root)
     return SqlQuery(
-        text, query, query.root, optimized, applied, on_error, late_path, late=late, batch_latency=batch_latency
+        text, query, query.root, optimized, applied, on_error, late_path, late=late, batch_latency=batch_latency, batch_rows=batch_rows
     )
