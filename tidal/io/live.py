@@ -80,7 +80,7 @@ class PipeBytes:
             if data is None:
                 break
             self.ahead += data
-        while len(self.ahead) < READ_BYTES:  # and what is there already, without waiting
+        while self.fd is not None and len(self.ahead) < READ_BYTES:  # and what is there already, without waiting
             data = self._raw(0)
             if not data:
                 break
@@ -221,6 +221,7 @@ def live_schema(source, path: str, fmt: str, options: dict, at_eof: bool = False
 
 
 _ROW = re.compile(r"Row #(\d+)")
+_VALUE = re.compile(r"invalid value '(.*)'$")
 
 
 class LineParser:
@@ -286,13 +287,18 @@ class LineParser:
         except pa.ArrowInvalid as exc:
             text = str(exc).replace("\n", " ")
             m = _ROW.search(text)
-            where = f"line {first_line + int(m.group(1)) - 1}" if m else f"lines from {first_line}"
+            value = _VALUE.search(text)
+            line = _line_with_field(data, value.group(1), self.sep, first_line) if value else None
+            if m:
+                where = f"line {first_line + int(m.group(1)) - 1}"
+            else:
+                where = f"line {line}" if line is not None else f"lines from {first_line}"
             raise InputError(
                 f"{self.path}: {where}: {text} (the column types were inferred from the first rows of the input)"
             ) from None
         if bad:
             row = bad[0]
-            line = first_line + row.number - 1 if row.number not in (None, -1) else None
+            line = first_line + row.number - 1 if row.number not in (None, -1) else _line_in(data, row.text, first_line)
             if self.on_error == "fail":
                 column = min(row.expected_columns, row.actual_columns) + 1
                 raise InputError(
@@ -303,6 +309,23 @@ class LineParser:
         if not self.header:
             table = table.rename_columns(["column" + n[1:] for n in table.column_names])
         return _normalise_times(table.select(self.columns))
+
+
+def _line_in(data: bytes, text: str, first_line: int) -> int | None:
+    """The line number of the first of ``data``'s lines equal to ``text`` (pyarrow does not always say)."""
+    want = text.encode()
+    for i, line in enumerate(data.splitlines()):
+        if line.rstrip(b"\r") == want:
+            return first_line + i
+    return None
+
+
+def _line_with_field(data: bytes, value: str, sep: str, first_line: int) -> int | None:
+    """The line number of the first of ``data``'s lines with a field equal to ``value``."""
+    for i, line in enumerate(data.decode("utf-8", "replace").splitlines()):
+        if value in (f.strip('"') for f in line.rstrip("\r").split(sep)):
+            return first_line + i
+    return None
 
 
 def _parse_type(t: pa.DataType) -> pa.DataType:
