@@ -99,12 +99,16 @@ class SegmentSink(DurableSink):
             schema = self.pending[0].schema
             path = self.directory / f"part-{self.committed:06d}.arrow"
             tmp = path.with_suffix(".arrow.tmp")
-            with pa.OSFile(str(tmp), "wb") as f, pa.ipc.new_file(f, schema) as writer:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_file(sink, schema) as writer:
                 for rb in self.pending:
                     writer.write_batch(rb if rb.schema == schema else rb.cast(schema))
-            with open(tmp, "rb+") as f:
+            data = sink.getvalue()
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
                 os.fsync(f.fileno())
-            digest = [os.path.getsize(tmp), _crc(tmp)]
+            digest = [data.size, zlib.crc32(data)]
             os.replace(tmp, path)
             _fsync_dir(self.directory)
             self.committed += 1

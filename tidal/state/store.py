@@ -93,8 +93,10 @@ class CheckpointStore:
             self._db = sqlite3.connect(self.path, isolation_level=None)  # transactions are explicit below
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")  # a commit that returned survives power loss
+            self._db.execute("BEGIN")
             for statement in _SCHEMA:
                 self._db.execute(statement)
+            self._db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise TidalError(f"{self.path} is not a readable checkpoint store: {exc}") from None
         self._known: set[bytes] = set()  # chunks this process knows to be in the store
