@@ -32,7 +32,9 @@ JOIN tumble(source => TABLE(max_diff_watermark(source => TABLE(tail(path => 'b.c
   time_field => DESCRIPTOR(t), offset => INTERVAL 5 SECONDS)), time_field => DESCRIPTOR(t),
   window_length => INTERVAL 1 MINUTE) b
 ON a.k = b.k AND a.window_end = b.window_end GROUP BY a.k, a.window_end"""
-COUNTING = "SELECT k, count(*) AS c, sum(v) AS s FROM tail(path => 'a.csv', stop => 'eof') GROUP BY k TRIGGER COUNTING 20"
+COUNTING = (
+    "SELECT k, count(*) AS c, sum(v) AS s FROM tail(path => 'a.csv', stop => 'eof') GROUP BY k TRIGGER COUNTING 20"
+)
 QUERIES = {"windowed": (WINDOWED, "stream-json"), "join": (JOIN, "live-csv"), "counting": (COUNTING, "stream-json")}
 
 

@@ -121,7 +121,7 @@ def test_a_malformed_line_is_named_or_skipped_and_counted(tmp_path, monkeypatch,
     assert "f.csv: line 4, column 3: malformed row" in capsys.readouterr().err
     assert cli(["query", sql, "--format", "batch-csv", "--on-error", "skip"]) == 0
     out = capsys.readouterr()
-    assert out.out.splitlines()[1:] == ["1,\"x\"", "2,\"y\"", "4,\"w\""] and "skipped rows: 1" in out.err
+    assert out.out.splitlines()[1:] == ['1,"x"', '2,"y"', '4,"w"'] and "skipped rows: 1" in out.err
 
     class Chunks(io.RawIOBase):  # standard input that brings a non-number after the types were inferred
         def __init__(self, chunks):
@@ -145,7 +145,11 @@ def test_a_malformed_line_is_named_or_skipped_and_counted(tmp_path, monkeypatch,
 @pytest.mark.parametrize(
     ("sql", "extra", "message"),
     [
-        ("SELECT a FROM 'stdin.csv'", ["--state", "s.db", "--output", "o.json"], "over standard input is not supported"),
+        (
+            "SELECT a FROM 'stdin.csv'",
+            ["--state", "s.db", "--output", "o.json"],
+            "over standard input is not supported",
+        ),
         ("SELECT a FROM tail(path => 'f.csv')", ["--state", "s.db"], "--state needs --output"),
         ("SELECT a FROM 'stdin.csv'", ["--progressive", "10"], "not supported on standard input"),
         (

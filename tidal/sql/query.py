@@ -265,5 +265,14 @@ def plan(
     query = Builder().build(tree)
     optimized, applied = optimize(query.root)
     return SqlQuery(
-        text, query, query.root, optimized, applied, on_error, late_path, late=late, batch_latency=batch_latency, batch_rows=batch_rows
+        text,
+        query,
+        query.root,
+        optimized,
+        applied,
+        on_error,
+        late_path,
+        late=late,
+        batch_latency=batch_latency,
+        batch_rows=batch_rows,
     )

@@ -144,14 +144,23 @@ class CheckpointStore:
                 db.execute("DELETE FROM refs WHERE query = ? AND seq <= ?", (query, old))
                 db.execute("DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = chunks.hash)")
             db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            self._rollback()
+            raise TidalError(f"the checkpoint store {self.path} is damaged: {exc}") from None
         except BaseException:
-            db.execute("ROLLBACK")
-            self._known.clear()
+            self._rollback()
             raise
         if old >= 1:  # what the deletion kept is still known; what it removed is not
             self._known = {h for (h,) in db.execute("SELECT hash FROM refs WHERE query = ?", (query,))}
         self._known.update(chunks)
         return seq
+
+    def _rollback(self) -> None:
+        self._known.clear()
+        try:
+            self._db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, query: str, fingerprint: str | None = None, plan: str | None = None) -> dict | None:
@@ -164,7 +173,8 @@ class CheckpointStore:
 
     def _load(self, query: str, fingerprint: str | None, plan: str | None) -> dict | None:
         row = self._db.execute(
-            "SELECT seq, fingerprint, plan, manifest, digest FROM checkpoints WHERE query = ? ORDER BY seq DESC LIMIT 1",
+            "SELECT seq, fingerprint, plan, manifest, digest FROM checkpoints "
+            "WHERE query = ? ORDER BY seq DESC LIMIT 1",
             (query,),
         ).fetchone()
         if row is None:
