@@ -376,6 +376,7 @@ class Stream:
                 )
         finally:
             query.close()
+            sink.close()
         return sink.table()
 
     def to_arrow(self) -> pa.Table:
