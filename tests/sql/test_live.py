@@ -158,6 +158,8 @@ def test_a_malformed_line_is_named_or_skipped_and_counted(tmp_path, monkeypatch,
             "percentile_watermark reads its whole input first: not supported on tail",
         ),
         ("SELECT a FROM tail(path => 'f.csv', stop => 'later')", [], "stop is 'never'"),
+        ("SELECT x.a FROM 'stdin.csv' x JOIN 'stdin.csv' y ON x.a = y.a", [], "standard input is read twice"),
+        ("SELECT a FROM 'stdin.csv' WHERE a IN (SELECT a FROM 'stdin.csv')", [], "standard input is read twice"),
     ],
 )
 def test_what_live_input_cannot_do_is_refused(tmp_path, monkeypatch, capsys, sql, extra, message):

@@ -87,6 +87,16 @@ class PipeBytes:
             self.ahead += data
         return self.ahead
 
+    def claim(self, reader) -> None:
+        """Standard input is one pipe: a second reader in the same run would get only part of it."""
+        owner = getattr(self, "owner", None)
+        if owner is not None and owner is not reader:
+            raise InputError(
+                "standard input is read twice in one query (a pipe can be read once): not supported; "
+                "save it to a file and name the file instead"
+            )
+        self.owner = reader
+
     def seek(self, offset: int) -> None:
         if offset != self.consumed:
             raise InputError(
@@ -384,6 +394,8 @@ class TextFeed(Feed):
             yield Punctuation(t) if kind == "punctuation" else Completed()
         if pos.get("done"):
             return
+        if hasattr(self.source, "claim"):
+            self.source.claim(self)
         self.source.seek(offset)
         header_lines = 0
         if offset == 0 and self.parser.fmt != "json":
@@ -462,6 +474,8 @@ def input_schema(path: str, fmt: str, options: dict, live: dict) -> pa.Schema:
     kind = live.get("kind", "tail")
     source = live_bytes(path, kind)
     if kind == "stdin":
+        if getattr(source, "owner", None) is not None:
+            source.claim(object())  # already read by another part of this query: the error says so
         return live_schema(source, path, fmt, options)
     source._open()
     try:
