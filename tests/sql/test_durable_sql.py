@@ -77,15 +77,18 @@ def test_killed_at_random_instants_the_output_is_the_uninterrupted_runs(tmp_path
     sql, fmt = QUERIES[name]
     write_inputs(tmp_path)
     monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
     assert cli(tidal(sql, fmt, "ref.out", "--batch-rows", "40")[3:]) == 0  # the uninterrupted run, in this process
+    # kills at random instants spread so that the killed runs together do about a quarter of the work
+    spread = max(0.05, (time.perf_counter() - start) / (2 * KILLS))
     expected = (tmp_path / "ref.out").read_bytes()
     assert expected.count(b"\n") > 50
     cmd = tidal(sql, fmt, "out.out", "--batch-rows", "40", "--state", "state.db", "--checkpoint-interval", "0.02")
     rng = random.Random(name)
     kills = in_commit = 0
     for i in range(KILLS):
-        if i % 3 == 2:  # die inside a commit: after the output's commit, before the state's transaction commits
-            proc = subprocess.run(cmd, cwd=tmp_path, env=env(f"kill:{rng.randint(1, 4)}"), capture_output=True)
+        if i % 3 == 0:  # die inside a commit: after the output's commit, before the state's transaction commits
+            proc = subprocess.run(cmd, cwd=tmp_path, env=env(f"kill:{rng.randint(1, 3)}"), capture_output=True)
             assert proc.returncode in (-signal.SIGKILL, 0), proc.stderr
             in_commit += proc.returncode == -signal.SIGKILL
             kills += proc.returncode == -signal.SIGKILL
@@ -98,7 +101,7 @@ def test_killed_at_random_instants_the_output_is_the_uninterrupted_runs(tmp_path
                 proc.kill()
                 pytest.fail("the durable run did not commit within 60 s")
             time.sleep(0.01)
-        time.sleep(rng.uniform(0, 0.4))
+        time.sleep(rng.uniform(0, spread))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
@@ -107,7 +110,7 @@ def test_killed_at_random_instants_the_output_is_the_uninterrupted_runs(tmp_path
     done = subprocess.run(cmd, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out.out").read_bytes() == expected
-    assert kills >= KILLS - 2 and in_commit >= 1, (kills, in_commit)  # the run was really killed, also in commits
+    assert kills == KILLS and in_commit >= 2, (kills, in_commit)  # every run was really killed, some in commits
     if name == "windowed":
         again = subprocess.run(cmd, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
         assert again.returncode == 0 and (tmp_path / "out.out").read_bytes() == expected  # a finished run stays done
