@@ -221,7 +221,7 @@ def _durable(q, fmt: str, args) -> int:
             file=sys.stderr,
         )
         return 128 + (got[0].value if got else 0)
-    if fmt not in STREAM_FORMATS:
+    if fmt not in STREAM_FORMATS and not run.url:  # (a URL's sink wrote its own output)
         table = run.result()
         tmp = f"{args.output}.tmp"
         if fmt == "parquet":

@@ -443,6 +443,7 @@ class TextFeed(Feed):
                 continue
             if eof:
                 self._position = {"offset": offset, "line": line, "rows": rows, "then": [], "done": True}
+                self.source.close()
                 yield Completed()
                 return
             if data == b"" and not lines:

@@ -39,6 +39,10 @@ from .logical import Scan
 from .output import ChangelogSink, LiveCsv, StreamJson
 
 STREAM_FORMATS = ("stream-json", "live-csv")
+# Durable sinks for outputs named by a URL (``kafka://...``, ``postgresql://...``): a connector
+# registers ``SINKS[scheme] = factory(sql_query, fmt, output, state_path) -> DurableSink``; the
+# sink's ``progress()`` is committed with the query's state and given back to ``resume_at``.
+SINKS: dict = {}
 BATCH_FORMATS = ("batch-csv", "batch-json", "batch-table", "live-table", "parquet")
 QUERY_NAME = "query"
 
@@ -146,7 +150,16 @@ class DurableRun:
     def __init__(self, q, fmt: str, output: str, state: str):
         check_durable(q, fmt, output)
         self.q, self.fmt, self.output, self.state = q, fmt, output, state
-        if fmt in STREAM_FORMATS:
+        scheme = output.split("://", 1)[0].lower() if "://" in output else None
+        self.url = scheme is not None
+        if scheme is not None:
+            if scheme not in SINKS:
+                known = ", ".join(f"{k}://" for k in sorted(SINKS)) or "none"
+                raise PlanError(
+                    f"--state: no exactly-once sink for {scheme}:// outputs (not supported; known: {known})"
+                )
+            self.sink = SINKS[scheme](q, fmt, output, state)
+        elif fmt in STREAM_FORMATS:
             self.sink = ChangelogFile(output, fmt, q.visible_names(), list(q.query.output_names))
         else:
             self.sink = SegmentSink(Path(f"{state}.events"))

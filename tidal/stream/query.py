@@ -230,9 +230,13 @@ class Query:
 
 def execute(root: PlanNode, sink: Consumer) -> None:
     """Build the physical DAG for ``root``, attach ``sink``, and run it to completion."""
-    Query([root], [sink]).run()
+    execute_many([root], [sink])
 
 
 def execute_many(roots: Sequence[PlanNode], sinks: Sequence[Consumer]) -> None:
     """Several roots in one DAG (shared nodes built once), run once."""
-    Query(roots, sinks).run()
+    query = Query(roots, sinks)
+    try:
+        query.run()
+    finally:
+        query.close()
