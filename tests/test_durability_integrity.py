@@ -175,6 +175,11 @@ def test_a_state_file_of_another_query_is_refused_showing_both(tmp_path, monkeyp
     assert cli(["query", other, "--format", "stream-json", "--output", "o.json", "--state", "s.db"]) == 2
     err = capsys.readouterr().err
     assert "different plan" in err and "sum(v)" in err and "max(v)" in err and err.count("stream plan:") == 2
+    with (tmp_path / "e.csv").open("a") as fh:  # an input re-read from its start changed: the replay would be wrong
+        fh.write("2024-01-01 00:09:00,k1,1\n")
+    assert cli(["query", SQL, "--format", "stream-json", "--output", "o.json", "--state", "s.db"]) == 2
+    err = capsys.readouterr().err
+    assert "different plan" in err and err.count("inputs read from their start") == 2 and "e.csv: " in err
 
 
 @pytest.mark.parametrize("fmt", ["batch-csv", "parquet", "live-csv"])

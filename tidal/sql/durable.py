@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import os
 from pathlib import Path
 
 from ..core.errors import PlanError
@@ -117,6 +118,24 @@ class LateFile(DurableSink):
         self.file.close()
 
 
+def _file_scans(node) -> list[Scan]:
+    found = [node] if isinstance(node, Scan) and not node.live else []
+    for child in node.inputs:
+        found += _file_scans(child)
+    return found
+
+
+def _inputs(q) -> str:
+    """The files a restart re-reads from their start, with their size and modification time: a file that
+    changed since the state was saved would make the replay wrong, so it makes the plan another one."""
+    lines = []
+    for path in sorted({s.path for s in _file_scans(q.optimized)}):
+        if os.path.isfile(path):
+            st = os.stat(path)
+            lines.append(f"  {path}: {st.st_size} bytes, modified {st.st_mtime_ns} ns")
+    return "inputs read from their start on a restart:\n" + ("\n".join(lines) or "  none")
+
+
 def _live_scans(node) -> list[Scan]:
     found = [node] if isinstance(node, Scan) and node.live else []
     for child in node.inputs:
@@ -168,14 +187,15 @@ class DurableRun:
         self.sequence = 0
 
     def summary(self, stream) -> str:
-        return f"query: {self.q.text.strip()}\nformat: {self.fmt}\nstream plan:\n{stream.explain()}"
+        return f"query: {self.q.text.strip()}\nformat: {self.fmt}\n{_inputs(self.q)}\nstream plan:\n{stream.explain()}"
 
     def run(self, every_seconds: float | None = 1.0, every_messages: int | None = None) -> bool:
         """Run until the input ends (True) or :meth:`stop` (False), committing as it goes."""
         stream, runner, sorts = self.q.prepare(self.sink, late_sink=self.late)
         self.runner = runner
         summary = self.summary(stream)
-        fingerprint = hashlib.sha256(f"{stream.explain()}\n{self.fmt}\n{len(sorts)}".encode()).hexdigest()[:16]
+        key = f"{stream.explain()}\n{self.fmt}\n{len(sorts)}\n{_inputs(self.q)}"
+        fingerprint = hashlib.sha256(key.encode()).hexdigest()[:16]
         try:
             with CheckpointStore(self.state) as store:
                 self.sequence = runner.run_durably(
