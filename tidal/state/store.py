@@ -6,12 +6,12 @@ has got. :class:`CheckpointStore` writes each one in a single SQLite transaction
 journal, synchronous commits), so after a crash the newest checkpoint is either wholly there
 or not there at all, never half written. It keeps the newest ``keep`` checkpoints per query.
 
-Incremental: the state is cut into *chunks*, one per top-level entry of each operator's state
-(and one for the rest: positions, sinks), each serialised and named by its BLAKE2b hash. A
-chunk already in the store (the entry did not change since an earlier checkpoint: a stateless
-operator, a join side that got nothing new, a window store between commits) is not written
-again; the checkpoint itself is a small manifest of chunk names. Chunks no kept checkpoint
-names are deleted in the same transaction.
+Incremental: the state is cut into *chunks*, each named by its BLAKE2b hash: per top-level
+entry of each operator's state a small pickled skeleton, and its Arrow tables and large numpy
+arrays in blocks of rows (:mod:`.chunks`). A chunk already in the store (an entry that did not
+change since an earlier checkpoint, the leading rows of a join's stored rows that only grew) is
+not written again; the checkpoint itself is a small manifest of chunk names (with positions and
+sinks). Chunks no kept checkpoint names are deleted in the same transaction.
 
 Checksums: a chunk's name is the hash of its bytes and the manifest carries its own hash, so
 loading recomputes both and refuses a checkpoint whose bytes changed (one flipped bit is an
@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import TidalError
+from .chunks import decode, encode, names_in
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS checkpoints (
@@ -103,14 +104,17 @@ class CheckpointStore:
 
     # -- saving ------------------------------------------------------------------------------
     def _chunks(self, state: dict) -> tuple[dict, dict[bytes, bytes]]:
-        """The manifest (the state with each operator entry replaced by its chunk's name) and the chunks."""
+        """The manifest (the state with each operator entry replaced by its skeleton's chunk name) and
+        the chunks (skeletons, and the blocks of their Arrow and large numpy values: :mod:`.chunks`)."""
         chunks: dict[bytes, bytes] = {}
 
-        def chunk(value) -> bytes:
-            data = pickle.dumps(value, protocol=5)
+        def put(data: bytes) -> bytes:
             name = _hash(data)
             chunks[name] = data
             return name
+
+        def chunk(value) -> bytes:
+            return put(pickle.dumps(encode(value, put), protocol=5))
 
         manifest = {k: v for k, v in state.items() if k != "operators"}
         if "operators" in state:
@@ -191,7 +195,26 @@ class CheckpointStore:
             raise TidalError(f"{where} is corrupt: its manifest's checksum does not match")
         manifest = self._unpickle(blob, where, "its manifest")
         names = [h for op in manifest.get("operators", []) for h in (op.values() if isinstance(op, dict) else [op])]
-        datas = {}
+        datas = self._fetch(names, where)
+        skeletons = {name: self._unpickle(datas[name], where, f"chunk {name.hex()}") for name in set(names)}
+        datas.update(self._fetch([n for sk in skeletons.values() for n in names_in(sk)], where))
+        self._known = set(datas)
+
+        def value(name: bytes):
+            return decode(skeletons[name], datas.__getitem__)
+
+        state = {k: v for k, v in manifest.items() if k != "operators"}
+        if "operators" in manifest:
+            state["operators"] = [
+                {k: value(h) for k, h in op.items()} if isinstance(op, dict) else value(op)
+                for op in manifest["operators"]
+            ]
+        return state
+
+    def _fetch(self, names: list[bytes], where: str) -> dict[bytes, bytes]:
+        """The chunks ``names``, each checked against its name (the hash of its bytes)."""
+        names = list(dict.fromkeys(names))
+        datas: dict[bytes, bytes] = {}
         for i in range(0, len(names), 500):
             part = names[i : i + 500]
             marks = ",".join("?" * len(part))
@@ -202,18 +225,7 @@ class CheckpointStore:
                 raise TidalError(f"{where} is incomplete: chunk {name.hex()} is missing")
             if _hash(data) != name:
                 raise TidalError(f"{where} is corrupt: chunk {name.hex()} does not match its checksum")
-        self._known = set(datas)
-
-        def value(name: bytes):
-            return self._unpickle(datas[name], where, f"chunk {name.hex()}")
-
-        state = {k: v for k, v in manifest.items() if k != "operators"}
-        if "operators" in manifest:
-            state["operators"] = [
-                {k: value(h) for k, h in op.items()} if isinstance(op, dict) else value(op)
-                for op in manifest["operators"]
-            ]
-        return state
+        return datas
 
     @staticmethod
     def _unpickle(data: bytes, where: str, what: str):
