@@ -166,8 +166,12 @@ SQL = (
 )
 
 
-def _events(path, n=300):
-    lines = ["t,k,v"] + [f"2024-01-01 00:{i // 60:02d}:{i % 60:02d},k{i % 4},{i}" for i in range(n)]
+def _events(path, n=300, late: int = 0):
+    lines = ["t,k,v"] + [
+        f"2024-01-{1 + i // 3600:02d} 00:{i // 60 % 60:02d}:{i % 60:02d},k{i % 4},{i}" for i in range(n)
+    ]
+    for j in range(late):  # rows far behind the watermark: late, written to the late-records file
+        lines.insert(n // 2 + 7 * j, f"2024-01-01 00:00:0{j},k9,{-j}")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -193,17 +197,21 @@ def test_a_killed_sql_run_in_a_batch_format_writes_the_uninterrupted_answer(tmp_
     from tidal.cli.main import main as cli
 
     monkeypatch.chdir(tmp_path)
-    _events(tmp_path / "e.csv", 3000)
-    assert cli(["query", SQL, "--format", fmt, "--output", "ref.out"]) == 0
-    cmd = [sys.executable, "-m", "tidal.cli.main", "query", SQL, "--format", fmt, "--output", "o.out"]
-    cmd += ["--state", "s.db", "--checkpoint-interval", "0.001"]
+    _events(tmp_path / "e.csv", 3000, late=3)
+    sql = SQL.replace("TABLE('e.csv')", "TABLE(tail(path => 'e.csv', stop => 'eof'))")
+    common = ["--format", fmt, "--batch-rows", "100"]
+    assert cli(["query", sql, *common, "--output", "ref.out", "--late-records", "ref-late.json"]) == 0
+    assert (tmp_path / "ref-late.json").read_text().count("\n") == 3
+    cmd = [sys.executable, "-m", "tidal.cli.main", "query", sql, *common, "--output", "o.out"]
+    cmd += ["--late-records", "late.json", "--state", "s.db", "--checkpoint-interval", "0.001"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    killed = subprocess.run(cmd, env={**env, "TIDAL_TEST_COMMIT_HOOK": "kill:2"}, capture_output=True)
+    killed = subprocess.run(cmd, env={**env, "TIDAL_TEST_COMMIT_HOOK": "kill:17"}, capture_output=True)
     assert killed.returncode == -9, killed.stderr
     assert not (tmp_path / "o.out").exists() or fmt == "live-csv"  # a batch answer appears whole, at the end
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "o.out").read_bytes() == (tmp_path / "ref.out").read_bytes()
+    assert (tmp_path / "late.json").read_bytes() == (tmp_path / "ref-late.json").read_bytes()
 
 
 @settings(max_examples=40, deadline=None)
