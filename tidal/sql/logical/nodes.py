@@ -53,12 +53,12 @@ class Scan(Node):
     path: str
     format: str
     options: tuple = ()
+    live: tuple = ()  # a growing input read as it is written: (("kind", "stdin" | "tail"), ("stop", ...), ...)
     names: tuple = ()
     scope: tuple = ()
     types: tuple = ()
     file_columns: tuple = ()  # the column each output name reads (projection pushdown shrinks the list)
     predicate: exp.Expression | None = None  # pushed-down filter over file columns
-    live: tuple = ()  # a growing input read as it is written: (("kind", "stdin" | "tail"), ("stop", ...), ...)
 
     def describe(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options)
