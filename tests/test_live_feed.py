@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ from tidal.core.time import INFINITY
 from tidal.io.live import FileBytes, LineParser, TextFeed
 from tidal.plan.nodes.source import Source
 from tidal.plan.properties import Properties
+from tidal.state.store import CheckpointStore
 
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 
@@ -105,3 +107,47 @@ def test_a_batch_is_cut_by_wall_clock_and_appended_lines_are_read(tmp_path):
     q.close()
     # the first row is out long before the 1000-row batch is full; the appended rows follow
     assert got[:3] == [(1, 1), (2, 5), (2, 11)]
+
+
+def _events_file(path, n: int = 500) -> pa.Table:
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.integers(0, 5_000, n)) + rng.integers(0, 40, n)  # a little out of order
+    table = pa.table({"t": t, "k": rng.integers(0, 5, n), "v": rng.integers(-9, 9, n)})
+    path.write_text(
+        "t,k,v\n"
+        + "\n".join(f"{a},{b},{c}" for a, b, c in zip(*(col.to_pylist() for col in table.columns), strict=True))
+        + "\n"
+    )
+    return table
+
+
+def _windowed(s: tidal.Stream) -> tidal.Stream:
+    return s.tumbling_window(500).group_aggregate("k", n=agg.count(), s=agg.sum("v"))
+
+
+def test_from_tail_equals_the_same_rows_from_arrow(tmp_path):
+    table = _events_file(tmp_path / "e.csv")
+    tail = _windowed(tidal.from_tail(str(tmp_path / "e.csv"), "t", batch_rows=37, reorder_latency=50))
+    arrow = _windowed(tidal.from_arrow(table, time="t", disorder="drop", reorder_latency=50))
+    assert _rows(tail.to_arrow()) == _rows(arrow.to_arrow())
+
+
+def test_from_tail_under_run_durable_resumes_at_its_byte_offset(tmp_path):
+    _events_file(tmp_path / "e.csv")
+    make = lambda: _windowed(tidal.from_tail(str(tmp_path / "e.csv"), "t", batch_rows=23, reorder_latency=50))  # noqa: E731
+    expected = _rows(make().to_arrow())
+
+    class Stop(Exception):
+        pass
+
+    def stop_at(seq):
+        if seq == 5:
+            raise Stop
+
+    out, cp = tmp_path / "out", tmp_path / "cp.sqlite"
+    with pytest.raises(Stop):
+        make().run_durable(str(out), str(cp), every_messages=3, on_checkpoint=stop_at)
+    with CheckpointStore(cp) as store:  # the checkpoint holds the feed's byte offset, part way through the file
+        offsets = [p["offset"] for p in store.load("query")["positions"] if isinstance(p, dict)]
+    assert offsets and 0 < offsets[0] < (tmp_path / "e.csv").stat().st_size
+    assert _rows(make().run_durable(str(out), str(cp), every_messages=3)) == expected

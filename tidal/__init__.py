@@ -13,6 +13,7 @@ from .core.time import INFINITY
 from .io.egress import Event
 from .plan.properties import Properties
 from .stream.disordered import DisorderedStream, Streams
+from .stream.live import from_stdin, from_tail
 from .stream.sources import from_arrow, from_numpy, from_pandas, from_records
 from .stream.streamable import Stream
 
@@ -32,5 +33,7 @@ __all__ = [
     "from_numpy",
     "from_pandas",
     "from_records",
+    "from_stdin",
+    "from_tail",
 ]
 __version__ = "0.1.0"
