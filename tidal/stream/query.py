@@ -89,6 +89,7 @@ class Query:
         self._heap: list | None = None
         self._iters: list = []
         self.stopping = False
+        self.delivered = 0  # messages delivered by this query object (all runs)
 
     # -- running ----------------------------------------------------------------------------
     def _start(self) -> None:
@@ -136,6 +137,7 @@ class Query:
             deliver(self.sources[idx][1], msg)
             self.positions[idx] = after
             delivered += 1
+            self.delivered += 1
             if isinstance(msg, Completed):
                 self.finished[idx] = True
                 continue
@@ -215,9 +217,13 @@ class Query:
             for sink in self.sinks:
                 if isinstance(sink, DurableSink):
                     sink.resume_at(0)
+        saved_at = -1
         while True:
             until = time.monotonic() + every_seconds if every_seconds is not None else None
             done = self.run(max_messages=every_messages, until=until)
+            if self.delivered == saved_at and not (done or self.stopping):
+                continue  # an idle feed: nothing changed since the last checkpoint
+            saved_at = self.delivered
             for sink in self.sinks:
                 if isinstance(sink, DurableSink):
                     sink.commit()
