@@ -52,10 +52,12 @@ def _rows(table: pa.Table) -> list[tuple]:
     rows=st.integers(1, 6),
     cut=st.integers(0, 25),
     newline=st.booleans(),
+    crlf=st.booleans(),
 )
-def test_a_restored_feed_reads_exactly_the_rest(tmp_path_factory, values, rows, cut, newline):
+def test_a_restored_feed_reads_exactly_the_rest(tmp_path_factory, values, rows, cut, newline, crlf):
     path = tmp_path_factory.mktemp("tail") / "f.csv"
-    path.write_text("k,v\n" + "\n".join(f"{k},{v}" for k, v in values) + ("\n" if newline else ""))
+    end = "\r\n" if crlf else "\n"
+    path.write_bytes(("k,v" + end + end.join(f"{k},{v}" for k, v in values) + (end if newline else "")).encode())
     whole = _stream(path, rows).to_arrow()
     assert whole.num_rows > 0
     first = _stream(path, rows).query()

@@ -417,7 +417,7 @@ class TextFeed(Feed):
                 buffer += data
             if b"\n" in buffer:
                 cut = buffer.rindex(b"\n") + 1
-                new = buffer[:cut].splitlines(keepends=True)
+                new = [part + b"\n" for part in buffer[: cut - 1].split(b"\n")]  # (a lone \r ends no record)
                 buffer = buffer[cut:]
                 while header_lines and new:
                     consumed = new.pop(0)
