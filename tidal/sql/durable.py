@@ -207,7 +207,7 @@ class DurableRun:
                 if sink is not None and hasattr(sink, "close"):
                     sink.close()
         self.q.ran(sorts, runner)
-        return not runner.stopping
+        return all(runner.finished)  # (a signal that came after the end of input changes nothing)
 
     def stop(self) -> None:
         if self.runner is not None:
