@@ -42,7 +42,9 @@ from .output import ChangelogSink, LiveCsv, StreamJson
 STREAM_FORMATS = ("stream-json", "live-csv")
 # Durable sinks for outputs named by a URL (``kafka://...``, ``postgresql://...``): a connector
 # registers ``SINKS[scheme] = factory(sql_query, fmt, output, state_path) -> DurableSink``; the
-# sink's ``progress()`` is committed with the query's state and given back to ``resume_at``.
+# sink's ``progress()`` is committed with the query's state and given back to ``resume_at``, and a
+# sink with a ``publish()`` method has it called after each checkpoint is saved (a Kafka sink sends
+# the messages of the commit then, as tidal.io.kafka_sink does under ``to_kafka``).
 SINKS: dict = {}
 BATCH_FORMATS = ("batch-csv", "batch-json", "batch-table", "live-table", "parquet")
 QUERY_NAME = "query"
@@ -198,8 +200,15 @@ class DurableRun:
         fingerprint = hashlib.sha256(key.encode()).hexdigest()[:16]
         try:
             with CheckpointStore(self.state) as store:
+                publish = getattr(self.sink, "publish", None)
                 self.sequence = runner.run_durably(
-                    store, QUERY_NAME, fingerprint, every_messages, every_seconds=every_seconds, plan=summary
+                    store,
+                    QUERY_NAME,
+                    fingerprint,
+                    every_messages,
+                    on_checkpoint=(lambda seq: publish()) if publish is not None else None,
+                    every_seconds=every_seconds,
+                    plan=summary,
                 )
         finally:
             runner.close()
