@@ -63,11 +63,22 @@ def env(hook: str | None = None) -> dict:
     return out
 
 
-def _committed_since(state: Path, since: float) -> bool:
-    for p in (state, Path(f"{state}-wal")):
-        if p.exists() and p.stat().st_mtime > since:
-            return True
-    return False
+def _stamp(state: Path) -> tuple:
+    """Changes with every commit of the state (SQLite writes its WAL file, or the file itself)."""
+    return tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (state, Path(f"{state}-wal")))
+
+
+def _wait_for_commits(proc, state: Path, n: int) -> None:
+    """Until the running query has committed about ``n`` times (or has ended)."""
+    seen, last, start = 0, _stamp(state), time.time()
+    while proc.poll() is None and seen < n:
+        if time.time() - start > 60:
+            proc.kill()
+            pytest.fail("the durable run did not commit within 60 s")
+        now = _stamp(state)
+        if now != last:
+            seen, last = seen + 1, now
+        time.sleep(0.002)
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
@@ -77,13 +88,10 @@ def test_killed_at_random_instants_the_output_is_the_uninterrupted_runs(tmp_path
     sql, fmt = QUERIES[name]
     write_inputs(tmp_path)
     monkeypatch.chdir(tmp_path)
-    start = time.perf_counter()
     assert cli(tidal(sql, fmt, "ref.out", "--batch-rows", "40")[3:]) == 0  # the uninterrupted run, in this process
-    # kills at random instants spread so that the killed runs together do about a quarter of the work
-    spread = max(0.05, (time.perf_counter() - start) / (2 * KILLS))
     expected = (tmp_path / "ref.out").read_bytes()
     assert expected.count(b"\n") > 50
-    cmd = tidal(sql, fmt, "out.out", "--batch-rows", "40", "--state", "state.db", "--checkpoint-interval", "0.02")
+    cmd = tidal(sql, fmt, "out.out", "--batch-rows", "40", "--state", "state.db", "--checkpoint-interval", "0.001")
     rng = random.Random(name)
     kills = in_commit = 0
     for i in range(KILLS):
@@ -93,15 +101,11 @@ def test_killed_at_random_instants_the_output_is_the_uninterrupted_runs(tmp_path
             in_commit += proc.returncode == -signal.SIGKILL
             kills += proc.returncode == -signal.SIGKILL
             continue
-        # elsewhere: at a random instant after the run has committed once (commits sleep, so some kills land in one)
-        launched = time.time()
-        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env("sleep:0.01"), stderr=subprocess.PIPE)
-        while proc.poll() is None and not _committed_since(tmp_path / "state.db", launched):
-            if time.time() - launched > 60:
-                proc.kill()
-                pytest.fail("the durable run did not commit within 60 s")
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0, spread))
+        # elsewhere: at a random instant a few commits into the run (commits sleep, so some kills land in one;
+        # a commit follows about every message, so the killed runs together do a small part of the work)
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env("sleep:0.005"), stderr=subprocess.PIPE)
+        _wait_for_commits(proc, tmp_path / "state.db", rng.randint(1, 4))
+        time.sleep(rng.uniform(0, 0.01))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
