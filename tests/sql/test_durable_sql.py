@@ -8,6 +8,7 @@ WATERMARK, a stream join and a TRIGGER COUNTING query with retractions.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import signal
@@ -68,11 +69,13 @@ def _stamp(state: Path) -> tuple:
     return tuple(p.stat().st_mtime_ns if p.exists() else 0 for p in (state, Path(f"{state}-wal")))
 
 
-def _wait_for_commits(proc, state: Path, n: int) -> None:
+def _wait_for_commits(proc, state: Path, n: int, timeout: float = 60) -> None:
     """Until the running query has committed about ``n`` times (or has ended)."""
     seen, last, start = 0, _stamp(state), time.time()
     while proc.poll() is None and seen < n:
-        if time.time() - start > 60:
+        if time.time() - start > timeout:
+            if timeout < 60:
+                return
             proc.kill()
             pytest.fail("the durable run did not commit within 60 s")
         now = _stamp(state)
@@ -118,3 +121,61 @@ def test_killed_at_random_instants_the_output_is_the_uninterrupted_runs(tmp_path
     if name == "windowed":
         again = subprocess.run(cmd, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
         assert again.returncode == 0 and (tmp_path / "out.out").read_bytes() == expected  # a finished run stays done
+
+
+def test_killed_while_a_producer_appends_to_the_file(tmp_path, monkeypatch):
+    """``tail`` follows a file a producer is still writing; the query is killed with SIGKILL a few commits
+    into each run, restarted, and finally stopped by SIGTERM once the producer is done: the windows it
+    printed, exactly once each, are those of one run over the whole file that the watermark closed."""
+    import threading
+
+    from tidal.cli.main import main as cli
+
+    write_inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    whole = (tmp_path / "a.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "full.csv").write_text("".join(whole))
+    eof = WINDOWED.replace("'a.csv'", "'full.csv'")
+    assert cli(["query", eof, "--format", "stream-json", "--output", "ref.json"]) == 0
+    last = max(dt.datetime.fromisoformat(line.split(",")[0]) for line in whole[1:])
+    watermark = last - dt.timedelta(seconds=5)
+    closed = sorted(
+        line
+        for line in (tmp_path / "ref.json").read_text().splitlines()
+        if dt.datetime.fromisoformat(json.loads(line)["window_end"]) <= watermark
+    )
+    (tmp_path / "a.csv").write_text(whole[0])
+    done = threading.Event()
+
+    def produce():
+        with (tmp_path / "a.csv").open("a") as fh:
+            for start in range(1, len(whole), 100):
+                fh.write("".join(whole[start : start + 100]))
+                fh.flush()
+                time.sleep(0.25)
+        done.set()
+
+    following = WINDOWED.replace("stop => 'eof'", "stop => 'never'")
+    cmd = tidal(following, "stream-json", "out.json", "--state", "state.db", "--checkpoint-interval", "0.001")
+    cmd += ["--batch-latency", "5"]
+    producer = threading.Thread(target=produce)
+    producer.start()
+    rng, kills = random.Random(5), 0
+    while not done.is_set():  # (an idle run commits nothing: after the producer is done, waiting would not end)
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env("sleep:0.002"), stderr=subprocess.PIPE)
+        _wait_for_commits(proc, tmp_path / "state.db", rng.randint(1, 6), timeout=5)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        kills += proc.returncode == -signal.SIGKILL
+    producer.join()
+    final = subprocess.Popen(cmd, cwd=tmp_path, env=env(), stderr=subprocess.PIPE)
+    _wait_for_commits(final, tmp_path / "state.db", 1, timeout=30)  # running (its first commit comes at once)
+    start = time.time()
+    while (tmp_path / "out.json").read_text().count("\n") < len(closed) and time.time() - start < 60:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the rest waits for a watermark that does not come
+    final.send_signal(signal.SIGTERM)
+    err = final.communicate(timeout=60)[1].decode()
+    assert final.returncode == 128 + signal.SIGTERM, err
+    assert sorted((tmp_path / "out.json").read_text().splitlines()) == closed
+    assert kills >= 3
