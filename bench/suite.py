@@ -304,6 +304,8 @@ class Goal:
 
 
 GOALS = [
+    Goal("durable", "windowed aggregate", "ratio", 1 / 1.5, "run_durable at most 1.5x a plain run", 14, "plain run"),
+    Goal("durable", "join", "ratio", 1 / 1.5, "run_durable at most 1.5x a plain run", 14, "plain run"),
     Goal("core", "pass-through", "rate", 1e9, ">= 1e9 ev/s", 2),
     Goal("core", "where+select", "rate", 2e8, ">= 200M ev/s", 2),
     Goal("core", "where row mode", "ratio", 0.5, "within 2x of the Python loop", 2, "python loop"),

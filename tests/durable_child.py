@@ -51,11 +51,11 @@ def main() -> None:
         save = CheckpointStore.save
         calls = [0]
 
-        def dying_save(self, query, fingerprint, state):
+        def dying_save(self, query, fingerprint, state, **kw):
             calls[0] += 1
             if calls[0] == args.kill_in_save:
                 kill()
-            return save(self, query, fingerprint, state)
+            return save(self, query, fingerprint, state, **kw)
 
         CheckpointStore.save = dying_save
 

@@ -14,6 +14,7 @@ from .io.egress import Event
 from .plan.properties import Properties
 from .stream.disordered import DisorderedStream, Streams
 from .stream.kafka import to_kafka
+from .stream.live import from_stdin, from_tail
 from .stream.sources import from_arrow, from_kafka, from_numpy, from_pandas, from_records
 from .stream.streamable import Stream
 
@@ -36,5 +37,7 @@ __all__ = [
     "from_pandas",
     "from_records",
     "to_kafka",
+    "from_stdin",
+    "from_tail",
 ]
 __version__ = "0.1.0"

@@ -13,10 +13,12 @@ the size.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
 import select
+import signal
 import sys
 import time
 
@@ -140,31 +142,104 @@ def _query(args) -> int:
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
 
     fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
-    q = plan(args.sql, on_error=args.on_error, late_path=args.late_records, late=args.late)
+    latency = args.batch_latency / 1000 if args.batch_latency is not None else None
+    q = plan(
+        args.sql,
+        on_error=args.on_error,
+        late_path=args.late_records,
+        late=args.late,
+        batch_latency=latency,
+        batch_rows=args.batch_rows,
+    )
+    if args.state:
+        return _durable(q, fmt, args)
     labels = list(q.query.output_names)
     if args.output and args.output.startswith("kafka://"):
         return _to_kafka(q, args, labels)
     out = open(args.output, "w") if args.output and fmt != "parquet" else sys.stdout  # noqa: SIM115
     try:
-        if args.progressive:
-            _progressive(q, args.progressive, fmt, out)
-        elif fmt in ("stream-json", "live-csv"):
-            writer = StreamJson(out, labels) if fmt == "stream-json" else LiveCsv(out, labels)
-            q.run(ChangelogSink(q.visible_names(), labels, writer))
-        elif fmt == "live-table" and out.isatty():
-            _live_table(q, out)
-        elif args.engine == "spark":
-            _on_spark(q, args, fmt, out, labels)
-        else:
-            show_progress = fmt != "live-table" and sys.stderr.isatty()
-            table = _with_progress(q, q.result) if show_progress else q.result()
-            _write_final(table, fmt, out, args, q.stats)
+        with _stop_on_signals(lambda: q.running.stop() if q.running is not None else False) as got:
+            if args.progressive:
+                _progressive(q, args.progressive, fmt, out)
+            elif fmt in ("stream-json", "live-csv"):
+                writer = StreamJson(out, labels) if fmt == "stream-json" else LiveCsv(out, labels)
+                q.run(ChangelogSink(q.visible_names(), labels, writer))
+            elif fmt == "live-table" and out.isatty():
+                _live_table(q, out)
+            elif args.engine == "spark":
+                _on_spark(q, args, fmt, out, labels)
+            else:
+                show_progress = fmt != "live-table" and sys.stderr.isatty()
+                table = _with_progress(q, q.result) if show_progress else q.result()
+                _write_final(table, fmt, out, args, q.stats)
         out.flush()
         if fmt in ("live-table", "batch-table") or q.stats.late or q.stats.skipped or _has_watermark(q):
             print(_status(q.stats), file=sys.stderr)  # the late count is always reported when rows can be late
     finally:
         if out is not sys.stdout:
             out.close()
+    if got:
+        print(f"tidal: stopped by {got[0].name}: the output above is the answer so far", file=sys.stderr)
+        return 128 + got[0].value
+    return 0
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop):
+    """SIGINT and SIGTERM ask the running query to stop between two messages (``stop()``; False when
+    nothing runs yet: then the signal interrupts at once, as does a second one). Yields the signals got."""
+    got: list = []
+
+    def handler(signum, frame):
+        got.append(signal.Signals(signum))
+        if len(got) > 1 or not stop():
+            raise KeyboardInterrupt
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread: signals stay as they are
+            pass
+    try:
+        yield got
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _durable(q, fmt: str, args) -> int:
+    """``--state``: exactly-once output that survives a crash (see tidal.sql.durable)."""
+    from tidal.sql.durable import STREAM_FORMATS, DurableRun, check_durable
+
+    check_durable(q, fmt, args.output, bool(args.progressive), args.engine)
+    run = DurableRun(q, fmt, args.output, args.state)
+    with _stop_on_signals(lambda: run.stop() or run.runner is not None) as got:
+        finished = run.run(every_seconds=args.checkpoint_interval)
+    if not finished:
+        print(
+            f"tidal: stopped by {got[0].name if got else 'request'}; state saved (checkpoint {run.sequence} in "
+            f"{args.state}): run the same command to continue",
+            file=sys.stderr,
+        )
+        return 128 + (got[0].value if got else 0)
+    if fmt not in STREAM_FORMATS and not run.url:  # (a URL's sink wrote its own output)
+        table = run.result()
+        tmp = f"{args.output}.tmp"
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            from tidal.sql.output import unique_names
+
+            pq.write_table(table.rename_columns(unique_names(table.column_names)), tmp)
+        else:
+            with open(tmp, "w") as out:
+                _write_final(table, "batch-table" if fmt == "live-table" else fmt, out, args, q.stats)
+                out.flush()
+                os.fsync(out.fileno())
+        os.replace(tmp, args.output)  # the answer appears whole, once
+    if q.stats.late or q.stats.skipped or _has_watermark(q):
+        print(_status(q.stats), file=sys.stderr)
     return 0
 
 
@@ -327,6 +402,32 @@ def main(argv: list[str] | None = None) -> int:
     query.add_argument(
         "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
     )
+    query.add_argument(
+        "--batch-latency",
+        type=float,
+        metavar="MS",
+        help="growing input (standard input, tail(...)): a batch goes out at most MS milliseconds after its "
+        "first line arrived (default 250), or when full",
+    )
+    query.add_argument(
+        "--batch-rows",
+        type=int,
+        metavar="N",
+        help="growing input: at most N lines in one batch (default 65536)",
+    )
+    query.add_argument(
+        "--state",
+        metavar="PATH",
+        help="durable exactly-once run: sources' positions, operator state and output progress are committed "
+        "to PATH (SQLite); after a crash or kill, the same command continues (needs --output)",
+    )
+    query.add_argument(
+        "--checkpoint-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="with --state: commit at most this often (default 1 s of wall clock)",
+    )
     query.set_defaults(run=_query)
     explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
     explain.add_argument("sql")
@@ -334,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
+    except KeyboardInterrupt:
+        print("tidal: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         if not _stdout_gone():
             raise

@@ -19,8 +19,9 @@ class Feed:
     after the last message it yielded: the query stores it with each delivered message and
     checkpoints it, so it must be plain data (ints, strings, lists, dicts) and, reopened
     there, the feed must yield exactly the messages after that one. An unbounded feed
-    simply never ends; it should yield now and then even when idle (a punctuation or an
-    empty batch), so that a query merging it with other sources does not stall.
+    simply never ends; when nothing new has arrived for a while it should yield :data:`IDLE`
+    (a heartbeat: not delivered, position unchanged), so that the query can checkpoint on time
+    and stop cleanly when asked to.
     """
 
     def open(self, position: Any = None) -> Iterator:
@@ -31,3 +32,13 @@ class Feed:
 
     def close(self) -> None:
         """Release connections; called when the query stops reading."""
+
+
+class Idle:
+    """A feed's heartbeat: nothing new has arrived yet (never delivered to operators)."""
+
+    def __repr__(self) -> str:
+        return "IDLE"
+
+
+IDLE = Idle()

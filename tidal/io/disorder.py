@@ -52,11 +52,23 @@ def disordered_messages(
     for rb in batches():
         if rb.num_rows == 0:
             continue
-        sync = _time_column(rb, time, "time", offset)
-        oth = other_times(rb, sync, offset, end=end, kind=kind)
-        offset += len(sync)
-        yield EventBatch(sync, oth, {n: rb.column(i) for i, n in enumerate(rb.schema.names)})
+        yield arrival_batch(rb, time, end, kind, offset)
+        offset += rb.num_rows
     yield Completed()
 
 
-__all__ = ["POLICIES", "DisorderPolicy", "PunctuationGenerator", "disordered_messages", "late_bounds_model"]
+def arrival_batch(rb: pa.RecordBatch, time, end=None, kind: str = "point", offset: int = 0) -> EventBatch:
+    """One record batch as events in arrival order (``offset``: the number of rows before it, for errors)."""
+    sync = _time_column(rb, time, "time", offset)
+    oth = other_times(rb, sync, offset, end=end, kind=kind)
+    return EventBatch(sync, oth, {n: rb.column(i) for i, n in enumerate(rb.schema.names)})
+
+
+__all__ = [
+    "POLICIES",
+    "DisorderPolicy",
+    "PunctuationGenerator",
+    "arrival_batch",
+    "disordered_messages",
+    "late_bounds_model",
+]

@@ -70,8 +70,12 @@ def file_format(path: str, explicit: str | None = None) -> str:
     return FORMATS[ext]
 
 
-def _is_stdin(path: str) -> bool:
+def is_stdin(path: str) -> bool:
+    """Whether ``path`` names standard input (``stdin.csv``, ``stdin.json``, ... that is not a file)."""
     return os.path.basename(path).split(".")[0] == "stdin" and not os.path.exists(path)
+
+
+_is_stdin = is_stdin
 
 
 _STDIN: dict[str, object] = {}

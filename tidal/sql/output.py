@@ -198,10 +198,11 @@ class LiveCsv:
     line break is enclosed in quotes, its quotes doubled; lines end with ``\\n`` as batch-csv's.
     """
 
-    def __init__(self, out, labels: list[str]):
+    def __init__(self, out, labels: list[str], header: bool = True):
         self.out = out
         self.csv = csv.writer(out, lineterminator="\n")
-        self.csv.writerow(["sys.undo", *labels])
+        if header:  # (a durable run resumed after its header was written writes none)
+            self.csv.writerow(["sys.undo", *labels])
 
     def __call__(self, time: int, undo: bool, row: tuple) -> None:
         values = ["" if v is None else str(json_value(v)) for v in row]

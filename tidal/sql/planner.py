@@ -128,7 +128,11 @@ class Translator:
         progressive: bool = False,
         late: str = "drop",
         labels: dict | None = None,
+        batch_latency: float | None = None,
+        batch_rows: int | None = None,
     ):
+        self.batch_latency = batch_latency  # seconds; None: the live reader's default
+        self.batch_rows = batch_rows
         self.progressive = progressive
         self.late = late
         self.labels = labels or {}  # internal column -> user's SQL (Query.labels), for error messages
@@ -367,6 +371,13 @@ class Translator:
         if time.column is not None and time.column not in scan.names:
             raise PlanError(f"event time field {time.column} is not a column of {scan.path}")
         stats, on_error = self.stats, self.on_error
+        if scan.live:
+            from .live import live_source
+
+            node = live_source(self, scan, time, predicate, _time_as_timestamp)
+            if time.column is None:
+                return Stream(node)
+            return self._sorted(node, time)
 
         def read_table() -> pa.Table:
             if scan.rows is not None:  # VALUES / range: the rows are in the plan
@@ -435,6 +446,12 @@ class Translator:
             Properties(start_edge_only=True),
             detail,
         )
+        return self._sorted(node, time)
+
+    def _sorted(self, node: Source, time: TimeSpec) -> Stream:
+        """Events in arrival order, sorted by the watermark's Impatience sort (late rows per the policy)."""
+        params = dict(time.params)
+        latency = int(params.get("offset", 0)) if time.generator == "max_diff" else NO_WATERMARK_LATENCY
         adjust = self.late == "adjust" and time.generator is not None
         out = DisorderedStream(node).to_stream(reorder_latency=latency, disorder="adjust" if adjust else "drop")
         if adjust:  # the sort moved late rows' times up: the event-time column says so too

@@ -22,7 +22,7 @@ from ..ops.topk import order_indices
 from ..ops.watermark import Discard, LateSink
 from ..plan.nodes import LateEvents, sorts_in
 from ..plan.nodes.relational import WatermarkTap
-from ..stream.query import execute_many
+from ..stream.query import Query as QueryRunner
 from ..stream.streamable import Stream
 from .dialect import parse
 from .expressions import Evaluator
@@ -71,6 +71,9 @@ class SqlQuery:
     progressive: bool = False  # rows at their position in the input (see --progressive)
     late: str = "drop"  # LATE_POLICIES
     subquery: bool = False  # an IN (subquery) run by its outer query (which owns the late-records file)
+    batch_latency: float | None = None  # seconds: how long a live input's batch waits for more lines
+    batch_rows: int | None = None  # the most lines in one batch of a live input
+    running: QueryRunner | None = None  # the runtime of the current (or last) run
 
     def _subresults(self) -> dict:
         out = {}
@@ -102,6 +105,8 @@ class SqlQuery:
             self.progressive,
             self.late,
             self.query.labels,
+            batch_latency=self.batch_latency,
+            batch_rows=self.batch_rows,
         )
         return with_limit(translator.stream(self.optimized), self.query)
 
@@ -118,26 +123,42 @@ class SqlQuery:
         visible = table.column_names[: table.num_columns - q.hidden]
         return table.select(visible).rename_columns(list(q.output_names))
 
-    def run(self, sink: Consumer) -> Stream:
-        """Run the plan once into ``sink``; late rows go to the late-records file, counts to ``stats``."""
+    def prepare(self, sink: Consumer, late_sink=None) -> tuple[Stream, QueryRunner, list]:
+        """The stream plan wired to ``sink`` (and the late-records and watermark taps), not yet run:
+        ``(stream, runner, sorts)``; ``late_sink`` replaces the late-records file's writer."""
         stats = self.stats
         stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
         stats.watermark = None
-        if self.late_path and not self.subquery:
-            open(self.late_path, "w").close()  # each run starts a fresh late-records file
         stream = self.stream()
         sorts = sorts_in(stream.node)
         roots: list = [stream.node]
         sinks: list = [sink]
         for sort in sorts:
             roots.append(LateEvents(sort))
-            sinks.append(LateSink(self.late_path))
+            sinks.append(late_sink if late_sink is not None else LateSink(self.late_path))
             roots.append(WatermarkTap(sort, stats))
             sinks.append(Discard())
-        execute_many(roots, sinks)
-        stats.late += sum(s.stats.late for s in sorts)
-        stats.watermark = INFINITY
+        self.running = QueryRunner(roots, sinks)
+        return stream, self.running, sorts
+
+    def run(self, sink: Consumer) -> Stream:
+        """Run the plan once into ``sink``; late rows go to the late-records file, counts to ``stats``.
+        ``self.running.stop()`` (from a signal handler) ends the run early, between two messages."""
+        if self.late_path and not self.subquery:
+            open(self.late_path, "w").close()  # each run starts a fresh late-records file
+        stream, runner, sorts = self.prepare(sink)
+        try:
+            runner.run()
+        finally:
+            runner.close()
+        self.ran(sorts, runner)
         return stream
+
+    def ran(self, sorts: list, runner: QueryRunner) -> None:
+        """After a run: the late rows' count and the final watermark in ``stats``."""
+        self.stats.late += sum(s.stats.late for s in sorts)
+        if not runner.stopping:
+            self.stats.watermark = INFINITY
 
     def events(self) -> pa.Table:
         """The physical output events (``sync_time``, ``other_time``, payload)."""
@@ -215,12 +236,23 @@ def _empty_aggregate_row(root: Node, schema: pa.Schema) -> pa.Table:
         return table
 
 
-def plan(text: str, *, on_error: str = "fail", late_path: str | None = None, late: str | None = None) -> SqlQuery:
+def plan(
+    text: str,
+    *,
+    on_error: str = "fail",
+    late_path: str | None = None,
+    late: str | None = None,
+    batch_latency: float | None = None,
+    batch_rows: int | None = None,
+) -> SqlQuery:
     """Parse, plan and optimize one query of tidal's dialect.
 
     ``late`` is the late-row policy (:data:`LATE_POLICIES`): ``drop``, ``file`` (drop and write
     them to ``late_path``, truncated at the start of each run) or ``adjust`` (move their time up
     to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
+    ``batch_latency`` (seconds) is how long a batch of a growing input (standard input,
+    ``tail(...)``) waits for more lines before it goes out (default 0.25), ``batch_rows`` the most
+    lines it holds (default 65,536).
     """
     late = late or ("file" if late_path else "drop")
     if late not in LATE_POLICIES:
@@ -232,4 +264,15 @@ def plan(text: str, *, on_error: str = "fail", late_path: str | None = None, lat
     tree = parse(text)
     query = Builder().build(tree)
     optimized, applied = optimize(query.root)
-    return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path, late=late)
+    return SqlQuery(
+        text,
+        query,
+        query.root,
+        optimized,
+        applied,
+        on_error,
+        late_path,
+        late=late,
+        batch_latency=batch_latency,
+        batch_rows=batch_rows,
+    )

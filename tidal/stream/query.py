@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from collections.abc import Sequence
 
 from ..core.batch import EventBatch
 from ..core.errors import TidalError
+from ..core.feed import Idle
 from ..core.messages import Completed, Flush, LowWatermark, Punctuation
 from ..core.time import INFINITY
 from ..io.segments import DurableSink
@@ -86,6 +88,8 @@ class Query:
         self.finished = [False] * len(self.sources)
         self._heap: list | None = None
         self._iters: list = []
+        self.stopping = False
+        self.delivered = 0  # messages delivered by this query object (all runs)
 
     # -- running ----------------------------------------------------------------------------
     def _start(self) -> None:
@@ -110,25 +114,40 @@ class Query:
             self.sources[idx][1].on_completed()
             return
         feed = self.sources[idx][0].feed
+        if isinstance(msg, Idle):  # a heartbeat: nothing to deliver; the loop regains control
+            heapq.heappush(self._heap, (_EARLIEST, idx, msg, self.positions[idx]))
+            return
         # a feed's position is read as the message is pulled, and stored once it is delivered
         after = feed.position() if feed is not None else self.positions[idx] + 1
         heapq.heappush(self._heap, (_message_time(msg), idx, msg, after))
 
-    def run(self, max_messages: int | None = None) -> bool:
-        """Deliver messages (all, or at most ``max_messages``); True once every source has completed."""
+    def run(self, max_messages: int | None = None, until: float | None = None) -> bool:
+        """Deliver messages (all, or at most ``max_messages``, or until ``time.monotonic()`` passes
+        ``until``, or until :meth:`stop` is called); True once every source has completed."""
         if self._heap is None:
             self._start()
         delivered = 0
         while self._heap and (max_messages is None or delivered < max_messages):
+            if self.stopping or (until is not None and time.monotonic() >= until):
+                break
             _, idx, msg, after = heapq.heappop(self._heap)
+            if isinstance(msg, Idle):
+                self._pull(idx)
+                continue
             deliver(self.sources[idx][1], msg)
             self.positions[idx] = after
             delivered += 1
+            self.delivered += 1
             if isinstance(msg, Completed):
                 self.finished[idx] = True
                 continue
             self._pull(idx)
         return not self._heap
+
+    def stop(self) -> None:
+        """Ask a running query to return from :meth:`run` after the message it is delivering (safe from
+        a signal handler: a feed waiting for input returns a heartbeat within its latency)."""
+        self.stopping = True
 
     def close(self) -> None:
         """Release the feeds' connections (a query over feeds should be closed when done with)."""
@@ -145,7 +164,7 @@ class Query:
             "positions": list(self.positions),
             "finished": list(self.finished),
             # a durable sink's committed position; the caller commits it before taking the checkpoint
-            "sinks": [s.committed if isinstance(s, DurableSink) else None for s in self.sinks],
+            "sinks": [s.progress() if isinstance(s, DurableSink) else None for s in self.sinks],
         }
 
     def restore(self, state: dict) -> None:
@@ -165,40 +184,65 @@ class Query:
             if position is not None:
                 sink.resume_at(position)
 
-    def run_durably(self, store, name: str, fingerprint: str, every_messages: int = 200, on_checkpoint=None) -> int:
-        """Run to completion, saving a checkpoint to ``store`` every ``every_messages`` messages.
+    def run_durably(
+        self,
+        store,
+        name: str,
+        fingerprint: str,
+        every_messages: int | None = 200,
+        on_checkpoint=None,
+        every_seconds: float | None = None,
+        plan: str = "",
+    ) -> int:
+        """Run to completion (or until :meth:`stop`), saving a checkpoint to ``store`` every
+        ``every_messages`` messages or every ``every_seconds`` of wall clock, whichever comes first
+        (None: not by that measure), and once more at the end.
 
         If ``store`` already holds a checkpoint named ``name`` (an earlier run that was stopped or
         crashed), continue from it. Durable sinks are committed before each checkpoint is saved, so
         after a crash the output rolls back to the checkpoint and the replay writes the rest once.
-        ``on_checkpoint(seq)`` is called after each save. Returns the last checkpoint's sequence number.
+        ``plan`` (a summary of the plan) is stored beside the fingerprint and shown when another plan
+        finds the checkpoint. ``on_checkpoint(seq)`` is called after each save. Returns the last
+        checkpoint's sequence number.
         """
-        if every_messages < 1:
+        if every_messages is not None and every_messages < 1:
             raise ValueError("every_messages must be at least 1")
-        state = store.load(name, fingerprint)
+        if every_seconds is not None and every_seconds <= 0:
+            raise ValueError("every_seconds must be positive")
+        extra = {"plan": plan} if plan else {}
+        state = store.load(name, fingerprint, **extra)
         if state is not None:
             self.restore(state)
         else:
             for sink in self.sinks:
                 if isinstance(sink, DurableSink):
                     sink.resume_at(0)
+        saved_at = -1
         while True:
-            done = self.run(max_messages=every_messages)
+            until = time.monotonic() + every_seconds if every_seconds is not None else None
+            done = self.run(max_messages=every_messages, until=until)
+            if self.delivered == saved_at and not (done or self.stopping):
+                continue  # an idle feed: nothing changed since the last checkpoint
+            saved_at = self.delivered
             for sink in self.sinks:
                 if isinstance(sink, DurableSink):
                     sink.commit()
-            seq = store.save(name, fingerprint, self.checkpoint())
+            seq = store.save(name, fingerprint, self.checkpoint(), **extra)
             if on_checkpoint is not None:
                 on_checkpoint(seq)
-            if done:
+            if done or self.stopping:
                 return seq
 
 
 def execute(root: PlanNode, sink: Consumer) -> None:
     """Build the physical DAG for ``root``, attach ``sink``, and run it to completion."""
-    Query([root], [sink]).run()
+    execute_many([root], [sink])
 
 
 def execute_many(roots: Sequence[PlanNode], sinks: Sequence[Consumer]) -> None:
     """Several roots in one DAG (shared nodes built once), run once."""
-    Query(roots, sinks).run()
+    query = Query(roots, sinks)
+    try:
+        query.run()
+    finally:
+        query.close()

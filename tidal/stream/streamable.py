@@ -369,24 +369,45 @@ class Stream:
         return q
 
     def run_durable(
-        self, output: str, checkpoints: str, name: str = "query", every_messages: int = 200, on_checkpoint=None
+        self,
+        output: str,
+        checkpoints: str,
+        name: str = "query",
+        every_messages: int | None = None,
+        on_checkpoint=None,
+        every_seconds: float | None = 1.0,
     ) -> pa.Table | None:
         """Run with exactly-once output that survives a crash, and return the whole output.
 
-        The physical events go to Arrow files in the directory ``output``; every ``every_messages``
-        messages the output is committed and then the query's state is saved in the SQLite file
-        ``checkpoints`` (see :mod:`tidal.state.store`). Run the same call again after a crash or a
-        kill and it continues from the last checkpoint: the output ends up exactly as one
-        uninterrupted run would have written it. Sources must replay the same messages when
-        reopened (tables, files, lists; not one-shot generators).
+        The physical events go to Arrow files in the directory ``output``; every ``every_seconds``
+        of wall clock (default 1 s) or ``every_messages`` messages, whichever comes first, the output
+        is committed and then the query's state is saved in the SQLite file ``checkpoints`` (see
+        :mod:`tidal.state.store`: incremental, checksummed). Run the same call again after a crash
+        or a kill and it continues from the last checkpoint: the output ends up exactly as one
+        uninterrupted run would have written it. A committed output file that went missing or
+        changed, or a damaged checkpoint, is an error. Sources must replay the same messages when
+        reopened (tables, files, lists; not one-shot generators) or be feeds.
         """
         from ..io.segments import SegmentSink
         from ..state.store import CheckpointStore
 
         fingerprint = hashlib.sha256(explain(self.plan(), measured=False).encode()).hexdigest()[:16]
         sink = SegmentSink(output)
-        with CheckpointStore(checkpoints) as store:
-            Query([self.node], [sink]).run_durably(store, name, fingerprint, every_messages, on_checkpoint)
+        query = Query([self.node], [sink])
+        try:
+            with CheckpointStore(checkpoints) as store:
+                query.run_durably(
+                    store,
+                    name,
+                    fingerprint,
+                    every_messages,
+                    on_checkpoint,
+                    every_seconds=every_seconds,
+                    plan=self.explain(),
+                )
+        finally:
+            query.close()
+            sink.close()
         return sink.table()
 
     def to_arrow(self) -> pa.Table:

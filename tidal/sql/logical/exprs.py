@@ -32,6 +32,7 @@ TVF_PARAMETERS = {
     "max_diff_watermark": ("source", "time_field", "offset"),
     "percentile_watermark": ("source", "time_field", "events", "percentile", "frequency"),
     **{f: ("path",) for f in ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")},
+    "tail": ("path", "stop", "format", "latency"),
 }
 FILE_FUNCTIONS = ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")
 # each table function: (the arguments it takes, the required ones: a tuple of alternative names each)
@@ -52,6 +53,7 @@ TVF_SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]] =
     ),
     **{f: (("path", *sorted(CSV_OPTIONS)), (("path",),)) for f in ("read_csv", "read_csv_auto")},
     **{f: (("path",), (("path",),)) for f in ("read_json", "read_json_auto", "read_parquet")},
+    "tail": (("path", "stop", "format", "latency", *sorted(CSV_OPTIONS)), (("path",),)),
 }
 _REQUIRED_HINTS = {
     "source": "source => TABLE(...)",

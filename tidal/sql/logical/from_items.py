@@ -9,7 +9,8 @@ from sqlglot import exp
 
 from ...core.errors import PlanError
 from ...io.files import FORMATS as FILE_FORMATS
-from ...io.files import file_format, file_schema
+from ...io.files import file_format, file_schema, is_stdin
+from ...io.live import LIVE_FORMATS, input_schema
 from ..expressions import Evaluator, SqlTypeError, has_subquery
 from .exprs import (
     FILE_FUNCTIONS,
@@ -258,11 +259,18 @@ class FromItems:
                 out[key] = value
         return out
 
-    def scan(self, path: str, fmt: str | None, options: dict) -> Scan:
+    def scan(self, path: str, fmt: str | None, options: dict, live: tuple = ()) -> Scan:
         fmt = file_format(path, fmt)
         if fmt == "tsv" and "sep" not in options:
             options = {**options, "sep": "\t"}
-        schema = file_schema(path, format="csv" if fmt == "tsv" else fmt, options=options)
+        if not live and is_stdin(path) and fmt in LIVE_FORMATS:
+            live = (("kind", "stdin"),)  # standard input is read as it arrives
+        if live:
+            if fmt not in LIVE_FORMATS:
+                raise PlanError(f"{path}: a growing input must be CSV, TSV or JSON lines, not {fmt} (not supported)")
+            schema = input_schema(path, "csv" if fmt == "tsv" else fmt, options, dict(live))
+        else:
+            schema = file_schema(path, format="csv" if fmt == "tsv" else fmt, options=options)
         return Scan(
             path=path,
             format="csv" if fmt == "tsv" else fmt,
@@ -271,6 +279,7 @@ class FromItems:
             scope=tuple((None, n) for n in schema.names),
             types=tuple(schema.types),
             file_columns=tuple(schema.names),
+            live=live,
         )
 
     def tvf(self, call: exp.Expression) -> Node:
@@ -286,6 +295,8 @@ class FromItems:
             raise PlanError(f"unknown table function {name}; tidal has {', '.join(sorted(TVF_SIGNATURES))}, kafka")
         args = self._kwargs(self._named(name, items), name)
         check_tvf_args(name, args)
+        if name == "tail":
+            return self.tail(args)
         if name in FILE_FUNCTIONS:
             path = args.pop("path")
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
@@ -312,6 +323,20 @@ class FromItems:
                 raise PlanError("tumble(...): window_length must be a positive interval")
             return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
         return self.session(node, time_field, args)
+
+    def tail(self, args: dict) -> Scan:
+        """``tail(path => 'f.csv' [, stop => 'never' | 'eof'] [, format => 'csv'] [, latency => INTERVAL ...])``:
+        a file read as another process appends to it (CSV options as in read_csv)."""
+        path = args.pop("path")
+        fmt = args.pop("format", None)
+        stop = str(args.pop("stop", "never")).lower()
+        if stop not in ("never", "eof"):
+            raise PlanError(f"tail(...): stop is 'never' (follow the file until interrupted) or 'eof', got {stop!r}")
+        latency = _interval_arg(args, "latency", "tail") if "latency" in args else None
+        args.pop("latency", None)
+        if latency is not None and latency < 0:
+            raise PlanError("tail(...): latency must not be negative")
+        return self.scan(path, fmt, args, live=(("kind", "tail"), ("stop", stop), ("latency_us", latency)))
 
     def session(self, node: Node, time_field: str, args: dict) -> Session:
         """``session(source, time_field, gap [, max_duration] [, key])``: sessions per ``key``."""

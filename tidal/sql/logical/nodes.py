@@ -53,6 +53,7 @@ class Scan(Node):
     path: str
     format: str
     options: tuple = ()
+    live: tuple = ()  # a growing input read as it is written: (("kind", "stdin" | "tail"), ("stop", ...), ...)
     names: tuple = ()
     scope: tuple = ()
     types: tuple = ()
@@ -64,6 +65,8 @@ class Scan(Node):
     def describe(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options)
         parts = [f"Scan {self.path!r} ({self.format}{', ' + opts if opts else ''})", f"columns {list(self.names)}"]
+        if self.live:
+            parts.append("live " + ", ".join(f"{k}={v}" for k, v in self.live if v is not None))
         if self.predicate is not None:
             parts.append(f"pushed filter {self.predicate.sql()}")
         return ", ".join(parts)
