@@ -142,6 +142,8 @@ def _query(args) -> int:
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
 
     fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
+    if args.output and args.output.startswith("kafka://") and args.format is None:
+        fmt = "stream-json"  # a topic gets each change as a message
     latency = args.batch_latency / 1000 if args.batch_latency is not None else None
     q = plan(
         args.sql,

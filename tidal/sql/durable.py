@@ -94,6 +94,66 @@ class ChangelogFile(DurableSink):
         self.file.close()
 
 
+class KafkaChangelog(DurableSink):
+    """``--output kafka://HOST:PORT/TOPIC`` under ``--state``: each change a stream-json message,
+    staged with each commit and sent once the checkpoint is saved (:mod:`tidal.io.kafka_sink`), with
+    the changelog's pending retractions in the checkpoint."""
+
+    def __init__(self, output: str, names: list[str], labels: list[str], query: str):
+        from ..io.kafka_sink import KafkaSink
+
+        address, _, topic = output[len("kafka://") :].partition("/")
+        if not address or not topic:
+            raise PlanError("--output kafka://HOST:PORT/TOPIC")
+        self.kafka = KafkaSink(address, topic, query=query)
+        self.changelog = ChangelogSink(names, labels, StreamJson(self, labels))
+
+    # StreamJson writes one JSON line per change: each becomes a message
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            self.kafka.write_bytes(line.encode())
+
+    def flush(self) -> None:
+        pass
+
+    def on_batch(self, batch) -> None:
+        self.changelog.on_batch(batch)
+
+    def on_punctuation(self, time: int) -> None:
+        self.changelog.on_punctuation(time)
+
+    def on_completed(self) -> None:
+        self.changelog.on_completed()
+
+    def commit(self):
+        return self.kafka.commit()
+
+    def publish(self) -> None:
+        self.kafka.publish()
+
+    def progress(self) -> dict:
+        return {"kafka": self.kafka.progress(), "pending": list(self.changelog.pending), "seq": self.changelog._seq}
+
+    def resume_at(self, position) -> None:
+        self.kafka.resume_at(position["kafka"] if position else None)
+        if position:
+            self.changelog.pending = [tuple(p) for p in position["pending"]]
+            heapq.heapify(self.changelog.pending)
+            self.changelog._seq = position["seq"]
+
+    def close(self) -> None:
+        self.kafka.close()
+
+
+def _kafka_sink(q, fmt: str, output: str, state: str) -> KafkaChangelog:
+    if fmt not in (None, "stream-json"):
+        raise PlanError("--output kafka://... writes changes (stream-json); drop --format")
+    return KafkaChangelog(output, q.visible_names(), list(q.query.output_names), query=q.text.strip())
+
+
+SINKS["kafka"] = _kafka_sink
+
+
 class LateFile(DurableSink):
     """The late-records file (one JSON object a line), committed with the query's state."""
 
