@@ -56,7 +56,8 @@ class PostgresServer:
             self.run_as = ["runuser", "-u", "postgres", "--"]
         self.data = os.path.join(self.dir, "data")
         self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale")
-        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -F"
+        # every statement is logged: tests read what tidal sent to the server
+        opts = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c log_statement=all -F"
         self._run("pg_ctl", "start", "-D", self.data, "-w", "-t", "60", "-l", os.path.join(self.dir, "log"), "-o", opts)
         self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 

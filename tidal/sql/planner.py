@@ -363,6 +363,11 @@ class Translator:
 
             return kafka_source(self, scan, time)
         predicate = pushable_predicate(scan.predicate) if scan.predicate is not None else None
+        reader = read_file
+        if scan.format == "postgres":  # a database: the pushed filter and projection go into its SQL
+            from . import postgres
+
+            reader = partial(postgres.read_table, scan)
         file_names = list(scan.file_columns)
         if time.column is not None and time.column not in scan.names:
             raise PlanError(f"event time field {time.column} is not a column of {scan.path}")
@@ -373,7 +378,7 @@ class Translator:
                 table = scan.rows.select(file_names)
                 table = table.filter(predicate) if predicate is not None else table
             else:
-                got = read_file(
+                got = reader(
                     scan.path,
                     format=scan.format,
                     options=dict(scan.options),

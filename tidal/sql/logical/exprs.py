@@ -61,6 +61,10 @@ _REQUIRED_HINTS = {
     "gap": "gap => INTERVAL ... (the silence that ends a session)",
     "path": "path => 'file' (or the path as its first argument)",
 }
+# PostgreSQL (tidal/sql/postgres.py): a bounded table, or the lookup side of a join with a stream
+TVF_PARAMETERS["postgres"] = ("dsn", "table")
+TVF_SIGNATURES["postgres"] = (("dsn", "table", "query", "dead_letter", "cache_keys"), (("dsn",),))
+_REQUIRED_HINTS["dsn"] = "dsn => 'postgresql://user@host:port/db'"
 
 
 def check_tvf_args(fn: str, args: dict) -> None:

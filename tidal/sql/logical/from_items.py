@@ -286,6 +286,10 @@ class FromItems:
             raise PlanError(f"unknown table function {name}; tidal has {', '.join(sorted(TVF_SIGNATURES))}, kafka")
         args = self._kwargs(self._named(name, items), name)
         check_tvf_args(name, args)
+        if name == "postgres":
+            from .. import postgres
+
+            return postgres.scan(args)
         if name in FILE_FUNCTIONS:
             path = args.pop("path")
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")

@@ -1,0 +1,387 @@
+"""PostgreSQL as a bounded table and as a lookup side, through psycopg 3.
+
+A :class:`Relation` is what ``postgres(dsn => ..., table => ... | query => ...)`` names. Its rows
+are read whole (:func:`read`: the projection and a filter rendered by the SQL layer go into the
+statement sent to the server) or, for a lookup join, per batch of keys (:class:`Lookup`: ``WHERE key =
+ANY(%s)``, answers cached per key). Column types come from the server's description of the
+statement: integers become int64 (so they join with integers from files), ``numeric`` float64
+(tidal's SQL computes decimals in floating point), ``float4`` float32, text types string, ``date``,
+``timestamp`` and ``timestamptz`` (in UTC) Arrow dates and timestamps, ``bytea`` binary, and every
+other type (json, uuid, interval, arrays, ...) its text form.
+
+Bad values: a date or timestamp outside what tidal holds (``infinity``, beyond year 9999) is a
+malformed row, reported with the table and the row's primary key (or its position in a query's
+result); with ``on_error="skip"`` it is counted and written to the dead-letter file. A lost
+connection is retried with backoff (:mod:`.retry`); a bounded read starts over, since nothing
+of it has been delivered yet.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ..core.errors import InputError, PlanError
+from .retry import Backoff, with_retries
+
+# type oid -> (Arrow type, the cast applied in the statement or None)
+_TYPES = {
+    16: (pa.bool_(), None),
+    20: (pa.int64(), None),
+    21: (pa.int64(), "int8"),
+    23: (pa.int64(), "int8"),
+    26: (pa.int64(), "int8"),
+    700: (pa.float32(), None),
+    701: (pa.float64(), None),
+    1700: (pa.float64(), "float8"),
+    25: (pa.string(), None),
+    1043: (pa.string(), None),
+    1042: (pa.string(), None),
+    19: (pa.string(), "text"),
+    18: (pa.string(), "text"),
+    1082: (pa.date32(), None),
+    1114: (pa.timestamp("us"), None),
+    1184: (pa.timestamp("us", tz="UTC"), None),
+    17: (pa.binary(), None),
+}
+FETCH_ROWS = 50_000
+LOOKUP_CHUNK = 10_000
+
+
+def _psycopg():
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - the extra is part of the test install
+        raise PlanError("the postgres connector needs psycopg 3: pip install 'tidal[postgres]'") from None
+    return psycopg
+
+
+def server_label(dsn: str) -> str:
+    """``host:port/db`` of a DSN, never its password."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except Exception:
+        return "postgres (unparsable DSN)"
+    return f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}/{parts.get('dbname', '')}"
+
+
+class Malformed:
+    """A value psycopg could not turn into a Python value (a date or timestamp out of range)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _safe_loaders(conn) -> None:
+    psycopg = _psycopg()
+    import psycopg.types.datetime as dt
+
+    loaders = (("date", dt.DateLoader), ("timestamp", dt.TimestampLoader), ("timestamptz", dt.TimestamptzLoader))
+    for name, base in loaders:
+
+        class Safe(base):
+            def load(self, data):
+                try:
+                    return super().load(data)
+                except psycopg.DataError:
+                    return Malformed(bytes(data).decode())
+
+        conn.adapters.register_loader(name, Safe)
+
+
+DEFAULT_BACKOFF = Backoff()
+
+
+def connect(dsn: str, backoff: Backoff = DEFAULT_BACKOFF):
+    """An autocommit connection in UTC, retried with backoff while the server is unreachable."""
+    psycopg = _psycopg()
+
+    def attempt():
+        conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        conn.execute("SET TIME ZONE 'UTC'")
+        _safe_loaders(conn)
+        return conn
+
+    return with_retries(f"postgres at {server_label(dsn)}: connect", attempt, (psycopg.OperationalError,), backoff)
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _qualified(table: str) -> str:
+    if table.startswith('"') or "(" in table:
+        return table  # already quoted by the user
+    return ".".join(quote_ident(p) for p in table.split("."))
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    sql_type: str  # the server's type of the value selected (after the cast)
+    cast: str | None
+
+    def select(self, source: str = "") -> str:
+        ref = f"{source}{quote_ident(self.name)}"
+        return f"{ref}::{self.cast}" if self.cast else ref
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A table or a query on a PostgreSQL server."""
+
+    dsn: str
+    table: str | None = None
+    query: str | None = None
+    backoff: Backoff = field(default=Backoff(), compare=False)
+
+    def __post_init__(self):
+        if (self.table is None) == (self.query is None):
+            raise PlanError("postgres(...) needs table => 'name' or query => 'SELECT ...', not both")
+
+    @property
+    def from_item(self) -> str:
+        return _qualified(self.table) if self.table is not None else f"({self.query}) AS q"
+
+    def label(self) -> str:
+        what = f"table {self.table}" if self.table is not None else "query"
+        return f"postgres {what} at {server_label(self.dsn)}"
+
+    def _retry(self, what: str, call):
+        psycopg = _psycopg()
+        return with_retries(f"{self.label()}: {what}", call, (psycopg.OperationalError,), self.backoff)
+
+    def columns(self) -> list[Column]:
+        """The relation's columns and their types (asks the server)."""
+
+        def ask():
+            with connect(self.dsn, self.backoff) as conn:
+                try:
+                    cur = conn.execute(f"SELECT * FROM {self.from_item} LIMIT 0")
+                except _psycopg().errors.Error as exc:
+                    if isinstance(exc, _psycopg().OperationalError):
+                        raise
+                    raise PlanError(f"{self.label()}: {str(exc).strip()}") from None
+                out = []
+                for d in cur.description:
+                    arrow, cast = _TYPES.get(d.type_code, (pa.string(), "text"))
+                    sql_type = cast or conn.execute("SELECT %s::regtype::text", [d.type_code]).fetchone()[0]
+                    out.append(Column(d.name, arrow, sql_type, cast))
+                return out
+
+        return self._retry("describe", ask)
+
+    def primary_key(self) -> list[str]:
+        """The table's primary key columns (none for a query or a table without one)."""
+        if self.table is None:
+            return []
+
+        def ask():
+            with connect(self.dsn, self.backoff) as conn:
+                rows = conn.execute(
+                    "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                    "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+                    [_qualified(self.table)],
+                ).fetchall()
+                return [r[0] for r in rows]
+
+        return self._retry("primary key", ask)
+
+
+@dataclass
+class BadRows:
+    """Where malformed rows go: raise (``fail``) or count and write to a dead-letter file (``skip``)."""
+
+    on_error: str = "fail"
+    dead_letter: str | None = None
+    skipped: int = 0
+
+    def __post_init__(self):
+        if self.on_error not in ("fail", "skip"):
+            raise PlanError(f"on_error must be 'fail' or 'skip', not {self.on_error!r}")
+
+    def bad(self, where: str, problem: str, record: dict) -> None:
+        if self.on_error == "fail":
+            raise InputError(f"{where}: {problem} (on_error skip skips such rows)")
+        self.skipped += 1
+        if self.dead_letter:
+            entry = {"source": where, "error": problem, "record": record}
+            with open(self.dead_letter, "a") as f:
+                f.write(json.dumps(entry, default=str) + "\n")
+
+
+def _to_table(rows: list[tuple], columns: list[Column]) -> pa.Table:
+    data = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+    return pa.table({c.name: pa.array(list(v), c.type) for c, v in zip(columns, data, strict=True)})
+
+
+def _clean(rows: list[tuple], columns: list[Column], key_at: list[int], relation: Relation, base: int, bad: BadRows):
+    """Rows without malformed values; each malformed one reported by table and key (or position)."""
+    out = []
+    for i, row in enumerate(rows):
+        broken = [j for j, v in enumerate(row) if isinstance(v, Malformed)]
+        if not broken:
+            out.append(row)
+            continue
+        if key_at:
+            key = ", ".join(f"{columns[j].name}={row[j]!r}" for j in key_at)
+            where = f"{relation.label()}, row {key}"
+        else:
+            where = f"{relation.label()}, row {base + i + 1} of the result"
+        j = broken[0]
+        problem = f"column {columns[j].name} holds {row[j].text!r}, outside the dates and times tidal can hold"
+        record = {c.name: (v.text if isinstance(v, Malformed) else v) for c, v in zip(columns, row, strict=True)}
+        bad.bad(where, problem, record)
+    return out
+
+
+def read(
+    relation: Relation,
+    names: list[str] | None = None,
+    where: tuple[str, list] | None = None,
+    bad: BadRows | None = None,
+) -> pa.Table:
+    """The relation's rows (columns ``names``, in that order; all by default) satisfying ``where``
+    (SQL over the relation's columns with ``%s`` parameters, and the parameters)."""
+    bad = bad or BadRows()
+    by_name = {c.name: c for c in relation.columns()}
+    missing = [n for n in names or () if n not in by_name]
+    if missing:
+        raise PlanError(f"{relation.label()} has no column {missing[0]}")
+    columns = [by_name[n] for n in names] if names is not None else list(by_name.values())
+    key = [k for k in relation.primary_key() if k in by_name]
+    extra = [by_name[k] for k in key if k not in {c.name for c in columns}]
+    selected = columns + extra
+    key_at = [[c.name for c in selected].index(k) for k in key]
+    listed = ", ".join(c.select() for c in selected) or "1"
+    sql = f"SELECT {listed} FROM {relation.from_item}"
+    params: list = []
+    if where is not None:
+        sql += f" WHERE {where[0]}"
+        params = list(where[1])
+    skipped_before = bad.skipped
+
+    def fetch():
+        bad.skipped = skipped_before  # a retried read starts over
+        parts = []
+        base = 0
+        with connect(relation.dsn, relation.backoff) as conn, conn.transaction():
+            with conn.cursor(name="tidal_read") as cur:
+                cur.execute(sql, params)
+                while rows := cur.fetchmany(FETCH_ROWS):
+                    parts.append(_to_table(_clean(rows, selected, key_at, relation, base, bad), selected))
+                    base += len(rows)
+        return parts
+
+    try:
+        parts = relation._retry("read", fetch)
+    except _psycopg().errors.Error as exc:
+        raise InputError(f"{relation.label()}: {str(exc).strip()}") from None
+    table = pa.concat_tables(parts) if parts else _to_table([], selected)
+    return table.select([c.name for c in columns])
+
+
+class Lookup:
+    """The rows of a relation whose key columns equal given keys, fetched per batch of keys
+    (``WHERE (k1, ...) = ANY(...)``) and cached per key (a key without rows too), least recently
+    used first out once ``cache_keys`` keys are held."""
+
+    def __init__(
+        self,
+        relation: Relation,
+        names: list[str],
+        keys: list[str],
+        where: tuple[str, list] | None = None,
+        cache_keys: int = 100_000,
+        bad: BadRows | None = None,
+    ):
+        self.relation = relation
+        self.names, self.keys, self.where = list(names), list(keys), where
+        self.cache: OrderedDict[tuple, pa.Table] = OrderedDict()
+        self.cache_keys = cache_keys
+        self.bad = bad or BadRows()
+        self.queries = 0  # statements sent (for tests and explain)
+        self._conn = None
+        self._columns: list[Column] | None = None
+
+    def _ready(self):
+        if self._columns is None:
+            by_name = {c.name: c for c in self.relation.columns()}
+            self._columns = [by_name[n] for n in self.names]
+            self._key_cols = [by_name[k] for k in self.keys]
+            self._pk = [k for k in self.relation.primary_key() if k in by_name]
+            self._pk_cols = [by_name[k] for k in self._pk if k not in self.names]
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.relation.dsn, self.relation.backoff)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _query(self, wanted: list[tuple]) -> list[tuple]:
+        cols = self._columns + self._pk_cols
+        listed = ", ".join(c.select("q.") for c in cols)
+        if len(self._key_cols) == 1:
+            k = self._key_cols[0]
+            cond = f"{k.select('q.')} = ANY(%s::{k.sql_type}[])"
+            params = [[w[0] for w in wanted]]
+        else:
+            lhs = ", ".join(k.select("q.") for k in self._key_cols)
+            arrays = ", ".join(f"%s::{k.sql_type}[]" for k in self._key_cols)
+            cond = f"({lhs}) IN (SELECT * FROM unnest({arrays}))"
+            params = [[w[i] for w in wanted] for i in range(len(self._key_cols))]
+        sql = f"SELECT {listed} FROM {self.relation.from_item} AS q WHERE {cond}"
+        if self.relation.query is not None:
+            sql = f"SELECT {listed} FROM {self.relation.from_item.removesuffix(' AS q')} AS q WHERE {cond}"
+        if self.where is not None:
+            sql += f" AND ({self.where[0]})"
+            params += list(self.where[1])
+
+        def run():
+            self.queries += 1
+            return self._ready().execute(sql, params).fetchall()
+
+        def reconnect():
+            self.close()
+
+        psycopg = _psycopg()
+        rows = with_retries(
+            f"{self.relation.label()}: lookup", run, (psycopg.OperationalError,), self.relation.backoff, reconnect
+        )
+        key_at = [[c.name for c in cols].index(k) for k in self._pk]
+        return [r[: len(self._columns)] for r in _clean(rows, cols, key_at, self.relation, 0, self.bad)]
+
+    def rows_for(self, keys: list[tuple]) -> dict[tuple, pa.Table]:
+        """Each key's rows (a table with the ``names`` columns); keys holding a null have none."""
+        self._ready()
+        found: dict[tuple, pa.Table] = {}
+        missing = []
+        for k in keys:
+            if k in self.cache:
+                self.cache.move_to_end(k)
+                found[k] = self.cache[k]
+            elif any(v is None for v in k):
+                found[k] = _to_table([], self._columns)
+            else:
+                missing.append(k)
+        for start in range(0, len(missing), LOOKUP_CHUNK):
+            chunk = missing[start : start + LOOKUP_CHUNK]
+            grouped: dict[tuple, list[tuple]] = {k: [] for k in chunk}
+            key_at = [self.names.index(k) for k in self.keys]
+            for row in self._query(chunk):
+                grouped.setdefault(tuple(row[i] for i in key_at), []).append(row)
+            for k in chunk:
+                table = _to_table(grouped[k], self._columns)
+                found[k] = table
+                self.cache[k] = table
+        while len(self.cache) > self.cache_keys:
+            self.cache.popitem(last=False)
+        return found
