@@ -179,6 +179,12 @@ class Translator:
             # each side has its own event time (or none): time flows into the sides separately
             if time.column is not None:
                 raise PlanError("declare the event time on a join's inputs, not on the join's result")
+            if node.kind == "inner" and node.build_left and isinstance(node.left, Project | Scan):
+                from . import postgres  # a stream joined to a database table: look its keys up
+
+                looked = postgres.lookup_join(self, node, TimeSpec(ordinal=time.ordinal))
+                if looked is not None:
+                    return looked
             left = self.stream(node.left, TimeSpec(ordinal=time.ordinal))
             right = self.stream(node.right, TimeSpec(ordinal=time.ordinal))
             lk, rk = list(node.left_keys), list(node.right_keys)

@@ -208,3 +208,52 @@ def lookup(scan: Scan, keys: list[str], on_error: str) -> Lookup:
         cache_keys=opts.get("cache_keys", 100_000),
         bad=bad_rows(scan, on_error),
     )
+
+
+# -- lookup join --------------------------------------------------------------------------------------
+
+
+def _table_side(node) -> tuple[Scan, dict[str, str]] | None:
+    """The postgres Scan under a chain of renaming projections, and each output name's Scan column."""
+    from .logical import Project
+
+    names = {n: n for n in node.names}
+    while isinstance(node, Project):
+        if not all(isinstance(e, exp.Column) for _, e in node.exprs):
+            return None
+        inner = {n: e.name for n, e in node.exprs}
+        names = {out: inner[mid] for out, mid in names.items()}
+        node = node.input
+    if not isinstance(node, Scan) or node.format != FORMAT:
+        return None
+    files = dict(zip(node.names, node.file_columns, strict=True))
+    return node, {out: files[n] for out, n in names.items()}
+
+
+def lookup_join(translator, join, probe_time):
+    """``join`` (an inner join whose left is the table, see the lookup_joins rule) as a lookup join
+    when its left is a postgres table and its right a stream of start edges or intervals; else None."""
+    from ..plan.nodes.lookup import LookupJoin
+    from ..stream.streamable import Stream
+
+    found = _table_side(join.left)
+    if found is None or probe_time.ordinal or join.condition is not None:
+        return None
+    scan, column_of = found
+    probe = translator.stream(join.right, probe_time)
+    if not (probe.properties.start_edge_only or probe.properties.constant_duration is not None):
+        return None
+    scan_name = dict(zip(scan.file_columns, scan.names, strict=True))
+    table_keys = [scan_name[column_of[k]] for k in join.left_keys]
+    output = [(n, "table", column_of[n]) for n in join.left.names] + [(n, "probe", n) for n in join.right.names]
+    on_error = translator.on_error
+
+    def open_lookup():
+        looked = lookup(scan, table_keys, on_error)
+        return looked.rows_for, looked.close
+
+    relation = relation_of(scan.options)
+    where = f", where {scan.predicate.sql()}" if scan.predicate is not None else ""
+    detail = f"{relation.label()}{where}, cached per key"
+    node = LookupJoin(probe.node, open_lookup, list(join.right_keys), output, join.schema(), detail)
+    return Stream(node)
