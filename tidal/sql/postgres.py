@@ -22,41 +22,12 @@ from ..io.postgres import BadRows, Lookup, Relation, quote_ident, read
 from .expressions import Evaluator
 from .logical.nodes import Scan
 
-FORMAT = "postgres"
-ARGUMENTS = ("dsn", "table", "query", "dead_letter", "cache_keys")
-POSITIONAL = ("dsn", "table")
+FORMAT = "postgres"  # the Scan format of postgres(...) (built by logical/from_items.py)
 
 
 def relation_of(options) -> Relation:
     opts = dict(options)
     return Relation(opts["dsn"], opts.get("table"), opts.get("query"))
-
-
-def scan(args: dict) -> Scan:
-    """The Scan node of ``postgres(...)`` (asks the server for the columns and their types)."""
-    for k in ("dsn", "table", "query", "dead_letter"):
-        if k in args and not isinstance(args[k], str):
-            raise PlanError(f"postgres(...): {k} must be a string literal")
-    if "cache_keys" in args and (not isinstance(args["cache_keys"], int) or args["cache_keys"] < 1):
-        raise PlanError("postgres(...): cache_keys must be a positive integer")
-    relation = Relation(args["dsn"], args.get("table"), args.get("query"))
-    columns = relation.columns()
-    options = {k: v for k, v in args.items() if k in ARGUMENTS}
-    options["columns_sql"] = tuple((c.name, c.select()) for c in columns)
-    what = f"table => {args['table']!r}" if "table" in args else f"query => {args['query']!r}"
-    return Scan(
-        path=f"postgres({what})",
-        format=FORMAT,
-        options=tuple(sorted(options.items())),
-        names=tuple(c.name for c in columns),
-        scope=tuple((None, c.name) for c in columns),
-        types=tuple(c.type for c in columns),
-        file_columns=tuple(c.name for c in columns),
-    )
-
-
-def describe(scan: Scan) -> str:
-    return f"{relation_of(scan.options).label()} ({scan.path})"
 
 
 # -- filter pushdown -------------------------------------------------------------------------------

@@ -273,6 +273,26 @@ class FromItems:
             file_columns=tuple(schema.names),
         )
 
+    def postgres_scan(self, args: dict) -> Scan:
+        """``postgres(dsn, table | query)``: a Scan of a database relation (tidal/sql/postgres.py reads it)."""
+        from ...io.postgres import Relation
+
+        for k, v in args.items():
+            if k != "cache_keys" and not isinstance(v, str) or k == "cache_keys" and not isinstance(v, int):
+                raise PlanError(f"postgres(...): {k} must be a {'number' if k == 'cache_keys' else 'string'}")
+        columns = Relation(args["dsn"], args.get("table"), args.get("query")).columns()
+        what = f"table => {args['table']!r}" if "table" in args else f"query => {args['query']!r}"
+        options = {**args, "columns_sql": tuple((c.name, c.select()) for c in columns)}
+        return Scan(
+            path=f"postgres({what})",
+            format="postgres",
+            options=tuple(sorted(options.items())),
+            names=tuple(c.name for c in columns),
+            scope=tuple((None, c.name) for c in columns),
+            types=tuple(c.type for c in columns),
+            file_columns=tuple(c.name for c in columns),
+        )
+
     def tvf(self, call: exp.Expression) -> Node:
         name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
         items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
@@ -287,9 +307,7 @@ class FromItems:
         args = self._kwargs(self._named(name, items), name)
         check_tvf_args(name, args)
         if name == "postgres":
-            from .. import postgres
-
-            return postgres.scan(args)
+            return self.postgres_scan(args)
         if name in FILE_FUNCTIONS:
             path = args.pop("path")
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
