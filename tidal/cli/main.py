@@ -141,6 +141,8 @@ def _query(args) -> int:
 
     fmt = args.format or ("live-table" if sys.stdout.isatty() else "batch-csv")
     q = plan(args.sql, on_error=args.on_error, late_path=args.late_records, late=args.late)
+    if args.output and args.output.startswith(("postgresql://", "postgres://")):
+        return _to_postgres(q, args)
     labels = list(q.query.output_names)
     if args.output and args.output.startswith("kafka://"):
         return _to_kafka(q, args, labels)
@@ -191,6 +193,20 @@ def _to_kafka(q, args, labels) -> int:
     q.run(ChangelogSink(q.visible_names(), labels, StreamJson(_Messages(), labels)))
     sink.close()
     print(f"{_status(q.stats)}  messages: {sink.sent} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _to_postgres(q, args) -> int:
+    """``--output postgresql://.../db?table=t``: the final state kept in a table (tidal/sql/postgres_output.py)."""
+    from tidal.sql.postgres_output import PostgresOutput
+
+    sink = PostgresOutput(q, args.output, autocommit=True)
+    try:
+        sink.resume_at(None)
+        q.run(sink)
+    finally:
+        sink.close()
+    print(_status(q.stats), file=sys.stderr)
     return 0
 
 
