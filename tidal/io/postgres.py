@@ -18,13 +18,13 @@ of it has been delivered yet.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from ..core.errors import InputError, PlanError
+from .dead_letter import BadRows
 from .retry import Backoff, with_retries
 
 # type oid -> (Arrow type, the cast applied in the statement or None)
@@ -192,28 +192,6 @@ class Relation:
                 return [r[0] for r in rows]
 
         return self._retry("primary key", ask)
-
-
-@dataclass
-class BadRows:
-    """Where malformed rows go: raise (``fail``) or count and write to a dead-letter file (``skip``)."""
-
-    on_error: str = "fail"
-    dead_letter: str | None = None
-    skipped: int = 0
-
-    def __post_init__(self):
-        if self.on_error not in ("fail", "skip"):
-            raise PlanError(f"on_error must be 'fail' or 'skip', not {self.on_error!r}")
-
-    def bad(self, where: str, problem: str, record: dict) -> None:
-        if self.on_error == "fail":
-            raise InputError(f"{where}: {problem} (on_error skip skips such rows)")
-        self.skipped += 1
-        if self.dead_letter:
-            entry = {"source": where, "error": problem, "record": record}
-            with open(self.dead_letter, "a") as f:
-                f.write(json.dumps(entry, default=str) + "\n")
 
 
 def _to_table(rows: list[tuple], columns: list[Column]) -> pa.Table:

@@ -368,6 +368,10 @@ class Translator:
             from .kafka import kafka_source
 
             return kafka_source(self, scan, time)
+        if scan.format == "redis":  # a Redis Stream, not a file (tidal/sql/redis.py)
+            from .redis import redis_source
+
+            return redis_source(self, scan, time)
         predicate = pushable_predicate(scan.predicate) if scan.predicate is not None else None
         reader = read_file
         if scan.format == "postgres":  # a database: the pushed filter and projection go into its SQL
