@@ -129,7 +129,13 @@ class RedisStreamFeed(Feed):
 
         def attempt():
             if self._client is None:
-                self._client = redis.Redis.from_url(self.url, socket_timeout=max(5.0, self.block_ms / 500))
+                from redis.backoff import NoBackoff
+                from redis.retry import Retry
+
+                # the client's own silent retries are off: every lost connection is retried here, and reported
+                self._client = redis.Redis.from_url(
+                    self.url, socket_timeout=max(5.0, self.block_ms / 500), retry=Retry(NoBackoff(), 0)
+                )
             return fn(self._client)
 
         def reconnect():
