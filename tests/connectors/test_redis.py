@@ -156,3 +156,15 @@ def test_empty_stream_needs_a_schema_and_a_lost_server_is_retried(redis_server, 
     with pytest.raises(ConnectionLost, match=r"redis stream ev at 127.0.0.1:\d+/0: sample: gave up after 3 attempts"):
         feed.schema()
     assert "retry 2 of 2" in capsys.readouterr().err
+
+
+def test_fields_format_reads_each_field_as_a_column(redis_server, r):
+    rows = rows_of(50)
+    for i, row in enumerate(rows, 1):
+        r.xadd("ev", {k: json.dumps(v) if not isinstance(v, str) else v for k, v in row.items() if v is not None},
+               id=f"{i}-0")  # fmt: skip
+    src = f"redis(url => '{redis_server.url}', stream => 'ev', format => 'fields', stop => 'latest')"
+    got = plan(f"SELECT k, count(*) AS n, sum(v) AS s FROM {src} GROUP BY k").result()
+    con = duckdb.connect()
+    con.register("ev", pa.Table.from_pylist(rows))
+    assert sorted_rows(got) == sorted(con.execute("SELECT k, count(*), sum(v) FROM ev GROUP BY k").fetchall(), key=repr)
