@@ -162,20 +162,24 @@ class Relation:
 
         def ask():
             with connect(self.dsn, self.backoff) as conn:
-                try:
-                    cur = conn.execute(f"SELECT * FROM {self.from_item} LIMIT 0")
-                except _psycopg().errors.Error as exc:
-                    if isinstance(exc, _psycopg().OperationalError):
-                        raise
-                    raise PlanError(f"{self.label()}: {str(exc).strip()}") from None
-                out = []
-                for d in cur.description:
-                    arrow, cast = _TYPES.get(d.type_code, (pa.string(), "text"))
-                    sql_type = cast or conn.execute("SELECT %s::regtype::text", [d.type_code]).fetchone()[0]
-                    out.append(Column(d.name, arrow, sql_type, cast))
-                return out
+                return self.describe(conn)
 
         return self._retry("describe", ask)
+
+    def describe(self, conn) -> list[Column]:
+        """:meth:`columns` on an open connection."""
+        try:
+            cur = conn.execute(f"SELECT * FROM {self.from_item} LIMIT 0")
+        except _psycopg().errors.Error as exc:
+            if isinstance(exc, _psycopg().OperationalError):
+                raise
+            raise PlanError(f"{self.label()}: {str(exc).strip()}") from None
+        out = []
+        for d in cur.description:
+            arrow, cast = _TYPES.get(d.type_code, (pa.string(), "text"))
+            sql_type = cast or conn.execute("SELECT %s::regtype::text", [d.type_code]).fetchone()[0]
+            out.append(Column(d.name, arrow, sql_type, cast))
+        return out
 
     def primary_key(self) -> list[str]:
         """The table's primary key columns (none for a query or a table without one)."""
@@ -184,15 +188,20 @@ class Relation:
 
         def ask():
             with connect(self.dsn, self.backoff) as conn:
-                rows = conn.execute(
-                    "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                    "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
-                    [_qualified(self.table)],
-                ).fetchall()
-                return [r[0] for r in rows]
+                return self.key_of(conn)
 
         return self._retry("primary key", ask)
 
+    def key_of(self, conn) -> list[str]:
+        """:meth:`primary_key` on an open connection."""
+        if self.table is None:
+            return []
+        rows = conn.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+            [_qualified(self.table)],
+        ).fetchall()
+        return [r[0] for r in rows]
 
 def _to_table(rows: list[tuple], columns: list[Column]) -> pa.Table:
     data = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
@@ -201,12 +210,19 @@ def _to_table(rows: list[tuple], columns: list[Column]) -> pa.Table:
 
 def _clean(rows: list[tuple], columns: list[Column], key_at: list[int], relation: Relation, base: int, bad: BadRows):
     """Rows without malformed values; each malformed one reported by table and key (or position)."""
+    temporal = [j for j, c in enumerate(columns) if pa.types.is_date(c.type) or pa.types.is_timestamp(c.type)]
+    if not temporal:  # only dates and timestamps can fail to load
+        return rows
+    broken_at = [i for i, row in enumerate(rows) if any(isinstance(row[j], Malformed) for j in temporal)]
+    if not broken_at:
+        return rows
     out = []
+    drop = set(broken_at)
     for i, row in enumerate(rows):
-        broken = [j for j, v in enumerate(row) if isinstance(v, Malformed)]
-        if not broken:
+        if i not in drop:
             out.append(row)
             continue
+        broken = [j for j in temporal if isinstance(row[j], Malformed)]
         if key_at:
             key = ", ".join(f"{columns[j].name}={row[j]!r}" for j in key_at)
             where = f"{relation.label()}, row {key}"
@@ -228,29 +244,33 @@ def read(
     """The relation's rows (columns ``names``, in that order; all by default) satisfying ``where``
     (SQL over the relation's columns with ``%s`` parameters, and the parameters)."""
     bad = bad or BadRows()
-    by_name = {c.name: c for c in relation.columns()}
-    missing = [n for n in names or () if n not in by_name]
-    if missing:
-        raise PlanError(f"{relation.label()} has no column {missing[0]}")
-    columns = [by_name[n] for n in names] if names is not None else list(by_name.values())
-    key = [k for k in relation.primary_key() if k in by_name]
-    extra = [by_name[k] for k in key if k not in {c.name for c in columns}]
-    selected = columns + extra
-    key_at = [[c.name for c in selected].index(k) for k in key]
-    listed = ", ".join(c.select() for c in selected) or "1"
-    sql = f"SELECT {listed} FROM {relation.from_item}"
-    params: list = []
-    if where is not None:
-        sql += f" WHERE {where[0]}"
-        params = list(where[1])
     skipped_before = bad.skipped
+    shape: dict = {}
+
+    def statement(conn) -> tuple[str, list]:
+        by_name = {c.name: c for c in relation.describe(conn)}
+        missing = [n for n in names or () if n not in by_name]
+        if missing:
+            raise PlanError(f"{relation.label()} has no column {missing[0]}")
+        columns = [by_name[n] for n in names] if names is not None else list(by_name.values())
+        key = [k for k in relation.key_of(conn) if k in by_name]
+        extra = [by_name[k] for k in key if k not in {c.name for c in columns}]
+        selected = columns + extra
+        shape.update(columns=columns, selected=selected, key_at=[[c.name for c in selected].index(k) for k in key])
+        listed = ", ".join(c.select() for c in selected) or "1"
+        sql = f"SELECT {listed} FROM {relation.from_item}"
+        if where is None:
+            return sql, []
+        return sql + f" WHERE {where[0]}", list(where[1])
 
     def fetch():
         bad.skipped = skipped_before  # a retried read starts over
         parts = []
         base = 0
-        with connect(relation.dsn, relation.backoff) as conn, conn.transaction():
-            with conn.cursor(name="tidal_read") as cur:
+        with connect(relation.dsn, relation.backoff) as conn:
+            sql, params = statement(conn)
+            selected, key_at = shape["selected"], shape["key_at"]
+            with conn.transaction(), conn.cursor(name="tidal_read") as cur:
                 cur.execute(sql, params)
                 while rows := cur.fetchmany(FETCH_ROWS):
                     parts.append(_to_table(_clean(rows, selected, key_at, relation, base, bad), selected))
@@ -261,8 +281,8 @@ def read(
         parts = relation._retry("read", fetch)
     except _psycopg().errors.Error as exc:
         raise InputError(f"{relation.label()}: {str(exc).strip()}") from None
-    table = pa.concat_tables(parts) if parts else _to_table([], selected)
-    return table.select([c.name for c in columns])
+    table = pa.concat_tables(parts) if parts else _to_table([], shape["selected"])
+    return table.select([c.name for c in shape["columns"]])
 
 
 class Lookup:
@@ -281,7 +301,7 @@ class Lookup:
     ):
         self.relation = relation
         self.names, self.keys, self.where = list(names), list(keys), where
-        self.cache: OrderedDict[tuple, pa.Table] = OrderedDict()
+        self.cache: OrderedDict[tuple, list[tuple]] = OrderedDict()
         self.cache_keys = cache_keys
         self.bad = bad or BadRows()
         self.queries = 0  # statements sent (for tests and explain)
@@ -337,17 +357,22 @@ class Lookup:
         key_at = [[c.name for c in cols].index(k) for k in self._pk]
         return [r[: len(self._columns)] for r in _clean(rows, cols, key_at, self.relation, 0, self.bad)]
 
-    def rows_for(self, keys: list[tuple]) -> dict[tuple, pa.Table]:
-        """Each key's rows (a table with the ``names`` columns); keys holding a null have none."""
+    def types(self) -> list[pa.DataType]:
+        """The Arrow type of each value of a row (``names`` order)."""
         self._ready()
-        found: dict[tuple, pa.Table] = {}
+        return [c.type for c in self._columns]
+
+    def rows_for(self, keys: list[tuple]) -> dict[tuple, list[tuple]]:
+        """Each key's rows (tuples of the ``names`` columns); keys holding a null have none."""
+        self._ready()
+        found: dict[tuple, list[tuple]] = {}
         missing = []
         for k in keys:
             if k in self.cache:
                 self.cache.move_to_end(k)
                 found[k] = self.cache[k]
             elif any(v is None for v in k):
-                found[k] = _to_table([], self._columns)
+                found[k] = []
             else:
                 missing.append(k)
         for start in range(0, len(missing), LOOKUP_CHUNK):
@@ -357,9 +382,7 @@ class Lookup:
             for row in self._query(chunk):
                 grouped.setdefault(tuple(row[i] for i in key_at), []).append(row)
             for k in chunk:
-                table = _to_table(grouped[k], self._columns)
-                found[k] = table
-                self.cache[k] = table
+                found[k] = self.cache[k] = grouped[k]
         while len(self.cache) > self.cache_keys:
             self.cache.popitem(last=False)
         return found

@@ -30,14 +30,18 @@ class LookupJoinOp(Operator):
 
     def __init__(
         self,
-        fetch: Callable[[list[tuple]], dict[tuple, pa.Table]],
+        fetch: Callable[[list[tuple]], dict[tuple, list[tuple]]],
         probe_keys: list[str],
-        output: list[tuple[str, str, str]],
+        output: list[tuple[str, str, object]],
+        types: Callable[[], list[pa.DataType]],
         close: Callable[[], None] | None = None,
     ):
-        """``output``: (output column, ``"probe"`` or ``"table"``, the column on that side) in order."""
+        """``fetch(keys)``: each key's table rows as tuples, whose value types ``types()`` gives;
+        ``output``: (output column, ``"probe"`` and a probe column or ``"table"`` and a tuple
+        position) in order."""
         super().__init__()
         self.fetch, self.probe_keys, self.output, self.close = fetch, list(probe_keys), list(output), close
+        self.types = types
         self.variant = f"looked up by {', '.join(self.probe_keys)} per batch of keys, cached"
 
     def on_batch(self, batch: EventBatch) -> None:
@@ -47,35 +51,24 @@ class LookupJoinOp(Operator):
         cols = [batch.columns[k].to_pylist() for k in self.probe_keys]
         keys = list(zip(*cols, strict=True))
         found = self.fetch(list(dict.fromkeys(keys)))
-        spans: dict[tuple, tuple[int, int]] = {}
-        parts: list[pa.Table] = []
-        at = 0
-        for k, rows in found.items():
-            if rows.num_rows:
-                spans[k] = (at, rows.num_rows)
-                parts.append(rows)
-                at += rows.num_rows
-        if not parts:
-            return
         probe_idx: list[int] = []
-        table_idx: list[int] = []
+        matched: list[tuple] = []
         for i, k in enumerate(keys):
-            hit = spans.get(k)
-            if hit is not None:
-                start, count = hit
-                probe_idx.extend([i] * count)
-                table_idx.extend(range(start, start + count))
+            rows = found[k]
+            if rows:
+                probe_idx.extend([i] * len(rows))
+                matched.extend(rows)
         if not probe_idx:
             return
         pi = np.asarray(probe_idx, np.int64)
-        ti = np.asarray(table_idx, np.int64)
-        table = pa.concat_tables(parts).combine_chunks()
+        values = list(zip(*matched, strict=True))
+        types = self.types()
         columns = {}
         for name, side, column in self.output:
             if side == "probe":
                 columns[name] = gather(batch.columns[column], pi)
             else:
-                columns[name] = gather(table.column(column).combine_chunks(), ti)
+                columns[name] = pa.array(values[column], types[column])
         other = None if batch.points else batch.other[pi]
         self.emit(EventBatch(batch.sync[pi], other, columns))
 
