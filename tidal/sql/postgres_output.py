@@ -147,3 +147,9 @@ class PostgresOutput(DurableSink):
 
     def close(self) -> None:
         self.table.close()
+
+
+def durable_sink(q, fmt: str, output: str, state: str) -> PostgresOutput:
+    """The factory ``tidal query --state`` takes for ``postgresql://`` and ``postgres://`` outputs
+    (``fmt`` does not apply: the table holds the final state; the state file holds the checkpoints)."""
+    return PostgresOutput(q, output)
