@@ -168,3 +168,43 @@ def test_fields_format_reads_each_field_as_a_column(redis_server, r):
     con = duckdb.connect()
     con.register("ev", pa.Table.from_pylist(rows))
     assert sorted_rows(got) == sorted(con.execute("SELECT k, count(*), sum(v) FROM ev GROUP BY k").fetchall(), key=repr)
+
+
+def test_tidal_query_prints_windows_while_the_producer_is_still_writing(redis_server, r, tmp_path):
+    """``stop => 'never'``: the query runs until interrupted, and each window's count is printed as
+    soon as the watermark passes it, while entries are still arriving."""
+    import signal
+
+    src = (
+        f"redis(url => '{redis_server.url}', stream => 'live', time_field => DESCRIPTOR(t), "
+        "schema => 't BIGINT, k VARCHAR, v BIGINT')"
+    )
+    sql = (
+        f"SELECT window_end, count(*) AS n FROM tumble(source => TABLE({src}), time_field => DESCRIPTOR(t), "
+        "window_length => INTERVAL 1 SECOND) GROUP BY window_end TRIGGER ON WATERMARK"
+    )
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tidal.cli.main", "query", sql, "--format", "stream-json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path),
+    )  # fmt: skip
+    stop = threading.Event()
+
+    def producer():  # one entry every 0.1 s of event time, for as long as the test wants
+        i = 0
+        while not stop.is_set():
+            r.xadd("live", {"data": json.dumps({"t": i * 100_000, "k": "a", "v": 1})})
+            i += 1
+            time.sleep(0.01)
+
+    writer = threading.Thread(target=producer)
+    writer.start()
+    try:
+        first = json.loads(proc.stdout.readline())  # blocks until the first window is printed
+        assert writer.is_alive() and not stop.is_set()  # ... while the producer still writes
+        assert first == {"window_end": "1970-01-01 00:00:01", "n": 10}  # integer times are microseconds
+    finally:
+        stop.set()
+        writer.join()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
