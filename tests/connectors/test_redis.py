@@ -186,7 +186,7 @@ def test_tidal_query_prints_windows_while_the_producer_is_still_writing(redis_se
     env = {**os.environ, "PYTHONPATH": ROOT}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tidal.cli.main", "query", sql, "--format", "stream-json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=str(tmp_path),
     )  # fmt: skip
     stop = threading.Event()
 
@@ -208,3 +208,4 @@ def test_tidal_query_prints_windows_while_the_producer_is_still_writing(redis_se
         writer.join()
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
+        proc.stdout.close()
