@@ -77,7 +77,9 @@ def postgres_workloads(results: Results, server, rows: int, repeat: int, workdir
 
     results.run("postgres read", "psycopg fetchall", raw_fetch, rows, repeat)
 
-    stream = "max_diff_watermark(source => TABLE('events.csv'), time_field => DESCRIPTOR(ts), offset => INTERVAL 1 SECOND)"
+    stream = (
+        "max_diff_watermark(source => TABLE('events.csv'), time_field => DESCRIPTOR(ts), offset => INTERVAL 1 SECOND)"
+    )
     lookup = (
         f"SELECT c.region, count(*) AS n FROM {stream} e JOIN postgres('{dsn}', 'customers') c "
         "ON e.customer = c.id GROUP BY c.region"
