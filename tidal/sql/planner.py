@@ -377,7 +377,7 @@ class Translator:
         if scan.format == "postgres":  # a database: the pushed filter and projection go into its SQL
             from . import postgres
 
-            reader = partial(postgres.read_table, scan)
+            reader = partial(postgres.read_table, scan, dead_letter=getattr(self, "dead_letter", None))
         file_names = list(scan.file_columns)
         if time.column is not None and time.column not in scan.names:
             raise PlanError(f"event time field {time.column} is not a column of {scan.path}")

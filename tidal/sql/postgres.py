@@ -156,19 +156,22 @@ def render(predicate: exp.Expression | None, scan: Scan) -> tuple[str, list] | N
     return text, r.params
 
 
-def bad_rows(scan: Scan, on_error: str) -> BadRows:
-    return BadRows(on_error, dict(scan.options).get("dead_letter"))
+def bad_rows(scan: Scan, on_error: str, dead_letter: str | None = None) -> BadRows:
+    """``dead_letter => ...`` of the table function, else the query's dead-letter file (if any)."""
+    return BadRows(on_error, dict(scan.options).get("dead_letter") or dead_letter)
 
 
-def read_table(scan: Scan, path: str, *, on_error: str = "fail", **_file_reader_options) -> FileRead:
+def read_table(
+    scan: Scan, path: str, *, on_error: str = "fail", dead_letter: str | None = None, **_file_reader_options
+) -> FileRead:
     """The rows of a postgres Scan: its columns, its pushed filter, in one statement (called as the
     planner calls a file reader; the Scan says what to read)."""
-    bad = bad_rows(scan, on_error)
+    bad = bad_rows(scan, on_error, dead_letter)
     table = read(relation_of(scan.options), list(scan.file_columns), render(scan.predicate, scan), bad)
     return FileRead(scan.path, table, bad.skipped)
 
 
-def lookup(scan: Scan, keys: list[str], on_error: str) -> Lookup:
+def lookup(scan: Scan, keys: list[str], on_error: str, dead_letter: str | None = None) -> Lookup:
     opts = dict(scan.options)
     files = dict(zip(scan.names, scan.file_columns, strict=True))
     return Lookup(
@@ -177,7 +180,7 @@ def lookup(scan: Scan, keys: list[str], on_error: str) -> Lookup:
         [files[k] for k in keys],
         render(scan.predicate, scan),
         cache_keys=opts.get("cache_keys", 100_000),
-        bad=bad_rows(scan, on_error),
+        bad=bad_rows(scan, on_error, dead_letter),
     )
 
 
@@ -219,10 +222,10 @@ def lookup_join(translator, join, probe_time):
     position = {c: i for i, c in enumerate(scan.file_columns)}  # the lookup's rows hold the scan's columns
     output = [(n, "table", position[column_of[n]]) for n in join.left.names]
     output += [(n, "probe", n) for n in join.right.names]
-    on_error = translator.on_error
+    on_error, dead_letter = translator.on_error, getattr(translator, "dead_letter", None)
 
     def open_lookup():
-        looked = lookup(scan, table_keys, on_error)
+        looked = lookup(scan, table_keys, on_error, dead_letter)
         return looked.rows_for, looked.types, looked.close
 
     relation = relation_of(scan.options)

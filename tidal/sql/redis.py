@@ -32,8 +32,7 @@ NO_WATERMARK_LATENCY = 1 << 62  # event time without a watermark: nothing is lat
 def feed_for(opts: dict, schema: pa.Schema | None = None, **extra) -> RedisStreamFeed:
     return RedisStreamFeed(
         opts["url"], opts["stream"], format=opts.get("format", "json"), field=opts.get("field"), schema=schema,
-        start=opts.get("start", "earliest"), stop=opts.get("stop", "never"), dead_letter=opts.get("dead_letter"),
-        **extra,
+        start=opts.get("start", "earliest"), stop=opts.get("stop", "never"), **extra,
     )  # fmt: skip
 
 
@@ -48,7 +47,7 @@ def redis_source(translator, scan, time) -> Stream:
     predicate = pushable_predicate(scan.predicate) if scan.predicate is not None else None
     feed = feed_for(
         opts, schema, time=time.column, kind="start", on_error=translator.on_error, stats=translator.stats,
-        predicate=predicate,
+        predicate=predicate, dead_letter=opts.get("dead_letter") or getattr(translator, "dead_letter", None),
     )  # fmt: skip
     detail = f"{scan.describe()}; entries after the last id delivered"
     if time.column is None:
