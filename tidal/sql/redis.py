@@ -49,7 +49,7 @@ def redis_source(translator, scan, time) -> Stream:
         opts, schema, time=time.column, kind="start", on_error=translator.on_error, stats=translator.stats,
         predicate=predicate, dead_letter=opts.get("dead_letter") or getattr(translator, "dead_letter", None),
     )  # fmt: skip
-    detail = f"{scan.describe()}; entries after the last id delivered"
+    detail = f"{scan.describe()}; {feed.label}, entries after the last id delivered"
     if time.column is None:
         detail += "; rows as start edges at time 0"
         return Stream(Source(None, schema, Properties(start_edge_only=True), detail, feed=feed))

@@ -62,7 +62,7 @@ class Scan(Node):
     rows: pa.Table | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
-        hidden = ("dsn", "columns_sql")  # a connector's credentials and its server-side types stay out of plans
+        hidden = ("dsn", "url", "columns_sql")  # connectors' addresses (and passwords) stay out of plans
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options if k not in hidden)
         parts = [f"Scan {self.path!r} ({self.format}{', ' + opts if opts else ''})", f"columns {list(self.names)}"]
         if self.predicate is not None:
