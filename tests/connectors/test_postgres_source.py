@@ -182,3 +182,14 @@ def test_unreachable_server_is_retried_and_reported(capsys):
         relation.columns()
     err = capsys.readouterr().err
     assert "retry 1 of 2" in err and "retry 2 of 2" in err
+
+
+def test_plans_and_errors_never_show_the_password(pg, pg_dsn, capsys):
+    load(pg, "t", sample(5))
+    dsn = pg_dsn.replace("postgres@", "postgres:s3cret@")  # trust authentication ignores it
+    q = plan(f"SELECT name FROM postgres(dsn => '{dsn}', table => 't') WHERE qty > 0")
+    assert "s3cret" not in q.explain()
+    assert q.result().num_rows == sum(1 for r in sample(5).to_pylist() if (r["qty"] or 0) > 0)
+    with pytest.raises(PlanError) as err:
+        plan(f"SELECT * FROM postgres(dsn => '{dsn}', table => 'missing')")
+    assert "s3cret" not in str(err.value) and "127.0.0.1" in str(err.value)
