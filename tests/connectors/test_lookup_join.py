@@ -93,6 +93,21 @@ def test_lookup_sends_keys_in_batches_and_caches(pg, pg_dsn, in_tmp, postgres_se
     assert 'FROM "customers"' in log and 'FROM "customers" LIMIT 0' in log
     reads = [line for line in log.splitlines() if "tidal_read" in line and '"customers"' in line]
     assert not reads, "the whole table was read instead of looked up"
+    assert 'q."id" = ANY($1::integer[])' in log  # the integer column as it is: an index on it serves the lookup
+
+
+def test_keys_beyond_the_columns_range_match_nothing(pg, pg_dsn, in_tmp):
+    events = write_events("events.csv", 200, 10)
+    big = pa.array(
+        [2**40 if i % 3 == 0 else c for i, c in enumerate(events.column("customer").to_pylist())], pa.int64()
+    )
+    events = events.set_column(1, "customer", big)
+    pv.write_csv(events, "events.csv")
+    table = customers(pg, 10)
+    select = "SELECT e.ts, c.name FROM {e} e JOIN {c} c ON e.customer = c.id"
+    q = plan(select.format(e=stream_of("events.csv"), c=f"postgres('{pg_dsn}', 'customers')"))
+    assert "LookupJoin [" in stream_plan(q)
+    assert rows(q.result()) == duck(select.format(e="events", c="customers"), events=events, customers=table)
 
 
 def test_a_table_that_is_not_plain_columns_is_read_whole(pg, pg_dsn, in_tmp):

@@ -128,6 +128,16 @@ class Column:
     type: pa.DataType
     sql_type: str  # the server's type of the value selected (after the cast)
     cast: str | None
+    raw_type: str = ""  # the column's own type on the server
+
+    def key(self, source: str = "") -> tuple[str, str, tuple[int, int] | None]:
+        """How a lookup compares this column with an array of keys: (expression, array element type,
+        the range of keys that can match). A widened integer is compared as its own type, so that
+        an index on it serves the lookup; keys outside that type's range cannot match."""
+        ranges = {"smallint": (-(2**15), 2**15 - 1), "integer": (-(2**31), 2**31 - 1)}
+        if self.cast == "int8" and self.raw_type in ranges:
+            return f"{source}{quote_ident(self.name)}", self.raw_type, ranges[self.raw_type]
+        return self.select(source), self.sql_type, None
 
     def select(self, source: str = "") -> str:
         ref = f"{source}{quote_ident(self.name)}"
@@ -176,11 +186,15 @@ class Relation:
             if isinstance(exc, _psycopg().OperationalError):
                 raise
             raise PlanError(f"{self.label()}: {str(exc).strip()}") from None
+        described = list(cur.description)
+        if not described:
+            return []
+        marks = ", ".join(["%s::regtype::text"] * len(described))
+        raw = conn.execute(f"SELECT {marks}", [d.type_code for d in described]).fetchone()
         out = []
-        for d in cur.description:
+        for d, raw_type in zip(described, raw, strict=True):
             arrow, cast = _TYPES.get(d.type_code, (pa.string(), "text"))
-            sql_type = cast or conn.execute("SELECT %s::regtype::text", [d.type_code]).fetchone()[0]
-            out.append(Column(d.name, arrow, sql_type, cast))
+            out.append(Column(d.name, arrow, cast or raw_type, cast, raw_type))
         return out
 
     def primary_key(self) -> list[str]:
@@ -204,6 +218,7 @@ class Relation:
             [_qualified(self.table)],
         ).fetchall()
         return [r[0] for r in rows]
+
 
 @contextmanager
 def _no_gc():
@@ -342,15 +357,21 @@ class Lookup:
     def _query(self, wanted: list[tuple]) -> list[tuple]:
         cols = self._columns + self._pk_cols
         listed = ", ".join(c.select("q.") for c in cols)
-        if len(self._key_cols) == 1:
-            k = self._key_cols[0]
-            cond = f"{k.select('q.')} = ANY(%s::{k.sql_type}[])"
+        compare = [k.key("q.") for k in self._key_cols]
+        wanted = [
+            w for w in wanted if all(r is None or r[0] <= v <= r[1] for v, (_, _, r) in zip(w, compare, strict=True))
+        ]
+        if not wanted:
+            return []
+        if len(compare) == 1:
+            expr, element, _ = compare[0]
+            cond = f"{expr} = ANY(%s::{element}[])"
             params = [[w[0] for w in wanted]]
         else:
-            lhs = ", ".join(k.select("q.") for k in self._key_cols)
-            arrays = ", ".join(f"%s::{k.sql_type}[]" for k in self._key_cols)
+            lhs = ", ".join(expr for expr, _, _ in compare)
+            arrays = ", ".join(f"%s::{element}[]" for _, element, _ in compare)
             cond = f"({lhs}) IN (SELECT * FROM unnest({arrays}))"
-            params = [[w[i] for w in wanted] for i in range(len(self._key_cols))]
+            params = [[w[i] for w in wanted] for i in range(len(compare))]
         sql = f"SELECT {listed} FROM {self.relation.from_item} AS q WHERE {cond}"
         if self.relation.query is not None:
             sql = f"SELECT {listed} FROM {self.relation.from_item.removesuffix(' AS q')} AS q WHERE {cond}"
