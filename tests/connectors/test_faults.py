@@ -54,11 +54,14 @@ def test_lookup_and_sink_reconnect_after_their_backend_is_terminated(pg, pg_dsn,
     pg.execute("CREATE TABLE c (id bigint, name text)")
     pg.execute("INSERT INTO c VALUES (1, 'a'), (2, 'b'), (2, 'bb')")
     lookup = Lookup(Relation(pg_dsn, "c", backoff=Backoff(5, 0.01)), ["id", "name"], ["id"])
-    assert lookup.rows_for([(1,)])[(1,)] == [(1, "a")]
+
+    def match(keys):
+        got = lookup.match(pa.table({"k": pa.array(keys, pa.int64())}))
+        return sorted((r["__probe"], r["id"], r["name"]) for r in got.to_pylist())
+
+    assert match([1]) == [(0, 1, "a")]
     assert terminate_others(pg) == 1
-    got = lookup.rows_for([(2,), (3,), (None,)])
-    assert sorted(got[(2,)]) == [(2, "b"), (2, "bb")]
-    assert got[(3,)] == [] and got[(None,)] == []
+    assert match([2, 3, None, 1, 2]) == [(0, 2, "b"), (0, 2, "bb"), (3, 1, "a"), (4, 2, "b"), (4, 2, "bb")]
     lookup.close()
     assert "postgres table c at 127.0.0.1" in capsys.readouterr().err
 

@@ -18,12 +18,14 @@ of it has been delivered yet.
 
 from __future__ import annotations
 
+import functools
 import gc
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.errors import InputError, PlanError
 from .dead_letter import BadRows
@@ -317,8 +319,8 @@ def read(
 
 class Lookup:
     """The rows of a relation whose key columns equal given keys, fetched per batch of keys
-    (``WHERE (k1, ...) = ANY(...)``) and cached per key (a key without rows too), least recently
-    used first out once ``cache_keys`` keys are held."""
+    (``WHERE k = ANY(...)``, or ``(k1, k2) IN (SELECT * FROM unnest(...))``) and cached as Arrow
+    (a key without rows too); the probe meets the cache in Arrow's hash join."""
 
     def __init__(
         self,
@@ -331,8 +333,8 @@ class Lookup:
     ):
         self.relation = relation
         self.names, self.keys, self.where = list(names), list(keys), where
-        self.cache: OrderedDict[tuple, list[tuple]] = OrderedDict()
         self.cache_keys = cache_keys
+        self._reset()
         self.bad = bad or BadRows()
         self.queries = 0  # statements sent (for tests and explain)
         self._conn = None
@@ -394,32 +396,42 @@ class Lookup:
         key_at = [[c.name for c in cols].index(k) for k in self._pk]
         return [r[: len(self._columns)] for r in _clean(rows, cols, key_at, self.relation, 0, self.bad)]
 
-    def types(self) -> list[pa.DataType]:
-        """The Arrow type of each value of a row (``names`` order)."""
-        self._ready()
-        return [c.type for c in self._columns]
+    def _reset(self) -> None:
+        self._seen: pa.Table | None = None  # the keys looked up (with rows or without)
+        self._rows: pa.Table | None = None  # their rows: the ``names`` columns and ``__row``, in fetch order
 
-    def rows_for(self, keys: list[tuple]) -> dict[tuple, list[tuple]]:
-        """Each key's rows (tuples of the ``names`` columns); keys holding a null have none."""
+    def _fetch(self, missing: pa.Table) -> None:
+        wanted = list(zip(*[c.to_pylist() for c in missing.columns], strict=True))
+        parts = []
+        base = 0 if self._rows is None else self._rows.num_rows
+        for start in range(0, len(wanted), LOOKUP_CHUNK):
+            table = _to_table(self._query(wanted[start : start + LOOKUP_CHUNK]), self._columns)
+            parts.append(table.append_column("__row", pa.array(np.arange(base, base + table.num_rows))))
+            base += table.num_rows
+        self._rows = pa.concat_tables(([self._rows] if self._rows is not None else []) + parts).combine_chunks()
+        self._seen = missing if self._seen is None else pa.concat_tables([self._seen, missing]).combine_chunks()
+
+    def match(self, keys: pa.Table) -> pa.Table:
+        """For each row ``i`` of ``keys`` (the probe's key values, one column per key, in ``keys``
+        order) without a null, the relation's rows with those key values: a table of ``__probe``
+        (``i``) and the ``names`` columns, ordered by ``i`` and then as the rows were fetched. Keys
+        not seen before are fetched (one statement per chunk of them); at most ``cache_keys`` keys
+        are held, then the cache starts afresh."""
         self._ready()
-        found: dict[tuple, list[tuple]] = {}
-        missing = []
-        for k in keys:
-            if k in self.cache:
-                self.cache.move_to_end(k)
-                found[k] = self.cache[k]
-            elif any(v is None for v in k):
-                found[k] = []
-            else:
-                missing.append(k)
-        for start in range(0, len(missing), LOOKUP_CHUNK):
-            chunk = missing[start : start + LOOKUP_CHUNK]
-            grouped: dict[tuple, list[tuple]] = {k: [] for k in chunk}
-            key_at = [self.names.index(k) for k in self.keys]
-            for row in self._query(chunk):
-                grouped.setdefault(tuple(row[i] for i in key_at), []).append(row)
-            for k in chunk:
-                found[k] = self.cache[k] = grouped[k]
-        while len(self.cache) > self.cache_keys:
-            self.cache.popitem(last=False)
-        return found
+        names = [f"__k{i}" for i in range(keys.num_columns)]
+        probe = keys.rename_columns(names).append_column("__probe", pa.array(np.arange(keys.num_rows)))
+        valid = functools.reduce(pc.and_, [pc.is_valid(probe.column(n)) for n in names])
+        probe = probe.filter(valid)
+        distinct = probe.select(names).group_by(names).aggregate([])
+        if self._seen is not None and self._seen.num_rows + distinct.num_rows > self.cache_keys:
+            self._reset()
+        missing = distinct if self._seen is None else distinct.join(self._seen, names, join_type="left anti")
+        if missing.num_rows:
+            self._fetch(missing.combine_chunks())
+        out = ["__probe", *self.names]
+        if self._rows is None or self._rows.num_rows == 0 or probe.num_rows == 0:
+            return pa.table(
+                {"__probe": pa.array([], pa.int64()), **{c.name: pa.array([], c.type) for c in self._columns}}
+            )
+        joined = probe.join(self._rows, names, right_keys=self.keys, join_type="inner", coalesce_keys=False)
+        return joined.sort_by([("__probe", "ascending"), ("__row", "ascending")]).select(out)

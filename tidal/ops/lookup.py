@@ -7,8 +7,9 @@ probe event's lifetime. A probe row whose key holds a null matches nothing (SQL'
 Output keeps the probe's order (for each probe event, its matches in the order fetched), so sync
 times stay non-decreasing. Punctuations, flushes and completion pass through.
 
-The rows come from ``fetch(keys) -> {key: pa.Table}``, called once per batch with the batch's
-distinct keys (the connector batches them into one query per chunk and caches the answers). A
+The rows come from ``match(keys)``, called once per batch with the batch's key columns (the
+connector looks up the keys it has not seen in one query per chunk, caches the answers, and
+pairs probe rows with cached rows in Arrow's hash join). A
 key is looked up when its first event arrives; the plan uses this operator only for probes of
 start edges or whole intervals, never end edges, which must meet the same rows as their starts.
 It holds no state of its own: a restored query looks keys up again.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch, gather
@@ -30,45 +30,33 @@ class LookupJoinOp(Operator):
 
     def __init__(
         self,
-        fetch: Callable[[list[tuple]], dict[tuple, list[tuple]]],
+        match: Callable[[pa.Table], pa.Table],
         probe_keys: list[str],
-        output: list[tuple[str, str, object]],
-        types: Callable[[], list[pa.DataType]],
+        output: list[tuple[str, str, str]],
         close: Callable[[], None] | None = None,
     ):
-        """``fetch(keys)``: each key's table rows as tuples, whose value types ``types()`` gives;
-        ``output``: (output column, ``"probe"`` and a probe column or ``"table"`` and a tuple
-        position) in order."""
+        """``match(keys)``: for the key columns of a batch, a table of ``__probe`` (the row of the
+        batch) and the matching table rows' columns, ordered by ``__probe``; ``output``: (output
+        column, ``"probe"`` or ``"table"``, the column on that side) in order."""
         super().__init__()
-        self.fetch, self.probe_keys, self.output, self.close = fetch, list(probe_keys), list(output), close
-        self.types = types
+        self.match, self.probe_keys, self.output, self.close = match, list(probe_keys), list(output), close
         self.variant = f"looked up by {', '.join(self.probe_keys)} per batch of keys, cached"
 
     def on_batch(self, batch: EventBatch) -> None:
         batch = batch.compact()
         if len(batch) == 0:
             return
-        cols = [batch.columns[k].to_pylist() for k in self.probe_keys]
-        keys = list(zip(*cols, strict=True))
-        found = self.fetch(list(dict.fromkeys(keys)))
-        probe_idx: list[int] = []
-        matched: list[tuple] = []
-        for i, k in enumerate(keys):
-            rows = found[k]
-            if rows:
-                probe_idx.extend([i] * len(rows))
-                matched.extend(rows)
-        if not probe_idx:
+        keys = pa.table({f"__k{i}": batch.columns[k] for i, k in enumerate(self.probe_keys)})
+        found = self.match(keys)
+        if found.num_rows == 0:
             return
-        pi = np.asarray(probe_idx, np.int64)
-        values = list(zip(*matched, strict=True))
-        types = self.types()
+        pi = found.column("__probe").to_numpy()
         columns = {}
         for name, side, column in self.output:
             if side == "probe":
                 columns[name] = gather(batch.columns[column], pi)
             else:
-                columns[name] = pa.array(values[column], types[column])
+                columns[name] = found.column(column).combine_chunks()
         other = None if batch.points else batch.other[pi]
         self.emit(EventBatch(batch.sync[pi], other, columns))
 

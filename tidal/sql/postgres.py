@@ -219,14 +219,13 @@ def lookup_join(translator, join, probe_time):
         return None
     scan_name = dict(zip(scan.file_columns, scan.names, strict=True))
     table_keys = [scan_name[column_of[k]] for k in join.left_keys]
-    position = {c: i for i, c in enumerate(scan.file_columns)}  # the lookup's rows hold the scan's columns
-    output = [(n, "table", position[column_of[n]]) for n in join.left.names]
+    output = [(n, "table", column_of[n]) for n in join.left.names]
     output += [(n, "probe", n) for n in join.right.names]
     on_error, dead_letter = translator.on_error, getattr(translator, "dead_letter", None)
 
     def open_lookup():
         looked = lookup(scan, table_keys, on_error, dead_letter)
-        return looked.rows_for, looked.types, looked.close
+        return looked.match, looked.close
 
     relation = relation_of(scan.options)
     where = f", where {scan.predicate.sql()}" if scan.predicate is not None else ""

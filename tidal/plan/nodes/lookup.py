@@ -15,9 +15,8 @@ from ..node import PlanNode
 class LookupJoin(PlanNode):
     """Each probe event with the table rows of its key, with the probe's lifetime.
 
-    ``open_lookup()`` returns ``(fetch, types, close)`` for one run (a fresh connection and cache);
-    ``output`` lists (output column, ``"probe"`` and a column or ``"table"`` and a row position) in
-    the output's order.
+    ``open_lookup()`` returns ``(match, close)`` for one run (a fresh connection and cache);
+    ``output`` lists (output column, ``"probe"``/``"table"``, column) in the output's order.
     """
 
     label = "LookupJoin"
@@ -40,8 +39,8 @@ class LookupJoin(PlanNode):
         )  # fmt: skip
 
     def make(self) -> Operator:
-        fetch, types, close = self.open_lookup()
-        return LookupJoinOp(fetch, self.probe_keys, self.output, types, close)
+        match, close = self.open_lookup()
+        return LookupJoinOp(match, self.probe_keys, self.output, close)
 
     def describe(self) -> str:
         return f"{self.detail}; keys {', '.join(self.probe_keys)}"
