@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     add_common_args(ap, "bench/results/connectors.json")
     args = ap.parse_args(argv)
-    rows = 100_000 if args.quick else args.rows
+    rows = 30_000 if args.quick else args.rows
     out = os.path.abspath(args.out)
     results = Results()
     here = os.getcwd()
