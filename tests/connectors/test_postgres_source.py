@@ -193,3 +193,10 @@ def test_plans_and_errors_never_show_the_password(pg, pg_dsn, capsys):
     with pytest.raises(PlanError) as err:
         plan(f"SELECT * FROM postgres(dsn => '{dsn}', table => 'missing')")
     assert "s3cret" not in str(err.value) and "127.0.0.1" in str(err.value)
+
+
+def test_a_missing_database_is_an_error_at_once_not_a_retry(postgres_server, capsys):
+    dsn = postgres_server.dsn.rsplit("/", 1)[0] + "/no_such_db"
+    with pytest.raises(PlanError, match=r'postgres at 127.0.0.1:\d+/no_such_db: .*"no_such_db" does not exist'):
+        plan(f"SELECT * FROM postgres('{dsn}', 't')")
+    assert "retry" not in capsys.readouterr().err

@@ -101,6 +101,20 @@ def _safe_loaders(conn) -> None:
 DEFAULT_BACKOFF = Backoff()
 
 
+# what a server says when connecting can never work: retrying would only delay the error
+_PERMANENT = ("does not exist", "authentication failed", "no pg_hba.conf entry", "permission denied")
+
+
+def transient(exc: BaseException) -> bool:
+    """A lost or refused connection (class 08, the server shutting down or starting: 57P), not an
+    answer such as a wrong password (28) or a missing database (3D); libpq reports failures to
+    connect without a SQLSTATE, so those are told apart by the server's message."""
+    state = getattr(exc, "sqlstate", None)
+    if state is not None:
+        return state.startswith(("08", "57P"))
+    return not any(p in str(exc) for p in _PERMANENT)
+
+
 def connect(dsn: str, backoff: Backoff = DEFAULT_BACKOFF):
     """An autocommit connection in UTC, retried with backoff while the server is unreachable."""
     psycopg = _psycopg()
@@ -111,7 +125,11 @@ def connect(dsn: str, backoff: Backoff = DEFAULT_BACKOFF):
         _safe_loaders(conn)
         return conn
 
-    return with_retries(f"postgres at {server_label(dsn)}: connect", attempt, (psycopg.OperationalError,), backoff)
+    what = f"postgres at {server_label(dsn)}"
+    try:
+        return with_retries(f"{what}: connect", attempt, (psycopg.OperationalError,), backoff, transient=transient)
+    except psycopg.OperationalError as exc:
+        raise PlanError(f"{what}: {str(exc).strip().splitlines()[-1]}") from None
 
 
 def quote_ident(name: str) -> str:

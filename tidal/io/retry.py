@@ -46,6 +46,7 @@ def with_retries(
     retryable: tuple[type[BaseException], ...],
     backoff: Backoff = Backoff(),
     on_retry: Callable[[], None] | None = None,
+    transient: Callable[[BaseException], bool] | None = None,
 ) -> T:
     """``call()``, retried on ``retryable`` errors with backoff; ``on_retry`` (to reconnect) runs before each retry."""
     delays = backoff.delays()
@@ -54,6 +55,8 @@ def with_retries(
         try:
             return call()
         except retryable as exc:
+            if transient is not None and not transient(exc):
+                raise  # the server answered, and no retry changes its answer (a wrong password, say)
             delay = next(delays, None)
             if delay is None:
                 raise ConnectionLost(f"{what}: gave up after {attempt} attempts: {_first_line(exc)}") from exc
