@@ -209,3 +209,9 @@ def test_tidal_query_prints_windows_while_the_producer_is_still_writing(redis_se
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
         proc.stdout.close()
+
+
+def test_a_key_that_is_not_a_stream_is_named(redis_server, r):
+    r.set("plain", "x")
+    with pytest.raises(InputError, match=r"redis stream plain at 127.0.0.1:\d+/0: sample: WRONGTYPE"):
+        plan(f"SELECT * FROM redis('{redis_server.url}', 'plain')")

@@ -146,7 +146,14 @@ class RedisStreamFeed(Feed):
             self.close()
 
         errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-        return with_retries(f"{self.label}: {what}", attempt, errors, self.backoff, reconnect)
+        refused = (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError)
+        try:
+            return with_retries(
+                f"{self.label}: {what}", attempt, errors, self.backoff, reconnect,
+                transient=lambda exc: not isinstance(exc, refused),
+            )  # fmt: skip
+        except (redis.exceptions.ResponseError, *refused) as exc:  # the server's answer: no retry changes it
+            raise InputError(f"{self.label}: {what}: {exc}") from None
 
     def close(self) -> None:
         if self._client is not None:
