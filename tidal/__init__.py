@@ -12,6 +12,7 @@ from .core.errors import InputError, LambdaError, PlanError, TidalError
 from .core.time import INFINITY
 from .io.egress import Event
 from .plan.properties import Properties
+from .stream.connectors import from_postgres, from_redis
 from .stream.disordered import DisorderedStream, Streams
 from .stream.kafka import to_kafka
 from .stream.live import from_stdin, from_tail
@@ -35,9 +36,11 @@ __all__ = [
     "from_kafka",
     "from_numpy",
     "from_pandas",
+    "from_postgres",
     "from_records",
     "to_kafka",
     "from_stdin",
     "from_tail",
+    "from_redis",
 ]
 __version__ = "0.1.0"

@@ -155,6 +155,8 @@ def _query(args) -> int:
     )
     if args.state:
         return _durable(q, fmt, args)
+    if args.output and args.output.startswith(("postgresql://", "postgres://")) and not args.state:
+        return _to_postgres(q, args)
     labels = list(q.query.output_names)
     if args.output and args.output.startswith("kafka://"):
         return _to_kafka(q, args, labels)
@@ -268,6 +270,20 @@ def _to_kafka(q, args, labels) -> int:
     q.run(ChangelogSink(q.visible_names(), labels, StreamJson(_Messages(), labels)))
     sink.close()
     print(f"{_status(q.stats)}  messages: {sink.sent} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _to_postgres(q, args) -> int:
+    """``--output postgresql://.../db?table=t``: the final state kept in a table (tidal/sql/postgres_output.py)."""
+    from tidal.sql.postgres_output import PostgresOutput
+
+    sink = PostgresOutput(q, args.output, autocommit=True)
+    try:
+        sink.resume_at(None)
+        q.run(sink)
+    finally:
+        sink.close()
+    print(_status(q.stats), file=sys.stderr)
     return 0
 
 

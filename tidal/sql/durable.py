@@ -154,6 +154,15 @@ def _kafka_sink(q, fmt: str, output: str, state: str) -> KafkaChangelog:
 SINKS["kafka"] = _kafka_sink
 
 
+def _postgres_sink(q, fmt: str, output: str, state: str):
+    from .postgres_output import durable_sink  # psycopg only when a PostgreSQL output is asked for
+
+    return durable_sink(q, fmt, output, state)
+
+
+SINKS["postgresql"] = SINKS["postgres"] = _postgres_sink
+
+
 class LateFile(DurableSink):
     """The late-records file (one JSON object a line), committed with the query's state."""
 

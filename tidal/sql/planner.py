@@ -183,6 +183,12 @@ class Translator:
             # each side has its own event time (or none): time flows into the sides separately
             if time.column is not None:
                 raise PlanError("declare the event time on a join's inputs, not on the join's result")
+            if node.kind == "inner" and node.build_left and isinstance(node.left, Project | Scan):
+                from . import postgres  # a stream joined to a database table: look its keys up
+
+                looked = postgres.lookup_join(self, node, TimeSpec(ordinal=time.ordinal))
+                if looked is not None:
+                    return looked
             left = self.stream(node.left, TimeSpec(ordinal=time.ordinal))
             right = self.stream(node.right, TimeSpec(ordinal=time.ordinal))
             lk, rk = list(node.left_keys), list(node.right_keys)
@@ -366,7 +372,16 @@ class Translator:
             from .kafka import kafka_source
 
             return kafka_source(self, scan, time)
+        if scan.format == "redis":  # a Redis Stream, not a file (tidal/sql/redis.py)
+            from .redis import redis_source
+
+            return redis_source(self, scan, time)
         predicate = pushable_predicate(scan.predicate) if scan.predicate is not None else None
+        reader = read_file
+        if scan.format == "postgres":  # a database: the pushed filter and projection go into its SQL
+            from . import postgres
+
+            reader = partial(postgres.read_table, scan, dead_letter=getattr(self, "dead_letter", None))
         file_names = list(scan.file_columns)
         if time.column is not None and time.column not in scan.names:
             raise PlanError(f"event time field {time.column} is not a column of {scan.path}")
@@ -384,7 +399,7 @@ class Translator:
                 table = scan.rows.select(file_names)
                 table = table.filter(predicate) if predicate is not None else table
             else:
-                got = read_file(
+                got = reader(
                     scan.path,
                     format=scan.format,
                     options=dict(scan.options),

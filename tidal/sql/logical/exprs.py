@@ -63,6 +63,18 @@ _REQUIRED_HINTS = {
     "gap": "gap => INTERVAL ... (the silence that ends a session)",
     "path": "path => 'file' (or the path as its first argument)",
 }
+# PostgreSQL (tidal/sql/postgres.py): a bounded table, or the lookup side of a join with a stream
+TVF_PARAMETERS["postgres"] = ("dsn", "table")
+TVF_SIGNATURES["postgres"] = (("dsn", "table", "query", "dead_letter", "cache_keys"), (("dsn",),))
+_REQUIRED_HINTS["dsn"] = "dsn => 'postgresql://user@host:port/db'"
+# Redis Streams (tidal/sql/redis.py): entries read after the last id delivered
+TVF_PARAMETERS["redis"] = ("url", "stream")
+TVF_SIGNATURES["redis"] = (
+    ("url", "stream", "format", "field", "schema", "time_field", "max_delay", "start", "stop", "dead_letter"),
+    (("url",), ("stream",)),
+)
+_REQUIRED_HINTS["url"] = "url => 'redis://host:port/0'"
+_REQUIRED_HINTS["stream"] = "stream => 'key'"
 
 
 def check_tvf_args(fn: str, args: dict) -> None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
 from ...io.files import FORMATS as FILE_FORMATS
 from ...io.files import file_format, file_schema, is_stdin
 from ...io.live import LIVE_FORMATS, input_schema
-from ..expressions import Evaluator, SqlTypeError, has_subquery
+from ..expressions import Evaluator, SqlTypeError, arrow_type, has_subquery
 from .exprs import (
     FILE_FUNCTIONS,
     TVF_PARAMETERS,
@@ -282,6 +284,56 @@ class FromItems:
             live=live,
         )
 
+    def postgres_scan(self, args: dict) -> Scan:
+        """``postgres(dsn, table | query)``: a Scan of a database relation (tidal/sql/postgres.py reads it)."""
+        from ...io.postgres import Relation
+
+        for k, v in args.items():
+            if k != "cache_keys" and not isinstance(v, str) or k == "cache_keys" and not isinstance(v, int):
+                raise PlanError(f"postgres(...): {k} must be a {'number' if k == 'cache_keys' else 'string'}")
+        columns = Relation(args["dsn"], args.get("table"), args.get("query")).columns()
+        what = f"table => {args['table']!r}" if "table" in args else f"query => {args['query']!r}"
+        options = {**args, "columns_sql": tuple((c.name, c.select()) for c in columns)}
+        return Scan(
+            path=f"postgres({what})",
+            format="postgres",
+            options=tuple(sorted(options.items())),
+            names=tuple(c.name for c in columns),
+            scope=tuple((None, c.name) for c in columns),
+            types=tuple(c.type for c in columns),
+            file_columns=tuple(c.name for c in columns),
+        )
+
+    def redis_scan(self, args: dict) -> Node:
+        """``redis(url, stream, ...)``: a Scan of a Redis Stream (tidal/sql/redis.py runs it), under an
+        EventTime when ``time_field`` is given."""
+        from ...io.redis_streams import RedisStreamFeed
+
+        for k in ("url", "stream", "format", "field", "schema", "start", "stop", "dead_letter"):
+            if k in args and not isinstance(args[k], str):
+                raise PlanError(f"redis(...): {k} must be a string")
+        time_names = self.descriptor_names(args.get("time_field"), "redis")
+        if len(time_names) > 1:
+            raise PlanError("redis(...): time_field names one column")
+        delay = _interval_arg(args, "max_delay", "redis") if "max_delay" in args else 0
+        given = _parse_schema(args["schema"]) if "schema" in args else None
+        opts = {k: args[k] for k in ("url", "stream", "format", "field", "start", "stop", "dead_letter") if k in args}
+        schema = RedisStreamFeed(args["url"], args["stream"], format=opts.get("format", "json"),
+                                 field=opts.get("field"), schema=given).schema()  # fmt: skip
+        scan = Scan(
+            path=f"redis({args['stream']!r})",
+            format="redis",
+            options=tuple(sorted(opts.items())),
+            names=tuple(schema.names),
+            scope=tuple((None, n) for n in schema.names),
+            types=tuple(schema.types),
+            file_columns=tuple(schema.names),
+        )
+        if not time_names:
+            return scan
+        time_field = self.resolve(exp.column(time_names[0]), scan)
+        return EventTime(scan, time_field, "max_diff", (("offset", delay),))
+
     def tvf(self, call: exp.Expression) -> Node:
         name = (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower()
         items = list(call.expressions if isinstance(call, exp.Anonymous) else call.args.get("expressions", []))
@@ -297,6 +349,10 @@ class FromItems:
         check_tvf_args(name, args)
         if name == "tail":
             return self.tail(args)
+        if name == "postgres":
+            return self.postgres_scan(args)
+        if name == "redis":
+            return self.redis_scan(args)
         if name in FILE_FUNCTIONS:
             path = args.pop("path")
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
@@ -406,3 +462,14 @@ class FromItems:
             value = exp.column(value)
         # the qualifier in DESCRIPTOR(e.time) names the table function's own alias: match the column name
         return self.resolve(exp.column(value.name), node)
+
+
+def _parse_schema(text: str) -> pa.Schema:
+    """``'a BIGINT, b VARCHAR, t TIMESTAMP'`` as an Arrow schema."""
+    fields = []
+    for part in re.split(r",(?![^(]*\))", text):
+        m = re.match(r"\s*(\"[^\"]+\"|\w+)\s+(.+?)\s*$", part)
+        if not m:
+            raise PlanError(f"redis(...) schema: expected 'name TYPE, ...', got {part.strip()!r}")
+        fields.append(pa.field(m.group(1).strip('"'), arrow_type(exp.DataType.build(m.group(2), dialect="duckdb"))))
+    return pa.schema(fields)

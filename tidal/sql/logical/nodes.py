@@ -63,7 +63,8 @@ class Scan(Node):
     rows: pa.Table | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in self.options)
+        hidden = ("dsn", "url", "columns_sql")  # connectors' addresses (and passwords) stay out of plans
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.options if k not in hidden)
         parts = [f"Scan {self.path!r} ({self.format}{', ' + opts if opts else ''})", f"columns {list(self.names)}"]
         if self.live:
             parts.append("live " + ", ".join(f"{k}={v}" for k, v in self.live if v is not None))

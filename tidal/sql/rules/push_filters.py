@@ -52,6 +52,10 @@ def push_filters(root: Node) -> Node:
                 for p in parts
                 if pushable_predicate(p) is not None and _columns(p) <= set(file_of) and not _bool_number(p, bools)
             ]
+            if child.format == "postgres":  # a database: the filter becomes part of its SQL
+                from .. import postgres
+
+                pushable = [p for p in parts if not has_subquery(p) and postgres.pushable(p, child)]
             if not pushable:
                 return node
             rest = [p for p in parts if p not in pushable]
