@@ -376,6 +376,11 @@ GOALS = [
     Goal("serialization", "serialize", "ratio", 15, ">= 15x Avro (paper: 15-20x)", 7, "avro (fastavro)"),
     Goal("serialization", "deserialize", "ratio", 15, ">= 15x Avro (paper: 15-20x)", 7, "avro (fastavro)"),
 ]
+# issue 17: NEXMark, 20x Flink's published per-core figures (q0 155K/s, q5 22K/s, q7 12K/s)
+GOALS += [
+    Goal("nexmark", q, "ratio", 20, ">= 20x Flink per core (published)", 17, "flink (published, per core)")
+    for q in ("q0", "q5", "q7")
+]
 
 
 # --------------------------------------------------------------------------------------------------

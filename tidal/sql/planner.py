@@ -75,6 +75,7 @@ from .logical import (
     event_time_field,
     user_message,
 )
+from .topn import top_n
 
 BATCH_ROWS = 65_536
 
@@ -146,7 +147,13 @@ class Translator:
         if isinstance(node, Scan):
             return self.source(node, time)
         if isinstance(node, Filter):
-            inner = self.stream(node.input, time)
+            found = top_n(node)
+            if found is None:
+                inner = self.stream(node.input, time)
+            else:  # WHERE rn <= N over ROW_NUMBER(): a Top-N per partition, then the filter
+                window, call, limit = found
+                below = self.stream(window.input, time).node
+                inner = Stream(rel.RowNumber(below, list(call.partition), list(call.order), limit, call.output))
             filtered = self._filter(inner, node.condition, node.input)
             return Stream(filtered.node.but(schema=node.schema(), props=inner.properties.but(grouping=())))
         if isinstance(node, Project):

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from ...ops import watermark
 from ...ops.base import Operator
+from ...ops.rank import RowNumberOp
 from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
 from ...ops.topk import TopKOp
 from ...ops.trigger import TriggerOp
@@ -144,6 +145,30 @@ class WindowFunctions(PlanNode):
 
     def describe(self) -> str:
         return "; ".join(c.describe() for c in self.calls)
+
+
+class RowNumber(PlanNode):
+    """ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) up to ``limit``: a Top-N per partition of every
+    snapshot, each row with its number in the column ``number``."""
+
+    label = "RowNumber"
+
+    def __init__(self, input: PlanNode, partition: list, order: list, limit: int | None, number: str):
+        schema = input.schema.append(pa.field(number, pa.int64()))
+        super().__init__(
+            (input,),
+            schema,
+            input.props.but(grouping=()),
+            partition=tuple(partition),
+            order=tuple(order),
+            limit=limit,
+            number=number,
+            partitioning=(tuple(partition),),
+        )
+
+    def make(self) -> Operator:
+        partition, order, starts_only = list(self.partition), list(self.order), self.props.start_edge_only
+        return RowNumberOp(self.inputs[0].schema, partition, order, self.limit, self.number, starts_only)
 
 
 class WatermarkTap(PlanNode):

@@ -49,6 +49,11 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                 for cls, what in ((exp.Rollup, "ROLLUP"), (exp.Cube, "CUBE"), (exp.GroupingSets, "GROUPING SETS")):
                     if isinstance(e, cls):
                         raise PlanError(f"GROUP BY {what} is not supported: {_short(node)}")
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "proctime":
+            raise PlanError(
+                "PROCTIME() is not supported: tidal's windows and joins run on event time (a processing-time "
+                "attribute would make the answer depend on the clock); declare event time with max_diff_watermark"
+            )
         if isinstance(node, exp.Window) and not _in_select_list(node):
             raise PlanError(f"window functions (... OVER (...)) are supported in the SELECT list only: {_short(node)}")
         if isinstance(node, exp.Select | exp.SetOperation | exp.Table):

@@ -1,0 +1,148 @@
+"""Benchmark: NEXMark q0-q22 on one core, tidal (SQL, and the Python API for q4, q5, q7, q8) beside DuckDB.
+
+Usage::
+
+    python bench/bench_nexmark.py [--events 1000000] [--queries q0,q5,q7] [--repeat 3] [--quick]
+
+Data: ``bench/nexmark/generator.py`` with the benchmark's defaults (10,000 events per second of event
+time, person:auction:bid = 1:3:46), written once as Parquet into ``bench/data/nexmark_<events>/``, in
+event-time order. Each engine runs each query end to end (planning, reading the Parquet files, the query,
+its whole answer as an Arrow table) ``--repeat`` times; the median is reported. Throughput is the number of
+events generated (people + auctions + bids) per second, as NEXMark reports it (Flink's source produces
+all three kinds in one stream, whichever the query reads). tidal runs on one thread and DuckDB is set to one
+thread (``--core N`` also pins the process to core N). tidal's row count is checked against DuckDB's for every query.
+
+Anchor (not measured here): Flink's published NEXMark figures, 8 cores with RocksDB state, per core:
+q0 about 155K events/s, q5 about 22K/s, q7 about 12K/s. They are recorded as the engine
+``flink (published, per core)`` so the report shows tidal's ratio to them. PyFlink is not run: its
+NEXMark needs Flink's own generator connector or Parquet format jars, which the ``apache-flink`` wheel in
+``bench/.envs/pyflink`` does not ship.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from harness import Results, add_common_args
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nexmark import NOT_SUPPORTED, QUERIES, api, run_sql  # noqa: E402
+from nexmark.duckdb_sql import ORACLE, connect  # noqa: E402
+from nexmark.generator import Config, write  # noqa: E402
+
+FLINK_PER_CORE = {"q0": 155_000, "q5": 22_000, "q7": 12_000}
+TABLES = ("person", "auction", "bid", "side_input")
+
+
+def ensure_data(events: int) -> Path:
+    directory = Path(__file__).resolve().parent / "data" / f"nexmark_{events}"
+    if not all((directory / f"{t}.parquet").exists() for t in TABLES):
+        write(directory, Config(events=events))
+    return directory
+
+
+def api_runner(name: str, directory: Path):
+    def run():
+        t = {n: pq.read_table(directory / f"{n}.parquet") for n in ("person", "auction", "bid")}
+        s = api.SECOND
+        if name == "q4":
+            return api.final(api.q4(t["auction"], t["bid"]))
+        if name == "q5":
+            return api.windows(api.q5(t["bid"]), 10 * s, 2 * s)
+        if name == "q7":
+            return api.windows(api.q7(t["bid"]), 10 * s, 10 * s)
+        return api.windows(api.q8(t["person"], t["auction"]), 10 * s, 10 * s)
+
+    return run
+
+
+def duckdb_runner(name: str, directory: Path):
+    def run():
+        con = connect({t: str(directory / f"{t}.parquet") for t in TABLES})
+        result = con.sql(ORACLE[name]).arrow()
+        return result.read_all() if hasattr(result, "read_all") else result
+
+    return run
+
+
+def measure(results: Results, workload: str, engine: str, fn, events: int, repeat: int, **extra) -> None:
+    """Like ``Results.run``, also recording the process's CPU seconds per run (``cpu_s``, median) and
+    ``events_per_cpu_s``: on a shared machine the wall time includes waiting for the core."""
+    walls, cpus = [], []
+    for _ in range(max(1, repeat)):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    cpu = statistics.median(cpus)
+    results.record(
+        workload,
+        engine,
+        statistics.median(walls),
+        max(walls) - min(walls),
+        events,
+        walls,
+        cpu_s=cpu,
+        events_per_cpu_s=events / cpu if cpu > 0 else float("inf"),
+        **extra,
+    )
+
+
+def pin_one_core(core: int | None = None) -> str:
+    if core is None:
+        return "not pinned (tidal runs on one thread; DuckDB is set to one thread)"
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {core})
+        return f"pinned to core {core}"
+    return "not pinned (no sched_setaffinity)"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--queries", default=",".join(QUERIES), help="comma-separated, e.g. q0,q5,q7")
+    ap.add_argument(
+        "--core",
+        type=int,
+        default=None,
+        help="pin the process to this core (default: not pinned; pinned runs on a shared machine were seen to"
+        " spend minutes of CPU in helper threads)",
+    )
+    add_common_args(ap, "bench/results/nexmark.json")
+    args = ap.parse_args(argv)
+    events = 100_000 if args.quick else args.events
+    pinned = pin_one_core(args.core)
+    directory = ensure_data(events)
+    print(f"NEXMark {events:,} events in {directory}, {pinned}")
+    results = Results()
+    for name in args.queries.split(","):
+        if name in NOT_SUPPORTED:
+            results.note(f"{name}: not supported by tidal ({NOT_SUPPORTED[name]}); not timed")
+            continue
+        got, want = run_sql(name, directory), duckdb_runner(name, directory)()
+        assert got.num_rows == want.num_rows, (name, got.num_rows, want.num_rows)
+        measure(results, name, "tidal", lambda n=name: run_sql(n, directory), events, args.repeat, rows=got.num_rows)
+        if name in ("q4", "q5", "q7", "q8"):
+            measure(results, name, "tidal api", api_runner(name, directory), events, args.repeat)
+        measure(results, name, "duckdb", duckdb_runner(name, directory), events, args.repeat)
+        if name in FLINK_PER_CORE:
+            rate = FLINK_PER_CORE[name]
+            results.record(
+                name, "flink (published, per core)", events / rate, 0.0, events, note="published figure, not measured"
+            )
+    results.report(args.out, events=events, pinned=pinned, data=str(directory))
+    print(f"{'workload':<10}{'engine':<14}{'events per CPU second':>24}")
+    for r in results.rows:
+        if "events_per_cpu_s" in r:
+            print(f"{r['workload']:<10}{r['engine']:<14}{r['events_per_cpu_s']:>24,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
