@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -13,6 +12,8 @@ from hypothesis import strategies as st
 
 from tidal.core.errors import TidalError
 from tidal.sql import plan
+
+from .test_conformance_expressions import _both
 
 T = pa.table(
     {
@@ -23,22 +24,6 @@ T = pa.table(
         "s": pa.array(["q", "b", "z", "a", None, "m", "c", "x", "y", "b", "k", "d"]),
     }
 )
-
-
-def _rows(table: pa.Table) -> list[tuple]:
-    rows = [tuple(r.values()) for r in table.to_pylist()]
-    return sorted(rows, key=lambda r: tuple((v is None, str(type(v)), v if v is not None else 0) for v in r))
-
-
-def _both(sql: str, where) -> tuple[list, list]:
-    old = os.getcwd()
-    os.chdir(where)
-    try:
-        want = duckdb.connect().sql(sql).to_arrow_table()
-        got = plan(sql).result()
-    finally:
-        os.chdir(old)
-    return _rows(got), _rows(want)
 
 
 @pytest.fixture

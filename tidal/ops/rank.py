@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
-from .base import Operator
+from .recomputed import TickedChanges
 from .topk import row_order
 
 
@@ -41,7 +41,7 @@ class _Partition:
         self.started: dict[tuple, list[int]] = {}  # (row, number) -> start times of its emitted copies
 
 
-class RowNumberOp(Operator):
+class RowNumberOp(TickedChanges):
     """Each partition's rows numbered in order, up to ``limit`` (see the module docstring)."""
 
     name = "RowNumber"
@@ -55,8 +55,7 @@ class RowNumberOp(Operator):
         number: str,
         start_edges_only: bool = False,
     ):
-        super().__init__()
-        self.names = list(schema.names)
+        super().__init__(schema.names)
         self.out_schema = schema.append(pa.field(number, pa.int64()))
         self.part = [self.names.index(p) for p in partition]
         positions = [(self.names.index(n), desc, bool(nf)) for n, desc, nf in order]
@@ -64,39 +63,8 @@ class RowNumberOp(Operator):
         self.limit = limit
         self.prune = start_edges_only and limit is not None
         self.partitions: dict[tuple, _Partition] = {}
-        self.changes: list[tuple[int, int, int, tuple]] = []  # heap of (tick, seq, +1/-1, row)
-        self._seq = 0
         keys = ", ".join(f"{n} {'desc' if d else 'asc'}" for n, d, _ in order) or "(all columns)"
         self.variant = f"partition by {', '.join(partition) or '()'}; order by {keys}; numbers up to {limit}"
-
-    def _push(self, tick: int, delta: int, row: tuple) -> None:
-        self._seq += 1
-        heapq.heappush(self.changes, (tick, self._seq, delta, row))
-
-    def on_batch(self, batch: EventBatch) -> None:
-        batch = batch.compact()
-        if len(batch) == 0:
-            return
-        sync, other = batch.sync, batch.other
-        self._close(int(sync[0]))  # every tick before this batch's first is complete
-        rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
-        for t, o, row in zip(sync.tolist(), other.tolist(), rows, strict=True):
-            if o == INFINITY:
-                self._push(t, 1, row)
-            elif o < t:
-                self._push(t, -1, row)
-            else:
-                self._push(t, 1, row)
-                self._push(o, -1, row)
-        self._close(int(sync[-1]))
-
-    def on_punctuation(self, time: int) -> None:
-        self._close(time)
-        self.emit_punctuation(time)
-
-    def on_completed(self) -> None:
-        self._close(INFINITY)
-        self.emit_completed()
 
     def _reaches_window(self, state: _Partition, row: tuple) -> bool:
         if self.limit == 0:

@@ -23,32 +23,23 @@ from ..core.time import INFINITY
 from .base import Operator
 
 
-class RecomputedSnapshot(Operator):
-    """Keeps the input snapshot; subclasses give ``recompute()`` (the new output rows)."""
+class TickedChanges(Operator):
+    """Turns input events into a heap of per-tick row changes (+1 at a start, -1 at an end) and
+    hands every completed tick to ``_close(bound)``; TopK, window functions and ROW_NUMBER share it."""
 
-    def __init__(self, schema: pa.Schema, out_schema: pa.Schema):
+    def __init__(self, names: list[str]):
         super().__init__()
-        self.schema, self.out_schema = schema, out_schema
-        self.names = schema.names
-        self.snapshot_rows: Counter = Counter()
-        self.output: list[tuple] = []  # the output rows emitted and alive
-        self.started: dict[tuple, list[int]] = {}  # output row -> start times of its emitted copies
+        self.names = list(names)
         self.changes: list[tuple[int, int, int, tuple]] = []  # heap of (tick, seq, +1/-1, row)
         self._seq = 0
 
-    # -- hooks ------------------------------------------------------------------------------
     def admit(self, batch: EventBatch) -> EventBatch:
         """The part of a (compacted) batch worth keeping; all of it by default."""
         return batch
 
-    def matters(self, row: tuple) -> bool:
-        """Whether a change of ``row`` can change the output."""
-        return True
-
-    def recompute(self) -> list[tuple]:
+    def _close(self, bound: int) -> None:
         raise NotImplementedError
 
-    # -- messages ---------------------------------------------------------------------------
     def _push(self, tick: int, delta: int, row: tuple) -> None:
         self._seq += 1
         heapq.heappush(self.changes, (tick, self._seq, delta, row))
@@ -80,6 +71,25 @@ class RecomputedSnapshot(Operator):
     def on_completed(self) -> None:
         self._close(INFINITY)
         self.emit_completed()
+
+
+class RecomputedSnapshot(TickedChanges):
+    """Keeps the input snapshot; subclasses give ``recompute()`` (the new output rows)."""
+
+    def __init__(self, schema: pa.Schema, out_schema: pa.Schema):
+        super().__init__(schema.names)
+        self.schema, self.out_schema = schema, out_schema
+        self.snapshot_rows: Counter = Counter()
+        self.output: list[tuple] = []  # the output rows emitted and alive
+        self.started: dict[tuple, list[int]] = {}  # output row -> start times of its emitted copies
+
+    # -- hooks ------------------------------------------------------------------------------
+    def matters(self, row: tuple) -> bool:
+        """Whether a change of ``row`` can change the output."""
+        return True
+
+    def recompute(self) -> list[tuple]:
+        raise NotImplementedError
 
     def _close(self, bound: int) -> None:
         """Apply and emit every tick before ``bound``."""
