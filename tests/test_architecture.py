@@ -23,11 +23,12 @@ ALLOWED: dict[str, set[str]] = {
     "io": {"core", "expr", "ops"},
     "plan": {"core", "expr", "ops"},
     "agg": {"core", "ops"},
+    "errors": {"core"},
     "stream": {"core", "expr", "ops", "io", "state", "plan"},
     "sql": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg"},
     "spark": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "sql"},
-    "cli": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "sql", "spark", "tidal"},
-    "tidal": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "testing"},
+    "cli": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "sql", "spark", "tidal", "errors"},
+    "tidal": {"core", "expr", "ops", "io", "state", "plan", "stream", "agg", "testing", "errors"},
 }
 MAX_LINES = 600
 

@@ -7,7 +7,7 @@ into columnar kernels. Start with :func:`from_arrow`, :func:`from_pandas` or
 method such as ``to_arrow()`` or ``to_intervals()``.
 """
 
-from . import agg
+from . import agg, errors
 from .core.errors import InputError, LambdaError, PlanError, TidalError
 from .core.time import INFINITY
 from .io.egress import Event
@@ -18,6 +18,7 @@ from .stream.streamable import Stream
 
 __all__ = [
     "agg",
+    "errors",
     "INFINITY",
     "DisorderedStream",
     "Event",

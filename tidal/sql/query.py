@@ -24,7 +24,7 @@ from ..plan.nodes import LateEvents, sorts_in
 from ..plan.nodes.relational import WatermarkTap
 from ..stream.query import execute_many
 from ..stream.streamable import Stream
-from .dialect import parse
+from .dialect import parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
 from .planner import RunStats, Translator, with_limit
@@ -120,6 +120,10 @@ class SqlQuery:
 
     def run(self, sink: Consumer) -> Stream:
         """Run the plan once into ``sink``; late rows go to the late-records file, counts to ``stats``."""
+        with room_to_recurse():
+            return self._run(sink)
+
+    def _run(self, sink: Consumer) -> Stream:
         stats = self.stats
         stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
         stats.watermark = None
@@ -230,6 +234,7 @@ def plan(text: str, *, on_error: str = "fail", late_path: str | None = None, lat
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
     tree = parse(text)
-    query = Builder().build(tree)
-    optimized, applied = optimize(query.root)
+    with room_to_recurse():
+        query = Builder().build(tree)
+        optimized, applied = optimize(query.root)
     return SqlQuery(text, query, query.root, optimized, applied, on_error, late_path, late=late)
