@@ -14,6 +14,7 @@ shows the query with a caret under the position.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 
 import sqlglot
@@ -211,6 +212,48 @@ def _check_literals(sql: str, tree: exp.Expression) -> None:
             )
 
 
+# arguments DuckDB requires that sqlglot's classes leave optional (for other dialects)
+_DUCKDB_REQUIRED = {
+    exp.Replace: ("replacement",),
+    exp.Substring: ("start",),
+    exp.PercentileCont: ("expression",),
+    exp.PercentileDisc: ("expression",),
+}
+
+
+def _function_at(sql: str, name: str) -> str:
+    m = re.search(rf"\b{re.escape(name)}\s*\(", sql, re.IGNORECASE)
+    if not m:
+        return ""
+    line = sql.count("\n", 0, m.start()) + 1
+    col = m.start() - (sql.rfind("\n", 0, m.start()) + 1) + 1
+    return f"\n{caret(sql, line, col)}"
+
+
+def _check_arguments(sql: str, tree: exp.Expression) -> None:
+    """Every function has the arguments it needs (``MIN()``, ``COUNT(DISTINCT)``, ``replace(s, 'a')``)."""
+    for node in tree.find_all(exp.Func):
+        name = node.sql_name()
+        required = [k for k, need in type(node).arg_types.items() if need]
+        if not isinstance(node.parent, exp.WithinGroup):  # percentile_cont(0.3) WITHIN GROUP (ORDER BY x)
+            required += _DUCKDB_REQUIRED.get(type(node), ())
+        missing = [k for k in required if node.args.get(k) is None or node.args.get(k) == []]
+        distinct = node.this if isinstance(node.this, exp.Distinct) else None
+        if missing or (distinct is not None and not distinct.expressions):
+            what = "an argument" if distinct is not None or missing == ["this"] else "more arguments"
+            raise PlanError(f"{name}() needs {what}: no function {name.lower()} matches{_function_at(sql, name)}")
+
+
+def _missing_keyword(desc: str) -> str:
+    """sqlglot's "Required keyword: 'this' missing for <class '...Upper'>" in the user's terms."""
+    m = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>", desc)
+    if not m:
+        return desc
+    cls = getattr(exp, m.group(2), None)
+    name = cls.sql_names()[0] if cls is not None and hasattr(cls, "sql_names") else m.group(2).upper()
+    return f"{name}() is missing an argument"
+
+
 def parse(sql: str) -> exp.Expression:
     """Parse one statement of tidal's dialect."""
     try:
@@ -223,7 +266,7 @@ def parse(sql: str) -> exp.Expression:
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         line, col = err.get("line") or 1, err.get("col") or 1
-        desc = err.get("description") or str(exc)
+        desc = _missing_keyword(err.get("description") or str(exc))
         # sqlglot's col points at the end of the offending token; put the caret at its start
         token = err.get("highlight") or ""
         start = max(1, col - len(token) + 1) if token else col
@@ -244,4 +287,5 @@ def parse(sql: str) -> exp.Expression:
             "+ terms is n levels); not supported: write x IN (a, b, ...) for long OR chains, or split the query"
         )
     _check_literals(sql, tree)
+    _check_arguments(sql, tree)
     return tree
