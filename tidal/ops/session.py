@@ -44,9 +44,9 @@ import numpy as np
 
 from ..core.batch import EventBatch, concat_batches, event_kinds
 from ..core.errors import InputError, PlanError
-from ..core.time import INFINITY, MIN_TIME
+from ..core.time import INFINITY, MIN_TIME, check_span
 from ..expr.compile import rows_of
-from .base import Operator
+from .base import Operator, check_time_range
 from .keys import KeyIndex
 
 _UNKNOWN = MIN_TIME  # a session end not known yet
@@ -131,6 +131,8 @@ class SessionWindowOp(Operator):
             raise PlanError(f"session_window timeout must be positive, got {timeout}")
         if max_duration is not None and max_duration <= 0:
             raise PlanError(f"session_window max_duration must be positive, got {max_duration}")
+        check_span(timeout, "session_window: the timeout")
+        check_span(max_duration, "session_window: max_duration")
         if lifetime not in ("session", "event"):
             raise PlanError(f"session_window lifetime is 'session' or 'event', got {lifetime!r}")
         self.timeout = int(timeout)
@@ -245,6 +247,7 @@ class SessionWindowOp(Operator):
         if lowest - self.sess_base > len(self.sess_end) // 2:
             self.sess_end = self.sess_end[lowest - self.sess_base :].copy()
             self.sess_base = lowest
+        check_time_range(out, f"{self.name} ({self.variant})")
         self.emit(out)
 
     def on_punctuation(self, time: int) -> None:
@@ -466,7 +469,9 @@ class _LayersOp(Operator):
             )
         if n_out:
             ids = out_pid[:n_out]
-            self.emit(self.reps.take(ids).replace(sync=out_sync[:n_out], other=out_other[:n_out]))
+            out = self.reps.take(ids).replace(sync=out_sync[:n_out], other=out_other[:n_out])
+            check_time_range(out, f"{self.name} ({self.variant})")
+            self.emit(out)
 
     def _ensure_nodes(self, needed: int) -> None:
         """Make sure the free list holds at least ``needed`` nodes (grows the pool)."""
