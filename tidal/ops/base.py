@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.batch import BatchSizer, EventBatch, concat_batches
 from ..core.errors import InputError, describe_row
-from ..core.time import INFINITY, TIME_RANGE_TEXT, first_out_of_range
+from ..core.time import INFINITY, LATEST, TIME_RANGE_TEXT, first_out_of_range
 
 
 def check_time_range(out: EventBatch, what: str) -> None:
@@ -24,7 +24,8 @@ def check_time_range(out: EventBatch, what: str) -> None:
     present = out.present_mask() if out.absent is not None else None
     sync = out.sync if present is None else out.sync[present]
     other = out.other if present is None else out.other[present]
-    bad_sync, bad_other = first_out_of_range(sync), first_out_of_range(other, allow_infinity=True)
+    bad_sync = first_out_of_range(sync)
+    bad_other = first_out_of_range(other, allow_infinity=True, latest=LATEST + 1)
     if bad_sync < 0 and bad_other < 0:
         return
     i = bad_sync if bad_sync >= 0 else bad_other

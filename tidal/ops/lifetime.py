@@ -232,7 +232,7 @@ class AlterLifetimeOp(LifetimeOp):
                 i = int(np.flatnonzero((dur > MAX_SPAN) | (dur < -MAX_SPAN))[0])
                 raise InputError(
                     f"{self.name}: the duration function gives {int(dur[i])} for the event at {int(orig_start[i])}, "
-                    "longer than the longest supported span 2**62 ticks"
+                    "longer than the longest supported span, 2**61 ticks"
                 )
             absent |= end  # the lifetime is fixed at the start: end edges carry nothing new
             sync = new_start

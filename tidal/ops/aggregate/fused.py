@@ -310,7 +310,7 @@ class FusedWindowAggregateOp(SnapshotAggregateOp):
             size, hop, offset = self.window
             starts = align_down(batch.sync[[0, -1]], hop, offset)
             lowest, highest = int(starts[0]) - (size - hop if size > hop else 0), int(starts[1]) + size
-            if lowest < EARLIEST or highest > LATEST:
+            if lowest < EARLIEST or highest > LATEST + 1:
                 at = 0 if lowest < EARLIEST else len(batch) - 1
                 check_time_range(
                     batch.slice(at, at + 1).replace(
