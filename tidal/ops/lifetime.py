@@ -302,7 +302,7 @@ class ClipDurationOp(_EdgeStateOp):
         super().on_completed()
 
 
-MAX_CHOP_PIECES = 50_000_000  # pieces one batch of input may be cut into: more would not fit in memory
+MAX_CHOP_PIECES = 10_000_000  # pieces one batch of input may be cut into: more would not fit in memory
 
 
 class ChopOp(_EdgeStateOp):
