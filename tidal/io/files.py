@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ..core.errors import InputError
+from ..core.errors import InputError, ResourceError, TidalError
 
 FORMATS = {
     ".csv": "csv",
@@ -149,6 +149,120 @@ def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
     return None
 
 
+BLOCK_SIZES = (1 << 20, 16 << 20, 64 << 20)  # a line must fit in a reader's block: bigger ones for longer lines
+MAX_LINE_BYTES = BLOCK_SIZES[-1]
+
+
+def _raw_bytes(source) -> bytes:
+    if isinstance(source, io.BytesIO):
+        return source.getvalue()
+    with open(source, "rb") as fh:
+        return fh.read()
+
+
+def _place(raw: bytes, pos: int) -> str:
+    """``line L, column C`` (1-based; the column counts bytes) of byte ``pos``."""
+    line = raw.count(b"\n", 0, pos) + 1
+    column = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def _utf8_error(path: str, source) -> InputError | None:
+    """Where the file stops being UTF-8 text, as an error, or None when it is UTF-8."""
+    raw = _raw_bytes(source)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.end].hex(" ")
+        return InputError(f"{path}: {_place(raw, exc.start)}: invalid UTF-8 (bytes {bad}); the file must be UTF-8 text")
+    return None
+
+
+def _long_line_error(path: str, source) -> TidalError:
+    """The error for a line longer than the largest block the readers are given: names the longest."""
+    raw = _raw_bytes(source)
+    start, number, longest = 0, 1, (0, 0)
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        longest = max(longest, (end - start, -number))
+        start, number = end + 1, number + 1
+    return ResourceError(
+        f"{path}: line {-longest[1]} is {longest[0]:,} bytes long; lines longer than {MAX_LINE_BYTES:,} bytes "
+        "are not supported"
+    )
+
+
+def _with_block_sizes(path: str, source, read):
+    """``read(block_size)`` with the smallest block its longest line fits in (pyarrow's readers need a
+    whole line in one block); a line too long for the largest is a :class:`ResourceError` naming it."""
+    for size in BLOCK_SIZES:
+        try:
+            return read(size)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc):
+                raise
+            if isinstance(source, io.BytesIO):
+                source.seek(0)
+    raise _long_line_error(path, source)
+
+
+def _unterminated_quote(raw: bytes, quote: bytes) -> int:
+    """The position of a quote that opens a field never closed (an odd number of quotes in the file;
+    doubled quotes inside a field count twice), or -1."""
+    if raw.count(quote) % 2 == 0:
+        return -1
+    opened, inside = -1, False
+    pos = raw.find(quote)
+    while pos >= 0:
+        inside = not inside
+        opened = pos if inside else opened
+        pos = raw.find(quote, pos + 1)
+    return opened
+
+
+def _without_unterminated(path: str, source, options: dict, on_error: str, header: bool):
+    """``(source, skipped lines)``: a CSV whose quote never closes swallows every later row into one
+    field. Reported (file, line, column), or with ``on_error="skip"`` its line is skipped and the rows
+    after it are read as rows."""
+    quote = options.get("quote", '"')
+    if not quote or options.get("escape"):
+        return source, []
+    raw = _raw_bytes(source)
+    pos = _unterminated_quote(raw, str(quote).encode())
+    if pos < 0:
+        return source, []
+    if on_error == "fail":
+        raise InputError(
+            f"{path}: {_place(raw, pos)}: unterminated quoted field (the quote never closes) "
+            "(use --on-error skip to skip the row)"
+        )
+    start = raw.rfind(b"\n", 0, pos) + 1
+    end = raw.find(b"\n", pos)
+    end = len(raw) if end < 0 else end + 1
+    return io.BytesIO(raw[:start] + raw[end:]), [raw.count(b"\n", 0, pos) + 1]
+
+
+def _invalid_utf8_rows(table: pa.Table) -> tuple[pa.Table, int]:
+    """Rows whose text columns are not UTF-8 (pyarrow reads them as binary) dropped, the columns as
+    text; and how many rows were dropped."""
+    binary = [i for i, t in enumerate(table.schema.types) if pa.types.is_binary(t) or pa.types.is_large_binary(t)]
+    if not binary:
+        return table, 0
+    keep = [True] * table.num_rows
+    for i in binary:
+        for r, v in enumerate(table.column(i).to_pylist()):
+            if v is not None and keep[r]:
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    keep[r] = False
+    table = table.filter(pa.array(keep))
+    for i in binary:
+        table = table.set_column(i, table.field(i).with_type(pa.string()), table.column(i).cast(pa.string()))
+    return table, keep.count(False)
+
+
 def _csv_settings(options: dict, delimiter: str):
     import pyarrow.csv as pv
 
@@ -233,10 +347,26 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     header, _, read_opts, parse_opts, convert_opts = _csv_options(
         options, delimiter, columns, schema, on_invalid, source
     )
+    source, unterminated = _without_unterminated(path, source, options, on_error, header)
+
+    def read(block_size: int, serial: bool = False) -> pa.Table:
+        opts = pv.ReadOptions(
+            autogenerate_column_names=read_opts.autogenerate_column_names,
+            skip_rows=read_opts.skip_rows,
+            block_size=block_size,
+            use_threads=not serial,
+        )
+        return pv.read_csv(source, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
+
     try:
-        table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
+        table = _with_block_sizes(path, source, read)
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
+    if bad and any(r.number in (None, -1) for r in bad):  # a parallel read does not number rows: read again in order
+        bad.clear()
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+        _with_block_sizes(path, source, lambda size: read(size, serial=True))
     if bad and on_error == "fail":
         row = bad[0]
         data = source.getvalue() if isinstance(source, io.BytesIO) else source
@@ -246,11 +376,11 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
             f"{path}: line {line}, column {column}: malformed row, expected {row.expected_columns} "
             f"fields, got {row.actual_columns}: {row.text!r} (use --on-error skip to skip such rows)"
         )
-    skipped_lines = []
-    if bad:
-        data = source.getvalue() if isinstance(source, io.BytesIO) else source
-        skipped_lines = [r.number if r.number not in (None, -1) else _line_of(data, r.text, header) for r in bad]
-    return FileRead(path, _named_columns(table, header), len(bad), skipped_lines)
+    skipped_lines = [r.number for r in bad] + unterminated
+    table, invalid = _invalid_utf8_rows(table)
+    if invalid and on_error == "fail":
+        raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
+    return FileRead(path, _named_columns(table, header), len(bad) + len(unterminated) + invalid, skipped_lines)
 
 
 def read_file(
@@ -302,7 +432,13 @@ def read_file(
             if fmt == "json":
                 import pyarrow.json as pj
 
-                table = pj.read_json(source)
+                table = _with_block_sizes(
+                    path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))
+                )
+                try:
+                    table.validate(full=True)
+                except pa.ArrowInvalid:
+                    raise _utf8_error(path, source) or InputError(f"{path}: invalid text") from None
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 
@@ -317,13 +453,18 @@ def read_file(
                     handle.seek(0)
                     table = ipc.open_stream(handle).read_all()
         except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(f"{path}: cannot read as {fmt}: {exc}") from None
+            raise InputError(f"{path}: cannot read as {fmt} (is it empty, truncated or damaged?): {exc}") from None
         if columns is not None and fmt != "parquet":
             missing = [c for c in columns if c not in table.column_names]
             if missing:
                 raise InputError(f"{path}: no column(s) {missing}; the file has {table.column_names}")
             table = table.select(columns)
         got = FileRead(path, table)
+    if fmt == "arrow":  # IPC is mapped as it is: damaged buffers show only when read, so check them now
+        try:
+            got.table.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise InputError(f"{path}: cannot read as arrow (the file is damaged): {exc}") from None
     got.table = _normalise_times(got.table)
     if predicate is not None and not filtered and fmt != "parquet":
         got.table = got.table.filter(predicate)
@@ -339,7 +480,10 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
         import pyarrow.parquet as pq
 
         _open(path)
-        schema = pq.read_schema(path)
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{path}: cannot read as parquet (is it empty, truncated or damaged?): {exc}") from None
         return _normalise_times(schema.empty_table()).schema
     if fmt in ("csv", "tsv"):
         import pyarrow.csv as pv
