@@ -16,12 +16,13 @@ own working state, not an exchange format.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import sqlite3
 import time
 from pathlib import Path
 
-from ..core.errors import TidalError
+from ..core.errors import ResourceError, StateError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -45,43 +46,76 @@ class CheckpointStore:
         self.keep = keep
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None)  # transactions are explicit below
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # a commit that returned survives power loss
-        self._db.execute(_SCHEMA)
+        with self._reporting("opening"):
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")  # a commit that returned survives power loss
+            self._db.execute(_SCHEMA)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(checkpoints)")}
+            if columns != {"query", "seq", "fingerprint", "saved_at", "state"}:
+                raise sqlite3.DatabaseError("its checkpoints table is not tidal's")
+
+    @contextlib.contextmanager
+    def _reporting(self, doing: str):
+        """SQLite's errors in the user's terms: a full disk, a damaged or foreign file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            text = str(exc)
+            if "full" in text:
+                raise ResourceError(
+                    f"{self.path}: no space left to save the checkpoint ({text}); the previous checkpoint is kept: "
+                    "free some space and run again to continue from it"
+                ) from exc
+            raise StateError(
+                f"{self.path}: not a tidal checkpoint file, or a damaged one ({text}) while {doing} it; delete it "
+                "(and the run's output directory) to start the run over"
+            ) from exc
 
     def save(self, query: str, fingerprint: str, state: dict) -> int:
         """Store ``state`` as the newest checkpoint of ``query``; returns its sequence number."""
         blob = pickle.dumps(state, protocol=5)
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            (last,) = db.execute("SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE query = ?", (query,)).fetchone()
-            seq = last + 1
-            db.execute(
-                "INSERT INTO checkpoints (query, seq, fingerprint, saved_at, state) VALUES (?, ?, ?, ?, ?)",
-                (query, seq, fingerprint, time.time(), blob),
-            )
-            db.execute("DELETE FROM checkpoints WHERE query = ? AND seq <= ?", (query, seq - self.keep))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._reporting("saving a checkpoint to"):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE query = ?", (query,)
+                ).fetchone()
+                seq = last + 1
+                db.execute(
+                    "INSERT INTO checkpoints (query, seq, fingerprint, saved_at, state) VALUES (?, ?, ?, ?, ?)",
+                    (query, seq, fingerprint, time.time(), blob),
+                )
+                db.execute("DELETE FROM checkpoints WHERE query = ? AND seq <= ?", (query, seq - self.keep))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:  # SQLite ends the transaction itself on some errors (a full disk)
+                    db.execute("ROLLBACK")
+                raise
         return seq
 
     def load(self, query: str, fingerprint: str | None = None) -> dict | None:
         """The newest checkpoint of ``query``, or None; with ``fingerprint``, refuse another plan's."""
-        row = self._db.execute(
-            "SELECT seq, fingerprint, state FROM checkpoints WHERE query = ? ORDER BY seq DESC LIMIT 1", (query,)
-        ).fetchone()
+        with self._reporting("loading a checkpoint from"):
+            row = self._db.execute(
+                "SELECT seq, fingerprint, state FROM checkpoints WHERE query = ? ORDER BY seq DESC LIMIT 1", (query,)
+            ).fetchone()
         if row is None:
             return None
         seq, stored, blob = row
         if fingerprint is not None and stored != fingerprint:
-            raise TidalError(
+            raise StateError(
                 f"checkpoint {seq} of query {query!r} in {self.path} was made by a different plan "
                 f"(fingerprint {stored}, this plan {fingerprint}); use another query name or delete the file"
             )
-        return pickle.loads(blob)
+        try:
+            state = pickle.loads(blob)
+        except Exception as exc:
+            raise StateError(
+                f"{self.path}: checkpoint {seq} of query {query!r} is damaged ({type(exc).__name__}: {exc}); delete "
+                "the file (and the run's output directory) to start the run over"
+            ) from exc
+        return state
 
     def sequence(self, query: str) -> int:
         """The newest checkpoint's sequence number of ``query`` (0 when there is none)."""
