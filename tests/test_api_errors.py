@@ -4,6 +4,8 @@ exception from inside tidal, and never a silent wrong answer."""
 from __future__ import annotations
 
 import decimal
+import re
+import warnings
 
 import pyarrow as pa
 import pytest
@@ -105,3 +107,42 @@ def test_restore_refuses_another_plans_checkpoint():
     again = source.where(lambda e: e.v > 1).query()
     again.restore(state)  # the same plan continues
     again.run()
+
+
+def test_a_session_that_never_closes_warns_with_its_size(monkeypatch):
+    import tidal.ops.session as session
+
+    monkeypatch.setattr(session, "SESSION_WARN_EVENTS", 1000)  # the threshold (a million) made small
+    steady = tidal.from_records([{"t": t, "v": 1} for t in range(5000)], time="t", batch_size=500)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = steady.session_window(10).aggregate(n=agg.count()).to_intervals().to_pylist()
+    assert got == [{"start": 0, "end": 5009, "n": 5000}]  # the answer itself is unchanged
+    said = [str(w.message) for w in caught if issubclass(w.category, tidal.errors.TidalWarning)]
+    assert [re.search(r"([\d,]+) events are held", m).group(1) for m in said] == ["1,000", "4,000"]  # grew 4x
+    assert "oldest open session since time 0" in said[0] and "max_duration" in said[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tidal.errors.TidalWarning)  # bounded sessions hold little: no warning
+        steady.session_window(10, max_duration=500).aggregate(n=agg.count()).to_arrow()
+
+
+def test_the_command_line_prints_a_warning_as_one_line(tmp_path, monkeypatch, capsys):
+    import tidal.ops.session as session
+    from tidal.cli.main import main as cli
+
+    monkeypatch.setattr(session, "SESSION_WARN_EVENTS", 10)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ticks.csv").write_text("t\n" + "".join(f"2024-01-01 00:00:{s:02d}\n" for s in range(60)) * 1)
+    sql = (
+        "SELECT window_start, count(*) AS n FROM session(source => TABLE('ticks.csv'), time_field => DESCRIPTOR(t), "
+        "gap => INTERVAL 5 SECONDS) s GROUP BY window_start"
+    )
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        m.setattr("warnings.filters", [])
+        m.setattr("warnings.showwarning", warnings.showwarning)  # the command line replaces it: put it back after
+        assert cli(["query", sql, "--format", "batch-csv"]) == 0
+    got = capsys.readouterr()
+    assert got.out.splitlines()[1:] == ["2024-01-01 00:00:00,60"]
+    warned = [line for line in got.err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and warned[0].startswith("tidal: warning: session_window(timeout 5000000): 60 events")

@@ -4,6 +4,7 @@
 plan errors too), ``TidalTypeError`` (values of the wrong type), ``InputError`` (bad input data;
 ``LambdaError`` when a user function raised on a row), ``StateError`` (checkpoints and state files),
 ``ResourceError`` (disk, memory, input too large) and ``InternalError`` (a bug: please report it).
+``TidalWarning`` says a run goes on but needs attention (a session that never closes, say).
 Each message names the user's text: the SQL with a caret, file:line:column, the field and the row.
 """
 
@@ -17,6 +18,7 @@ from .core.errors import (
     StateError,
     TidalError,
     TidalTypeError,
+    TidalWarning,
 )
 
 __all__ = [
@@ -29,4 +31,5 @@ __all__ = [
     "StateError",
     "TidalError",
     "TidalTypeError",
+    "TidalWarning",
 ]

@@ -309,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--debug", action="store_true", help="on an error, show the traceback too")
     args = parser.parse_args(argv)
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # room for tidal.sql.dialect's MAX_DEPTH
+    from tidal.cli.report import show_warnings
+
+    show_warnings()
     try:
         return args.run(args)
     except KeyboardInterrupt as exc:

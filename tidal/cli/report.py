@@ -60,6 +60,23 @@ def message(exc: BaseException, args) -> tuple[str, int]:
     )
 
 
+def show_warnings() -> None:
+    """tidal's warnings as one line each (``tidal: warning: ...``), not Python's two with a source line."""
+    import warnings
+
+    from tidal.core.errors import TidalWarning
+
+    plain = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, TidalWarning):
+            print(f"tidal: warning: {_one_line(message, 1000)}", file=sys.stderr)
+        else:
+            plain(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def report(exc: BaseException, args) -> int:
     """Print ``exc`` for a person (and its traceback with ``--debug``); return the exit status."""
     if debugging(args):

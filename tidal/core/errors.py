@@ -53,6 +53,10 @@ class InternalError(TidalError):
     """A failure that is tidal's fault, not the input's: please report it."""
 
 
+class TidalWarning(UserWarning):
+    """Something a person should know about a run that goes on: state growing without bound, say."""
+
+
 def describe_row(row: dict, limit: int = 200) -> str:
     text = ", ".join(f"{k}={v!r}" for k, v in row.items())
     return text if len(text) <= limit else text[: limit - 3] + "..."
