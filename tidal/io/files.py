@@ -270,6 +270,9 @@ def _csv_settings(options: dict, delimiter: str):
     if unknown:
         raise InputError(f"read_csv: unknown option(s) {sorted(unknown)}; known: {sorted(CSV_OPTIONS)}")
     sep = options.get("sep", options.get("delim", options.get("delimiter", delimiter)))
+    for name, value in (("sep", sep), ("quote", options.get("quote", '"')), ("escape", options.get("escape", "\\"))):
+        if value is not False and not (isinstance(value, str) and len(value) == 1):
+            raise InputError(f"read_csv: {name} must be one character, got {value!r}")
     header = options.get("header", True)
     header = header if isinstance(header, bool) else str(header).lower() in ("true", "1", "yes")
     read_opts = pv.ReadOptions(autogenerate_column_names=not header, skip_rows=int(options.get("skip", 0)))
