@@ -169,3 +169,33 @@ def test_intervals_print_as_duckdb_prints_them(files_dir, capsys, fmt):
     got = json.loads(capsys.readouterr().out.splitlines()[-1])
     want = duckdb.sql("SELECT " + ", ".join(f"({e})::VARCHAR" for e in exprs)).fetchall()[0]
     assert [got[f"i{k}"] for k in range(len(exprs))] == list(want)
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("SELECT id, date_trunc(EXISTS, ts) FROM 'orders.csv'", "unknown date part 'exists'"),
+        ("SELECT id FROM 'orders.csv' WHERE NOT strlen()", "strlen() takes one argument, got 0"),
+        ("SELECT a, b FROM read_csv('pipes.txt', sep => a)", "option sep must be a constant"),
+        ("SELECT a, b FROM read_csv('pipes.txt', sep => '||')", "sep must be one character"),
+    ],
+)
+def test_found_by_the_fuzzer(files_dir, capsys, sql, named):
+    assert named in rejected(capsys, sql)
+
+
+def test_date_trunc_takes_plural_units(files_dir, capsys):
+    sql = "SELECT date_trunc('hours', ts) AS h FROM 'orders.csv' ORDER BY h LIMIT 1"
+    capsys.readouterr()
+    assert cli(["query", sql, "--format", "batch-json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"h": "2024-03-01 09:00:00"}
+
+
+def test_a_long_or_chain_in_a_grouped_query_is_rejected_quickly(files_dir, capsys):
+    import time
+
+    ors = " OR ".join(f"qty = {i}" for i in range(900))
+    start = time.perf_counter()
+    err = rejected(capsys, f"SELECT customer, {ors} AS x FROM 'orders.csv' GROUP BY customer")
+    assert "column qty must appear in GROUP BY" in err
+    assert time.perf_counter() - start < 20  # took minutes: every subtree was bound and printed
