@@ -46,7 +46,7 @@ def _serve(conn, directory: str) -> None:  # pragma: no cover - runs in the work
                     err.write(f"ESCAPED {type(exc).__name__}: {exc}\n")
         finally:
             sys.stdin = stdin
-        conn.send((status, out.getvalue()[-2000:], err.getvalue()[-4000:]))
+        conn.send((status, out.getvalue()[-200_000:], err.getvalue()[-4000:]))
 
 
 class Worker:

@@ -28,6 +28,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from ..core.errors import InputError, ResourceError, TidalError
+from .csvscan import unterminated_quote
 
 FORMATS = {
     ".csv": "csv",
@@ -178,6 +179,56 @@ def _utf8_error(path: str, source) -> InputError | None:
     return None
 
 
+def _is_utf8(source) -> bool:
+    """Whether the whole file is UTF-8 (checked by Arrow over the mapped file: no copy, no Python str)."""
+    import numpy as np
+
+    data = pa.py_buffer(source.getvalue()) if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
+    offsets = pa.py_buffer(np.array([0, data.size], np.int64).tobytes())
+    try:
+        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data]).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _without_invalid_utf8(path: str, source, on_error: str):
+    """``(source, skipped lines)``: pyarrow cannot even report a malformed row that is not UTF-8, so such
+    lines are found first: an error naming the first (line, column), or with ``on_error="skip"`` skipped."""
+    if _is_utf8(source):
+        return source, []
+    if on_error == "fail":
+        raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
+    kept, skipped = [], []
+    for number, line in enumerate(_raw_bytes(source).splitlines(keepends=True), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            if number == 1:  # the header: nothing can be read
+                raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text") from None
+            skipped.append(number)
+            continue
+        kept.append(line)
+    return io.BytesIO(b"".join(kept)), skipped
+
+
+def _utf8_head(head: bytes) -> bytes:
+    """The sample a CSV's types are inferred from, without lines that are not UTF-8."""
+    try:
+        head.decode("utf-8")
+        return head
+    except UnicodeDecodeError:
+        return b"".join(line for line in head.splitlines(keepends=True) if _decodes(line))
+
+
+def _decodes(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _long_line_error(path: str, source) -> TidalError:
     """The error for a line longer than the largest block the readers are given: names the longest."""
     raw = _raw_bytes(source)
@@ -207,40 +258,30 @@ def _with_block_sizes(path: str, source, read):
     raise _long_line_error(path, source)
 
 
-def _unterminated_quote(raw: bytes, quote: bytes) -> int:
-    """The position of a quote that opens a field never closed (an odd number of quotes in the file;
-    doubled quotes inside a field count twice), or -1."""
-    if raw.count(quote) % 2 == 0:
-        return -1
-    opened, inside = -1, False
-    pos = raw.find(quote)
-    while pos >= 0:
-        inside = not inside
-        opened = pos if inside else opened
-        pos = raw.find(quote, pos + 1)
-    return opened
-
-
-def _without_unterminated(path: str, source, options: dict, on_error: str, header: bool):
+def _without_unterminated(path: str, source, options: dict, on_error: str, delimiter: str):
     """``(source, skipped lines)``: a CSV whose quote never closes swallows every later row into one
     field. Reported (file, line, column), or with ``on_error="skip"`` its line is skipped and the rows
     after it are read as rows."""
     quote = options.get("quote", '"')
     if not quote or options.get("escape"):
         return source, []
-    raw = _raw_bytes(source)
-    pos = _unterminated_quote(raw, str(quote).encode())
-    if pos < 0:
-        return source, []
-    if on_error == "fail":
-        raise InputError(
-            f"{path}: {_place(raw, pos)}: unterminated quoted field (the quote never closes) "
-            "(use --on-error skip to skip the row)"
-        )
-    start = raw.rfind(b"\n", 0, pos) + 1
-    end = raw.find(b"\n", pos)
-    end = len(raw) if end < 0 else end + 1
-    return io.BytesIO(raw[:start] + raw[end:]), [raw.count(b"\n", 0, pos) + 1]
+    sep = _csv_settings(options, delimiter)[0]
+    skipped: list[int] = []
+    while (pos := unterminated_quote(source, quote, sep)) >= 0:
+        raw = _raw_bytes(source)
+        if on_error == "fail":
+            raise InputError(
+                f"{path}: {_place(raw, pos)}: unterminated quoted field (the quote never closes) "
+                "(use --on-error skip to skip the row)"
+            )
+        start = raw.rfind(b"\n", 0, pos) + 1
+        end = raw.find(b"\n", pos)
+        end = len(raw) if end < 0 else end + 1
+        # the line number in the file as read (earlier skipped lines come before it)
+        line = raw.count(b"\n", 0, pos) + 1 + sum(1 for n in skipped if n <= raw.count(b"\n", 0, pos) + 1)
+        skipped.append(line)
+        source = io.BytesIO(raw[:start] + raw[end:])
+    return source, skipped
 
 
 def _invalid_utf8_rows(table: pa.Table) -> tuple[pa.Table, int]:
@@ -298,7 +339,7 @@ def _one_column(source, sep: str, read_opts) -> bool:
 
     try:
         reader = pv.open_csv(
-            io.BytesIO(_head(source)),
+            io.BytesIO(_utf8_head(_head(source))),
             read_options=read_opts,
             parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
         )
@@ -350,7 +391,9 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     header, _, read_opts, parse_opts, convert_opts = _csv_options(
         options, delimiter, columns, schema, on_invalid, source
     )
-    source, unterminated = _without_unterminated(path, source, options, on_error, header)
+    source, not_utf8 = _without_invalid_utf8(path, source, on_error)
+    source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
+    unterminated = not_utf8 + unterminated
 
     def read(block_size: int, serial: bool = False) -> pa.Table:
         opts = pv.ReadOptions(
@@ -365,6 +408,8 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         table = _with_block_sizes(path, source, read)
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
+    except UnicodeDecodeError:  # column names that are not UTF-8
+        raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text") from None
     if bad and any(r.number in (None, -1) for r in bad):  # a parallel read does not number rows: read again in order
         bad.clear()
         if isinstance(source, io.BytesIO):
@@ -435,13 +480,11 @@ def read_file(
             if fmt == "json":
                 import pyarrow.json as pj
 
+                if not _is_utf8(source):
+                    raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
                 table = _with_block_sizes(
                     path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))
                 )
-                try:
-                    table.validate(full=True)
-                except pa.ArrowInvalid:
-                    raise _utf8_error(path, source) or InputError(f"{path}: invalid text") from None
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 
@@ -493,7 +536,7 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
 
         # types are inferred from the first megabyte; the full read then uses them for every row
         sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
-        head = _head(_open(path))
+        head = _utf8_head(_head(_open(path)))
         try:
             sample = pv.read_csv(
                 io.BytesIO(head),
@@ -503,6 +546,8 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
             )
         except pa.ArrowInvalid as exc:
             raise InputError(f"{path}: {exc}") from None
+        except UnicodeDecodeError:  # column names that are not UTF-8
+            raise _utf8_error(path, _open(path)) or InputError(f"{path}: invalid UTF-8 text") from None
         # a column with no value in the sample is VARCHAR, as in DuckDB (pyarrow's null type has no functions)
         schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in sample.schema])
         if not header:
