@@ -14,30 +14,27 @@ import pyarrow as pa
 
 
 @numba.njit(cache=True, nogil=True)
-def _open_quote_at_end(data, quote, delimiter):
-    """The position of the quote whose field is still open at the end of ``data``, or -1."""
-    n = len(data)
+def _open_quote_at_end(data, quotes, delimiter):
+    """The position of the quote whose field is still open at the end of ``data``, or -1.
+
+    Only the quotes (at ``quotes``, ascending) change the state: outside a field a quote opens one
+    when it starts the field (after a delimiter, a line end, or at the start); inside, a quote
+    followed by another is a quote, else it closes the field."""
     inside = False
-    field_start = True
     opener = -1
-    i = 0
-    while i < n:
-        c = data[i]
+    k = 0
+    n = len(quotes)
+    while k < n:
+        p = quotes[k]
         if inside:
-            if c == quote:
-                if i + 1 < n and data[i + 1] == quote:
-                    i += 1  # a doubled quote inside the field
-                else:
-                    inside = False
-                    field_start = False
-        elif c == quote and field_start:
+            if k + 1 < n and quotes[k + 1] == p + 1:
+                k += 1  # a doubled quote inside the field
+            else:
+                inside = False
+        elif p == 0 or data[p - 1] == delimiter or data[p - 1] == 10 or data[p - 1] == 13:
             inside = True
-            opener = i
-        elif c == delimiter or c == 10 or c == 13:
-            field_start = True
-        else:
-            field_start = False
-        i += 1
+            opener = p
+        k += 1
     return opener if inside else -1
 
 
@@ -47,6 +44,7 @@ def unterminated_quote(source, quote: str, delimiter: str) -> int:
         data = np.frombuffer(source.getbuffer(), np.uint8)
     else:
         data = np.frombuffer(pa.memory_map(source).read_buffer(), np.uint8)
-    if len(data) == 0:
+    quotes = np.flatnonzero(data == ord(quote))
+    if len(quotes) == 0:
         return -1
-    return int(_open_quote_at_end(data, ord(quote), ord(delimiter)))
+    return int(_open_quote_at_end(data, quotes, ord(delimiter)))
