@@ -108,3 +108,10 @@ def test_a_line_past_the_largest_block_is_a_resource_error(in_dir, capsys, monke
     status, _, err = run(capsys, "SELECT a FROM 'h.csv'")
     assert status == 2
     assert err == "tidal: h.csv: line 3 is 400,002 bytes long; lines longer than 131,072 bytes are not supported\n"
+
+
+def test_a_json_file_of_one_empty_line(in_dir, capsys):
+    """Found by the file fuzzer: a file without columns."""
+    (in_dir / "nl.json").write_bytes(b"\n")
+    status, _, err = run(capsys, "SELECT * FROM 'nl.json'")
+    assert status == 2 and err == "tidal: nl.json: the file has no columns (is it empty?)\n"

@@ -511,6 +511,8 @@ def read_file(
             got.table.validate(full=True)
         except pa.ArrowInvalid as exc:
             raise InputError(f"{path}: cannot read as arrow (the file is damaged): {exc}") from None
+    if got.table.num_columns == 0 and columns is None:
+        raise InputError(f"{path}: the file has no columns (is it empty?)")
     got.table = _normalise_times(got.table)
     if predicate is not None and not filtered and fmt != "parquet":
         got.table = got.table.filter(predicate)
