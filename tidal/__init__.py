@@ -7,7 +7,7 @@ into columnar kernels. Start with :func:`from_arrow`, :func:`from_pandas` or
 method such as ``to_arrow()`` or ``to_intervals()``.
 """
 
-from . import agg, tx
+from . import agg, errors, tx
 from .core.errors import InputError, LambdaError, PlanError, TidalError
 from .core.time import INFINITY
 from .io.egress import Event
@@ -21,6 +21,7 @@ from .stream.streamable import Stream
 
 __all__ = [
     "agg",
+    "errors",
     "tx",
     "INFINITY",
     "DisorderedStream",

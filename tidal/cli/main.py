@@ -330,7 +330,9 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
         import pyarrow.parquet as pq
 
         if not args.output:
-            raise SystemExit("tidal: --format parquet needs --output PATH")
+            from tidal.core.errors import PlanError
+
+            raise PlanError("--format parquet needs --output PATH")
         pq.write_table(table.rename_columns(unique_names(table.column_names)), args.output)
     else:  # live-table off a terminal shows its final redraw; batch-table the final state
         out.write(_table_text(table, stats).rstrip("\n") + "\n")
@@ -450,12 +452,19 @@ def main(argv: list[str] | None = None) -> int:
     explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
     explain.add_argument("sql")
     explain.set_defaults(run=_explain)
+    for command in (demo, query, explain):
+        command.add_argument("--debug", action="store_true", help="on an error, show the traceback too")
     args = parser.parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # room for tidal.sql.dialect's MAX_DEPTH
+    from tidal.cli.report import show_warnings
+
+    show_warnings()
     try:
         return args.run(args)
-    except KeyboardInterrupt:
-        print("tidal: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        from tidal.cli.report import report
+
+        return report(exc, args)
     except BrokenPipeError:
         if not _stdout_gone():
             raise
@@ -463,13 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         # /dev/null, so the interpreter's last flush of what is still buffered does not fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # a person reads this, not a traceback
-        from tidal.core.errors import TidalError
+    except Exception as exc:  # a person reads one line, not a traceback (tidal/cli/report.py)
+        from tidal.cli.report import report
 
-        if isinstance(exc, TidalError):
-            print(f"tidal: {exc}", file=sys.stderr)
-            return 2
-        raise
+        return report(exc, args)
 
 
 if __name__ == "__main__":

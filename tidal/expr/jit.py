@@ -38,8 +38,24 @@ _OPS = {"+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>"}
 _CMPS = {"==", "!=", "<", "<=", ">", ">="}
 
 
+# Python's compiler refuses deeper nesting in a kernel's source (200 parentheses): deeper trees stay on numpy
+MAX_KERNEL_DEPTH = 60
+
+
+def depth(node: Node) -> int:
+    """The number of levels of the tree (without recursion: trees from SQL can be deep)."""
+    deepest, todo = 0, [(node, 1)]
+    while todo:
+        n, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in n.children())
+    return deepest
+
+
 def numeric_only(node: Node, dtypes: dict[str, np.dtype]) -> bool:
     """True when every part of the tree can be compiled: numeric columns and operators."""
+    if depth(node) > MAX_KERNEL_DEPTH:
+        return False
     for n in node.walk():
         if isinstance(n, Col):
             dt = dtypes.get(n.name)

@@ -22,10 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.errors import PlanError
+from ..core.errors import TidalTypeError
 
 
-class SqlTypeError(PlanError):
+class SqlTypeError(TidalTypeError):
     """An expression cannot be evaluated on the types it is given (defined here, below the evaluator
     of :mod:`tidal.expr.sqlkernels` that raises it too)."""
 

@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ..core.errors import InputError
+from ..core.errors import InputError, ResourceError, TidalError
+from .csvscan import unterminated_quote
 
 FORMATS = {
     ".csv": "csv",
@@ -153,6 +154,160 @@ def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
     return None
 
 
+BLOCK_SIZES = (1 << 20, 16 << 20, 64 << 20)  # a line must fit in a reader's block: bigger ones for longer lines
+MAX_LINE_BYTES = BLOCK_SIZES[-1]
+
+
+def _raw_bytes(source) -> bytes:
+    if isinstance(source, io.BytesIO):
+        return source.getvalue()
+    with open(source, "rb") as fh:
+        return fh.read()
+
+
+def _place(raw: bytes, pos: int) -> str:
+    """``line L, column C`` (1-based; the column counts bytes) of byte ``pos``."""
+    line = raw.count(b"\n", 0, pos) + 1
+    column = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def _utf8_error(path: str, source) -> InputError | None:
+    """Where the file stops being UTF-8 text, as an error, or None when it is UTF-8."""
+    raw = _raw_bytes(source)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start : exc.end].hex(" ")
+        return InputError(f"{path}: {_place(raw, exc.start)}: invalid UTF-8 (bytes {bad}); the file must be UTF-8 text")
+    return None
+
+
+def _is_utf8(source) -> bool:
+    """Whether the whole file is UTF-8 (checked by Arrow over the mapped file: no copy, no Python str)."""
+    import numpy as np
+
+    data = pa.py_buffer(source.getvalue()) if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
+    offsets = pa.py_buffer(np.array([0, data.size], np.int64).tobytes())
+    try:
+        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data]).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _without_invalid_utf8(path: str, source, on_error: str):
+    """``(source, skipped lines)``: pyarrow cannot even report a malformed row that is not UTF-8, so such
+    lines are found first: an error naming the first (line, column), or with ``on_error="skip"`` skipped."""
+    if _is_utf8(source):
+        return source, []
+    if on_error == "fail":
+        raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
+    kept, skipped = [], []
+    for number, line in enumerate(_raw_bytes(source).splitlines(keepends=True), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            if number == 1:  # the header: nothing can be read
+                raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text") from None
+            skipped.append(number)
+            continue
+        kept.append(line)
+    return io.BytesIO(b"".join(kept)), skipped
+
+
+def _utf8_head(head: bytes) -> bytes:
+    """The sample a CSV's types are inferred from, without lines that are not UTF-8."""
+    try:
+        head.decode("utf-8")
+        return head
+    except UnicodeDecodeError:
+        return b"".join(line for line in head.splitlines(keepends=True) if _decodes(line))
+
+
+def _decodes(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _long_line_error(path: str, source) -> TidalError:
+    """The error for a line longer than the largest block the readers are given: names the longest."""
+    raw = _raw_bytes(source)
+    start, number, longest = 0, 1, (0, 0)
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        longest = max(longest, (end - start, -number))
+        start, number = end + 1, number + 1
+    return ResourceError(
+        f"{path}: line {-longest[1]} is {longest[0]:,} bytes long; lines longer than {MAX_LINE_BYTES:,} bytes "
+        "are not supported"
+    )
+
+
+def _with_block_sizes(path: str, source, read):
+    """``read(block_size)`` with the smallest block its longest line fits in (pyarrow's readers need a
+    whole line in one block); a line too long for the largest is a :class:`ResourceError` naming it."""
+    for size in BLOCK_SIZES:
+        try:
+            return read(size)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc):
+                raise
+            if isinstance(source, io.BytesIO):
+                source.seek(0)
+    raise _long_line_error(path, source)
+
+
+def _without_unterminated(path: str, source, options: dict, on_error: str, delimiter: str):
+    """``(source, skipped lines)``: a CSV whose quote never closes swallows every later row into one
+    field. Reported (file, line, column), or with ``on_error="skip"`` its line is skipped and the rows
+    after it are read as rows."""
+    quote = options.get("quote", '"')
+    if not quote or options.get("escape"):
+        return source, []
+    sep = _csv_settings(options, delimiter)[0]
+    skipped: list[int] = []
+    while (pos := unterminated_quote(source, quote, sep)) >= 0:
+        raw = _raw_bytes(source)
+        if on_error == "fail":
+            raise InputError(
+                f"{path}: {_place(raw, pos)}: unterminated quoted field (the quote never closes) "
+                "(use --on-error skip to skip the row)"
+            )
+        start = raw.rfind(b"\n", 0, pos) + 1
+        end = raw.find(b"\n", pos)
+        end = len(raw) if end < 0 else end + 1
+        # the line number in the file as read (earlier skipped lines come before it)
+        line = raw.count(b"\n", 0, pos) + 1 + sum(1 for n in skipped if n <= raw.count(b"\n", 0, pos) + 1)
+        skipped.append(line)
+        source = io.BytesIO(raw[:start] + raw[end:])
+    return source, skipped
+
+
+def _invalid_utf8_rows(table: pa.Table) -> tuple[pa.Table, int]:
+    """Rows whose text columns are not UTF-8 (pyarrow reads them as binary) dropped, the columns as
+    text; and how many rows were dropped."""
+    binary = [i for i, t in enumerate(table.schema.types) if pa.types.is_binary(t) or pa.types.is_large_binary(t)]
+    if not binary:
+        return table, 0
+    keep = [True] * table.num_rows
+    for i in binary:
+        for r, v in enumerate(table.column(i).to_pylist()):
+            if v is not None and keep[r]:
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    keep[r] = False
+    table = table.filter(pa.array(keep))
+    for i in binary:
+        table = table.set_column(i, table.field(i).with_type(pa.string()), table.column(i).cast(pa.string()))
+    return table, keep.count(False)
+
+
 def _csv_settings(options: dict, delimiter: str):
     import pyarrow.csv as pv
 
@@ -160,6 +315,9 @@ def _csv_settings(options: dict, delimiter: str):
     if unknown:
         raise InputError(f"read_csv: unknown option(s) {sorted(unknown)}; known: {sorted(CSV_OPTIONS)}")
     sep = options.get("sep", options.get("delim", options.get("delimiter", delimiter)))
+    for name, value in (("sep", sep), ("quote", options.get("quote", '"')), ("escape", options.get("escape", "\\"))):
+        if value is not False and not (isinstance(value, str) and len(value) == 1):
+            raise InputError(f"read_csv: {name} must be one character, got {value!r}")
     header = options.get("header", True)
     header = header if isinstance(header, bool) else str(header).lower() in ("true", "1", "yes")
     read_opts = pv.ReadOptions(autogenerate_column_names=not header, skip_rows=int(options.get("skip", 0)))
@@ -185,7 +343,7 @@ def _one_column(source, sep: str, read_opts) -> bool:
 
     try:
         reader = pv.open_csv(
-            io.BytesIO(_head(source)),
+            io.BytesIO(_utf8_head(_head(source))),
             read_options=read_opts,
             parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
         )
@@ -237,10 +395,30 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     header, _, read_opts, parse_opts, convert_opts = _csv_options(
         options, delimiter, columns, schema, on_invalid, source
     )
+    source, not_utf8 = _without_invalid_utf8(path, source, on_error)
+    source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
+    unterminated = not_utf8 + unterminated
+
+    def read(block_size: int, serial: bool = False) -> pa.Table:
+        opts = pv.ReadOptions(
+            autogenerate_column_names=read_opts.autogenerate_column_names,
+            skip_rows=read_opts.skip_rows,
+            block_size=block_size,
+            use_threads=not serial,
+        )
+        return pv.read_csv(source, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
+
     try:
-        table = pv.read_csv(source, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
+        table = _with_block_sizes(path, source, read)
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
+    except UnicodeDecodeError:  # column names that are not UTF-8
+        raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text") from None
+    if bad and any(r.number in (None, -1) for r in bad):  # a parallel read does not number rows: read again in order
+        bad.clear()
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+        _with_block_sizes(path, source, lambda size: read(size, serial=True))
     if bad and on_error == "fail":
         row = bad[0]
         data = source.getvalue() if isinstance(source, io.BytesIO) else source
@@ -250,11 +428,11 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
             f"{path}: line {line}, column {column}: malformed row, expected {row.expected_columns} "
             f"fields, got {row.actual_columns}: {row.text!r} (use --on-error skip to skip such rows)"
         )
-    skipped_lines = []
-    if bad:
-        data = source.getvalue() if isinstance(source, io.BytesIO) else source
-        skipped_lines = [r.number if r.number not in (None, -1) else _line_of(data, r.text, header) for r in bad]
-    return FileRead(path, _named_columns(table, header), len(bad), skipped_lines)
+    skipped_lines = [r.number for r in bad] + unterminated
+    table, invalid = _invalid_utf8_rows(table)
+    if invalid and on_error == "fail":
+        raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
+    return FileRead(path, _named_columns(table, header), len(bad) + len(unterminated) + invalid, skipped_lines)
 
 
 def read_file(
@@ -306,7 +484,11 @@ def read_file(
             if fmt == "json":
                 import pyarrow.json as pj
 
-                table = pj.read_json(source)
+                if not _is_utf8(source):
+                    raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
+                table = _with_block_sizes(
+                    path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))
+                )
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 
@@ -321,13 +503,20 @@ def read_file(
                     handle.seek(0)
                     table = ipc.open_stream(handle).read_all()
         except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(f"{path}: cannot read as {fmt}: {exc}") from None
+            raise InputError(f"{path}: cannot read as {fmt} (is it empty, truncated or damaged?): {exc}") from None
         if columns is not None and fmt != "parquet":
             missing = [c for c in columns if c not in table.column_names]
             if missing:
                 raise InputError(f"{path}: no column(s) {missing}; the file has {table.column_names}")
             table = table.select(columns)
         got = FileRead(path, table)
+    if fmt == "arrow":  # IPC is mapped as it is: damaged buffers show only when read, so check them now
+        try:
+            got.table.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise InputError(f"{path}: cannot read as arrow (the file is damaged): {exc}") from None
+    if got.table.num_columns == 0 and columns is None:
+        raise InputError(f"{path}: the file has no columns (is it empty?)")
     got.table = _normalise_times(got.table)
     if predicate is not None and not filtered and fmt != "parquet":
         got.table = got.table.filter(predicate)
@@ -343,14 +532,17 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
         import pyarrow.parquet as pq
 
         _open(path)
-        schema = pq.read_schema(path)
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{path}: cannot read as parquet (is it empty, truncated or damaged?): {exc}") from None
         return _normalise_times(schema.empty_table()).schema
     if fmt in ("csv", "tsv"):
         import pyarrow.csv as pv
 
         # types are inferred from the first megabyte; the full read then uses them for every row
         sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
-        head = _head(_open(path))
+        head = _utf8_head(_head(_open(path)))
         try:
             sample = pv.read_csv(
                 io.BytesIO(head),
@@ -360,6 +552,8 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
             )
         except pa.ArrowInvalid as exc:
             raise InputError(f"{path}: {exc}") from None
+        except UnicodeDecodeError:  # column names that are not UTF-8
+            raise _utf8_error(path, _open(path)) or InputError(f"{path}: invalid UTF-8 text") from None
         # a column with no value in the sample is VARCHAR, as in DuckDB (pyarrow's null type has no functions)
         schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in sample.schema])
         if not header:

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..core.batch import BatchSizer, EventBatch, concat_batches
 from ..core.errors import InputError, describe_row
 from ..core.messages import Completed, Flush, Punctuation
-from ..core.time import INFINITY, MIN_TIME, align_down
+from ..core.time import INFINITY, LATEST, MIN_TIME, TIME_RANGE_TEXT, align_down, first_out_of_range
 from ..expr.compile import CompiledLambda
 
 KINDS = ("point", "interval", "start")
@@ -91,7 +91,15 @@ def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.nda
             arr = arr.cast(pa.int64())
     else:
         raise InputError(f"{role} ({name}) must be an integer or timestamp, got {t}")
-    return arr.to_numpy(zero_copy_only=True)
+    values = arr.to_numpy(zero_copy_only=True)
+    bad = first_out_of_range(values, allow_infinity=role != "time", latest=LATEST if role == "time" else LATEST + 1)
+    if bad >= 0:
+        row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
+        raise InputError(
+            f"row {row_offset + bad}: {role} {int(values[bad])} ({name}) is outside the range of event times "
+            f"{TIME_RANGE_TEXT}, which leaves room for durations: {{{describe_row(row)}}}"
+        )
+    return values
 
 
 @numba.njit(cache=True, nogil=True)

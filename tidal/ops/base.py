@@ -14,7 +14,29 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.batch import BatchSizer, EventBatch, concat_batches
-from ..core.time import INFINITY
+from ..core.errors import InputError, describe_row
+from ..core.time import INFINITY, LATEST, TIME_RANGE_TEXT, first_out_of_range
+
+
+def check_time_range(out: EventBatch, what: str) -> None:
+    """Every present event's times lie in the range of event times (``tidal.core.time``): an operator
+    that would move one past it raises, naming the event, instead of wrapping around int64."""
+    present = out.present_mask() if out.absent is not None else None
+    sync = out.sync if present is None else out.sync[present]
+    other = out.other if present is None else out.other[present]
+    bad_sync = first_out_of_range(sync)
+    bad_other = first_out_of_range(other, allow_infinity=True, latest=LATEST + 1)
+    if bad_sync < 0 and bad_other < 0:
+        return
+    i = bad_sync if bad_sync >= 0 else bad_other
+    at = int(np.flatnonzero(present)[i]) if present is not None else i
+    from ..expr.compile import rows_of
+
+    row = rows_of(out.slice(at, at + 1))[0]
+    raise InputError(
+        f"{what} moves the event {{{describe_row(row._asdict())}}} to sync time {int(sync[i])}, other time "
+        f"{int(other[i])}: outside the range of event times {TIME_RANGE_TEXT}"
+    )
 
 
 class Consumer:

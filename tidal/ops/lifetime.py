@@ -39,10 +39,10 @@ import numba
 import numpy as np
 
 from ..core.batch import EventBatch, concat_batches, event_kinds
-from ..core.errors import PlanError
-from ..core.time import INFINITY, MIN_TIME, align_down
+from ..core.errors import InputError, PlanError, ResourceError, describe_row
+from ..core.time import INFINITY, MAX_SPAN, MIN_TIME, align_down, check_span
 from ..expr.compile import rows_of
-from .base import Operator, ReorderBuffer
+from .base import Operator, ReorderBuffer, check_time_range
 
 
 def apply_time_fn(fn, times: np.ndarray) -> np.ndarray:
@@ -96,6 +96,7 @@ class LifetimeOp(Operator):
     def _emit_ordered(self, out: EventBatch) -> None:
         if len(out) == 0:
             return
+        check_time_range(out, f"{self.name} ({self.variant})")
         if int(out.sync[0]) < self.last_out or (len(out) > 1 and (np.diff(out.sync) < 0).any()):
             raise PlanError(
                 f"{self.name} produced an event at sync time {int(out.sync.min())} after one at {self.last_out}: "
@@ -140,6 +141,7 @@ class ShiftLifetimeOp(LifetimeOp):
 
     def __init__(self, delta: int):
         super().__init__()
+        check_span(delta, "shift_lifetime: the shift")
         self.delta = int(delta)
         self.variant = f"by {self.delta}"
 
@@ -182,6 +184,9 @@ class AlterLifetimeOp(LifetimeOp):
 
     def __init__(self, start=None, duration=None, keep=None, label: str = "", grid=None):
         super().__init__()
+        check_span(duration, "alter_lifetime: the duration")
+        for value, what in zip(grid or (), ("hop", "offset"), strict=False):
+            check_span(value, f"the window's {what}")
         self.grid = grid
         self.start_fn = start
         self.duration = duration
@@ -223,6 +228,12 @@ class AlterLifetimeOp(LifetimeOp):
                 if isinstance(self.duration, int | np.integer)
                 else apply_time_fn(self.duration, orig_start)
             )
+            if len(dur) and (int(dur.max()) > MAX_SPAN or int(dur.min()) < -MAX_SPAN):
+                i = int(np.flatnonzero((dur > MAX_SPAN) | (dur < -MAX_SPAN))[0])
+                raise InputError(
+                    f"{self.name}: the duration function gives {int(dur[i])} for the event at {int(orig_start[i])}, "
+                    "longer than the longest supported span, 2**61 ticks"
+                )
             absent |= end  # the lifetime is fixed at the start: end edges carry nothing new
             sync = new_start
             other = new_start + dur
@@ -248,6 +259,7 @@ class ClipDurationOp(_EdgeStateOp):
         super().__init__()
         if limit <= 0:
             raise PlanError(f"clip_duration limit must be positive, got {limit}")
+        check_span(limit, "clip_duration: the limit")
         self.limit = int(limit)
         self.variant = f"limit {self.limit}"
         self.edges = _OpenEdges()
@@ -290,6 +302,9 @@ class ClipDurationOp(_EdgeStateOp):
         super().on_completed()
 
 
+MAX_CHOP_PIECES = 10_000_000  # pieces one batch of input may be cut into: more would not fit in memory
+
+
 class ChopOp(_EdgeStateOp):
     name = "Chop"
 
@@ -297,6 +312,8 @@ class ChopOp(_EdgeStateOp):
         super().__init__()
         if period <= 0:
             raise PlanError(f"chop period must be positive, got {period}")
+        check_span(period, "chop: the period")
+        check_span(offset, "chop: the offset")
         self.period, self.offset = int(period), int(offset)
         self.variant = f"period {self.period}, offset {self.offset}"
         self.edges = _OpenEdges()
@@ -330,6 +347,14 @@ class ChopOp(_EdgeStateOp):
     def _chop_intervals(self, b: EventBatch) -> EventBatch:
         first_end = align_down(b.sync, self.period, self.offset) + self.period
         counts = np.where(b.other > first_end, (b.other - first_end - 1) // self.period + 2, 1)
+        if len(counts) and counts.sum(dtype=np.float64) > MAX_CHOP_PIECES:
+            i = int(np.argmax(counts))
+            row = rows_of(b.slice(i, i + 1))[0]
+            raise ResourceError(
+                f"chop(period {self.period}) would cut the event [{int(b.sync[i])}, {int(b.other[i])}) "
+                f"{{{describe_row(row._asdict())}}} into {int(counts[i]):,} pieces; at most "
+                f"{MAX_CHOP_PIECES:,} pieces a batch are supported (use a longer period)"
+            )
         idx = np.repeat(np.arange(len(b)), counts)
         rank = np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
         starts = np.where(rank == 0, b.sync[idx], first_end[idx] + (rank - 1) * self.period)
@@ -351,6 +376,7 @@ class ExtendLifetimeOp(LifetimeOp):
         super().__init__()
         if delta < 0:
             raise PlanError("extend_lifetime needs a non-negative amount; use clip_duration to shorten")
+        check_span(delta, "extend_lifetime: the amount")
         self.delta = int(delta)
         self.variant = f"by {self.delta}"
 
@@ -368,6 +394,8 @@ class QuantizeLifetimeOp(LifetimeOp):
         super().__init__()
         if size <= 0 or hop <= 0:
             raise PlanError("quantize_lifetime needs a positive size and hop")
+        for value, what in ((size, "size"), (hop, "hop"), (offset, "offset")):
+            check_span(value, f"quantize_lifetime: the {what}")
         self.size, self.hop, self.offset = int(size), int(hop), int(offset)
         self.variant = f"size {size}, hop {hop}, offset {offset}"
 
@@ -480,4 +508,5 @@ class UnorderedLifetimeOp(Operator):
     def on_batch(self, batch) -> None:
         out = self.inner.transform(batch)
         if out.present_count:
+            check_time_range(out, f"{self.inner.name} ({self.inner.variant})")
             self.emit(out)

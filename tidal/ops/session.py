@@ -21,7 +21,9 @@ when the stream is grouped (the batch key), and groups never interact:
   past ``E``), so events are held until then, and also until every session that started
   earlier has been released, because output must stay in sync-time order. Output
   punctuation is therefore the earlier of the input's progress and the start of the oldest
-  open session.
+  open session. A session that never closes (events keep coming within ``timeout``) holds
+  every event it receives: a :class:`~tidal.errors.TidalWarning` reports the held events
+  once there are a million (and at each fourfold growth); ``max_duration`` bounds sessions.
 * ``stitch()``: per payload (and key), the multiplicity over time is unchanged (snapshots
   are identical) but lifetimes are coalesced: the k-th copy of a payload lives on the
   maximal intervals where the multiplicity is at least k, so an end and a start of equal
@@ -39,14 +41,16 @@ ignored. An end edge without a matching earlier start is an input error.
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 
 from ..core.batch import EventBatch, concat_batches, event_kinds
-from ..core.errors import InputError, PlanError
-from ..core.time import INFINITY, MIN_TIME
+from ..core.errors import InputError, PlanError, TidalWarning
+from ..core.time import INFINITY, MIN_TIME, check_span
 from ..expr.compile import rows_of
-from .base import Operator
+from .base import Operator, check_time_range
 from .keys import KeyIndex
 
 _UNKNOWN = MIN_TIME  # a session end not known yet
@@ -120,6 +124,9 @@ def _counting_order(keys, span):
     return order
 
 
+SESSION_WARN_EVENTS = 1_000_000  # held events past which an open session is reported (TidalWarning)
+
+
 class SessionWindowOp(Operator):
     """Session windows per group; see the module docstring for the semantics."""
 
@@ -131,6 +138,8 @@ class SessionWindowOp(Operator):
             raise PlanError(f"session_window timeout must be positive, got {timeout}")
         if max_duration is not None and max_duration <= 0:
             raise PlanError(f"session_window max_duration must be positive, got {max_duration}")
+        check_span(timeout, "session_window: the timeout")
+        check_span(max_duration, "session_window: max_duration")
         if lifetime not in ("session", "event"):
             raise PlanError(f"session_window lifetime is 'session' or 'event', got {lifetime!r}")
         self.timeout = int(timeout)
@@ -153,6 +162,7 @@ class SessionWindowOp(Operator):
         self.h_sid = np.zeros(0, np.int64)
         self.now = MIN_TIME
         self.punctuated = MIN_TIME
+        self.warn_at = SESSION_WARN_EVENTS
 
     @property
     def variant(self) -> str:
@@ -203,6 +213,22 @@ class SessionWindowOp(Operator):
                 self.h_sync = np.concatenate([self.h_sync, out_sync])
                 self.h_sid = np.concatenate([self.h_sid, sid])
         self._advance(self.now)
+        if self.held is not None and len(self.held) >= self.warn_at:
+            self._warn_held()
+
+    def _warn_held(self) -> None:
+        """Events wait for their session to end: a session that never closes keeps them all. Say so, with
+        its size (again each time the held events grow fourfold)."""
+        open_g = np.flatnonzero(self.g_open)
+        since = int(self.g_start[open_g].min()) if len(open_g) else int(self.h_sync.min())
+        warnings.warn(
+            f"session_window(timeout {self.timeout}): {len(self.held):,} events are held waiting for their "
+            f"session to end, the oldest open session since time {since}; a session that never closes keeps every "
+            "event (memory and time grow): give max_duration to bound sessions",
+            TidalWarning,
+            stacklevel=2,
+        )
+        self.warn_at = len(self.held) * 4
 
     def _advance(self, t: int) -> int:
         """Close the sessions over by time ``t``, release what order allows; returns the release bound."""
@@ -245,6 +271,7 @@ class SessionWindowOp(Operator):
         if lowest - self.sess_base > len(self.sess_end) // 2:
             self.sess_end = self.sess_end[lowest - self.sess_base :].copy()
             self.sess_base = lowest
+        check_time_range(out, f"{self.name} ({self.variant})")
         self.emit(out)
 
     def on_punctuation(self, time: int) -> None:
@@ -466,7 +493,9 @@ class _LayersOp(Operator):
             )
         if n_out:
             ids = out_pid[:n_out]
-            self.emit(self.reps.take(ids).replace(sync=out_sync[:n_out], other=out_other[:n_out]))
+            out = self.reps.take(ids).replace(sync=out_sync[:n_out], other=out_other[:n_out])
+            check_time_range(out, f"{self.name} ({self.variant})")
+            self.emit(out)
 
     def _ensure_nodes(self, needed: int) -> None:
         """Make sure the free list holds at least ``needed`` nodes (grows the pool)."""

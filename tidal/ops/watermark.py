@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from ..core.batch import EventBatch
 from ..core.errors import InputError
 from ..core.messages import Completed, Punctuation
-from ..core.time import INFINITY
+from ..core.time import INFINITY, TIME_RANGE_TEXT, first_out_of_range
 from .base import Consumer, Operator
 from .impatience import ImpatienceSorter
 
@@ -84,7 +84,14 @@ def _as_ticks(col: pa.ChunkedArray | pa.Array, name: str, path: str) -> np.ndarr
         col = col.cast(pa.timestamp("us", t.tz)).cast(pa.int64())
     elif not pa.types.is_integer(t):
         raise InputError(f"{path}: event time field {name} is {t}; it must be a timestamp, date or integer")
-    return np.asarray(col.to_numpy(), dtype=np.int64)
+    ticks = np.asarray(col.to_numpy(), dtype=np.int64)
+    bad = first_out_of_range(ticks)
+    if bad >= 0:
+        raise InputError(
+            f"{path}: row {bad + 1}: event time {int(ticks[bad])} ({name}) is outside the range of event times "
+            f"{TIME_RANGE_TEXT}, which leaves room for durations"
+        )
+    return ticks
 
 
 def percentile_messages(

@@ -14,16 +14,21 @@ shows the query with a caret under the position.
 
 from __future__ import annotations
 
+import contextlib
+import re
+import sys
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
+from ..core.errors import ParseError as TidalParseError
 from ..core.errors import PlanError
 
 
-class SqlSyntaxError(PlanError):
+class SqlSyntaxError(TidalParseError):
     """The query does not parse; the message points at the place."""
 
 
@@ -181,7 +186,14 @@ def caret(sql: str, line: int, col: int) -> str:
     lines = sql.splitlines() or [""]
     line = max(1, min(line, len(lines)))
     text = lines[line - 1]
-    return f"  {text}\n  {' ' * max(0, col - 1)}^"
+    col = max(1, col)
+    if len(text) > 100:  # a window of the line around the place
+        start = max(0, col - 60)
+        head = "..." if start else ""
+        tail = "..." if start + 100 < len(text) else ""
+        text = head + text[start : start + 100] + tail
+        col = col - start + len(head)
+    return f"  {text}\n  {' ' * (col - 1)}^"
 
 
 _TYPED_LITERALS = {TokenType.TIMESTAMP, TokenType.TIMESTAMPNTZ, TokenType.TIMESTAMPTZ, TokenType.DATE, TokenType.TIME}
@@ -206,14 +218,125 @@ def _group_typed_literals(sql: str) -> str:
     return sql
 
 
+# Limits that are checked, not hit (Python's recursion): a query past them is an error naming the place
+MAX_NESTING = 100  # parentheses, CASE ... END and unary operators inside each other
+MAX_DEPTH = 1000  # levels of the parsed tree: a chain of n ORs (or +, ||, ...) is n levels
+RECURSION_LIMIT = 20_000  # what parsing, planning and running a query within those limits may use
+_UNARY = {TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE}
+_AFTER_OPERAND = {TokenType.R_PAREN, TokenType.NUMBER, TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER}
+
+
+@contextlib.contextmanager
+def room_to_recurse():
+    """Run with a recursion limit that fits queries within :data:`MAX_NESTING` and :data:`MAX_DEPTH`
+    (the trees of the parser and the planner are walked recursively)."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def _check_nesting(sql: str, tokens) -> None:
+    depth, run, previous = 0, 0, None
+    for tok in tokens:
+        kind = tok.token_type
+        if kind in (TokenType.L_PAREN, TokenType.CASE):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.END):
+            depth = max(0, depth - 1)
+        unary = kind in _UNARY and (kind == TokenType.NOT or previous not in _AFTER_OPERAND)
+        run = run + 1 if unary else 0
+        previous = kind
+        if depth + run > MAX_NESTING:
+            raise PlanError(
+                f"line {tok.line}, column {tok.col}: the query nests parentheses, CASE and unary operators "
+                f"more than {MAX_NESTING} levels deep; not supported\n{caret(sql, tok.line, tok.col)}"
+            )
+
+
+def _tree_depth(tree: exp.Expression) -> int:
+    deepest, todo = 0, [(tree, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((child, d + 1) for child in node.iter_expressions())
+    return deepest
+
+
+def _check_literals(sql: str, tree: exp.Expression) -> None:
+    """Integer literals must be BIGINTs (DuckDB widens to HUGEINT; tidal does not)."""
+    for lit in tree.find_all(exp.Literal):
+        text = lit.name
+        if lit.is_string or not text.isdigit():
+            continue
+        if len(text) > 19 or int(text) >= 2**63:
+            shown = text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
+            where = lit.meta.get("line"), lit.meta.get("col")
+            at = f"line {where[0]}, column {where[1] - len(text) + 1}: " if where[0] else ""
+            excerpt = f"\n{caret(sql, where[0], where[1] - len(text) + 1)}" if where[0] else ""
+            raise PlanError(
+                f"{at}the integer literal {shown} is out of BIGINT's range (-2**63 .. 2**63-1); larger integers"
+                f" (DuckDB's HUGEINT) are not supported; a DOUBLE is written with a decimal point{excerpt}"
+            )
+
+
+# arguments DuckDB requires that sqlglot's classes leave optional (for other dialects)
+_DUCKDB_REQUIRED = {
+    exp.Replace: ("replacement",),
+    exp.Substring: ("start",),
+    exp.PercentileCont: ("expression",),
+    exp.PercentileDisc: ("expression",),
+}
+
+
+def _function_at(sql: str, name: str) -> str:
+    m = re.search(rf"\b{re.escape(name)}\s*\(", sql, re.IGNORECASE)
+    if not m:
+        return ""
+    line = sql.count("\n", 0, m.start()) + 1
+    col = m.start() - (sql.rfind("\n", 0, m.start()) + 1) + 1
+    return f"\n{caret(sql, line, col)}"
+
+
+def _check_arguments(sql: str, tree: exp.Expression) -> None:
+    """Every function has the arguments it needs (``MIN()``, ``COUNT(DISTINCT)``, ``replace(s, 'a')``)."""
+    for node in tree.find_all(exp.Func):
+        name = node.sql_name()
+        required = [k for k, need in type(node).arg_types.items() if need]
+        if not isinstance(node.parent, exp.WithinGroup):  # percentile_cont(0.3) WITHIN GROUP (ORDER BY x)
+            required += _DUCKDB_REQUIRED.get(type(node), ())
+        missing = [k for k in required if node.args.get(k) is None or node.args.get(k) == []]
+        distinct = node.this if isinstance(node.this, exp.Distinct) else None
+        if missing or (distinct is not None and not distinct.expressions):
+            what = "an argument" if distinct is not None or missing == ["this"] else "more arguments"
+            raise PlanError(f"{name}() needs {what}: no function {name.lower()} matches{_function_at(sql, name)}")
+
+
+def _missing_keyword(desc: str) -> str:
+    """sqlglot's "Required keyword: 'this' missing for <class '...Upper'>" in the user's terms."""
+    m = re.match(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>", desc)
+    if not m:
+        return desc
+    cls = getattr(exp, m.group(2), None)
+    name = cls.sql_names()[0] if cls is not None and hasattr(cls, "sql_names") else m.group(2).upper()
+    return f"{name}() is missing an argument"
+
+
 def parse(sql: str) -> exp.Expression:
     """Parse one statement of tidal's dialect."""
     try:
-        trees = sqlglot.parse(_group_typed_literals(sql), read=Tidal)
+        _check_nesting(sql, Tidal().tokenize(sql))
+    except TokenError:
+        pass  # the parser reports it
+    try:
+        with room_to_recurse():
+            trees = sqlglot.parse(_group_typed_literals(sql), read=Tidal)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         line, col = err.get("line") or 1, err.get("col") or 1
-        desc = err.get("description") or str(exc)
+        desc = _missing_keyword(err.get("description") or str(exc))
         # sqlglot's col points at the end of the offending token; put the caret at its start
         token = err.get("highlight") or ""
         start = max(1, col - len(token) + 1) if token else col
@@ -228,4 +351,11 @@ def parse(sql: str) -> exp.Expression:
     tree = trees[0]
     if not isinstance(tree, exp.Query | exp.Values):
         raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
+    if (depth := _tree_depth(tree)) > MAX_DEPTH:
+        raise PlanError(
+            f"the query's expressions are {depth} levels deep, more than {MAX_DEPTH} (a chain of n OR, AND or "
+            "+ terms is n levels); not supported: write x IN (a, b, ...) for long OR chains, or split the query"
+        )
+    _check_literals(sql, tree)
+    _check_arguments(sql, tree)
     return tree

@@ -88,6 +88,7 @@ def arrow_type(node: exp.DataType) -> pa.DataType:
 
 
 IN_SUBQUERY = "in_subquery"
+_TRUNC_UNITS = {"year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond"}
 
 
 def in_subquery(value: exp.Expression, key: int) -> exp.Expression:
@@ -427,6 +428,8 @@ class _Translator(MoreTranslations):
             return self._call(IN_SUBQUERY, e, [args[0]], [int(args[1].name)])
         if name == SCALAR_SUBQUERY:
             return self._call(SCALAR_SUBQUERY, e, [], [int(args[0].name)])
+        if name in ("strlen", "epoch_us", "epoch_ms", "epoch") and len(args) != 1:
+            raise PlanError(f"{e.sql()}: {name}() takes one argument, got {len(args)}")
         if name == "strlen":
             return self._call("length", e, [args[0]])
         if name in ("epoch_us", "epoch_ms", "epoch"):
@@ -442,7 +445,11 @@ class _Translator(MoreTranslations):
     t_DatePart = t_Extract
 
     def t_TimestampTrunc(self, e):
-        return self._call("date_trunc", e, [e.this], [e.args["unit"].name.lower()])
+        unit = e.args["unit"].name.lower() if e.args.get("unit") is not None else ""
+        unit = unit[:-1] if unit.endswith("s") and unit[:-1] in _TRUNC_UNITS else unit  # 'hours' as DuckDB reads it
+        if unit not in _TRUNC_UNITS:
+            raise PlanError(f"{e.sql()}: unknown date part {unit!r}; one of {', '.join(sorted(_TRUNC_UNITS))}")
+        return self._call("date_trunc", e, [e.this], [unit])
 
     t_DateTrunc = t_TimestampTrunc
 

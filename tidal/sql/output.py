@@ -75,7 +75,23 @@ def temporal_text(v):
         text = f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}" + _fraction(v.microsecond)
         offset = v.utcoffset()
         return text if offset is None else text + _offset(offset)
+    if isinstance(v, dt.timedelta):
+        return interval_text(v)
     return v
+
+
+def interval_text(v: dt.timedelta) -> str:
+    """An interval as DuckDB prints one: ``1 day``, ``2 days 01:30:00``, ``00:00:01.5``, ``-01:00:00``
+    (tidal's intervals are microseconds: 25 hours print as ``1 day 01:00:00``)."""
+    micros = v // dt.timedelta(microseconds=1)
+    sign = "-" if micros < 0 else ""
+    days, rest = divmod(abs(micros), 86_400_000_000)
+    seconds, fraction = divmod(rest, 1_000_000)
+    parts = [f"{sign}{days} day{'s' if days != 1 else ''}"] if days else []
+    if rest or not days:
+        clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" + _fraction(fraction)
+        parts.append(sign + clock)
+    return " ".join(parts)
 
 
 json_value = temporal_text  # JSON has no dates: they are written as DuckDB's text

@@ -463,7 +463,7 @@ class Translator:
         else:
             detail += "; no watermark generator: nothing is late, sorted at end of input"
         node = Source(
-            lambda: disordered_messages(record_batches, time.column, kind="start"),
+            lambda: _naming_file(disordered_messages(record_batches, time.column, kind="start"), scan.path),
             schema,
             Properties(start_edge_only=True),
             detail,
@@ -479,6 +479,14 @@ class Translator:
         if adjust:  # the sort moved late rows' times up: the event-time column says so too
             out = Stream(rel.AdjustedTime(out.node, time.column))
         return out
+
+
+def _naming_file(messages, path: str):
+    """``messages``, with the file named in an input error (the row numbers count the file's data rows from 0)."""
+    try:
+        yield from messages
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
 DISTINCT_COUNT = "__distinct_count"

@@ -24,7 +24,7 @@ from ..plan.nodes import LateEvents, sorts_in
 from ..plan.nodes.relational import WatermarkTap
 from ..stream.query import Query as QueryRunner
 from ..stream.streamable import Stream
-from .dialect import parse
+from .dialect import parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
 from .planner import RunStats, Translator, with_limit
@@ -146,11 +146,12 @@ class SqlQuery:
         ``self.running.stop()`` (from a signal handler) ends the run early, between two messages."""
         if self.late_path and not self.subquery:
             open(self.late_path, "w").close()  # each run starts a fresh late-records file
-        stream, runner, sorts = self.prepare(sink)
-        try:
-            runner.run()
-        finally:
-            runner.close()
+        with room_to_recurse():
+            stream, runner, sorts = self.prepare(sink)
+            try:
+                runner.run()
+            finally:
+                runner.close()
         self.ran(sorts, runner)
         return stream
 
@@ -262,8 +263,9 @@ def plan(
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
     tree = parse(text)
-    query = Builder().build(tree)
-    optimized, applied = optimize(query.root)
+    with room_to_recurse():
+        query = Builder().build(tree)
+        optimized, applied = optimize(query.root)
     return SqlQuery(
         text,
         query,

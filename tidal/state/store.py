@@ -29,6 +29,7 @@ working state, not an exchange format.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -36,7 +37,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from ..core.errors import TidalError
+from ..core.errors import ResourceError, StateError
 from .chunks import decode, encode, names_in
 
 _SCHEMA = [
@@ -90,16 +91,17 @@ class CheckpointStore:
         self.keep = keep
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.written = 0  # bytes of chunks written by the last save (how incremental it was)
-        try:
-            self._db = sqlite3.connect(self.path, isolation_level=None)  # transactions are explicit below
+        self._db = sqlite3.connect(self.path, isolation_level=None)  # transactions are explicit below
+        with self._reporting("opening"):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")  # a commit that returned survives power loss
             self._db.execute("BEGIN")
             for statement in _SCHEMA:
                 self._db.execute(statement)
             self._db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            raise TidalError(f"{self.path} is not a readable checkpoint store: {exc}") from None
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(checkpoints)")}
+            if columns != {"query", "seq", "fingerprint", "saved_at", "plan", "manifest", "digest"}:
+                raise sqlite3.DatabaseError("its checkpoints table is not tidal's")
         self._known: set[bytes] = set()  # chunks this process knows to be in the store
 
     # -- saving ------------------------------------------------------------------------------
@@ -128,32 +130,34 @@ class CheckpointStore:
         manifest, chunks = self._chunks(state)
         blob = pickle.dumps(manifest, protocol=5)
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            (last,) = db.execute("SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE query = ?", (query,)).fetchone()
-            seq = last + 1
-            new = [(h, d) for h, d in chunks.items() if h not in self._known]
-            db.executemany("INSERT OR IGNORE INTO chunks (hash, data) VALUES (?, ?)", new)
-            self.written = sum(len(d) for _, d in new) + len(blob)
-            db.executemany("INSERT INTO refs (query, seq, hash) VALUES (?, ?, ?)", [(query, seq, h) for h in chunks])
-            db.execute(
-                "INSERT INTO checkpoints (query, seq, fingerprint, saved_at, plan, manifest, digest) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (query, seq, fingerprint, time.time(), plan, blob, _hash(blob)),
-            )
-            _commit_hook()
-            old = seq - self.keep
-            if old >= 1:
-                db.execute("DELETE FROM checkpoints WHERE query = ? AND seq <= ?", (query, old))
-                db.execute("DELETE FROM refs WHERE query = ? AND seq <= ?", (query, old))
-                db.execute("DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = chunks.hash)")
-            db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            self._rollback()
-            raise TidalError(f"the checkpoint store {self.path} is damaged: {exc}") from None
-        except BaseException:
-            self._rollback()
-            raise
+        with self._reporting("saving a checkpoint to"):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = db.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE query = ?", (query,)
+                ).fetchone()
+                seq = last + 1
+                new = [(h, d) for h, d in chunks.items() if h not in self._known]
+                db.executemany("INSERT OR IGNORE INTO chunks (hash, data) VALUES (?, ?)", new)
+                self.written = sum(len(d) for _, d in new) + len(blob)
+                db.executemany(
+                    "INSERT INTO refs (query, seq, hash) VALUES (?, ?, ?)", [(query, seq, h) for h in chunks]
+                )
+                db.execute(
+                    "INSERT INTO checkpoints (query, seq, fingerprint, saved_at, plan, manifest, digest) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (query, seq, fingerprint, time.time(), plan, blob, _hash(blob)),
+                )
+                _commit_hook()
+                old = seq - self.keep
+                if old >= 1:
+                    db.execute("DELETE FROM checkpoints WHERE query = ? AND seq <= ?", (query, old))
+                    db.execute("DELETE FROM refs WHERE query = ? AND seq <= ?", (query, old))
+                    db.execute("DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = chunks.hash)")
+                db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
         if old >= 1:  # what the deletion kept is still known; what it removed is not
             self._known = {h for (h,) in db.execute("SELECT hash FROM refs WHERE query = ?", (query,))}
         self._known.update(chunks)
@@ -161,19 +165,32 @@ class CheckpointStore:
 
     def _rollback(self) -> None:
         self._known.clear()
-        try:
+        if self._db.in_transaction:  # SQLite ends the transaction itself on some errors (a full disk)
             self._db.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
+
+    @contextlib.contextmanager
+    def _reporting(self, doing: str):
+        """SQLite's errors in the user's terms: a full disk, a damaged or foreign file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            text = str(exc)
+            if "full" in text:
+                raise ResourceError(
+                    f"{self.path}: no space left to save the checkpoint ({text}); the previous checkpoint is kept: "
+                    "free some space and run again to continue from it"
+                ) from exc
+            raise StateError(
+                f"{self.path}: not a tidal checkpoint file, or a damaged one ({text}) while {doing} it; delete it "
+                "(and the run's output directory) to start the run over"
+            ) from exc
 
     # -- loading -----------------------------------------------------------------------------
     def load(self, query: str, fingerprint: str | None = None, plan: str | None = None) -> dict | None:
         """The newest checkpoint of ``query``, or None; with ``fingerprint``, refuse another plan's
         (``plan``: this plan's summary, shown beside the stored one)."""
-        try:
+        with self._reporting("loading a checkpoint from"):
             return self._load(query, fingerprint, plan)
-        except sqlite3.DatabaseError as exc:
-            raise TidalError(f"the checkpoint store {self.path} is damaged: {exc}") from None
 
     def _load(self, query: str, fingerprint: str | None, plan: str | None) -> dict | None:
         row = self._db.execute(
@@ -185,14 +202,14 @@ class CheckpointStore:
             return None
         seq, stored, stored_plan, blob, digest = row
         if fingerprint is not None and stored != fingerprint:
-            raise TidalError(
+            raise StateError(
                 f"the state in {self.path} (checkpoint {seq} of query {query!r}) was made by a different plan "
                 f"(fingerprint {stored}, this plan {fingerprint}); use another state file or delete it.\n"
                 f"-- the stored plan:\n{stored_plan or '(not recorded)'}\n-- this plan:\n{plan or '(not given)'}"
             )
         where = f"checkpoint {seq} of query {query!r} in {self.path}"
         if _hash(blob) != digest:
-            raise TidalError(f"{where} is corrupt: its manifest's checksum does not match")
+            raise StateError(f"{where} is corrupt: its manifest's checksum does not match")
         manifest = self._unpickle(blob, where, "its manifest")
         names = [h for op in manifest.get("operators", []) for h in (op.values() if isinstance(op, dict) else [op])]
         datas = self._fetch(names, where)
@@ -222,9 +239,9 @@ class CheckpointStore:
         for name in names:
             data = datas.get(name)
             if data is None:
-                raise TidalError(f"{where} is incomplete: chunk {name.hex()} is missing")
+                raise StateError(f"{where} is incomplete: chunk {name.hex()} is missing")
             if _hash(data) != name:
-                raise TidalError(f"{where} is corrupt: chunk {name.hex()} does not match its checksum")
+                raise StateError(f"{where} is corrupt: chunk {name.hex()} does not match its checksum")
         return datas
 
     @staticmethod
@@ -232,7 +249,7 @@ class CheckpointStore:
         try:
             return pickle.loads(data)
         except Exception as exc:  # the checksum matched but the bytes are not ours
-            raise TidalError(f"{where}: {what} cannot be read: {exc}") from None
+            raise StateError(f"{where}: {what} cannot be read: {exc}") from None
 
     def sequence(self, query: str) -> int:
         """The newest checkpoint's sequence number of ``query`` (0 when there is none)."""

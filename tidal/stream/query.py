@@ -17,19 +17,20 @@ delivered message, so nothing is re-read.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
 import time
 from collections.abc import Sequence
 
 from ..core.batch import EventBatch
-from ..core.errors import TidalError
+from ..core.errors import StateError, TidalError
 from ..core.feed import Idle
 from ..core.messages import Completed, Flush, LowWatermark, Punctuation
 from ..core.time import INFINITY
 from ..io.segments import DurableSink
 from ..ops.base import Consumer, Operator
-from ..plan.node import PlanNode
+from ..plan.node import PlanNode, explain, walk
 from ..plan.nodes import Source
 from ..plan.rules import RULES, optimize
 
@@ -59,6 +60,26 @@ def deliver(op: Consumer, msg) -> None:
         raise TypeError(f"unknown message {msg!r}")
 
 
+def plan_fingerprint(roots: Sequence[PlanNode]) -> str:
+    """What identifies a plan in its checkpoints: each node's explanation and the code and constants of
+    the functions it holds (two lambdas explain alike when their source cannot be read)."""
+    digest = hashlib.sha256()
+    for root in roots:
+        digest.update(explain(root).encode())
+    for node in walk(roots):
+        for value in vars(node).values():
+            code = getattr(value, "__code__", None)
+            if code is not None:
+                digest.update(_code_bytes(code))
+    return digest.hexdigest()[:16]
+
+
+def _code_bytes(code) -> bytes:
+    """A function's bytecode, names and constants (nested functions' code included, never an address)."""
+    consts = [_code_bytes(c) if hasattr(c, "co_code") else repr(c).encode() for c in code.co_consts]
+    return code.co_code + repr(code.co_names).encode() + b"|".join(consts)
+
+
 class Query:
     """The operators of ``roots`` wired to ``sinks`` (one sink per root), ready to run."""
 
@@ -82,6 +103,7 @@ class Query:
 
         for root, sink in zip(roots, sinks, strict=True):
             build(root).downstream.append(sink)
+        self.fingerprint = plan_fingerprint(roots)
         self.sinks = list(sinks)
         # per source: messages delivered, or a feed's position after the last delivered message
         self.positions: list = [None if node.feed is not None else 0 for node, _ in self.sources]
@@ -160,6 +182,7 @@ class Query:
         """Every operator's state and each source's position, between two messages."""
         return {
             "version": 1,
+            "plan": self.fingerprint,
             "operators": [op.snapshot() for op in self.operators],
             "positions": list(self.positions),
             "finished": list(self.finished),
@@ -171,8 +194,15 @@ class Query:
         """Continue from ``checkpoint()`` of a query over the same plan (before running this one)."""
         if self._heap is not None:
             raise TidalError("restore a checkpoint into a query that has not started running")
+        if not isinstance(state, dict) or "operators" not in state or "positions" not in state:
+            raise StateError("not a checkpoint: restore takes what Query.checkpoint() returned")
+        if state.get("plan", self.fingerprint) != self.fingerprint:
+            raise StateError(
+                "checkpoint is of another plan (its operators, their arguments or functions differ); "
+                "restore it into a query over the plan that made it"
+            )
         if len(state["operators"]) != len(self.operators) or len(state["positions"]) != len(self.sources):
-            raise TidalError(
+            raise StateError(
                 f"checkpoint is of another plan: {len(state['operators'])} operators and "
                 f"{len(state['positions'])} sources, this query has {len(self.operators)} and {len(self.sources)}"
             )

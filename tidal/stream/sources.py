@@ -143,12 +143,34 @@ def from_arrow(
     return stream
 
 
+def _as_arrow(data):
+    """Tables of other libraries (polars, DuckDB relations, anything with the Arrow PyCapsule stream
+    interface or ``to_arrow()``) as an Arrow table; Arrow data and iterables of batches as they are."""
+    if isinstance(data, pa.Table | pa.RecordBatch):
+        return data
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    if callable(getattr(data, "to_arrow", None)):
+        got = data.to_arrow()
+        if isinstance(got, pa.RecordBatchReader):
+            got = got.read_all()
+        if isinstance(got, pa.Table | pa.RecordBatch):
+            return got
+    if isinstance(data, str | bytes | dict) or not hasattr(data, "__iter__"):
+        raise InputError(
+            "from_arrow takes an Arrow table, record batches or a table with an Arrow interface, "
+            f"not {type(data).__name__}"
+        )
+    return data
+
+
 def _from_arrow(
     data, time, end, other, kind, punctuate_every, punctuate_every_events, flush, on_completed,
     batch_size, adaptive_batching, disorder, reorder_latency, sorted,
 ):  # fmt: skip
     policy = IngressPolicy(punctuate_every, punctuate_every_events, flush, on_completed, batch_size, adaptive_batching)
     size = batch_size or DEFAULT_BATCH_SIZE
+    data = _as_arrow(data)
     if isinstance(data, pa.Table | pa.RecordBatch):
         schema = data.schema
         batches = table_batches(data, size)

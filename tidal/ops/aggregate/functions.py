@@ -26,6 +26,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ...core.errors import TidalTypeError
+
 LINEAR = {"count", "count_not_null", "sum", "average", "variance", "stddev"}
 ORDERED = {"min": 0, "max": 1, "count_distinct": 2, "percentile_cont": 3, "percentile_disc": 4}
 
@@ -141,10 +143,27 @@ _FIXED_TYPES = {
 }
 
 
+# aggregates that do arithmetic on their argument: numbers only (exact decimal sums are not supported)
+_NUMERIC_ONLY = {"sum", "average", "variance", "stddev", "percentile_cont", "median"}
+
+
+def _numeric(t, kind: str) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t):
+        return True
+    if pa.types.is_boolean(t):
+        return kind == "sum"
+    return pa.types.is_decimal(t) and kind == "average"  # averaged as DOUBLE, as DuckDB does
+
+
 def result_type(fn: AggregateFunction, arg_type):
     """The Arrow type of an aggregate's result for an argument of ``arg_type`` (None: not known)."""
     import pyarrow as pa
 
+    if arg_type is not None and fn.kind in _NUMERIC_ONLY and not _numeric(arg_type, fn.kind):
+        hint = "; cast it to DOUBLE first" if pa.types.is_decimal(arg_type) else ""
+        raise TidalTypeError(f"{fn.describe()}: not defined for {arg_type} (it takes numbers){hint}")
     fixed = _FIXED_TYPES.get(fn.kind)
     if fixed is not None:
         return getattr(pa, fixed)()

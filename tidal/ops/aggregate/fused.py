@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.batch import EventBatch
-from ...core.time import INFINITY, MIN_TIME, align_down
+from ...core.time import EARLIEST, INFINITY, LATEST, MIN_TIME, align_down
+from ..base import check_time_range
 from .base import ArgumentValues
 from .compiled import CompiledEngine
 from .functions import LINEAR
@@ -302,6 +303,22 @@ class FusedWindowAggregateOp(SnapshotAggregateOp):
         if t in (INFINITY, MIN_TIME):
             return t
         return int(align_down(t, self.window[1], self.window[2]))
+
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        if len(batch):  # every event's windows lie in the range of event times (what the window operator checks)
+            size, hop, offset = self.window
+            starts = align_down(batch.sync[[0, -1]], hop, offset)
+            lowest, highest = int(starts[0]) - (size - hop if size > hop else 0), int(starts[1]) + size
+            if lowest < EARLIEST or highest > LATEST + 1:
+                at = 0 if lowest < EARLIEST else len(batch) - 1
+                check_time_range(
+                    batch.slice(at, at + 1).replace(
+                        sync=np.array([min(lowest, int(starts[0]))]), other=np.array([max(highest, int(starts[1]))])
+                    ),
+                    f"hopping_window(size {size}, hop {hop}, offset {offset})",
+                )
+        super().on_batch(batch)
 
     def on_punctuation(self, time: int) -> None:
         super().on_punctuation(self._frontier(time))

@@ -7,9 +7,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core.batch import EventBatch
+from ...core.errors import LambdaError
 from ...core.time import INFINITY
 from ...expr.compile import projection_schema
-from ...expr.kernels import Evaluator, to_arrow_column
+from ...expr.kernels import Evaluator, Fallback, to_arrow_column
 from ..base import Operator, OutputBuffer
 from ..keys import KeyIndex
 from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW, VARIANTS, ArgumentColumn, _Engine, choose_mode
@@ -71,16 +72,32 @@ class SnapshotAggregateOp(Operator):
         if form is None:
             return name, fn
         initial, contribution, result = form
-        self.user_results[name] = (initial, result)
+        self.user_results[name] = (initial, result, fn.udf.compute_result)
         return name, AggregateFunction("sum", contribution)
 
-    def _finish_user_results(self, cols: dict[str, pa.Array]) -> dict[str, pa.Array]:
-        for name, (initial, result) in self.user_results.items():
+    def _finish_user_results(self, cols: dict[str, pa.Array], sync: np.ndarray) -> dict[str, pa.Array]:
+        for name, (initial, result, compute) in self.user_results.items():
             state = pc.add(cols[name].fill_null(0), initial)
             if result is not None:
-                state = to_arrow_column(Evaluator({"__state": state}, len(state)).eval(result), len(state))
+                try:
+                    state = to_arrow_column(Evaluator({"__state": state}, len(state)).eval(result), len(state))
+                except Fallback:  # values numpy would treat otherwise (a zero divisor): the user's function, row by row
+                    state = pa.array(self._user_results_by_row(name, compute, state.to_pylist(), sync))
             cols[name] = state
         return cols
+
+    @staticmethod
+    def _user_results_by_row(name: str, compute, states: list, sync: np.ndarray) -> list:
+        out = []
+        for state, t in zip(states, sync.tolist(), strict=True):
+            try:
+                out.append(compute(state))
+            except Exception as exc:
+                raise LambdaError(
+                    f"aggregate {name}=user-defined raised {type(exc).__name__}: {exc} computing its result at time "
+                    f"{t} (state {state!r})"
+                ) from exc
+        return out
 
     def _static_type(self, fn: AggregateFunction, arg: ArgumentColumn):
         if fn.kind == "count":
@@ -128,7 +145,7 @@ class SnapshotAggregateOp(Operator):
             return
         sync, other, gid, cols = got
         if self.user_results:
-            cols = self._finish_user_results(cols)
+            cols = self._finish_user_results(cols, sync)
         key = hsh = None
         if self.keys is not None and self.key_fields:
             cols = dict(zip(self.key_fields, self.keys.key_columns(gid), strict=True)) | cols

@@ -14,10 +14,19 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.batch import EventBatch
+from ...core.errors import LambdaError, TidalError, describe_row
 from ...core.time import INFINITY
 from ...expr.compile import rows_of
 from .base import MODE_NONE, _Engine
 from .functions import new_state, result_type
+
+
+def _row_error(name, fn, doing: str, start: int, value, exc: Exception) -> LambdaError:
+    row = value._asdict() if hasattr(value, "_asdict") else {"value": value}
+    return LambdaError(
+        f"aggregate {name}={fn.describe()} raised {type(exc).__name__}: {exc} while {doing} the event at time "
+        f"{start}: {{{describe_row(row)}}}"
+    )
 
 
 class PythonEngine(_Engine):
@@ -58,16 +67,35 @@ class PythonEngine(_Engine):
 
     def _apply(self, g, sign, start, values):
         states = self._state(g)
-        for s, v in zip(states, values, strict=True):
-            (s.add if sign > 0 else s.remove)(start, v)
+        for (name, fn), s, v in zip(self.fns, states, values, strict=True):
+            try:
+                (s.add if sign > 0 else s.remove)(start, v)
+            except TidalError:
+                raise
+            except Exception as exc:  # the user's function, or values the aggregate cannot take: name the row
+                raise _row_error(name, fn, "adding" if sign > 0 else "removing", start, v, exc) from exc
         self.counts[g] += sign
         self.held[g] = None
+
+    def _results(self, g, cur) -> tuple:
+        out = []
+        for (name, fn), s in zip(self.fns, self.states[g], strict=True):
+            try:
+                out.append(s.result())
+            except TidalError:
+                raise
+            except Exception as exc:
+                raise LambdaError(
+                    f"aggregate {name}={fn.describe()} raised {type(exc).__name__}: {exc} computing its result at "
+                    f"time {cur}"
+                ) from exc
+        return tuple(out)
 
     def _finalize(self, out):
         cur = self.cur
         for g in self.held:
             n = self.counts[g]
-            result = tuple(s.result() for s in self.states[g]) if n > 0 else None
+            result = self._results(g, cur) if n > 0 else None
             prev = self.open.get(g)
             if prev is not None and result is not None and prev[1] == result:
                 continue

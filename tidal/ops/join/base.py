@@ -15,7 +15,7 @@ from ...core.errors import PlanError
 from ...core.time import INFINITY, MIN_TIME
 from ..base import InputPort, Operator, ReorderBuffer
 from ..keys import KeyIndex
-from .keys import _flatten, _KeyColumns
+from .keys import _flatten, _KeyColumns, check_key_types
 from .kinds import FIFO, HEAP
 from .result import _Result
 from .store import _HASH_COL, _KEY_COL, _Store
@@ -41,6 +41,9 @@ class JoinSpec:
     def __init__(self, mode, left_key, right_key, schemas, props, result, build_once, variant):
         self.mode = mode
         self.keys = (_KeyColumns(left_key, schemas[0], "left"), _KeyColumns(right_key, schemas[1], "right"))
+        fields = [k.spec if k.kind == "fields" else None for k in self.keys]
+        if None not in fields and None not in schemas:
+            check_key_types(*[[s.field(f).type for f in fs] for s, fs in zip(schemas, fields, strict=True)], *fields)
         self.schemas = schemas
         self.props = props
         self.result = result
@@ -196,11 +199,20 @@ class JoinBase(Operator):
             self.stage = stage = {k: np.empty(size, v.dtype) for k, v in stage.items()}
         return stage
 
+    def _check_key_types(self, side: int, cols: list) -> None:
+        """Key lambdas' types are known once each side has computed keys: they must be able to match."""
+        seen = self.__dict__.setdefault("_key_types", [None, None])
+        if seen[side] is None and cols:
+            seen[side] = [c.type for c in cols]
+            if seen[1 - side] is not None:
+                check_key_types(seen[0], seen[1])
+
     def _n_keys(self) -> int:
         return len(self.index) if self.index is not None else 1
 
     def _key_ids(self, side: int, batch: EventBatch) -> np.ndarray:
         cols = self.keys[side].columns(batch)
+        self._check_key_types(side, cols)
         n = len(batch)
         valid = None
         for c in cols:

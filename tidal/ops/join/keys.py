@@ -29,6 +29,38 @@ def key_spec(key) -> tuple[str, object]:
     raise PlanError(f"a join key is a field name, a list of field names, or a lambda; got {key!r}")
 
 
+def key_family(t: pa.DataType) -> str:
+    """What values of type ``t`` can equal: numbers equal numbers, text equals text, and so on."""
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_dictionary(t):
+        return key_family(t.value_type)
+    for family, test in (("boolean", pa.types.is_boolean), ("date", pa.types.is_date),
+                         ("timestamp", pa.types.is_timestamp), ("time", pa.types.is_time),
+                         ("binary", pa.types.is_binary), ("duration", pa.types.is_duration)):  # fmt: skip
+        if test(t):
+            return family
+    return str(t)
+
+
+def check_key_types(left: list, right: list, left_names=None, right_names=None) -> None:
+    """Join keys of types whose values can never be equal (an int 1 and a string '1') are an error, not an
+    empty match: say which fields and what to do."""
+    for i, (lt, rt) in enumerate(zip(left, right, strict=False)):
+        a, b = key_family(lt), key_family(rt)
+        if a != b and "null" not in (a, b):
+            ln = f" {left_names[i]}" if left_names else ""
+            rn = f" {right_names[i]}" if right_names else ""
+            raise PlanError(
+                f"join keys of different types: left{ln} is {lt}, right{rn} is {rt}; their values never compare "
+                "equal (1 is not '1'): convert one side first (a select)"
+            )
+
+
 class _KeyColumns:
     """Computes one input's join-key columns for a batch."""
 

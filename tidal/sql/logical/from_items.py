@@ -262,6 +262,9 @@ class FromItems:
         return out
 
     def scan(self, path: str, fmt: str | None, options: dict, live: tuple = ()) -> Scan:
+        for key, value in options.items():
+            if isinstance(value, exp.Expression):
+                raise PlanError(f"reading {path}: option {key} must be a constant, got {value.sql()}")
         fmt = file_format(path, fmt)
         if fmt == "tsv" and "sep" not in options:
             options = {**options, "sep": "\t"}

@@ -371,18 +371,24 @@ class SelectList:
                         return self.in_subquery(x, _transform(x.this.copy(), visit))
                     finally:
                         self.outer.pop()
-                try:
-                    text = self.bind(x, node).sql()
-                except PlanError:
-                    return None
-                if text in key_map:
-                    return _col(key_map[text])
+                # only a subtree as small as a GROUP BY expression can be one (binding and printing every
+                # subtree of a long chain of ORs took time quadratic in its length)
+                if isinstance(x, exp.Column) or sizes.get(id(x), 1) <= key_nodes:
+                    try:
+                        text = self.bind(x, node).sql()
+                    except PlanError:
+                        return None
+                    if text in key_map:
+                        return _col(key_map[text])
                 if isinstance(x, exp.Column):
                     raise PlanError(f"column {x.sql()} must appear in GROUP BY or be used in an aggregate")
                 return None
 
-            return _transform(e.copy(), visit)
+            copied = e.copy()
+            sizes = _subtree_sizes(copied)
+            return _transform(copied, visit)
 
+        key_nodes = max((len(_subtree_sizes(g)) for g in key_exprs), default=0)
         new_items = []
         for item in items:
             inner = item.this if isinstance(item, exp.Alias) else item
@@ -526,3 +532,11 @@ def _select_aliases(e: exp.Expression, items: list, node: Node) -> exp.Expressio
         return None
 
     return _transform(e.copy(), visit)
+
+
+def _subtree_sizes(tree: exp.Expression) -> dict[int, int]:
+    """The number of nodes under each node of ``tree`` (by ``id``), without recursion."""
+    sizes: dict[int, int] = {}
+    for n in reversed(list(tree.walk(bfs=True))):
+        sizes[id(n)] = 1 + sum(sizes.get(id(c), 0) for c in n.iter_expressions())
+    return sizes

@@ -6,17 +6,35 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..expressions import Evaluator, has_subquery, scalar_to_sql
+from ..expressions import IN_SUBQUERY, Evaluator, has_subquery, scalar_to_sql
 from ..logical import Filter, Node, Project
 from ..logical.exprs import _transform
 from .walk import bottom_up
 
 
+def _contents(tree: exp.Expression) -> dict[int, tuple[bool, bool]]:
+    """For each node of ``tree`` (by ``id``): whether its subtree holds a subquery, and a column (one
+    pass from the leaves up: asking each node would take time quadratic in a long chain's length)."""
+    out: dict[int, tuple[bool, bool]] = {}
+    for n in reversed(list(tree.walk(bfs=True))):
+        sub = isinstance(n, exp.Anonymous) and n.name == IN_SUBQUERY
+        col = isinstance(n, exp.Column)
+        for c in n.iter_expressions():
+            csub, ccol = out.get(id(c), (False, False))
+            sub, col = sub or csub, col or ccol
+        out[id(n)] = (sub, col)
+    return out
+
+
 def _fold(expr: exp.Expression) -> exp.Expression:
+    copied = expr.copy()
+    contents = _contents(copied)
+
     def visit(e):
-        if isinstance(e, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Star) or has_subquery(e):
+        sub, col = contents.get(id(e)) or (has_subquery(e), e.find(exp.Column) is not None)
+        if isinstance(e, exp.Column | exp.Literal | exp.Null | exp.Boolean | exp.Star) or sub:
             return e
-        if e.find(exp.Column) is None and not isinstance(e, exp.Interval | exp.DataType):
+        if not col and not isinstance(e, exp.Interval | exp.DataType):
             try:
                 value = Evaluator({}, 0).eval(e)
             except Exception:
@@ -26,7 +44,7 @@ def _fold(expr: exp.Expression) -> exp.Expression:
                 return lit
         return None
 
-    return _transform(expr.copy(), visit)
+    return _transform(copied, visit)
 
 
 def fold_constants(root: Node) -> Node:
