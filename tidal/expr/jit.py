@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.trees import tree_depth
 from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, Unary
 
 _NUMERIC_KINDS = "iuf"
@@ -44,12 +45,7 @@ MAX_KERNEL_DEPTH = 60
 
 def depth(node: Node) -> int:
     """The number of levels of the tree (without recursion: trees from SQL can be deep)."""
-    deepest, todo = 0, [(node, 1)]
-    while todo:
-        n, d = todo.pop()
-        deepest = max(deepest, d)
-        todo.extend((c, d + 1) for c in n.children())
-    return deepest
+    return tree_depth(node, Node.children)
 
 
 def numeric_only(node: Node, dtypes: dict[str, np.dtype]) -> bool:
