@@ -65,7 +65,7 @@ def plan_fingerprint(roots: Sequence[PlanNode]) -> str:
     the functions it holds (two lambdas explain alike when their source cannot be read)."""
     digest = hashlib.sha256()
     for root in roots:
-        digest.update(explain(root).encode())
+        digest.update(explain(root, measured=False).encode())
     for node in walk(roots):
         for value in vars(node).values():
             code = getattr(value, "__code__", None)
