@@ -152,7 +152,9 @@ def _query(args) -> int:
         late=args.late,
         batch_latency=latency,
         batch_rows=args.batch_rows,
+        catalog=getattr(args, "catalog", None),
     )
+    _sink_columns(q, getattr(args, "columns", None))
     if args.state:
         return _durable(q, fmt, args)
     if args.output and args.output.startswith(("postgresql://", "postgres://")) and not args.state:
@@ -186,6 +188,21 @@ def _query(args) -> int:
         print(f"tidal: stopped by {got[0].name}: the output above is the answer so far", file=sys.stderr)
         return 128 + got[0].value
     return 0
+
+
+def _sink_columns(q, columns) -> None:
+    """``INSERT INTO t SELECT ...`` (tidal/cli/run.py): the answer's columns take t's names, by position."""
+    if not columns:
+        return
+    names = q.query.output_names
+    if len(names) != len(columns):
+        from tidal.core.errors import PlanError
+
+        raise PlanError(
+            f"the query gives {len(names)} columns ({', '.join(names)}) and the sink table has "
+            f"{len(columns)} ({', '.join(columns)}): they are matched by position"
+        )
+    q.query.output_names = tuple(columns)
 
 
 @contextlib.contextmanager
@@ -385,7 +402,7 @@ def _stdout_gone() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidal", description="Temporal stream analytics for Python.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="out-of-order ad clicks: sort, temporal join, windowed spend, late count")
     demo.add_argument("--events", type=int, default=2_000_000, help="number of generated clicks")
     demo.add_argument("--seed", type=int, default=7)
@@ -452,9 +469,16 @@ def main(argv: list[str] | None = None) -> int:
     explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
     explain.add_argument("sql")
     explain.set_defaults(run=_explain)
-    for command in (demo, query, explain):
+    from tidal.cli import run as run_cli
+    from tidal.cli import shell as shell_cli
+
+    script = run_cli.add_parser(sub)
+    shell = shell_cli.add_parser(sub)
+    for command in (demo, query, explain, script, shell):
         command.add_argument("--debug", action="store_true", help="on an error, show the traceback too")
     args = parser.parse_args(argv)
+    if args.command is None:  # `tidal` alone: the interactive shell
+        args = parser.parse_args(["shell"])
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # room for tidal.sql.dialect's MAX_DEPTH
     from tidal.cli.report import show_warnings
 

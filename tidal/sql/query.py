@@ -245,6 +245,7 @@ def plan(
     late: str | None = None,
     batch_latency: float | None = None,
     batch_rows: int | None = None,
+    catalog: dict | None = None,
 ) -> SqlQuery:
     """Parse, plan and optimize one query of tidal's dialect.
 
@@ -253,7 +254,8 @@ def plan(
     to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
     ``batch_latency`` (seconds) is how long a batch of a growing input (standard input,
     ``tail(...)``) waits for more lines before it goes out (default 0.25), ``batch_rows`` the most
-    lines it holds (default 65,536).
+    lines it holds (default 65,536). ``catalog`` maps table and view names (of CREATE TABLE / CREATE
+    VIEW, :mod:`tidal.sql.ddl`) to the queries that define them.
     """
     late = late or ("file" if late_path else "drop")
     if late not in LATE_POLICIES:
@@ -264,7 +266,7 @@ def plan(
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
     tree = parse(text)
     with room_to_recurse():
-        query = Builder().build(tree)
+        query = Builder(catalog).build(tree)
         optimized, applied = optimize(query.root)
     return SqlQuery(
         text,
