@@ -405,7 +405,28 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="out-of-order ad clicks: sort, temporal join, windowed spend, late count")
     demo.add_argument("--events", type=int, default=2_000_000, help="number of generated clicks")
-    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument(
+        "--seed",
+        type=int,
+        default=7,
+        help="seed of the generated clicks, delays and prices (default 7): the same seed gives the same "
+        "stream, the same late count and the same answer",
+    )
+    demo.add_argument(
+        "--live",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the query's output as a live table while it runs (default: when standard output is a terminal)",
+    )
+    demo.add_argument(
+        "--engine",
+        choices=("embedded", "spark"),
+        default="embedded",
+        help="spark: also run the same query inside Spark tasks and check it gives the same answer",
+    )
+    demo.add_argument(
+        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
+    )
     demo.set_defaults(run=_demo)
     query = sub.add_parser("query", help="run a SQL query over files")
     query.add_argument("sql", help="the query, e.g. \"SELECT a, COUNT(*) FROM 'data.csv' GROUP BY a\"")
@@ -466,8 +487,15 @@ def main(argv: list[str] | None = None) -> int:
         help="with --state: commit at most this often (default 1 s of wall clock)",
     )
     query.set_defaults(run=_query)
-    explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
-    explain.add_argument("sql")
+    explain = sub.add_parser(
+        "explain",
+        help="show a query's logical plan, rewrites and stream plan",
+        description="Print how tidal runs a query, without running it: the logical plan built from the SQL, "
+        "the rewrites applied (filters and columns pushed into scans...), the optimized logical plan, and the "
+        "stream plan of operators with their variants (sort, join and aggregate algorithms, columnar or row "
+        "mode) and properties. Files are opened to read their columns only.",
+    )
+    explain.add_argument("sql", help="the query, as for tidal query")
     explain.set_defaults(run=_explain)
     from tidal.cli import run as run_cli
     from tidal.cli import shell as shell_cli
@@ -492,10 +520,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         if not _stdout_gone():
             raise
-        # the reader of our output left (``| head``): end quietly, as cat does; stdout now points at
-        # /dev/null, so the interpreter's last flush of what is still buffered does not fail again
+        # the reader of our output left (``| head``): end quietly with the status of a process ended
+        # by SIGPIPE, as cat and seq do (128 + 13 = 141: `set -o pipefail` sees it); stdout now points
+        # at /dev/null, so the interpreter's last flush of what is still buffered does not fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return 128 + signal.SIGPIPE
     except Exception as exc:  # a person reads one line, not a traceback (tidal/cli/report.py)
         from tidal.cli.report import report
 
