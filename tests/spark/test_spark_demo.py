@@ -1,0 +1,18 @@
+"""``tidal demo --engine spark``: the demo's join, windows and aggregates inside Spark tasks give the
+embedded engine's answer (which tests/test_demo.py checks against a plain computation)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tidal.cli import demo
+
+
+def test_demo_on_spark_gives_the_embedded_answer(spark, capsys):
+    clicks, prices = demo.generate(6_000, late_fraction=0.01, seed=3)
+    ordered, query = demo.build(clicks, prices)
+    embedded = query.to_arrow()
+    assert ordered.late_count() == demo.late_reference(np.asarray(clicks["click_time"])) > 0
+    assert demo.on_spark(clicks, prices, ordered, embedded, None) is True
+    out = capsys.readouterr().out
+    assert "the same answer as the embedded engine" in out and "shuffle" in out  # Spark's steps printed
