@@ -4,9 +4,11 @@ and against ``tidal query`` of the same SELECT written with table functions."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import random
+from pathlib import Path
 from collections import Counter
 
 import duckdb
@@ -205,3 +207,23 @@ def test_views_are_planned_in_their_own_scope(in_dir):
         catalog.execute(split("CREATE VIEW v AS SELECT 1;")[0])
     catalog.execute(split("CREATE OR REPLACE VIEW v AS SELECT 7 AS y;")[0])
     assert plan("SELECT y FROM v", catalog=catalog.queries()).result().to_pylist() == [{"y": 7}]
+
+
+def test_the_example_script_runs_and_agrees_with_duckdb(monkeypatch, capsys):
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    monkeypatch.chdir(examples)
+    assert cli(["run", "goals.sql"]) == 0
+    lines = [line.replace("┃", "│") for line in capsys.readouterr().out.splitlines()]
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert cells[0] == ["team", "minute_end", "goals"]
+    with open("goals.csv", newline="") as fh:  # in arrival (file) order
+        rows = [(r["team"], dt.datetime.fromisoformat(r["time"])) for r in csv.DictReader(fh)]
+    kept = _kept([(team, ts, 0) for team, ts in rows], delay_s=10)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE g (team VARCHAR, ts TIMESTAMP)")
+    con.executemany("INSERT INTO g VALUES (?, ?)", [(team, ts) for team, ts, _ in kept])
+    expected = con.sql(
+        "SELECT team, CAST(time_bucket(INTERVAL 1 MINUTE, ts) + INTERVAL 1 MINUTE AS VARCHAR), CAST(COUNT(*) AS VARCHAR)"
+        " FROM g GROUP BY ALL ORDER BY 2, 1"
+    ).fetchall()
+    assert [tuple(r) for r in cells[1:]] == expected  # ORDER BY window_end, team

@@ -208,7 +208,7 @@ def run(args) -> int:
         "\nWhat to try next:\n"
         "  tidal demo --events 5000000                  a bigger stream\n"
         "  tidal demo --engine spark                    the same query inside Spark tasks (needs pyspark and Java 17)\n"
-        "  cd examples && tidal run clicks.sql          Flink-style SQL: CREATE TABLE ... WATERMARK FOR, INSERT INTO\n"
+        "  cd examples && tidal run goals.sql           Flink-style SQL: CREATE TABLE ... WATERMARK FOR, INSERT INTO\n"
         "  tidal                                        the SQL shell (tables, views, queries; .help)\n"
         "  cd examples && tidal query \"SELECT team, COUNT(*) FROM 'goals.csv' GROUP BY team\"   SQL over files\n"
         "  mkdocs serve                                 the docs (pages per operator family, SQL, Spark, durability)\n"
