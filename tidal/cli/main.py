@@ -501,7 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     from tidal.cli import shell as shell_cli
 
     script = run_cli.add_parser(sub)
+    script.set_defaults(run=lambda a: run_cli.run_script(a, _query))
     shell = shell_cli.add_parser(sub)
+    shell.set_defaults(run=lambda a: shell_cli.run_shell(a, _query))
     for command in (demo, query, explain, script, shell):
         command.add_argument("--debug", action="store_true", help="on an error, show the traceback too")
     args = parser.parse_args(argv)

@@ -38,10 +38,11 @@ DEFAULTS = dict(
 class Session:
     """A catalog of tables and views, and the options statements run with."""
 
-    def __init__(self, args=None, out=None):
+    def __init__(self, args=None, out=None, query=None):
         from tidal.sql.ddl import Catalog
 
         self.catalog = Catalog()
+        self.query = query  # runs a query as `tidal query` does: tidal.cli.main passes its _query
         self.args = args
         self.out = out or sys.stdout
         self.state_used = False
@@ -56,8 +57,6 @@ class Session:
 
     def execute(self, stmt, table_format: str | None = None) -> str | None:
         """Run one statement; returns a message for DDL (None for what prints its own output)."""
-        from tidal.cli.main import _query
-
         if stmt.kind in ("create table", "create view", "drop"):
             return self.catalog.execute(stmt)
         if stmt.kind == "show tables":
@@ -73,7 +72,7 @@ class Session:
             args = self._args(sql=stmt.body, state=None)
             if table_format and args.format is None:
                 args.format = table_format
-            return self._finish(_query(args))
+            return self._finish(self._run(args))
         if stmt.kind == "insert":
             target, columns = self.catalog.sink(stmt.name)
             state = getattr(self.args, "state", None) if self.args is not None else None
@@ -81,8 +80,13 @@ class Session:
                 raise PlanError("--state keeps one INSERT's progress: a script with --state has one INSERT INTO")
             self.state_used = self.state_used or bool(state)
             args = self._args(sql=stmt.body, output=target.output, format=target.format, columns=columns)
-            return self._finish(_query(args))
+            return self._finish(self._run(args))
         raise PlanError(f"not supported: {stmt.kind} statements")
+
+    def _run(self, args) -> int:
+        if self.query is None:
+            raise PlanError("this session runs DDL only (it was made without a query runner)")
+        return self.query(args)
 
     @staticmethod
     def _finish(status: int) -> None:
@@ -99,7 +103,7 @@ class _Stopped(Exception):
         self.status = status
 
 
-def run_script(args) -> int:
+def run_script(args, query) -> int:
     """``tidal run PATH``: every statement of the file, in order; stops at the first error."""
     from tidal.sql.ddl import located, split
 
@@ -115,7 +119,7 @@ def run_script(args) -> int:
         raise located(exc, path) from None
     if not statements:
         raise PlanError(f"{path}: no statements")
-    session = Session(args)
+    session = Session(args, query=query)
     for stmt in statements:
         try:
             message = session.execute(stmt)
@@ -153,5 +157,4 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     run.add_argument("--checkpoint-interval", type=float, default=1.0, metavar="SECONDS", help="with --state")
     run.add_argument("-v", "--verbose", action="store_true", help="say what each DDL statement did (on stderr)")
-    run.set_defaults(run=run_script)
     return run

@@ -189,10 +189,10 @@ def _save_history(readline, path: str) -> None:
         pass
 
 
-def run_shell(args) -> int:
+def run_shell(args, query) -> int:
     from tidal.cli.run import Session
 
-    session = Session(args)
+    session = Session(args, query=query)
     if not sys.stdin.isatty():
         return _piped(session, args)
     return _interactive(session, args)
@@ -206,5 +206,4 @@ def add_parser(sub):
     )
     shell.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="malformed CSV rows")
     shell.add_argument("--engine", choices=("embedded", "spark"), default="embedded", help="run here or in Spark")
-    shell.set_defaults(run=run_shell)
     return shell
