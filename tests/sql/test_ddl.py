@@ -8,8 +8,8 @@ import csv
 import datetime as dt
 import json
 import random
-from pathlib import Path
 from collections import Counter
+from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
@@ -223,7 +223,7 @@ def test_the_example_script_runs_and_agrees_with_duckdb(monkeypatch, capsys):
     con.execute("CREATE TABLE g (team VARCHAR, ts TIMESTAMP)")
     con.executemany("INSERT INTO g VALUES (?, ?)", [(team, ts) for team, ts, _ in kept])
     expected = con.sql(
-        "SELECT team, CAST(time_bucket(INTERVAL 1 MINUTE, ts) + INTERVAL 1 MINUTE AS VARCHAR), CAST(COUNT(*) AS VARCHAR)"
-        " FROM g GROUP BY ALL ORDER BY 2, 1"
+        "SELECT team, CAST(time_bucket(INTERVAL 1 MINUTE, ts) + INTERVAL 1 MINUTE AS VARCHAR),"
+        " CAST(COUNT(*) AS VARCHAR) FROM g GROUP BY ALL ORDER BY 2, 1"
     ).fetchall()
     assert [tuple(r) for r in cells[1:]] == expected  # ORDER BY window_end, team
