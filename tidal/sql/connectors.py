@@ -208,7 +208,8 @@ class SinkTarget:
     format: str | None  # one of tidal.cli.main.FORMATS; None: the output's default
 
 
-def sink_target(table: str, connector: str, options: dict[str, str]) -> SinkTarget:
+def sink_target(table: str, connector: str, options: dict[str, str], key: tuple[str, ...] = ()) -> SinkTarget:
+    """Where INSERT INTO writes; ``key`` (the table's PRIMARY KEY) keys a PostgreSQL table's rows."""
     if connector in ("filesystem", "print"):
         fmt = options.get("format", "csv" if connector == "filesystem" else "table")
         changelog = options.get("changelog", "false").lower()
@@ -234,5 +235,8 @@ def sink_target(table: str, connector: str, options: dict[str, str]) -> SinkTarg
             )
         return SinkTarget(f"kafka://{options['properties.bootstrap.servers']}/{options['topic']}", None)
     parts = urlsplit(_dsn(table, options))
-    query = urlencode([*parse_qsl(parts.query), ("table", options["table-name"])])
+    params = [*parse_qsl(parts.query), ("table", options["table-name"])]
+    if key:
+        params.append(("key", ",".join(key)))
+    query = urlencode(params)
     return SinkTarget(urlunsplit(parts._replace(query=query)), None)

@@ -60,6 +60,7 @@ class TableDef:
     options: dict[str, str]
     columns: list[tuple[str, str]]  # (name, SQL type)
     watermark: tuple[str, str] | None  # (column, interval SQL)
+    primary_key: tuple[str, ...] = ()  # PRIMARY KEY (...) NOT ENFORCED: a PostgreSQL sink's key
 
 
 @dataclass
@@ -129,7 +130,7 @@ class Catalog:
             )
         t = self.tables[name]
         check_options(name, t.connector, t.options, sink=True)
-        return sink_target(name, t.connector, t.options), [c for c, _ in t.columns]
+        return sink_target(name, t.connector, t.options, t.primary_key), [c for c, _ in t.columns]
 
 
 TIMES = ("TIMESTAMP", "TIMESTAMPTZ")
@@ -198,7 +199,7 @@ def _table_def(tree: exp.Expression) -> TableDef:
     schema = tree.this
     target = schema.this if isinstance(schema, exp.Schema) else schema
     name = target.name.lower()
-    columns, watermark = [], None
+    columns, watermark, primary_key = [], None, ()
     for item in schema.expressions if isinstance(schema, exp.Schema) else []:
         if isinstance(item, exp.ColumnDef):
             if item.kind is None or item.args.get("constraints"):
@@ -210,7 +211,7 @@ def _table_def(tree: exp.Expression) -> TableDef:
         elif isinstance(item, exp.WatermarkColumnConstraint):
             watermark = _watermark(name, item)
         elif isinstance(item, exp.PrimaryKey):
-            continue  # Flink's PRIMARY KEY ... NOT ENFORCED: a declaration tidal does not need
+            primary_key = tuple(e.name for e in item.expressions)  # (NOT ENFORCED, as Flink's)
         else:
             raise PlanError(f"table {name}: {item.sql(dialect='risingwave')!r} is not supported in CREATE TABLE")
     names = [c.lower() for c, _ in columns]
@@ -224,7 +225,10 @@ def _table_def(tree: exp.Expression) -> TableDef:
             raise PlanError(f"table {name}: {prop.sql(dialect='risingwave')!r}: WITH takes 'key' = 'value' pairs")
         key = prop.this.name if isinstance(prop.this, exp.Literal | exp.Identifier) else prop.name
         options[key.lower()] = prop.args["value"].name
-    return TableDef(name, connector_of(name, options), options, columns, watermark)
+    missing = [k for k in primary_key if k.lower() not in names]
+    if missing:
+        raise PlanError(f"table {name}: PRIMARY KEY ({', '.join(missing)}): no such column")
+    return TableDef(name, connector_of(name, options), options, columns, watermark, primary_key)
 
 
 def _type_sql(table: str, col: exp.ColumnDef) -> str:
