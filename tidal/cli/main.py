@@ -86,6 +86,7 @@ def _live_table(q, out) -> None:
 
     names = list(q.optimized.names)
     schema = q.optimized.schema()
+    q.live = True  # grouped results are shown as they change, not only when their TRIGGER fires
     current = CurrentResult()
     console = Console(file=out)
     last = [0.0]
@@ -106,7 +107,8 @@ def _live_table(q, out) -> None:
 
         def on_change(t, undo, row) -> None:
             current(t, undo, row)
-            redraw()
+            if not undo:  # a changed row is a retraction then an insert: never draw between the two
+                redraw()
 
         q.stats.on_progress = redraw
         q.run(ChangelogSink(names, names, on_change))

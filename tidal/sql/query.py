@@ -74,6 +74,7 @@ class SqlQuery:
     batch_latency: float | None = None  # seconds: how long a live input's batch waits for more lines
     batch_rows: int | None = None  # the most lines in one batch of a live input
     running: QueryRunner | None = None  # the runtime of the current (or last) run
+    live: bool = False  # a live view: grouped results without a TRIGGER are materialised as they change
 
     def _subresults(self) -> dict:
         out = {}
@@ -107,6 +108,7 @@ class SqlQuery:
             self.query.labels,
             batch_latency=self.batch_latency,
             batch_rows=self.batch_rows,
+            live=self.live,
         )
         return with_limit(translator.stream(self.optimized), self.query)
 
