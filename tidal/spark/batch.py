@@ -491,7 +491,9 @@ def explain(stream: Stream, *, partitions: int | None = None, spark=None) -> str
 
 
 def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:
-    """Run the stream on Spark and collect its physical events, sorted by sync time."""
+    """Run the stream on Spark and collect its physical events in :func:`canonical_order` (by sync time,
+    then other time and payload: the same order on every run and partitioning; ``stream.to_arrow()``
+    gives the same events, with ties within one sync time in its operators' order)."""
     from .session import spark_session
 
     spark = spark or _spark_of(stream.node) or spark_session()
@@ -501,7 +503,17 @@ def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa
     table = pa.Table.from_arrays(
         [table.column(f.name).cast(f.type) for f in physical_schema(payload)], schema=physical_schema(payload)
     )
-    return table.take(pa.compute.sort_indices(table, [(SYNC_FIELD, "ascending")]))
+    return table.take(pa.compute.sort_indices(table, canonical_order(table)))
+
+
+def canonical_order(table: pa.Table) -> list[tuple[str, str]]:
+    """The order :func:`to_arrow` returns events in, whatever the partitioning: by sync time, then other
+    time, then the payload columns that have an order (nested values, such as top_k's lists, do not)."""
+    keys = [SYNC_FIELD, OTHER_FIELD]
+    for field in table.schema:
+        if field.name not in keys and not pa.types.is_nested(field.type) and not pa.types.is_null(field.type):
+            keys.append(field.name)
+    return [(k, "ascending") for k in keys if k in table.schema.names]
 
 
 def to_changelog(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:

@@ -350,7 +350,10 @@ def parse(sql: str) -> exp.Expression:
         raise SqlSyntaxError(f"expected one SQL statement, got {len(trees)}")
     tree = trees[0]
     if not isinstance(tree, exp.Query | exp.Values):
-        raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
+        hint = ""
+        if isinstance(tree, exp.Create | exp.Insert | exp.Drop):  # DDL: tidal/sql/ddl.py, for scripts and the shell
+            hint = " (CREATE TABLE, CREATE VIEW and INSERT INTO run in a script, tidal run job.sql, or the shell, tidal)"
+        raise SqlSyntaxError(f"only queries (SELECT ...) are supported here{hint}, got: {tree.sql()[:60]}")
     if (depth := _tree_depth(tree)) > MAX_DEPTH:
         raise PlanError(
             f"the query's expressions are {depth} levels deep, more than {MAX_DEPTH} (a chain of n OR, AND or "
