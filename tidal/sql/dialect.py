@@ -352,7 +352,9 @@ def parse(sql: str) -> exp.Expression:
     if not isinstance(tree, exp.Query | exp.Values):
         hint = ""
         if isinstance(tree, exp.Create | exp.Insert | exp.Drop):  # DDL: tidal/sql/ddl.py, for scripts and the shell
-            hint = " (CREATE TABLE, CREATE VIEW and INSERT INTO run in a script, tidal run job.sql, or the shell, tidal)"
+            hint = (
+                " (CREATE TABLE, CREATE VIEW and INSERT INTO run in a script, tidal run job.sql, or the shell, tidal)"
+            )
         raise SqlSyntaxError(f"only queries (SELECT ...) are supported here{hint}, got: {tree.sql()[:60]}")
     if (depth := _tree_depth(tree)) > MAX_DEPTH:
         raise PlanError(
