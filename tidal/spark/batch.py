@@ -56,6 +56,7 @@ from ..plan.nodes import (
     ClipDuration,
     ExtendLifetime,
     HoppingWindow,
+    ImpatienceSort,
     Multicast,
     NamedSelect,
     PointAtEnd,
@@ -140,6 +141,11 @@ class SparkPlanner:
 
     def _translate(self, node: PlanNode) -> _Rel:
         if isinstance(node, Source):
+            return self._source(node)
+        if isinstance(node, ImpatienceSort) and all(_in_memory(i) for i in node.inputs):
+            # which events are late depends on the order they arrived in, which a Spark shuffle does not
+            # keep: the in-memory input is sorted here (late events dropped, adjusted and counted as
+            # embedded) and its sorted events handed to Spark
             return self._source(node)
         if node.partitioning is not None:
             if len(node.inputs) == 1:
@@ -419,7 +425,11 @@ def _check_keys(node: PlanNode, keys: tuple[str, ...], schema: pa.Schema) -> Non
         raise PlanError(f"{node.label}: partitioning field(s) {missing} are not in its input fields {schema.names}")
 
 
-def _collect(node: Source) -> pa.Table:
+def _in_memory(node: PlanNode) -> bool:
+    return isinstance(node, Source) and not isinstance(node, SparkSourceNode)
+
+
+def _collect(node: PlanNode) -> pa.Table:
     sink = CollectSink(node.schema)
     execute(node, sink)
     return sink.table()
