@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     from tidal.cli import run as run_cli
     from tidal.cli import shell as shell_cli
 
-    script = run_cli.add_parser(sub)
+    script = run_cli.add_parser(sub, FORMATS)
     script.set_defaults(run=lambda a: run_cli.run_script(a, _query))
     shell = shell_cli.add_parser(sub)
     shell.set_defaults(run=lambda a: shell_cli.run_shell(a, _query))

@@ -132,7 +132,7 @@ def run_script(args, query) -> int:
     return 0
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub, formats: tuple[str, ...]) -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="run a SQL script: CREATE TABLE / CREATE VIEW (Flink-style DDL), INSERT INTO sink SELECT ..., queries",
@@ -142,7 +142,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "go to standard output). The first failing statement stops the script.",
     )
     run.add_argument("path", help="the script (- for standard input)")
-    run.add_argument("--format", help="output format of the script's queries (not of INSERT INTO: the sink's)")
+    run.add_argument(
+        "--format", choices=formats, help="output format of the script's queries (not of INSERT INTO: the sink's)"
+    )
     run.add_argument("--on-error", choices=("fail", "skip"), default="fail", help="malformed CSV rows")
     run.add_argument("--late", choices=("drop", "file", "adjust"), help="records behind the watermark (as tidal query)")
     run.add_argument("--late-records", metavar="PATH", help="write the late records to PATH (implies --late file)")
