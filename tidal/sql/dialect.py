@@ -350,12 +350,7 @@ def parse(sql: str) -> exp.Expression:
         raise SqlSyntaxError(f"expected one SQL statement, got {len(trees)}")
     tree = trees[0]
     if not isinstance(tree, exp.Query | exp.Values):
-        hint = ""
-        if isinstance(tree, exp.Create | exp.Insert | exp.Drop):  # DDL: tidal/sql/ddl.py, for scripts and the shell
-            hint = (
-                " (CREATE TABLE, CREATE VIEW and INSERT INTO run in a script, tidal run job.sql, or the shell, tidal)"
-            )
-        raise SqlSyntaxError(f"only queries (SELECT ...) are supported here{hint}, got: {tree.sql()[:60]}")
+        raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
     if (depth := _tree_depth(tree)) > MAX_DEPTH:
         raise PlanError(
             f"the query's expressions are {depth} levels deep, more than {MAX_DEPTH} (a chain of n OR, AND or "

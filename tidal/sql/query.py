@@ -8,6 +8,7 @@ it, and ``LIMIT``/``OFFSET`` cut it when no TopK in the plan already did.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..plan.nodes import LateEvents, sorts_in
 from ..plan.nodes.relational import WatermarkTap
 from ..stream.query import Query as QueryRunner
 from ..stream.streamable import Stream
-from .dialect import parse, room_to_recurse
+from .dialect import SqlSyntaxError, parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
 from .planner import RunStats, Translator, with_limit
@@ -266,6 +267,11 @@ def plan(
         raise PlanError("late rows to a file: give the file (--late-records PATH)")
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
+    if re.match(r"\s*(CREATE|INSERT|DROP)\b", text, re.IGNORECASE):
+        raise SqlSyntaxError(
+            "only queries (SELECT ...) are supported here: CREATE TABLE, CREATE VIEW and INSERT INTO run in a "
+            f"script (tidal run job.sql) or the shell (tidal), got: {' '.join(text.split())[:60]}"
+        )
     tree = parse(text)
     with room_to_recurse():
         query = Builder(catalog).build(tree)
