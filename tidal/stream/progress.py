@@ -31,6 +31,17 @@ def show_progress(on: bool | None = True, console=None) -> None:
     _setting, _console = on, console
 
 
+@contextlib.contextmanager
+def paused():
+    """No progress drawn inside the block (a timed run: tidal demo), whatever the setting."""
+    global _setting
+    saved, _setting = _setting, False
+    try:
+        yield
+    finally:
+        _setting = saved
+
+
 def enabled() -> bool:
     if _setting is not None:
         return _setting
