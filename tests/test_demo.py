@@ -96,3 +96,22 @@ def test_demo_live_flag_and_help_texts(capsys):
     assert "the stream plan of operators with their variants" in helps["explain"]
     assert "sql the query, as for tidal query" in helps["explain"]
     assert "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND" in helps["run"]
+
+
+def test_the_demo_read_through_head_ends_quietly():
+    # `tidal demo | head -3`, as a shell runs it: no traceback, the status of a process ended by SIGPIPE
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # unbuffered: the first line reaches the pipe at once, and the rest is written after the reader left
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "tidal.cli.main", "demo", "--events", "20000"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as child:
+        first = child.stdout.readline().decode()
+        child.stdout.close()
+        err = child.stderr.read().decode()
+        assert child.wait(timeout=300) == 141
+    assert first.startswith("tidal demo: 20,000 ad clicks arriving out of order")
+    assert err == ""
