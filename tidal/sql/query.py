@@ -267,10 +267,18 @@ def plan(
         raise PlanError("late rows to a file: give the file (--late-records PATH)")
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
-    if re.match(r"\s*(CREATE|INSERT|DROP)\b", text, re.IGNORECASE):
+    statement = re.match(
+        r"\s*(CREATE|INSERT|DROP|UPDATE|DELETE|MERGE|ALTER|TRUNCATE|BEGIN|COMMIT|ROLLBACK)\b", text, re.I
+    )
+    if statement:
+        where = (
+            "CREATE TABLE, CREATE VIEW and INSERT INTO run in a script (tidal run job.sql) or the shell (tidal)"
+            if statement.group(1).upper() in ("CREATE", "INSERT", "DROP")
+            else "tidal reads data, it does not change it"
+        )
         raise SqlSyntaxError(
-            "only queries (SELECT ...) are supported here: CREATE TABLE, CREATE VIEW and INSERT INTO run in a "
-            f"script (tidal run job.sql) or the shell (tidal), got: {' '.join(text.split())[:60]}"
+            f"{statement.group(1).upper()} statements are not supported here, only queries (SELECT ...): {where}; "
+            f"got: {' '.join(text.split())[:60]}"
         )
     tree = parse(text)
     with room_to_recurse():
