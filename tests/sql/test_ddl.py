@@ -14,6 +14,8 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tidal.cli.main import main as cli
 from tidal.core.errors import PlanError
@@ -227,3 +229,37 @@ def test_the_example_script_runs_and_agrees_with_duckdb(monkeypatch, capsys):
         " CAST(COUNT(*) AS VARCHAR) FROM g GROUP BY ALL ORDER BY 2, 1"
     ).fetchall()
     assert [tuple(r) for r in cells[1:]] == expected  # ORDER BY window_end, team
+
+
+def test_state_makes_the_one_insert_durable(in_dir, capsys):
+    kept = _kept(_clicks(in_dir / "clicks.csv", n=200, seed=12))
+    script = TABLES.format(connector="filesystem", sink_options="'path' = 'spend.csv'")
+    (in_dir / "job.sql").write_text(script + "INSERT INTO spend SELECT * FROM per_minute;")
+    assert cli(["run", "job.sql", "--state", "state.sqlite"]) == 0
+    assert _read_csv(in_dir / "spend.csv")[1] == _duckdb_answer(kept)
+    assert cli(["run", "job.sql", "--state", "state.sqlite"]) == 0  # finished: the same answer stays
+    assert _read_csv(in_dir / "spend.csv")[1] == _duckdb_answer(kept)
+    (in_dir / "two.sql").write_text(script + "INSERT INTO spend SELECT * FROM per_minute;" * 2)
+    assert cli(["run", "two.sql", "--state", "other.sqlite"]) == 2
+    assert "a script with --state has one INSERT INTO" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet="ab; '\n-*/", max_size=8),  # string contents, with ; and quote characters
+            st.sampled_from(["", " -- c;\n", " /* ; */ ", "\n"]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_split_finds_every_statement_whatever_its_strings_and_comments_hold(parts):
+    script = "".join(
+        f"SELECT '{text.replace(chr(39), chr(39) * 2)}' AS s{i};{gap}" for i, (text, gap) in enumerate(parts)
+    )
+    stmts = split(script)
+    assert [s.kind for s in stmts] == ["query"] * len(parts)
+    for i, (stmt, (text, _)) in enumerate(zip(stmts, parts, strict=True)):
+        assert plan(stmt.body).result().to_pylist() == [{f"s{i}": text}]
