@@ -16,6 +16,7 @@ from .stream.connectors import from_postgres, from_redis
 from .stream.disordered import DisorderedStream, Streams
 from .stream.kafka import to_kafka
 from .stream.live import from_stdin, from_tail
+from .stream.progress import show_progress
 from .stream.sources import from_arrow, from_kafka, from_numpy, from_pandas, from_records
 from .stream.streamable import Stream
 
@@ -40,6 +41,7 @@ __all__ = [
     "from_postgres",
     "from_records",
     "to_kafka",
+    "show_progress",
     "from_stdin",
     "from_tail",
     "from_redis",
