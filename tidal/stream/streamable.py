@@ -82,13 +82,16 @@ class Stream:
         """Every event lives ``duration`` ticks from its start: ``[s, s+d)``."""
         return self.alter_lifetime(duration=duration)
 
-    def hopping_window(self, size: int, hop: int, offset: int = 0) -> Stream:
-        """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``)."""
-        return Stream(nodes.window(self.node, size, hop, offset))
+    def hopping_window(self, size: int, hop: int, offset: int = 0, align: str = "start") -> Stream:
+        """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``).
 
-    def tumbling_window(self, size: int, offset: int = 0) -> Stream:
+        ``align="start"`` (default): each start moves down to the grid, a window's result shows
+        from its start; ``align="end"`` (Trill's convention): up, a window's result shows from its end."""
+        return Stream(nodes.window(self.node, size, hop, offset, align))
+
+    def tumbling_window(self, size: int, offset: int = 0, align: str = "start") -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
-        return self.hopping_window(size, size, offset)
+        return self.hopping_window(size, size, offset, align)
 
     def clip_duration(self, limit: int) -> Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""
@@ -98,9 +101,10 @@ class Stream:
         """End every lifetime ``delta`` ticks later: ``[s, e+d)``."""
         return Stream(nodes.ExtendLifetime(self.node, delta))
 
-    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Stream:
-        """Snap starts down and ends up to the hop grid: ``[snap(s), snap(e-1)+size)``."""
-        return Stream(nodes.QuantizeLifetime(self.node, size, hop, offset))
+    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0, align: str = "start") -> Stream:
+        """Snap lifetimes to the hop grid: ``[snap(s), snap(e-1)+size)``, ``snap`` rounding down
+        (``align="start"``, default) or up (``align="end"``)."""
+        return Stream(nodes.QuantizeLifetime(self.node, size, hop, offset, align))
 
     def point_at_end(self) -> Stream:
         """Replace each lifetime that ends by a point at its end: ``[e, e+1)``."""
