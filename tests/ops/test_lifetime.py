@@ -29,7 +29,10 @@ OPS = {
         lambda s: s.tumbling_window(10, 3, align="end"),
         lambda r: r.tumbling_window(10, 3, align="end"),
     ),
-    "hopping_window_end": (lambda s: s.hopping_window(10, 5, align="end"), lambda r: r.hopping_window(10, 5, align="end")),
+    "hopping_window_end": (
+        lambda s: s.hopping_window(10, 5, align="end"),
+        lambda r: r.hopping_window(10, 5, align="end"),
+    ),
     "hopping_window_uneven_end": (
         lambda s: s.hopping_window(7, 3, 1, align="end"),
         lambda r: r.hopping_window(7, 3, 1, align="end"),
