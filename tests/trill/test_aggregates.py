@@ -5,21 +5,7 @@ Inputs and expected results from Trill's tests under Sources/Test/SimpleTesting/
 MinAggregate.cs, PerKeyAggregate.cs, PercentileAggregates.cs, SumAggregate.cs, TopKAggregate.cs,
 WhereAggregate.cs), MIT licence (Copyright (c) Microsoft Corporation).
 
-| Trill test | here |
-|---|---|
-| TestAverageAggregate_{Int,Double,Long,Short,UInt,ULong,UShort,Byte,SByte} | test_average[type] |
-| TestSumAggregate_{INT,Long,Short,UInt,ULong,UShort,Byte,SByte} | test_sum[type] |
-| TestSumAggregate_{Double,Float} (two events) | test_sum_floating[type] |
-| TestSumAggregate_Decimal | test_sum_decimal: not supported (tidal's ``sum`` refuses decimal columns with a clear error; Trill's answer is checked against the reference evaluator) |
-| TestCountAggregate_NoNulls / _WithNulls | test_count[no_nulls/with_nulls] |
-| TestCountNotNullAggregate_NoNulls / _WithNulls / _AllNulls | test_count_not_null[...] |
-| TestMaxAggregate, TestMinAggregate | test_max, test_min |
-| TestCompoundAggregate (sum and count; and 1 sum + 14 counts) | test_compound_aggregate |
-| TestGroupAggregate (count and sum per key; and with 13 counts) | test_group_aggregate |
-| TestAggregateByKey, 2, 3, TupleDecomposition | test_aggregate_by_key[1/2/3], test_aggregate_by_key_tuple |
-| PercentileDiscAggregate, PercentileContAggregate | test_percentile[disc/cont]; the halves with a reversed comparer (``(x, y) => y.CompareTo(x)``, 0.4) are skipped: tidal's percentiles take no comparer |
-| TestTopKAggregate, TestTopKRobsBug | test_top_k[alone/with_count] |
-| TestWhereAggregate (``b.Where(pred).Count()``) | test_where_aggregate: tidal has no filtered aggregate in the fluent API; the filter is ``count_not_null`` of a value that is null where the predicate fails |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 """
 
 from __future__ import annotations

@@ -4,11 +4,7 @@ Inputs and expected results from Trill's test Sources/Test/SimpleTesting/Streama
 MIT licence (Copyright (c) Microsoft Corporation). Keys: Trill's ``l => l[0].ToString()`` is the
 first character of the payload, ``l => l % 10`` the payload modulo 10.
 
-| Trill test | here |
-|---|---|
-| ClipStreamable01 (string keys, edges and intervals) | test_clip_streamable_01 |
-| ClipStreamable02 (int keys) | test_clip_streamable_02 |
-| ClipStreamable03 (int keys, edges and intervals) | test_clip_streamable_03 |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 """
 
 from __future__ import annotations

@@ -5,14 +5,7 @@ Sources/Test/SimpleTesting/Streamables/EquiJoinStreamableTest.cs, MIT licence (C
 Microsoft Corporation). Keys: Trill's ``l => l[0].ToString()``, the payload's first character; the
 result ``(l, r) => $"{l},{r}"`` is the two payloads joined by a comma.
 
-| Trill test | here |
-|---|---|
-| JoinIntervalsTest (Row/Columnar) | test_join_intervals[variable] |
-| JoinIntervalsTest (FixedInterval: AlterEventDuration(10) on both sides) | test_join_intervals[fixed] |
-| JoinPointsTest (points through a QueryContainer, flushed) | test_join_points[variable/fixed] |
-| JoinEdgeIntervalTest | test_join_edges_and_intervals |
-| JoinEdgesTest | test_join_edges |
-| PartitionedStartEdgeJoinTest | test_partitioned_start_edge_join: Trill's partitioned streams (``PartitionedStreamEvent``) are not in tidal; the partition is a key field here, joined on ``(partition, first character)`` |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 """
 
 from __future__ import annotations

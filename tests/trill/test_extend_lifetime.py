@@ -4,12 +4,7 @@ Inputs and expected results from Trill's test Sources/Test/SimpleTesting/Streama
 MIT licence (Copyright (c) Microsoft Corporation). Trill's ``StructTuple<string, int>`` payloads
 (tests 3 and Negative5) are two fields here, ``("A", 3)``; Trill then selects ``Item1``.
 
-| Trill test | here |
-|---|---|
-| ExtendTest1 (edges, interval-free) | test_extend_lifetime[1] |
-| ExtendTest2 (intervals) | test_extend_lifetime[2] |
-| ExtendTest3 (struct payload) | test_extend_lifetime[3] |
-| ExtendTestNegative1..5 (negative extensions; emptied lifetimes vanish) | not supported: test_negative_extension_is_refused |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 
 ``IsIntervalFree`` (a property hint) has no counterpart in tidal: it reads edges as they come.
 

@@ -4,10 +4,7 @@ Inputs and expected results from Trill's test
 Sources/Test/SimpleTesting/Streamables/LeftAntiSemiJoinStreamableTest.cs, MIT licence (Copyright (c)
 Microsoft Corporation). Keys: Trill's ``l => l[0].ToString()``, the payload's first character.
 
-| Trill test | here |
-|---|---|
-| LeftAntiSemiJoinStreamable / LeftAntiSemiJoinIntervalsTest | test_anti_semi_join_intervals |
-| LeftAntiSemiJoinStreamable / LeftAntiSemiJoinEdgesTest | test_anti_semi_join_edges |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 
 The same inputs also check ``where_exists`` (its complement) against the reference evaluator:
 at every instant the two together give back the left snapshot.

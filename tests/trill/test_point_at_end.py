@@ -4,12 +4,7 @@ Inputs and expected results from Trill's test Sources/Test/SimpleTesting/Streama
 MIT licence (Copyright (c) Microsoft Corporation). Trill's ``StructTuple<string, int>`` payloads
 (tests 4 to 6) are two fields here, ``("A", 3)``.
 
-| Trill test | here |
-|---|---|
-| PointAtEndTest1 (edges) | test_point_at_end[1] |
-| PointAtEndTest2 (intervals, through a QueryContainer) | test_point_at_end[2] |
-| PointAtEndTest3 (edges after AlterEventDuration(100)) | test_point_at_end[3] |
-| PointAtEndTest4..6 (the same with struct payloads) | test_point_at_end[4..6] |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 """
 
 from __future__ import annotations

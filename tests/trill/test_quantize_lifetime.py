@@ -5,14 +5,7 @@ Inputs and expected results from Trill's test Sources/Test/SimpleTesting/Streama
 Corporation). Trill's tests use 50,000 events; the same patterns run here over 2,000 (the formulas
 are per event), at several batch sizes.
 
-| Trill test | here |
-|---|---|
-| QuantizeLifetimeTumblingPassthrough / Points / PointsStateless / Consecutive | test_quantize[tumbling_*] |
-| QuantizeLifetimeHoppingPoints / PointsStateless / Consecutive | test_quantize[hopping_*] |
-| QuantizeLifetimeTumblingOffset* (offset 5) | test_quantize[tumbling_offset_*] |
-| QuantizeLifetimeHoppingOffsetPoints / PointsStateless / Consecutive | test_quantize[hopping_offset_*] |
-| QuantizeLifetimeHoppingPassthrough, HoppingOffsetPassthrough | test_hopping_passthrough_differs: a documented convention difference (below) |
-| Quantize*Progressive (ProgressiveQuantizeLifetime) | skipped: progressive quantization (Trill's ``ProgressiveQuantizeLifetime``) is not in tidal |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 
 "Stateless" variants build points with ``ToTemporalStreamable(o => o*10, o => o*10 + 1)``: the
 same events as ``CreatePoint``, so they share the case here.
@@ -42,9 +35,11 @@ R = range(N)
 CASES = {  # name: (input, size, hop, offset, Trill's expected output)
     "tumbling_passthrough": ([interval(o * 10, o * 10 + 10, o) for o in R], 10, 10, 0, None),
     "tumbling_points": ([point(o * 10, o) for o in R], 10, 10, 0, [interval(o * 10, o * 10 + 10, o) for o in R]),
-    "tumbling_consecutive": ([point(o, o) for o in R], 10, 10, 0, [interval(o - o % 10, o - o % 10 + 10, o) for o in R]),
+    "tumbling_consecutive": (
+        [point(o, o) for o in R], 10, 10, 0, [interval(o - o % 10, o - o % 10 + 10, o) for o in R]),
     "hopping_points": ([point(o * 10, o) for o in R], 100, 10, 0, [interval(o * 10, o * 10 + 100, o) for o in R]),
-    "hopping_consecutive": ([point(o, o) for o in R], 100, 10, 0, [interval(o - o % 10, o - o % 10 + 100, o) for o in R]),
+    "hopping_consecutive": (
+        [point(o, o) for o in R], 100, 10, 0, [interval(o - o % 10, o - o % 10 + 100, o) for o in R]),
     "tumbling_offset_passthrough": ([interval(o * 10 + 5, o * 10 + 15, o) for o in R], 10, 10, 5, None),
     "tumbling_offset_points": (
         [point(o * 10 + 5, o) for o in R], 10, 10, 5, [interval(o * 10 + 5, o * 10 + 15, o) for o in R]),

@@ -6,14 +6,7 @@ Corporation). ``MyData { field1, field2 }`` payloads are two fields; ``GroupAppl
 s => s.Sum(x => x.field1), (g, c) => new MyData { field1 = c, field2 = g.Key })`` is
 ``group_apply("field2", lambda s: s.aggregate(field1=agg.sum("field1")))``.
 
-| Trill test | here |
-|---|---|
-| TumblingSnapshot1..6 (HoppingWindowLifetime(10, 10), grouped sum, sum, max, min) | test_window_snapshot[tumbling1..6] |
-| HoppingSnapshot1..6 (HoppingWindowLifetime(20, 10), the same aggregates) | test_window_snapshot[hopping1..6] |
-| SessionSnapshot1..5 (SessionTimeoutWindow(timeout[, maxDuration]), sum) | test_session_snapshot[session1..5] |
-| SessionSnapshotTrivialGroup1..4 (the same inside GroupApply(o => true)) | test_session_snapshot[trivial_group1..4] |
-| SessionSnapshotSimpleGroup1..4 (grouped by field2) | test_session_snapshot[simple_group1..4] |
-| Grouped/UngroupedSessionSnapshotPunctuationsAreNotBlocked | skipped: it checks the physical punctuations Trill emits after each input punctuation; tidal's output punctuations are not part of its snapshot contract |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 
 Window alignment (a documented convention difference, issue 18): Trill's ``HoppingWindowLifetime``
 moves each start *up* to the next window boundary, so a window's result shows from the window's

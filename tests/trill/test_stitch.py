@@ -4,17 +4,7 @@ Inputs and expected results from Trill's test Sources/Test/SimpleTesting/Streama
 MIT licence (Copyright (c) Microsoft Corporation). The ``...Codegen`` variants repeat each test with a
 ``StructTuple<string, int>`` payload, two fields here (``("A", 3)``).
 
-| Trill test | here |
-|---|---|
-| StitchTestMultisetMultiStart (+Codegen) | test_malformed_multiset_multi_start_is_refused (below) |
-| StitchTestPassthrough (+Codegen) | test_stitch[passthrough] |
-| StitchTestSimpleSplice (+Codegen) | test_stitch[simple_splice] |
-| StitchTestMultisetOneStart (+Codegen) | test_stitch[multiset_one_start] |
-| StitchTestMultisetExtraSlowStart (+Codegen) | test_stitch[multiset_extra_slow_start] |
-| StitchTestTimeInvert (+Codegen) | test_stitch[time_invert] |
-| Stitch_Points (+Codegen) | test_stitch[points] |
-| Stitch_Edges (+Codegen) | test_stitch[edges] |
-| StitchTestDictionary (+Codegen) | skipped: a custom payload equality (``PayloadEqualityComparer``) is not in tidal |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 
 Differs on purpose: StitchTestMultisetMultiStart's input holds the end edge ``End(6, 5, "A")``
 although no ``"A"`` starts at 5 (five ends for four starts: the multiplicity of ``"A"`` would go

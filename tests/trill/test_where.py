@@ -3,9 +3,7 @@
 Inputs and expected results from Trill's test Sources/Test/SimpleTesting/Streamables/WhereTest.cs,
 MIT licence (Copyright (c) Microsoft Corporation).
 
-| Trill test | here |
-|---|---|
-| WhereClauseDoesNotProcessSubsequentExpressions | test_where_does_not_evaluate_later_filters_on_dropped_rows |
+Which Trill tests are ported here, and which are not and why: tests/trill/README.md.
 
 The point of Trill's test: the second filter (``int.Parse``) must never see the row the first
 filter dropped ("NA"), even when both are compiled into one columnar pass.
