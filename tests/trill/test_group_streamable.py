@@ -63,7 +63,7 @@ def _signal_changes(s):
     """Trill's ComputeSignalChangeStream: each value paired with the one just before it, at the change."""
     return s.multicast(
         lambda xs: xs.shift_lifetime(1).cross_join(
-            xs.alter_duration(1), lambda l, r: {"FromKills": l.kills, "ToKills": r.kills}
+            xs.alter_duration(1), lambda a, b: {"FromKills": a.kills, "ToKills": b.kills}
         )
     )
 
@@ -96,7 +96,7 @@ def test_group2_kill_signal_changes():
         ref_games.where(lambda e: e.EventType == 2), "GameId", "GameId"
     )
     sums = ref_clipped.aggregate(kills=agg.sum("NumKills"))
-    changes = sums.shift_lifetime(1).cross_join(sums.alter_duration(1), lambda l, r: {"a": l.kills, "b": r.kills})
+    changes = sums.shift_lifetime(1).cross_join(sums.alter_duration(1), lambda a, b: {"a": a.kills, "b": b.kills})
     assert_same_snapshots(got, changes)
     assert INFINITY not in [e for _, e, _ in changes.events]
     check(got, [*by_hand, punct()])
