@@ -92,3 +92,61 @@ def test_chop_cuts_an_open_lifetime_at_each_grid_point_as_time_passes():
     assert [(s, e) for s, e, _ in canonical(got)] == [(0, 2), (6, 8), (12, 14), (18, 20)]
     ref = Reference(("k", "v"), [(0, INFINITY, (1, 0))])
     assert_same_snapshots(got.drop_columns(["t"]), ref.chop(6, horizon=20).clip_duration(2))
+
+
+# -- window alignment (align="end": Trill's HoppingWindowLifetime snaps starts up) -------------------
+@given(case=stream_cases(), size=st.integers(1, 12), hop=st.integers(1, 12), offset=st.integers(-5, 5))
+def test_align_end_windows_and_their_aggregates_match_the_reference(case, size, hop, offset):
+    from tidal import agg
+
+    check_against_reference(
+        case,
+        lambda s: s.hopping_window(size, hop, offset, align="end").group_aggregate("k", agg.count(), agg.sum("v")),
+        lambda r: r.hopping_window(size, hop, offset, align="end").group_aggregate("k", agg.count(), agg.sum("v")),
+    )
+
+
+def test_align_end_is_shown_and_not_fused():
+    from tidal import agg
+
+    s = tidal.from_records([{"t": t, "v": t % 3} for t in range(30)], time="t")
+    plain = s.tumbling_window(10).aggregate(agg.count()).explain()
+    ending = s.tumbling_window(10, align="end").aggregate(agg.count()).explain()
+    assert "align end" in ending and "align end" not in plain
+    assert "fused" in plain and "fused" not in ending  # the fused engines snap starts down
+    ref = Reference.points(("t", "v"), [(t, (t, t % 3)) for t in range(30)])
+    assert_same_snapshots(
+        s.tumbling_window(10, align="end").aggregate(agg.count()),
+        ref.tumbling_window(10, align="end").aggregate(agg.count()),
+    )
+    # a filter moved below the window keeps its alignment
+    q = s.tumbling_window(10, align="end").where(lambda e: e.v > 0)
+    assert "align end" in q.explain()
+    assert_same_snapshots(q, ref.tumbling_window(10, align="end").where(lambda e: e.v > 0))
+
+
+def test_align_end_before_the_sort_matches_sorted_input():
+    times = [5, 1, 12, 10, 3, 20, 19, 30]
+    table = pa.table({"t": pa.array(times, pa.int64())})
+    early = (
+        tidal.from_arrow(table, time="t", sorted=False)
+        .tumbling_window(10, align="end")
+        .to_stream(disorder="drop", reorder_latency=100)
+    )
+    ref = Reference.points(("t",), [(t, (t,)) for t in times]).tumbling_window(10, align="end")
+    assert_same_snapshots(early, ref)
+
+
+def test_align_must_be_start_or_end():
+    import pytest
+
+    from tidal.core.errors import PlanError
+
+    s = tidal.from_records([{"t": 1}], time="t")
+    for make in (
+        lambda: s.tumbling_window(10, align="middle"),
+        lambda: s.hopping_window(10, 5, align="END"),
+        lambda: s.quantize_lifetime(10, align=None),
+    ):
+        with pytest.raises(PlanError, match="align must be 'start' or 'end'"):
+            make()

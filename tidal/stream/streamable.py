@@ -119,7 +119,8 @@ class Stream:
         """Cut each group's events into sessions: a gap of ``timeout`` ticks (or a multiple of
         ``max_duration``) ends one. Every event lives through its session ``[S, E)``
         (``lifetime="event"``: ``[s, E)``, Trill's SessionTimeoutWindow), ``E`` being the last
-        start plus ``timeout``, capped at the next ``max_duration`` grid point."""
+        start plus ``timeout``, capped at the next ``max_duration`` grid point (Trill caps a new
+        session later, at the first grid point at or after its start plus ``max_duration``)."""
         return Stream(nodes.SessionWindow(self.node, timeout, max_duration, lifetime))
 
     def stitch(self) -> Stream:

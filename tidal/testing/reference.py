@@ -38,6 +38,7 @@ def _window_at_end(s: int, size: int, hop: int, offset: int) -> list[tuple[int, 
         return [(w, w + size)] if w - size < s else []
     return [(w, _ceil(s + size, hop, offset))]
 
+
 @dataclass
 class Reference:
     """Logical intervals with field names; methods mirror :class:`tidal.Stream`."""
