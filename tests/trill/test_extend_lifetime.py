@@ -8,19 +8,16 @@ Which Trill tests are ported here, and which are not and why: tests/trill/README
 
 ``IsIntervalFree`` (a property hint) has no counterpart in tidal: it reads edges as they come.
 
-Not ported as passing: a negative ``ExtendLifetime`` (Trill shortens each lifetime from its end and
-drops those it empties). tidal's ``extend_lifetime`` refuses a negative amount with a clear
-``PlanError`` (an end edge moved before its own arrival needs its start held back, which tidal's
-operator does not do); the five cases are kept with Trill's expected output and checked to raise
-that error, so they turn into ordinary comparisons once tidal supports it.
+A negative ``ExtendLifetime`` shortens each lifetime from its end and drops those it empties;
+tidal did not support it (``extend_lifetime`` refused a negative amount) until this port:
+``tidal.ops.shorten`` now does it, holding start edges until their fate is known.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tidal.core.errors import PlanError
-from trill.events import BATCH_SIZES, check, end, interval, intervals, punct, reference, start, stream
+from trill.events import BATCH_SIZES, check, end, interval, punct, reference, start, stream
 
 EDGES_1 = [
     start(1, "A"), end(2, 1, "A"), start(2, "A"), end(3, 2, "A"), start(3, "A"), end(4, 3, "A"), start(4, "A"),
@@ -61,16 +58,8 @@ CASES = {  # name: (input, delta, expected, payload fields)
 
 
 @pytest.mark.parametrize("batch", BATCH_SIZES)
-@pytest.mark.parametrize("case", sorted(c for c in CASES if not c.startswith("negative")))
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_extend_lifetime(case, batch):
     events, delta, expected, names = CASES[case]
     got = stream(events, names, batch_size=batch).extend_lifetime(delta)
     check(got, expected, reference(events, names).extend_lifetime(delta))
-
-
-@pytest.mark.parametrize("case", sorted(c for c in CASES if c.startswith("negative")))
-def test_negative_extension_is_refused(case):
-    events, delta, expected, names = CASES[case]
-    assert intervals(expected)  # Trill's answer, kept for when tidal supports shortening from the end
-    with pytest.raises(PlanError, match="non-negative"):
-        stream(events, names).extend_lifetime(delta).to_arrow()

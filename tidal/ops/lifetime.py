@@ -15,7 +15,8 @@ Semantics, on the interval view ``[s, e)`` of each event (a start edge with no e
   ``t`` belongs to the windows ``(w-size, w]`` and a window's result shows from its end ``w``
   (``[up(s), up(s)+size)``; gaps are the ``t`` in no such window).
 * ``clip_duration(limit)``: ``[s, min(e, s+limit))``.
-* ``extend_lifetime(d)``: ``[s, e+d)``.
+* ``extend_lifetime(d)``: ``[s, e+d)``; a negative ``d`` shortens from the end and drops the
+  events it empties (``tidal.ops.shorten``).
 * ``quantize_lifetime(size, hop, offset)``: ``[snap(s), snap(e-1)+size)`` where ``snap``
   rounds down to the hop grid: starts move earlier, ends later. ``align="end"`` rounds up
   instead (``snap(t + hop - 1)``): a point becomes what ``hopping_window(..., align="end")`` makes.
@@ -380,7 +381,7 @@ class ExtendLifetimeOp(LifetimeOp):
     def __init__(self, delta: int):
         super().__init__()
         if delta < 0:
-            raise PlanError("extend_lifetime needs a non-negative amount; use clip_duration to shorten")
+            raise PlanError("ExtendLifetimeOp needs a non-negative amount (tidal.ops.shorten shortens)")
         check_span(delta, "extend_lifetime: the amount")
         self.delta = int(delta)
         self.variant = f"by {self.delta}"
@@ -409,7 +410,9 @@ class QuantizeLifetimeOp(LifetimeOp):
         return align_down(t + self.lead, self.hop, self.offset)
 
     def frontier(self, t: int) -> int:
-        return t if t in (INFINITY, MIN_TIME) else int(self._snap(t))
+        # input at or after t: starts land at snap(t) or later, ends at snap(t-1)+size or later
+        # (earlier than snap(t) when the size is smaller than the hop)
+        return t if t in (INFINITY, MIN_TIME) else int(min(self._snap(t), self._snap(t - 1) + self.size))
 
     def _end(self, e: np.ndarray) -> np.ndarray:
         out = self._snap(e - 1) + self.size

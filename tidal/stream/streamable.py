@@ -98,7 +98,8 @@ class Stream:
         return Stream(nodes.ClipDuration(self.node, limit))
 
     def extend_lifetime(self, delta: int) -> Stream:
-        """End every lifetime ``delta`` ticks later: ``[s, e+d)``."""
+        """End every lifetime ``delta`` ticks later: ``[s, e+d)``; a negative ``delta`` ends it earlier
+        and drops the lifetimes that become empty (Trill's negative ExtendLifetime)."""
         return Stream(nodes.ExtendLifetime(self.node, delta))
 
     def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0, align: str = "start") -> Stream:

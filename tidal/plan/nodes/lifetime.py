@@ -18,6 +18,7 @@ from ...ops.lifetime import (
     ShiftLifetimeOp,
     UnorderedLifetimeOp,
 )
+from ...ops.shorten import ShortenLifetimeOp
 from ..node import PlanNode
 
 
@@ -155,15 +156,23 @@ class ClipDuration(PlanNode):
 
 
 class ExtendLifetime(PlanNode):
+    """``[s, e+d)``; a negative ``d`` shortens from the end (``tidal.ops.shorten``), emptied events vanish."""
+
     label = "ExtendLifetime"
 
     def __init__(self, input: PlanNode, delta: int):
+        if not isinstance(delta, int | np.integer):
+            raise PlanError(f"extend_lifetime takes an integer number of ticks, got {delta!r}")
         cd = input.props.constant_duration
-        props = input.props.but(constant_duration=None if cd is None else cd + int(delta), sorted_by=())
-        super().__init__((input,), input.schema, props, delta=delta)
+        longer = None if cd is None or cd + int(delta) <= 0 else cd + int(delta)
+        props = input.props.but(
+            constant_duration=longer,
+            sorted_by=(),
+        )
+        super().__init__((input,), input.schema, props, delta=int(delta))
 
     def make(self) -> Operator:
-        return ExtendLifetimeOp(self.delta)
+        return ExtendLifetimeOp(self.delta) if self.delta >= 0 else ShortenLifetimeOp(-self.delta)
 
 
 class QuantizeLifetime(PlanNode):
