@@ -120,6 +120,12 @@ def test_align_end_is_shown_and_not_fused():
     ending = s.tumbling_window(10, align="end").aggregate(agg.count()).explain()
     assert "align end" in ending and "align end" not in plain
     assert "fused" in plain and "fused" not in ending  # the fused engines snap starts down
+    import pytest
+
+    from tidal.core.errors import PlanError
+
+    with pytest.raises(PlanError, match="align='start'"):
+        s.tumbling_window(10, align="end").aggregate(agg.count(), variant="fused")
     ref = Reference.points(("t", "v"), [(t, (t, t % 3)) for t in range(30)])
     assert_same_snapshots(
         s.tumbling_window(10, align="end").aggregate(agg.count()),

@@ -276,7 +276,8 @@ class Stream:
         stream = Stream(nodes.Aggregate(self.node, specs, key_fields, variant, engine))
         if variant == "fused" and not isinstance(stream.plan(), nodes.FusedWindowAggregate):
             raise PlanError(
-                "variant='fused' needs a window (size <= hop, or a multiple of hop) right before the aggregate "
+                "variant='fused' needs a window (size <= hop, or a multiple of hop; align='start') right before "
+                "the aggregate "
                 "and only linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
             )
         return stream
