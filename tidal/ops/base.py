@@ -42,6 +42,10 @@ def check_time_range(out: EventBatch, what: str) -> None:
 class Consumer:
     """Anything that accepts a stream's messages."""
 
+    # False for a consumer that reads only how many events are present (a count): a filter before it
+    # then passes its mask on instead of gathering the kept rows' columns
+    reads_payload = True
+
     def on_batch(self, batch: EventBatch) -> None:
         raise NotImplementedError
 
