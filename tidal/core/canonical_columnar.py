@@ -263,8 +263,9 @@ def layers_table(sync: np.ndarray, other: np.ndarray, payload: pa.Table) -> pa.T
 
 
 def _separate_intervals(sync, other, pid, by_pid) -> bool:
-    """Whether no two intervals of one payload overlap or touch (then each row is a layer of its own). ``by_pid``: a stable order of the rows by payload id (time order within a payload when
-    the rows come in sync order, as a stream's do)."""
+    """Whether no two intervals of one payload overlap or touch (then each row is a layer of its own).
+    ``by_pid``: a stable order of the rows by payload id (time order within a payload when the rows
+    come in sync order, as a stream's do)."""
     order = by_pid if bool((sync[1:] >= sync[:-1]).all()) else sort_order(pid, sync)
     p, s, o = pid[order], sync[order], other[order]
     meet = (p[1:] == p[:-1]) & (o[:-1] >= s[1:])
