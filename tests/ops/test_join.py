@@ -138,6 +138,7 @@ def test_join_family_matches_reference(op, case):
     result = OPS[op](left, right).to_arrow()
     check_physical(result)
     assert_same_snapshots(result, OPS[op](lref, rref))
+    assert OPS[op](left, right).count() == result.num_rows  # a count gets the pairs without their payload
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -149,6 +150,7 @@ def test_each_variant_on_both_sides(shape, op, data):
     result = OPS[op](left, right).to_arrow()
     check_physical(result)
     assert_same_snapshots(result, OPS[op](lref, rref))
+    assert OPS[op](left, right).count() == result.num_rows
 
 
 @pytest.mark.parametrize("op", ["join", "join_build_once", "cross_join", "full_outer_join", "where_exists", "clip"])
@@ -424,6 +426,7 @@ def test_window_join_matches_reference_and_the_hash_kernel(op, case, tiny):
     general = OPS[op](left, _without_durations(right))
     assert "points (each probes" not in general.explain()
     assert result.equals(general.to_arrow())
+    assert query.count() == result.num_rows
 
 
 @pytest.mark.parametrize("op", ["join", "join_result"])
@@ -509,6 +512,7 @@ def test_merge_join_matches_reference(op, case, tiny):
     assert "merge join" in query.explain()
     result = _run_with_output_capacity(query, join_ops._Core, 1 if tiny else None)
     assert_same_snapshots(result, MERGE_OPS[op](lref, rref))
+    assert query.count() == result.num_rows
 
 
 @pytest.mark.parametrize("shape", SHAPES)

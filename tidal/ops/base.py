@@ -72,6 +72,10 @@ class Operator(Consumer):
         self.downstream: list[Consumer] = []
 
     # -- emission --------------------------------------------------------------------
+    def payload_read(self) -> bool:
+        """Whether a consumer reads the payload columns of this operator's output (a count does not)."""
+        return any(getattr(d, "reads_payload", True) for d in self.downstream)
+
     def emit(self, batch: EventBatch) -> None:
         if len(batch) == 0:
             return

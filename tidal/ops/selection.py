@@ -76,14 +76,10 @@ class WhereOp(Operator):
         kept = np.flatnonzero(keep)
         if len(kept) == 0:
             return
-        if len(kept) < COMPACT_BELOW * len(keep) and self._payload_read():
+        if len(kept) < COMPACT_BELOW * len(keep) and self.payload_read():
             self.emit(batch.take(kept))  # few survivors: gather them rather than carry the absent ones
         else:
             self.emit(batch.with_absent(~keep))
-
-    def _payload_read(self) -> bool:
-        """Whether a consumer reads the kept rows' columns (a count reads only the mask: no gather)."""
-        return any(getattr(d, "reads_payload", True) for d in self.downstream)
 
     # -- the compiled loop --------------------------------------------------------------
     def _kernel(self, batch: EventBatch) -> _FilterPlan | None:
@@ -128,7 +124,7 @@ class WhereOp(Operator):
         if len(kept) == 0:
             return
         if self.then_select is None:
-            if len(kept) < COMPACT_BELOW * n and self._payload_read():
+            if len(kept) < COMPACT_BELOW * n and self.payload_read():
                 self.emit(batch.take(kept))
             else:
                 absent = np.ones(n, dtype=bool)

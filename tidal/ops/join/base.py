@@ -261,6 +261,8 @@ class JoinBase(Operator):
 
     def _pairs(self, o_sync, o_other, o_a, o_b) -> EventBatch:
         """Outputs of joined pairs (left row ``o_a``, right row ``o_b``), with the left's group key."""
+        if not self.payload_read():
+            return EventBatch(o_sync, o_other, {})  # counted only: no payload gathered
         lcols, key, hsh = self._side_columns(0, o_a)
         rcols, _, _ = self._side_columns(1, o_b)
         return EventBatch(o_sync, o_other, self.results.columns(lcols, rcols, len(o_sync)), key=key, hash=hsh)

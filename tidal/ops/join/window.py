@@ -197,7 +197,11 @@ class WindowJoin(JoinBase):
         lsel = rsel = None
         if stores[0].matrix is not None and stores[1].matrix is not None:
             lsel, rsel = stores[0].selection(names[0]), stores[1].selection(names[1])
-        if lsel is not None and max(len(lsel), len(rsel)) <= _MAX_FUSED_FIELDS:
+        if not self.payload_read():  # counted only: the pairs' times, no payload
+            o_sync, o_other, _, _ = core.run(staged, n0)
+            if len(o_sync):
+                self.emit(EventBatch(o_sync, o_other, {}))
+        elif lsel is not None and max(len(lsel), len(rsel)) <= _MAX_FUSED_FIELDS:
             # every payload field is 8 bytes wide: the kernel writes the pairs' payload columns itself
             for o_sync, o_other, o_left, o_right in core.run_columns(
                 staged, n0, stores[0].matrix, lsel, stores[1].matrix, rsel
