@@ -302,11 +302,12 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
                 if isinstance(first, dict):
                     if schema:
                         keys = list(schema.names)
-                    elif all(map(first.keys().__eq__, map(dict.keys, part))):  # the common case: one shape
-                        keys = list(first)
+                        _check_missing(part, keys, offset)
+                    elif len(set(map(len, part))) == 1 and all(map(set(first).issubset, part)):
+                        keys = list(first)  # the common case: every row has the first's keys and no others
                     else:
                         keys = list(dict.fromkeys(k for r in part for k in r))
-                    _check_missing(part, keys, offset)
+                        _check_missing(part, keys, offset)
                     types = [schema.field(k).type if schema else None for k in keys]
                     columns = [list(map(operator.itemgetter(k), part)) for k in keys]
                     rb = pa.RecordBatch.from_arrays(
