@@ -184,11 +184,17 @@ class JoinBase(Operator):
     def _stored(self, side: int, batches: list[EventBatch]):
         """Each batch with present events, once its present rows are stored: (batch, present positions or None,
         store base, dense) as :meth:`~.store._Store.append_present` says."""
+        counted = not self.payload_read()  # a count downstream: rows are numbered, their payload never kept
         for b in batches:
             present = None if b.absent is None else np.flatnonzero(~b.absent)
             if present is not None and len(present) == 0:
                 continue
-            base, dense = self.stores[side].append_present(b, present)  # absent rows are never referenced
+            store = self.stores[side]
+            if counted:
+                base, dense = store.rows, present is not None
+                store.rows += len(b) if present is None else len(present)
+            else:
+                base, dense = store.append_present(b, present)  # absent rows are never referenced
             yield b, present, base, dense
 
     def _stage_room(self, total: int) -> dict[str, np.ndarray]:
