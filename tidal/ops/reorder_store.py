@@ -72,10 +72,19 @@ class DenseStore:
             return
         self._room(k)
         lo, hi = self.size, self.size + k
+        runs = None
+        if present is not None and len(other) - k <= max(8, len(other) >> 10):
+            # a few rows left out (late ones): copy the runs between them rather than gather every row
+            cut = np.flatnonzero(np.diff(present) != 1) + 1
+            firsts = np.r_[0, cut]
+            runs = list(zip(firsts.tolist(), np.r_[cut, k].tolist(), present[firsts].tolist(), strict=True))
         for buf, col in zip(self.bufs, columns.values(), strict=True):
             values = _values(col, buf.dtype)
             if present is None:
                 buf[lo:hi] = values
+            elif runs is not None:
+                for a, b, src in runs:
+                    buf[lo + a : lo + b] = values[src : src + b - a]
             else:
                 _take_values(values, present, out=buf[lo:hi])
         self.other[lo:hi] = other if present is None else other[present]
