@@ -361,8 +361,10 @@ class ImpatienceSorter:
                 bigger[:nruns] = self._meta[:nruns]
                 self._meta = bigger
             else:
-                # compaction leaves room for `need` more and gives every run spare capacity
-                pool, used, self._spare = _compact_pool(self._pool, self._spare, self._meta, st[_NRUNS], st[_NEED])
+                # compaction leaves room for `need` more and gives every run spare capacity; room for twice the
+                # rest of the batch too, so that one large batch does not compact the pool again and again
+                extra = max(int(st[_NEED]), 2 * (n - i))
+                pool, used, self._spare = _compact_pool(self._pool, self._spare, self._meta, st[_NRUNS], extra)
                 self._pool = pool
                 st[_USED] = used
             i = _push_kernel(times, i, late, self._pool, self._meta, st)
