@@ -300,19 +300,31 @@ class ReorderOp(Operator):
         bounds, releases = self.generator.bounds(sync)
         k = len(bounds)
         # band = number of latencies the event is late for (k: late for all of them)
-        band = (sync < bounds[0]).astype(np.int64)
-        for j in range(1, k):
-            band += sync < bounds[j]
-        late = band == k
+        if k == 1:  # one latency: the band is "late or not"
+            band = None
+            late = sync < bounds[0]
+        else:
+            band = (sync < bounds[0]).astype(np.int64)
+            for j in range(1, k):
+                band += sync < bounds[j]
+            late = band == k
+        kept = None  # band 0 of a single latency: the events not late (None: all of them)
         if late.any():
             self._late(batch, late, bounds[k - 1])
             if self.policy.disorder == "adjust":
                 batch, sync, other = self._adjusted(batch, late, bounds[k - 1])
-                band = np.where(late, k - 1, band)
+                if band is not None:
+                    band = np.where(late, k - 1, band)
+            elif band is None:
+                kept = ~late
         self.stats.events += n
         for j in range(k):
-            sel = band == j
-            cnt = int(np.count_nonzero(sel))
+            if band is None:
+                sel = kept
+                cnt = n if kept is None else int(np.count_nonzero(kept))
+            else:
+                sel = band == j
+                cnt = int(np.count_nonzero(sel))
             if cnt == 0:
                 continue
             self.stats.per_band[j] += cnt
