@@ -163,6 +163,15 @@ def _adapt_impatience(doc: dict) -> dict:
             f"{sum(x >= 1.3 for x in ratios)} of {len(ratios)} at 1.3x or more",
         }
         rows.insert(0, summary)
+        rows.insert(
+            1,
+            {
+                "workload": "Impatience sort vs best competitor (worst config)",
+                "engine": "tidal",
+                "ratio_only": min(ratios),
+                "note": f"the least of {len(ratios)} configs (issue 19 asks 1.3x in every one)",
+            },
+        )
     series = []
     for dataset, by_engine in lines.items():
         xs = sorted({x for pts in by_engine.values() for x, _ in pts})
@@ -375,6 +384,46 @@ GOALS = [
     ),
     Goal("serialization", "serialize", "ratio", 15, ">= 15x Avro (paper: 15-20x)", 7, "avro (fastavro)"),
     Goal("serialization", "deserialize", "ratio", 15, ">= 15x Avro (paper: 15-20x)", 7, "avro (fastavro)"),
+]
+# issue 19, the engine side: each workload where tidal trailed a peer, beside that peer
+GOALS += [
+    Goal(
+        "engine_gaps",
+        "disorder end to end: from_arrow(drop, 1 s latency), 5% late, count",
+        "ratio",
+        1.0,
+        ">= numpy argsort + take",
+        19,
+        "numpy argsort + take",
+    ),
+    Goal("engine_gaps", "filter 5% + count", "ratio", 1.0, ">= Polars", 19, "polars"),
+    Goal("relational", "filter", "ratio", 1.0, ">= Polars", 19, "polars"),
+    Goal(
+        "engine_gaps",
+        "temporal join count, 10-min windows",
+        "ratio",
+        1.0,
+        ">= DuckDB bucketed equi-join",
+        19,
+        "duckdb bucketed equi-join",
+    ),
+    Goal(
+        "engine_gaps",
+        "session lifetimes, to_intervals()",
+        "ratio",
+        1.0,
+        ">= DuckDB gaps-and-islands",
+        19,
+        "duckdb gaps-and-islands",
+    ),
+    Goal(
+        "impatience",
+        "Impatience sort vs best competitor (worst config)",
+        "value",
+        1.3,
+        ">= 1.3x best competitor in every config",
+        19,
+    ),
 ]
 # issue 17: NEXMark, 20x Flink's published per-core figures (q0 155K/s, q5 22K/s, q7 12K/s)
 GOALS += [

@@ -449,11 +449,15 @@ class Stream:
 
 
 class _Discard(egress.Consumer):
+    reads_payload = False
+
     def on_batch(self, batch) -> None:
         pass
 
 
 class _Counter(egress.Consumer):
+    reads_payload = False
+
     def __init__(self):
         self.n = 0
 
