@@ -1,7 +1,9 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet, Arrow IPC and CSV files are scanned with ``pyarrow.dataset`` and JSON lines read with
-``pyarrow.json``; pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
+Parquet files are read with ``pyarrow.parquet`` (scanned with ``pyarrow.dataset`` when a filter is
+pushed down), Arrow IPC files scanned with ``pyarrow.dataset``, CSV read with ``pyarrow.csv`` and JSON
+lines with ``pyarrow.json``; ``pyarrow.dataset`` is imported only when used (it imports pandas).
+pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
 (and the other extensions after ``stdin.``) read standard input. Timestamps are normalised to
 microseconds (``timestamp[us]``), tidal's SQL time unit.
 
@@ -24,8 +26,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 
 from ..core.errors import InputError, ResourceError, TidalError
 from .csvscan import unterminated_quote
@@ -115,7 +115,7 @@ def _normalise_times(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, names=table.column_names)
 
 
-def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_types: bool):
+def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
     """``(table, filtered)`` from one ``pyarrow.dataset`` scan (format, projection and filter), or
     None when the scanner cannot read it: then the format's own reader reads it (or raises the
     error it always did).
@@ -123,6 +123,10 @@ def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_typ
     The filter is pushed into the scan only where it sees the types it would after the times are
     normalised (or ``filter_any_types``: Parquet, filtered at read as before).
     """
+    import pyarrow.dataset as ds  # only here: it imports pandas (about half a second)
+    import pyarrow.fs as pafs
+
+    file_format = ds.ParquetFileFormat() if fmt == "parquet" else ds.IpcFileFormat()
     try:
         if isinstance(source, io.BytesIO):  # standard input, already read: one fragment over its bytes
             fragment = file_format.make_fragment(pa.py_buffer(source.getvalue()))
@@ -136,6 +140,20 @@ def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_typ
     except (pa.ArrowException, OSError):
         return None
     return table, push
+
+
+def _read_parquet(source, columns):
+    """``(table, False)`` from ``pyarrow.parquet`` (no filter to push), or None when it cannot read the
+    file: then the dataset scanner and the errors of :func:`read_file` take over."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(source).read(columns=columns)
+    except (pa.ArrowException, OSError, KeyError, ValueError):
+        return None
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    return (table.select(columns) if columns is not None else table), False
 
 
 def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
@@ -469,9 +487,10 @@ def read_file(
     elif options:
         raise InputError(f"{path}: options {sorted(options)} apply to CSV files only")
     elif fmt == "parquet":
-        scanned = _scan(source, ds.ParquetFileFormat(), columns, predicate, True)
+        scanned = _read_parquet(source, columns) if predicate is None else None
+        scanned = scanned or _scan(source, fmt, columns, predicate, True)
     elif fmt == "arrow":  # the IPC file format (Feather 2) only: a stream is left to pyarrow.ipc below
-        scanned = _scan(source, ds.IpcFileFormat(), columns, predicate, False)
+        scanned = _scan(source, fmt, columns, predicate, False)
     else:  # JSON stays with read_json: the scanner fixes the fields from the first block, read_json adds later ones
         scanned = None
     filtered = False
