@@ -1,7 +1,8 @@
 """A CSV file's quoting, scanned the way pyarrow's reader parses it: a quote opens a field only at the
 start of the field, ``""`` inside a quoted field is a quote, and a quoted field runs until its closing
 quote (over delimiters and newlines). A quote that never closes makes the reader swallow every later
-row into one field; :func:`unterminated_quote` finds it (one compiled pass over the mapped file).
+row into one field; :func:`unterminated_quote` finds it (one compiled pass over the mapped file's bytes,
+no array of quote positions in between).
 """
 
 from __future__ import annotations
@@ -14,27 +15,27 @@ import pyarrow as pa
 
 
 @numba.njit(cache=True, nogil=True)
-def _open_quote_at_end(data, quotes, delimiter):
+def _open_quote_at_end(data, quote, delimiter):
     """The position of the quote whose field is still open at the end of ``data``, or -1.
 
-    Only the quotes (at ``quotes``, ascending) change the state: outside a field a quote opens one
-    when it starts the field (after a delimiter, a line end, or at the start); inside, a quote
-    followed by another is a quote, else it closes the field."""
+    Only quotes change the state: outside a field a quote opens one when it starts the field (after
+    a delimiter, a line end, or at the start); inside, a quote followed by another is a quote, else
+    it closes the field."""
     inside = False
     opener = -1
-    k = 0
-    n = len(quotes)
-    while k < n:
-        p = quotes[k]
-        if inside:
-            if k + 1 < n and quotes[k + 1] == p + 1:
-                k += 1  # a doubled quote inside the field
-            else:
-                inside = False
-        elif p == 0 or data[p - 1] == delimiter or data[p - 1] == 10 or data[p - 1] == 13:
-            inside = True
-            opener = p
-        k += 1
+    n = len(data)
+    i = 0
+    while i < n:
+        if data[i] == quote:
+            if inside:
+                if i + 1 < n and data[i + 1] == quote:
+                    i += 1  # a doubled quote inside the field
+                else:
+                    inside = False
+            elif i == 0 or data[i - 1] == delimiter or data[i - 1] == 10 or data[i - 1] == 13:
+                inside = True
+                opener = i
+        i += 1
     return opener if inside else -1
 
 
@@ -44,7 +45,4 @@ def unterminated_quote(source, quote: str, delimiter: str) -> int:
         data = np.frombuffer(source.getbuffer(), np.uint8)
     else:
         data = np.frombuffer(pa.memory_map(source).read_buffer(), np.uint8)
-    quotes = np.flatnonzero(data == ord(quote))
-    if len(quotes) == 0:
-        return -1
-    return int(_open_quote_at_end(data, quotes, ord(delimiter)))
+    return int(_open_quote_at_end(data, np.uint8(ord(quote)), np.uint8(ord(delimiter))))
