@@ -22,7 +22,6 @@ from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from .base import Operator
 
-
 BULK = 2  # a heap entry's "delta" when its last item is a list of rows, each inserted (+1) at its tick
 
 
