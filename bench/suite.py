@@ -596,8 +596,10 @@ def measure_goal(goal: Goal, rows: list[dict]) -> tuple[float | None, str]:
         return None, "not measured"
     if goal.kind == "rate":
         return rate, f"{fmt_rate(rate)} ev/s"
-    others = [x for x in rows if x["workload"] == goal.workload and is_peer(x["engine"]) and x.get("events_per_s")]
-    if goal.peer != "best":
+    others = [x for x in rows if x["workload"] == goal.workload and x["engine"] != "tidal" and x.get("events_per_s")]
+    if goal.peer == "best":
+        others = [x for x in others if is_peer(x["engine"])]
+    else:  # a named peer may be a variant of tidal ("tidal python api", "tidal, no durability")
         others = [x for x in others if x["engine"] == goal.peer]
     if not others:
         return None, f"{goal.peer} not measured"

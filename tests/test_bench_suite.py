@@ -300,3 +300,15 @@ def test_temporal_window_values_expand_physical_lifetimes():
     keyed = temporal.window_values(intervals, "count", "query")
     assert temporal.same(keyed, temporal.dict_values({(-1200, 1): 7, (-2400, 1): 5, (-1800, 1): 5}, keyed=True))
     assert not temporal.same(keyed, temporal.dict_values({(-1200, 1): 7, (-2400, 1): 5, (-1800, 1): 6}, keyed=True))
+
+
+def test_a_goal_may_name_a_tidal_variant_as_its_peer():
+    goal = suite.Goal("sql", "q", "ratio", 1 / 1.3, "SQL within 1.3x of the Python API", 19, "tidal python api")
+    rows = [
+        {"workload": "q", "engine": "tidal", "events_per_s": 100.0},
+        {"workload": "q", "engine": "tidal python api", "events_per_s": 200.0},
+        {"workload": "q", "engine": "duckdb", "events_per_s": 50.0},
+    ]
+    assert suite.check_goal(goal, rows) == (False, "0.50x tidal python api")
+    best = suite.Goal("sql", "q", "ratio", 1.0, "at least the best peer", 19, "best")
+    assert suite.check_goal(best, rows) == (True, "2.00x duckdb")  # variants of tidal are not peers
