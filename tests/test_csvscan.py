@@ -8,7 +8,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidal.io.csvscan import unterminated_quote
+from tidal.io.csvscan import rows_are_lines, unterminated_quote
 
 
 def reference(data: bytes, quote: int = ord('"'), delimiter: int = ord(",")) -> int:
@@ -40,3 +40,36 @@ def test_a_quote_after_long_quote_free_runs_is_found():
     data = b"a,b\n" + b"1,abcdefghijklmnop\n" * 1000 + b'2,"open\n' + b"3,x\n" * 100
     assert unterminated_quote(io.BytesIO(data), '"', ",") == data.index(b'"')
     assert unterminated_quote(io.BytesIO(data + b'"'), '"', ",") == -1
+
+
+def reference_rows(data: bytes) -> int:
+    """Rows as a CSV parser counts them: line ends outside quoted fields, and a last unterminated line."""
+    inside, rows, since, i = False, 0, 0, 0
+    while i < len(data):
+        c = data[i]
+        if c == ord('"'):
+            if inside and i + 1 < len(data) and data[i + 1] == ord('"'):
+                i += 1
+            elif inside:
+                inside = False
+            elif i == 0 or data[i - 1] in (ord(","), 10, 13):
+                inside = True
+        elif c == 10 and not inside:
+            rows, since = rows + 1, i + 1
+        i += 1
+    return rows + (1 if since < len(data) else 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(['"', ",", "\n", "a", '""', "bc", "\r\n"]), max_size=60))
+def test_rows_are_lines_never_hides_an_open_quote(text):
+    """With the rows a parser reads, a True answer means no quote is left open."""
+    data = "".join(text).encode()
+    if rows_are_lines(io.BytesIO(data), reference_rows(data), '"', ","):
+        assert reference(data) == -1
+
+
+def test_rows_are_lines_sees_a_quote_open_on_the_last_line():
+    assert rows_are_lines(io.BytesIO(b'a,b\n1,x\n2,"y\n'), 3, '"', ",") is False
+    assert rows_are_lines(io.BytesIO(b'a,b\n1,x\n2,"y"\n'), 3, '"', ",") is True
+    assert rows_are_lines(io.BytesIO(b'a,b\n1,x\n2,"y'), 3, '"', ",") is False

@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
-from .csvscan import unterminated_quote
+from .csvscan import is_utf8 as _is_utf8
+from .csvscan import rows_are_lines, unterminated_quote
 
 FORMATS = {
     ".csv": "csv",
@@ -143,8 +144,7 @@ def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
 
 
 def _read_parquet(source, columns):
-    """``(table, False)`` from ``pyarrow.parquet`` (no filter to push), or None when it cannot read the
-    file: then the dataset scanner and the errors of :func:`read_file` take over."""
+    """``(table, False)`` from ``pyarrow.parquet``, or None: then the dataset scanner (and its errors) read it."""
     import pyarrow.parquet as pq
 
     try:
@@ -199,19 +199,6 @@ def _utf8_error(path: str, source) -> InputError | None:
         bad = raw[exc.start : exc.end].hex(" ")
         return InputError(f"{path}: {_place(raw, exc.start)}: invalid UTF-8 (bytes {bad}); the file must be UTF-8 text")
     return None
-
-
-def _is_utf8(source) -> bool:
-    """Whether the whole file is UTF-8 (checked by Arrow over the mapped file: no copy, no Python str)."""
-    import numpy as np
-
-    data = pa.py_buffer(source.getvalue()) if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
-    offsets = pa.py_buffer(np.array([0, data.size], np.int64).tobytes())
-    try:
-        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data]).validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
 
 
 def _without_invalid_utf8(path: str, source, on_error: str):
@@ -304,6 +291,26 @@ def _without_unterminated(path: str, source, options: dict, on_error: str, delim
         skipped.append(line)
         source = io.BytesIO(raw[:start] + raw[end:])
     return source, skipped
+
+
+def _read_whole_lines(source, read, path: str, options: dict, delimiter: str, header: bool, bad: list):
+    """The table when the CSV reads as one row per line, no quote left open (``csvscan.rows_are_lines``);
+    else None (``bad`` emptied, ``source`` rewound): the quote scan and the read run as for any file."""
+    quote = options.get("quote", '"')
+    if not quote or options.get("escape"):
+        return None  # no quote scan needed, or escapes the scan does not model: read as before
+    try:
+        table = _with_block_sizes(path, source, read)
+    except (pa.ArrowInvalid, UnicodeDecodeError, TidalError):
+        table = None
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    if table is not None:
+        lines = table.num_rows + len(bad) + int(header) + int(options.get("skip", 0))
+        if rows_are_lines(source, lines, quote, _csv_settings(options, delimiter)[0]):
+            return table
+    bad.clear()
+    return None
 
 
 def _invalid_utf8_rows(table: pa.Table) -> tuple[pa.Table, int]:
@@ -414,8 +421,6 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         options, delimiter, columns, schema, on_invalid, source
     )
     source, not_utf8 = _without_invalid_utf8(path, source, on_error)
-    source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
-    unterminated = not_utf8 + unterminated
 
     def read(block_size: int, serial: bool = False) -> pa.Table:
         opts = pv.ReadOptions(
@@ -426,8 +431,15 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         )
         return pv.read_csv(source, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
 
+    # read first: when rows and lines agree, no quote is left open and no need to scan every quote
+    table = _read_whole_lines(source, read, path, options, delimiter, header, bad) if not not_utf8 else None
+    unterminated: list[int] = []
+    if table is None:
+        source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
+    unterminated = not_utf8 + unterminated
     try:
-        table = _with_block_sizes(path, source, read)
+        if table is None:
+            table = _with_block_sizes(path, source, read)
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
     except UnicodeDecodeError:  # column names that are not UTF-8
