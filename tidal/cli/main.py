@@ -139,7 +139,35 @@ def _with_progress(q, work):
         return work()
 
 
+def _pyarrow_without_pandas() -> None:
+    """pyarrow imports pandas (about half a second) the first time it converts a Python list when pandas
+    is installed, to recognise pandas objects. The embedded engine never hands pyarrow pandas objects,
+    so ``tidal query`` lets pyarrow's one import attempt fail: pyarrow then skips its pandas checks,
+    and pandas itself stays importable (Spark's engine needs pyarrow's pandas support: not called there)."""
+    import pyarrow as pa
+
+    if "pandas" in sys.modules:
+        return
+    sys.meta_path.insert(0, _NoPandas)
+    try:
+        pa.array([0])  # pyarrow tries to import pandas once, now, and remembers it has none
+    finally:
+        sys.meta_path.remove(_NoPandas)
+
+
+class _NoPandas:
+    """A finder that makes ``import pandas`` fail (on ``sys.meta_path`` only while pyarrow looks)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas is not used by tidal query", name=name)
+        return None
+
+
 def _query(args) -> int:
+    if args.engine == "embedded":
+        _pyarrow_without_pandas()
     from tidal.sql import plan
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
 
