@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import InputError, PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, gather, schedule
+from . import codegen, fused, gather, runs, schedule
 from .table import Table
 from .trace import READ, OpTemplate, S, V
 
@@ -149,6 +149,15 @@ class Engine:
         made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places)
         self.decomposer = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.kernel_kinds = signature
+        slots = [int(x) for x in self.slot]
+        self.owner_ok = all(
+            t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
+        )
+        self.fused_kernels = {"serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))}
+        if self.scheduler == "chains" and self.owner_ok:
+            self.fused_kernels["owner"] = fused.load_owner(
+                fused.owner_source(live, target_int, source_int, slots, events)
+            )
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
 
@@ -167,6 +176,14 @@ class Engine:
         if grids is None:
             grids = self._decompose(cols, n, sync, position, sourced)
         issued, cell2d, src2d, srec2d = grids
+        self._threads()
+        if self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok):
+            args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+            t1 = _time.perf_counter()
+            committed, reads = runs.fused_run(self, issued, cell2d, src2d, args, n, sync, position)
+            self.stats["compute_s"] += t1 - t0
+            self.stats["state_access_s"] += _time.perf_counter() - t1
+            return committed, reads
         op_ev, op_tmpl, op_cell, op_rec, op_src, op_srec = gather.operations(
             issued, cell2d, src2d, srec2d, self.rec_shift, sourced
         )
@@ -175,7 +192,6 @@ class Engine:
             return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
-        self._threads()
         if self.scheduler == "chains":
             op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
                 op_ev,

@@ -1,0 +1,268 @@
+"""Fused state-access kernels over the per-event grids of compute mode (no operation arrays).
+
+Compute mode leaves, per event ``i`` and operation template ``k``, whether the event issues the
+operation (``issued[i, k]``) and the cell it addresses (``cell2d[i, k]``, ``src2d[i, k]``). Two
+kernels walk these grids directly; both write each read's value straight into its output row:
+
+- ``serial``: one loop over the events in timestamp order, the templates unrolled in the loop
+  body (no dispatch per operation). A failed condition puts back the transaction's earlier writes
+  (their old values are locals) and skips the rest of it; a division by zero stops the loop and
+  returns the operation (``i * nk + k``) for the caller to name.
+- ``owner`` (the ``chains`` scheduler when no operation reads another record): every record has
+  one owner thread for the whole run, so each record's operation chain is walked in timestamp
+  order by one thread and threads never touch the same record. A thread walks its operations
+  (``lists[ptr[t]:ptr[t + 1]]``, the chains of its records merged in timestamp order) with no
+  barrier in between. A transaction spread over several threads cannot see, on one thread, that
+  its condition failed on another: each thread applies it as ``assumed`` (commit, at first) and
+  records in ``failed`` whether a condition failed on its own records (it evaluates the
+  conditions of an assumed abort too, then undoes the transaction). ``tidal.tx.runs`` then finds
+  the first transaction whose assumption was wrong, rewinds every thread to before it (each
+  kept write's old value is saved) and walks again from there: every transaction before the first
+  wrong assumption saw exactly the serial state, so each round fixes at least one more.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..expr.jit import load_kernel
+from .codegen import _Source
+from .trace import READ, WRITE, OpTemplate, S, V
+
+_DECORATOR = "@numba.njit(cache={cache}, nogil=True, error_model='numpy')\n"
+_PARALLEL = "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n"
+
+
+def _op_lines(k: int, t: OpTemplate, tint: bool, sint, slot: int, gen: _Source, pad: str, on) -> list[str]:
+    """One operation of template ``k`` for event ``i``: ``on`` gives the code for an error, a failed
+    condition and saving the old value (``save(cells)``)."""
+    cells = "icells" if tint else "fcells"
+    lines = [f"{pad}c = cell2d[i, {k}]"]
+    if t.kind != WRITE or (t.condition is not None and V in t.condition.columns()):
+        lines.append(f"{pad}v = {cells}[c]")
+    if t.source is not None:
+        lines.append(f"{pad}s = {'icells' if sint else 'fcells'}[src2d[i, {k}]]")
+    if t.kind == READ:
+        if slot >= 0:
+            lines.append(f"{pad}{on['read'](tint, slot)} = v")
+        return lines
+    body = pad
+    if t.condition is not None:
+        bad = gen.bad(t.condition)
+        head = "if"
+        if bad is not None:
+            lines += [f"{pad}if {bad}:"] + [f"{pad}    {x}" for x in on["err"]]
+            head = "elif"
+        lines += [f"{pad}{head} not ({gen.src(t.condition)}):"] + [f"{pad}    {x}" for x in on["fail"]]
+        lines.append(f"{pad}else:")
+        body = pad + "    "
+    bad = gen.bad(t.value)
+    if bad is not None:
+        lines += [f"{body}if {bad}:"] + [f"{body}    {x}" for x in on["err"]] + [f"{body}else:"]
+        body += "    "
+    cast = "np.int64" if tint else "np.float64"
+    lines.append(f"{body}nv = {cast}({gen.src(t.value)})")
+    lines += [f"{body}{x}" for x in on["save"](cells, k)]
+    lines.append(f"{body}{cells}[c] = nv")
+    return lines
+
+
+def _args(events: dict[str, str]) -> str:
+    names = sorted(events.values(), key=lambda a: int(a[1:]))
+    return "".join(f", {a}" for a in names)
+
+
+def serial_source(templates, target_int, source_int, slots, events) -> str:
+    """The serial kernel: events ``lo..hi-1`` in order; returns -1, or the operation that divided by zero."""
+    gen = _Source(events)
+    nk = len(templates)
+    writes = [k for k, t in enumerate(templates) if t.kind != READ]
+    lines = [
+        f"def kernel(lo, hi, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f{_args(events)}):",
+        "    for i in range(lo, hi):",
+    ]
+    conds = [k for k, t in enumerate(templates) if t.condition is not None]
+    saved = [k for k in writes if k < max(conds, default=-1)]
+    for k in saved:
+        lines.append(f"        o{k} = {'np.int64(0)' if target_int[k] else 'np.float64(0.0)'}")
+    for k, t in enumerate(templates):
+        undo = []
+        for q in reversed(saved):
+            if q < k:
+                undo += [f"if issued[i, {q}]:", f"    {'icells' if target_int[q] else 'fcells'}[cell2d[i, {q}]] = o{q}"]
+        on = {
+            "err": [f"return i * {nk} + {k}"],
+            "fail": undo + ["aborted[i] = 1", "continue"],
+            "save": (lambda cells, k: [f"o{k} = {cells}[c]"]) if k in saved else (lambda cells, k: []),
+            "read": lambda tint, slot: f"{'out_i' if tint else 'out_f'}[{slot}, i]",
+        }
+        lines.append(f"        if issued[i, {k}]:")
+        body = _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, " " * 12, on)
+        lines += body
+    lines.append("    return -1")
+    return "\n".join(lines) + "\n"
+
+
+def owner_source(templates, target_int, source_int, slots, events) -> str:
+    """The owner kernel: thread ``t`` walks ``lists[start[t]:ptr[t + 1]]`` (see the module's docstring)."""
+    gen = _Source(events)
+    nk = len(templates)
+    common = "ptr, start, lists, cell2d, src2d, t_write, t_int, icells, fcells, assumed, failed, kept"
+    common += f", old_i, old_f, rd_i, rd_f, errf{_args(events)}"
+    lines = [
+        f"def kernel(nthreads, {common}):",
+        "    for t in numba.prange(nthreads):",
+        f"        walk(t, {common})",
+        "",
+        "",
+        "@numba.njit(nogil=True, cache=True, error_model='numpy')",
+        f"def walk(t, {common}):",
+        "    b = ptr[t + 1]",
+        "    cur = -1",
+        "    txn_start = start[t]",
+        "    dead = False",
+        "    op = 0",
+        "    for p in range(start[t], b + 1):",
+        "        i = -1",
+        "        if p < b:",
+        "            op = lists[p]",
+        f"            i = op // {nk}",
+        "        if i != cur:",
+        "            if cur >= 0 and not dead and assumed[cur]:",
+        "                undo(txn_start, p, lists, cell2d, t_int, kept, old_i, old_f, icells, fcells)",
+        "            if p == b:",
+        "                break",
+        "            cur = i",
+        "            txn_start = p",
+        "            dead = False",
+        "        kept[p] = 0",
+        "        if dead:",
+        "            continue",
+        f"        k = op - i * {nk}",
+        "        ok = True",
+        "        err = False",
+    ]
+    on = {
+        "err": ["err = True"],
+        "fail": ["ok = False"],
+        "save": lambda cells, k: [f"{'old_i' if cells == 'icells' else 'old_f'}[p] = {cells}[c]", "kept[p] = 1"],
+        "read": lambda tint, slot: f"{'rd_i' if tint else 'rd_f'}[p]",
+    }
+    for k, t in enumerate(templates):
+        lines.append(f"        {'if' if k == 0 else 'elif'} k == {k}:")
+        lines += _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, " " * 12, on)
+    lines += [
+        "        if err:",
+        "            errf[t] = 1",
+        "            ok = False",
+        "        if not ok:",
+        "            failed[i] = 1",
+        "            undo(txn_start, p, lists, cell2d, t_int, kept, old_i, old_f, icells, fcells)",
+        "            dead = True",
+        "",
+        "",
+        "@numba.njit(nogil=True, cache=True)",
+        "def undo(lo, hi, lists, cell2d, t_int, kept, old_i, old_f, icells, fcells):",
+        "    for q in range(hi - 1, lo - 1, -1):",
+        "        if kept[q]:",
+        "            op = lists[q]",
+        f"            i = op // {nk}",
+        f"            k = op - i * {nk}",
+        "            if t_int[k]:",
+        "                icells[cell2d[i, k]] = old_i[q]",
+        "            else:",
+        "                fcells[cell2d[i, k]] = old_f[q]",
+        "            kept[q] = 0",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def load_serial(source: str):
+    return load_kernel(source, decorator=_DECORATOR)
+
+
+def load_owner(source: str):
+    return load_kernel(source, decorator=_PARALLEL)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def owner_lists(issued, cell2d, rec_shift, nthreads):
+    """Each issued operation's id (``i * nk + k``) in its record's owner's list, in timestamp order:
+    ``(lists, ptr)``, thread ``t``'s list being ``lists[ptr[t]:ptr[t + 1]]``. A record's owner is a
+    hash of its block of 16 neighbouring records: hot records spread over the threads, and threads
+    seldom write into the same cache line."""
+    n, nk = issued.shape
+    chunks = nthreads
+    counts = np.zeros((chunks, nthreads), np.int64)
+    for c in numba.prange(chunks):
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            for k in range(nk):
+                if issued[i, k]:
+                    blk = (cell2d[i, k] + rec_shift[k]) >> 4
+                    counts[c, ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32] += 1
+    ptr = np.zeros(nthreads + 1, np.int64)
+    pos = np.zeros((chunks, nthreads), np.int64)
+    for t in range(nthreads):
+        ptr[t + 1] = ptr[t]
+        for c in range(chunks):
+            pos[c, t] = ptr[t + 1]
+            ptr[t + 1] += counts[c, t]
+    lists = np.empty(ptr[nthreads], np.int64)
+    for c in numba.prange(chunks):
+        at = pos[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            for k in range(nk):
+                if issued[i, k]:
+                    blk = (cell2d[i, k] + rec_shift[k]) >> 4
+                    t = ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32
+                    lists[at[t]] = i * nk + k
+                    at[t] += 1
+    return lists, ptr
+
+
+@numba.njit(cache=True, nogil=True)
+def first_wrong(assumed, failed, lo):
+    """The first transaction from ``lo`` whose assumed outcome differs from the one found, or -1."""
+    for i in range(lo, len(assumed)):
+        if assumed[i] != failed[i]:
+            return i
+    return -1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rewind(ptr, start, lists, nk, cell2d, t_int, kept, old_i, old_f, icells, fcells):
+    """Put back, newest first, every kept write from ``start[t]`` on in each thread's list."""
+    for t in numba.prange(len(ptr) - 1):
+        for q in range(ptr[t + 1] - 1, start[t] - 1, -1):
+            if kept[q]:
+                op = lists[q]
+                i = op // nk
+                k = op - i * nk
+                if t_int[k]:
+                    icells[cell2d[i, k]] = old_i[q]
+                else:
+                    fcells[cell2d[i, k]] = old_f[q]
+                kept[q] = 0
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def scatter_reads(lists, ptr, nk, slot, t_int, rd_i, rd_f, out_i, out_f, nthreads):
+    """Each read's value from its place in its thread's list to its output row; a thread per range
+    of events (so that no two threads write into one cache line of the outputs)."""
+    n = out_i.shape[1]
+    for c in numba.prange(nthreads):
+        lo, hi = c * n // nthreads, (c + 1) * n // nthreads
+        for t in range(len(ptr) - 1):
+            a = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], lo * nk)
+            b = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], hi * nk)
+            for p in range(a, b):
+                op = lists[p]
+                i = op // nk
+                k = op - i * nk
+                s = slot[k]
+                if s >= 0:
+                    if t_int[k]:
+                        out_i[s, i] = rd_i[p]
+                    else:
+                        out_f[s, i] = rd_f[p]
