@@ -14,8 +14,9 @@ from tidal import tx
 from tidal.tx import runs
 
 
-def make_tables(size: int):
-    a = tx.Table("a", size, {"n": np.full(size, 30, dtype=np.int64), "m": np.arange(size, dtype=np.int64)})
+def make_tables(size: int, keyed: bool = False):
+    # keyed: explicit keys, so compute mode runs in numpy and the owner lists come from its grids
+    a = tx.Table("a", list(range(size)) if keyed else size, {"n": np.full(size, 30, dtype=np.int64), "m": np.arange(size, dtype=np.int64)})
     b = tx.Table("b", 4, {"x": np.linspace(0.5, 2.0, 4)})
     return a, b
 
@@ -68,10 +69,10 @@ def to_table(rows, size: int) -> pa.Table:
     )
 
 
-def check(data: pa.Table, size: int, workers: int, interval: int):
+def check(data: pa.Table, size: int, workers: int, interval: int, keyed: bool = False):
     a0, b0 = make_tables(size)
     want = tx.reference(data.rename_columns(["time", *data.column_names[1:]]), make_access(a0, b0), post)
-    a, b = make_tables(size)
+    a, b = make_tables(size, keyed)
     s = tidal.from_arrow(data, time="t").transact(
         make_access(a, b), post, scheduler="chains", interval=interval, workers=workers
     )
@@ -84,12 +85,14 @@ def check(data: pa.Table, size: int, workers: int, interval: int):
 
 
 @settings(max_examples=60, deadline=None)
-@given(events, st.integers(1, 4), st.integers(1, 40), st.sampled_from([3, 17, 64]), st.sampled_from([1, 2, 4]))
-def test_chains_by_owner_threads_equal_the_serial_reference(rows, workers, interval, size, max_rounds):
+@given(
+    events, st.integers(1, 4), st.integers(1, 40), st.sampled_from([3, 17, 64]), st.sampled_from([1, 2, 4]), st.booleans()
+)
+def test_chains_by_owner_threads_equal_the_serial_reference(rows, workers, interval, size, max_rounds, keyed):
     saved = runs.MAX_ROUNDS
     runs.MAX_ROUNDS = max_rounds
     try:
-        check(to_table(rows, size), size, workers, interval)
+        check(to_table(rows, size), size, workers, interval, keyed)
     finally:
         runs.MAX_ROUNDS = saved
 
@@ -102,12 +105,13 @@ def _cascade(n: int, size: int) -> pa.Table:
     return to_table(rows, size)
 
 
+@pytest.mark.parametrize("keyed", [False, True])
 @pytest.mark.parametrize("max_rounds", [1, 2, 4, 1000])
-def test_wrong_guesses_are_walked_again_or_finished_serially(max_rounds):
+def test_wrong_guesses_are_walked_again_or_finished_serially(max_rounds, keyed):
     saved = runs.MAX_ROUNDS
     runs.MAX_ROUNDS = max_rounds
     try:
-        stats = check(_cascade(3_000, 64), 64, 4, 3_000)
+        stats = check(_cascade(3_000, 64), 64, 4, 3_000, keyed)
     finally:
         runs.MAX_ROUNDS = saved
     assert stats["aborted"] > 100

@@ -198,10 +198,13 @@ def test_the_parallel_schedulers_cut_work_into_many_groups(scheduler):
     s.count()
     stats = s.node.box["last"].stats
     assert stats["events"] == 2_000 and stats["intervals"] == 4
+    if scheduler == "chains":
+        # one list of chains per owner thread, walked once (GS cannot abort): each thread has a share
+        assert stats["groups"] == 2 and stats["waves"] == 1
+        assert 0.3 * stats["operations"] < stats["largest_group"] < 0.7 * stats["operations"]
+        return
     # several groups per wave: work for several threads (pat: a multi-partition transaction is a wave alone)
     assert stats["groups"] > (1 if scheduler == "pat" else 4) * stats["waves"]
-    if scheduler == "chains":
-        assert stats["waves"] == 4 and stats["chains"] >= stats["groups"]
 
 
 @pytest.mark.parametrize("scheduler", tx.SCHEDULERS)

@@ -154,10 +154,14 @@ class Engine:
             t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
         )
         self.fused_kernels = {"serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))}
+        self.regions = None
         if self.scheduler == "chains" and self.owner_ok:
             self.fused_kernels["owner"] = fused.load_owner(
                 fused.owner_source(live, target_int, source_int, slots, events)
             )
+            owners = {"shift": fused.shift(len(self.templates)), "slots": slots}
+            made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places, owners)
+            self.regions = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
 
@@ -172,12 +176,20 @@ class Engine:
         cols = {"e." + k: v for k, v in columns.items()}
         self._compile({k: _kind_of_array(v) for k, v in cols.items()})
         sourced = any(t.source is not None for t in self.templates)
-        grids = self._decompose_compiled(cols, n, sourced)
-        if grids is None:
-            grids = self._decompose(cols, n, sync, position, sourced)
-        issued, cell2d, src2d, srec2d = grids
+
+        def grids():
+            made = self._decompose_compiled(cols, n, sourced)
+            return made if made is not None else self._decompose(cols, n, sync, position, sourced)
+
         self._threads()
-        if self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok):
+        fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
+        if fused_path and self.scheduler == "chains" and self._nthreads > 1:
+            done = runs.owner_from_events(self, cols, n, sync, position, grids)
+            if done is not None:
+                self.stats["state_access_s"] += _time.perf_counter() - t0
+                return done
+        issued, cell2d, src2d, srec2d = grids()
+        if fused_path:
             args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
             t1 = _time.perf_counter()
             committed, reads = runs.fused_run(self, issued, cell2d, src2d, args, n, sync, position)

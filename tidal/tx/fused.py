@@ -36,13 +36,13 @@ _PARALLEL = "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='
 
 def _op_lines(k: int, t: OpTemplate, tint: bool, sint, slot: int, gen: _Source, pad: str, on) -> list[str]:
     """One operation of template ``k`` for event ``i``: ``on`` gives the code for an error, a failed
-    condition and saving the old value (``save(cells)``)."""
+    condition, saving the old value (``save(cells)``), a read's output and the cells addressed."""
     cells = "icells" if tint else "fcells"
-    lines = [f"{pad}c = cell2d[i, {k}]"]
+    lines = [f"{pad}c = {on['cell'](k)}"]
     if t.kind != WRITE or (t.condition is not None and V in t.condition.columns()):
         lines.append(f"{pad}v = {cells}[c]")
     if t.source is not None:
-        lines.append(f"{pad}s = {'icells' if sint else 'fcells'}[src2d[i, {k}]]")
+        lines.append(f"{pad}s = {'icells' if sint else 'fcells'}[{on['src'](k)}]")
     if t.kind == READ:
         if slot >= 0:
             lines.append(f"{pad}{on['read'](tint, slot)} = v")
@@ -96,6 +96,8 @@ def serial_source(templates, target_int, source_int, slots, events) -> str:
             "fail": undo + ["aborted[i] = 1", "continue"],
             "save": (lambda cells, k: [f"o{k} = {cells}[c]"]) if k in saved else (lambda cells, k: []),
             "read": lambda tint, slot: f"{'out_i' if tint else 'out_f'}[{slot}, i]",
+            "cell": lambda k: f"cell2d[i, {k}]",
+            "src": lambda k: f"src2d[i, {k}]",
         }
         lines.append(f"        if issued[i, {k}]:")
         body = _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, " " * 12, on)
@@ -107,8 +109,8 @@ def serial_source(templates, target_int, source_int, slots, events) -> str:
 def owner_source(templates, target_int, source_int, slots, events) -> str:
     """The owner kernel: thread ``t`` walks ``lists[start[t]:ptr[t + 1]]`` (see the module's docstring)."""
     gen = _Source(events)
-    nk = len(templates)
-    common = "ptr, start, lists, cell2d, src2d, t_write, t_int, icells, fcells, assumed, failed, kept"
+    sh = shift(len(templates))
+    common = "ptr, start, lists, cells, srcs, t_write, t_int, icells, fcells, assumed, failed, kept"
     common += f", old_i, old_f, rd_i, rd_f, errf{_args(events)}"
     lines = [
         f"def kernel(nthreads, {common}):",
@@ -119,7 +121,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "@numba.njit(nogil=True, cache=True, error_model='numpy')",
         f"def walk(t, {common}):",
         "    b = ptr[t + 1]",
-        "    cur = -1",
+        "    cur = -2  # no transaction yet (and not the end's -1)",
         "    txn_start = start[t]",
         "    dead = False",
         "    op = 0",
@@ -127,10 +129,10 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "        i = -1",
         "        if p < b:",
         "            op = lists[p]",
-        f"            i = op // {nk}",
+        f"            i = op >> {sh}",
         "        if i != cur:",
         "            if cur >= 0 and not dead and assumed[cur]:",
-        "                undo(txn_start, p, lists, cell2d, t_int, kept, old_i, old_f, icells, fcells)",
+        "                undo(txn_start, p, lists, cells, t_int, kept, old_i, old_f, icells, fcells)",
         "            if p == b:",
         "                break",
         "            cur = i",
@@ -139,7 +141,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "        kept[p] = 0",
         "        if dead:",
         "            continue",
-        f"        k = op - i * {nk}",
+        f"        k = op & {(1 << sh) - 1}",
         "        ok = True",
         "        err = False",
     ]
@@ -148,6 +150,8 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "fail": ["ok = False"],
         "save": lambda cells, k: [f"{'old_i' if cells == 'icells' else 'old_f'}[p] = {cells}[c]", "kept[p] = 1"],
         "read": lambda tint, slot: f"{'rd_i' if tint else 'rd_f'}[p]",
+        "cell": lambda k: "cells[p]",
+        "src": lambda k: "srcs[p]",
     }
     for k, t in enumerate(templates):
         lines.append(f"        {'if' if k == 0 else 'elif'} k == {k}:")
@@ -158,24 +162,27 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "            ok = False",
         "        if not ok:",
         "            failed[i] = 1",
-        "            undo(txn_start, p, lists, cell2d, t_int, kept, old_i, old_f, icells, fcells)",
+        "            undo(txn_start, p, lists, cells, t_int, kept, old_i, old_f, icells, fcells)",
         "            dead = True",
         "",
         "",
         "@numba.njit(nogil=True, cache=True)",
-        "def undo(lo, hi, lists, cell2d, t_int, kept, old_i, old_f, icells, fcells):",
+        "def undo(lo, hi, lists, cells, t_int, kept, old_i, old_f, icells, fcells):",
         "    for q in range(hi - 1, lo - 1, -1):",
         "        if kept[q]:",
-        "            op = lists[q]",
-        f"            i = op // {nk}",
-        f"            k = op - i * {nk}",
+        f"            k = lists[q] & {(1 << sh) - 1}",
         "            if t_int[k]:",
-        "                icells[cell2d[i, k]] = old_i[q]",
+        "                icells[cells[q]] = old_i[q]",
         "            else:",
-        "                fcells[cell2d[i, k]] = old_f[q]",
+        "                fcells[cells[q]] = old_f[q]",
         "            kept[q] = 0",
     ]
     return "\n".join(lines) + "\n"
+
+
+def shift(nk: int) -> int:
+    """Operation ids are ``(i << shift) | k``: the bits that hold a template number."""
+    return max(1, (nk - 1).bit_length())
 
 
 def load_serial(source: str):
@@ -186,21 +193,45 @@ def load_owner(source: str):
     return load_kernel(source, decorator=_PARALLEL)
 
 
+@numba.njit(cache=True, nogil=True)
+def _owner(cell, shift_k, nthreads):
+    blk = (cell + shift_k) >> 4
+    return ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32
+
+
+@numba.njit(cache=True, nogil=True)
+def _count(issued, cell2d, rec_shift, nthreads, lo, hi, counts):
+    for i in range(lo, hi):
+        for k in range(issued.shape[1]):
+            if issued[i, k]:
+                counts[_owner(cell2d[i, k], rec_shift[k], nthreads)] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, at, lists, cells, srcs, sh):
+    for i in range(lo, hi):
+        for k in range(issued.shape[1]):
+            if issued[i, k]:
+                t = _owner(cell2d[i, k], rec_shift[k], nthreads)
+                p = at[t]
+                lists[p] = (i << sh) | k
+                cells[p] = cell2d[i, k]
+                if src2d.shape[0] > 1:
+                    srcs[p] = src2d[i, k]
+                at[t] = p + 1
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def owner_lists(issued, cell2d, rec_shift, nthreads):
-    """Each issued operation's id (``i * nk + k``) in its record's owner's list, in timestamp order:
+def owner_lists(issued, cell2d, src2d, rec_shift, nthreads, sh):
+    """Each issued operation's id (``(i << sh) | k``) in its record's owner's list, in timestamp order:
     ``(lists, ptr)``, thread ``t``'s list being ``lists[ptr[t]:ptr[t + 1]]``. A record's owner is a
     hash of its block of 16 neighbouring records: hot records spread over the threads, and threads
-    seldom write into the same cache line."""
-    n, nk = issued.shape
+    seldom write into the same cache line. Each thread counts, then places, a range of events."""
+    n = issued.shape[0]
     chunks = nthreads
     counts = np.zeros((chunks, nthreads), np.int64)
     for c in numba.prange(chunks):
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
-            for k in range(nk):
-                if issued[i, k]:
-                    blk = (cell2d[i, k] + rec_shift[k]) >> 4
-                    counts[c, ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32] += 1
+        _count(issued, cell2d, rec_shift, nthreads, c * n // chunks, (c + 1) * n // chunks, counts[c])
     ptr = np.zeros(nthreads + 1, np.int64)
     pos = np.zeros((chunks, nthreads), np.int64)
     for t in range(nthreads):
@@ -208,17 +239,13 @@ def owner_lists(issued, cell2d, rec_shift, nthreads):
         for c in range(chunks):
             pos[c, t] = ptr[t + 1]
             ptr[t + 1] += counts[c, t]
-    lists = np.empty(ptr[nthreads], np.int64)
+    m = ptr[nthreads]
+    lists, cells = np.empty(m, np.int64), np.empty(m, np.int64)
+    srcs = np.empty(m if src2d.shape[0] > 1 else 1, np.int64)
     for c in numba.prange(chunks):
-        at = pos[c]
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
-            for k in range(nk):
-                if issued[i, k]:
-                    blk = (cell2d[i, k] + rec_shift[k]) >> 4
-                    t = ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32
-                    lists[at[t]] = i * nk + k
-                    at[t] += 1
-    return lists, ptr
+        lo, hi = c * n // chunks, (c + 1) * n // chunks
+        _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, pos[c], lists, cells, srcs, sh)
+    return lists, ptr, cells, srcs
 
 
 @numba.njit(cache=True, nogil=True)
@@ -231,38 +258,56 @@ def first_wrong(assumed, failed, lo):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rewind(ptr, start, lists, nk, cell2d, t_int, kept, old_i, old_f, icells, fcells):
+def rewind(ptr, start, lists, sh, cells, t_int, kept, old_i, old_f, icells, fcells):
     """Put back, newest first, every kept write from ``start[t]`` on in each thread's list."""
     for t in numba.prange(len(ptr) - 1):
         for q in range(ptr[t + 1] - 1, start[t] - 1, -1):
             if kept[q]:
-                op = lists[q]
-                i = op // nk
-                k = op - i * nk
+                k = lists[q] & ((1 << sh) - 1)
                 if t_int[k]:
-                    icells[cell2d[i, k]] = old_i[q]
+                    icells[cells[q]] = old_i[q]
                 else:
-                    fcells[cell2d[i, k]] = old_f[q]
+                    fcells[cells[q]] = old_f[q]
                 kept[q] = 0
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def scatter_reads(lists, ptr, nk, slot, t_int, rd_i, rd_f, out_i, out_f, nthreads):
+def scatter_reads(lists, ptr, sh, slot, t_int, rd_i, rd_f, out_i, out_f, nthreads):
     """Each read's value from its place in its thread's list to its output row; a thread per range
     of events (so that no two threads write into one cache line of the outputs)."""
     n = out_i.shape[1]
     for c in numba.prange(nthreads):
         lo, hi = c * n // nthreads, (c + 1) * n // nthreads
         for t in range(len(ptr) - 1):
-            a = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], lo * nk)
-            b = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], hi * nk)
+            a = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], lo << sh)
+            b = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], hi << sh)
             for p in range(a, b):
                 op = lists[p]
-                i = op // nk
-                k = op - i * nk
+                i = op >> sh
+                k = op & ((1 << sh) - 1)
                 s = slot[k]
                 if s >= 0:
                     if t_int[k]:
                         out_i[s, i] = rd_i[p]
                     else:
                         out_f[s, i] = rd_f[p]
+
+
+@numba.njit(cache=True, nogil=True)
+def validity(rissued, committed):
+    """Per read (``rissued[s]``: the events that issued it), Arrow's validity bitmap: issued by a
+    committed transaction; and each read's number of nulls."""
+    nr, n = rissued.shape
+    nbytes = (n + 7) // 8
+    bits = np.zeros((nr, nbytes), np.uint8)
+    nulls = np.zeros(nr, np.int64)
+    for s in range(nr):
+        row = bits[s]
+        count = 0
+        for i in range(n):
+            if rissued[s, i] and committed[i]:
+                row[i >> 3] |= np.uint8(1 << (i & 7))
+            else:
+                count += 1
+        nulls[s] = count
+    return bits, nulls

@@ -4,7 +4,9 @@
 reads another record) gives each record to one owner thread, and walks every thread's operations
 in timestamp order in parallel: one call for the whole run, no barrier between punctuation
 intervals (a record's chain continues on the same thread, so the order on each record is the
-serial one, and records do not depend on each other). A transaction whose condition fails on one
+serial one, and records do not depend on each other). The threads' lists come straight from the
+events when compute mode compiles (the same pass that decides the operations places each one in
+its owner's list), else from compute mode's grids. A transaction whose condition fails on one
 thread while others applied it is found after the walk; the threads rewind to just before the
 first such transaction and walk again from there, with the outcomes found so far assumed (the
 rounds). After ``MAX_ROUNDS`` rounds the rest of the batch runs serially, so a workload whose
@@ -23,84 +25,158 @@ from . import fused
 MAX_ROUNDS = 4
 
 
-def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int):
-    """Run the batch's transactions; returns (committed, {read name: values}) as ``Engine.run``."""
-    from .engine import TransactionError
+class _Restart(Exception):
+    """The owner walk met a division by zero: the batch runs serially from its start."""
 
+
+def owner_from_events(engine, cols, n: int, sync, position: int, grids):
+    """``chains`` with the owner lists built by compute mode's kernel; None when that kernel does not
+    apply (or finds an error to name: the grid path names it). ``grids()`` computes the grids."""
+    if engine.regions is None:
+        return None
+    fn, names = engine.regions
+    if any(cols[c].null_count for c in names):
+        return None
+    threads = engine._nthreads
+    nr = len(engine.read_slots)
+    ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
+    err = np.zeros(n, np.uint8)
+    counts = np.zeros((threads, threads), np.int64)
+    one = np.empty(1, np.int64)
+    fn(n, threads, 0, counts, one, one, one, np.zeros((0, 0), np.bool_), err, *ecols)
+    if err.any():
+        return None
+    ptr = np.zeros(threads + 1, np.int64)
+    ptr[1:] = np.cumsum(counts.sum(axis=0))
+    pos = ptr[:-1][None, :] + np.cumsum(counts, axis=0) - counts  # region (chunk c, owner t): t-major
+    m = int(ptr[-1])
+    sourced = any(t.source is not None for t in engine.templates)
+    lists, cells = np.empty(m, np.int64), np.empty(m, np.int64)
+    srcs = np.empty(m if sourced else 1, np.int64)
+    rissued = np.zeros((nr, n), np.bool_)
+    fn(n, threads, 1, pos, lists, cells, srcs, rissued, err, *ecols)
+    args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
+    try:
+        return _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, grids)
+    except _Restart:
+        return fused_run(engine, *grids()[:3], args, n, sync, position, serial_only=True)
+
+
+def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, serial_only: bool = False):
+    """Run the batch's transactions from compute mode's grids; returns (committed, {read: values})."""
+    threads = engine._nthreads
+    grids = (issued, cell2d, src2d)
+    if engine.scheduler == "chains" and threads > 1 and not serial_only:
+        lists, ptr, cells, srcs = fused.owner_lists(issued, cell2d, src2d, engine.rec_shift, threads, _shift(engine))
+        rissued = _read_rows(engine, issued)
+        try:
+            return _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, lambda: grids)
+        except _Restart:
+            pass
     nr = len(engine.read_slots)
     out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
+    saved = (engine.icells.copy(), engine.fcells.copy())
+    aborted = np.zeros(n, np.uint8)
+    stop = _serial(engine, grids, 0, n, aborted, out_i, out_f, args)
+    _stop(engine, stop, saved, sync, position)
+    st = engine.stats
+    st["groups"] += 1
+    st["waves"] += 1
+    m = int(issued.sum())
+    st["largest_group"] = max(st["largest_group"], m)
+    return _finish(engine, aborted, out_i, out_f, _read_rows(engine, issued), n, m)
+
+
+def _shift(engine) -> int:
+    return fused.shift(len(engine.templates))
+
+
+def _read_rows(engine, issued):
+    kcols = list(engine.read_slots.values())
+    return np.ascontiguousarray(issued[:, kcols].T) if kcols else np.zeros((0, len(issued)), np.bool_)
+
+
+def _serial(engine, grids, lo, hi, aborted, out_i, out_f, args) -> int:
+    issued, cell2d, src2d = grids
+    kernel = engine.fused_kernels["serial"]
+    return kernel(lo, hi, issued, cell2d, src2d, engine.icells, engine.fcells, aborted, out_i, out_f, *args)
+
+
+def _stop(engine, stop: int, saved, sync, position: int) -> None:
+    if stop < 0:
+        return
+    from .engine import TransactionError
+
+    engine.icells[:], engine.fcells[:] = saved
+    i, k = divmod(int(stop), len(engine.templates))
+    raise TransactionError(
+        f"transact: event {position + i} (time {int(sync[i])}): division by zero in {engine.templates[k].describe()}"
+    )
+
+
+def _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, grids):
+    threads = len(ptr) - 1
+    sh = _shift(engine)
+    nr = len(engine.read_slots)
     icells, fcells = engine.icells, engine.fcells
     saved = (icells.copy(), fcells.copy())
-    serial = engine.fused_kernels["serial"]
-    aborted = np.zeros(n, np.uint8)
+    out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
+    m = len(lists)
+    assumed, failed = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    kept = np.zeros(m, np.uint8)
+    old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
+    rd_i, rd_f = np.empty(m, np.int64), np.empty(m, np.float64)
+    errf = np.zeros(threads, np.uint8)
+    start = ptr[:-1].copy()
+    owner = engine.fused_kernels["owner"]
     st = engine.stats
-    nk = len(engine.templates)
-    if engine.scheduler == "serial":
-        stop = serial(0, n, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f, *args)
-        st["groups"] += 1
-        st["waves"] += 1
-        m = int(issued.sum())
-        st["largest_group"] = max(st["largest_group"], m)
-    else:
-        threads = engine._nthreads
-        lists, ptr = fused.owner_lists(issued, cell2d, engine.rec_shift, threads)
-        m = len(lists)
-        assumed, failed = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
-        kept = np.zeros(m, np.uint8)
-        old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
-        rd_i, rd_f = np.empty(m, np.int64), np.empty(m, np.float64)
-        errf = np.zeros(threads, np.uint8)
-        start = ptr[:-1].copy()
-        owner = engine.fused_kernels["owner"]
-        lo, rounds, stop = 0, 0, -1
-        while True:
-            rounds += 1
-            owner(
-                threads, ptr, start, lists, cell2d, src2d, engine.t_write, engine.t_int, icells, fcells,
-                assumed, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
-            )  # fmt: skip
-            if errf.any():  # a division by zero somewhere: let the serial order decide
-                icells[:], fcells[:] = saved
-                aborted[:] = 0
-                stop = serial(0, n, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f, *args)
-                break
-            wrong = fused.first_wrong(assumed, failed, lo)
-            if wrong < 0:
-                aborted = failed
-                if nr:
-                    fused.scatter_reads(lists, ptr, nk, engine.slot, engine.t_int, rd_i, rd_f, out_i, out_f, threads)
-                break
+    lo, rounds = 0, 0
+    while True:
+        rounds += 1
+        owner(
+            threads, ptr, start, lists, cells, srcs, engine.t_write, engine.t_int, icells, fcells,
+            assumed, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
+        )  # fmt: skip
+        if errf.any():  # a division by zero somewhere: let the serial order decide
+            icells[:], fcells[:] = saved
+            raise _Restart
+        wrong = fused.first_wrong(assumed, failed, lo)
+        if wrong >= 0:
             start = np.array(
-                [ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], wrong * nk) for t in range(threads)], np.int64
+                [ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], wrong << sh) for t in range(threads)], np.int64
             )
-            fused.rewind(ptr, start, lists, nk, cell2d, engine.t_int, kept, old_i, old_f, icells, fcells)
+            fused.rewind(ptr, start, lists, sh, cells, engine.t_int, kept, old_i, old_f, icells, fcells)
             st["rewalked"] = st.get("rewalked", 0) + int((ptr[1:] - start).sum())
-            if rounds >= MAX_ROUNDS:
-                if nr:
-                    fused.scatter_reads(lists, ptr, nk, engine.slot, engine.t_int, rd_i, rd_f, out_i, out_f, threads)
-                aborted[:wrong] = failed[:wrong]
-                stop = serial(wrong, n, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f, *args)
-                st["serial_rest"] = st.get("serial_rest", 0) + n - wrong
-                break
-            assumed[wrong:] = failed[wrong:]
-            failed[wrong:] = 0
-            lo = wrong
-        st["groups"] += threads
-        st["waves"] += rounds
-        st["largest_group"] = max(st["largest_group"], int(np.diff(ptr).max()))
-    if stop >= 0:
-        icells[:], fcells[:] = saved
-        i, k = divmod(int(stop), nk)
-        raise TransactionError(
-            f"transact: event {position + i} (time {int(sync[i])}): division by zero in "
-            f"{engine.templates[k].describe()}"
-        )
+        if wrong < 0 or rounds >= MAX_ROUNDS:
+            if nr:
+                fused.scatter_reads(lists, ptr, sh, engine.slot, engine.t_int, rd_i, rd_f, out_i, out_f, threads)
+            break
+        assumed[wrong:] = failed[wrong:]
+        failed[wrong:] = 0
+        lo = wrong
+    aborted = failed
+    if wrong >= 0:  # rounds ran out: the rest serially, from the first wrong guess
+        aborted[wrong:] = 0
+        stop = _serial(engine, grids()[:3], wrong, n, aborted, out_i, out_f, args)
+        _stop(engine, stop, saved, sync, position)
+        st["serial_rest"] = st.get("serial_rest", 0) + n - wrong
+    st["groups"] += threads
+    st["waves"] += rounds
+    st["largest_group"] = max(st["largest_group"], int(np.diff(ptr).max()))
+    return _finish(engine, aborted, out_i, out_f, rissued, n, m)
+
+
+def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     committed = aborted == 0
     reads = {}
-    for s, (name, k) in enumerate(engine.read_slots.items()):
-        ok = issued[:, k] & committed
-        values = out_i[s] if engine.t_int[k] else out_f[s]
-        reads[name] = pa.array(values, mask=None if ok.all() else ~ok)
+    if len(rissued):
+        bits, nulls = fused.validity(rissued, committed)
+        for s, (name, k) in enumerate(engine.read_slots.items()):
+            values = out_i[s] if engine.t_int[k] else out_f[s]
+            valid = None if nulls[s] == 0 else pa.py_buffer(bits[s])
+            dtype = pa.int64() if engine.t_int[k] else pa.float64()
+            reads[name] = pa.Array.from_buffers(dtype, n, [valid, pa.py_buffer(values)], null_count=int(nulls[s]))
+    st = engine.stats
     st["events"] += n
     st["batches"] += 1
     st["operations"] += m
