@@ -148,7 +148,10 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
     on = {
         "err": ["err = True"],
         "fail": ["ok = False"],
-        "save": lambda cells, k: [f"{'old_i' if cells == 'icells' else 'old_f'}[p] = {cells}[c]", "kept[p] = 1"],
+        # without conditions nothing is ever undone: no old values to keep
+        "save": (lambda cells, k: [f"{'old_i' if cells == 'icells' else 'old_f'}[p] = {cells}[c]", "kept[p] = 1"])
+        if any(t.condition is not None for t in templates)
+        else (lambda cells, k: []),
         "read": lambda tint, slot: f"{'rd_i' if tint else 'rd_f'}[p]",
         "cell": lambda k: "cells[p]",
         "src": lambda k: "srcs[p]",
@@ -291,23 +294,3 @@ def scatter_reads(lists, ptr, sh, slot, t_int, rd_i, rd_f, out_i, out_f, nthread
                         out_i[s, i] = rd_i[p]
                     else:
                         out_f[s, i] = rd_f[p]
-
-
-@numba.njit(cache=True, nogil=True)
-def validity(rissued, committed):
-    """Per read (``rissued[s]``: the events that issued it), Arrow's validity bitmap: issued by a
-    committed transaction; and each read's number of nulls."""
-    nr, n = rissued.shape
-    nbytes = (n + 7) // 8
-    bits = np.zeros((nr, nbytes), np.uint8)
-    nulls = np.zeros(nr, np.int64)
-    for s in range(nr):
-        row = bits[s]
-        count = 0
-        for i in range(n):
-            if rissued[s, i] and committed[i]:
-                row[i >> 3] |= np.uint8(1 << (i & 7))
-            else:
-                count += 1
-        nulls[s] = count
-    return bits, nulls

@@ -170,7 +170,8 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     committed = aborted == 0
     reads = {}
     if len(rissued):
-        bits, nulls = fused.validity(rissued, committed)
+        bits = np.packbits(rissued & committed, axis=1, bitorder="little")
+        nulls = n - np.count_nonzero(rissued & committed, axis=1) if n else np.zeros(len(rissued), np.int64)
         for s, (name, k) in enumerate(engine.read_slots.items()):
             values = out_i[s] if engine.t_int[k] else out_f[s]
             valid = None if nulls[s] == 0 else pa.py_buffer(bits[s])
