@@ -1,7 +1,8 @@
 """State access for the ``serial`` scheduler and for ``chains`` by owner threads (``tidal.tx.fused``).
 
 ``serial`` runs the fused serial kernel over the batch's events. ``chains`` (when no operation
-reads another record) gives each record to one owner thread, and walks every thread's operations
+reads another record) gives each record to one owner list (``LISTS`` per worker thread, handed
+out to the threads one at a time), and walks every thread's operations
 in timestamp order in parallel: one call for the whole run, no barrier between punctuation
 intervals (a record's chain continues on the same thread, so the order on each record is the
 serial one, and records do not depend on each other). The threads' lists come straight from the
@@ -17,12 +18,15 @@ the event). Per run, the Python-level work is a constant number of calls per rou
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pyarrow as pa
 
 from . import fused
 
 MAX_ROUNDS = 4
+LISTS = 4  # owner lists per worker thread: handed out one at a time, so a thread that the machine
+# slows down leaves its share to the others
 
 
 class _Restart(Exception):
@@ -37,13 +41,14 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
     fn, names = engine.regions
     if any(cols[c].null_count for c in names):
         return None
-    threads = engine._nthreads
+    threads = engine._nthreads * LISTS  # lists, and ranges of events to build them
     nr = len(engine.read_slots)
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
     err = np.zeros(n, np.uint8)
     counts = np.zeros((threads, threads), np.int64)
     one = np.empty(1, np.int64)
-    fn(n, threads, 0, counts, one, one, one, np.zeros((0, 0), np.bool_), err, *ecols)
+    with numba.parallel_chunksize(1):
+        fn(n, threads, 0, counts, one, one, one, np.zeros((0, 0), np.bool_), err, *ecols)
     if err.any():
         return None
     ptr = np.zeros(threads + 1, np.int64)
@@ -54,7 +59,8 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
     lists, cells = np.empty(m, np.int64), np.empty(m, np.int64)
     srcs = np.empty(m if sourced else 1, np.int64)
     rissued = np.zeros((nr, n), np.bool_)
-    fn(n, threads, 1, pos, lists, cells, srcs, rissued, err, *ecols)
+    with numba.parallel_chunksize(1):
+        fn(n, threads, 1, pos, lists, cells, srcs, rissued, err, *ecols)
     args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
     try:
         return _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, grids)
@@ -67,7 +73,9 @@ def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, 
     threads = engine._nthreads
     grids = (issued, cell2d, src2d)
     if engine.scheduler == "chains" and threads > 1 and not serial_only:
-        lists, ptr, cells, srcs = fused.owner_lists(issued, cell2d, src2d, engine.rec_shift, threads, _shift(engine))
+        with numba.parallel_chunksize(1):
+            made = fused.owner_lists(issued, cell2d, src2d, engine.rec_shift, threads * LISTS, _shift(engine))
+        lists, ptr, cells, srcs = made
         rissued = _read_rows(engine, issued)
         try:
             return _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, lambda: grids)
@@ -133,10 +141,11 @@ def _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, positio
     lo, rounds = 0, 0
     while True:
         rounds += 1
-        owner(
-            threads, ptr, start, lists, cells, srcs, engine.t_write, engine.t_int, icells, fcells,
-            assumed, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
-        )  # fmt: skip
+        with numba.parallel_chunksize(1):  # a thread that finishes its lists takes the next one left
+            owner(
+                threads, ptr, start, lists, cells, srcs, engine.t_write, engine.t_int, icells, fcells,
+                assumed, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
+            )  # fmt: skip
         if errf.any():  # a division by zero somewhere: let the serial order decide
             icells[:], fcells[:] = saved
             raise _Restart
