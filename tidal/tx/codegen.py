@@ -296,7 +296,7 @@ def decompose_source(
     if owners is None:
         lines = [f"def kernel(n, issued, cell2d, src2d, srec2d, err{tail}):", "    for i in numba.prange(n):"]
     else:
-        common = f"n, nthreads, mode, lists, cells, srcs, rissued, err{tail}"
+        common = f"n, nthreads, mode, lists, cells, srcs, rissued, spread, err{tail}"
         lines = [
             f"def kernel({common.replace('mode,', 'mode, at,')}):",
             "    for c in numba.prange(nthreads):",
@@ -306,6 +306,8 @@ def decompose_source(
             "@numba.njit(nogil=True, cache=True, error_model='numpy')",
             f"def fill(c, at, {common}):",
             "    for i in range(c * n // nthreads, (c + 1) * n // nthreads):",
+            "        first = -1",  # the list of the event's first operation; spread: others too
+            "        multi = 0",
         ]
     for k, t in enumerate(templates):
         (cbase, rbase, size), src = places[k]
@@ -332,11 +334,14 @@ def decompose_source(
                 lines += [f"{pad}    srcs[p] = {src[0]} + key1"]
             if owners["slots"][k] >= 0:
                 lines += [f"{pad}    rissued[{owners['slots'][k]}, i] = True"]
-            lines += [f"{pad}at[t] += 1"]
+            lines += [f"{pad}at[t] += 1", f"{pad}if first < 0:", f"{pad}    first = t", f"{pad}elif t != first:"]
+            lines += [f"{pad}    multi = 1"]
             continue
         lines += [f"{pad}issued[i, {k}] = True", f"{pad}cell2d[i, {k}] = {cbase} + key0"]
         if src is not None:
             lines += [f"{pad}src2d[i, {k}] = {src[0]} + key1", f"{pad}srec2d[i, {k}] = {src[1]} + key1"]
+    if owners is not None:
+        lines += ["        if mode:", "            spread[i] = multi"]
     return "\n".join(lines) + "\n", sorted(events, key=lambda c: int(events[c][1:]))
 
 

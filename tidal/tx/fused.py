@@ -110,7 +110,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
     """The owner kernel: thread ``t`` walks ``lists[start[t]:ptr[t + 1]]`` (see the module's docstring)."""
     gen = _Source(events)
     sh = shift(len(templates))
-    common = "ptr, start, lists, cells, srcs, t_write, t_int, icells, fcells, assumed, failed, kept"
+    common = "ptr, start, lists, cells, srcs, t_write, t_int, icells, fcells, assumed, spread, failed, kept"
     common += f", old_i, old_f, rd_i, rd_f, errf{_args(events)}"
     lines = [
         f"def kernel(nthreads, {common}):",
@@ -131,7 +131,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "            op = lists[p]",
         f"            i = op >> {sh}",
         "        if i != cur:",
-        "            if cur >= 0 and not dead and assumed[cur]:",
+        "            if cur >= 0 and not dead and assumed[cur] and spread[cur]:",
         "                undo(txn_start, p, lists, cells, t_int, kept, old_i, old_f, icells, fcells)",
         "            if p == b:",
         "                break",
@@ -211,11 +211,16 @@ def _count(issued, cell2d, rec_shift, nthreads, lo, hi, counts):
 
 
 @numba.njit(cache=True, nogil=True)
-def _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, at, lists, cells, srcs, sh):
+def _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, at, lists, cells, srcs, sh, spread):
     for i in range(lo, hi):
+        first = -1
         for k in range(issued.shape[1]):
             if issued[i, k]:
                 t = _owner(cell2d[i, k], rec_shift[k], nthreads)
+                if first < 0:
+                    first = t
+                elif t != first:
+                    spread[i] = 1
                 p = at[t]
                 lists[p] = (i << sh) | k
                 cells[p] = cell2d[i, k]
@@ -245,17 +250,19 @@ def owner_lists(issued, cell2d, src2d, rec_shift, nthreads, sh):
     m = ptr[nthreads]
     lists, cells = np.empty(m, np.int64), np.empty(m, np.int64)
     srcs = np.empty(m if src2d.shape[0] > 1 else 1, np.int64)
+    spread = np.zeros(n, np.uint8)
     for c in numba.prange(chunks):
         lo, hi = c * n // chunks, (c + 1) * n // chunks
-        _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, pos[c], lists, cells, srcs, sh)
-    return lists, ptr, cells, srcs
+        _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, pos[c], lists, cells, srcs, sh, spread)
+    return lists, ptr, cells, srcs, spread
 
 
 @numba.njit(cache=True, nogil=True)
-def first_wrong(assumed, failed, lo):
-    """The first transaction from ``lo`` whose assumed outcome differs from the one found, or -1."""
+def first_wrong(assumed, failed, spread, lo):
+    """The first transaction from ``lo`` spread over several lists whose assumed outcome differs from
+    the one found, or -1 (a transaction within one list is decided there, whatever was assumed)."""
     for i in range(lo, len(assumed)):
-        if assumed[i] != failed[i]:
+        if spread[i] and assumed[i] != failed[i]:
             return i
     return -1
 

@@ -48,7 +48,7 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
     counts = np.zeros((threads, threads), np.int64)
     one = np.empty(1, np.int64)
     with numba.parallel_chunksize(1):
-        fn(n, threads, 0, counts, one, one, one, np.zeros((0, 0), np.bool_), err, *ecols)
+        fn(n, threads, 0, counts, one, one, one, np.zeros((0, 0), np.bool_), np.zeros(0, np.uint8), err, *ecols)
     if err.any():
         return None
     ptr = np.zeros(threads + 1, np.int64)
@@ -59,11 +59,12 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
     lists, cells = np.empty(m, np.int64), np.empty(m, np.int64)
     srcs = np.empty(m if sourced else 1, np.int64)
     rissued = np.zeros((nr, n), np.bool_)
+    spread = np.zeros(n, np.uint8)
     with numba.parallel_chunksize(1):
-        fn(n, threads, 1, pos, lists, cells, srcs, rissued, err, *ecols)
+        fn(n, threads, 1, pos, lists, cells, srcs, rissued, spread, err, *ecols)
     args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
     try:
-        return _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, grids)
+        return _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync, position, grids)
     except _Restart:
         return fused_run(engine, *grids()[:3], args, n, sync, position, serial_only=True)
 
@@ -75,10 +76,10 @@ def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, 
     if engine.scheduler == "chains" and threads > 1 and not serial_only:
         with numba.parallel_chunksize(1):
             made = fused.owner_lists(issued, cell2d, src2d, engine.rec_shift, threads * LISTS, _shift(engine))
-        lists, ptr, cells, srcs = made
+        lists, ptr, cells, srcs, spread = made
         rissued = _read_rows(engine, issued)
         try:
-            return _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, lambda: grids)
+            return _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync, position, lambda: grids)
         except _Restart:
             pass
     nr = len(engine.read_slots)
@@ -122,7 +123,7 @@ def _stop(engine, stop: int, saved, sync, position: int) -> None:
     )
 
 
-def _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, position, grids):
+def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync, position, grids):
     threads = len(ptr) - 1
     sh = _shift(engine)
     nr = len(engine.read_slots)
@@ -144,12 +145,12 @@ def _owner_walk(engine, lists, ptr, cells, srcs, rissued, args, n, sync, positio
         with numba.parallel_chunksize(1):  # a thread that finishes its lists takes the next one left
             owner(
                 threads, ptr, start, lists, cells, srcs, engine.t_write, engine.t_int, icells, fcells,
-                assumed, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
+                assumed, spread, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
             )  # fmt: skip
         if errf.any():  # a division by zero somewhere: let the serial order decide
             icells[:], fcells[:] = saved
             raise _Restart
-        wrong = fused.first_wrong(assumed, failed, lo)
+        wrong = fused.first_wrong(assumed, failed, spread, lo)
         if wrong >= 0:
             start = np.array(
                 [ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], wrong << sh) for t in range(threads)], np.int64
