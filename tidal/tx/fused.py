@@ -110,7 +110,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
     """The owner kernel: thread ``t`` walks ``lists[start[t]:ptr[t + 1]]`` (see the module's docstring)."""
     gen = _Source(events)
     sh = shift(len(templates))
-    common = "ptr, start, lists, cells, srcs, t_write, t_int, icells, fcells, assumed, spread, failed, kept"
+    common = "ptr, start, lists, cells, srcs, t_write, t_int, icells, fcells, assumed, spread, fails, kept"
     common += f", old_i, old_f, rd_i, rd_f, errf{_args(events)}"
     lines = [
         f"def kernel(nthreads, {common}):",
@@ -164,7 +164,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "            errf[t] = 1",
         "            ok = False",
         "        if not ok:",
-        "            failed[i] = 1",
+        "            fails[t, i] = 1",
         "            undo(txn_start, p, lists, cells, t_int, kept, old_i, old_f, icells, fcells)",
         "            dead = True",
         "",
@@ -258,20 +258,42 @@ def owner_lists(issued, cell2d, src2d, rec_shift, nthreads, sh):
 
 
 @numba.njit(cache=True, nogil=True)
-def first_wrong(assumed, failed, spread, lo):
-    """The first transaction from ``lo`` spread over several lists whose assumed outcome differs from
-    the one found, or -1 (a transaction within one list is decided there, whatever was assumed)."""
+def first_wrong(assumed, fails, spread, lo, failed):
+    """Each transaction's outcome from ``lo`` on (``failed``: a condition failed in some list), and
+    the first one spread over several lists whose assumed outcome was wrong, or -1 (a transaction
+    within one list is decided there, whatever was assumed)."""
+    wrong = -1
     for i in range(lo, len(assumed)):
-        if spread[i] and assumed[i] != failed[i]:
-            return i
-    return -1
+        f = 0
+        for t in range(fails.shape[0]):
+            f |= fails[t, i]
+        failed[i] = f
+        if wrong < 0 and spread[i] and assumed[i] != f:
+            wrong = i
+    return wrong
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def rewind(ptr, start, lists, sh, cells, t_int, kept, old_i, old_f, icells, fcells):
-    """Put back, newest first, every kept write from ``start[t]`` on in each thread's list."""
+def restarts(lists, ptr, sh, wrong, assumed, failed, spread, start):
+    """Where each list walks again: at its first transaction from ``wrong`` on whose assumption
+    changes (a list's walk depends on nothing else), or at its end."""
+    for t in numba.prange(len(ptr) - 1):
+        p = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], wrong << sh)
+        while p < ptr[t + 1]:
+            i = lists[p] >> sh
+            if spread[i] and assumed[i] != failed[i]:
+                break
+            p += 1
+        start[t] = p
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def rewind(ptr, start, lists, sh, cells, t_int, kept, old_i, old_f, icells, fcells, fails):
+    """Put back, newest first, every kept write from ``start[t]`` on in each list, and forget the
+    conditions that failed there."""
     for t in numba.prange(len(ptr) - 1):
         for q in range(ptr[t + 1] - 1, start[t] - 1, -1):
+            fails[t, lists[q] >> sh] = 0
             if kept[q]:
                 k = lists[q] & ((1 << sh) - 1)
                 if t_int[k]:

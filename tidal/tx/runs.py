@@ -132,6 +132,7 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
     out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
     m = len(lists)
     assumed, failed = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    fails = np.zeros((threads, n), np.uint8)  # per list: the transactions whose condition failed there
     kept = np.zeros(m, np.uint8)
     old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
     rd_i, rd_f = np.empty(m, np.int64), np.empty(m, np.float64)
@@ -145,24 +146,26 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
         with numba.parallel_chunksize(1):  # a thread that finishes its lists takes the next one left
             owner(
                 threads, ptr, start, lists, cells, srcs, engine.t_write, engine.t_int, icells, fcells,
-                assumed, spread, failed, kept, old_i, old_f, rd_i, rd_f, errf, *args,
+                assumed, spread, fails, kept, old_i, old_f, rd_i, rd_f, errf, *args,
             )  # fmt: skip
         if errf.any():  # a division by zero somewhere: let the serial order decide
             icells[:], fcells[:] = saved
             raise _Restart
-        wrong = fused.first_wrong(assumed, failed, spread, lo)
-        if wrong >= 0:
+        wrong = fused.first_wrong(assumed, fails, spread, lo, failed)
+        if wrong >= 0 and rounds < MAX_ROUNDS:  # each list walks again from its first changed guess
+            fused.restarts(lists, ptr, sh, wrong, assumed, failed, spread, start)
+        elif wrong >= 0:  # rounds ran out: every list back to the first wrong guess
             start = np.array(
                 [ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], wrong << sh) for t in range(threads)], np.int64
             )
-            fused.rewind(ptr, start, lists, sh, cells, engine.t_int, kept, old_i, old_f, icells, fcells)
+        if wrong >= 0:
+            fused.rewind(ptr, start, lists, sh, cells, engine.t_int, kept, old_i, old_f, icells, fcells, fails)
             st["rewalked"] = st.get("rewalked", 0) + int((ptr[1:] - start).sum())
         if wrong < 0 or rounds >= MAX_ROUNDS:
             if nr:
                 fused.scatter_reads(lists, ptr, sh, engine.slot, engine.t_int, rd_i, rd_f, out_i, out_f, threads)
             break
         assumed[wrong:] = failed[wrong:]
-        failed[wrong:] = 0
         lo = wrong
     aborted = failed
     if wrong >= 0:  # rounds ran out: the rest serially, from the first wrong guess
