@@ -327,7 +327,10 @@ def decompose_source(
             lines += [f"{pad}key{j} = {src_text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
             lines += [f"{pad}    err[i] = 1", f"{pad}    continue"]
         if owners is not None:  # the record's owner thread: a hash of its block of 16 (fused._owner)
-            lines += [f"{pad}blk = ({rbase} + key0) >> 4", f"{pad}t = ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32"]
+            lines += [
+                f"{pad}blk = ({rbase} + key0) >> 4",
+                f"{pad}t = ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32",
+            ]
             lines += [f"{pad}if mode:", f"{pad}    p = at[t]", f"{pad}    lists[p] = (i << {owners['shift']}) | {k}"]
             lines += [f"{pad}    cells[p] = {cbase} + key0"]
             if src is not None:

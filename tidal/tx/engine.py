@@ -18,15 +18,12 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from ..core.errors import InputError, PlanError
+from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
 from . import codegen, fused, gather, runs, schedule
+from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
-
-
-class TransactionError(InputError):
-    """An event's transaction cannot run: the message names the event (position and time)."""
 
 
 def _kind_of_array(col: pa.Array) -> str:
@@ -153,7 +150,9 @@ class Engine:
         self.owner_ok = all(
             t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
         )
-        self.fused_kernels = {"serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))}
+        self.fused_kernels = {
+            "serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))
+        }
         self.regions = None
         if self.scheduler == "chains" and self.owner_ok:
             self.fused_kernels["owner"] = fused.load_owner(
@@ -183,7 +182,12 @@ class Engine:
 
         self._threads()
         fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
-        if fused_path and self.scheduler == "chains" and self._nthreads > 1:
+        if (
+            fused_path
+            and self.scheduler == "chains"
+            and self._nthreads > 1
+            and n * len(self.templates) >= runs.PARALLEL_FROM
+        ):
             done = runs.owner_from_events(self, cols, n, sync, position, grids)
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0

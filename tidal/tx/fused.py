@@ -28,7 +28,7 @@ import numpy as np
 
 from ..expr.jit import load_kernel
 from .codegen import _Source
-from .trace import READ, WRITE, OpTemplate, S, V
+from .trace import READ, WRITE, OpTemplate, V
 
 _DECORATOR = "@numba.njit(cache={cache}, nogil=True, error_model='numpy')\n"
 _PARALLEL = "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n"

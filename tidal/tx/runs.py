@@ -11,9 +11,11 @@ its owner's list), else from compute mode's grids. A transaction whose condition
 thread while others applied it is found after the walk; the threads rewind to just before the
 first such transaction and walk again from there, with the outcomes found so far assumed (the
 rounds). After ``MAX_ROUNDS`` rounds the rest of the batch runs serially, so a workload whose
-aborts keep cascading costs at most a few walks. A division by zero anywhere makes the batch run
-serially from its start (the serial kernel decides whether the serial order reaches it, and names
-the event). Per run, the Python-level work is a constant number of calls per round.
+aborts keep cascading costs at most a few walks. A small run (fewer than ``PARALLEL_FROM``
+events x templates) walks serially: starting threads would cost more than its operations. A
+division by zero anywhere makes the batch run serially from its start (the serial kernel decides
+whether the serial order reaches it, and names the event). Per run, the Python-level work is a
+constant number of calls per round.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import numpy as np
 import pyarrow as pa
 
 from . import fused
+from .errors import TransactionError
 
 MAX_ROUNDS = 4
+PARALLEL_FROM = 1 << 15  # events x templates: a smaller run walks serially (a parallel call costs more)
 LISTS = 4  # owner lists per worker thread: handed out one at a time, so a thread that the machine
 # slows down leaves its share to the others
 
@@ -73,7 +77,7 @@ def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, 
     """Run the batch's transactions from compute mode's grids; returns (committed, {read: values})."""
     threads = engine._nthreads
     grids = (issued, cell2d, src2d)
-    if engine.scheduler == "chains" and threads > 1 and not serial_only:
+    if engine.scheduler == "chains" and threads > 1 and not serial_only and issued.size >= PARALLEL_FROM:
         with numba.parallel_chunksize(1):
             made = fused.owner_lists(issued, cell2d, src2d, engine.rec_shift, threads * LISTS, _shift(engine))
         lists, ptr, cells, srcs, spread = made
@@ -114,8 +118,6 @@ def _serial(engine, grids, lo, hi, aborted, out_i, out_f, args) -> int:
 def _stop(engine, stop: int, saved, sync, position: int) -> None:
     if stop < 0:
         return
-    from .engine import TransactionError
-
     engine.icells[:], engine.fcells[:] = saved
     i, k = divmod(int(stop), len(engine.templates))
     raise TransactionError(
