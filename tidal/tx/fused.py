@@ -273,11 +273,11 @@ def first_wrong(assumed, fails, spread, lo, failed):
     return wrong
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def restarts(lists, ptr, sh, wrong, assumed, failed, spread, start):
     """Where each list walks again: at its first transaction from ``wrong`` on whose assumption
     changes (a list's walk depends on nothing else), or at its end."""
-    for t in numba.prange(len(ptr) - 1):
+    for t in range(len(ptr) - 1):  # one thread: a parallel call costs more than this walk
         p = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], wrong << sh)
         while p < ptr[t + 1]:
             i = lists[p] >> sh
@@ -287,11 +287,11 @@ def restarts(lists, ptr, sh, wrong, assumed, failed, spread, start):
         start[t] = p
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def rewind(ptr, start, lists, sh, cells, t_int, kept, old_i, old_f, icells, fcells, fails):
     """Put back, newest first, every kept write from ``start[t]`` on in each list, and forget the
-    conditions that failed there."""
-    for t in numba.prange(len(ptr) - 1):
+    conditions that failed there (one thread: what it puts back is short next to a walk)."""
+    for t in range(len(ptr) - 1):
         for q in range(ptr[t + 1] - 1, start[t] - 1, -1):
             fails[t, lists[q] >> sh] = 0
             if kept[q]:
