@@ -417,7 +417,19 @@ class Engine:
         text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
         if self.scheduler == "pat":
             text += f", {self.partitions} partitions"
-        if st["batches"]:
+        if st["batches"] and (st.get("lists") or st.get("serial_walks")):  # the fused walks (tidal.tx.runs)
+            how = (
+                f"{st['lists']} owner lists in {st['batches']} runs, {st['waves']} rounds "
+                f"({st.get('rewalked', 0)} operations walked again, {st.get('serial_rest', 0)} events serially)"
+                if st.get("lists")
+                else f"{st['serial_walks']} runs walked serially"
+            )
+            text += (
+                f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
+                f"({how}, largest list {st['largest_group']}), {st['aborted']} aborted; "
+                f"compute {st['compute_s']:.3f} s, state access {st['state_access_s']:.3f} s"
+            )
+        elif st["batches"]:
             mean = st["operations"] / max(1, st["groups"])
             text += (
                 f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations, "

@@ -1,24 +1,29 @@
-"""Fused state-access kernels over the per-event grids of compute mode (no operation arrays).
+"""Fused state-access kernels: a serial walk over compute mode's grids, and owner lists of chains.
 
-Compute mode leaves, per event ``i`` and operation template ``k``, whether the event issues the
-operation (``issued[i, k]``) and the cell it addresses (``cell2d[i, k]``, ``src2d[i, k]``). Two
-kernels walk these grids directly; both write each read's value straight into its output row:
+Compute mode decides, per event ``i`` and operation template ``k``, whether the event issues the
+operation and the cell it addresses (the grids ``issued[i, k]``, ``cell2d[i, k]``, ``src2d[i, k]``,
+or, for ``chains``, straight into the owner lists below). The kernels:
 
 - ``serial``: one loop over the events in timestamp order, the templates unrolled in the loop
-  body (no dispatch per operation). A failed condition puts back the transaction's earlier writes
-  (their old values are locals) and skips the rest of it; a division by zero stops the loop and
-  returns the operation (``i * nk + k``) for the caller to name.
-- ``owner`` (the ``chains`` scheduler when no operation reads another record): every record has
-  one owner thread for the whole run, so each record's operation chain is walked in timestamp
-  order by one thread and threads never touch the same record. A thread walks its operations
-  (``lists[ptr[t]:ptr[t + 1]]``, the chains of its records merged in timestamp order) with no
-  barrier in between. A transaction spread over several threads cannot see, on one thread, that
-  its condition failed on another: each thread applies it as ``assumed`` (commit, at first) and
-  records in ``failed`` whether a condition failed on its own records (it evaluates the
-  conditions of an assumed abort too, then undoes the transaction). ``tidal.tx.runs`` then finds
-  the first transaction whose assumption was wrong, rewinds every thread to before it (each
-  kept write's old value is saved) and walks again from there: every transaction before the first
-  wrong assumption saw exactly the serial state, so each round fixes at least one more.
+  body (no dispatch per operation), each read's value written straight into its output row. A
+  failed condition puts back the transaction's earlier writes (their old values are locals) and
+  skips the rest of it; a division by zero stops the loop and returns the operation
+  (``i * nk + k``) for the caller to name.
+- ``owner`` (the ``chains`` scheduler when no operation reads another record): every record
+  belongs to one owner list for the whole run (a hash of its block of 16 records), so each
+  record's operation chain is walked in timestamp order by whichever thread walks its list, and
+  lists never share a record. A list holds the chains of its records merged in timestamp order
+  (operation ids ``(i << shift) | k``, with their cells); it is walked with no barrier in between.
+  A transaction whose operations lie in one list is decided there. One *spread* over several
+  lists cannot see, in one list, that its condition failed in another: each list applies it as
+  ``assumed`` (commit, at first) and records in ``fails[list, i]`` whether a condition failed on
+  its own records (it evaluates the conditions of an assumed abort too, then undoes the
+  transaction). ``tidal.tx.runs`` then finds the first spread transaction whose assumption was
+  wrong, rewinds each list to its first transaction whose assumption changes (each kept write's
+  old value is saved; a list's walk depends on nothing else) and walks again from there: every
+  transaction before the first wrong assumption saw exactly the serial state, so each round
+  fixes at least one more. A read's value is kept at its place in its list and scattered to the
+  output rows afterwards (threads writing one output row would share its cache lines).
 """
 
 from __future__ import annotations

@@ -93,6 +93,7 @@ def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, 
     stop = _serial(engine, grids, 0, n, aborted, out_i, out_f, args)
     _stop(engine, stop, saved, sync, position)
     st = engine.stats
+    st["serial_walks"] = st.get("serial_walks", 0) + 1
     st["groups"] += 1
     st["waves"] += 1
     m = int(issued.sum())
@@ -176,6 +177,7 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
         _stop(engine, stop, saved, sync, position)
         st["serial_rest"] = st.get("serial_rest", 0) + n - wrong
     st["groups"] += threads
+    st["lists"] = st.get("lists", 0) + threads
     st["waves"] += rounds
     st["largest_group"] = max(st["largest_group"], int(np.diff(ptr).max()))
     return _finish(engine, aborted, out_i, out_f, rissued, n, m)
