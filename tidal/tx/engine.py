@@ -153,6 +153,13 @@ class Engine:
         self.fused_kernels = {
             "serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))
         }
+        self.serial_events = None
+        if made is not None:  # the serial walk straight from the events (no grids)
+            every = dict(events)
+            for col in made[1]:
+                every.setdefault(col, f"E{len(every)}")
+            walk = fused.serial_source(live, target_int, source_int, slots, every, places)
+            self.serial_events = (fused.load_serial(walk), sorted(every, key=lambda c: int(every[c][1:])))
         self.regions = None
         if self.scheduler == "chains" and self.owner_ok:
             self.fused_kernels["owner"] = fused.load_owner(
@@ -182,12 +189,13 @@ class Engine:
 
         self._threads()
         fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
-        if (
-            fused_path
-            and self.scheduler == "chains"
-            and self._nthreads > 1
-            and n * len(self.templates) >= runs.PARALLEL_FROM
-        ):
+        small = n * len(self.templates) < runs.PARALLEL_FROM
+        if fused_path and (self.scheduler == "serial" or self._nthreads == 1 or small):
+            done = runs.serial_from_events(self, cols, n)
+            if done is not None:
+                self.stats["state_access_s"] += _time.perf_counter() - t0
+                return done
+        if fused_path and self.scheduler == "chains" and self._nthreads > 1 and not small:
             done = runs.owner_from_events(self, cols, n, sync, position, grids)
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0

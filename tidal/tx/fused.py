@@ -78,35 +78,71 @@ def _args(events: dict[str, str]) -> str:
     return "".join(f", {a}" for a in names)
 
 
-def serial_source(templates, target_int, source_int, slots, events) -> str:
-    """The serial kernel: events ``lo..hi-1`` in order; returns -1, or the operation that divided by zero."""
+def serial_source(templates, target_int, source_int, slots, events, places=None) -> str:
+    """The serial kernel: events ``lo..hi-1`` in order; returns -1, or the operation that divided by
+    zero. With ``places`` (per template: (cell base, record base, size) of the target and of the
+    source or None; ``events`` then names the key and ``when`` columns too), the kernel decides the
+    operations itself, from the events, instead of reading compute mode's grids; it returns -2 at
+    the first key outside its table or ``when`` it cannot evaluate (the caller lets compute mode
+    name it)."""
     gen = _Source(events)
     nk = len(templates)
     writes = [k for k, t in enumerate(templates) if t.kind != READ]
-    lines = [
-        f"def kernel(lo, hi, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f{_args(events)}):",
-        "    for i in range(lo, hi):",
-    ]
+    head = "lo, hi, icells, fcells, aborted, out_i, out_f, rissued, count" if places else None
+    head = head or "lo, hi, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f"
+    lines = [f"def kernel({head}{_args(events)}):", "    for i in range(lo, hi):"]
     conds = [k for k, t in enumerate(templates) if t.condition is not None]
     saved = [k for k in writes if k < max(conds, default=-1)]
     for k in saved:
         lines.append(f"        o{k} = {'np.int64(0)' if target_int[k] else 'np.float64(0.0)'}")
+        if places:
+            lines += [f"        a{k} = False", f"        c{k} = 0"]
     for k, t in enumerate(templates):
         undo = []
         for q in reversed(saved):
             if q < k:
-                undo += [f"if issued[i, {q}]:", f"    {'icells' if target_int[q] else 'fcells'}[cell2d[i, {q}]] = o{q}"]
+                test, cell = (f"a{q}", f"c{q}") if places else (f"issued[i, {q}]", f"cell2d[i, {q}]")
+                undo += [f"if {test}:", f"    {'icells' if target_int[q] else 'fcells'}[{cell}] = o{q}"]
+
+        def save(cells, k, keep=k in saved):
+            if not keep:
+                return []
+            return [f"o{k} = {cells}[c]"] + ([f"c{k} = c", f"a{k} = True"] if places else [])
+
         on = {
             "err": [f"return i * {nk} + {k}"],
             "fail": undo + ["aborted[i] = 1", "continue"],
-            "save": (lambda cells, k: [f"o{k} = {cells}[c]"]) if k in saved else (lambda cells, k: []),
+            "save": save,
             "read": lambda tint, slot: f"{'out_i' if tint else 'out_f'}[{slot}, i]",
             "cell": lambda k: f"cell2d[i, {k}]",
             "src": lambda k: f"src2d[i, {k}]",
         }
-        lines.append(f"        if issued[i, {k}]:")
-        body = _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, " " * 12, on)
-        lines += body
+        pad = " " * 12
+        if places is None:
+            lines.append(f"        if issued[i, {k}]:")
+        else:
+            (cbase, _rbase, size), src = places[k]
+            pad = " " * 8
+            if t.when is not None:
+                bad = gen.bad(t.when)
+                if bad is not None:
+                    lines += [f"{pad}if {bad}:", f"{pad}    return -2"]
+                lines.append(f"{pad}if {gen.src(t.when)}:")
+                pad += "    "
+            checks = [(gen.bad(t.key), gen.src(t.key), size)]
+            if src is not None:
+                checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
+            for j, (bad, text, limit) in enumerate(checks):
+                if bad is not None:
+                    lines += [f"{pad}if {bad}:", f"{pad}    return -2"]
+                lines += [f"{pad}key{j} = {text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:", f"{pad}    return -2"]
+            on["cell"] = lambda k, base=cbase: f"{base} + key0"
+            if src is not None:
+                on["src"] = lambda k, base=src[0]: f"{base} + key1"
+            lines.append(f"{pad}count[0] += 1")
+            if slots[k] >= 0:
+                lines.append(f"{pad}rissued[{slots[k]}, i] = True")
+        lines += _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
     lines.append("    return -1")
     return "\n".join(lines) + "\n"
 

@@ -73,6 +73,32 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
         return fused_run(engine, *grids()[:3], args, n, sync, position, serial_only=True)
 
 
+def serial_from_events(engine, cols, n: int):
+    """The serial walk deciding the operations from the events itself; None when it does not apply,
+    or met an error (the tables are as before: compute mode's grids then name the error)."""
+    if engine.serial_events is None:
+        return None
+    fn, names = engine.serial_events
+    if any(cols[c].null_count for c in names):
+        return None
+    ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
+    nr = len(engine.read_slots)
+    out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
+    rissued = np.zeros((nr, n), np.bool_)
+    aborted = np.zeros(n, np.uint8)
+    count = np.zeros(1, np.int64)
+    saved = (engine.icells.copy(), engine.fcells.copy())
+    if fn(0, n, engine.icells, engine.fcells, aborted, out_i, out_f, rissued, count, *ecols) != -1:
+        engine.icells[:], engine.fcells[:] = saved
+        return None
+    st = engine.stats
+    st["serial_walks"] = st.get("serial_walks", 0) + 1
+    st["groups"] += 1
+    st["waves"] += 1
+    st["largest_group"] = max(st["largest_group"], int(count[0]))
+    return _finish(engine, aborted, out_i, out_f, rissued, n, int(count[0]))
+
+
 def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, serial_only: bool = False):
     """Run the batch's transactions from compute mode's grids; returns (committed, {read: values})."""
     threads = engine._nthreads
