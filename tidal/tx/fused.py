@@ -5,7 +5,8 @@ operation and the cell it addresses (the grids ``issued[i, k]``, ``cell2d[i, k]`
 or, for ``chains``, straight into the owner lists below). The kernels:
 
 - ``serial``: one loop over the events in timestamp order, the templates unrolled in the loop
-  body (no dispatch per operation), each read's value written straight into its output row. A
+  body (no dispatch per operation), each read's value written straight into its output row; it
+  decides each operation (``when``, keys) itself when compute mode compiles, else reads the grids. A
   failed condition puts back the transaction's earlier writes (their old values are locals) and
   skips the rest of it; a division by zero stops the loop and returns the operation
   (``i * nk + k``) for the caller to name.
