@@ -16,10 +16,12 @@ by the loop but left to end (or kill itself).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -85,3 +87,29 @@ def kill_loop(
     if code != 0:
         raise RuntimeError(f"the last run of {command} exited with {code}")
     return report
+
+
+def paced_producer(broker, topic: str, n: int, chunk: int) -> tuple[threading.Thread, threading.Semaphore]:
+    """Writes ``n`` rows ``{t, k, v}`` to each of the two partitions of ``topic``, ``chunk`` rows per
+    partition each time the semaphore is released (once per restart), spread over a moment while the
+    query runs. Times rise within a partition and never tie across them (partition p: ``10 i + 3 p + 0..2``)."""
+    rng = random.Random(5)
+    events = [[{"t": i * 10 + 3 * p + rng.randint(0, 2), "k": rng.randint(0, 15), "v": rng.randint(-50, 50)}
+               for i in range(n)] for p in (0, 1)]  # fmt: skip
+    go = threading.Semaphore(0)
+
+    def write():
+        prod = broker.producer()
+        for i in range(0, n, chunk):
+            go.acquire()
+            for j in range(i, min(i + chunk, n), 10):  # spread over a moment, while the query runs
+                for p in (0, 1):
+                    for e in events[p][j : j + 10]:
+                        prod.produce(topic, value=json.dumps(e).encode(), partition=p)
+                prod.poll(0)
+                time.sleep(0.02)
+        assert prod.flush(30) == 0
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread, go
