@@ -21,7 +21,7 @@ import pytest
 from connectors.conftest import pg_dsn, postgres_server  # noqa: F401 - fixtures: the test's PostgreSQL database
 
 from .kafka_child import sql_queries
-from .killloop import kill_loop, paced_producer
+from .killloop import Committed, kill_loop, paced_producer
 
 TIDAL = str(Path(sys.executable).with_name("tidal"))
 KILLS = int(os.environ.get("TIDAL_KAFKA_CLI_KILLS", "4"))
@@ -41,8 +41,8 @@ def _table(dsn: str, table: str) -> list[tuple]:
 
 @pytest.mark.parametrize(("sink", "kind"), CASES, ids=[f"{s}-{k}" for s, k in CASES])
 def test_tidal_query_state_from_kafka_survives_kill_9(broker, request, tmp_path, sink, kind):
-    topic, n, chunk = broker.create_topic(f"cli-{sink}-{kind}", 2), 1_200, 60
-    sql = sql_queries(broker.address, topic, n)[kind]
+    topic, n, chunk = broker.create_topic(f"cli-{sink}-{kind}", 2), 600, 60
+    sql = sql_queries(broker.address, topic, n, every=20)[kind]
     if sink == "kafka":
         outputs = {
             name: f"kafka://{broker.address}/{broker.create_topic(f'{topic}-{name}')}" for name in ("out", "whole")
@@ -50,7 +50,7 @@ def test_tidal_query_state_from_kafka_survives_kill_9(broker, request, tmp_path,
     else:
         dsn = request.getfixturevalue("pg_dsn")
         outputs = {name: f"{dsn}?table={name}" for name in ("out", "whole")}
-    writer, go = paced_producer(broker, topic, n, chunk)
+    writer, go = paced_producer(broker, topic, n, chunk, pause=0.1)  # a chunk: 0.6 s
 
     def on_start(run: int, last: bool) -> None:  # one chunk per restart; the rest while the last run reads
         go.release(n // chunk if last else 1)
@@ -62,11 +62,12 @@ def test_tidal_query_state_from_kafka_survives_kill_9(broker, request, tmp_path,
     rng = random.Random(f"{sink}-{kind}")
 
     def env_for(run: int) -> dict:  # every third run dies inside one of its commits (after the output's)
-        return {"TIDAL_TEST_COMMIT_HOOK": f"kill:{rng.randint(2, 5)}"} if run % 3 == 1 else {}
+        return {"TIDAL_TEST_COMMIT_HOOK": f"kill:{rng.randint(1, 3)}"} if run % 3 == 1 else {}
 
     with open(tmp_path / "runs.log", "ab") as log:
-        report = kill_loop(command("out"), kills=KILLS, seed=len(sink) * 7 + len(kind), live=(0.5, 2.0),
-                           env_for=env_for, cwd=str(tmp_path), log=log, on_start=on_start, timeout=180)  # fmt: skip
+        report = kill_loop(command("out"), kills=KILLS, seed=len(sink) * 7 + len(kind), live=(0.0, 0.8),
+                           env_for=env_for, cwd=str(tmp_path), log=log, on_start=on_start, timeout=60,
+                           ready=Committed(str(tmp_path / "out.db")))  # fmt: skip
     writer.join(60)
     assert report.kills + report.self_kills >= KILLS, report
     assert report.self_kills >= 1, report
