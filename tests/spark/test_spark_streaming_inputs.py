@@ -9,6 +9,7 @@ because the watermark passes them (event-time timers), with no event of their ow
 
 from __future__ import annotations
 
+import os
 import random
 
 import pyarrow as pa
@@ -41,7 +42,9 @@ def _inputs(tmp_path):
     for name, tables in waves.items():
         (tmp_path / name).mkdir()
         for i, table in enumerate(tables):
-            pq.write_table(table, tmp_path / name / f"wave{i}.parquet")
+            path = tmp_path / name / f"wave{i}.parquet"
+            pq.write_table(table, path)
+            os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # Spark reads a directory's files by age
     return {name: pa.concat_tables(tables).sort_by("t") for name, tables in waves.items()}
 
 
