@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -48,7 +49,7 @@ from tidal import agg  # noqa: E402
 
 WORKLOAD = "kafka json -> files, tumbling count by key"
 CLI_WORKLOAD = "kafka json -> file, tumbling count by key (tidal query)"
-TIDAL = str(Path(sys.executable).with_name("tidal"))
+ROOT = Path(__file__).resolve().parents[1]  # tidal query runs this checkout's tidal
 
 
 def start_broker(log: Path) -> tuple[subprocess.Popen, str]:
@@ -123,10 +124,12 @@ def cli_run(address: str, topic: str, work: Path, durable: bool, lines: list) ->
     out.unlink(missing_ok=True)
     for p in (state, Path(f"{state}-wal"), Path(f"{state}-shm")):
         p.unlink(missing_ok=True)
-    cmd = [TIDAL, "query", cli_sql(address, topic), "--format", "stream-json", "--output", str(out)]
+    cmd = [sys.executable, "-m", "tidal.cli.main", "query", cli_sql(address, topic), "--format", "stream-json"]
+    cmd += ["--output", str(out)]
     if durable:
         cmd += ["--state", str(state)]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=str(work))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run(cmd, check=True, capture_output=True, cwd=str(work), env=env)
     with open(out, "rb") as fh:
         lines.append(sum(1 for _ in fh))
 
