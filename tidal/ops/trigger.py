@@ -175,9 +175,9 @@ class TriggerOp(Operator):
             self._close_tick()
         # end of input moves the watermark to infinity: every deadline comes due, then every key fires
         self._fire_timers(before=INFINITY)
-        self._blocks = []  # (every key may fire)
         for key, state in self.keys.items():
             if state.current != state.emitted:
+                self._stale.add(state.pos // SNAPSHOT_BLOCK)
                 self._fire(key, state, max(self.last_out, self.last_tick))
         self._flush_out()
         self.emit_completed()
