@@ -23,7 +23,8 @@ from connectors.conftest import pg_dsn, postgres_server  # noqa: F401 - fixtures
 from .kafka_child import sql_queries
 from .killloop import Committed, kill_loop, paced_producer
 
-TIDAL = str(Path(sys.executable).with_name("tidal"))
+TIDAL = [sys.executable, "-m", "tidal.cli.main"]
+ROOT = str(Path(__file__).resolve().parents[2])  # the runs import this checkout's tidal
 KILLS = int(os.environ.get("TIDAL_KAFKA_CLI_KILLS", "4"))
 CASES = [(sink, kind) for sink in ("kafka", "postgresql") for kind in ("windowed", "join", "counting")]
 
@@ -57,7 +58,7 @@ def test_tidal_query_state_from_kafka_survives_kill_9(broker, request, tmp_path,
 
     def command(name: str) -> list[str]:
         state = str(tmp_path / f"{name}.db")
-        return [TIDAL, "query", sql, "--output", outputs[name], "--state", state, "--checkpoint-interval", "0.1"]
+        return [*TIDAL, "query", sql, "--output", outputs[name], "--state", state, "--checkpoint-interval", "0.1"]
 
     rng = random.Random(f"{sink}-{kind}")
 
@@ -66,14 +67,15 @@ def test_tidal_query_state_from_kafka_survives_kill_9(broker, request, tmp_path,
 
     with open(tmp_path / "runs.log", "ab") as log:
         report = kill_loop(command("out"), kills=KILLS, seed=len(sink) * 7 + len(kind), live=(0.0, 0.8),
-                           env_for=env_for, cwd=str(tmp_path), log=log, on_start=on_start, timeout=60,
-                           ready=Committed(str(tmp_path / "out.db")))  # fmt: skip
+                           env_for=env_for, env={"PYTHONPATH": ROOT}, cwd=str(tmp_path), log=log,
+                           on_start=on_start, timeout=60, ready=Committed(str(tmp_path / "out.db")))  # fmt: skip
     writer.join(60)
     assert report.kills + report.self_kills >= KILLS, report
     assert report.self_kills >= 1, report
 
     # the same command, never interrupted, into a fresh topic or table
-    done = subprocess.run(command("whole"), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    done = subprocess.run(command("whole"), cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     if sink == "kafka":
         got, want = (_payloads(broker, outputs[name].rsplit("/", 1)[1]) for name in ("out", "whole"))
