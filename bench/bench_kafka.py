@@ -14,6 +14,12 @@ once, then times reading the whole topic (``stop="latest"``) through
   query's checkpoint saved in SQLite every M messages, the feed's offsets with it);
 * ``tidal, no durability``: the same plan run once into the same file sink, committed at the end.
 
+And the same from the command line (workload ``... (tidal query)``): ``tidal query`` over SQL's
+``kafka(...)`` with a tumbling-window count by key and TRIGGER ON WATERMARK, written as stream-json
+to a file, with ``--state`` (``tidal``: offsets, operator state and the file's committed length in
+one SQLite commit every second, the default ``--checkpoint-interval``) and without it (``tidal, no
+durability``). These times include starting the process (about a second).
+
 Events/s are input events over the median wall time of R runs (each run reads the topic from the
 start: the broker keeps it in memory). The ratio is the goal's: durable throughput over plain.
 PyFlink and Spark are not measured here: neither installs a Kafka connector without fetching JVM
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -41,6 +48,8 @@ import tidal  # noqa: E402
 from tidal import agg  # noqa: E402
 
 WORKLOAD = "kafka json -> files, tumbling count by key"
+CLI_WORKLOAD = "kafka json -> file, tumbling count by key (tidal query)"
+ROOT = Path(__file__).resolve().parents[1]  # tidal query runs this checkout's tidal
 
 
 def start_broker(log: Path) -> tuple[subprocess.Popen, str]:
@@ -98,6 +107,33 @@ def query(address: str, topic: str):
     return events.tumbling_window(1_000).group_aggregate("k", agg.count())
 
 
+def cli_sql(address: str, topic: str) -> str:
+    src = (
+        f"kafka(brokers => '{address}', topic => '{topic}', time_field => DESCRIPTOR(t), stop => 'latest', "
+        "schema => 't BIGINT, k BIGINT, v BIGINT')"
+    )
+    return (
+        f"SELECT k, COUNT(*) AS n, window_end FROM tumble(source => TABLE({src}), time_field => DESCRIPTOR(t), "
+        "window_length => INTERVAL 1000 MICROSECONDS) GROUP BY k, window_end TRIGGER ON WATERMARK"
+    )
+
+
+def cli_run(address: str, topic: str, work: Path, durable: bool, lines: list) -> None:
+    """``tidal query`` into a stream-json file, with ``--state`` when ``durable``."""
+    out, state = work / ("cli-durable.json" if durable else "cli-plain.json"), work / "cli-state.db"
+    out.unlink(missing_ok=True)
+    for p in (state, Path(f"{state}-wal"), Path(f"{state}-shm")):
+        p.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "tidal.cli.main", "query", cli_sql(address, topic), "--format", "stream-json"]
+    cmd += ["--output", str(out)]
+    if durable:
+        cmd += ["--state", str(state)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run(cmd, check=True, capture_output=True, cwd=str(work), env=env)
+    with open(out, "rb") as fh:
+        lines.append(sum(1 for _ in fh))
+
+
 def main(argv=None) -> None:
     ap = add_common_args(argparse.ArgumentParser(description=__doc__), "bench/results/kafka.json")
     ap.add_argument("--events", type=int, default=2_000_000)
@@ -143,6 +179,17 @@ def main(argv=None) -> None:
         )
         if len(set(counts)) != 1:
             raise AssertionError(f"durable and plain runs disagree: {counts}")
+        lines: list[int] = []
+        results.run_interleaved(
+            [
+                (CLI_WORKLOAD, "tidal", lambda: cli_run(address, "events", work, True, lines), n),
+                (CLI_WORKLOAD, "tidal, no durability", lambda: cli_run(address, "events", work, False, lines), n),
+            ],
+            args.repeat,
+        )
+        if len(set(lines)) != 1:
+            raise AssertionError(f"tidal query with and without --state disagree: {lines} lines")
+        results.note(f"tidal query: {lines[0]:,} changes written per run; --state commits every second")
         results.note(f"{counts[0]:,} result rows per run; checkpoint every {args.every} messages")
     finally:
         proc.terminate()

@@ -33,6 +33,39 @@ from tidal.stream.query import Query
 SCHEMA = pa.schema([("t", pa.int64()), ("k", pa.int64()), ("v", pa.int64())])
 
 
+def kafka_source(broker: str, topic: str, n: int, partitions: tuple[int, ...] | None = None) -> str:
+    """The SQL ``kafka(...)`` source of TOPIC's rows (all partitions, or ``partitions``), each partition
+    read up to offset ``n``."""
+    parts = f"partitions => '{','.join(map(str, partitions))}', " if partitions else ""
+    stop = ",".join(f"{p}:{n}" for p in partitions or (0, 1))
+    return (
+        f"kafka(brokers => '{broker}', topic => '{topic}', time_field => DESCRIPTOR(t), {parts}stop => '{stop}', "
+        "schema => 't BIGINT, k BIGINT, v BIGINT')"
+    )
+
+
+def sql_queries(broker: str, topic: str, n: int, every: int = 40) -> dict[str, str]:
+    """The three SQL query kinds of the kill tests over TOPIC: ``windowed``, a tumbling-window GROUP BY
+    with TRIGGER ON WATERMARK; ``join``, partition 0 joined with partition 1 per key and window, counted
+    and summed per key and window; ``counting``, a GROUP BY with TRIGGER COUNTING ``every`` (each new
+    count retracts the previous)."""
+
+    def tumbled(src: str) -> str:
+        return (
+            f"tumble(source => TABLE({src}), time_field => DESCRIPTOR(t), window_length => INTERVAL 1000 MICROSECONDS)"
+        )
+
+    src = kafka_source(broker, topic, n)
+    left, right = tumbled(kafka_source(broker, topic, n, (0,))), tumbled(kafka_source(broker, topic, n, (1,)))
+    return {
+        "windowed": f"SELECT k, COUNT(*) AS n, SUM(v) AS s, window_end FROM {tumbled(src)} "
+        "GROUP BY k, window_end TRIGGER ON WATERMARK",
+        "join": f"SELECT a.k, a.window_end, COUNT(*) AS n, SUM(a.v * b.v) AS p FROM {left} a JOIN {right} b "
+        "ON a.k = b.k AND a.window_end = b.window_end GROUP BY a.k, a.window_end",
+        "counting": f"SELECT k, COUNT(*) AS n, SUM(v) AS s FROM {src} GROUP BY k TRIGGER COUNTING {every}",
+    }
+
+
 def streams(broker: str, topic: str, n: int) -> dict[str, tidal.Stream]:
     def read(partitions):
         return tidal.from_kafka(
@@ -43,16 +76,8 @@ def streams(broker: str, topic: str, n: int) -> dict[str, tidal.Stream]:
     windowed = read([0, 1]).tumbling_window(1_000).group_aggregate("k", agg.count(), total=agg.sum("v"))
     left, right = read([0]).alter_duration(300), read([1]).alter_duration(300)
     joined = left.join(right, "k", "k", result=lambda a, b: {"k": a.k, "lt": a.t, "rt": b.t, "v": a.v + b.v})
-    src = (
-        f"kafka(brokers => '{broker}', topic => '{topic}', time_field => DESCRIPTOR(t), stop => '0:{n},1:{n}', "
-        "schema => 't BIGINT, k BIGINT, v BIGINT')"
-    )
-    on_watermark = plan(
-        f"SELECT k, COUNT(*) AS n, SUM(v) AS s, window_end FROM tumble(source => TABLE({src}), "
-        "time_field => DESCRIPTOR(t), window_length => INTERVAL 1000 MICROSECONDS) "
-        "GROUP BY k, window_end TRIGGER ON WATERMARK"
-    )
-    counting = plan(f"SELECT k, COUNT(*) AS n, SUM(v) AS s FROM {src} GROUP BY k TRIGGER COUNTING 40")
+    sql = sql_queries(broker, topic, n)
+    on_watermark, counting = plan(sql["windowed"]), plan(sql["counting"])
     return {"agg": windowed, "join": joined, "sql_watermark": on_watermark.stream(), "sql_counting": counting.stream()}
 
 

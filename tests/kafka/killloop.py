@@ -12,14 +12,19 @@ extra environment variables, e.g. ``TIDAL_KILL_IN_SAVE=N`` for
 the child to kill itself inside its N-th commit (after the output was committed, before the
 checkpoint reached the store: the moment where output must roll back); such a run is not killed
 by the loop but left to end (or kill itself).
+
+``ready`` (a path the run creates, or a function that says whether the run is under way) makes the
+random lifetime count from when the run is under way rather than from its start.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -42,7 +47,7 @@ def kill_loop(
     timeout: float = 120.0,
     cwd: str | None = None,
     log=None,
-    ready: str | None = None,
+    ready=None,
     on_start=None,
 ) -> KillReport:
     rng = random.Random(seed)
@@ -51,14 +56,17 @@ def kill_loop(
     while report.kills + report.self_kills < kills:
         extra = env_for(run) if env_for else {}
         run_env = {**os.environ, **(env or {}), **extra}
-        if ready is not None and os.path.exists(ready):
+        if isinstance(ready, str) and os.path.exists(ready):
             os.remove(ready)
+        elif hasattr(ready, "reset"):
+            ready.reset()
         proc = subprocess.Popen(command, env=run_env, cwd=cwd, stdout=log, stderr=log)
         if on_start is not None:
             on_start(run, False)
         started = time.monotonic()
-        if ready is not None:  # the random instant counts from when the run is under way
-            while not os.path.exists(ready) and proc.poll() is None and time.monotonic() - started < timeout:
+        under_way = (lambda: os.path.exists(ready)) if isinstance(ready, str) else ready
+        if under_way is not None:  # the random instant counts from when the run is under way
+            while not under_way() and proc.poll() is None and time.monotonic() - started < timeout:
                 time.sleep(0.01)
         wait = rng.uniform(*live) if not extra else timeout  # a run given extra variables is left to its own end
         try:
@@ -85,3 +93,50 @@ def kill_loop(
     if code != 0:
         raise RuntimeError(f"the last run of {command} exited with {code}")
     return report
+
+
+def paced_producer(
+    broker, topic: str, n: int, chunk: int, pause: float = 0.02
+) -> tuple[threading.Thread, threading.Semaphore]:
+    """Writes ``n`` rows ``{t, k, v}`` to each of the two partitions of ``topic``, ``chunk`` rows per
+    partition each time the semaphore is released (once per restart), 10 rows each ``pause`` seconds
+    while the query runs. Times rise within a partition and never tie across them (partition p:
+    ``10 i + 3 p + 0..2``)."""
+    rng = random.Random(5)
+    events = [[{"t": i * 10 + 3 * p + rng.randint(0, 2), "k": rng.randint(0, 15), "v": rng.randint(-50, 50)}
+               for i in range(n)] for p in (0, 1)]  # fmt: skip
+    go = threading.Semaphore(0)
+
+    def write():
+        prod = broker.producer()
+        for i in range(0, n, chunk):
+            go.acquire()
+            for j in range(i, min(i + chunk, n), 10):  # spread over a moment, while the query runs
+                for p in (0, 1):
+                    for e in events[p][j : j + 10]:
+                        prod.produce(topic, value=json.dumps(e).encode(), partition=p)
+                prod.poll(0)
+                time.sleep(pause)
+        assert prod.flush(30) == 0
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread, go
+
+
+class Committed:
+    """A ``ready`` for commands with a SQLite ``--state`` file: true once the state (or its WAL file) was
+    written since the run started, i.e. once the run has restored and committed."""
+
+    def __init__(self, state: str):
+        self.paths = (state, f"{state}-wal")
+        self.before = self._stamp()
+
+    def _stamp(self) -> tuple:
+        return tuple(os.stat(p).st_mtime_ns if os.path.exists(p) else 0 for p in self.paths)
+
+    def reset(self) -> None:  # called by kill_loop before each run starts
+        self.before = self._stamp()
+
+    def __call__(self) -> bool:
+        return self._stamp() != self.before

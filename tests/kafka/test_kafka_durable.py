@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import random
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,7 +16,7 @@ import pyarrow as pa
 from tidal.io.segments import SegmentSink
 
 from .kafka_child import streams
-from .killloop import kill_loop
+from .killloop import kill_loop, paced_producer
 
 CHILD = Path(__file__).with_name("kafka_child.py")
 ROOT = Path(__file__).parents[2]
@@ -28,35 +26,11 @@ def _rows(table) -> list[tuple]:
     return sorted(zip(*(c.to_pylist() for c in table.columns), strict=True)) if table is not None else []
 
 
-def _producer(broker, topic: str, n: int, chunk: int) -> tuple[threading.Thread, threading.Semaphore]:
-    """Writes ``chunk`` rows per partition each time the semaphore is released (once per restart)."""
-    rng = random.Random(5)
-    events = [[{"t": i * 10 + 3 * p + rng.randint(0, 2), "k": rng.randint(0, 15), "v": rng.randint(-50, 50)}
-               for i in range(n)] for p in (0, 1)]  # fmt: skip
-    go = threading.Semaphore(0)
-
-    def write():
-        prod = broker.producer()
-        for i in range(0, n, chunk):
-            go.acquire()
-            for j in range(i, min(i + chunk, n), 10):  # spread over a moment, while the query runs
-                for p in (0, 1):
-                    for e in events[p][j : j + 10]:
-                        prod.produce(topic, value=json.dumps(e).encode(), partition=p)
-                prod.poll(0)
-                time.sleep(0.02)
-        assert prod.flush(30) == 0
-
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread, go
-
-
 def test_kill_9_at_random_points_while_a_producer_writes_gives_the_uninterrupted_output(broker, tmp_path):
     topic, n = broker.create_topic("durable-ev", 2), 1_500
     broker.create_topic(topic + "-out")
     chunk = 60
-    writer, go = _producer(broker, topic, n, chunk)
+    writer, go = paced_producer(broker, topic, n, chunk)
 
     def on_start(run: int, last: bool) -> None:
         go.release(n // chunk if last else 1)  # one chunk per restart; the rest for the last run

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
+import pickle
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,8 @@ import pyarrow as pa
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from .base import Operator
+
+SNAPSHOT_BLOCK = 4096  # keys per pickled block of a snapshot; a block no key of which changed is reused
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,10 @@ class TriggerSpec:
 
 
 class _Key:
-    __slots__ = ("current", "rows", "emitted", "emitted_at", "rows_at_fire", "event_time", "deadline", "waiting")
+    __slots__ = ("current", "rows", "emitted", "emitted_at", "rows_at_fire", "event_time", "deadline", "waiting", "pos")
 
-    def __init__(self):
+    def __init__(self, pos: int = 0):
+        self.pos = pos  # the key's place in insertion order (its snapshot block: pos // SNAPSHOT_BLOCK)
         self.current: tuple | None = None  # payload tuple of the value now (None: no value)
         self.rows = 0  # input rows accumulated (the hidden count), as of the last change
         self.emitted: tuple | None = None  # materialised payload
@@ -114,6 +118,9 @@ class TriggerOp(Operator):
         self._key_pos = [self.out_names.index(k) for k in self.key_fields]
         self._time_pos = self.out_names.index(event_time_field) if event_time_field else None
         self.keys: dict[tuple, _Key] = {}
+        self._order: list[tuple] = []  # keys in insertion order
+        self._blocks: list = []  # the pickled snapshot blocks of the last snapshot (None: to rebuild)
+        self._stale: set[int] = set()  # blocks with a key touched since then
         self.tick: int | None = None  # the tick whose changes are buffered (not yet complete)
         self.changed: dict[tuple, None] = {}  # keys changed at ``tick`` (insertion ordered)
         self.timers: list[tuple[int, int, tuple]] = []  # (tick, seq, key) heap of watermark/delay deadlines
@@ -178,6 +185,7 @@ class TriggerOp(Operator):
         self._fire_timers(before=INFINITY)
         for key, state in self.keys.items():
             if state.current != state.emitted:
+                self._stale.add(state.pos // SNAPSHOT_BLOCK)
                 self._fire(key, state, max(self.last_out, self.last_tick))
         self._flush_out()
         self.emit_completed()
@@ -186,11 +194,13 @@ class TriggerOp(Operator):
     def _state(self, key: tuple) -> _Key:
         state = self.keys.get(key)
         if state is None:
-            state = self.keys[key] = _Key()
+            state = self.keys[key] = _Key(len(self._order))
+            self._order.append(key)
             if self._time_pos is not None:
                 # the key's event time, in ticks (timestamps are microseconds, like the stream's time)
                 value = key[self._key_pos.index(self._time_pos)] if self._time_pos in self._key_pos else None
                 state.event_time = _ticks(value)
+        self._stale.add(state.pos // SNAPSHOT_BLOCK)
         return state
 
     def _schedule(self, when: int, key: tuple) -> None:
@@ -233,6 +243,7 @@ class TriggerOp(Operator):
         while self.timers and self.timers[0][0] < before:
             when, _, key = heapq.heappop(self.timers)
             state = self.keys[key]
+            self._stale.add(state.pos // SNAPSHOT_BLOCK)
             if self.spec.watermark and state.event_time == when:
                 state.waiting = False
             due = (self.spec.watermark and state.event_time == when) or state.deadline == when
@@ -267,12 +278,23 @@ class TriggerOp(Operator):
 
     # -- state ----------------------------------------------------------------------------------
     def snapshot(self) -> dict:
-        keys = [
-            (k, s.current, s.rows, s.emitted, s.emitted_at, s.rows_at_fire, s.event_time, s.deadline, s.waiting)
-            for k, s in self.keys.items()
-        ]
+        """The keys go in blocks of :data:`SNAPSHOT_BLOCK` (insertion order), each pickled into a numpy
+        byte array: only blocks with a key touched since the last snapshot are pickled again, and the
+        checkpoint store writes only the blocks that changed (the cost of a checkpoint follows the
+        keys that changed, not all keys ever seen)."""
+        count = -(-len(self._order) // SNAPSHOT_BLOCK)
+        self._blocks += [None] * (count - len(self._blocks))
+        for b in range(count):
+            if self._blocks[b] is None or b in self._stale:
+                keys = self._order[b * SNAPSHOT_BLOCK : (b + 1) * SNAPSHOT_BLOCK]
+                rows = [
+                    (k, s.current, s.rows, s.emitted, s.emitted_at, s.rows_at_fire, s.event_time, s.deadline, s.waiting)
+                    for k, s in ((k, self.keys[k]) for k in keys)
+                ]
+                self._blocks[b] = np.frombuffer(pickle.dumps(rows, protocol=5), np.uint8)
+        self._stale = set()
         return {
-            "keys": keys,
+            "key_blocks": list(self._blocks),
             "tick": self.tick,
             "changed": list(self.changed),
             "timers": list(self.timers),
@@ -282,11 +304,16 @@ class TriggerOp(Operator):
         }
 
     def restore(self, state: dict) -> None:
-        self.keys = {}
-        for k, cur, rows, em, em_at, at_fire, et, dl, waiting in state["keys"]:
-            s = self.keys[tuple(k)] = _Key()
-            s.current, s.rows, s.emitted, s.emitted_at = cur, rows, em, em_at
+        self.keys, self._order, self._stale = {}, [], set()
+        blocks = state.get("key_blocks")
+        rows = [r for block in blocks for r in pickle.loads(np.asarray(block).tobytes())] if blocks is not None else []
+        for k, cur, n, em, em_at, at_fire, et, dl, waiting in state.get("keys", rows):
+            key = tuple(k)
+            s = self.keys[key] = _Key(len(self._order))
+            self._order.append(key)
+            s.current, s.rows, s.emitted, s.emitted_at = cur, n, em, em_at
             s.rows_at_fire, s.event_time, s.deadline, s.waiting = at_fire, et, dl, waiting
+        self._blocks = list(blocks) if blocks is not None else []
         self.tick = state["tick"]
         self.changed = dict.fromkeys(tuple(k) for k in state["changed"])
         self.timers = [tuple(t) for t in state["timers"]]
