@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..expressions import IN_SUBQUERY, Evaluator, has_subquery, scalar_to_sql
+from ..expressions import IN_SUBQUERY, SCALAR_SUBQUERY, Evaluator, has_subquery, scalar_to_sql
 from ..logical import Filter, Node, Project
 from ..logical.exprs import _transform
 from .walk import bottom_up
@@ -17,7 +17,7 @@ def _contents(tree: exp.Expression) -> dict[int, tuple[bool, bool]]:
     pass from the leaves up: asking each node would take time quadratic in a long chain's length)."""
     out: dict[int, tuple[bool, bool]] = {}
     for n in reversed(list(tree.walk(bfs=True))):
-        sub = isinstance(n, exp.Anonymous) and n.name == IN_SUBQUERY
+        sub = isinstance(n, exp.Anonymous) and n.name in (IN_SUBQUERY, SCALAR_SUBQUERY)
         col = isinstance(n, exp.Column)
         for c in n.iter_expressions():
             csub, ccol = out.get(id(c), (False, False))
