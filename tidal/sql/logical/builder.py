@@ -19,6 +19,7 @@ from ..expressions import (
     output_type,
     scalar_subquery,
 )
+from .correlated import CorrelatedSubqueries
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
 from .match import MatchItems
@@ -29,7 +30,7 @@ from .unsupported import refuse_unsupported
 from .windows import WindowList
 
 
-class Builder(FromItems, SelectList, WindowList, MatchItems):
+class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self):
@@ -40,6 +41,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         self.trigger: tuple = ()
         self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
         self.outer: list[Node] = []  # the enclosing queries' inputs while planning IN (subquery)
+        self.correlating: list = []  # subqueries being planned: their outer references (correlated.py)
+        self.pending: list = []  # joins that correlated subqueries being bound need (correlated.py)
+        self.placeholder_types: dict[str, pa.DataType | None] = {}  # outer references' types
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -188,9 +192,12 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         ]
         if not hits and qual is None:
             hits = [phys for phys in node.names if phys == name]
+        if not hits and (placeholder := self.outer_reference(column)) is not None:
+            return placeholder
         if not hits and any(self._resolves(column, outer) for outer in self.outer):
             raise PlanError(
-                f"correlated subqueries are not supported: {column.sql()} refers to a column of the outer query"
+                f"correlated subqueries are not supported here: {column.sql()} refers to a column of a query "
+                "two or more levels out, or outside the subquery's WHERE"
             )
         if not hits:
             known = ", ".join(f"{q}.{n}" if q else n for q, n in node.scope)
@@ -215,10 +222,10 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
                     return self.in_subquery(e, _transform(e.this.copy(), visit))
                 finally:
                     self.outer.pop()
-            if isinstance(e, exp.Subquery):
+            if isinstance(e, exp.Subquery | exp.Exists):
                 self.outer.append(node)
                 try:
-                    return self.scalar_subquery(e)
+                    return self.scalar_subquery(e) if isinstance(e, exp.Subquery) else self.exists_value(e)
                 finally:
                     self.outer.pop()
             return None
@@ -229,9 +236,11 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         """``(SELECT ...)`` as a value: planned here, run before the query, its one row a constant.
         Over files at rest that is exact; a subquery over an event-time stream (whose answer
         changes as time passes) is refused."""
-        sub = self.query(e.this)
+        sub, refs = self.plan_subquery(e.this)
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"a subquery used as a value must return one column: {e.sql(dialect='duckdb')}")
+        if refs:
+            return self.correlated_value(e, sub, refs)
         if (sub.limit is not None or sub.offset) and not sub.order:
             # tidal's rows have no scan order to take "the first" from (DuckDB takes the file's)
             raise PlanError(
@@ -248,9 +257,14 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
     def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
         """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
         query = e.args["query"]
-        sub = self.query(query.this if isinstance(query, exp.Subquery) else query)
+        sub, refs = self.plan_subquery(query.this if isinstance(query, exp.Subquery) else query)
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
+        if refs:
+            raise PlanError(
+                "a correlated IN (subquery) is supported as a condition of WHERE (AND-ed with the others) only, "
+                f"not here: {e.sql(dialect='duckdb')}"
+            )
         key = len(self.subplans)
         self.subplans[key] = sub
         return in_subquery(value, key)
@@ -259,6 +273,12 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         schema = node.schema()
         if schema is None:
             return None
+        outer = {c.name for c in expr.find_all(exp.Column)} & self.placeholder_types.keys()
+        for name in sorted(outer):  # a correlated subquery's reference to the outer query
+            t = self.placeholder_types[name]
+            if t is None:
+                return None
+            schema = schema.append(pa.field(name, t))
         if has_subquery(expr):
             # IN (subquery) typed as ``value IN (value)`` (a boolean, its value checked); a scalar
             # subquery as a NULL of its column's type

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -9,7 +11,7 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
-from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
+from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window
@@ -44,11 +46,19 @@ class SelectList:
         triggers = self._triggers(trigger) if trigger is not None else ()
         where = sel.args.get("where")
         if where is not None:
-            cond = self.bind(_select_aliases(where.this, sel.expressions, node), node)
-            t = self.check(cond, node)
-            if t is not None and not is_condition_type(t):
-                raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
-            node = Filter(node, cond)
+            kept = []
+            for part in _conjuncts(_select_aliases(where.this, sel.expressions, node)):
+                joined = self.where_subquery(node, part)  # a correlated [NOT] EXISTS / IN: a semi/anti-join
+                if joined is None:
+                    kept.append(part)
+                else:
+                    node = joined
+            if kept:
+                cond, node = self.bind_attached(_and(kept), node)
+                t = self.check(cond, node)
+                if t is not None and not is_condition_type(t):
+                    raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
+                node = Filter(node, cond)
         items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
         having = sel.args.get("having")
@@ -77,7 +87,8 @@ class SelectList:
         for item in items:
             disp = _display(item)
             bound = item.this if isinstance(item, exp.Alias) else item
-            bound = self.bind(bound, node) if not getattr(item, "_bound", False) else bound
+            if not getattr(item, "_bound", False):
+                bound, node = self.bind_attached(bound, node)
             phys = _unique(disp, used)
             exprs.append((phys, bound))
             names.append(disp)
@@ -119,7 +130,9 @@ class SelectList:
                 hits = [p for p, e in visible if e.sql() == text]
                 target = hits[0] if hits else None
             if target is None:
-                bound = key if getattr(o, "_bound", False) else self.bind(key, node)
+                bound = key
+                if not getattr(o, "_bound", False):
+                    bound, node = self.bind_attached(key, node)
                 phys = f"__order{len(order)}"
                 self._label(phys, key, node)
                 exprs.append((phys, bound))
@@ -343,7 +356,7 @@ class SelectList:
                     return visit_population(x)
                 if isinstance(x, exp.Filter):
                     return visit(_filtered_aggregate(x))
-                if isinstance(x, exp.Subquery):  # a scalar subquery: its aggregates are its own
+                if isinstance(x, exp.Subquery | exp.Exists):  # a scalar subquery: its aggregates are its own
                     return self.bind(x, node)
                 if isinstance(x, exp.Window):  # over the groups: its inputs are rewritten, not the call
                     w = x.copy()
@@ -373,13 +386,19 @@ class SelectList:
                         self.outer.pop()
                 # only a subtree as small as a GROUP BY expression can be one (binding and printing every
                 # subtree of a long chain of ORs took time quadratic in its length)
-                if isinstance(x, exp.Column) or sizes.get(id(x), 1) <= key_nodes:
+                if isinstance(x, exp.Column) or (
+                    sizes.get(id(x), 1) <= key_nodes and x.find(exp.Subquery, exp.Exists) is None
+                ):
                     try:
                         text = self.bind(x, node).sql()
                     except PlanError:
                         return None
                     if text in key_map:
                         return _col(key_map[text])
+                    if isinstance(x, exp.Column) and text.strip('"') in self.placeholder_types:
+                        raise PlanError(
+                            f"a correlated column ({x.sql()}) outside the subquery's WHERE is not supported"
+                        )
                 if isinstance(x, exp.Column):
                     raise PlanError(f"column {x.sql()} must appear in GROUP BY or be used in an aggregate")
                 return None
@@ -389,37 +408,40 @@ class SelectList:
             return _transform(copied, visit)
 
         key_nodes = max((len(_subtree_sizes(g)) for g in key_exprs), default=0)
-        new_items = []
-        for item in items:
-            inner = item.this if isinstance(item, exp.Alias) else item
-            if getattr(item, "_bound", False):
-                phys = inner.name
-                if phys not in key_names:
-                    raise PlanError(f"column {item.alias} must appear in GROUP BY or be used in an aggregate")
-                new = exp.Alias(this=_col(phys), alias=exp.to_identifier(item.alias))
-            else:
-                new_inner = rewrite(inner)
-                new = exp.Alias(this=new_inner, alias=exp.to_identifier(_display(item)))
-            new._bound = True
-            new_items.append(new)
-        having_expr = rewrite(with_aliases(having.this)) if having is not None else None
-        new_order = []
-        for o in order_exprs:
-            key = o.this
-            if (
-                isinstance(key, exp.Column)
-                and not key.table
-                and any(_display(i).lower() == key.name.lower() for i in items)
-            ):
-                new_order.append(o)
-                continue
-            if isinstance(key, exp.Literal):
-                new_order.append(o)
-                continue
-            o2 = o.copy()
-            o2.set("this", rewrite(key))
-            o2._bound = True
-            new_order.append(o2)
+        # a correlated subquery over the groups refers to group keys: its joins attach to the aggregate
+        pending_joins = self.correlated_joins(partial(_group_key, key_map=key_map, labels=self.labels_for(node)))
+        with pending_joins as pending:
+            new_items = []
+            for item in items:
+                inner = item.this if isinstance(item, exp.Alias) else item
+                if getattr(item, "_bound", False):
+                    phys = inner.name
+                    if phys not in key_names:
+                        raise PlanError(f"column {item.alias} must appear in GROUP BY or be used in an aggregate")
+                    new = exp.Alias(this=_col(phys), alias=exp.to_identifier(item.alias))
+                else:
+                    new_inner = rewrite(inner)
+                    new = exp.Alias(this=new_inner, alias=exp.to_identifier(_display(item)))
+                new._bound = True
+                new_items.append(new)
+            having_expr = rewrite(with_aliases(having.this)) if having is not None else None
+            new_order = []
+            for o in order_exprs:
+                key = o.this
+                if (
+                    isinstance(key, exp.Column)
+                    and not key.table
+                    and any(_display(i).lower() == key.name.lower() for i in items)
+                ):
+                    new_order.append(o)
+                    continue
+                if isinstance(key, exp.Literal):
+                    new_order.append(o)
+                    continue
+                o2 = o.copy()
+                o2.set("this", rewrite(key))
+                o2._bound = True
+                new_order.append(o2)
         if not key_names and not calls:
             # HAVING without aggregates or GROUP BY: still one group of all rows (DuckDB); a count makes it one
             calls.append(AggCall(self.fresh("g"), "count", None))
@@ -440,7 +462,7 @@ class SelectList:
             types=tuple(in_types[k] for k in key_names) + agg_types,
             trigger=triggers,
         )
-        return agg, new_items, having_expr, new_order
+        return self.attach(agg, pending), new_items, having_expr, new_order
 
     def _agg_arg(self, arg: exp.Expression, node: Node, pre: list) -> str:
         bound = self.bind(arg, node)
@@ -452,6 +474,15 @@ class SelectList:
         self._label(phys, arg)
         pre.append((phys, bound))
         return phys
+
+
+def _group_key(bound: exp.Expression, key_map: dict, labels: dict) -> exp.Expression:
+    """A correlated subquery's reference to the grouped query: the group key it names."""
+    phys = key_map.get(bound.sql())
+    if phys is None:
+        name = labels.get(bound.name, bound.sql()) if isinstance(bound, exp.Column) else bound.sql()
+        raise PlanError(f"column {name} must appear in GROUP BY or be used in an aggregate (in a correlated subquery)")
+    return _col(phys)
 
 
 def _filtered_aggregate(f: exp.Filter) -> exp.Expression:

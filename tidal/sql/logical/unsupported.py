@@ -67,8 +67,6 @@ def refuse_unsupported(tree: exp.Expression) -> None:
             # (SELECT ...) used as a value is planned as a scalar subquery (uncorrelated only)
             if not isinstance(parent, _SUBQUERY_PARENTS) and not isinstance(node, exp.Subquery):
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
-        if isinstance(node, exp.Exists):
-            raise PlanError(f"EXISTS (subquery) is not supported: {_short(node)}; use a SEMI or ANTI JOIN")
 
 
 def _in_select_list(node: exp.Expression) -> bool:
