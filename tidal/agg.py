@@ -14,6 +14,7 @@ __all__ = [
     "AggregateFunction",
     "UserAggregate",
     "average",
+    "average_distinct",
     "count",
     "count_distinct",
     "count_not_null",
@@ -28,6 +29,7 @@ __all__ = [
     "stddev",
     "string_agg",
     "sum",
+    "sum_distinct",
     "top_k",
     "user_defined",
     "variance",
@@ -68,6 +70,16 @@ def max(x) -> AggregateFunction:  # noqa: A001
 
 def count_distinct(x) -> AggregateFunction:
     return AggregateFunction("count_distinct", x)
+
+
+def sum_distinct(x) -> AggregateFunction:
+    """The sum of the distinct non-null values (SQL's ``SUM(DISTINCT x)``)."""
+    return AggregateFunction("sum_distinct", x)
+
+
+def average_distinct(x) -> AggregateFunction:
+    """The mean of the distinct non-null values (SQL's ``AVG(DISTINCT x)``)."""
+    return AggregateFunction("average_distinct", x)
 
 
 def distinct(x) -> AggregateFunction:

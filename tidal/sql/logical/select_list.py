@@ -14,7 +14,7 @@ from ..expressions import SqlTypeError, interval_micros
 from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
-from .windows import has_window
+from .windows import has_window, named_windows
 
 
 class SelectList:
@@ -22,6 +22,7 @@ class SelectList:
 
     # -- SELECT ---------------------------------------------------------------------------------
     def select(self, sel: exp.Select) -> Query:
+        sel = named_windows(sel.copy())
         distinct = sel.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             # DuckDB keeps the first row of each key in ORDER BY order: a per-key TopK tidal does not have
@@ -274,7 +275,7 @@ class SelectList:
             elif isinstance(e, exp.GroupConcat):
                 # string_agg(x [, sep]): values in input order (relational rows get their row ordinal as time)
                 if distinct:
-                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql(dialect='duckdb')}")
+                    raise PlanError(f"DISTINCT in STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
                 if isinstance(arg, exp.Order):
                     raise PlanError(f"ORDER BY inside STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
                 sep = e.args.get("separator")
@@ -296,7 +297,7 @@ class SelectList:
                 # bool_or / bool_and: the largest / smallest boolean (false < true); nulls ignored as in MAX/MIN
                 fn = "max" if isinstance(e, exp.LogicalOr) else "min"
                 if distinct:
-                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql()}")
+                    raise PlanError(f"DISTINCT in BOOL_OR/BOOL_AND is not supported: {e.sql()}")
                 t = self.check(self.bind(arg, node), node)
                 if t is not None and not (pa.types.is_boolean(t) or pa.types.is_null(t)):
                     name = "bool_or" if isinstance(e, exp.LogicalOr) else "bool_and"
@@ -304,8 +305,12 @@ class SelectList:
                 arg_phys = self._agg_arg(arg, node, pre)
             elif type(e) in _AGGS:
                 fn = _AGGS[type(e)]
-                if distinct:
-                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql()}")
+                if distinct and fn in ("sum", "average"):  # over the set of values
+                    fn = f"{fn}_distinct"
+                elif distinct and fn in ("min", "max"):  # the same answer without DISTINCT
+                    pass
+                elif distinct:
+                    raise PlanError(f"DISTINCT is supported in COUNT, SUM, AVG, MIN and MAX only: {e.sql()}")
                 arg_phys = self._agg_arg(arg, node, pre)
                 if fn == "median":
                     fn, param = "percentile_cont", 0.5

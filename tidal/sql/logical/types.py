@@ -80,7 +80,7 @@ def _cast_to(e: exp.Expression, t: pa.DataType, target: pa.DataType) -> exp.Expr
     return e if t == target else exp.Cast(this=e, to=exp.DataType.build(_sql_type(target)))
 
 
-_NUMERIC_ONLY = {"average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"}
+_NUMERIC_ONLY = {"average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop", "average_distinct"}
 
 
 def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCall:
@@ -102,7 +102,7 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
             "(a TIMESTAMP in DuckDB) is not supported"
         )
     if (call.function in _NUMERIC_ONLY and not numeric) or (
-        call.function == "sum" and not (numeric or pa.types.is_boolean(arg_type))
+        call.function in ("sum", "sum_distinct") and not (numeric or pa.types.is_boolean(arg_type))
     ):
         raise PlanError(f"{text}: no aggregate function matches the argument type {name}")
     return call
@@ -113,9 +113,15 @@ def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None
         return pa.string()
     if call.function in ("count", "count_not_null", "count_distinct"):
         return pa.int64()
-    if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"):
+    if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop") or (
+        call.function == "average_distinct"
+    ):
         return pa.float64()
-    if call.function == "sum" and arg_type is not None and pa.types.is_integer(arg_type):
+    if (
+        call.function in ("sum", "sum_distinct")
+        and arg_type is not None
+        and (pa.types.is_integer(arg_type) or pa.types.is_boolean(arg_type))
+    ):
         return pa.int64()
     return arg_type
 

@@ -14,7 +14,6 @@ from ...core.errors import PlanError
 # clauses of a SELECT (or UNION) tidal does not evaluate: sqlglot's argument name -> the SQL
 _CLAUSES = {
     "qualify": "QUALIFY",
-    "windows": "named windows (a WINDOW clause)",
     "sample": "TABLESAMPLE / USING SAMPLE",
     "pivots": "PIVOT / UNPIVOT",
     "laterals": "LATERAL VIEW",
@@ -54,7 +53,7 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                 "PROCTIME() is not supported: tidal's windows and joins run on event time (a processing-time "
                 "attribute would make the answer depend on the clock); declare event time with max_diff_watermark"
             )
-        if isinstance(node, exp.Window) and not _in_select_list(node):
+        if isinstance(node, exp.Window) and not _in_select_list(node) and node.arg_key != "windows":
             raise PlanError(f"window functions (... OVER (...)) are supported in the SELECT list only: {_short(node)}")
         if isinstance(node, exp.Select | exp.SetOperation | exp.Table):
             for key, what in _CLAUSES.items():

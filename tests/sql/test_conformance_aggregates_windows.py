@@ -1,0 +1,121 @@
+"""SUM/AVG(DISTINCT), named windows (WINDOW w AS (...)) and grapheme functions against DuckDB on the
+same data; what DuckDB rejects tidal rejects, and what tidal cannot do exactly is refused by name."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tidal.core.errors import TidalError
+from tidal.sql import plan
+
+from .test_conformance_expressions import assert_same, assert_unsupported
+
+DATA = pa.table(
+    {
+        "a": pa.array([1, 1, 2, 2, 2, 3, 1, 4], pa.int64()),
+        "b": pa.array([1, 2, 3, 3, 4, None, 1, -5], pa.int32()),
+        "y": pa.array([3.0, 1.0, float("nan"), float("nan"), 4.0, None, 3.0, -0.5], pa.float64()),
+        "c": pa.array([True, False, True, None, True, None, True, False]),
+    }
+)
+
+
+@pytest.fixture
+def where(tmp_path):
+    pq.write_table(DATA, tmp_path / "t.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT a, SUM(DISTINCT b), AVG(DISTINCT b), SUM(b), COUNT(DISTINCT b), MIN(DISTINCT b), MAX(DISTINCT b) "
+        "FROM 't.parquet' GROUP BY a",
+        "SELECT a, SUM(DISTINCT y), AVG(DISTINCT y) FROM 't.parquet' GROUP BY a",  # NaN: one value, and NaN wins
+        "SELECT SUM(DISTINCT b), AVG(DISTINCT b), SUM(DISTINCT c), SUM(DISTINCT b) FILTER (WHERE a = 1) "
+        "FROM 't.parquet'",
+        "SELECT SUM(DISTINCT b), AVG(DISTINCT b), COUNT(*) FROM 't.parquet' WHERE a > 5",
+        "SELECT a, SUM(DISTINCT b) + 1 AS s FROM 't.parquet' GROUP BY a HAVING SUM(DISTINCT b) > 2",
+        "SELECT SUM(DISTINCT b % 2), AVG(DISTINCT a * 2) FROM 't.parquet'",
+    ],
+)
+def test_sum_and_avg_distinct(where, sql):
+    assert_same(sql, where)
+
+
+def test_sum_distinct_beyond_bigint_is_an_error(where):
+    assert_unsupported(
+        "SELECT SUM(DISTINCT x) FROM (SELECT 4611686018427387904 AS x UNION ALL SELECT 4611686018427387905)",
+        where,
+        "out of BIGINT's range",
+    )
+    assert_unsupported("SELECT STRING_AGG(DISTINCT CAST(a AS VARCHAR)) FROM 't.parquet'", where, "STRING_AGG")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(-4, 4))), max_size=12))
+def test_sum_distinct_random(tmp_path_factory, rows):
+    where = tmp_path_factory.mktemp("sd")
+    table = pa.table({"g": pa.array([g for g, _ in rows], pa.int64()), "v": pa.array([v for _, v in rows], pa.int64())})
+    pq.write_table(table, where / "t.parquet")
+    assert_same("SELECT g, SUM(DISTINCT v), AVG(DISTINCT v), SUM(v) FROM 't.parquet' GROUP BY g", where)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT a, b, SUM(b) OVER w FROM 't.parquet' WINDOW w AS (PARTITION BY a ORDER BY b, c)",
+        "SELECT a, b, SUM(b) OVER (w ORDER BY b DESC, c), rank() OVER w2 FROM 't.parquet' "
+        "WINDOW w AS (PARTITION BY a), w2 AS (w ORDER BY b)",
+        "SELECT a, b, SUM(b) OVER (w ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), row_number() OVER w "
+        "FROM 't.parquet' WHERE b IS NOT NULL WINDOW w AS (PARTITION BY a ORDER BY b, c)",
+        "SELECT a, b FROM 't.parquet' WINDOW w AS (PARTITION BY a)",
+        "SELECT a, b, SUM(b) OVER (w PARTITION BY a) FROM 't.parquet' WINDOW w AS (ORDER BY b, c)",
+    ],
+)
+def test_named_windows(where, sql):
+    assert_same(sql, where)
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        (
+            "SELECT SUM(b) OVER (w ORDER BY b) FROM 't.parquet' WINDOW w AS (PARTITION BY a ORDER BY c)",
+            "Cannot override ORDER BY",
+        ),
+        ("SELECT SUM(b) OVER (w PARTITION BY b) FROM 't.parquet' WINDOW w AS (PARTITION BY a)", "PARTITION BY"),
+        ("SELECT SUM(b) OVER v FROM 't.parquet' WINDOW w AS (PARTITION BY a)", 'window "v" does not exist'),
+        ("SELECT 1 FROM 't.parquet' WINDOW w AS (PARTITION BY a), w AS (ORDER BY b)", "already defined"),
+        (
+            "SELECT (SELECT MAX(b) OVER w FROM 't.parquet' LIMIT 1) FROM 't.parquet' WINDOW w AS (PARTITION BY a)",
+            'window "w" does not exist',
+        ),
+        (  # DuckDB takes OVER w and refuses OVER (w) here; sqlglot reads both the same
+            "SELECT SUM(b) OVER w FROM 't.parquet' WINDOW w AS (ORDER BY b ROWS 1 PRECEDING)",
+            "which has a frame clause, is not supported",
+        ),
+    ],
+)
+def test_named_windows_refused(where, sql, named):
+    assert_unsupported(sql, where, named)
+    if "not supported" not in named:  # DuckDB rejects it too
+        with pytest.raises(duckdb.Error):
+            duckdb.connect().sql(sql.replace("'t.parquet'", f"'{where / 't.parquet'}'")).fetchall()
+
+
+def test_sum_distinct_over_a_window_is_refused(where):
+    with pytest.raises(TidalError, match="DISTINCT in a window aggregate is not supported"):
+        import os
+
+        old = os.getcwd()
+        os.chdir(where)
+        try:
+            plan("SELECT SUM(DISTINCT b) OVER (PARTITION BY a) FROM 't.parquet'").result()
+        finally:
+            os.chdir(old)
