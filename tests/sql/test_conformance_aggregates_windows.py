@@ -119,3 +119,41 @@ def test_sum_distinct_over_a_window_is_refused(where):
             plan("SELECT SUM(DISTINCT b) OVER (PARTITION BY a) FROM 't.parquet'").result()
         finally:
             os.chdir(old)
+
+
+# -- grapheme clusters ----------------------------------------------------------------------------
+_CLUSTERS = [
+    "a",
+    "B",
+    "e\u0301",
+    "\U0001f986",
+    "\U0001f926\U0001f3fc\u200d\u2642\ufe0f",
+    "S\u0308",
+    "\r\n",
+    "\ud55c",
+    " ",
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.one_of(st.none(), st.lists(st.sampled_from(_CLUSTERS), max_size=6).map("".join)), max_size=5),
+    st.integers(-7, 7),
+    st.integers(-7, 7),
+)
+def test_grapheme_functions(tmp_path_factory, texts, k, n):
+    where = tmp_path_factory.mktemp("gr")
+    pq.write_table(
+        pa.table({"s": pa.array(texts, pa.string()), "k": pa.array([k] * len(texts), pa.int64())}), where / "t.parquet"
+    )
+    assert_same(
+        f"SELECT s, left_grapheme(s, {k}), right_grapheme(s, k), substring_grapheme(s, {k}), "
+        f"substring_grapheme(s, k, {n}), left_grapheme(s, NULL), substring_grapheme(s, k, NULL) FROM 't.parquet'",
+        where,
+    )
+
+
+def test_grapheme_functions_arguments(where):
+    assert_unsupported("SELECT left_grapheme('abc')", where, "takes 2 arguments")
+    assert_unsupported("SELECT substring_grapheme('abc', 1, 2, 3)", where, "takes 2 or 3 arguments")
+    assert_unsupported("SELECT left_grapheme('abc', 1.5)", where, "must be an integer")

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sqlstrings import SqlTypeError, _literal, _text
+from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid
 
 # the text DuckDB casts to a TIMESTAMP: YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]
 _TIMESTAMP_TEXT = r"^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*$"
@@ -136,7 +136,46 @@ def _log(ev, node):
     return pc.logb(x, base)
 
 
+def _grapheme(kind: str):
+    """``left_grapheme``/``right_grapheme``/``substring_grapheme``: ``left``/``right``/``substring`` counting
+    grapheme clusters (Unicode's extended grapheme clusters, UAX #29, found by the ``regex`` package;
+    as in DuckDB, ASCII text is counted by characters, so a CR LF pair there is two)."""
+
+    def run(ev, node):
+        import regex
+
+        v = _text(ev, node.args[0])
+        k, ok = _ints(ev, node.args[1], v, "length" if kind != "substring" else "start position")
+        ok = ok & _valid(v)
+        if kind == "substring" and len(node.args) > 2:
+            n, ok2 = _ints(ev, node.args[2], v, "length")
+            ok = ok & ok2
+        out = []
+        for i, s in enumerate(v.to_pylist()):
+            if not ok[i]:
+                out.append(None)
+                continue
+            parts = list(s) if s.isascii() else regex.findall(r"\X", s)  # DuckDB: ASCII text by characters
+            size, x = len(parts), int(k[i])
+            if kind == "left":
+                a, b = 0, x if x >= 0 else size + x
+            elif kind == "right":
+                a, b = (size - x if x >= 0 else -x), size
+            else:
+                a = x - 1 if x > 0 else (size + x if x < 0 else -1)
+                b = a + int(n[i]) if len(node.args) > 2 else size
+                a, b = min(a, b), max(a, b)
+            a, b = min(max(a, 0), size), min(max(b, 0), size)
+            out.append("".join(parts[a:b]) if b > a else "")
+        return pa.array(out, pa.string())
+
+    return run
+
+
 FUNCS = {
+    "left_grapheme": _grapheme("left"),
+    "right_grapheme": _grapheme("right"),
+    "substring_grapheme": _grapheme("substring"),
     "distinct": _distinct,
     "like_escape": _like_escape,
     "strpos": _strpos,

@@ -59,6 +59,11 @@ class MoreTranslations:
     def more_function(self, name: str, e) -> SqlCall | None:
         """A function sqlglot leaves anonymous, or None when it is not one of these."""
         args = e.expressions
+        if name in ("left_grapheme", "right_grapheme", "substring_grapheme"):
+            counts = (2, 3) if name == "substring_grapheme" else (2,)
+            if len(args) not in counts:
+                raise PlanError(f"{e.sql()}: {name}() takes {' or '.join(map(str, counts))} arguments, got {len(args)}")
+            return self._call(name, e, list(args))
         if name in ("prefix", "suffix") and len(args) == 2:
             func = "starts_with" if name == "prefix" else "ends_with"
             return self._call(func, e, [args[0]], [self._text(e, args[1], "second argument")])
