@@ -23,7 +23,7 @@ from .correlated import CorrelatedSubqueries
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
 from .match import MatchItems
-from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Session, Tumble, UnionAll
+from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Scan, Session, Tumble, UnionAll
 from .select_list import SelectList
 from .types import _sql_type, user_message
 from .unsupported import refuse_unsupported
@@ -241,7 +241,7 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
             raise PlanError(f"a subquery used as a value must return one column: {e.sql(dialect='duckdb')}")
         if refs:
             return self.correlated_value(e, sub, refs)
-        if (sub.limit is not None or sub.offset) and not sub.order:
+        if (sub.limit is not None or sub.offset) and not sub.order and not _file_order(sub.root):
             # tidal's rows have no scan order to take "the first" from (DuckDB takes the file's)
             raise PlanError(
                 f"a scalar subquery with LIMIT/OFFSET but no ORDER BY is not supported (which row it "
@@ -297,6 +297,13 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
             return output_type(expr, schema)
         except SqlTypeError as err:
             raise SqlTypeError(user_message(str(err), self.labels_for(node))) from None
+
+
+def _file_order(node: Node) -> bool:
+    """Whether ``node``'s rows come in one input's order (as SqlQuery.result takes them for LIMIT)."""
+    while isinstance(node, Project | Filter):
+        node = node.input
+    return isinstance(node, Scan) and not node.live and node.format not in ("kafka", "redis", "postgres")
 
 
 def _walk(node: Node):
