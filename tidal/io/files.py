@@ -248,6 +248,45 @@ def _long_line_error(path: str, source) -> TidalError:
     )
 
 
+_DATE_TEXT = r"^\d{4}-\d{2}-\d{2}$"
+
+
+def _json_dates(path: str, source, table: pa.Table) -> pa.Table:
+    """A JSON field whose values are all dates alone (``YYYY-MM-DD``) is a DATE, as DuckDB reads it
+    (pyarrow infers a timestamp at midnight), and one that mixes such dates with timestamps is text;
+    the text is read again (to tell ``2024-03-01`` from ``2024-03-01 00:00:00``) only for top-level
+    timestamp fields with a value at midnight."""
+    import pyarrow.json as pj
+
+    midnight = [
+        f.name
+        for f in table.schema
+        if pa.types.is_timestamp(f.type)
+        and f.type.tz is None
+        and pc.any(pc.equal(pc.floor_temporal(table[f.name], unit="day"), table[f.name])).as_py()
+    ]
+    if not midnight:
+        return table
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    as_text = pa.schema([pa.field(n, pa.string()) for n in midnight])
+    text = _with_block_sizes(
+        path,
+        source,
+        lambda size: pj.read_json(
+            source, read_options=pj.ReadOptions(block_size=size), parse_options=pj.ParseOptions(explicit_schema=as_text)
+        ),
+    )
+    for name in midnight:
+        dates = pc.match_substring_regex(text[name], _DATE_TEXT)
+        i = table.column_names.index(name)
+        if pc.all(dates).as_py() is not False:
+            table = table.set_column(i, pa.field(name, pa.date32()), table[name].cast(pa.date32()))
+        elif pc.any(dates).as_py():  # dates and timestamps mixed: DuckDB keeps the text
+            table = table.set_column(i, pa.field(name, pa.string()), text[name])
+    return table
+
+
 def _with_block_sizes(path: str, source, read):
     """``read(block_size)`` with the smallest block its longest line fits in (pyarrow's readers need a
     whole line in one block); a line too long for the largest is a :class:`ResourceError` naming it."""
@@ -489,6 +528,7 @@ def read_file(
                 table = _with_block_sizes(
                     path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))
                 )
+                table = _json_dates(path, source, table)
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 

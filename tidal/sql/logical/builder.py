@@ -22,10 +22,11 @@ from ..expressions import (
 from .correlated import CorrelatedSubqueries
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
+from .inline import _scan as inline_scan
 from .match import MatchItems
 from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Scan, Session, Tumble, UnionAll
 from .select_list import SelectList
-from .types import _sql_type, user_message
+from .types import _sql_type, duckdb_type_name, user_message
 from .unsupported import refuse_unsupported
 from .windows import WindowList
 
@@ -52,12 +53,39 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
     # -- statements --------------------------------------------------------------------
     def build(self, tree: exp.Expression) -> Query:
         refuse_unsupported(tree)
+        if isinstance(tree, exp.Describe):
+            return self.describe(tree)
         query = self.query(tree, top=True)
         query.subplans = self.subplans
         query.labels = self.labels
         for sub in self.subplans.values():
             sub.labels = self.labels
         return query
+
+    def describe(self, tree: exp.Describe) -> Query:
+        """``DESCRIBE query`` / ``DESCRIBE 'file'`` / ``DESCRIBE name``: the query's columns and their
+        types, as DuckDB lists them (column_name, column_type, null, key, default, extra)."""
+        target = tree.this
+        if isinstance(target, exp.Table):
+            target = exp.select("*").from_(target.copy())
+        elif isinstance(target, exp.Subquery):
+            target = target.this
+        q = self.query(target, top=True)
+        width = len(q.root.names) - q.hidden
+        types = [duckdb_type_name(t) for t in q.root.types[:width]]
+        none = pa.array([None] * width, pa.string())
+        table = pa.table(
+            {
+                "column_name": pa.array(list(q.output_names), pa.string()),
+                "column_type": pa.array(types, pa.string()),
+                "null": pa.array(["YES"] * width, pa.string()),
+                "key": none,
+                "default": none,
+                "extra": none,
+            }
+        )
+        scan = inline_scan("DESCRIBE", table)
+        return Query(scan, scan.names)
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)

@@ -42,6 +42,33 @@ def sql_type_name(t: pa.DataType | str) -> str:
     return _SQL_TYPE_NAMES.get(name, name.upper())
 
 
+def duckdb_type_name(t: pa.DataType | None) -> str | None:
+    """The type as DuckDB's DESCRIBE names it: ``BIGINT[]``, ``STRUCT(a BIGINT, b VARCHAR)``, ``TIMESTAMP_MS``..."""
+    if t is None:
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"{duckdb_type_name(t.value_type)}[]"
+    if pa.types.is_fixed_size_list(t):
+        return f"{duckdb_type_name(t.value_type)}[{t.list_size}]"
+    if pa.types.is_struct(t):
+        inner = (t.field(i) for i in range(t.num_fields))
+        fields = ", ".join(f"{_ident(f.name)} {duckdb_type_name(f.type)}" for f in inner)
+        return f"STRUCT({fields})"
+    if pa.types.is_map(t):
+        return f"MAP({duckdb_type_name(t.key_type)}, {duckdb_type_name(t.item_type)})"
+    if pa.types.is_timestamp(t) and t.tz is None and t.unit != "us":
+        return f"TIMESTAMP_{t.unit.upper()}"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_time(t):
+        return "TIME"
+    return sql_type_name(t)
+
+
+def _ident(name: str) -> str:
+    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
+
+
 def is_condition_type(t: pa.DataType) -> bool:
     """Whether a condition (WHERE, HAVING, ON) of this type is one DuckDB takes: a boolean, or what it
     casts to one implicitly (its untyped NULL, a number: true when not zero)."""

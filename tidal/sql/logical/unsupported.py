@@ -27,7 +27,9 @@ _CLAUSES = {
     "settings": "SETTINGS",
 }
 # where a subquery may stand: as a FROM item, a UNION side, a CTE, IN (subquery), EXISTS (subquery)
-_SUBQUERY_PARENTS = (exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral)
+_SUBQUERY_PARENTS = (
+    exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral, exp.Describe
+)  # fmt: skip
 
 
 def _short(e: exp.Expression) -> str:
