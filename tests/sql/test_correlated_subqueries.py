@@ -65,6 +65,11 @@ QUERIES = [
     "SELECT COUNT(*) FROM t",
     "SELECT id FROM 'o.parquet' o WHERE x > (SELECT MIN(y) FROM 'i.parquet') "
     "AND x >= (SELECT MAX(y) FROM 'i.parquet' i WHERE i.k = o.k)",
+    # subqueries inside subqueries (each runs with its own), EXISTS of a row without FROM
+    "SELECT (SELECT (SELECT (SELECT 42)))",
+    "SELECT id, (SELECT EXISTS (SELECT * FROM 'i.parquet' WHERE y > 35)) FROM 'o.parquet'",
+    "SELECT id FROM 'o.parquet' WHERE x IN (SELECT y FROM 'i.parquet' WHERE y > (SELECT MIN(x) FROM 'o.parquet'))",
+    "SELECT id FROM 'o.parquet' o WHERE EXISTS (SELECT NULL, o.s) AND NOT EXISTS (SELECT o.x WHERE false)",
 ]
 
 
@@ -119,6 +124,11 @@ def test_correlated_subqueries_as_duckdb(where, sql):
             "SELECT k FROM 'o.parquet' o GROUP BY k HAVING (SELECT SUM(y) FROM 'i.parquet' i WHERE i.s = o.s) > 1",
             "must appear in GROUP BY",
         ),
+        (
+            "SELECT id, (SELECT SUM(y) FROM 'i.parquet' i WHERE i.y > o.x) FROM 'o.parquet' o",
+            "correlated condition i.y > o.x is not supported",
+        ),
+        ("SELECT x + INTERVAL (id) DAYS FROM 'o.parquet'", "INTERVAL of a value that is not a constant"),
     ],
 )
 def test_shapes_not_decorrelated_are_refused(where, sql, named):

@@ -264,7 +264,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         """``(SELECT ...)`` as a value: planned here, run before the query, its one row a constant.
         Over files at rest that is exact; a subquery over an event-time stream (whose answer
         changes as time passes) is refused."""
+        first = len(self.subplans)
         sub, refs = self.plan_subquery(e.this)
+        sub.subplans = {k: self.subplans[k] for k in range(first, len(self.subplans))}  # its own subqueries
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"a subquery used as a value must return one column: {e.sql(dialect='duckdb')}")
         if refs:
@@ -285,7 +287,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
     def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
         """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
         query = e.args["query"]
+        first = len(self.subplans)
         sub, refs = self.plan_subquery(query.this if isinstance(query, exp.Subquery) else query)
+        sub.subplans = {k: self.subplans[k] for k in range(first, len(self.subplans))}  # its own subqueries
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
         if refs:

@@ -31,7 +31,7 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from .exprs import _and, _col, _conjuncts, _transform
 from .nodes import Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
-from .types import _sql_type
+from .types import _sql_type, user_message
 
 _COUNTS = ("count", "count_not_null", "count_distinct")
 
@@ -240,7 +240,8 @@ class CorrelatedSubqueries:
                     )
                 )
             conds.append(eq)
-        return self._join_on(node, renamed, "anti" if negated else "semi", None, None, bound_on=_and(conds))
+        cond = _and(conds) if conds else exp.true()  # EXISTS (SELECT outer.x): any row at all
+        return self._join_on(node, renamed, "anti" if negated else "semi", None, None, bound_on=cond)
 
     # -- (SELECT agg ... WHERE inner = outer) as a value --------------------------------------------
     def correlated_value(self, e: exp.Expression, sub: Query, refs: dict) -> exp.Expression:
@@ -267,8 +268,9 @@ class CorrelatedSubqueries:
         for p in correlated:
             sides = _equality_sides(p, names)
             if sides is None:
+                names = {**self.labels_for(source), **{ph: t for ph, (_, t) in refs.items()}}
                 raise PlanError(
-                    f"correlated condition {self.labels.get(p.sql(), p.sql())!s} is not supported in a subquery "
+                    f"correlated condition {user_message(p.sql(), names)} is not supported in a subquery "
                     f"used as a value (only inner expression = outer expression): {text}"
                 )
             inner_keys.append(sides[0])
