@@ -21,6 +21,7 @@ __all__ = [
     "distinct",
     "first",
     "last",
+    "list_agg",
     "max",
     "median",
     "min",
@@ -70,6 +71,12 @@ def max(x) -> AggregateFunction:  # noqa: A001
 
 def count_distinct(x) -> AggregateFunction:
     return AggregateFunction("count_distinct", x)
+
+
+def list_agg(x, order=None) -> AggregateFunction:
+    """The non-null values in input order; SQL's ``list(x ORDER BY k)`` passes a struct of the
+    keys and the value (so its NULLs are kept), and ``order`` as each key's (descending, nulls first)."""
+    return AggregateFunction("list_agg", x, param=tuple(order) if order else None)
 
 
 def sum_distinct(x) -> AggregateFunction:

@@ -157,3 +157,51 @@ def test_grapheme_functions_arguments(where):
     assert_unsupported("SELECT left_grapheme('abc')", where, "takes 2 arguments")
     assert_unsupported("SELECT substring_grapheme('abc', 1, 2, 3)", where, "takes 2 or 3 arguments")
     assert_unsupported("SELECT left_grapheme('abc', 1.5)", where, "must be an integer")
+
+
+# -- aggregates with ORDER BY, list / array_agg -----------------------------------------------------
+ORDERED = pa.table(
+    {
+        "a": pa.array([1, 2, 3, None, 5, 6, 7], pa.int64()),
+        "b": pa.array(["x", "y", None, "z", "w", "v", "u"]),
+        "c": pa.array([3.0, None, 1.0, 2.0, 2.5, None, 0.5]),
+        "g": pa.array(["g1", "g1", "g2", "g1", "g2", "g3", "g1"]),
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT g, string_agg(b, ',' ORDER BY a DESC), list(a ORDER BY a DESC), list(a), "
+        "array_agg(b ORDER BY c NULLS FIRST, a DESC), string_agg(b ORDER BY c, b) FROM 'o.parquet' GROUP BY g",
+        "SELECT COUNT(1 ORDER BY 1), SUM(a ORDER BY abs(a)), MIN(a ORDER BY b), MAX(c ORDER BY a), "
+        "string_agg(b, '-' ORDER BY b) FILTER (WHERE a > 1) FROM 'o.parquet'",
+        "SELECT list(b ORDER BY b), string_agg(b ORDER BY a) FROM 'o.parquet' WHERE a > 100",
+        "SELECT g, list(c), list(c ORDER BY c DESC NULLS LAST) FROM 'o.parquet' GROUP BY g",
+    ],
+)
+def test_aggregates_with_order_by(tmp_path, sql):
+    pq.write_table(ORDERED, tmp_path / "o.parquet")
+    assert_same(sql, tmp_path)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(-5, 5))), max_size=10, unique_by=lambda r: r[1]
+    )
+)
+def test_list_and_string_agg_ordered_random(tmp_path_factory, rows):
+    where = tmp_path_factory.mktemp("la")
+    table = pa.table({"g": pa.array([g for g, _ in rows], pa.int64()), "v": pa.array([v for _, v in rows], pa.int64())})
+    pq.write_table(table, where / "t.parquet")
+    assert_same(
+        "SELECT g, list(v ORDER BY v DESC), string_agg(CAST(v AS VARCHAR), '/' ORDER BY v NULLS FIRST), "
+        "list(v ORDER BY v NULLS FIRST) FROM 't.parquet' GROUP BY g",
+        where,
+    )
+
+
+def test_order_by_inside_first_is_refused(where):
+    assert_unsupported("SELECT first(a ORDER BY b) FROM 't.parquet'", where, "ORDER BY inside FIRST is not supported")

@@ -136,17 +136,59 @@ def _log(ev, node):
     return pc.logb(x, base)
 
 
+def _cut(size: int, offset: int, length: int) -> tuple[int, int]:
+    """``substring``'s [start, end) over ``size`` units (the rule of :func:`tidal.expr.sqlstrings.substring`):
+    a 1-based ``offset`` (negative: from the end; 0: one before the first), ``length`` units on
+    (negative: backwards), clamped to the string."""
+    begin = offset - 1 if offset > 0 else (size + offset if offset < 0 else -1)
+    a, b = sorted((begin, begin + length))
+    return max(0, min(a, size)), max(0, min(b, size))
+
+
+def _clusters(s: str) -> list[str]:
+    import regex
+
+    return regex.findall(r"\X", s)
+
+
+def _grapheme_count(s: str) -> int:
+    return len(s) if s.isascii() else len(_clusters(s))
+
+
+def _substring_grapheme(s: str, offset: int, length: int) -> str:
+    """DuckDB's ``substring_grapheme``: when the bytes up to one past the cut are ASCII the cut is by
+    characters (so a CR LF there is two), otherwise by grapheme clusters."""
+    data = s.encode()
+    start, end = _cut(len(data), offset, length)
+    if data[: min(end + 1, len(data))].isascii():
+        return data[start:end].decode()
+    clusters = _clusters(s)
+    start, end = _cut(len(clusters), offset, length)
+    return "".join(clusters[start:end])
+
+
+def _left_grapheme(s: str, k: int) -> str:
+    if k < 0:
+        k = max(0, _grapheme_count(s) + k)
+    return _substring_grapheme(s, 1, k)
+
+
+def _right_grapheme(s: str, k: int) -> str:
+    n = _grapheme_count(s)
+    size = min(n, k) if k >= 0 else n - min(n, -k)
+    return _substring_grapheme(s, n - size + 1, size)
+
+
 def _grapheme(kind: str):
-    """``left_grapheme``/``right_grapheme``/``substring_grapheme``: ``left``/``right``/``substring`` counting
-    grapheme clusters (Unicode's extended grapheme clusters, UAX #29, found by the ``regex`` package;
-    as in DuckDB, ASCII text is counted by characters, so a CR LF pair there is two)."""
+    """``left_grapheme``/``right_grapheme``/``substring_grapheme``: ``left``/``right``/``substring``
+    counting grapheme clusters (Unicode's extended grapheme clusters, UAX #29, found by the ``regex``
+    package), with DuckDB's ASCII shortcut (see :func:`_substring_grapheme`)."""
 
     def run(ev, node):
-        import regex
-
         v = _text(ev, node.args[0])
         k, ok = _ints(ev, node.args[1], v, "length" if kind != "substring" else "start position")
         ok = ok & _valid(v)
+        n = None
         if kind == "substring" and len(node.args) > 2:
             n, ok2 = _ints(ev, node.args[2], v, "length")
             ok = ok & ok2
@@ -154,25 +196,25 @@ def _grapheme(kind: str):
         for i, s in enumerate(v.to_pylist()):
             if not ok[i]:
                 out.append(None)
-                continue
-            parts = list(s) if s.isascii() else regex.findall(r"\X", s)  # DuckDB: ASCII text by characters
-            size, x = len(parts), int(k[i])
-            if kind == "left":
-                a, b = 0, x if x >= 0 else size + x
+            elif kind == "left":
+                out.append(_left_grapheme(s, int(k[i])))
             elif kind == "right":
-                a, b = (size - x if x >= 0 else -x), size
+                out.append(_right_grapheme(s, int(k[i])))
             else:
-                a = x - 1 if x > 0 else (size + x if x < 0 else -1)
-                b = a + int(n[i]) if len(node.args) > 2 else size
-                a, b = min(a, b), max(a, b)
-            a, b = min(max(a, 0), size), min(max(b, 0), size)
-            out.append("".join(parts[a:b]) if b > a else "")
+                out.append(_substring_grapheme(s, int(k[i]), int(n[i]) if n is not None else 2**32 - 1))
         return pa.array(out, pa.string())
 
     return run
 
 
+def _pack(ev, node):
+    """The arguments as one struct column (fields ``f0``, ``f1``...): an ordered aggregate's keys and value."""
+    arrays = [ev.array(a) for a in node.args]
+    return pa.StructArray.from_arrays(arrays, names=[f"f{i}" for i in range(len(arrays))])
+
+
 FUNCS = {
+    "pack": _pack,
     "left_grapheme": _grapheme("left"),
     "right_grapheme": _grapheme("right"),
     "substring_grapheme": _grapheme("substring"),

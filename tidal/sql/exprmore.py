@@ -59,6 +59,8 @@ class MoreTranslations:
     def more_function(self, name: str, e) -> SqlCall | None:
         """A function sqlglot leaves anonymous, or None when it is not one of these."""
         args = e.expressions
+        if name == "__pack":  # an ordered aggregate's keys and value as one struct (select_list._packed)
+            return self._call("pack", e, list(args))
         if name in ("left_grapheme", "right_grapheme", "substring_grapheme"):
             counts = (2, 3) if name == "substring_grapheme" else (2,)
             if len(args) not in counts:

@@ -181,6 +181,8 @@ def result_type(fn: AggregateFunction, arg_type):
         return pa.int64() if pa.types.is_integer(arg_type) or pa.types.is_boolean(arg_type) else pa.float64()
     if fn.kind in ("top_k", "distinct"):
         return pa.list_(arg_type)
+    if fn.kind == "list_agg":  # the argument packs the ORDER BY keys and the value (last), or is the value
+        return pa.list_(arg_type.field(arg_type.num_fields - 1).type if pa.types.is_struct(arg_type) else arg_type)
     return arg_type
 
 
@@ -224,7 +226,9 @@ class MultisetState(PyState):
         self.items: Counter = Counter()
 
     def _item(self, t, v):
-        return (t, v) if self.kind in ("first", "last", "string_agg") else v
+        if self.kind in ("list_agg", "string_agg") and isinstance(v, dict):  # ORDER BY keys, then the value
+            return (t, tuple(v.values()))
+        return (t, v) if self.kind in ("first", "last", "string_agg", "list_agg") else v
 
     def _value(self, v):
         """The value as counted (None: skipped); over distinct values a NaN is one value, as in DuckDB."""
@@ -293,8 +297,14 @@ def multiset_result(kind: str, param, items: Counter):
         return min(items)[1]
     if kind == "last":
         return max(items)[1]
+    if kind == "string_agg" and isinstance(param, tuple):  # (separator, ORDER BY spec)
+        sep, order = param
+        values = [row[-1] for row in _ordered(items, order) if row[-1] is not None]
+        return None if sep is None or not values else sep.join(str(v) for v in values)
     if kind == "string_agg":
         return None if param is None else param.join(str(v) for _, v in sorted(items.elements()))
+    if kind == "list_agg":
+        return [row[-1] for row in _ordered(items, param or ())]
     if kind == "distinct":
         return sorted(items)
     if kind == "top_k":
@@ -306,6 +316,18 @@ def multiset_result(kind: str, param, items: Counter):
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _ordered(items: Counter, order) -> list[tuple]:
+    """The packed rows ``(key, ..., value)`` of ``(time, row)`` items sorted by their keys, each
+    ``(descending, nulls first)``; rows tied on every key stay in time (input) order."""
+    rows = [row for _, row in sorted(items.elements(), key=lambda item: item[0])]
+    for i in reversed(range(len(order))):  # stable sorts, last key first
+        desc, nulls_first = order[i]
+        present = sorted((r for r in rows if r[i] is not None), key=lambda r: r[i], reverse=desc)
+        absent = [r for r in rows if r[i] is None]
+        rows = absent + present if nulls_first else present + absent
+    return rows
 
 
 def _any_float(items) -> bool:

@@ -256,6 +256,11 @@ class SelectList:
             return _transform(e.copy(), visit) if aliases else e
 
         def add_agg(e: exp.Expression) -> str:
+            if isinstance(e.this, exp.Order) and not isinstance(e, exp.GroupConcat | exp.ArrayAgg):
+                if isinstance(e, exp.First | exp.Last | exp.AnyValue):
+                    raise PlanError(f"ORDER BY inside {e.sql_name()} is not supported: {e.sql(dialect='duckdb')}")
+                e = e.copy()  # the order of the values changes nothing these aggregates compute
+                e.set("this", e.this.this)
             bound = self.bind(e, node)
             text = bound.sql()
             if text in agg_map:
@@ -276,8 +281,9 @@ class SelectList:
                 # string_agg(x [, sep]): values in input order (relational rows get their row ordinal as time)
                 if distinct:
                     raise PlanError(f"DISTINCT in STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
-                if isinstance(arg, exp.Order):
-                    raise PlanError(f"ORDER BY inside STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
+                order = None
+                if isinstance(arg, exp.Order):  # string_agg(x, sep ORDER BY k ...): the values sorted by k
+                    order, arg = arg.expressions, arg.this
                 sep = e.args.get("separator")
                 if (
                     sep is not None
@@ -292,7 +298,20 @@ class SelectList:
                     if t is not None and pa.types.is_string(t)
                     else exp.Cast(this=arg.copy(), to=exp.DataType.build("VARCHAR"))
                 )
+                if order:
+                    text_arg, spec = _packed(order, text_arg)
+                    param = (param, spec)
                 arg_phys = self._agg_arg(text_arg, node, pre)
+            elif isinstance(e, exp.ArrayAgg):
+                # list(x [ORDER BY k ...]) / array_agg: the values (NULLs too) in input order or sorted by k
+                if distinct:
+                    raise PlanError(f"DISTINCT in LIST/ARRAY_AGG is not supported: {e.sql(dialect='duckdb')}")
+                order = None
+                if isinstance(arg, exp.Order):
+                    order, arg = arg.expressions, arg.this
+                packed, spec = _packed(order or [], arg)
+                fn, param = "list_agg", spec
+                arg_phys = self._agg_arg(packed, node, pre)
             elif isinstance(e, exp.LogicalOr | exp.LogicalAnd):
                 # bool_or / bool_and: the largest / smallest boolean (false < true); nulls ignored as in MAX/MIN
                 fn = "max" if isinstance(e, exp.LogicalOr) else "min"
@@ -490,6 +509,13 @@ def _group_key(bound: exp.Expression, key_map: dict, labels: dict) -> exp.Expres
     return _col(phys)
 
 
+def _packed(order: list, value: exp.Expression) -> tuple[exp.Expression, tuple]:
+    """The ORDER BY keys and the value as one struct argument (``__pack``), and each key's
+    (descending, nulls first) for the aggregate's parameter."""
+    spec = tuple((bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in order)
+    return exp.Anonymous(this="__pack", expressions=[o.this.copy() for o in order] + [value.copy()]), spec
+
+
 def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
     """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``: the aggregates tidal has all skip
     NULLs, so the rows where ``c`` is not true drop out; ``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``."""
@@ -500,7 +526,14 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
     keeps_nulls = isinstance(agg, exp.First | exp.Last | exp.AnyValue)
     if keeps_nulls or not (
         isinstance(
-            agg, exp.Count | exp.LogicalOr | exp.LogicalAnd | exp.PercentileCont | exp.PercentileDisc | exp.GroupConcat
+            agg,
+            exp.Count
+            | exp.LogicalOr
+            | exp.LogicalAnd
+            | exp.PercentileCont
+            | exp.PercentileDisc
+            | exp.GroupConcat
+            | exp.ArrayAgg,
         )
         or type(agg) in _AGGS
     ):
@@ -510,7 +543,9 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
         return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
 
     arg = agg.this
-    if isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
+    if isinstance(arg, exp.Order):  # string_agg(x ORDER BY k) FILTER (...): the value is filtered
+        arg.set("this", when(arg.this.copy()))
+    elif isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         agg.set("this", when(exp.Literal.number(1)))
     elif isinstance(arg, exp.Distinct):
         arg.set("expressions", [when(arg.expressions[0].copy())])

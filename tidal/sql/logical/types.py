@@ -136,6 +136,8 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
 
 
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
+    if call.function == "list_agg":  # its argument packs the ORDER BY keys and the value, last
+        return None if arg_type is None else pa.list_(arg_type.field(arg_type.num_fields - 1).type)
     if call.function == "string_agg":
         return pa.string()
     if call.function in ("count", "count_not_null", "count_distinct"):
