@@ -65,6 +65,7 @@ QUERIES = [
     "SELECT COUNT(*) FROM t",
     "SELECT id FROM 'o.parquet' o WHERE x > (SELECT MIN(y) FROM 'i.parquet') "
     "AND x >= (SELECT MAX(y) FROM 'i.parquet' i WHERE i.k = o.k)",
+    "SELECT k, SUM(x) FROM 'o.parquet' GROUP BY k HAVING SUM(x) > (SELECT SUM(y) * 0.2 FROM 'i.parquet')",
     # subqueries inside subqueries (each runs with its own), EXISTS of a row without FROM
     "SELECT (SELECT (SELECT (SELECT 42)))",
     "SELECT id, (SELECT EXISTS (SELECT * FROM 'i.parquet' WHERE y > 35)) FROM 'o.parquet'",
@@ -154,3 +155,13 @@ def test_random_tables_as_duckdb(tmp_path_factory, ok, ox, ik, iy):
         "(SELECT SUM(y) FROM 'i.parquet' i WHERE i.k = o.k) FROM 'o.parquet' o",
     ):
         assert_same(sql, where)
+
+
+def test_a_scalar_subquery_in_having_is_not_folded_to_null(tmp_path):
+    # DuckDB's test_having.test: the subquery was folded to NULL before it ran, and no group was kept
+    pq.write_table(pa.table({"a": pa.array([11, 13, 12], pa.int32()), "b": pa.array([22, 22, 21], pa.int32())}),
+                   tmp_path / "test.parquet")  # fmt: skip
+    assert_same(
+        "SELECT b, SUM(a) FROM 'test.parquet' GROUP BY b HAVING SUM(a) > (SELECT SUM(t.a) * 0.5 FROM 'test.parquet' t)",
+        tmp_path,
+    )
