@@ -252,10 +252,8 @@ _DATE_TEXT = r"^\d{4}-\d{2}-\d{2}$"
 
 
 def _json_dates(path: str, source, table: pa.Table) -> pa.Table:
-    """A JSON field whose values are all dates alone (``YYYY-MM-DD``) is a DATE, as DuckDB reads it
-    (pyarrow infers a timestamp at midnight), and one that mixes such dates with timestamps is text;
-    the text is read again (to tell ``2024-03-01`` from ``2024-03-01 00:00:00``) only for top-level
-    timestamp fields with a value at midnight."""
+    """As DuckDB: a JSON field of dates alone (``YYYY-MM-DD``) is a DATE, dates mixed with timestamps text
+    (pyarrow infers timestamps; a top-level one with a value at midnight is read again as text)."""
     import pyarrow.json as pj
 
     midnight = [
@@ -269,14 +267,8 @@ def _json_dates(path: str, source, table: pa.Table) -> pa.Table:
         return table
     if isinstance(source, io.BytesIO):
         source.seek(0)
-    as_text = pa.schema([pa.field(n, pa.string()) for n in midnight])
-    text = _with_block_sizes(
-        path,
-        source,
-        lambda size: pj.read_json(
-            source, read_options=pj.ReadOptions(block_size=size), parse_options=pj.ParseOptions(explicit_schema=as_text)
-        ),
-    )
+    texts = pj.ParseOptions(explicit_schema=pa.schema([pa.field(n, pa.string()) for n in midnight]))
+    text = _with_block_sizes(path, source, lambda n: pj.read_json(source, pj.ReadOptions(block_size=n), texts))
     for name in midnight:
         dates = pc.match_substring_regex(text[name], _DATE_TEXT)
         i = table.column_names.index(name)

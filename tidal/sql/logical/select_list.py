@@ -11,6 +11,7 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
+from .aggregate_args import _filtered_aggregate, _group_key, _packed
 from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
@@ -498,60 +499,6 @@ class SelectList:
         self._label(phys, arg)
         pre.append((phys, bound))
         return phys
-
-
-def _group_key(bound: exp.Expression, key_map: dict, labels: dict) -> exp.Expression:
-    """A correlated subquery's reference to the grouped query: the group key it names."""
-    phys = key_map.get(bound.sql())
-    if phys is None:
-        name = labels.get(bound.name, bound.sql()) if isinstance(bound, exp.Column) else bound.sql()
-        raise PlanError(f"column {name} must appear in GROUP BY or be used in an aggregate (in a correlated subquery)")
-    return _col(phys)
-
-
-def _packed(order: list, value: exp.Expression) -> tuple[exp.Expression, tuple]:
-    """The ORDER BY keys and the value as one struct argument (``__pack``), and each key's
-    (descending, nulls first) for the aggregate's parameter."""
-    spec = tuple((bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in order)
-    return exp.Anonymous(this="__pack", expressions=[o.this.copy() for o in order] + [value.copy()]), spec
-
-
-def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
-    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``: the aggregates tidal has all skip
-    NULLs, so the rows where ``c`` is not true drop out; ``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``."""
-    agg, cond = f.this.copy(), f.expression.this
-    if isinstance(agg, exp.WithinGroup):
-        raise PlanError(f"FILTER (WHERE ...) on an ordered-set aggregate is not supported: {f.sql(dialect='duckdb')}")
-    # FIRST/LAST keep NULLs (a filtered-out row would become a NULL they could return)
-    keeps_nulls = isinstance(agg, exp.First | exp.Last | exp.AnyValue)
-    if keeps_nulls or not (
-        isinstance(
-            agg,
-            exp.Count
-            | exp.LogicalOr
-            | exp.LogicalAnd
-            | exp.PercentileCont
-            | exp.PercentileDisc
-            | exp.GroupConcat
-            | exp.ArrayAgg,
-        )
-        or type(agg) in _AGGS
-    ):
-        raise PlanError(f"FILTER (WHERE ...) on {agg.sql(dialect='duckdb')} is not supported")
-
-    def when(value: exp.Expression) -> exp.Expression:
-        return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
-
-    arg = agg.this
-    if isinstance(arg, exp.Order):  # string_agg(x ORDER BY k) FILTER (...): the value is filtered
-        arg.set("this", when(arg.this.copy()))
-    elif isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
-        agg.set("this", when(exp.Literal.number(1)))
-    elif isinstance(arg, exp.Distinct):
-        arg.set("expressions", [when(arg.expressions[0].copy())])
-    else:
-        agg.set("this", when(arg.copy()))
-    return agg
 
 
 def _has_aggregate(e: exp.Expression) -> bool:
