@@ -205,3 +205,23 @@ def test_list_and_string_agg_ordered_random(tmp_path_factory, rows):
 
 def test_order_by_inside_first_is_refused(where):
     assert_unsupported("SELECT first(a ORDER BY b) FROM 't.parquet'", where, "ORDER BY inside FIRST is not supported")
+
+
+# -- NaN in aggregates: a value (the largest), not a NULL -------------------------------------------
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT a, MAX(y), MIN(y), SUM(y), AVG(y), COUNT(y), COUNT(DISTINCT y) FROM 't.parquet' GROUP BY a",
+        "SELECT MAX(y), MIN(y), SUM(y), COUNT(y), stddev(y), var_pop(y) FROM 't.parquet' WHERE a = 2",
+        "SELECT COUNT(y), SUM(y), MIN(y) FROM 't.parquet' WHERE a > 10",
+        "SELECT a, COUNT(y) + 1 AS n FROM 't.parquet' GROUP BY a HAVING COUNT(y) > 1 ORDER BY n",
+        "SELECT isnan(y), isnan(a), isnan(NULL) FROM 't.parquet'",
+        "SELECT median(y), FIRST(y) FROM 't.parquet' WHERE a = 1",
+    ],
+)
+def test_nan_in_aggregates_as_duckdb(where, sql):
+    assert_same(sql, where)
+
+
+def test_nan_where_its_place_is_not_reproduced_is_an_error(where):
+    assert_unsupported("SELECT median(y) FROM 't.parquet'", where, "MEDIAN(y): a NaN among its values is not supported")

@@ -213,7 +213,27 @@ def _pack(ev, node):
     return pa.StructArray.from_arrays(arrays, names=[f"f{i}" for i in range(len(arrays))])
 
 
+def _isnan(ev, node):
+    """``isnan(x)``: NULL for NULL, false for a number that is not a float's NaN."""
+    x = ev.array(node.args[0])
+    if pa.types.is_floating(x.type):
+        return pc.is_nan(x)
+    if pa.types.is_integer(x.type) or pa.types.is_null(x.type) or pa.types.is_decimal(x.type):
+        return pc.if_else(pc.is_null(x), pa.scalar(None, pa.bool_()), False)
+    raise SqlTypeError(f"{ev.sql(node)}: isnan takes a number, not {x.type}")
+
+
+def _nan_guard(ev, node):
+    """The argument, or an error naming the aggregate when a NaN comes (see select_list)."""
+    x = ev.array(node.args[0])
+    if pa.types.is_floating(x.type) and pc.any(pc.is_nan(x)).as_py():
+        raise SqlTypeError(f"{node.params[0]}: a NaN among its values is not supported (DuckDB orders NaN last)")
+    return x
+
+
 FUNCS = {
+    "isnan": _isnan,
+    "nan_guard": _nan_guard,
     "pack": _pack,
     "left_grapheme": _grapheme("left"),
     "right_grapheme": _grapheme("right"),

@@ -61,3 +61,27 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
     else:
         agg.set("this", when(arg.copy()))
     return agg
+
+
+# aggregates whose engine state keeps a NaN as a value (Python multisets of packed values, or NaN-aware)
+_NAN_AS_VALUE = ("sum_distinct", "average_distinct", "list_agg", "string_agg")
+_NAN_FIXES = ("count_not_null", "count_distinct", "sum", "average", "max", "min", "variance", "stddev")
+_NAN = exp.Cast(this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE"))
+
+
+def _nan_fix(fn: str, out: str, nans: str) -> exp.Expression:
+    """The value of aggregate ``out`` as DuckDB computes it, from the engine's value (which skips NaN
+    like NULL) and ``nans``, the group's count of NaN: NaN is a value, larger than every number, so
+    COUNT counts it, SUM/AVG/MAX/variance are NaN with one, MIN is NaN when there is nothing else."""
+    value, n = _col(out), _col(nans)
+    some = exp.GT(this=n.copy(), expression=exp.Literal.number(0))
+    if fn == "count_not_null":
+        return exp.Add(this=value, expression=exp.Coalesce(this=n, expressions=[exp.Literal.number(0)]))
+    if fn == "count_distinct":
+        return exp.Add(
+            this=value,
+            expression=exp.Case(ifs=[exp.If(this=some, true=exp.Literal.number(1))], default=exp.Literal.number(0)),
+        )
+    if fn == "min":
+        some = exp.And(this=exp.Is(this=value.copy(), expression=exp.Null()), expression=some)
+    return exp.Case(ifs=[exp.If(this=some, true=_NAN.copy())], default=value)

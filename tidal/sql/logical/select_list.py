@@ -11,7 +11,7 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
-from .aggregate_args import _filtered_aggregate, _group_key, _packed
+from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
 from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
@@ -238,6 +238,7 @@ class SelectList:
             key_map[text] = phys
         calls: list[AggCall] = []
         agg_map: dict[str, str] = {}
+        nan_fixes: dict[str, exp.Expression] = {}
         # DuckDB lets HAVING and aggregate arguments name a SELECT alias that is not an input column
         in_scope = {n.lower() for _, n in node.scope}
         aliases = {
@@ -345,6 +346,30 @@ class SelectList:
                 arg_phys = self._agg_arg(arg, node, pre)
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
+            arg_expr = dict(pre).get(arg_phys)
+            arg_type = self.check(arg_expr, node) if arg_expr is not None else None
+            if arg_type is not None and pa.types.is_floating(arg_type) and fn not in _NAN_AS_VALUE:
+                # the engine skips NaN as it skips NULL; DuckDB counts it, as the largest value
+                if fn not in _NAN_FIXES:  # a NaN in its values is an error when it comes (not supported)
+                    guard = exp.Anonymous(
+                        this="__nan_guard", expressions=[arg_expr.copy(), exp.Literal.string(e.sql(dialect="duckdb"))]
+                    )
+                    arg_phys = self.fresh("a")
+                    pre.append((arg_phys, guard))
+                    calls.append(AggCall(out, fn, arg_phys, param))
+                    self._label(out, e)
+                    agg_map[text] = out
+                    return out
+                counted = exp.Case(
+                    ifs=[exp.If(this=exp.Anonymous(this="isnan", expressions=[dict(pre)[arg_phys].copy()]),
+                                true=exp.Literal.number(1))],
+                    default=exp.Literal.number(0),
+                )  # fmt: skip
+                nan_phys = self.fresh("a")
+                pre.append((nan_phys, counted))
+                nans = self.fresh("g")
+                calls.append(AggCall(nans, "sum", nan_phys))
+                nan_fixes[out] = _nan_fix(fn, out, nans)
             calls.append(AggCall(out, fn, arg_phys, param))
             self._label(out, e)
             agg_map[text] = out
@@ -467,6 +492,17 @@ class SelectList:
                 o2.set("this", rewrite(key))
                 o2._bound = True
                 new_order.append(o2)
+        if nan_fixes:  # each aggregate of a DOUBLE column read with its NaN count (see _nan_fix)
+            fix = partial(
+                _transform,
+                visit=lambda x: nan_fixes[x.name].copy() if isinstance(x, exp.Column) and x.name in nan_fixes else None,
+            )  # noqa: E501
+            for item in new_items:
+                item.set("this", fix(item.this))
+            having_expr = fix(having_expr) if having_expr is not None else None
+            for o in new_order:
+                if getattr(o, "_bound", False):
+                    o.set("this", fix(o.this))
         if not key_names and not calls:
             # HAVING without aggregates or GROUP BY: still one group of all rows (DuckDB); a count makes it one
             calls.append(AggCall(self.fresh("g"), "count", None))
