@@ -25,11 +25,6 @@ OPS = {
     "hopping_window": (lambda s: s.hopping_window(10, 5), lambda r: r.hopping_window(10, 5)),
     "hopping_window_uneven": (lambda s: s.hopping_window(7, 3, 1), lambda r: r.hopping_window(7, 3, 1)),
     "hopping_window_gaps": (lambda s: s.hopping_window(3, 8), lambda r: r.hopping_window(3, 8)),
-    "tumbling_window_end": (lambda s: s.tumbling_window(10, 3, align="end"), lambda r: r.tumbling_window(10, 3, "end")),
-    "hopping_window_end": (
-        lambda s: s.hopping_window(7, 3, 1, align="end"),
-        lambda r: r.hopping_window(7, 3, 1, "end"),
-    ),
     "clip_duration": (lambda s: s.clip_duration(6), lambda r: r.clip_duration(6)),
     "extend_lifetime": (lambda s: s.extend_lifetime(9), lambda r: r.extend_lifetime(9)),
     "quantize_lifetime": (lambda s: s.quantize_lifetime(8, 4), lambda r: r.quantize_lifetime(8, 4)),

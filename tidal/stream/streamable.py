@@ -82,30 +82,13 @@ class Stream:
         """Every event lives ``duration`` ticks from its start: ``[s, s+d)``."""
         return self.alter_lifetime(duration=duration)
 
-    def hopping_window(self, size: int, hop: int, offset: int = 0, align: str = "start") -> Stream:
-        """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``).
+    def hopping_window(self, size: int, hop: int, offset: int = 0) -> Stream:
+        """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``)."""
+        return Stream(nodes.window(self.node, size, hop, offset))
 
-        ``align="start"`` (the default): an event's start moves *down* to the last boundary at or
-        before it, so the window ``[b, b+size)`` holds the events that start in it and its result
-        is visible from ``b`` on, as events arrive. ``align="end"``: Trill's convention
-        (``HoppingWindowLifetime``): the start moves *up* to the next boundary (one on a boundary
-        stays), so the events of ``(b-hop, b]`` make the result visible over ``[b, b+size)``, from
-        the end of the span they fell in. ``align="end"`` with ``hop > size`` is not supported.
-        """
-        if align not in ("start", "end"):
-            raise PlanError(f"align is 'start' or 'end', got {align!r}")
-        node = self.node
-        if align == "end":
-            if hop > size:
-                raise PlanError("hopping_window(align='end') with hop > size is not supported")
-            if hop > 1:  # a start moved up to its boundary: the start-aligned window of start + hop - 1
-                node = nodes.ShiftLifetime(node, hop - 1)
-        return Stream(nodes.window(node, size, hop, offset))
-
-    def tumbling_window(self, size: int, offset: int = 0, align: str = "start") -> Stream:
-        """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size
-        (``align``: see :meth:`hopping_window`; ``"end"`` is Trill's ``TumblingWindowLifetime``)."""
-        return self.hopping_window(size, size, offset, align)
+    def tumbling_window(self, size: int, offset: int = 0) -> Stream:
+        """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
+        return self.hopping_window(size, size, offset)
 
     def clip_duration(self, limit: int) -> Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""

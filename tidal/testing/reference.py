@@ -87,14 +87,8 @@ class Reference:
     def alter_duration(self, d) -> Reference:
         return self.alter_lifetime(duration=d)
 
-    def hopping_window(self, size: int, hop: int, offset: int = 0, align: str = "start") -> Reference:
-        def ceil(t):  # Trill's convention: a start moves up to the next boundary, one on a boundary stays
-            return t if (t - offset) % hop == 0 else _floor(t, hop, offset) + hop
-
+    def hopping_window(self, size: int, hop: int, offset: int = 0) -> Reference:
         def f(s, e):
-            if align == "end":
-                ws = ceil(s)
-                return [(ws, ws + size if size % hop == 0 else ceil(s + size))]
             if hop > size and (s - offset) % hop >= size:
                 return []
             ws = _floor(s, hop, offset)
@@ -104,8 +98,8 @@ class Reference:
 
         return self._map(f)
 
-    def tumbling_window(self, size: int, offset: int = 0, align: str = "start") -> Reference:
-        return self.hopping_window(size, size, offset, align)
+    def tumbling_window(self, size: int, offset: int = 0) -> Reference:
+        return self.hopping_window(size, size, offset)
 
     def clip_duration(self, limit: int) -> Reference:
         return self._map(lambda s, e: [(s, min(e, s + limit))])
