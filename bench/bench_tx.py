@@ -12,14 +12,17 @@ number of worker threads, and by the application's plain Python loop (``python(d
 Then skew 0..1 and multi-partition ratio 0..100% for GS and SL at the largest worker count.
 Throughput is input events per second of the median run, through the transact operator (for GS,
 without the Sum stage). The engine ``tidal`` is ``chains`` on the largest worker count.
-Printed at the end: chains over serial, lock, pat and the Python loop, from this one run.
+Printed at the end: chains over serial, lock, pat and the Python loop, from this one run, and each
+configuration's CPU time per event (all its threads; the median run).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,15 +33,21 @@ import tidal  # noqa: E402
 from tidal import tx  # noqa: E402
 from tidal.tx.apps import APPS  # noqa: E402
 
+CPU: dict = {}  # (app, scheduler, workers) -> CPU seconds of each run (all threads): what a run costs
 
-def transact_run(mod, data, scheduler: str, workers: int, partitions: int):
+
+def transact_run(mod, data, scheduler: str, workers: int, partitions: int, key=None):
     def run():
         tabs = mod.tables()
         post = getattr(mod, "toll", None)
         s = tidal.from_arrow(data, time="t").transact(
             mod.access_for(tabs), post=post, scheduler=scheduler, workers=workers, partitions=partitions
         )
-        return s.count()
+        start = time.process_time()
+        out = s.count()
+        if key is not None:
+            CPU.setdefault(key, []).append(time.process_time() - start)
+        return out
 
     return run
 
@@ -69,7 +78,7 @@ def main(argv=None) -> None:
         for scheduler in tx.SCHEDULERS:
             for w in args.workers:
                 engine = "tidal" if (scheduler == "chains" and w == top) else f"tidal-{scheduler}-{w}w"
-                entries.append((app, engine, transact_run(mod, data, scheduler, w, top), n))
+                entries.append((app, engine, transact_run(mod, data, scheduler, w, top, (app, scheduler, w)), n))
                 keys.append((app, scheduler, w))
         entries.append((app, "python loop", python_run(mod, data.slice(0, n_py)), n_py))
         keys.append((app, "python", 1))
@@ -108,6 +117,16 @@ def main(argv=None) -> None:
         ]
         line = f"{app}: " + " ".join(parts)
         res.note(line)
+    # CPU time per event (all threads), the median run: on a machine shared with other work a parallel
+    # run's wall clock waits for its slowest thread's turn; its CPU time says what the work costs
+    for app in APPS:
+        parts = [
+            f"{s} {w}w {statistics.median(CPU[(app, s, w)]) / n * 1e9:.0f}"
+            for s in tx.SCHEDULERS
+            for w in args.workers
+            if (app, s, w) in CPU
+        ]
+        res.note(f"{app} CPU ns/event: " + ", ".join(parts))
     res.report(args.out, events=n, python_events=n_py, workers=args.workers, interval=500)
 
 

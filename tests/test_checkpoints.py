@@ -36,6 +36,7 @@ STATEFUL = {
     ),
     "union_and_lifetimes": lambda s: s.clip_duration(5).union(s.where(lambda e: e.k == 1).chop(4).extend_lifetime(3)),
     "quantize": lambda s: s.quantize_lifetime(8, 4).shift_lifetime(2),
+    "shorten_and_align_end": lambda s: s.extend_lifetime(-4).hopping_window(6, 3, align="end"),
 }
 
 

@@ -52,3 +52,66 @@ def test_demo_command_prints_plan_late_count_and_next_steps(capsys):
     assert f"late: {late:,} clicks" in out
     assert f"clicks in windows: {20_000 - late:,} = 20,000 - {late:,} late" in out
     assert "What to try next" in out and "--engine spark" in out
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", text)
+
+
+def test_the_live_table_redraws_as_windows_close_and_ends_with_the_answer():
+    import io
+
+    from rich.console import Console
+
+    clicks, prices = demo.generate(300_000, seed=11)
+    screen = io.StringIO()
+    got = demo.live(clicks, prices, Console(file=screen, force_terminal=True, width=120), pause=0)
+    ordered, query = demo.build(clicks, prices)
+    expected = query.to_arrow()
+    assert sorted(map(str, got.to_pylist())) == sorted(map(str, expected.to_pylist()))
+    frames = _plain(screen.getvalue()).split("busiest (minute, ad) windows so far")
+    closed = [int(m.replace(",", "")) for m in re.findall(r"running: ([\d,]+) windows closed", "".join(frames))]
+    assert len(frames) > 5 and closed == sorted(closed) and any(0 < c < expected.num_rows for c in closed)  # moving
+    late = ordered.late_count()
+    assert f"done: {expected.num_rows:,} windows closed" in frames[-1]
+    assert f"late clicks dropped: {late:,}" in frames[-1]
+    best = demo._top(expected, 1).to_pylist()[0]
+    assert f"{best['spend'] / 100:,.2f}" in frames[-1]
+
+
+def test_demo_live_flag_and_help_texts(capsys):
+    assert main(["demo", "--events", "20000", "--seed", "5", "--live"]) == 0
+    out = _plain(capsys.readouterr().out)
+    assert "Live: the query's output as it arrives" in out and "done: " in out and "At full speed:" in out
+    assert main(["demo", "--events", "20000", "--seed", "5"]) == 0  # not a terminal: no live table
+    assert "busiest" not in capsys.readouterr().out
+    helps = {}
+    for command in ("demo", "explain", "run"):
+        try:
+            main([command, "--help"])
+        except SystemExit:
+            pass
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    assert "--seed SEED seed of the generated clicks, delays and prices" in helps["demo"]
+    assert "the stream plan of operators with their variants" in helps["explain"]
+    assert "sql the query, as for tidal query" in helps["explain"]
+    assert "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND" in helps["run"]
+
+
+def test_the_demo_read_through_head_ends_quietly():
+    # `tidal demo | head -3`, as a shell runs it: no traceback, the status of a process ended by SIGPIPE
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # unbuffered: the first line reaches the pipe at once, and the rest is written after the reader left
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "tidal.cli.main", "demo", "--events", "20000"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as child:
+        first = child.stdout.readline().decode()
+        child.stdout.close()
+        err = child.stderr.read().decode()
+        assert child.wait(timeout=300) == 141
+    assert first.startswith("tidal demo: 20,000 ad clicks arriving out of order")
+    assert err == ""

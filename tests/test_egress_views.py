@@ -70,11 +70,15 @@ def payload_columns(draw, max_columns=3):
 
 
 @st.composite
-def physical_streams(draw, max_events=30, unmatched_ends=False):
-    """A physical table (intervals, start edges, end edges after their starts) with random payloads."""
+def physical_streams(draw, max_events=30, unmatched_ends=False, only_intervals=False, shuffle=False):
+    """A physical table (intervals, start edges, end edges after their starts) with random payloads.
+    ``only_intervals``: every row an interval (the fast path of ``layers_table``); ``shuffle``: rows not
+    in sync order."""
     columns = draw(payload_columns())
     n = draw(st.integers(0, max_events))
     shapes = ["interval"] * 3 + ["edges"] * 3 + ["open", "empty"] + ["end"] * (unmatched_ends and draw(st.booleans()))
+    if only_intervals:
+        shapes = ["interval"]
     # times spread past what packs into one int64 key now and then (the sorts fall back to lexsort)
     offset, scale = draw(st.sampled_from([(0, 1), (0, 1), (-(2**61), 1), (0, 2**40)]))
     rows = []  # (sync, other, payload tuple)
@@ -94,6 +98,8 @@ def physical_streams(draw, max_events=30, unmatched_ends=False):
         else:  # an end edge whose start is missing (unless another event of the payload covers it)
             rows.append((end, start, payload))
     rows.sort(key=lambda r: r[0])
+    if shuffle:
+        rows = draw(st.permutations(rows))
     table = _table(rows, columns)
     # arrays with offsets and several chunks, as query output has
     cut = draw(st.integers(1, 8))
@@ -153,6 +159,16 @@ def test_intervals_equal_the_python_canonical_form(table):
         assert repr(as_layers(got)) == repr(want)
         assert got.column_names == ["start", "end", *table.column_names[2:]]
         assert got.schema.types == [pa.int64(), pa.int64(), *table.schema.types[2:]]
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_intervals_only_tables_equal_the_python_canonical_form(data):
+    # all intervals: separate ones take the fast path, touching or overlapping ones the general one
+    table = data.draw(physical_streams(max_events=12, only_intervals=True, shuffle=data.draw(st.booleans())))
+    got = intervals_from_table(table)
+    assert repr(as_layers(got)) == repr(oracle_layers(table))
+    assert got.schema.types == [pa.int64(), pa.int64(), *table.schema.types[2:]]
 
 
 @given(lifetimes(max_events=40))

@@ -138,6 +138,7 @@ def test_join_family_matches_reference(op, case):
     result = OPS[op](left, right).to_arrow()
     check_physical(result)
     assert_same_snapshots(result, OPS[op](lref, rref))
+    assert OPS[op](left, right).count() == result.num_rows  # a count gets the pairs without their payload
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -149,6 +150,7 @@ def test_each_variant_on_both_sides(shape, op, data):
     result = OPS[op](left, right).to_arrow()
     check_physical(result)
     assert_same_snapshots(result, OPS[op](lref, rref))
+    assert OPS[op](left, right).count() == result.num_rows
 
 
 @pytest.mark.parametrize("op", ["join", "join_build_once", "cross_join", "full_outer_join", "where_exists", "clip"])
@@ -424,6 +426,45 @@ def test_window_join_matches_reference_and_the_hash_kernel(op, case, tiny):
     general = OPS[op](left, _without_durations(right))
     assert "points (each probes" not in general.explain()
     assert result.equals(general.to_arrow())
+    assert query.count() == result.num_rows
+
+
+@st.composite
+def tumbling_pairs(draw):
+    """Two inputs in tumbling windows of one size on one grid (the window join's second case)."""
+    left, right, lref, rref = draw(pairs(shapes=("points",), nulls=draw(st.booleans())))
+    size, offset = draw(st.sampled_from([(1, 0), (3, 0), (7, 2), (10, 0)]))
+    return (
+        left.tumbling_window(size, offset),
+        right.tumbling_window(size, offset),
+        lref.tumbling_window(size, offset),
+        rref.tumbling_window(size, offset),
+    )
+
+
+@pytest.mark.parametrize("op", WINDOW_OPS)
+@given(case=tumbling_pairs(), tiny=st.booleans())
+def test_window_join_of_tumbling_windows_matches_reference_and_the_hash_kernel(op, case, tiny):
+    """Right windows probing the left's windows of the same grid: the reference's answer, and the very batches
+    that the symmetric hash kernel gives."""
+    left, right, lref, rref = case
+    query = OPS[op](left, right)
+    if op != "cross_join":
+        assert "window join" in query.explain()  # (windows of 1 tick are points)
+    result = _run_with_output_capacity(query, join_ops._WindowCore, 1 if tiny else None)
+    assert_same_snapshots(result, OPS[op](lref, rref))
+    general = OPS[op](left, _without_durations(right))
+    assert "window join" not in general.explain()
+    assert result.equals(general.to_arrow())
+    assert query.count() == result.num_rows
+
+
+def test_window_join_checks_the_grid_of_tumbling_windows():
+    left = make_stream([(0, 1, (1, 1), False)], "points", 10, None).tumbling_window(6)
+    right = make_stream([(2, 3, (1, 2), False)], "points", 10, None).alter_duration(6)
+    right = tidal.Stream(right.node.but(props=right.node.props.but(constant_hop=(6, 0))))  # a false declaration
+    with pytest.raises(tidal.PlanError, match="tumbling windows of 6 ticks"):
+        left.join(right, "k", "k").to_arrow()
 
 
 @pytest.mark.parametrize("op", ["join", "join_result"])
@@ -509,6 +550,7 @@ def test_merge_join_matches_reference(op, case, tiny):
     assert "merge join" in query.explain()
     result = _run_with_output_capacity(query, join_ops._Core, 1 if tiny else None)
     assert_same_snapshots(result, MERGE_OPS[op](lref, rref))
+    assert query.count() == result.num_rows
 
 
 @pytest.mark.parametrize("shape", SHAPES)

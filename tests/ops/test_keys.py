@@ -71,3 +71,35 @@ def test_stable_hash_is_the_same_in_every_process():
     h = stable_hash([pa.array([1, 2]), pa.array(["x", None])])
     assert h.tolist() == stable_hash([pa.array([1, 2]), pa.array(["x", None])]).tolist()
     assert h[0] != h[1]
+
+
+NAN_PAYLOAD = float(np.array([0x7FF8000000000001], np.int64).view(np.float64)[0])  # a NaN with other bits
+
+
+@given(
+    batches=st.lists(
+        st.lists(
+            st.one_of(
+                st.none(),
+                st.sampled_from([0.0, -0.0, math.nan, NAN_PAYLOAD, math.inf, -math.inf, 1.0, 2.0, 3.0]),
+                st.floats(allow_nan=False),
+            ),
+            max_size=30,
+        ),
+        max_size=4,
+    )
+)
+def test_float_codes_in_one_pass_follow_first_appearance(batches):
+    """Float64 keys (the compiled one-pass path): codes in order of first appearance, -0.0 is 0.0, every
+    NaN one NaN, and a batch's first null takes the code after that batch's new values."""
+    index = KeyIndex(("k",))
+    known: dict = {}
+    for values in batches:
+        got = index.ids([pa.array(values, pa.float64())]).tolist()
+        fresh = [v for v in dict.fromkeys(_norm(v) for v in values if v is not None) if v not in known]
+        for v in fresh:
+            known[v] = len(known)
+        if None in values and None not in known:
+            known[None] = len(known)
+        assert got == [known[None if v is None else _norm(v)] for v in values]
+    assert len(index) == len(known)

@@ -318,3 +318,20 @@ def test_map_side_combine_matches_embedded(spark, name):
         out = tidal.spark.to_arrow(q, partitions=p, spark=spark)
         assert out.schema.equals(embedded.schema)
         assert_same_snapshots(out, embedded)
+
+
+def test_to_arrow_rows_come_in_the_canonical_order_on_any_partitioning(spark):
+    # many events share a sync time: their order must not depend on the partitioning
+    rng = random.Random(5)
+    n = 400
+    table = pa.table({"t": sorted(rng.randint(0, 20) for _ in range(n)), "k": [rng.randint(0, 9) for _ in range(n)],
+                      "v": [rng.randint(0, 3) for _ in range(n)]})  # fmt: skip
+    q = tidal.from_arrow(table, time="t").tumbling_window(5).group_aggregate("k", n=tidal.agg.count())
+    from tidal.spark.batch import canonical_order
+
+    runs = [tidal.spark.to_arrow(q, partitions=p, spark=spark) for p in (1, 3)]
+    assert runs[0].equals(runs[1])  # the same rows in the same order
+    embedded = q.to_arrow()
+    assert runs[0].equals(embedded.take(pa.compute.sort_indices(embedded, canonical_order(embedded))))
+    keys = list(zip(*(runs[0].column(name).to_pylist() for name, _ in canonical_order(runs[0])), strict=True))
+    assert keys == sorted(keys) and len({r[0] for r in keys}) < len(keys)  # ties in sync time were ordered

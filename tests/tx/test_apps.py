@@ -6,12 +6,16 @@ import pytest
 
 import tidal
 from tidal import tx
+from tidal.tx import runs
 from tidal.tx.apps import APPS
 
 
-@pytest.mark.parametrize("scheduler", tx.SCHEDULERS)
+@pytest.mark.parametrize("scheduler", [*tx.SCHEDULERS, "chains-lists"])
 @pytest.mark.parametrize("app", sorted(APPS))
-def test_each_application_equals_plain_python(app, scheduler):
+def test_each_application_equals_plain_python(app, scheduler, monkeypatch):
+    if scheduler == "chains-lists":  # owner lists however small the run (else small runs walk serially)
+        monkeypatch.setattr(runs, "PARALLEL_FROM", 0)
+        scheduler = "chains"
     mod = APPS[app]
     size = 300 if app != "tp" else 100
     data = mod.generate(2_000, size=size, skew=0.9, multi=0.5, partitions=2, seed=7)

@@ -86,6 +86,7 @@ def _live_table(q, out) -> None:
 
     names = list(q.optimized.names)
     schema = q.optimized.schema()
+    q.live = True  # grouped results are shown as they change, not only when their TRIGGER fires
     current = CurrentResult()
     console = Console(file=out)
     last = [0.0]
@@ -106,7 +107,8 @@ def _live_table(q, out) -> None:
 
         def on_change(t, undo, row) -> None:
             current(t, undo, row)
-            redraw()
+            if not undo:  # a changed row is a retraction then an insert: never draw between the two
+                redraw()
 
         q.stats.on_progress = redraw
         q.run(ChangelogSink(names, names, on_change))
@@ -137,7 +139,35 @@ def _with_progress(q, work):
         return work()
 
 
+def _pyarrow_without_pandas() -> None:
+    """pyarrow imports pandas (about half a second) the first time it converts a Python list when pandas
+    is installed, to recognise pandas objects. The embedded engine never hands pyarrow pandas objects,
+    so ``tidal query`` lets pyarrow's one import attempt fail: pyarrow then skips its pandas checks,
+    and pandas itself stays importable (Spark's engine needs pyarrow's pandas support: not called there)."""
+    import pyarrow as pa
+
+    if "pandas" in sys.modules:
+        return
+    sys.meta_path.insert(0, _NoPandas)
+    try:
+        pa.array([0])  # pyarrow tries to import pandas once, now, and remembers it has none
+    finally:
+        sys.meta_path.remove(_NoPandas)
+
+
+class _NoPandas:
+    """A finder that makes ``import pandas`` fail (on ``sys.meta_path`` only while pyarrow looks)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas is not used by tidal query", name=name)
+        return None
+
+
 def _query(args) -> int:
+    if args.engine == "embedded":
+        _pyarrow_without_pandas()
     from tidal.sql import plan
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
 
@@ -152,7 +182,9 @@ def _query(args) -> int:
         late=args.late,
         batch_latency=latency,
         batch_rows=args.batch_rows,
+        catalog=getattr(args, "catalog", None),
     )
+    _sink_columns(q, getattr(args, "columns", None))
     if args.state:
         return _durable(q, fmt, args)
     if args.output and args.output.startswith(("postgresql://", "postgres://")) and not args.state:
@@ -186,6 +218,21 @@ def _query(args) -> int:
         print(f"tidal: stopped by {got[0].name}: the output above is the answer so far", file=sys.stderr)
         return 128 + got[0].value
     return 0
+
+
+def _sink_columns(q, columns) -> None:
+    """``INSERT INTO t SELECT ...`` (tidal/cli/run.py): the answer's columns take t's names, by position."""
+    if not columns:
+        return
+    names = q.query.output_names
+    if len(names) != len(columns):
+        from tidal.core.errors import PlanError
+
+        raise PlanError(
+            f"the query gives {len(names)} columns ({', '.join(names)}) and the sink table has "
+            f"{len(columns)} ({', '.join(columns)}): they are matched by position"
+        )
+    q.query.output_names = tuple(columns)
 
 
 @contextlib.contextmanager
@@ -385,10 +432,31 @@ def _stdout_gone() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidal", description="Temporal stream analytics for Python.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="out-of-order ad clicks: sort, temporal join, windowed spend, late count")
     demo.add_argument("--events", type=int, default=2_000_000, help="number of generated clicks")
-    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument(
+        "--seed",
+        type=int,
+        default=7,
+        help="seed of the generated clicks, delays and prices (default 7): the same seed gives the same "
+        "stream, the same late count and the same answer",
+    )
+    demo.add_argument(
+        "--live",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the query's output as a live table while it runs (default: when standard output is a terminal)",
+    )
+    demo.add_argument(
+        "--engine",
+        choices=("embedded", "spark"),
+        default="embedded",
+        help="spark: also run the same query inside Spark tasks and check it gives the same answer",
+    )
+    demo.add_argument(
+        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
+    )
     demo.set_defaults(run=_demo)
     query = sub.add_parser("query", help="run a SQL query over files")
     query.add_argument("sql", help="the query, e.g. \"SELECT a, COUNT(*) FROM 'data.csv' GROUP BY a\"")
@@ -449,12 +517,28 @@ def main(argv: list[str] | None = None) -> int:
         help="with --state: commit at most this often (default 1 s of wall clock)",
     )
     query.set_defaults(run=_query)
-    explain = sub.add_parser("explain", help="show a query's logical plan, rewrites and stream plan")
-    explain.add_argument("sql")
+    explain = sub.add_parser(
+        "explain",
+        help="show a query's logical plan, rewrites and stream plan",
+        description="Print how tidal runs a query, without running it: the logical plan built from the SQL, "
+        "the rewrites applied (filters and columns pushed into scans...), the optimized logical plan, and the "
+        "stream plan of operators with their variants (sort, join and aggregate algorithms, columnar or row "
+        "mode) and properties. Files are opened to read their columns only.",
+    )
+    explain.add_argument("sql", help="the query, as for tidal query")
     explain.set_defaults(run=_explain)
-    for command in (demo, query, explain):
+    from tidal.cli import run as run_cli
+    from tidal.cli import shell as shell_cli
+
+    script = run_cli.add_parser(sub, FORMATS)
+    script.set_defaults(run=lambda a: run_cli.run_script(a, _query))
+    shell = shell_cli.add_parser(sub)
+    shell.set_defaults(run=lambda a: shell_cli.run_shell(a, _query))
+    for command in (demo, query, explain, script, shell):
         command.add_argument("--debug", action="store_true", help="on an error, show the traceback too")
     args = parser.parse_args(argv)
+    if args.command is None:  # `tidal` alone: the interactive shell
+        args = parser.parse_args(["shell"])
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # room for tidal.sql.dialect's MAX_DEPTH
     from tidal.cli.report import show_warnings
 
@@ -468,10 +552,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         if not _stdout_gone():
             raise
-        # the reader of our output left (``| head``): end quietly, as cat does; stdout now points at
-        # /dev/null, so the interpreter's last flush of what is still buffered does not fail again
+        # the reader of our output left (``| head``): end quietly with the status of a process ended
+        # by SIGPIPE, as cat and seq do (128 + 13 = 141: `set -o pipefail` sees it); stdout now points
+        # at /dev/null, so the interpreter's last flush of what is still buffered does not fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return 128 + signal.SIGPIPE
     except Exception as exc:  # a person reads one line, not a traceback (tidal/cli/report.py)
         from tidal.cli.report import report
 

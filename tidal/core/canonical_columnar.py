@@ -13,7 +13,9 @@ How:
   strings of their elements' codes (bytewise order is then element-wise order, a prefix first),
   structs combine their fields' codes in field-name order (as ``freeze`` sorts a dict's items).
   Types Arrow cannot rank fall back to Python on that column alone.
-* :func:`layers_table` turns the rows into +1/-1 changes, sums them per (payload, time), takes
+* :func:`layers_table` first looks for the common case of query output: every row an interval and no
+  two intervals of a payload overlapping or touching; then each row is a layer as it is and only the
+  final sort remains. Otherwise it turns the rows into +1/-1 changes, sums them per (payload, time), takes
   running levels, and expands each net change into unit crossings of levels: the n-th rise
   through level k of a payload pairs with its n-th fall through k (rises and falls through one
   level alternate in time), and a rise never matched stays open to ``INFINITY``.
@@ -68,22 +70,29 @@ def payload_ids(payload: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """``(ids, first_rows)``: a dense id per row, ordered like the payloads' sort keys, and the first
     row holding each id (whose values stand for the payload, as the first occurrence does in the
     Python oracle)."""
+    ids, first_rows, _ = _payload_ids(payload)
+    return ids, first_rows
+
+
+def _payload_ids(payload: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``payload_ids`` and a stable order of the rows by id."""
     n = payload.num_rows
     codes = [_column_codes(payload.column(i)) for i in range(payload.num_columns)]
     if not codes:
-        return np.zeros(n, np.int64), np.zeros(min(n, 1), np.int64)
+        return np.zeros(n, np.int64), np.zeros(min(n, 1), np.int64), np.arange(n, dtype=np.int64)
     return _dense(_combine(codes), first_rows=True)
 
 
 def _dense(values: np.ndarray, first_rows: bool = False):
-    """Dense codes ``0..m-1`` in the order of ``values``; with ``first_rows`` also each code's first row."""
+    """Dense codes ``0..m-1`` in the order of ``values``; with ``first_rows`` also each code's first row
+    and the (stable) sorting order of ``values``."""
     order = sort_order(values)
     ordered = values[order]
     new = np.ones(len(values), bool)
     new[1:] = ordered[1:] != ordered[:-1]
     ids = np.empty(len(values), np.int64)
     ids[order] = np.cumsum(new) - 1
-    return (ids, order[new]) if first_rows else ids
+    return (ids, order[new], order) if first_rows else ids
 
 
 def _combine(codes: list[np.ndarray]) -> np.ndarray:
@@ -115,6 +124,13 @@ def _column_codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         return _list_codes(arr)
     if pa.types.is_struct(t):
         return _struct_codes(arr)
+    if not arr.null_count and (pa.types.is_signed_integer(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t)):
+        # integers are their own order: shifted to start at 0 they are codes (not dense; nothing needs that)
+        values = arr.to_numpy(zero_copy_only=False).view(np.int64) if t.bit_width == 64 else arr.to_numpy()
+        values = values.astype(np.int64, copy=False)
+        low, high = int(values.min()), int(values.max())
+        if high - low < 2**62:
+            return values - low
     try:
         # Arrow sorts nulls last (and NaN after every number, before nulls); dense ranks start at 1
         return pc.rank(arr, tiebreaker="dense").to_numpy().astype(np.int64) - 1
@@ -187,7 +203,10 @@ def layers_table(sync: np.ndarray, other: np.ndarray, payload: pa.Table) -> pa.T
     """
     sync = np.asarray(sync, np.int64)
     other = np.asarray(other, np.int64)
-    pid, first_rows = payload_ids(payload)
+    pid, first_rows, by_pid = _payload_ids(payload)
+    if len(sync) and bool(((other > sync) & (other != INFINITY)).all()):
+        if _separate_intervals(sync, other, pid, by_pid):
+            return _table(sync, other, pid, first_rows, payload)
 
     is_start = other == INFINITY
     is_end = (other < sync) & ~is_start
@@ -240,10 +259,26 @@ def layers_table(sync: np.ndarray, other: np.ndarray, payload: pa.Table) -> pa.T
     end[closed] = x_t[nxt[closed]]
     out_pid = x_pid[rise_at]
 
+    return _table(start, end, out_pid, first_rows, payload)
+
+
+def _separate_intervals(sync, other, pid, by_pid) -> bool:
+    """Whether no two intervals of one payload overlap or touch (then each row is a layer of its own).
+    ``by_pid``: a stable order of the rows by payload id (time order within a payload when the rows
+    come in sync order, as a stream's do)."""
+    order = by_pid if bool((sync[1:] >= sync[:-1]).all()) else sort_order(pid, sync)
+    p, s, o = pid[order], sync[order], other[order]
+    meet = (p[1:] == p[:-1]) & (o[:-1] >= s[1:])
+    return not bool(meet.any())
+
+
+def _table(start, end, pid, first_rows, payload: pa.Table) -> pa.Table:
+    """Rows ``start, end`` and payload ``pid`` (shown as its first row), sorted by start, end, payload."""
     # INFINITY is the only end past the finite times: renumber it so the keys pack into one int64
-    finite_end = np.where(end == INFINITY, int(x_t.max()) + 1 if total else 0, end)
-    out_order = sort_order(start, finite_end, out_pid, stable=False)  # tied rows are equal
-    rows = pa.array(first_rows[out_pid[out_order]], pa.int64())
+    finite = end != INFINITY
+    finite_end = np.where(finite, end, int(end[finite].max()) + 1 if finite.any() else 0) if len(end) else end
+    out_order = sort_order(start, finite_end, pid, stable=False)  # tied rows are equal
+    rows = pa.array(first_rows[pid[out_order]], pa.int64())
     columns = [pa.array(start[out_order], pa.int64()), pa.array(end[out_order], pa.int64())]
     columns += [c.take(rows) for c in payload.columns]
     return pa.Table.from_arrays(columns, names=["start", "end", *payload.column_names])

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.trees import tree_depth
 from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, IfElse, Node, Unary
 
 _NUMERIC_KINDS = "iuf"
@@ -44,12 +45,7 @@ MAX_KERNEL_DEPTH = 60
 
 def depth(node: Node) -> int:
     """The number of levels of the tree (without recursion: trees from SQL can be deep)."""
-    deepest, todo = 0, [(node, 1)]
-    while todo:
-        n, d = todo.pop()
-        deepest = max(deepest, d)
-        todo.extend((c, d + 1) for c in n.children())
-    return deepest
+    return tree_depth(node, Node.children)
 
 
 def numeric_only(node: Node, dtypes: dict[str, np.dtype]) -> bool:
@@ -99,6 +95,21 @@ def _is_int(node: Node, dtypes: dict[str, np.dtype]) -> bool:
     return False
 
 
+def _cannot_raise(node: Node) -> bool:
+    """True when evaluating the tree cannot raise (no division or modulo but by a non-zero constant, no
+    powers or shifts), so that ``and``/``or`` may evaluate every operand."""
+    for n in node.walk():
+        if isinstance(n, BinOp):
+            if n.op in ("/", "//", "%"):
+                if not (isinstance(n.right, Const) and isinstance(n.right.value, int | float) and n.right.value != 0):
+                    return False
+            elif n.op not in ("+", "-", "*", "&", "|", "^"):
+                return False
+        elif not isinstance(n, Col | Const | Compare | BoolOp | Unary):
+            return False
+    return True
+
+
 def _source(node: Node, names: dict[str, str], dtypes: dict[str, np.dtype]) -> str:
     def src(n: Node) -> str:
         return _source(n, names, dtypes)
@@ -127,6 +138,10 @@ def _source(node: Node, names: dict[str, str], dtypes: dict[str, np.dtype]) -> s
     if isinstance(node, Compare):
         return f"({src(node.left)} {node.op} {src(node.right)})"
     if isinstance(node, BoolOp):
+        if all(_cannot_raise(o) for o in node.operands):
+            # nothing to short-circuit around: both sides evaluated, no branch to mispredict
+            op = "&" if node.op == "and" else "|"
+            return "(" + f" {op} ".join(f"bool({src(o)})" for o in node.operands) + ")"
         return "(" + f" {node.op} ".join(f"bool({src(o)})" for o in node.operands) + ")"
     if isinstance(node, Unary):
         inner = src(node.operand)

@@ -1,7 +1,9 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet, Arrow IPC and CSV files are scanned with ``pyarrow.dataset`` and JSON lines read with
-``pyarrow.json``; pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
+Parquet files are read with ``pyarrow.parquet`` (scanned with ``pyarrow.dataset`` when a filter is
+pushed down), Arrow IPC files scanned with ``pyarrow.dataset``, CSV read with ``pyarrow.csv`` and JSON
+lines with ``pyarrow.json``; ``pyarrow.dataset`` is imported only when used (it imports pandas).
+pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
 (and the other extensions after ``stdin.``) read standard input. Timestamps are normalised to
 microseconds (``timestamp[us]``), tidal's SQL time unit.
 
@@ -24,11 +26,10 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 
 from ..core.errors import InputError, ResourceError, TidalError
-from .csvscan import unterminated_quote
+from .csvscan import is_utf8 as _is_utf8
+from .csvscan import rows_are_lines, unterminated_quote
 
 FORMATS = {
     ".csv": "csv",
@@ -115,7 +116,7 @@ def _normalise_times(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, names=table.column_names)
 
 
-def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_types: bool):
+def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
     """``(table, filtered)`` from one ``pyarrow.dataset`` scan (format, projection and filter), or
     None when the scanner cannot read it: then the format's own reader reads it (or raises the
     error it always did).
@@ -123,6 +124,10 @@ def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_typ
     The filter is pushed into the scan only where it sees the types it would after the times are
     normalised (or ``filter_any_types``: Parquet, filtered at read as before).
     """
+    import pyarrow.dataset as ds  # only here: it imports pandas (about half a second)
+    import pyarrow.fs as pafs
+
+    file_format = ds.ParquetFileFormat() if fmt == "parquet" else ds.IpcFileFormat()
     try:
         if isinstance(source, io.BytesIO):  # standard input, already read: one fragment over its bytes
             fragment = file_format.make_fragment(pa.py_buffer(source.getvalue()))
@@ -136,6 +141,19 @@ def _scan(source, file_format: ds.FileFormat, columns, predicate, filter_any_typ
     except (pa.ArrowException, OSError):
         return None
     return table, push
+
+
+def _read_parquet(source, columns):
+    """``(table, False)`` from ``pyarrow.parquet``, or None: then the dataset scanner (and its errors) read it."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(source).read(columns=columns)
+    except (pa.ArrowException, OSError, KeyError, ValueError):
+        return None
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    return (table.select(columns) if columns is not None else table), False
 
 
 def _line_of(data: bytes | str, text: str, header: bool) -> int | None:
@@ -181,19 +199,6 @@ def _utf8_error(path: str, source) -> InputError | None:
         bad = raw[exc.start : exc.end].hex(" ")
         return InputError(f"{path}: {_place(raw, exc.start)}: invalid UTF-8 (bytes {bad}); the file must be UTF-8 text")
     return None
-
-
-def _is_utf8(source) -> bool:
-    """Whether the whole file is UTF-8 (checked by Arrow over the mapped file: no copy, no Python str)."""
-    import numpy as np
-
-    data = pa.py_buffer(source.getvalue()) if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
-    offsets = pa.py_buffer(np.array([0, data.size], np.int64).tobytes())
-    try:
-        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data]).validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
 
 
 def _without_invalid_utf8(path: str, source, on_error: str):
@@ -319,6 +324,26 @@ def _without_unterminated(path: str, source, options: dict, on_error: str, delim
     return source, skipped
 
 
+def _read_whole_lines(source, read, path: str, options: dict, delimiter: str, header: bool, bad: list):
+    """The table when the CSV reads as one row per line, no quote left open (``csvscan.rows_are_lines``);
+    else None (``bad`` emptied, ``source`` rewound): the quote scan and the read run as for any file."""
+    quote = options.get("quote", '"')
+    if not quote or options.get("escape"):
+        return None  # no quote scan needed, or escapes the scan does not model: read as before
+    try:
+        table = _with_block_sizes(path, source, read)
+    except (pa.ArrowInvalid, UnicodeDecodeError, TidalError):
+        table = None
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    if table is not None:
+        lines = table.num_rows + len(bad) + int(header) + int(options.get("skip", 0))
+        if rows_are_lines(source, lines, quote, _csv_settings(options, delimiter)[0]):
+            return table
+    bad.clear()
+    return None
+
+
 def _invalid_utf8_rows(table: pa.Table) -> tuple[pa.Table, int]:
     """Rows whose text columns are not UTF-8 (pyarrow reads them as binary) dropped, the columns as
     text; and how many rows were dropped."""
@@ -427,8 +452,6 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         options, delimiter, columns, schema, on_invalid, source
     )
     source, not_utf8 = _without_invalid_utf8(path, source, on_error)
-    source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
-    unterminated = not_utf8 + unterminated
 
     def read(block_size: int, serial: bool = False) -> pa.Table:
         opts = pv.ReadOptions(
@@ -439,8 +462,15 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
         )
         return pv.read_csv(source, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
 
+    # read first: when rows and lines agree, no quote is left open and no need to scan every quote
+    table = _read_whole_lines(source, read, path, options, delimiter, header, bad) if not not_utf8 else None
+    unterminated: list[int] = []
+    if table is None:
+        source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
+    unterminated = not_utf8 + unterminated
     try:
-        table = _with_block_sizes(path, source, read)
+        if table is None:
+            table = _with_block_sizes(path, source, read)
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: {exc}".replace("\n", " ")) from None
     except UnicodeDecodeError:  # column names that are not UTF-8
@@ -500,9 +530,10 @@ def read_file(
     elif options:
         raise InputError(f"{path}: options {sorted(options)} apply to CSV files only")
     elif fmt == "parquet":
-        scanned = _scan(source, ds.ParquetFileFormat(), columns, predicate, True)
+        scanned = _read_parquet(source, columns) if predicate is None else None
+        scanned = scanned or _scan(source, fmt, columns, predicate, True)
     elif fmt == "arrow":  # the IPC file format (Feather 2) only: a stream is left to pyarrow.ipc below
-        scanned = _scan(source, ds.IpcFileFormat(), columns, predicate, False)
+        scanned = _scan(source, fmt, columns, predicate, False)
     else:  # JSON stays with read_json: the scanner fixes the fields from the first block, read_json adds later ones
         scanned = None
     filtered = False

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..core.batch import BatchSizer, EventBatch, concat_batches
 from ..core.errors import InputError, describe_row
 from ..core.messages import Completed, Flush, Punctuation
-from ..core.time import INFINITY, LATEST, MIN_TIME, TIME_RANGE_TEXT, align_down, first_out_of_range
+from ..core.time import EARLIEST, INFINITY, LATEST, MIN_TIME, TIME_RANGE_TEXT, align_down, first_out_of_range
 from ..expr.compile import CompiledLambda
 
 KINDS = ("point", "interval", "start")
@@ -62,8 +62,10 @@ class IngressPolicy:
         return BatchSizer(default=default, adaptive=self.adaptive and periodic)
 
 
-def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.ndarray:
-    """The int64 values of a time field or lambda for this record batch."""
+def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int, ordered: bool = False) -> np.ndarray:
+    """The int64 values of a time field or lambda for this record batch. ``ordered``: the caller proves
+    the values non-decreasing (or calls again without it before reporting that they are not), so the
+    range check reads only the first and last value."""
     if callable(spec):
         lam = CompiledLambda(spec, rb.schema, truth=False, allow_record=False)
         batch = EventBatch(
@@ -92,6 +94,8 @@ def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int) -> np.nda
     else:
         raise InputError(f"{role} ({name}) must be an integer or timestamp, got {t}")
     values = arr.to_numpy(zero_copy_only=True)
+    if ordered and EARLIEST <= values[0] and values[-1] <= LATEST:
+        return values
     bad = first_out_of_range(values, allow_infinity=role != "time", latest=LATEST if role == "time" else LATEST + 1)
     if bad >= 0:
         row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
@@ -205,9 +209,13 @@ def arrow_messages(
     for rb in batches():
         if rb.num_rows == 0:
             continue
-        sync = _time_column(rb, time, "time", offset)
+        sync = _time_column(rb, time, "time", offset, ordered=True)
         if check:
-            _check_order(sync, previous, offset, rb, time)
+            try:
+                _check_order(sync, previous, offset, rb, time)
+            except InputError:
+                _time_column(rb, time, "time", offset)  # a time out of range is reported before disorder
+                raise
         oth = other_times(rb, sync, offset, end=end, kind=kind, other=other)
         batch = EventBatch(sync, oth, dict(zip(rb.schema.names, rb.columns, strict=True)))
         previous = int(sync[-1])
@@ -294,11 +302,12 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
                 if isinstance(first, dict):
                     if schema:
                         keys = list(schema.names)
-                    elif all(map(first.keys().__eq__, map(dict.keys, part))):  # the common case: one shape
-                        keys = list(first)
+                        _check_missing(part, keys, offset)
+                    elif len(set(map(len, part))) == 1 and all(map(set(first).issubset, part)):
+                        keys = list(first)  # the common case: every row has the first's keys and no others
                     else:
                         keys = list(dict.fromkeys(k for r in part for k in r))
-                    _check_missing(part, keys, offset)
+                        _check_missing(part, keys, offset)
                     types = [schema.field(k).type if schema else None for k in keys]
                     columns = [list(map(operator.itemgetter(k), part)) for k in keys]
                     rb = pa.RecordBatch.from_arrays(

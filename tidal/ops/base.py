@@ -42,6 +42,10 @@ def check_time_range(out: EventBatch, what: str) -> None:
 class Consumer:
     """Anything that accepts a stream's messages."""
 
+    # False for a consumer that reads only how many events are present (a count): a filter before it
+    # then passes its mask on instead of gathering the kept rows' columns
+    reads_payload = True
+
     def on_batch(self, batch: EventBatch) -> None:
         raise NotImplementedError
 
@@ -68,6 +72,10 @@ class Operator(Consumer):
         self.downstream: list[Consumer] = []
 
     # -- emission --------------------------------------------------------------------
+    def payload_read(self) -> bool:
+        """Whether a consumer reads the payload columns of this operator's output (a count does not)."""
+        return any(getattr(d, "reads_payload", True) for d in self.downstream)
+
     def emit(self, batch: EventBatch) -> None:
         if len(batch) == 0:
             return

@@ -147,34 +147,30 @@ def _place(times, i0, row0, late_bound, late, pool_t, pool_r, used, meta, nruns,
 
 
 # scalar state shared with the kernels: st = [used, nruns, last_run, next_row, watermark]
-_USED, _NRUNS, _LAST, _ROW0, _WM = 0, 1, 2, 3, 4
+_USED, _NRUNS, _LAST, _ROW0, _WM, _NEED, _NLATE = 0, 1, 2, 3, 4, 5, 6
 
 
 @nb.njit(cache=True, nogil=True)
-def _push_kernel(times, late, pool, spare, meta, st):
-    """Place each element of ``times`` into a run.  Returns the (possibly reallocated) pool, spare, meta."""
-    used = st[_USED]
-    nruns = st[_NRUNS]
-    last_run = st[_LAST]
-    i = 0
-    while True:
-        i, need, used, nruns, last_run = _place(
-            times, i, st[_ROW0], st[_WM], late, pool[0], pool[1], used, meta, nruns, last_run
-        )
-        if need == 0:
-            break
-        if need < 0:
-            bigger = np.empty((2 * meta.shape[0], 4), dtype=np.int64)
-            bigger[:nruns] = meta[:nruns]
-            meta = bigger
-        else:
-            # compaction leaves room for `need` more and gives every run spare capacity
-            pool, used, spare = _compact_pool(pool, spare, meta, nruns, need)
+def _push_kernel(times, i0, late, pool, meta, st):
+    """Place ``times[i0:]`` into runs until done or until storage must grow.
+
+    Returns the index reached; ``st[_NEED]`` is 0 when done, -1 when the run table is full, otherwise
+    the pool room required (the caller grows storage and calls again from the returned index).  Only
+    an int comes back: boxing arrays would cost more than placing a small batch."""
+    i, need, used, nruns, last_run = _place(
+        times, i0, st[_ROW0], st[_WM], late, pool[0], pool[1], st[_USED], meta, st[_NRUNS], st[_LAST]
+    )
     st[_USED] = used
     st[_NRUNS] = nruns
     st[_LAST] = last_run
-    st[_ROW0] += times.shape[0]
-    return pool, spare, meta
+    st[_NEED] = need
+    if need == 0:
+        st[_ROW0] += times.shape[0]
+        nlate = 0
+        for j in range(times.shape[0]):
+            nlate += late[j]
+        st[_NLATE] = nlate
+    return i
 
 
 @nb.njit(cache=True, nogil=True)
@@ -336,7 +332,7 @@ class ImpatienceSorter:
         self._pool = np.empty((2, cap), dtype=np.int64)  # row 0: times, row 1: row ids
         self._spare = np.empty((2, 0), dtype=np.int64)
         self._meta = np.empty((16, 4), dtype=np.int64)
-        self._st = np.zeros(5, dtype=np.int64)  # used, nruns, last_run, next_row, watermark
+        self._st = np.zeros(7, dtype=np.int64)  # used, nruns, last_run, next_row, watermark, need, late
         self._watermark = int(INT64_MIN)
         self._st[_WM] = self._watermark
         self._next_row = 0
@@ -348,19 +344,32 @@ class ImpatienceSorter:
 
         Returns a bool mask over the batch, True where the element is late (``time < watermark``);
         late elements are not buffered.  Row ids are assigned to all elements, late ones included."""
-        times = np.ascontiguousarray(times, dtype=np.int64)
+        if times.dtype != np.int64 or not times.flags.c_contiguous:
+            times = np.ascontiguousarray(times, dtype=np.int64)
         if times.ndim != 1:
             raise ValueError("times must be one-dimensional")
         n = times.shape[0]
         late = np.zeros(n, dtype=np.bool_)
         if n == 0:
             return late
-        self._pool, self._spare, self._meta = _push_kernel(times, late, self._pool, self._spare, self._meta, self._st)
+        st = self._st
+        i = _push_kernel(times, 0, late, self._pool, self._meta, st)
+        while st[_NEED] != 0:
+            if st[_NEED] < 0:
+                nruns = int(st[_NRUNS])
+                bigger = np.empty((2 * self._meta.shape[0], 4), dtype=np.int64)
+                bigger[:nruns] = self._meta[:nruns]
+                self._meta = bigger
+            else:
+                # compaction leaves room for `need` more and gives every run spare capacity; room for twice the
+                # rest of the batch too, so that one large batch does not compact the pool again and again
+                extra = max(int(st[_NEED]), 2 * (n - i))
+                pool, used, self._spare = _compact_pool(self._pool, self._spare, self._meta, st[_NRUNS], extra)
+                self._pool = pool
+                st[_USED] = used
+            i = _push_kernel(times, i, late, self._pool, self._meta, st)
         self._next_row += n
-        if self._watermark == INT64_MIN:
-            self._buffered += n
-        else:
-            self._buffered += n - int(np.count_nonzero(late))
+        self._buffered += n - int(st[_NLATE])
         return late
 
     # -- release ----------------------------------------------------------------------------------
@@ -453,6 +462,6 @@ class ImpatienceSorter:
         self._watermark = int(state["watermark"])
         self._next_row = int(state["next_row_id"])
         last = int(state["last_run"]) if k else 0
-        self._st[:] = (int(caps.sum()), k, last, self._next_row, self._watermark)
+        self._st[:] = (int(caps.sum()), k, last, self._next_row, self._watermark, 0, 0)
         self._buffered = int(times.shape[0])
         return self

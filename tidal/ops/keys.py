@@ -123,6 +123,61 @@ def _probe_ids(values, keys, ids, next_id):
     return out, next_id
 
 
+_CANONICAL_NAN = np.float64(np.nan).view(np.int64)
+
+
+@numba.njit(cache=True)
+def _float_ids(values, valid, null_code, keys, ids, next_id):
+    """Ids for float64 key values in one pass, into the same open-addressing table as :func:`_probe_ids`:
+    -0.0 is 0.0 and every NaN one NaN (their bits are the key); rows not ``valid`` (when ``valid`` is
+    not empty) get ``null_code`` (-1 while the column has none). Returns (ids, next id, rows where new
+    ids were handed out, whether a null was seen). The table holds ``bits ^ (bits >> 32)``, a bijection
+    of the bits: floats' low bits are mostly zero, which would put every key of a few values in one
+    slot chain of the shared hash."""
+    mask = len(keys) - 1
+    n = len(values)
+    out = np.empty(n, np.int64)
+    new_rows = np.empty(n, np.int64)
+    k = 0
+    nulls = False
+    check = len(valid) > 0
+    last_v = 0
+    last_id = -1
+    for i in range(n):
+        if check and not valid[i]:
+            out[i] = null_code
+            nulls = True
+            continue
+        f = values[i] + 0.0
+        u = np.uint64(_CANONICAL_NAN if f != f else np.float64(f).view(np.int64))
+        v = np.int64(u ^ (u >> np.uint64(32)))
+        if last_id >= 0 and v == last_v:
+            out[i] = last_id
+            continue
+        h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+        slot = np.int64(h) & mask
+        while True:
+            got = ids[slot]
+            if got < 0:
+                keys[slot] = v
+                ids[slot] = next_id
+                got = next_id
+                next_id += 1
+                new_rows[k] = i
+                k += 1
+                break
+            if keys[slot] == v:
+                break
+            slot = (slot + 1) & mask
+        out[i] = got
+        last_v = v
+        last_id = got
+    return out, next_id, new_rows[:k], nulls
+
+
+_ALL_VALID = np.empty(0, np.bool_)
+
+
 @numba.njit(cache=True)
 def _put_ids(values, given, keys, ids):
     mask = len(keys) - 1
@@ -243,6 +298,8 @@ class _ColumnCodes:
             col = col.cast(self.type)
         if self.kind == "other":
             return self._codes_other(col)
+        if self.kind == "float" and pa.types.is_float64(col.type):
+            return self._codes_float(col)
         if self.kind == "float":
             # one code per value: -0.0 is 0.0 and every NaN is the same NaN
             f = np.asarray(col.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64) + 0.0
@@ -328,6 +385,33 @@ class _ColumnCodes:
             return got
         out = np.full(len(ints), -1, np.int64)
         out[rows] = got
+        return out
+
+    def _codes_float(self, col: pa.Array) -> np.ndarray:
+        """A float64 column's codes in one compiled pass (nulls, -0.0 and NaN included): the same codes,
+        in the same order, as the general path (a null's code comes after the batch's new values)."""
+        if len(col) == 0:
+            return np.empty(0, np.int64)
+        if self.table is None:
+            self._to_table()
+        values = np.asarray(col.to_numpy(zero_copy_only=False), np.float64)
+        valid = _ALL_VALID if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+        table = self.table
+        table._room(len(values))
+        before = table.count = self.count
+        out, count, new_rows, nulls = _float_ids(values, valid, self.null_code, table.keys, table.ids, before)
+        table.size += count - before
+        table.count = self.count = count
+        if len(new_rows):
+            self.chunks.append(col.take(pa.array(new_rows)))
+            self.values = None
+        if nulls and self.null_code < 0:
+            self.null_code = self.count
+            self.count += 1
+            table.count = self.count
+            self.chunks.append(pa.nulls(1, self.type))
+            self.values = None
+            out[out < 0] = self.null_code
         return out
 
     def _to_table(self) -> None:

@@ -11,10 +11,15 @@ Semantics, on the interval view ``[s, e)`` of each event (a start edge with no e
 * hopping/tumbling windows: ``alter_lifetime`` with ``f`` snapping ``s`` down to the hop
   grid (``offset + k*hop``), so every event lives through the windows that contain its
   start; events falling in the gaps of a window smaller than its hop are dropped.
+  ``align="end"`` (Trill's ``HoppingWindowLifetime``) snaps ``s`` *up* instead: an event at
+  ``t`` belongs to the windows ``(w-size, w]`` and a window's result shows from its end ``w``
+  (``[up(s), up(s)+size)``; gaps are the ``t`` in no such window).
 * ``clip_duration(limit)``: ``[s, min(e, s+limit))``.
-* ``extend_lifetime(d)``: ``[s, e+d)``.
+* ``extend_lifetime(d)``: ``[s, e+d)``; a negative ``d`` shortens from the end and drops the
+  events it empties (``tidal.ops.shorten``).
 * ``quantize_lifetime(size, hop, offset)``: ``[snap(s), snap(e-1)+size)`` where ``snap``
-  rounds down to the hop grid: starts move earlier, ends later.
+  rounds down to the hop grid: starts move earlier, ends later. ``align="end"`` rounds up
+  instead (``snap(t + hop - 1)``): a point becomes what ``hopping_window(..., align="end")`` makes.
 * ``point_at_end()``: ``[e, e+1)`` for events that end (open start edges produce nothing).
 * ``chop(period, offset)``: splits ``[s, e)`` at every grid point inside it, as Trill's Chop
   does; snapshots are unchanged, each output piece lies within one period. That includes
@@ -153,9 +158,10 @@ class ShiftLifetimeOp(LifetimeOp):
 
 
 @numba.njit(cache=True)
-def _grid_lifetimes(sync, other, absent_in, hop, offset, duration, gap_from):
-    """Windows in one pass: each start snapped down to the grid, a fixed duration, end edges and
-    events in window gaps (``(s - offset) % hop >= gap_from``, when ``gap_from >= 0``) absent."""
+def _grid_lifetimes(sync, other, absent_in, hop, offset, duration, gap_from, lead):
+    """Windows in one pass: each start plus ``lead`` snapped down to the grid, a fixed duration, end
+    edges and events in window gaps (``(s + lead - offset) % hop >= gap_from``, when ``gap_from >= 0``)
+    absent."""
     n = len(sync)
     out_sync = np.empty(n, np.int64)
     out_other = np.empty(n, np.int64)
@@ -164,11 +170,11 @@ def _grid_lifetimes(sync, other, absent_in, hop, offset, duration, gap_from):
     for i in range(n):
         s = sync[i]
         is_end = other[i] < s
-        start = other[i] if is_end else s
+        start = (other[i] if is_end else s) + lead
         w = start - (start - offset) % hop
         out_sync[i] = w
         out_other[i] = w + duration
-        a = absent_in[i] or is_end or (gap_from >= 0 and (s - offset) % hop >= gap_from)
+        a = absent_in[i] or is_end or (gap_from >= 0 and (s + lead - offset) % hop >= gap_from)
         absent[i] = a
         any_absent = any_absent or a
     return out_sync, out_other, absent, any_absent
@@ -177,7 +183,7 @@ def _grid_lifetimes(sync, other, absent_in, hop, offset, duration, gap_from):
 class AlterLifetimeOp(LifetimeOp):
     """``[f(s), f(s)+d)``; ``keep`` filters events first (window gaps).
 
-    Windows pass ``grid=(hop, offset, gap_from)`` as well, so that the common case of a constant
+    Windows pass ``grid=(hop, offset, gap_from, lead)`` as well, so that the common case of a constant
     duration runs as one compiled pass (``start`` and ``keep`` describe the same mapping)."""
 
     name = "AlterLifetime"
@@ -185,7 +191,7 @@ class AlterLifetimeOp(LifetimeOp):
     def __init__(self, start=None, duration=None, keep=None, label: str = "", grid=None):
         super().__init__()
         check_span(duration, "alter_lifetime: the duration")
-        for value, what in zip(grid or (), ("hop", "offset"), strict=False):
+        for value, what in zip(grid or (), ("hop", "offset"), strict=False):  # grid: hop, offset, gap, lead
             check_span(value, f"the window's {what}")
         self.grid = grid
         self.start_fn = start
@@ -201,10 +207,10 @@ class AlterLifetimeOp(LifetimeOp):
 
     def transform(self, batch: EventBatch) -> EventBatch:
         if self.grid is not None and isinstance(self.duration, int | np.integer):
-            hop, offset, gap_from = self.grid
+            hop, offset, gap_from, lead = self.grid
             absent_in = batch.absent if batch.absent is not None else np.zeros(len(batch), np.bool_)
             sync, other, absent, any_absent = _grid_lifetimes(
-                batch.sync, batch.other, absent_in, hop, offset, int(self.duration), gap_from
+                batch.sync, batch.other, absent_in, hop, offset, int(self.duration), gap_from, lead
             )
             return batch.replace(sync=sync, other=other, absent=absent if any_absent else None)
         # each event's new lifetime depends on it alone: drop the absent ones first (the output is compacted anyway)
@@ -375,7 +381,7 @@ class ExtendLifetimeOp(LifetimeOp):
     def __init__(self, delta: int):
         super().__init__()
         if delta < 0:
-            raise PlanError("extend_lifetime needs a non-negative amount; use clip_duration to shorten")
+            raise PlanError("ExtendLifetimeOp needs a non-negative amount (tidal.ops.shorten shortens)")
         check_span(delta, "extend_lifetime: the amount")
         self.delta = int(delta)
         self.variant = f"by {self.delta}"
@@ -390,27 +396,33 @@ class ExtendLifetimeOp(LifetimeOp):
 class QuantizeLifetimeOp(LifetimeOp):
     name = "QuantizeLifetime"
 
-    def __init__(self, size: int, hop: int, offset: int = 0):
+    def __init__(self, size: int, hop: int, offset: int = 0, align: str = "start"):
         super().__init__()
         if size <= 0 or hop <= 0:
             raise PlanError("quantize_lifetime needs a positive size and hop")
         for value, what in ((size, "size"), (hop, "hop"), (offset, "offset")):
             check_span(value, f"quantize_lifetime: the {what}")
         self.size, self.hop, self.offset = int(size), int(hop), int(offset)
-        self.variant = f"size {size}, hop {hop}, offset {offset}"
+        self.lead = 0 if align == "start" else self.hop - 1  # align="end": snap up, ``snap(t + hop - 1)``
+        self.variant = f"size {size}, hop {hop}, offset {offset}" + ("" if align == "start" else ", align end")
+
+    def _snap(self, t):
+        return align_down(t + self.lead, self.hop, self.offset)
 
     def frontier(self, t: int) -> int:
-        return t if t in (INFINITY, MIN_TIME) else int(align_down(t, self.hop, self.offset))
+        # input at or after t: starts land at snap(t) or later, ends at snap(t-1)+size or later
+        # (earlier than snap(t) when the size is smaller than the hop)
+        return t if t in (INFINITY, MIN_TIME) else int(min(self._snap(t), self._snap(t - 1) + self.size))
 
     def _end(self, e: np.ndarray) -> np.ndarray:
-        out = align_down(e - 1, self.hop, self.offset) + self.size
+        out = self._snap(e - 1) + self.size
         out[e == INFINITY] = INFINITY
         return out
 
     def transform(self, batch: EventBatch) -> EventBatch:
         interval, start, end = event_kinds(batch.sync, batch.other)
         vs = np.where(end, batch.other, batch.sync)
-        new_vs = align_down(vs, self.hop, self.offset)
+        new_vs = self._snap(vs)
         sync = np.where(end, self._end(batch.sync), new_vs)
         other = np.where(end, new_vs, np.where(start, INFINITY, self._end(batch.other)))
         return batch.replace(sync=sync, other=other)

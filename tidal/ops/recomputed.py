@@ -22,10 +22,16 @@ from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from .base import Operator
 
+BULK = 2  # a heap entry's "delta" when its last item is a list of rows, each inserted (+1) at its tick
+
 
 class TickedChanges(Operator):
     """Turns input events into a heap of per-tick row changes (+1 at a start, -1 at an end) and
-    hands every completed tick to ``_close(bound)``; TopK, window functions and ROW_NUMBER share it."""
+    hands every completed tick to ``_close(bound)``; TopK, window functions and ROW_NUMBER share it.
+    A subclass that sets ``bulk_inserts`` takes a batch of start edges as one entry per tick
+    (``BULK``, a list of rows) instead of one entry per row."""
+
+    bulk_inserts = False
 
     def __init__(self, names: list[str]):
         super().__init__()
@@ -54,6 +60,14 @@ class TickedChanges(Operator):
         sync, other = batch.sync, batch.other
         self._close(int(sync[0]))  # every tick before this batch's first is complete
         rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
+        if self.bulk_inserts and bool((other == INFINITY).all()):
+            bounds = np.flatnonzero(np.diff(sync)) + 1
+            starts, stops = [0, *bounds.tolist()], [*bounds.tolist(), len(rows)]
+            for lo, hi in zip(starts, stops, strict=True):
+                self._seq += 1
+                heapq.heappush(self.changes, (int(sync[lo]), self._seq, BULK, rows[lo:hi]))
+            self._close(int(sync[-1]))
+            return
         for t, o, row in zip(sync.tolist(), other.tolist(), rows, strict=True):
             if o == INFINITY:
                 self._push(t, 1, row)
@@ -75,6 +89,8 @@ class TickedChanges(Operator):
 
 class RecomputedSnapshot(TickedChanges):
     """Keeps the input snapshot; subclasses give ``recompute()`` (the new output rows)."""
+
+    bulk_inserts = True
 
     def __init__(self, schema: pa.Schema, out_schema: pa.Schema):
         super().__init__(schema.names)
@@ -99,6 +115,10 @@ class RecomputedSnapshot(TickedChanges):
             moved = False
             while self.changes and self.changes[0][0] == tick:
                 _, _, delta, row = heapq.heappop(self.changes)
+                if delta == BULK:  # a list of inserted rows
+                    self.snapshot_rows.update(row)
+                    moved = moved or any(map(self.matters, row))
+                    continue
                 self.snapshot_rows[row] += delta
                 if self.snapshot_rows[row] == 0:
                     del self.snapshot_rows[row]

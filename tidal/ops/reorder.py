@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
 from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
 from ..core.errors import InputError, PlanError, describe_row
 from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
 from .impatience import ImpatienceSorter
+from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
 
@@ -191,132 +191,6 @@ class DisorderStats:
     completed: bool = False
 
 
-class _Segment:
-    """Payload of buffered events with consecutive-or-sorted row ids."""
-
-    __slots__ = ("first", "rows", "other", "columns", "alive", "n_alive")
-
-    def __init__(self, first, rows, other, columns, alive, n_alive):
-        self.first = first
-        self.rows = rows  # None: rows first, first+1, ... (a fresh batch)
-        self.other = other
-        self.columns = columns
-        self.alive = alive
-        self.n_alive = n_alive
-
-    def positions(self, rows: np.ndarray) -> np.ndarray:
-        return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
-
-    def row_ids(self) -> np.ndarray:
-        n = len(self.other)
-        return np.arange(self.first, self.first + n, dtype=np.int64) if self.rows is None else self.rows
-
-
-def _merge(a: _Segment, b: _Segment) -> _Segment:
-    """One segment holding the live rows of a then b (row ids stay increasing)."""
-    ia, ib = np.flatnonzero(a.alive), np.flatnonzero(b.alive)
-    rows = np.concatenate([a.row_ids()[ia], b.row_ids()[ib]])
-    other = np.concatenate([a.other[ia], b.other[ib]])
-    ta, tb = pa.array(ia, pa.int64()), pa.array(ib, pa.int64())
-    cols = {k: pa.concat_arrays([a.columns[k].take(ta), b.columns[k].take(tb)]) for k in a.columns}
-    return _Segment(int(rows[0]), rows, other, cols, np.ones(len(rows), dtype=bool), len(rows))
-
-
-class PayloadStore:
-    """The other times and payload columns of buffered events, looked up by sorter row id.
-
-    Each pushed batch becomes a segment; neighbouring segments are merged (keeping only live
-    rows) when the older one is not more than twice the newer, so a row is copied O(log n)
-    times and released rows do not pile up.
-    """
-
-    def __init__(self):
-        self.segments: list[_Segment] = []
-        self.next_row = 0
-
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array]) -> None:
-        n = len(other)
-        if n == 0:
-            return
-        self.segments.append(_Segment(self.next_row, None, other, columns, np.ones(n, dtype=bool), n))
-        self.next_row += n
-        segs = self.segments
-        while len(segs) >= 2 and segs[-2].n_alive <= 2 * segs[-1].n_alive:
-            b = segs.pop()
-            segs[-1] = _merge(segs[-1], b)
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        """Other times and columns of ``rows`` (in that order); the rows are then forgotten."""
-        segs = self.segments
-        if len(segs) == 1:
-            seg_idx = None
-        else:
-            firsts = np.fromiter((s.first for s in segs), dtype=np.int64, count=len(segs))
-            seg_idx = np.searchsorted(firsts, rows, side="right") - 1
-            if seg_idx[0] == seg_idx[-1] and (seg_idx == seg_idx[0]).all():
-                segs = [segs[int(seg_idx[0])]]
-                seg_idx = None
-        if seg_idx is None:
-            seg = segs[0]
-            pos = seg.positions(rows)
-            seg.alive[pos] = False
-            seg.n_alive -= len(pos)
-            idx = pa.array(pos, pa.int64())
-            result = seg.other[pos], {k: v.take(idx) for k, v in seg.columns.items()}
-        else:
-            order = np.argsort(seg_idx, kind="stable")
-            grouped = seg_idx[order]
-            cuts = np.flatnonzero(np.diff(grouped)) + 1
-            others, pieces = [], []
-            for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(order)].tolist(), strict=True):
-                seg = segs[int(grouped[lo])]
-                pos = seg.positions(rows[order[lo:hi]])
-                seg.alive[pos] = False
-                seg.n_alive -= len(pos)
-                idx = pa.array(pos, pa.int64())
-                others.append(seg.other[pos])
-                pieces.append({k: v.take(idx) for k, v in seg.columns.items()})
-            inverse = np.empty(len(order), dtype=np.int64)
-            inverse[order] = np.arange(len(order), dtype=np.int64)
-            inv = pa.array(inverse, pa.int64())
-            result = (
-                np.concatenate(others)[inverse],
-                {k: pa.concat_arrays([p[k] for p in pieces]).take(inv) for k in pieces[0]},
-            )
-        self.segments = [s for s in self.segments if s.n_alive]
-        return result
-
-    @property
-    def held(self) -> int:
-        return sum(s.n_alive for s in self.segments)
-
-    def snapshot(self) -> dict:
-        return {
-            "next_row": self.next_row,
-            "segments": [
-                {
-                    "rows": s.row_ids()[s.alive],
-                    "other": s.other[s.alive],
-                    "columns": pa.RecordBatch.from_arrays(
-                        [v.filter(pa.array(s.alive)) for v in s.columns.values()], names=list(s.columns)
-                    ),
-                }
-                for s in self.segments
-            ],
-        }
-
-    def restore(self, state: dict) -> None:
-        self.next_row = int(state["next_row"])
-        self.segments = []
-        for s in state["segments"]:
-            rows = np.asarray(s["rows"], dtype=np.int64)
-            rb = s["columns"]
-            cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
-            self.segments.append(
-                _Segment(int(rows[0]), rows, np.asarray(s["other"]), cols, np.ones(len(rows), bool), len(rows))
-            )
-
-
 class BandTap(PassThrough):
     """Consumer marker: receives the sorted events of one delay band (or ``LATE``)."""
 
@@ -426,31 +300,37 @@ class ReorderOp(Operator):
         bounds, releases = self.generator.bounds(sync)
         k = len(bounds)
         # band = number of latencies the event is late for (k: late for all of them)
-        band = (sync < bounds[0]).astype(np.int64)
-        for j in range(1, k):
-            band += sync < bounds[j]
-        late = band == k
+        if k == 1:  # one latency: the band is "late or not"
+            band = None
+            late = sync < bounds[0]
+        else:
+            band = (sync < bounds[0]).astype(np.int64)
+            for j in range(1, k):
+                band += sync < bounds[j]
+            late = band == k
+        kept = None  # band 0 of a single latency: the events not late (None: all of them)
         if late.any():
             self._late(batch, late, bounds[k - 1])
             if self.policy.disorder == "adjust":
                 batch, sync, other = self._adjusted(batch, late, bounds[k - 1])
-                band = np.where(late, k - 1, band)
+                if band is not None:
+                    band = np.where(late, k - 1, band)
+            elif band is None:
+                kept = ~late
         self.stats.events += n
         for j in range(k):
-            sel = band == j
-            cnt = int(np.count_nonzero(sel))
+            if band is None:
+                sel = kept
+                cnt = n if kept is None else int(np.count_nonzero(kept))
+            else:
+                sel = band == j
+                cnt = int(np.count_nonzero(sel))
             if cnt == 0:
                 continue
             self.stats.per_band[j] += cnt
-            if cnt == n:
-                part_sync, part_other, cols = sync, other, batch.columns
-            else:
-                idx = np.flatnonzero(sel)
-                pidx = pa.array(idx, pa.int64())
-                part_sync, part_other = sync[idx], other[idx]
-                cols = {c: v.take(pidx) for c, v in batch.columns.items()}
-            self.sorters[j].push(part_sync)
-            self.stores[j].add(part_other, cols)
+            idx = None if cnt == n else np.flatnonzero(sel)
+            self.sorters[j].push(sync if idx is None else sync[idx])
+            self.stores[j].add(other, batch.columns, idx)
         held = sum(s.buffered for s in self.sorters)
         if held > self.stats.peak_buffered:
             self.stats.peak_buffered = held

@@ -18,8 +18,9 @@ that entered. A change entirely after the window's last row (the window full) mo
 and costs no recomputation, so a long stream whose new rows sort late is cheap; other ticks
 cost a pass over the snapshot. When the input is start edges only (nothing is ever retracted),
 a row outside the window can never enter it later: each tick's new rows are first cut to the
-window's size by an Arrow sort (so a large relational result costs one columnar sort, not a
-Python pass over every row), and the snapshot keeps only the window's rows.
+window's size by Arrow (a selection of the first rows when there are no nulls, else a sort: a
+large relational result costs one columnar pass, not a Python pass over every row), and the
+snapshot keeps only the window's rows.
 """
 
 from __future__ import annotations
@@ -67,15 +68,39 @@ def row_order(positions: list[tuple[int, bool, bool]], width: int):
 PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 
 
-def order_indices(table: pa.Table, order) -> pa.Array:
-    """ORDER BY's row order: each key ascending or descending, nulls last unless NULLS FIRST; rows
-    tied on the keys by every (flat) column ascending, as the changelog's TopK orders them."""
+def _sort_keys(table: pa.Table, order) -> list[tuple[str, str, str]]:
     keys = [(name, "descending" if desc else "ascending", "at_start" if nf else "at_end") for name, desc, nf in order]
     keys += [
         (f.name, "ascending", "at_end")
         for f in table.schema
         if not pa.types.is_nested(f.type) and f.name not in {k[0] for k in keys}
     ]
+    return keys
+
+
+def first_rows(table: pa.Table, order, k: int) -> np.ndarray:
+    """The positions of the first ``k`` rows in ORDER BY's order (see :func:`order_indices`), in any order.
+    One selection pass (Arrow's ``select_k``) instead of sorting every row when rows tied on every column
+    are equal values (no nulls, no NaN, no zeros that may be -0.0): then which of them are picked cannot
+    change the rows; otherwise the stable sort decides, as for the whole result."""
+    if k < table.num_rows and all(_ties_are_equal(col) for col in table.columns):
+        keys = [(name, direction) for name, direction, _ in _sort_keys(table, order)]
+        return pc.select_k_unstable(table, k, sort_keys=keys).to_numpy()
+    return order_indices(table, order).to_numpy()[:k]
+
+
+def _ties_are_equal(col) -> bool:
+    if col.null_count:
+        return False
+    if pa.types.is_floating(col.type):
+        return not pc.any(pc.or_(pc.is_nan(col), pc.equal(col, 0))).as_py()
+    return not pa.types.is_nested(col.type)
+
+
+def order_indices(table: pa.Table, order) -> pa.Array:
+    """ORDER BY's row order: each key ascending or descending, nulls last unless NULLS FIRST; rows
+    tied on the keys by every (flat) column ascending, as the changelog's TopK orders them."""
+    keys = _sort_keys(table, order)
     if PER_KEY_NULL_PLACEMENT:
         return pc.sort_indices(table, sort_keys=keys)
     # older pyarrow: one null placement for all keys (the first key's)
@@ -131,7 +156,7 @@ class TopKOp(RecomputedSnapshot):
             if e - s <= stop:
                 keep.append(np.arange(s, e))
             else:
-                part = order_indices(table.slice(s, e - s), self.order).to_numpy()[:stop]
+                part = first_rows(table.slice(s, e - s), self.order, stop)
                 keep.append(np.sort(part) + s)
         return batch.take(np.concatenate(keep))
 

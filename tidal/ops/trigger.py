@@ -31,6 +31,14 @@ rules). Firings caused by deadlines between ticks happen at the deadline's tick,
 timestamps (and hence the changelog) depend only on the data, never on batching or on how
 often punctuations arrive. The bookkeeping is per changed key and per firing (Python dicts and
 a heap); its input is an aggregate's output, which is per key and tick, not per input row.
+
+:class:`FinalValuesOp` is a grouped aggregate and a trigger without rules in one operator, for
+input of start edges only (rows in event time that never end). Such a trigger fires every key
+once, at end of input, at the last tick its aggregate changed, which for start edges is the last
+input tick (every row changes its group's count); its values are the aggregates over all rows.
+So the operator feeds the aggregate every row at one tick (no per-tick changes to emit or to
+discard) and stamps the trigger's firings with the last input tick: the same output as the two
+operators apart, without a change per input tick in between. Punctuations pass through.
 """
 
 from __future__ import annotations
@@ -302,3 +310,61 @@ def _ticks(value) -> int | None:
     if isinstance(value, dt.date):
         return (value - _EPOCH.date()).days * 86_400_000_000
     raise TypeError(f"an event time must be an integer or a timestamp, got {value!r}")
+
+
+class FinalValuesOp(Operator):
+    """A grouped aggregate over start edges and a :class:`TriggerOp` without rules, as one operator
+    (see the module docstring): the rows reach the aggregate at one tick, the firings come out at the
+    last input tick."""
+
+    name = "Aggregate"
+
+    def __init__(self, aggregate: Operator, trigger: TriggerOp):
+        super().__init__()
+        if trigger.spec != TriggerSpec():
+            raise ValueError(f"FinalValuesOp takes a trigger without rules, not {trigger.spec.describe()}")
+        self.aggregate, self.trigger = aggregate, trigger
+        aggregate.downstream = [trigger]
+        trigger.downstream = [_Stamped(self)]
+        self.last: int | None = None  # the last input tick
+        self.variant = f"{aggregate.variant}; values at end of input (no change per tick)"
+
+    def on_batch(self, batch: EventBatch) -> None:
+        batch = batch.compact()
+        if len(batch) == 0:
+            return
+        self.last = int(batch.sync[-1])
+        at_one_tick = np.zeros(len(batch), np.int64)
+        self.aggregate.on_batch(EventBatch(at_one_tick, batch.other, batch.columns, key=batch.key, hash=batch.hash))
+
+    def on_completed(self) -> None:
+        self.aggregate.on_completed()  # the aggregate emits, the trigger fires, then completes through _Stamped
+
+    def snapshot(self) -> dict:
+        return {"aggregate": self.aggregate.snapshot(), "trigger": self.trigger.snapshot(), "last": self.last}
+
+    def restore(self, state: dict) -> None:
+        self.aggregate.restore(state["aggregate"])
+        self.trigger.restore(state["trigger"])
+        self.last = state["last"]
+
+
+class _Stamped(Operator):
+    """The trigger's firings (at tick 0) moved to the last input tick, emitted by the owner."""
+
+    def __init__(self, owner: FinalValuesOp):
+        super().__init__()
+        self.owner = owner
+
+    def on_batch(self, batch: EventBatch) -> None:
+        at = np.full(len(batch), self.owner.last if self.owner.last is not None else 0, np.int64)
+        self.owner.emit(EventBatch(at, batch.other, batch.columns, key=batch.key, hash=batch.hash))
+
+    def on_punctuation(self, time: int) -> None:
+        pass  # the owner passes its input's punctuations on itself
+
+    def on_flush(self) -> None:
+        pass
+
+    def on_completed(self) -> None:
+        self.owner.emit_completed()

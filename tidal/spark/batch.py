@@ -56,6 +56,7 @@ from ..plan.nodes import (
     ClipDuration,
     ExtendLifetime,
     HoppingWindow,
+    ImpatienceSort,
     Multicast,
     NamedSelect,
     PointAtEnd,
@@ -140,6 +141,11 @@ class SparkPlanner:
 
     def _translate(self, node: PlanNode) -> _Rel:
         if isinstance(node, Source):
+            return self._source(node)
+        if isinstance(node, ImpatienceSort) and all(_in_memory(i) for i in node.inputs):
+            # which events are late depends on the order they arrived in, which a Spark shuffle does not
+            # keep: the in-memory input is sorted here (late events dropped, adjusted and counted as
+            # embedded) and its sorted events handed to Spark
             return self._source(node)
         if node.partitioning is not None:
             if len(node.inputs) == 1:
@@ -419,7 +425,11 @@ def _check_keys(node: PlanNode, keys: tuple[str, ...], schema: pa.Schema) -> Non
         raise PlanError(f"{node.label}: partitioning field(s) {missing} are not in its input fields {schema.names}")
 
 
-def _collect(node: Source) -> pa.Table:
+def _in_memory(node: PlanNode) -> bool:
+    return isinstance(node, Source) and not isinstance(node, SparkSourceNode)
+
+
+def _collect(node: PlanNode) -> pa.Table:
     sink = CollectSink(node.schema)
     execute(node, sink)
     return sink.table()
@@ -491,7 +501,9 @@ def explain(stream: Stream, *, partitions: int | None = None, spark=None) -> str
 
 
 def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:
-    """Run the stream on Spark and collect its physical events, sorted by sync time."""
+    """Run the stream on Spark and collect its physical events in :func:`canonical_order` (by sync time,
+    then other time and payload: the same order on every run and partitioning; ``stream.to_arrow()``
+    gives the same events, with ties within one sync time in its operators' order)."""
     from .session import spark_session
 
     spark = spark or _spark_of(stream.node) or spark_session()
@@ -501,7 +513,17 @@ def to_arrow(stream: Stream, *, partitions: int | None = None, spark=None) -> pa
     table = pa.Table.from_arrays(
         [table.column(f.name).cast(f.type) for f in physical_schema(payload)], schema=physical_schema(payload)
     )
-    return table.take(pa.compute.sort_indices(table, [(SYNC_FIELD, "ascending")]))
+    return table.take(pa.compute.sort_indices(table, canonical_order(table)))
+
+
+def canonical_order(table: pa.Table) -> list[tuple[str, str]]:
+    """The order :func:`to_arrow` returns events in, whatever the partitioning: by sync time, then other
+    time, then the payload columns that have an order (nested values, such as top_k's lists, do not)."""
+    keys = [SYNC_FIELD, OTHER_FIELD]
+    for field in table.schema:
+        if field.name not in keys and not pa.types.is_nested(field.type) and not pa.types.is_null(field.type):
+            keys.append(field.name)
+    return [(k, "ascending") for k in keys if k in table.schema.names]
 
 
 def to_changelog(stream: Stream, *, partitions: int | None = None, spark=None) -> pa.Table:

@@ -238,7 +238,7 @@ def sql_combine(df, chain: tuple[PlanNode, ...], agg_node: PlanNode, specs):
     """
     from pyspark.sql import functions as F
 
-    if len(chain) != 1 or not isinstance(chain[0], HoppingWindow):
+    if len(chain) != 1 or not isinstance(chain[0], HoppingWindow) or chain[0].align != "start":
         return None
     props = chain[0].props
     if props.constant_duration is None or props.constant_hop is None:

@@ -26,6 +26,7 @@ from sqlglot.tokens import TokenType
 
 from ..core.errors import ParseError as TidalParseError
 from ..core.errors import PlanError
+from ..core.trees import tree_depth
 
 
 class SqlSyntaxError(TidalParseError):
@@ -256,15 +257,6 @@ def _check_nesting(sql: str, tokens) -> None:
             )
 
 
-def _tree_depth(tree: exp.Expression) -> int:
-    deepest, todo = 0, [(tree, 1)]
-    while todo:
-        node, d = todo.pop()
-        deepest = max(deepest, d)
-        todo.extend((child, d + 1) for child in node.iter_expressions())
-    return deepest
-
-
 def _check_literals(sql: str, tree: exp.Expression) -> None:
     """Integer literals must be BIGINTs (DuckDB widens to HUGEINT; tidal does not)."""
     for lit in tree.find_all(exp.Literal):
@@ -356,7 +348,7 @@ def parse(sql: str) -> exp.Expression:
         )
     if not isinstance(tree, exp.Query | exp.Values | exp.Describe):
         raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
-    if (depth := _tree_depth(tree)) > MAX_DEPTH:
+    if (depth := tree_depth(tree, exp.Expression.iter_expressions)) > MAX_DEPTH:
         raise PlanError(
             f"the query's expressions are {depth} levels deep, more than {MAX_DEPTH} (a chain of n OR, AND or "
             "+ terms is n levels); not supported: write x IN (a, b, ...) for long OR chains, or split the query"

@@ -131,7 +131,9 @@ class Translator:
         labels: dict | None = None,
         batch_latency: float | None = None,
         batch_rows: int | None = None,
+        live: bool = False,
     ):
+        self.live = live  # the live table: keys without a TRIGGER fire as they change (same final answer)
         self.batch_latency = batch_latency  # seconds; None: the live reader's default
         self.batch_rows = batch_rows
         self.progressive = progressive
@@ -348,6 +350,10 @@ class Translator:
                 args.append(call.parameter)
             makers[call.output] = fn(*args)
         spec = trigger_spec(node.trigger)
+        if self.live and not node.trigger and (timed or ordinal):
+            # a live view shows the current snapshot: each key fires at every tick it changes (a
+            # trigger decides how often the view is materialised, never the final answer)
+            spec = TriggerSpec(counting=1)
         distinct = not makers
         if distinct and not (node.trigger or timed or ordinal):
             # DISTINCT of a changing result: the engine's distinct emits a row when its count

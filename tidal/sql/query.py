@@ -8,6 +8,7 @@ it, and ``LIMIT``/``OFFSET`` cut it when no TopK in the plan already did.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..plan.nodes import LateEvents, sorts_in
 from ..plan.nodes.relational import WatermarkTap
 from ..stream.query import Query as QueryRunner
 from ..stream.streamable import Stream
-from .dialect import parse, room_to_recurse
+from .dialect import SqlSyntaxError, parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
 from .planner import RunStats, Translator, with_limit
@@ -74,6 +75,7 @@ class SqlQuery:
     batch_latency: float | None = None  # seconds: how long a live input's batch waits for more lines
     batch_rows: int | None = None  # the most lines in one batch of a live input
     running: QueryRunner | None = None  # the runtime of the current (or last) run
+    live: bool = False  # a live view: grouped results without a TRIGGER are materialised as they change
 
     def _subresults(self) -> dict:
         out = {}
@@ -107,6 +109,7 @@ class SqlQuery:
             self.query.labels,
             batch_latency=self.batch_latency,
             batch_rows=self.batch_rows,
+            live=self.live,
         )
         return with_limit(translator.stream(self.optimized), self.query)
 
@@ -245,6 +248,7 @@ def plan(
     late: str | None = None,
     batch_latency: float | None = None,
     batch_rows: int | None = None,
+    catalog: dict | None = None,
 ) -> SqlQuery:
     """Parse, plan and optimize one query of tidal's dialect.
 
@@ -253,7 +257,8 @@ def plan(
     to the watermark). It defaults to ``file`` when ``late_path`` is given, else ``drop``.
     ``batch_latency`` (seconds) is how long a batch of a growing input (standard input,
     ``tail(...)``) waits for more lines before it goes out (default 0.25), ``batch_rows`` the most
-    lines it holds (default 65,536).
+    lines it holds (default 65,536). ``catalog`` maps table and view names (of CREATE TABLE / CREATE
+    VIEW, :mod:`tidal.sql.ddl`) to the queries that define them.
     """
     late = late or ("file" if late_path else "drop")
     if late not in LATE_POLICIES:
@@ -262,9 +267,22 @@ def plan(
         raise PlanError("late rows to a file: give the file (--late-records PATH)")
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
+    statement = re.match(
+        r"\s*(CREATE|INSERT|DROP|UPDATE|DELETE|MERGE|ALTER|TRUNCATE|BEGIN|COMMIT|ROLLBACK)\b", text, re.I
+    )
+    if statement:
+        where = (
+            "CREATE TABLE, CREATE VIEW and INSERT INTO run in a script (tidal run job.sql) or the shell (tidal)"
+            if statement.group(1).upper() in ("CREATE", "INSERT", "DROP")
+            else "tidal reads data, it does not change it"
+        )
+        raise SqlSyntaxError(
+            f"{statement.group(1).upper()} statements are not supported here, only queries (SELECT ...): {where}; "
+            f"got: {' '.join(text.split())[:60]}"
+        )
     tree = parse(text)
     with room_to_recurse():
-        query = Builder().build(tree)
+        query = Builder(catalog).build(tree)
         optimized, applied = optimize(query.root)
     return SqlQuery(
         text,

@@ -128,12 +128,12 @@ class DisorderedStream:
     def select_many(self, fn) -> DisorderedStream:
         return self._wrap(Stream(self.node).select_many(fn))
 
-    def tumbling_window(self, size: int, offset: int = 0) -> DisorderedStream:
+    def tumbling_window(self, size: int, offset: int = 0, align: str = "start") -> DisorderedStream:
         """Windows before the sort: events snap to the window grid, which also reduces disorder."""
-        return self._wrap_lifetime(Stream(self.node).tumbling_window(size, offset))
+        return self._wrap_lifetime(Stream(self.node).tumbling_window(size, offset, align))
 
-    def hopping_window(self, size: int, hop: int, offset: int = 0) -> DisorderedStream:
-        return self._wrap_lifetime(Stream(self.node).hopping_window(size, hop, offset))
+    def hopping_window(self, size: int, hop: int, offset: int = 0, align: str = "start") -> DisorderedStream:
+        return self._wrap_lifetime(Stream(self.node).hopping_window(size, hop, offset, align))
 
     def alter_duration(self, duration) -> DisorderedStream:
         return self._wrap_lifetime(Stream(self.node).alter_duration(duration))

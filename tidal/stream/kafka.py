@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from ..io.kafka_sink import KafkaSink
 from .query import Query
 
@@ -35,9 +33,8 @@ def to_kafka(
             return sink
         from ..state.store import CheckpointStore
 
-        fingerprint = hashlib.sha256(stream.explain().encode()).hexdigest()[:16]
         with CheckpointStore(state) as store:
-            query.run_durably(store, name, fingerprint, every_messages, on_checkpoint=lambda seq: sink.publish())
+            query.run_durably(store, name, query.fingerprint, every_messages, on_checkpoint=lambda seq: sink.publish())
         return sink
     finally:
         query.close()

@@ -65,7 +65,7 @@ def plan_fingerprint(roots: Sequence[PlanNode]) -> str:
     the functions it holds (two lambdas explain alike when their source cannot be read)."""
     digest = hashlib.sha256()
     for root in roots:
-        digest.update(explain(root).encode())
+        digest.update(explain(root, measured=False).encode())
     for node in walk(roots):
         for value in vars(node).values():
             code = getattr(value, "__code__", None)
@@ -112,6 +112,8 @@ class Query:
         self._iters: list = []
         self.stopping = False
         self.delivered = 0  # messages delivered by this query object (all runs)
+        self.events_read = 0  # events in the batches the sources delivered
+        self.on_progress = None  # called with the query after each delivered batch (tidal.stream.progress)
 
     # -- running ----------------------------------------------------------------------------
     def _start(self) -> None:
@@ -160,6 +162,10 @@ class Query:
             self.positions[idx] = after
             delivered += 1
             self.delivered += 1
+            if isinstance(msg, EventBatch):
+                self.events_read += len(msg)
+                if self.on_progress is not None:
+                    self.on_progress(self)
             if isinstance(msg, Completed):
                 self.finished[idx] = True
                 continue
@@ -271,8 +277,11 @@ def execute(root: PlanNode, sink: Consumer) -> None:
 
 def execute_many(roots: Sequence[PlanNode], sinks: Sequence[Consumer]) -> None:
     """Several roots in one DAG (shared nodes built once), run once."""
+    from .progress import watching
+
     query = Query(roots, sinks)
     try:
-        query.run()
+        with watching(query):
+            query.run()
     finally:
         query.close()

@@ -82,25 +82,30 @@ class Stream:
         """Every event lives ``duration`` ticks from its start: ``[s, s+d)``."""
         return self.alter_lifetime(duration=duration)
 
-    def hopping_window(self, size: int, hop: int, offset: int = 0) -> Stream:
-        """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``)."""
-        return Stream(nodes.window(self.node, size, hop, offset))
+    def hopping_window(self, size: int, hop: int, offset: int = 0, align: str = "start") -> Stream:
+        """Windows of ``size`` ticks starting every ``hop`` ticks (grid ``offset + k*hop``).
 
-    def tumbling_window(self, size: int, offset: int = 0) -> Stream:
+        ``align="start"`` (default): each start moves down to the grid, a window's result shows
+        from its start; ``align="end"`` (Trill's convention): up, a window's result shows from its end."""
+        return Stream(nodes.window(self.node, size, hop, offset, align))
+
+    def tumbling_window(self, size: int, offset: int = 0, align: str = "start") -> Stream:
         """Non-overlapping windows of ``size`` ticks: a hopping window whose hop is its size."""
-        return self.hopping_window(size, size, offset)
+        return self.hopping_window(size, size, offset, align)
 
     def clip_duration(self, limit: int) -> Stream:
         """End every lifetime at most ``limit`` ticks after it starts: ``[s, min(e, s+limit))``."""
         return Stream(nodes.ClipDuration(self.node, limit))
 
     def extend_lifetime(self, delta: int) -> Stream:
-        """End every lifetime ``delta`` ticks later: ``[s, e+d)``."""
+        """End every lifetime ``delta`` ticks later: ``[s, e+d)``; a negative ``delta`` ends it earlier
+        and drops the lifetimes that become empty (Trill's negative ExtendLifetime)."""
         return Stream(nodes.ExtendLifetime(self.node, delta))
 
-    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Stream:
-        """Snap starts down and ends up to the hop grid: ``[snap(s), snap(e-1)+size)``."""
-        return Stream(nodes.QuantizeLifetime(self.node, size, hop, offset))
+    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0, align: str = "start") -> Stream:
+        """Snap lifetimes to the hop grid: ``[snap(s), snap(e-1)+size)``, ``snap`` rounding down
+        (``align="start"``, default) or up (``align="end"``)."""
+        return Stream(nodes.QuantizeLifetime(self.node, size, hop, offset, align))
 
     def point_at_end(self) -> Stream:
         """Replace each lifetime that ends by a point at its end: ``[e, e+1)``."""
@@ -115,7 +120,8 @@ class Stream:
         """Cut each group's events into sessions: a gap of ``timeout`` ticks (or a multiple of
         ``max_duration``) ends one. Every event lives through its session ``[S, E)``
         (``lifetime="event"``: ``[s, E)``, Trill's SessionTimeoutWindow), ``E`` being the last
-        start plus ``timeout``, capped at the next ``max_duration`` grid point."""
+        start plus ``timeout``, capped at the next ``max_duration`` grid point (Trill caps a new
+        session later, at the first grid point at or after its start plus ``max_duration``)."""
         return Stream(nodes.SessionWindow(self.node, timeout, max_duration, lifetime))
 
     def stitch(self) -> Stream:
@@ -270,7 +276,8 @@ class Stream:
         stream = Stream(nodes.Aggregate(self.node, specs, key_fields, variant, engine))
         if variant == "fused" and not isinstance(stream.plan(), nodes.FusedWindowAggregate):
             raise PlanError(
-                "variant='fused' needs a window (size <= hop, or a multiple of hop) right before the aggregate "
+                "variant='fused' needs a window (size <= hop, or a multiple of hop; align='start') right before "
+                "the aggregate "
                 "and only linear aggregates (count, count_not_null, sum, average, variance, stddev, running sums)"
             )
         return stream
@@ -442,11 +449,15 @@ class Stream:
 
 
 class _Discard(egress.Consumer):
+    reads_payload = False
+
     def on_batch(self, batch) -> None:
         pass
 
 
 class _Counter(egress.Consumer):
+    reads_payload = False
+
     def __init__(self):
         self.n = 0
 

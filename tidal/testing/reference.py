@@ -25,6 +25,20 @@ def _floor(t: int, period: int, offset: int = 0) -> int:
     return t - ((t - offset) % period)
 
 
+def _ceil(t: int, period: int, offset: int = 0) -> int:
+    return t + ((offset - t) % period)
+
+
+def _window_at_end(s: int, size: int, hop: int, offset: int) -> list[tuple[int, int]]:
+    """Trill's window lifetime, written from its definition: the start moves up to the first grid
+    point ``w >= s``; with gaps (``hop > size``) only events in some ``(w-size, w]`` are kept; the
+    event then lives ``[w, up(s+size))``: every window ``(v-size, v]`` holding ``s`` shows it at ``v``."""
+    w = _ceil(s, hop, offset)
+    if hop > size:
+        return [(w, w + size)] if w - size < s else []
+    return [(w, _ceil(s + size, hop, offset))]
+
+
 @dataclass
 class Reference:
     """Logical intervals with field names; methods mirror :class:`tidal.Stream`."""
@@ -87,7 +101,10 @@ class Reference:
     def alter_duration(self, d) -> Reference:
         return self.alter_lifetime(duration=d)
 
-    def hopping_window(self, size: int, hop: int, offset: int = 0) -> Reference:
+    def hopping_window(self, size: int, hop: int, offset: int = 0, align: str = "start") -> Reference:
+        if align == "end":  # Trill's HoppingWindowLifetime: windows (w-size, w], shown from w
+            return self._map(lambda s, e: _window_at_end(s, size, hop, offset))
+
         def f(s, e):
             if hop > size and (s - offset) % hop >= size:
                 return []
@@ -98,8 +115,8 @@ class Reference:
 
         return self._map(f)
 
-    def tumbling_window(self, size: int, offset: int = 0) -> Reference:
-        return self.hopping_window(size, size, offset)
+    def tumbling_window(self, size: int, offset: int = 0, align: str = "start") -> Reference:
+        return self.hopping_window(size, size, offset, align)
 
     def clip_duration(self, limit: int) -> Reference:
         return self._map(lambda s, e: [(s, min(e, s + limit))])
@@ -107,11 +124,10 @@ class Reference:
     def extend_lifetime(self, d: int) -> Reference:
         return self._map(lambda s, e: [(s, e if e == INFINITY else e + d)])
 
-    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0) -> Reference:
+    def quantize_lifetime(self, size: int, hop: int | None = None, offset: int = 0, align: str = "start") -> Reference:
         hop = size if hop is None else hop
-        return self._map(
-            lambda s, e: [(_floor(s, hop, offset), INFINITY if e == INFINITY else _floor(e - 1, hop, offset) + size)]
-        )
+        snap = (lambda t: _floor(t, hop, offset)) if align == "start" else (lambda t: _ceil(t, hop, offset))
+        return self._map(lambda s, e: [(snap(s), INFINITY if e == INFINITY else snap(e - 1) + size)])
 
     def point_at_end(self) -> Reference:
         return self._map(lambda s, e: [] if e == INFINITY else [(e, e + 1)])

@@ -265,10 +265,14 @@ def load(source: str):
     return load_kernel(source, decorator=_DECORATOR)
 
 
-def decompose_source(templates: list[OpTemplate], kinds: dict[str, str], places: list) -> tuple[str, list[str]] | None:
+def decompose_source(
+    templates: list[OpTemplate], kinds: dict[str, str], places: list, owners: dict | None = None
+) -> tuple[str, list[str]] | None:
     """A parallel kernel for compute mode: per event, which templates it issues and the cells they
     address (``places[k]``: (cell base, record base, size) of the target, and of the source or None).
-    None when some key or ``when`` is not a plain numeric expression (then numpy evaluates them)."""
+    None when some key or ``when`` is not a plain numeric expression (then numpy evaluates them).
+    With ``owners`` (``shift``, ``slots``: each template's read output row or -1): the kernel of
+    ``tidal.tx.fused``'s owner lists instead, built straight from the events."""
     events: dict[str, str] = {}
     for t in templates:
         for node in [t.key, t.when] + ([t.source[1]] if t.source else []):
@@ -288,12 +292,25 @@ def decompose_source(templates: list[OpTemplate], kinds: dict[str, str], places:
             return None
     gen = _Source(events)
     args = sorted(events.values(), key=lambda a: int(a[1:]))
-    lines = [
-        f"def kernel(n, issued, cell2d, src2d, srec2d, err{', ' if args else ''}{', '.join(args)}):",
-        "    for i in numba.prange(n):",
-    ]
+    tail = f"{', ' if args else ''}{', '.join(args)}"
+    if owners is None:
+        lines = [f"def kernel(n, issued, cell2d, src2d, srec2d, err{tail}):", "    for i in numba.prange(n):"]
+    else:
+        common = f"n, nthreads, mode, lists, cells, srcs, rissued, spread, err{tail}"
+        lines = [
+            f"def kernel({common.replace('mode,', 'mode, at,')}):",
+            "    for c in numba.prange(nthreads):",
+            f"        fill(c, at[c], {common})",
+            "",
+            "",
+            "@numba.njit(nogil=True, cache=True, error_model='numpy')",
+            f"def fill(c, at, {common}):",
+            "    for i in range(c * n // nthreads, (c + 1) * n // nthreads):",
+            "        first = -1",  # the list of the event's first operation; spread: others too
+            "        multi = 0",
+        ]
     for k, t in enumerate(templates):
-        (cbase, _rbase, size), src = places[k]
+        (cbase, rbase, size), src = places[k]
         pad = "        "
         if t.when is not None:
             bad = gen.bad(t.when)
@@ -309,9 +326,25 @@ def decompose_source(templates: list[OpTemplate], kinds: dict[str, str], places:
                 lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1", f"{pad}    continue"]
             lines += [f"{pad}key{j} = {src_text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
             lines += [f"{pad}    err[i] = 1", f"{pad}    continue"]
+        if owners is not None:  # the record's owner thread: a hash of its block of 16 (fused._owner)
+            lines += [
+                f"{pad}blk = ({rbase} + key0) >> 4",
+                f"{pad}t = ((blk * 2654435761) & 0xFFFFFFFF) * nthreads >> 32",
+            ]
+            lines += [f"{pad}if mode:", f"{pad}    p = at[t]", f"{pad}    lists[p] = (i << {owners['shift']}) | {k}"]
+            lines += [f"{pad}    cells[p] = {cbase} + key0"]
+            if src is not None:
+                lines += [f"{pad}    srcs[p] = {src[0]} + key1"]
+            if owners["slots"][k] >= 0:
+                lines += [f"{pad}    rissued[{owners['slots'][k]}, i] = True"]
+            lines += [f"{pad}at[t] += 1", f"{pad}if first < 0:", f"{pad}    first = t", f"{pad}elif t != first:"]
+            lines += [f"{pad}    multi = 1"]
+            continue
         lines += [f"{pad}issued[i, {k}] = True", f"{pad}cell2d[i, {k}] = {cbase} + key0"]
         if src is not None:
             lines += [f"{pad}src2d[i, {k}] = {src[0]} + key1", f"{pad}srec2d[i, {k}] = {src[1]} + key1"]
+    if owners is not None:
+        lines += ["        if mode:", "            spread[i] = multi"]
     return "\n".join(lines) + "\n", sorted(events, key=lambda c: int(events[c][1:]))
 
 

@@ -18,15 +18,12 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from ..core.errors import InputError, PlanError
+from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, gather, schedule
+from . import codegen, fused, gather, runs, schedule
+from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
-
-
-class TransactionError(InputError):
-    """An event's transaction cannot run: the message names the event (position and time)."""
 
 
 def _kind_of_array(col: pa.Array) -> str:
@@ -149,6 +146,28 @@ class Engine:
         made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places)
         self.decomposer = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.kernel_kinds = signature
+        slots = [int(x) for x in self.slot]
+        self.owner_ok = all(
+            t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
+        )
+        self.fused_kernels = {
+            "serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))
+        }
+        self.serial_events = None
+        if made is not None:  # the serial walk straight from the events (no grids)
+            every = dict(events)
+            for col in made[1]:
+                every.setdefault(col, f"E{len(every)}")
+            walk = fused.serial_source(live, target_int, source_int, slots, every, places)
+            self.serial_events = (fused.load_serial(walk), sorted(every, key=lambda c: int(every[c][1:])))
+        self.regions = None
+        if self.scheduler == "chains" and self.owner_ok:
+            self.fused_kernels["owner"] = fused.load_owner(
+                fused.owner_source(live, target_int, source_int, slots, events)
+            )
+            owners = {"shift": fused.shift(len(self.templates)), "slots": slots}
+            made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places, owners)
+            self.regions = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
 
@@ -163,10 +182,32 @@ class Engine:
         cols = {"e." + k: v for k, v in columns.items()}
         self._compile({k: _kind_of_array(v) for k, v in cols.items()})
         sourced = any(t.source is not None for t in self.templates)
-        grids = self._decompose_compiled(cols, n, sourced)
-        if grids is None:
-            grids = self._decompose(cols, n, sync, position, sourced)
-        issued, cell2d, src2d, srec2d = grids
+
+        def grids():
+            made = self._decompose_compiled(cols, n, sourced)
+            return made if made is not None else self._decompose(cols, n, sync, position, sourced)
+
+        self._threads()
+        fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
+        small = n * len(self.templates) < runs.PARALLEL_FROM
+        if fused_path and (self.scheduler == "serial" or self._nthreads == 1 or small):
+            done = runs.serial_from_events(self, cols, n)
+            if done is not None:
+                self.stats["state_access_s"] += _time.perf_counter() - t0
+                return done
+        if fused_path and self.scheduler == "chains" and self._nthreads > 1 and not small:
+            done = runs.owner_from_events(self, cols, n, sync, position, grids)
+            if done is not None:
+                self.stats["state_access_s"] += _time.perf_counter() - t0
+                return done
+        issued, cell2d, src2d, srec2d = grids()
+        if fused_path:
+            args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+            t1 = _time.perf_counter()
+            committed, reads = runs.fused_run(self, issued, cell2d, src2d, args, n, sync, position)
+            self.stats["compute_s"] += t1 - t0
+            self.stats["state_access_s"] += _time.perf_counter() - t1
+            return committed, reads
         op_ev, op_tmpl, op_cell, op_rec, op_src, op_srec = gather.operations(
             issued, cell2d, src2d, srec2d, self.rec_shift, sourced
         )
@@ -175,7 +216,6 @@ class Engine:
             return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
-        self._threads()
         if self.scheduler == "chains":
             op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
                 op_ev,
@@ -385,7 +425,19 @@ class Engine:
         text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
         if self.scheduler == "pat":
             text += f", {self.partitions} partitions"
-        if st["batches"]:
+        if st["batches"] and (st.get("lists") or st.get("serial_walks")):  # the fused walks (tidal.tx.runs)
+            how = (
+                f"{st['lists']} owner lists in {st['batches']} runs, {st['waves']} rounds "
+                f"({st.get('rewalked', 0)} operations walked again, {st.get('serial_rest', 0)} events serially)"
+                if st.get("lists")
+                else f"{st['serial_walks']} runs walked serially"
+            )
+            text += (
+                f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
+                f"({how}, largest list {st['largest_group']}), {st['aborted']} aborted; "
+                f"compute {st['compute_s']:.3f} s, state access {st['state_access_s']:.3f} s"
+            )
+        elif st["batches"]:
             mean = st["operations"] / max(1, st["groups"])
             text += (
                 f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations, "

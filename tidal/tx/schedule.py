@@ -4,7 +4,9 @@ Operations arrive in (event, operation) order: the serial order. A *group* is wa
 thread in that order; the groups of a *wave* run in parallel; waves run one after another.
 
 - ``serial``: one group, one wave: every operation in timestamp order on one core.
-- ``chains`` (TStream's dynamic restructuring): per punctuation interval, one chain per state
+- ``chains`` (TStream's dynamic restructuring) when some operation reads another record
+  (``source=`` on another table or key; otherwise ``tidal.tx.runs`` walks owner lists of chains
+  without barriers): per punctuation interval, one chain per state
   record (table, key): its operations sorted by timestamp. Chains that depend on each other are
   merged into one group, walked in timestamp order: an operation reading another record
   (``source=``) joins that record's chain, and a transaction that can abort (it has a condition)

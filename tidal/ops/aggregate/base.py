@@ -73,8 +73,11 @@ class ArgumentValues:
             col = self.cols[a]
             if _orderable_as_int(col.type):
                 col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
-            col = col.cast(pa.float64(), safe=False)  # big integers: the nearest float, as numpy would
-            self._floats[a] = np.asarray(col.fill_null(np.nan).to_numpy(zero_copy_only=False))
+            if not pa.types.is_float64(col.type):
+                col = col.cast(pa.float64(), safe=False)  # big integers: the nearest float, as numpy would
+            if col.null_count:
+                col = col.fill_null(np.nan)
+            self._floats[a] = np.asarray(col.to_numpy(zero_copy_only=False))
         return self._floats[a]
 
     def order_keys(self, a: int) -> np.ndarray:

@@ -213,13 +213,17 @@ class CompiledEngine(_Engine):
             np.empty((cap, km), np.int64),
         )
         self.st[NOUT] = 0
+        # multiset values staged between flushes, per multiset: an addition or removal per event, a removal
+        # per end queued before or during this call
+        room = (2 * n + int(self.st[QSIZE]) + 1) * km
+        stage = (np.empty((2, room), np.int64), np.empty((2, room), np.int64), np.zeros(2, np.int64))
         self.kernel(
             batch.sync, batch.other, gids, ic, fc, mv, upto, self.window_len,
             self.st, self.held, self.held_flag, self.g_int, self.g_flt, self.g_cnt,
             self.ms, self.ms_len, self.ms_sorted, self.md, self.md_len,
             self.m_kind, self.m_param, self.m_valid, self.m_float,
             self.q_time, self.q_gid, self.q_int, self.q_flt, self.q_mv,
-            self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out,
+            self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out, *stage,
         )  # fmt: skip
         k = int(self.st[NOUT])
         if k == 0:

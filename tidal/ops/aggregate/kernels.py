@@ -29,19 +29,6 @@ _NAMES = {MODE_NONE: "start_edge", MODE_FIFO: "fifo", MODE_HEAP: "heap", MODE_WI
 _FLIP = 0x7FFFFFFFFFFFFFFF
 
 
-@numba.njit(cache=True, inline="always")
-def _ms_add(ms, ms_len, idx, v):
-    arr = ms[idx]
-    n = ms_len[idx]
-    if n == len(arr):
-        grown = np.empty(max(8, 2 * n), np.int64)
-        grown[:n] = arr[:n]
-        ms[idx] = grown
-        arr = grown
-    arr[n] = v
-    ms_len[idx] = n + 1
-
-
 # Typed-list work goes through these cached kernels: a typed List built or touched from Python
 # compiles its methods in every new process (seconds per Spark worker), a cached kernel loads.
 @numba.njit(cache=True)
@@ -163,13 +150,51 @@ def _ms_result(arr, n, kind, p, isfloat, fbuf, ibuf):
 
 
 @numba.njit(cache=True)
-def _apply_multisets(g, sign, src_m, src_i, row, ms, ms_len, md, md_len, km, m_valid):
+def _apply_multisets(g, sign, src_m, src_i, row, km, m_valid, stage_idx, stage_val, stage_n):
+    """Stage one event's multiset values: additions in slot 0, removals in slot 1 of ``stage_n``; they
+    reach the multisets in :func:`_flush_stage`, grouped per multiset (one typed-list access per
+    multiset and flush, not one per value: that access costs more than the rest of an event's work)."""
+    s = 0 if sign > 0 else 1
     for j in range(km):
         if src_i[row, m_valid[j]] != 0:
-            if sign > 0:
-                _ms_add(ms, ms_len, g * km + j, src_m[row, j])
-            else:
-                _ms_add(md, md_len, g * km + j, src_m[row, j])
+            k = stage_n[s]
+            stage_idx[s, k] = g * km + j
+            stage_val[s, k] = src_m[row, j]
+            stage_n[s] = k + 1
+
+
+@numba.njit(cache=True)
+def _flush_into(ms, ms_len, idx_arr, val_arr, count):
+    order = np.argsort(idx_arr[:count])
+    i = 0
+    while i < count:
+        idx = idx_arr[order[i]]
+        j = i
+        while j < count and idx_arr[order[j]] == idx:
+            j += 1
+        arr = ms[idx]
+        n = ms_len[idx]
+        if n + (j - i) > len(arr):
+            grown = np.empty(max(8, 2 * (n + j - i)), np.int64)
+            grown[:n] = arr[:n]
+            ms[idx] = grown
+            arr = grown
+        for q in range(i, j):
+            arr[n] = val_arr[order[q]]
+            n += 1
+        ms_len[idx] = n
+        i = j
+
+
+@numba.njit(cache=True)
+def _flush_stage(ms, ms_len, md, md_len, stage_idx, stage_val, stage_n):
+    """Move the staged additions into the multisets and the staged removals into their removal lists."""
+    if stage_n[0] > 0:
+        _flush_into(ms, ms_len, stage_idx[0], stage_val[0], stage_n[0])
+        stage_n[0] = 0
+    if stage_n[1] > 0:
+        _flush_into(md, md_len, stage_idx[1], stage_val[1], stage_n[1])
+        stage_n[1] = 0
 
 
 @numba.njit(cache=True, inline="always")
@@ -201,6 +226,7 @@ def make_sweep(mode: int):
         q_time, q_gid, q_int, q_flt, q_mv,
         o_valid, o_start, o_int, o_flt, o_cnt, o_res,
         out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
+        stage_idx, stage_val, stage_n,
     ):  # fmt: skip
         """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
@@ -208,7 +234,9 @@ def make_sweep(mode: int):
         when time moves on, the held groups' results are emitted first. It is written out in this
         one loop on purpose: in numba, helpers that take arrays (even inlined ones: measured 2-4x
         slower on the emit path), or choosing between arrays in one variable, cost more than the
-        work itself. The heap swap's inlined helper measured free.
+        work itself. The heap swap's inlined helper measured free. Multiset values are staged
+        (``stage_*``: room for every value this call can add or remove) and flushed before results
+        are read and before returning.
         """
         km = len(m_kind)
         ki = ic.shape[1]
@@ -231,6 +259,8 @@ def make_sweep(mode: int):
             done = not use_queue and i == n
             if st[NHELD] > 0 and ((done and st[CUR] < upto) or (not done and t != st[CUR])):
                 # -- emit the held groups' results at the current time, then clear the held list --
+                if km > 0:
+                    _flush_stage(ms, ms_len, md, md_len, stage_idx, stage_val, stage_n)
                 cur = st[CUR]
                 o = st[NOUT]
                 for h in range(st[NHELD]):
@@ -308,6 +338,8 @@ def make_sweep(mode: int):
                 st[NOUT] = o
                 st[NHELD] = 0
             if done:
+                if km > 0:
+                    _flush_stage(ms, ms_len, md, md_len, stage_idx, stage_val, stage_n)
                 break
             st[CUR] = t
             if use_queue:
@@ -337,7 +369,7 @@ def make_sweep(mode: int):
                 for j in range(kf):
                     g_flt[g, j] -= q_flt[row, j]
                 if km > 0:
-                    _apply_multisets(g, sign, q_mv, q_int, row, ms, ms_len, md, md_len, km, m_valid)
+                    _apply_multisets(g, sign, q_mv, q_int, row, km, m_valid, stage_idx, stage_val, stage_n)
             else:
                 row = i
                 i += 1
@@ -368,7 +400,7 @@ def make_sweep(mode: int):
                 for j in range(kf):
                     g_flt[g, j] += sign * fc[row, j]
                 if km > 0:
-                    _apply_multisets(g, sign, mv, ic, row, ms, ms_len, md, md_len, km, m_valid)
+                    _apply_multisets(g, sign, mv, ic, row, km, m_valid, stage_idx, stage_val, stage_n)
             g_cnt[g] += sign
             if not held_flag[g]:
                 held_flag[g] = True

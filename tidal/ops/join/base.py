@@ -184,11 +184,17 @@ class JoinBase(Operator):
     def _stored(self, side: int, batches: list[EventBatch]):
         """Each batch with present events, once its present rows are stored: (batch, present positions or None,
         store base, dense) as :meth:`~.store._Store.append_present` says."""
+        counted = not self.payload_read()  # a count downstream: rows are numbered, their payload never kept
         for b in batches:
             present = None if b.absent is None else np.flatnonzero(~b.absent)
             if present is not None and len(present) == 0:
                 continue
-            base, dense = self.stores[side].append_present(b, present)  # absent rows are never referenced
+            store = self.stores[side]
+            if counted:
+                base, dense = store.rows, present is not None
+                store.rows += len(b) if present is None else len(present)
+            else:
+                base, dense = store.append_present(b, present)  # absent rows are never referenced
             yield b, present, base, dense
 
     def _stage_room(self, total: int) -> dict[str, np.ndarray]:
@@ -261,6 +267,8 @@ class JoinBase(Operator):
 
     def _pairs(self, o_sync, o_other, o_a, o_b) -> EventBatch:
         """Outputs of joined pairs (left row ``o_a``, right row ``o_b``), with the left's group key."""
+        if not self.payload_read():
+            return EventBatch(o_sync, o_other, {})  # counted only: no payload gathered
         lcols, key, hsh = self._side_columns(0, o_a)
         rcols, _, _ = self._side_columns(1, o_b)
         return EventBatch(o_sync, o_other, self.results.columns(lcols, rcols, len(o_sync)), key=key, hash=hsh)

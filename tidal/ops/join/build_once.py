@@ -1,6 +1,6 @@
 """The build-once variant (``join(..., left_is_small=True)``): the finite left is resolved to intervals and
-indexed by key once it completes; right intervals probe that index, right edges meet the left replayed
-into the symmetric hash kernel."""
+indexed by key once it completes; right intervals (and right start edges, when the right has only start
+edges) probe that index, right edges meet the left replayed into the symmetric hash kernel."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ class BuildOnceJoin(HashJoin):
         self.replay: dict[str, np.ndarray] | None = None  # the same, by start
         self.replay_pos = 0  # left intervals (by start) already fed to the kernel
         self.reorder = ReorderBuffer()  # probe outputs that start in the future
+        self._offsets_of: np.ndarray | None = None  # the built keys ``_offsets`` was made from
+        self._offsets = np.zeros(1, np.int64)
 
     def _queues(self, spec: JoinSpec) -> list[tuple[int, str]]:
         q = super()._queues(spec)
@@ -92,7 +94,11 @@ class BuildOnceJoin(HashJoin):
         edges = None
         if right is not None:
             right = right.compact()
-            kind_interval = (right.other != INFINITY) & (right.other > right.sync)
+            # intervals probe the built left; so do start edges when the right never ends any (its
+            # properties say start edges only): their pairs are [max(starts), left end), as for an interval
+            kind_interval = right.other > right.sync
+            if not self.start_edge_only[1]:
+                kind_interval &= right.other != INFINITY
             intervals = right.take(np.flatnonzero(kind_interval)) if not kind_interval.all() else right
             if len(intervals):
                 self._probe_intervals(intervals)
@@ -112,9 +118,11 @@ class BuildOnceJoin(HashJoin):
     def _probe_intervals(self, right: EventBatch) -> None:
         b = self.built
         kid = self._key_ids(1, right)
-        lo = np.searchsorted(b["g"], kid, side="left")
-        hi = np.searchsorted(b["g"], kid, side="right")
-        counts = np.where(kid >= 0, hi - lo, 0)
+        offsets = self._key_offsets()  # key id -> where its rows begin in the built left (ids are dense)
+        known = (kid >= 0) & (kid < len(offsets) - 2)
+        at = np.where(known, kid, 0)
+        lo = offsets[at]
+        counts = np.where(known, offsets[at + 1] - lo, 0)
         total = int(counts.sum())
         if total == 0:
             return
@@ -127,6 +135,17 @@ class BuildOnceJoin(HashJoin):
             return
         base = self.stores[1].append(right)
         self.reorder.push(self._pairs(start[ok], end[ok], b["row"][li[ok]], base + r[ok]))
+
+    def _key_offsets(self) -> np.ndarray:
+        """Offsets of each key id's rows in the built left (sorted by key): one gather per probe, no search.
+        Ids ``0 .. len - 3`` have rows from ``offsets[id]`` to ``offsets[id + 1]``; the last entry repeats."""
+        g = self.built["g"]
+        if self._offsets_of is not g:
+            counts = np.bincount(g, minlength=int(g.max()) + 1 if len(g) else 0)
+            ends = np.cumsum(counts)
+            self._offsets = np.concatenate([[0], ends, ends[-1:] if len(ends) else [0]]).astype(np.int64)
+            self._offsets_of = g
+        return self._offsets
 
     def _stage_replay(self, stage: dict, lo: int, hi: int) -> int:
         if lo >= hi:

@@ -49,11 +49,15 @@ class HashJoin(JoinBase):
 
     def _left_rows(self, o_sync, o_other, o_a, o_b) -> EventBatch:
         """Semi/anti-join and clip outputs: the left events themselves."""
+        if not self.payload_read():
+            return EventBatch(o_sync, o_other, {})
         cols, key, hsh = self._side_columns(0, o_a)
         return EventBatch(o_sync, o_other, cols, key=key, hash=hsh)
 
     def _left_padded(self, o_sync, o_other, o_a, o_b) -> EventBatch:
         """Left events with no partner, the right's fields null."""
+        if not self.payload_read():
+            return EventBatch(o_sync, o_other, {})
         n = len(o_sync)
         lcols, key, hsh = self._side_columns(0, o_a)
         cols = self.results.columns(lcols, self._null_columns(1, n), n, missing=1)
@@ -62,6 +66,8 @@ class HashJoin(JoinBase):
     def _right_padded(self, o_sync, o_other, o_a, o_b) -> EventBatch:
         """Right events with no partner (``o_a``: the mirrored core's side 0 is the right), the left's fields
         null."""
+        if not self.payload_read():
+            return EventBatch(o_sync, o_other, {})
         n = len(o_sync)
         rcols, key, hsh = self._side_columns(1, o_a)
         cols = self.results.columns(self._null_columns(0, n), rcols, n, missing=0)

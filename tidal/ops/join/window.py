@@ -1,4 +1,5 @@
-"""The window join variant: an inner join of left intervals of one constant duration with right points,
+"""The window join variant: an inner join of left intervals of one constant duration with right points (or with
+right tumbling windows of that size on the left's grid),
 where the left's events are ended by their start alone (no endpoint queue, nothing to remove)."""
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ class _WindowCore:
     mirrored = False
     out_capacity = 1 << 18
 
-    def __init__(self, duration: int):
+    def __init__(self, duration: int, span: int = 1):
         self.duration = duration
+        self.span = span  # the right events' duration: 1 (points) or ``duration`` (windows on the left's grid)
         self.a_start = np.empty(0, np.int64)
         self.a_row = np.empty(0, np.int64)
         self.a_prev = np.empty(0, np.int64)
@@ -83,7 +85,7 @@ class _WindowCore:
         j, y = n0, -1
         while True:
             w, j, y = probe_emit(
-                sync, gid, row, self.link, n0, n, self.duration, self.a_start, self.a_row, self.a_prev,
+                sync, gid, row, self.link, n0, n, self.duration, self.span, self.a_start, self.a_row, self.a_prev,
                 self.lo, self.off, self.out, j, y,
             )  # fmt: skip
             if j >= n and not parts:
@@ -109,7 +111,7 @@ class _WindowCore:
             o_sync, o_other = _pool_empty((cap,)), _pool_empty((cap,))
             o_left, o_right = _pool_empty((len(lsel), cap)), _pool_empty((len(rsel), cap))
             w, j, y = probe_emit_columns(len(lsel), len(rsel))(
-                staged["sync"], staged["gid"], staged["row"], self.link, n0, n, self.duration, self.a_start,
+                staged["sync"], staged["gid"], staged["row"], self.link, n0, n, self.duration, self.span, self.a_start,
                 self.a_row, self.a_prev, self.lo, self.off, lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right,
                 j, y,
             )  # fmt: skip
@@ -159,32 +161,36 @@ class _WindowCore:
 class WindowJoin(JoinBase):
     """Right points probing the left's window per key (see the package docstring)."""
 
-    algorithm = "window join (right points probe the left's window per key; no endpoint queue)"
+    algorithm = "window join (right events probe the left's window per key; no endpoint queue)"
 
     def __init__(self, spec: JoinSpec):
-        self.window = window_duration(spec)
+        self.window, self.span = window_span(spec)
+        self.spec_grid = spec.props[0].constant_hop  # (hop, offset) of both inputs' windows when span > 1
         super().__init__(spec)
 
     def _queues(self, spec: JoinSpec) -> list[tuple[int, str]]:
+        right = "points" if self.span == 1 else f"tumbling windows of {self.span} on the left's grid"
         return [(FIFO, f"constant duration {self.window} (its alive events per key, newest first)"),
-                (FIFO, "points (each probes the left's alive events, never stored)")]  # fmt: skip
+                (FIFO, f"{right} (each probes the left's alive events, never stored)")]  # fmt: skip
 
     def _make_cores(self, spec: JoinSpec, qkinds: tuple[int, int]) -> list:
-        return [_WindowCore(self.window)]
+        return [_WindowCore(self.window, self.span)]
 
     def _process(self, parts: list[list[EventBatch]], bound: int) -> None:
         stage = self._stage_room(sum(len(b) for side in parts for b in side))
         off = n0 = 0
+        grid = self.spec_grid if self.span > 1 else (0, 0)  # windows on both sides: check their starts' grid
         for side in (0, 1):
             for b, present, base, dense in self._stored(side, parts[side]):
                 off, bad = _stage_window(
                     b.sync, b.sync if b.points else b.other, b.points, _NO_ROWS if b.absent is None else b.absent,
-                    self._present_key_ids(side, b, present), base, dense, self.window if side == 0 else 1, off,
+                    self._present_key_ids(side, b, present), base, dense, (self.window, self.span)[side], *grid, off,
                     stage["sync"], stage["gid"], stage["row"],
                 )  # fmt: skip
                 if bad:
+                    right = "points" if self.span == 1 else f"tumbling windows of {self.span} ticks on the left's grid"
                     raise PlanError(
-                        f"a join input declared to hold intervals of {self.window} ticks (left) or points "
+                        f"a join input declared to hold intervals of {self.window} ticks (left) or {right} "
                         "(right) delivered an event of another kind"
                     )
             if side == 0:
@@ -197,7 +203,11 @@ class WindowJoin(JoinBase):
         lsel = rsel = None
         if stores[0].matrix is not None and stores[1].matrix is not None:
             lsel, rsel = stores[0].selection(names[0]), stores[1].selection(names[1])
-        if lsel is not None and max(len(lsel), len(rsel)) <= _MAX_FUSED_FIELDS:
+        if not self.payload_read():  # counted only: the pairs' times, no payload
+            o_sync, o_other, _, _ = core.run(staged, n0)
+            if len(o_sync):
+                self.emit(EventBatch(o_sync, o_other, {}))
+        elif lsel is not None and max(len(lsel), len(rsel)) <= _MAX_FUSED_FIELDS:
             # every payload field is 8 bytes wide: the kernel writes the pairs' payload columns itself
             for o_sync, o_other, o_left, o_right in core.run_columns(
                 staged, n0, stores[0].matrix, lsel, stores[1].matrix, rsel
@@ -223,11 +233,25 @@ class WindowJoin(JoinBase):
 
 def window_duration(spec: JoinSpec) -> int | None:
     """The left's constant duration when the window join applies: an inner join of left intervals of one
-    length with right points."""
+    length with right points, or of two inputs of tumbling windows on one grid."""
+    span = window_span(spec)
+    return None if span is None else span[0]
+
+
+def window_span(spec: JoinSpec) -> tuple[int, int] | None:
+    """``(left duration, right duration)`` when the window join applies. The right's events are points, or
+    tumbling windows of the left's size on the left's grid: then a right window overlaps exactly the left
+    events of its own window, which started at the same time (before it, as the left comes first at a time)
+    and end with it."""
     left_props, right_props = spec.props
     if spec.mode != "inner" or spec.build_once or left_props is None or right_props is None:
         return None
     d = left_props.constant_duration
-    if isinstance(d, int | np.integer) and d > 0 and right_props.constant_duration == 1:
-        return int(d)
+    if not (isinstance(d, int | np.integer) and d > 0):
+        return None
+    if right_props.constant_duration == 1:
+        return int(d), 1
+    grid = left_props.constant_hop
+    if right_props.constant_duration == d and grid is not None and grid[0] == d and right_props.constant_hop == grid:
+        return int(d), int(d)
     return None

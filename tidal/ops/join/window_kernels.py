@@ -11,18 +11,25 @@ from ...expr import jit
 
 
 @numba.njit(cache=True)
-def _stage_window(sync, other, points, absent, kid, base, dense, length, off, s_sync, s_gid, s_row):
+def _stage_window(sync, other, points, absent, kid, base, dense, length, hop, offset, off, s_sync, s_gid, s_row):
     """:func:`_stage` for the window join, which reads only the time, key and row of each present event; also
-    checks each is an interval of ``length`` ticks. Returns (end offset, whether one is not)."""
+    checks each is an interval of ``length`` ticks (starting on the grid ``hop``, ``offset`` when ``hop > 0``).
+    Returns (end offset, whether one is not)."""
     has_absent = len(absent) > 0
     w = off
     r = 0
     bad = False
+    last = sync[0] if len(sync) else 0
+    if hop > 0 and len(sync):
+        bad |= (last - offset) % hop != 0
     for i in range(len(sync)):
         keep = 1 - np.int64(absent[i]) if has_absent else 1
         t = sync[i]
         if not points:
             bad |= (keep == 1) & (other[i] - t != length)
+        if hop > 0 and t != last:  # a window's events share their start: checked once per start
+            bad |= (t - offset) % hop != 0
+            last = t
         s_sync[w] = t
         s_gid[w] = kid[i]
         s_row[w] = base + (r if dense else i)
@@ -59,11 +66,13 @@ def probe_link(sync, gid, n0, n, a_start, a_row, a_prev, row, tail, off, last, l
 
 
 @numba.njit(cache=True)
-def probe_emit(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, off, out, j0, y0):
+def probe_emit(sync, gid, row, link, n0, n, duration, span, a_start, a_row, a_prev, lo, off, out, j0, y0):
     """The window join's second pass: each right point (from ``j0``; resuming its walk at left id ``y0`` when
     ``y0 >= 0``) meets the left events of its key alive at its time ``t``, newest first: those that started at
     or before it (linked in the first pass) and end after it (``t - start < duration``). Each pair is
-    ``[t, t+1)``. Returns (outputs, next right point, left id to resume at), pausing when ``out`` is full."""
+    ``[t, t+span)``: the right event's lifetime (1 for points; the duration for windows on the left's grid,
+    which meet only the left events of their own window). Returns (outputs, next right point, left id to
+    resume at), pausing when ``out`` is full."""
     cap = out.shape[1]
     w = 0
     y = y0
@@ -77,7 +86,7 @@ def probe_emit(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo
             if w == cap:
                 return w, j, y
             out[0, w] = t
-            out[1, w] = t + 1
+            out[1, w] = t + span
             out[2, w] = a_row[y - off]
             out[3, w] = row[j]
             w += 1
@@ -86,7 +95,7 @@ def probe_emit(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo
 
 
 _EMIT_COLUMNS = """
-def kernel(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, off,
+def kernel(sync, gid, row, link, n0, n, duration, span, a_start, a_row, a_prev, lo, off,
            lmat, lsel, rmat, rsel, o_sync, o_other, o_left, o_right, j0, y0):
     cap = len(o_sync)
 {setup}
@@ -105,7 +114,7 @@ def kernel(sync, gid, row, link, n0, n, duration, a_start, a_row, a_prev, lo, of
                 return w, j, y
             lr = a_row[y - off]
             o_sync[w] = t
-            o_other[w] = t + 1
+            o_other[w] = t + span
 {per_pair}
             w += 1
             y = a_prev[y - off]

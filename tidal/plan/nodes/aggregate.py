@@ -106,6 +106,8 @@ class Absorbed(PlanNode):
 def fusable(window, aggregate: Aggregate) -> bool:
     """Whether ``aggregate`` (right after the window node ``window``) can run fused with it."""
     size, hop, _ = window.window
+    if window.align != "start":  # the fused engines snap starts down
+        return False
     return not (size > hop and size % hop) and aggregate.window_fusable
 
 

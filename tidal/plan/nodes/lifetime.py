@@ -18,6 +18,7 @@ from ...ops.lifetime import (
     ShiftLifetimeOp,
     UnorderedLifetimeOp,
 )
+from ...ops.shorten import ShortenLifetimeOp
 from ..node import PlanNode
 
 
@@ -61,13 +62,39 @@ class AlterLifetime(PlanNode):
         return AlterLifetimeOp(self.start, self.duration)
 
 
+ALIGNS = ("start", "end")
+
+
+def check_align(align: str, what: str) -> str:
+    if align not in ALIGNS:
+        raise PlanError(f"{what}: align must be 'start' or 'end', got {align!r}")
+    return align
+
+
+def window_lead(size: int, hop: int, align: str) -> int:
+    """How far ``align="end"`` moves a start before it is snapped down to the grid.
+
+    ``align="start"`` snaps a start ``t`` down to the grid: the window ``[w, w+size)`` holding
+    ``t`` shows its result from ``w`` on. ``align="end"`` (Trill's ``HoppingWindowLifetime``)
+    snaps it up: the window ``(w-size, w]`` shows its result from its end ``w`` on. Up-snapping is
+    down-snapping of ``t + lead``: ``hop - 1`` when windows overlap or touch, and ``size - 1``
+    when they leave gaps (an event at ``t`` is kept when ``t`` lies in some ``(w-size, w]``)."""
+    if align == "start":
+        return 0
+    return hop - 1 if size >= hop else size - 1
+
+
 class HoppingWindow(PlanNode):
-    """Windows of ``size`` ticks starting every ``hop`` ticks on the grid ``offset + k*hop``."""
+    """Windows of ``size`` ticks starting every ``hop`` ticks on the grid ``offset + k*hop``.
+
+    ``align="start"`` (the default) moves each start down to the grid, ``align="end"`` up to it
+    (Trill's convention: a window's result becomes visible at the window's end)."""
 
     label = "HoppingWindow"
 
-    def __init__(self, input: PlanNode, size: int, hop: int, offset: int = 0):
+    def __init__(self, input: PlanNode, size: int, hop: int, offset: int = 0, align: str = "start"):
         size, hop, offset = positive("size", size), positive("hop", hop), int(offset)
+        align = check_align(align, "hopping_window")
         duration = size if hop > size or size % hop == 0 else None
         props = input.props.but(
             constant_duration=duration,
@@ -75,7 +102,7 @@ class HoppingWindow(PlanNode):
             start_edge_only=False,
             sorted_by=(),  # starts move: events of several sync times meet
         )
-        super().__init__((input,), input.schema, props, size=size, hop=hop, offset=offset)
+        super().__init__((input,), input.schema, props, size=size, hop=hop, offset=offset, align=align)
 
     @property
     def window(self) -> tuple[int, int, int]:
@@ -83,21 +110,23 @@ class HoppingWindow(PlanNode):
 
     def make(self) -> Operator:
         size, hop, offset = self.window
-        start = lambda t: align_down(t, hop, offset)  # noqa: E731
+        lead = window_lead(size, hop, self.align)
+        start = lambda t: align_down(t + lead, hop, offset)  # noqa: E731
         keep = None
         if hop > size:
-            keep = lambda t: (t - offset) % hop < size  # noqa: E731
+            keep = lambda t: (t + lead - offset) % hop < size  # noqa: E731
             duration: object = size
         elif size % hop == 0:
             duration = size
         else:
-            duration = lambda t: align_down(t + size, hop, offset) - align_down(t, hop, offset)  # noqa: E731
+            duration = lambda t: align_down(t + lead + size, hop, offset) - align_down(t + lead, hop, offset)  # noqa: E731
+        aligned = "" if self.align == "start" else ", align end"
         return AlterLifetimeOp(
             start,
             duration,
             keep=keep,
-            label=f"window size {size}, hop {hop}, offset {offset}",
-            grid=(hop, offset, size if hop > size else -1),
+            label=f"window size {size}, hop {hop}, offset {offset}{aligned}",
+            grid=(hop, offset, size if hop > size else -1, lead),
         )
 
 
@@ -107,8 +136,8 @@ class TumblingWindow(HoppingWindow):
     label = "TumblingWindow"
 
 
-def window(input: PlanNode, size: int, hop: int, offset: int = 0) -> HoppingWindow:
-    return (TumblingWindow if size == hop else HoppingWindow)(input, size, hop, offset)
+def window(input: PlanNode, size: int, hop: int, offset: int = 0, align: str = "start") -> HoppingWindow:
+    return (TumblingWindow if size == hop else HoppingWindow)(input, size, hop, offset, align)
 
 
 class ClipDuration(PlanNode):
@@ -127,28 +156,39 @@ class ClipDuration(PlanNode):
 
 
 class ExtendLifetime(PlanNode):
+    """``[s, e+d)``; a negative ``d`` shortens from the end (``tidal.ops.shorten``), emptied events vanish."""
+
     label = "ExtendLifetime"
 
     def __init__(self, input: PlanNode, delta: int):
+        if not isinstance(delta, int | np.integer):
+            raise PlanError(f"extend_lifetime takes an integer number of ticks, got {delta!r}")
         cd = input.props.constant_duration
-        props = input.props.but(constant_duration=None if cd is None else cd + int(delta), sorted_by=())
-        super().__init__((input,), input.schema, props, delta=delta)
+        longer = None if cd is None or cd + int(delta) <= 0 else cd + int(delta)
+        props = input.props.but(
+            constant_duration=longer,
+            sorted_by=(),
+        )
+        super().__init__((input,), input.schema, props, delta=int(delta))
 
     def make(self) -> Operator:
-        return ExtendLifetimeOp(self.delta)
+        return ExtendLifetimeOp(self.delta) if self.delta >= 0 else ShortenLifetimeOp(-self.delta)
 
 
 class QuantizeLifetime(PlanNode):
+    """Snap lifetimes to the hop grid: starts down (``align="start"``) or up (``align="end"``)."""
+
     label = "QuantizeLifetime"
 
-    def __init__(self, input: PlanNode, size: int, hop: int | None = None, offset: int = 0):
+    def __init__(self, input: PlanNode, size: int, hop: int | None = None, offset: int = 0, align: str = "start"):
         size = positive("size", size)
         hop = size if hop is None else positive("hop", hop)
+        align = check_align(align, "quantize_lifetime")
         props = input.props.but(constant_duration=None, constant_hop=(hop, int(offset) % hop), sorted_by=())
-        super().__init__((input,), input.schema, props, size=size, hop=hop, offset=offset)
+        super().__init__((input,), input.schema, props, size=size, hop=hop, offset=offset, align=align)
 
     def make(self) -> Operator:
-        return QuantizeLifetimeOp(self.size, self.hop, self.offset)
+        return QuantizeLifetimeOp(self.size, self.hop, self.offset, self.align)
 
 
 class PointAtEnd(PlanNode):

@@ -12,7 +12,7 @@ from ...ops.base import Operator
 from ...ops.rank import RowNumberOp
 from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
 from ...ops.topk import TopKOp
-from ...ops.trigger import TriggerOp
+from ...ops.trigger import FinalValuesOp, TriggerOp
 from ...ops.tumble import TumbleOp
 from ...ops.window_functions import WindowFunctionsOp
 from ..node import PlanNode
@@ -95,6 +95,32 @@ class Trigger(PlanNode):
         return TriggerOp(
             self.spec, self.in_schema, self.keys, self.event_time, self.count_field, has_clock=self.has_clock
         )
+
+
+class FinalValues(PlanNode):
+    """A grouped aggregate over start edges and the trigger without rules after it, as one operator that
+    skips the per-tick changes nobody reads (``tidal.ops.trigger.FinalValuesOp``)."""
+
+    label = "Aggregate"
+
+    def __init__(self, aggregate: PlanNode, trigger: Trigger):
+        super().__init__(
+            aggregate.inputs,
+            trigger.schema,
+            trigger.props,
+            aggregate=aggregate,
+            trigger=trigger,
+            partitioning=aggregate.partitioning,
+        )
+
+    def explain_inputs(self):
+        from .aggregate import Absorbed
+
+        aggregate = Absorbed(self.aggregate.with_inputs(self.inputs))
+        return (Absorbed(self.trigger.but(inputs=(aggregate,))),)
+
+    def make(self) -> Operator:
+        return FinalValuesOp(self.aggregate.with_inputs(self.inputs).make(), self.trigger.make())
 
 
 class AdjustedTime(PlanNode):

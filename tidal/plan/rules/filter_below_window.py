@@ -13,5 +13,5 @@ from ..nodes.selection import Where
 def filter_below_window(node: PlanNode, consumers: dict[int, int]) -> PlanNode:
     if isinstance(node, Where) and isinstance(node.inputs[0], HoppingWindow):
         window = node.inputs[0]
-        return type(window)(Where(window.inputs[0], node.predicate), *window.window)
+        return type(window)(Where(window.inputs[0], node.predicate), *window.window, align=window.align)
     return node

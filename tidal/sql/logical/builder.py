@@ -34,8 +34,11 @@ from .windows import WindowList
 class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
-    def __init__(self):
+    def __init__(self, catalog=None):
         self.ctes: list[dict[str, Node]] = [{}]
+        # tables and views of a session (tidal.sql.ddl.Catalog): name -> the query that defines it
+        self.catalog = catalog if catalog is not None else {}
+        self._catalog_nodes: dict[str, Node] = {}
         self.subplans: dict[int, Query] = {}
         self.subquery_types: dict[int, pa.DataType | None] = {}  # scalar subqueries' column types
         self._n = 0

@@ -226,6 +226,8 @@ class FromItems:
             for frame in reversed(self.ctes):
                 if name.lower() in frame:
                     return frame[name.lower()]
+            if not target.quoted and name.lower() in self.catalog:
+                return self.catalog_table(name.lower())
             if target.quoted or "." in name or "/" in name:
                 return self.scan(name, None, {})
             # a bare name (the thesis's ``TABLE(events)``) is a file of that name in the current directory
@@ -243,6 +245,21 @@ class FromItems:
         if isinstance(target, exp.Anonymous | exp.Func):
             return self.tvf(target)
         raise PlanError(f"unsupported FROM item: {item.sql()}")
+
+    def catalog_table(self, name: str) -> Node:
+        """A table or view of the session's catalog (CREATE TABLE / CREATE VIEW), built once per query
+        (two references share one node) in the catalog's own scope, not the referring query's CTEs."""
+        if name not in self._catalog_nodes:
+            outer, self.ctes = self.ctes, [{}]
+            self._catalog_nodes[name] = None  # a view that reaches itself is refused below
+            try:
+                self._catalog_nodes[name] = self._rename_visible(self.query(self.catalog[name]))
+            finally:
+                self.ctes = outer
+        node = self._catalog_nodes[name]
+        if node is None:
+            raise PlanError(f"view {name} refers to itself (not supported)")
+        return node
 
     def _kwargs(self, args, fn: str) -> dict:
         out = {}

@@ -68,6 +68,8 @@ def refuse_unsupported(tree: exp.Expression) -> None:
             # (SELECT ...) used as a value is planned as a scalar subquery (uncorrelated only)
             if not isinstance(parent, _SUBQUERY_PARENTS) and not isinstance(node, exp.Subquery):
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
+        if isinstance(node, exp.IgnoreNulls):
+            raise PlanError(f"IGNORE NULLS is not supported: {_short(node)}")
 
 
 def _in_select_list(node: exp.Expression) -> bool:

@@ -1,0 +1,182 @@
+"""Issue 19, the engine side: the workloads where tidal trailed a peer, each beside that peer.
+
+    python bench/bench_engine_gaps.py [--quick] [--rows N] [--repeat 3] [--out bench/results/engine_gaps.json]
+
+Every workload checks that the engines agree before timing, and times them interleaved (one warm-up
+round, then ``--repeat`` rounds of every engine) so that a busy machine slows them alike:
+
+* ``disorder end to end``: ``from_arrow(disorder="drop", reorder_latency=1 s).count()`` over times in
+  microseconds, 100 us apart, 5% of events delayed by an exponential of mean 200 ms (a few past the
+  latency: dropped), three payload columns; peer: numpy's stable argsort of the times and one take of
+  every column (a sort with no latency bound, no late events, no punctuations).
+* ``filter 5% + count``: ``where(c2 % 100 < 5).count()``; peer: Polars' filter and height.
+* ``temporal join count, 10-min windows``: two inputs of ``--rows`` events each (one day, 10,000
+  keys), each in 10-minute tumbling windows, joined on the key and counted; peer: DuckDB's equi-join on
+  the key and the 10-minute bucket (the same pairs).
+* ``session lifetimes, to_intervals()``: per key, sessions with a 2000-tick timeout
+  (``bench_sessions``' data), every event with its session's lifetime, collected with
+  ``to_intervals()``; peer: DuckDB's gaps-and-islands query giving each event its session's bounds.
+* ``ingress from_records (tuples)`` / ``(dicts)``: Python rows into a stream, counted (Trill's
+  ingress figure); peers: Polars' ``from_records`` (rows) and ``from_dicts``.
+
+DuckDB runs with ``threads=1`` and Polars with ``POLARS_MAX_THREADS=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
+import duckdb  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from harness import Results, add_common_args  # noqa: E402
+
+import tidal  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_sessions import SESSION_LIFETIME_SQL, TIMEOUT  # noqa: E402
+from bench_sessions import make_data as session_data  # noqa: E402
+
+DISORDER = "disorder end to end: from_arrow(drop, 1 s latency), 5% late, count"
+FILTER = "filter 5% + count"
+JOIN = "temporal join count, 10-min windows"
+SESSIONS = "session lifetimes, to_intervals()"
+TUPLES = "ingress from_records (tuples)"
+DICTS = "ingress from_records (dicts)"
+BUCKET = 600  # seconds
+
+
+def disorder_data(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n, dtype=np.int64) * 100
+    late = rng.random(n) < 0.05
+    t[late] -= rng.exponential(200_000, int(late.sum())).astype(np.int64)
+    return pa.table(
+        {"t": t, "a": rng.integers(0, 1000, n, dtype=np.int32), "b": rng.random(n), "c": rng.integers(0, 10**9, n)}
+    )
+
+
+def join_side(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ts = np.sort(rng.integers(0, 86_400, n)).astype(np.int64)
+    return pa.table({"ts": ts, "key": rng.integers(0, 10_000, n), "v": rng.integers(0, 100, n)})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=None, help="events per workload (default 2M, 300k with --quick)")
+    add_common_args(ap, "bench/results/engine_gaps.json")
+    args = ap.parse_args(argv)
+    n = args.rows or (300_000 if args.quick else 2_000_000)
+    results = Results()
+    con = duckdb.connect()
+    con.execute("SET threads=1")
+
+    # -- disorder end to end ------------------------------------------------------------------------
+    dis = disorder_data(n)
+    times = dis.column("t").to_numpy()
+
+    def tidal_disorder():
+        return tidal.from_arrow(dis, time="t", disorder="drop", reorder_latency=1_000_000).count()
+
+    def numpy_sort_take():
+        return dis.take(pa.array(np.argsort(times, kind="stable"))).num_rows
+
+    kept = tidal_disorder()
+    assert n - kept < 0.01 * n and numpy_sort_take() == n, kept
+    results.run_interleaved(
+        [(DISORDER, "tidal", tidal_disorder, n), (DISORDER, "numpy argsort + take", numpy_sort_take, n)], args.repeat
+    )
+
+    # -- filter + count -----------------------------------------------------------------------------
+    rng = np.random.default_rng(3)
+    ft = pa.table({"t": np.zeros(n, np.int64), "c1": rng.integers(0, 1 << 40, n), "c2": rng.integers(0, 1 << 40, n)})
+    fs = tidal.from_arrow(ft, time="t", kind="start")
+    frame = pl.from_arrow(ft)
+
+    def tidal_filter():
+        return fs.where(lambda e: e.c2 % 100 < 5).count()
+
+    def polars_filter():
+        return frame.filter(pl.col("c2") % 100 < 5).height
+
+    assert tidal_filter() == polars_filter()
+    results.run_interleaved([(FILTER, "tidal", tidal_filter, n), (FILTER, "polars", polars_filter, n)], args.repeat)
+
+    # -- temporal join count ------------------------------------------------------------------------
+    left, right = join_side(n, 1), join_side(n, 2)
+    con.register("l", left)
+    con.register("r", right)
+
+    def tidal_join():
+        a = tidal.from_arrow(left, time="ts").tumbling_window(BUCKET)
+        b = tidal.from_arrow(right, time="ts").tumbling_window(BUCKET)
+        return a.join(b, "key", "key").count()
+
+    join_sql = f"SELECT count(*) FROM l JOIN r ON l.key = r.key AND l.ts // {BUCKET} = r.ts // {BUCKET}"
+
+    def duckdb_join():
+        return con.execute(join_sql).fetchall()[0][0]
+
+    assert tidal_join() == duckdb_join()
+    results.run_interleaved(
+        [(JOIN, "tidal", tidal_join, 2 * n), (JOIN, "duckdb bucketed equi-join", duckdb_join, 2 * n)], args.repeat
+    )
+
+    # -- sessions collected as intervals --------------------------------------------------------------
+    events = session_data(n)
+    con.register("events", events)
+    sessions = tidal.from_arrow(events, time="ts").group_apply("key", lambda g: g.session_window(TIMEOUT))
+
+    def tidal_sessions():
+        return sessions.to_intervals().num_rows
+
+    def duckdb_sessions():
+        return con.sql(SESSION_LIFETIME_SQL).to_arrow_table().num_rows
+
+    assert tidal_sessions() == duckdb_sessions() == n
+    results.run_interleaved(
+        [(SESSIONS, "tidal", tidal_sessions, n), (SESSIONS, "duckdb gaps-and-islands", duckdb_sessions, n)],
+        args.repeat,
+    )
+
+    # -- ingress from Python rows ---------------------------------------------------------------------
+    m = min(n, 1_000_000)
+    names = ["ts", "key", "value"]
+    small = events.slice(0, m)
+    tuples = list(zip(*(small.column(c).to_pylist() for c in names), strict=True))
+    dicts = small.to_pylist()
+
+    def tidal_tuples():
+        return tidal.from_records(tuples, time="ts", names=names).count()
+
+    def polars_tuples():
+        return pl.from_records(tuples, schema=names, orient="row").height
+
+    def tidal_dicts():
+        return tidal.from_records(dicts, time="ts").count()
+
+    def polars_dicts():
+        return pl.from_dicts(dicts).height
+
+    assert tidal_tuples() == polars_tuples() == tidal_dicts() == polars_dicts() == m
+    results.run_interleaved(
+        [
+            (TUPLES, "tidal", tidal_tuples, m),
+            (TUPLES, "polars from_records", polars_tuples, m),
+            (DICTS, "tidal", tidal_dicts, m),
+            (DICTS, "polars from_dicts", polars_dicts, m),
+        ],
+        args.repeat,
+    )
+    results.report(args.out, rows=n, quick=bool(args.quick))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

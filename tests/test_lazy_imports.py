@@ -1,0 +1,94 @@
+"""Start-up stays light (issue 19): ``tidal --help`` and ``import tidal`` load no numba, pandas or Spark,
+and ``tidal query`` over a Parquet file loads no pandas. Each check runs in a fresh interpreter and
+reads its ``sys.modules``, so an eager import anywhere on the path makes it fail."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("numba", "llvmlite", "pandas", "pyspark", "polars", "duckdb")
+
+REPORT = f"""
+import json, sys
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})))
+"""
+
+
+def _loaded(code: str, cwd: Path = ROOT) -> list[str]:
+    """The heavy modules a fresh interpreter has loaded after running ``code`` (tidal from this checkout)."""
+    env_path = str(ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {env_path!r})\n{code}\n{REPORT}"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_help_imports_no_numba_pandas_or_spark():
+    code = """
+from tidal.cli.main import main
+try:
+    main(["--help"])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+"""
+    assert _loaded(code) == []
+
+
+def test_import_tidal_is_light_and_its_names_still_resolve():
+    assert _loaded("import tidal") == []
+    loaded = _loaded(
+        """
+import tidal
+assert "from_arrow" in dir(tidal) and "Stream" in tidal.__all__
+assert tidal.from_arrow.__module__ == "tidal.stream.sources"
+assert tidal.agg.count().kind == "count"
+try:
+    tidal.no_such_name
+except AttributeError as exc:
+    assert "no_such_name" in str(exc)
+else:
+    raise AssertionError("an unknown name must raise AttributeError")
+"""
+    )
+    assert "numba" in loaded  # using the engine loads its kernels: the names are real, not stubs
+
+
+def test_query_on_parquet_does_not_import_pandas(tmp_path):
+    pq.write_table(pa.table({"k": [1.0, None, 1.0, 2.0], "v": [1.0, 2.0, 3.0, 4.0]}), tmp_path / "t.parquet")
+    code = """
+import contextlib, io
+from tidal.cli.main import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assert main(["query", "SELECT k, COUNT(*) AS n, AVG(v) AS a FROM 't.parquet' GROUP BY k ORDER BY k",
+                 "--format", "batch-json"]) == 0
+rows = [json.loads(line) for line in out.getvalue().splitlines()]
+assert rows == [{"k": 1.0, "n": 2, "a": 2.0}, {"k": 2.0, "n": 1, "a": 4.0}, {"k": None, "n": 1, "a": 2.0}], rows
+import pandas  # still importable afterwards
+"""
+    loaded = _loaded("import json\n" + code, cwd=tmp_path)
+    assert "pyspark" not in loaded and "polars" not in loaded
+    assert loaded.count("pandas") == 1  # only the explicit import at the end
+
+
+def test_query_on_parquet_loads_no_pandas_before_asked(tmp_path):
+    pq.write_table(pa.table({"k": [1, 2, 2], "v": [1.5, 2.5, 3.5]}), tmp_path / "t.parquet")
+    code = """
+import contextlib, io
+from tidal.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    assert main(["query", "SELECT k, SUM(v) FROM 't.parquet' GROUP BY k", "--format", "batch-csv"]) == 0
+"""
+    assert "pandas" not in _loaded(code, cwd=tmp_path)
