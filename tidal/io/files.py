@@ -1,11 +1,10 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet files are read with ``pyarrow.parquet`` (scanned with ``pyarrow.dataset`` when a filter is
-pushed down), Arrow IPC files scanned with ``pyarrow.dataset``, CSV read with ``pyarrow.csv`` and JSON
-lines with ``pyarrow.json``; ``pyarrow.dataset`` is imported only when used (it imports pandas).
-pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
-(and the other extensions after ``stdin.``) read standard input. Timestamps are normalised to
-microseconds (``timestamp[us]``), tidal's SQL time unit.
+Parquet is read with ``pyarrow.parquet`` (scanned by ``pyarrow.dataset`` when a filter is pushed
+down; imported only then: it imports pandas), Arrow IPC scanned by ``pyarrow.dataset``, CSV and JSON lines
+by ``pyarrow.csv``/``pyarrow.json``, which infer types (JSON dates as DuckDB: :mod:`.json_dates`).
+``stdin.csv`` / ``stdin.json`` (any extension after ``stdin.``) read standard input. Timestamps are
+normalised to microseconds (``timestamp[us]``), tidal's SQL time unit.
 
 Malformed CSV rows (wrong number of fields) stop the read with an error naming the file, line
 and column, unless ``on_error="skip"``: then they are skipped and counted in
@@ -30,6 +29,7 @@ import pyarrow.compute as pc
 from ..core.errors import InputError, ResourceError, TidalError
 from .csvscan import is_utf8 as _is_utf8
 from .csvscan import rows_are_lines, unterminated_quote
+from .json_dates import json_dates
 
 FORMATS = {
     ".csv": "csv",
@@ -253,35 +253,8 @@ def _long_line_error(path: str, source) -> TidalError:
     )
 
 
-_DATE_TEXT = r"^\d{4}-\d{2}-\d{2}$"
-
-
-def _json_dates(path: str, source, table: pa.Table) -> pa.Table:
-    """As DuckDB: a JSON field of dates alone (``YYYY-MM-DD``) is a DATE, dates mixed with timestamps text
-    (pyarrow infers timestamps; a top-level one with a value at midnight is read again as text)."""
-    import pyarrow.json as pj
-
-    midnight = [
-        f.name
-        for f in table.schema
-        if pa.types.is_timestamp(f.type)
-        and f.type.tz is None
-        and pc.any(pc.equal(pc.floor_temporal(table[f.name], unit="day"), table[f.name])).as_py()
-    ]
-    if not midnight:
-        return table
-    if isinstance(source, io.BytesIO):
-        source.seek(0)
-    texts = pj.ParseOptions(explicit_schema=pa.schema([pa.field(n, pa.string()) for n in midnight]))
-    text = _with_block_sizes(path, source, lambda n: pj.read_json(source, pj.ReadOptions(block_size=n), texts))
-    for name in midnight:
-        dates = pc.match_substring_regex(text[name], _DATE_TEXT)
-        i = table.column_names.index(name)
-        if pc.all(dates).as_py() is not False:
-            table = table.set_column(i, pa.field(name, pa.date32()), table[name].cast(pa.date32()))
-        elif pc.any(dates).as_py():  # dates and timestamps mixed: DuckDB keeps the text
-            table = table.set_column(i, pa.field(name, pa.string()), text[name])
-    return table
+def _rewound(source):  # standard input (a BytesIO) read again from its start
+    return io.BytesIO(source.getvalue()) if isinstance(source, io.BytesIO) else source
 
 
 def _with_block_sizes(path: str, source, read):
@@ -551,7 +524,9 @@ def read_file(
                 table = _with_block_sizes(
                     path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))
                 )
-                table = _json_dates(path, source, table)
+                again = _rewound(source)
+                table = json_dates(table, lambda o: _with_block_sizes(
+                    path, again, lambda n: pj.read_json(_rewound(again), pj.ReadOptions(block_size=n), o)))  # fmt: skip
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 
