@@ -14,12 +14,14 @@ __all__ = [
     "AggregateFunction",
     "UserAggregate",
     "average",
+    "average_distinct",
     "count",
     "count_distinct",
     "count_not_null",
     "distinct",
     "first",
     "last",
+    "list_agg",
     "max",
     "median",
     "min",
@@ -28,6 +30,7 @@ __all__ = [
     "stddev",
     "string_agg",
     "sum",
+    "sum_distinct",
     "top_k",
     "user_defined",
     "variance",
@@ -68,6 +71,22 @@ def max(x) -> AggregateFunction:  # noqa: A001
 
 def count_distinct(x) -> AggregateFunction:
     return AggregateFunction("count_distinct", x)
+
+
+def list_agg(x, order=None) -> AggregateFunction:
+    """The non-null values in input order; SQL's ``list(x ORDER BY k)`` passes a struct of the
+    keys and the value (so its NULLs are kept), and ``order`` as each key's (descending, nulls first)."""
+    return AggregateFunction("list_agg", x, param=tuple(order) if order else None)
+
+
+def sum_distinct(x) -> AggregateFunction:
+    """The sum of the distinct non-null values (SQL's ``SUM(DISTINCT x)``)."""
+    return AggregateFunction("sum_distinct", x)
+
+
+def average_distinct(x) -> AggregateFunction:
+    """The mean of the distinct non-null values (SQL's ``AVG(DISTINCT x)``)."""
+    return AggregateFunction("average_distinct", x)
 
 
 def distinct(x) -> AggregateFunction:

@@ -55,6 +55,7 @@ KEYWORDS = [
     "CASE", "WHEN", "THEN", "ELSE", "END", "NOT", "NULL", "UNION", "ALL", "WITH", "OVER", "PARTITION", "CAST",
     "BETWEEN", "EXISTS", "(", ")", ",", "*", ";", "'orders.csv'", "'customers.csv'", "'events.json'", "TRIGGER",
     "COUNTING", "tumble", "hop", "session", "DESCRIPTOR", "TABLE", "=>", "::", "INTEGER", "VARCHAR", "DOUBLE",
+    "WINDOW", "DESCRIBE", "list", "string_agg", "left_grapheme", "substring_grapheme", "SUMMARIZE",
 ]  # fmt: skip
 VOCABULARY = COLUMNS + FUNCTIONS + LITERALS + OPERATORS + KEYWORDS
 
@@ -95,6 +96,10 @@ TEMPLATES = [
     "SELECT o.id, {e} AS x FROM 'orders.csv' o JOIN 'customers.csv' c ON o.customer = c.name",
     "SELECT window_start, {e} AS x FROM tumble(source => TABLE('orders.csv'), time_field => DESCRIPTOR(ts), "
     "window_length => INTERVAL 1 HOUR) t GROUP BY window_start",
+    "SELECT id FROM 'orders.csv' o WHERE EXISTS (SELECT 1 FROM 'customers.csv' c WHERE c.name = o.customer AND {e})",
+    "SELECT id, (SELECT count(*) FROM 'orders.csv' x WHERE x.customer = o.customer AND {e}) AS n FROM 'orders.csv' o",
+    "SELECT id, sum(qty) OVER w AS x FROM 'orders.csv' WINDOW w AS (PARTITION BY {e} ORDER BY id)",
+    "SELECT customer, string_agg(CAST({e} AS VARCHAR), ',' ORDER BY id) AS x FROM 'orders.csv' GROUP BY customer",
 ]
 
 

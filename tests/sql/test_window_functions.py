@@ -67,7 +67,7 @@ def test_window_functions_match_duckdb(where, sql):
     "sql, named",
     [
         ("SELECT id FROM 't.parquet' WHERE row_number() OVER () > 1", "SELECT list only"),
-        ("SELECT id, SUM(x) OVER w FROM 't.parquet' WINDOW w AS (ORDER BY id)", "named windows"),
+        ("SELECT id, SUM(x) OVER w FROM 't.parquet' WINDOW w AS (ORDER BY id ROWS 1 PRECEDING)", "frame clause"),
         ("SELECT SUM(x) OVER (ORDER BY x RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM 't.parquet'", "RANGE"),
         ("SELECT COUNT(DISTINCT x) OVER () FROM 't.parquet'", "DISTINCT"),
         ("SELECT SUM(s) OVER () FROM 't.parquet'", "not supported"),

@@ -196,6 +196,7 @@ def fields_used(fn) -> set[str] | None:
             return None
     return fields
 
+
 def translate_params(fn, roles: list[str | None]) -> Node:
     """Translate a lambda of several parameters: ``roles[i]`` names the column parameter ``i`` stands
     for (a scalar such as an aggregate's state), or is None for the row parameter."""

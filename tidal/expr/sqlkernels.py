@@ -140,6 +140,7 @@ _NULL_AS = {
         (
             "upper", "lower", "reverse", "length", "replace", "trim", "starts_with", "ends_with", "contains",
             "regexp_like", "regexp_replace", "regexp_extract", "substring", "left", "right", "strptime",
+            "left_grapheme", "right_grapheme", "substring_grapheme",
         ),
         pa.string(),
     ),
@@ -522,33 +523,41 @@ def _first(f, result: pa.DataType | None = None):
     return run
 
 
-_FUNCS = {
-    "intdiv": _intdiv,
-    "mod": _mod,
-    "dpipe": _dpipe,
-    "is_bool": _is_bool,
-    "in": _in,
-    "in_subquery": _in_subquery,
-    "scalar_subquery": _scalar_subquery,
-    "coalesce": _coalesce,
-    "nullif": _nullif,
-    "concat": _concat,
-    "epoch_us": _epoch,
-    "epoch_ms": _epoch,
-    "epoch": _epoch,
-    "part": _part,
-    "date": _date,
-    # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
-    "greatest": lambda ev, node: pc.max_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
-    "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
-    "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
-    # SQL rounds half away from zero
-    "round": _first(lambda v, digits: _round(v, digits)),
-    "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
-    "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
-    "strptime": _first(lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")),
-    "strftime": _first(pc.strftime, pa.string()),
-    "to_date": _first(lambda v: pc.cast(v, pa.date32())),
-    "current_timestamp": lambda ev, node: pa.scalar(dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")),
-    "current_date": lambda ev, node: pa.scalar(dt.date.today(), pa.date32()),
-} | STRING_FUNCS | MORE_FUNCS
+_FUNCS = (
+    {
+        "intdiv": _intdiv,
+        "mod": _mod,
+        "dpipe": _dpipe,
+        "is_bool": _is_bool,
+        "in": _in,
+        "in_subquery": _in_subquery,
+        "scalar_subquery": _scalar_subquery,
+        "coalesce": _coalesce,
+        "nullif": _nullif,
+        "concat": _concat,
+        "epoch_us": _epoch,
+        "epoch_ms": _epoch,
+        "epoch": _epoch,
+        "part": _part,
+        "date": _date,
+        # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
+        "greatest": lambda ev, node: pc.max_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
+        "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
+        "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
+        # SQL rounds half away from zero
+        "round": _first(lambda v, digits: _round(v, digits)),
+        "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
+        "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
+        "strptime": _first(
+            lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")
+        ),
+        "strftime": _first(pc.strftime, pa.string()),
+        "to_date": _first(lambda v: pc.cast(v, pa.date32())),
+        "current_timestamp": lambda ev, node: pa.scalar(
+            dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")
+        ),
+        "current_date": lambda ev, node: pa.scalar(dt.date.today(), pa.date32()),
+    }
+    | STRING_FUNCS
+    | MORE_FUNCS
+)

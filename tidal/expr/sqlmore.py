@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sqlstrings import SqlTypeError, _literal, _text
+from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid
 
 # the text DuckDB casts to a TIMESTAMP: YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]
 _TIMESTAMP_TEXT = r"^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*$"
@@ -136,7 +136,108 @@ def _log(ev, node):
     return pc.logb(x, base)
 
 
+def _cut(size: int, offset: int, length: int) -> tuple[int, int]:
+    """``substring``'s [start, end) over ``size`` units (the rule of :func:`tidal.expr.sqlstrings.substring`):
+    a 1-based ``offset`` (negative: from the end; 0: one before the first), ``length`` units on
+    (negative: backwards), clamped to the string."""
+    begin = offset - 1 if offset > 0 else (size + offset if offset < 0 else -1)
+    a, b = sorted((begin, begin + length))
+    return max(0, min(a, size)), max(0, min(b, size))
+
+
+def _clusters(s: str) -> list[str]:
+    import regex
+
+    return regex.findall(r"\X", s)
+
+
+def _grapheme_count(s: str) -> int:
+    return len(s) if s.isascii() else len(_clusters(s))
+
+
+def _substring_grapheme(s: str, offset: int, length: int) -> str:
+    """DuckDB's ``substring_grapheme``: when the bytes up to one past the cut are ASCII the cut is by
+    characters (so a CR LF there is two), otherwise by grapheme clusters."""
+    data = s.encode()
+    start, end = _cut(len(data), offset, length)
+    if data[: min(end + 1, len(data))].isascii():
+        return data[start:end].decode()
+    clusters = _clusters(s)
+    start, end = _cut(len(clusters), offset, length)
+    return "".join(clusters[start:end])
+
+
+def _left_grapheme(s: str, k: int) -> str:
+    if k < 0:
+        k = max(0, _grapheme_count(s) + k)
+    return _substring_grapheme(s, 1, k)
+
+
+def _right_grapheme(s: str, k: int) -> str:
+    n = _grapheme_count(s)
+    size = min(n, k) if k >= 0 else n - min(n, -k)
+    return _substring_grapheme(s, n - size + 1, size)
+
+
+def _grapheme(kind: str):
+    """``left_grapheme``/``right_grapheme``/``substring_grapheme``: ``left``/``right``/``substring``
+    counting grapheme clusters (Unicode's extended grapheme clusters, UAX #29, found by the ``regex``
+    package), with DuckDB's ASCII shortcut (see :func:`_substring_grapheme`)."""
+
+    def run(ev, node):
+        v = _text(ev, node.args[0])
+        k, ok = _ints(ev, node.args[1], v, "length" if kind != "substring" else "start position")
+        ok = ok & _valid(v)
+        n = None
+        if kind == "substring" and len(node.args) > 2:
+            n, ok2 = _ints(ev, node.args[2], v, "length")
+            ok = ok & ok2
+        out = []
+        for i, s in enumerate(v.to_pylist()):
+            if not ok[i]:
+                out.append(None)
+            elif kind == "left":
+                out.append(_left_grapheme(s, int(k[i])))
+            elif kind == "right":
+                out.append(_right_grapheme(s, int(k[i])))
+            else:
+                out.append(_substring_grapheme(s, int(k[i]), int(n[i]) if n is not None else 2**32 - 1))
+        return pa.array(out, pa.string())
+
+    return run
+
+
+def _pack(ev, node):
+    """The arguments as one struct column (fields ``f0``, ``f1``...): an ordered aggregate's keys and value."""
+    arrays = [ev.array(a) for a in node.args]
+    return pa.StructArray.from_arrays(arrays, names=[f"f{i}" for i in range(len(arrays))])
+
+
+def _isnan(ev, node):
+    """``isnan(x)``: NULL for NULL, false for a number that is not a float's NaN."""
+    x = ev.array(node.args[0])
+    if pa.types.is_floating(x.type):
+        return pc.is_nan(x)
+    if pa.types.is_integer(x.type) or pa.types.is_null(x.type) or pa.types.is_decimal(x.type):
+        return pc.if_else(pc.is_null(x), pa.scalar(None, pa.bool_()), False)
+    raise SqlTypeError(f"{ev.sql(node)}: isnan takes a number, not {x.type}")
+
+
+def _nan_guard(ev, node):
+    """The argument, or an error naming the aggregate when a NaN comes (see select_list)."""
+    x = ev.array(node.args[0])
+    if pa.types.is_floating(x.type) and pc.any(pc.is_nan(x)).as_py():
+        raise SqlTypeError(f"{node.params[0]}: a NaN among its values is not supported (DuckDB orders NaN last)")
+    return x
+
+
 FUNCS = {
+    "isnan": _isnan,
+    "nan_guard": _nan_guard,
+    "pack": _pack,
+    "left_grapheme": _grapheme("left"),
+    "right_grapheme": _grapheme("right"),
+    "substring_grapheme": _grapheme("substring"),
     "distinct": _distinct,
     "like_escape": _like_escape,
     "strpos": _strpos,

@@ -1,11 +1,10 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet files are read with ``pyarrow.parquet`` (scanned with ``pyarrow.dataset`` when a filter is
-pushed down), Arrow IPC files scanned with ``pyarrow.dataset``, CSV read with ``pyarrow.csv`` and JSON
-lines with ``pyarrow.json``; ``pyarrow.dataset`` is imported only when used (it imports pandas).
-pyarrow infers column types, timestamps included. ``stdin.csv`` / ``stdin.json``
-(and the other extensions after ``stdin.``) read standard input. Timestamps are normalised to
-microseconds (``timestamp[us]``), tidal's SQL time unit.
+Parquet is read with ``pyarrow.parquet`` (scanned by ``pyarrow.dataset`` when a filter is pushed
+down; imported only then: it imports pandas), Arrow IPC scanned by ``pyarrow.dataset``, CSV and JSON lines
+by ``pyarrow.csv``/``pyarrow.json``, which infer types (JSON dates as DuckDB: :mod:`.json_dates`).
+``stdin.csv`` / ``stdin.json`` (any extension after ``stdin.``) read standard input. Timestamps are
+normalised to microseconds (``timestamp[us]``), tidal's SQL time unit.
 
 Malformed CSV rows (wrong number of fields) stop the read with an error naming the file, line
 and column, unless ``on_error="skip"``: then they are skipped and counted in
@@ -30,6 +29,7 @@ import pyarrow.compute as pc
 from ..core.errors import InputError, ResourceError, TidalError
 from .csvscan import is_utf8 as _is_utf8
 from .csvscan import rows_are_lines, unterminated_quote
+from .json_dates import json_dates
 
 FORMATS = {
     ".csv": "csv",
@@ -251,6 +251,10 @@ def _long_line_error(path: str, source) -> TidalError:
         f"{path}: line {-longest[1]} is {longest[0]:,} bytes long; lines longer than {MAX_LINE_BYTES:,} bytes "
         "are not supported"
     )
+
+
+def _rewound(source):  # standard input (a BytesIO) read again from its start
+    return io.BytesIO(source.getvalue()) if isinstance(source, io.BytesIO) else source
 
 
 def _with_block_sizes(path: str, source, read):
@@ -520,6 +524,9 @@ def read_file(
                 table = _with_block_sizes(
                     path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))
                 )
+                again = _rewound(source)
+                table = json_dates(table, lambda o: _with_block_sizes(
+                    path, again, lambda n: pj.read_json(_rewound(again), pj.ReadOptions(block_size=n), o)))  # fmt: skip
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 

@@ -4,7 +4,10 @@ Temporal semantics: at every instant ``T`` the output snapshot holds the rows at
 ``offset .. offset + limit - 1`` of the input snapshot at ``T``, ordered by the ORDER BY keys
 (each ascending or descending, nulls last unless ``NULLS FIRST``); rows equal on the keys are
 ordered by all their columns (ascending, nulls last), so which of several tied rows make the
-cut depends only on the snapshot. Without ORDER BY the order is that tie-break alone.
+cut depends only on the snapshot. Without ORDER BY the order is that tie-break alone, except over
+start edges only (nothing is ever retracted): there the window is the rows at arrival positions
+``offset .. offset + limit - 1`` (in time order, then arrival order within a tick), so LIMIT over one
+file's rows takes the file's first rows, as DuckDB does.
 
 The input is start edges (inserts), end edges (retractions) and intervals (an insert now, a
 retraction at the end). A tick ``t`` is complete once a later tick or a punctuation beyond it
@@ -120,10 +123,13 @@ class TopKOp(RecomputedSnapshot):
         super().__init__(schema, schema)
         self.order = order
         self.prune = start_edges_only and limit is not None
+        self.first_rows = start_edges_only and not order  # the window by arrival position
+        self.seen = 0  # rows that arrived (first_rows)
         positions = [(self.names.index(n), desc, bool(nulls_first)) for n, desc, nulls_first in order]
         self.key = row_order(positions, len(self.names))
         self.limit, self.offset = limit, offset
         keys = ", ".join(f"{n} {'desc' if d else 'asc'}" for n, d, _ in order) or "(all columns)"
+        keys = "arrival (no ORDER BY, nothing retracted)" if self.first_rows else keys
         self.variant = (
             f"order by {keys}; offset {offset}, limit {limit}; window recomputed only when a change reaches it"
         )
@@ -131,6 +137,12 @@ class TopKOp(RecomputedSnapshot):
     def admit(self, batch: EventBatch) -> EventBatch:
         """Start edges only: each tick's rows beyond the first ``offset + limit`` (in window order)
         can never be in the window."""
+        if self.first_rows:
+            stop = None if self.limit is None else self.offset + self.limit
+            at = self.seen + np.arange(len(batch))
+            self.seen += len(batch)
+            keep = at >= self.offset if stop is None else (at >= self.offset) & (at < stop)
+            return batch if keep.all() else batch.take(np.flatnonzero(keep))
         if not self.prune:
             return batch
         stop = self.offset + self.limit
@@ -152,14 +164,25 @@ class TopKOp(RecomputedSnapshot):
         """Not when the window is full and the row sorts after its last row."""
         if self.limit == 0:  # the window is always empty
             return False
+        if self.first_rows:  # admit() let in only rows of the window
+            return True
         if self.limit is None or len(self.output) < self.limit:
             return True
         return self.key(row) <= self.key(self.output[-1])
 
     def recompute(self) -> list[tuple]:
         rows = list(self.snapshot_rows.elements())
+        if self.first_rows:  # admit() kept exactly the window's rows, in arrival order
+            return rows
         stop = None if self.limit is None else self.offset + self.limit
         ranked = sorted(rows, key=self.key) if stop is None else heapq.nsmallest(stop, rows, key=self.key)
         if self.prune:  # nothing is retracted: rows after the window are never needed again
             self.snapshot_rows = Counter(ranked)
         return ranked[self.offset : stop]
+
+    def snapshot(self) -> dict:
+        return {**super().snapshot(), "seen": self.seen}
+
+    def restore(self, state: dict) -> None:
+        super().restore(state)
+        self.seen = state.get("seen", 0)

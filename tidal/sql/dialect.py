@@ -341,7 +341,12 @@ def parse(sql: str) -> exp.Expression:
     if len(trees) != 1:
         raise SqlSyntaxError(f"expected one SQL statement, got {len(trees)}")
     tree = trees[0]
-    if not isinstance(tree, exp.Query | exp.Values):
+    if isinstance(tree, exp.Summarize):
+        raise PlanError(
+            "SUMMARIZE is not supported (DuckDB's approx_unique and quantiles are approximations tidal does not "
+            "reproduce); DESCRIBE gives the columns and their types"
+        )
+    if not isinstance(tree, exp.Query | exp.Values | exp.Describe):
         raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
     if (depth := tree_depth(tree, exp.Expression.iter_expressions)) > MAX_DEPTH:
         raise PlanError(

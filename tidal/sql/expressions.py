@@ -50,7 +50,11 @@ def interval_micros(node: exp.Expression) -> int:
         unit_name = unit_name.rstrip("S") if unit_name.endswith("S") else unit_name
         if unit_name not in _UNIT_US:
             raise PlanError(f"unsupported interval unit {unit_name!r} in {node.sql()}")
-        return int(round(float(value) * _UNIT_US[unit_name]))
+        try:
+            number = float(value)
+        except ValueError:
+            raise PlanError(f"an INTERVAL of a value that is not a constant is not supported: {node.sql()}") from None
+        return int(round(number * _UNIT_US[unit_name]))
     if isinstance(node, exp.Literal) and not node.is_string:
         return int(node.name)
     raise PlanError(f"expected an INTERVAL literal, got {node.sql()}")

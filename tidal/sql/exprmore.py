@@ -48,6 +48,9 @@ class MoreTranslations:
         source = self._text(e, e.args["from_"], "characters to replace")
         return self._call("translate", e, [e.this], [source, self._text(e, e.args["to"], "replacements")])
 
+    def t_IsNan(self, e):
+        return self._call("isnan", e, [e.this])
+
     def t_Ascii(self, e):
         return self._call("ascii", e, [e.this])
 
@@ -59,6 +62,17 @@ class MoreTranslations:
     def more_function(self, name: str, e) -> SqlCall | None:
         """A function sqlglot leaves anonymous, or None when it is not one of these."""
         args = e.expressions
+        if name == "isnan" and len(args) == 1:
+            return self._call("isnan", e, [args[0]])
+        if name == "__nan_guard":  # an aggregate's argument that must hold no NaN (select_list)
+            return self._call("nan_guard", e, [args[0]], [args[1].name])
+        if name == "__pack":  # an ordered aggregate's keys and value as one struct (select_list._packed)
+            return self._call("pack", e, list(args))
+        if name in ("left_grapheme", "right_grapheme", "substring_grapheme"):
+            counts = (2, 3) if name == "substring_grapheme" else (2,)
+            if len(args) not in counts:
+                raise PlanError(f"{e.sql()}: {name}() takes {' or '.join(map(str, counts))} arguments, got {len(args)}")
+            return self._call(name, e, list(args))
         if name in ("prefix", "suffix") and len(args) == 2:
             func = "starts_with" if name == "prefix" else "ends_with"
             return self._call(func, e, [args[0]], [self._text(e, args[1], "second argument")])

@@ -226,7 +226,7 @@ class Translator:
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
             # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time
-            ordered = any(c.function in ("first", "last", "string_agg") for c in node.aggs)
+            ordered = any(c.function in ("first", "last", "string_agg", "list_agg") for c in node.aggs)
             ordinal = (bool(node.trigger) or ordered) and not timed
             inner_time = TimeSpec(time.column, time.generator, time.params, True) if ordinal else time
             inner = self.stream(node.input, inner_time)

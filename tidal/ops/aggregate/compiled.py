@@ -13,12 +13,8 @@ import pyarrow as pa
 from ...core.batch import EventBatch
 from ...core.errors import TidalError
 from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int, float_keyed, key_floats
-from .functions import LINEAR, ORDERED, AggregateFunction
+from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
 from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
-
-
-class SumOverflowError(TidalError, ArithmeticError):
-    """An integer sum outside BIGINT's range (DuckDB's HUGEINT result): an error, never a wrapped value."""
 
 
 def _check_int_sum(name: str, fn: AggregateFunction, wrapped: np.ndarray, approx: np.ndarray) -> None:

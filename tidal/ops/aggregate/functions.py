@@ -10,7 +10,8 @@ Each :class:`AggregateFunction` is a description, not code: the snapshot aggrega
   ``percentile_disc``) are not invertible from sums, so each group keeps the sorted multiset
   of its alive values.
 
-Everything else (``top_k``, ``distinct``, ``first``, ``last``, non-numeric arguments, and
+Everything else (``top_k``, ``distinct``, ``sum_distinct``, ``average_distinct`` (SQL's
+``SUM``/``AVG(DISTINCT x)``: over the set of alive values), ``first``, ``last``, non-numeric arguments, and
 user-defined aggregates with ``initial_state``/``accumulate``/``deaccumulate``/
 ``difference``/``compute_result``) runs through Python state objects, one per group.
 
@@ -26,8 +27,14 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ...core.errors import TidalTypeError
+from ...core.errors import TidalError, TidalTypeError
 
+
+class SumOverflowError(TidalError, ArithmeticError):
+    """An integer sum outside BIGINT's range (DuckDB's HUGEINT result): an error, never a wrapped value."""
+
+
+_DISTINCT_NUMBERS = ("sum_distinct", "average_distinct")
 LINEAR = {"count", "count_not_null", "sum", "average", "variance", "stddev"}
 ORDERED = {"min": 0, "max": 1, "count_distinct": 2, "percentile_cont": 3, "percentile_disc": 4}
 
@@ -136,6 +143,7 @@ _FIXED_TYPES = {
     "count_not_null": "int64",
     "count_distinct": "int64",
     "average": "float64",
+    "average_distinct": "float64",
     "variance": "float64",
     "stddev": "float64",
     "percentile_cont": "float64",
@@ -144,7 +152,7 @@ _FIXED_TYPES = {
 
 
 # aggregates that do arithmetic on their argument: numbers only (exact decimal sums are not supported)
-_NUMERIC_ONLY = {"sum", "average", "variance", "stddev", "percentile_cont", "median"}
+_NUMERIC_ONLY = {"sum", "average", "variance", "stddev", "percentile_cont", "median", *_DISTINCT_NUMBERS}
 
 
 def _numeric(t, kind: str) -> bool:
@@ -153,7 +161,7 @@ def _numeric(t, kind: str) -> bool:
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t):
         return True
     if pa.types.is_boolean(t):
-        return kind == "sum"
+        return kind in ("sum", "sum_distinct")
     return pa.types.is_decimal(t) and kind == "average"  # averaged as DOUBLE, as DuckDB does
 
 
@@ -169,10 +177,12 @@ def result_type(fn: AggregateFunction, arg_type):
         return getattr(pa, fixed)()
     if arg_type is None or fn.kind == "udf":
         return None
-    if fn.kind == "sum":
+    if fn.kind in ("sum", "sum_distinct"):
         return pa.int64() if pa.types.is_integer(arg_type) or pa.types.is_boolean(arg_type) else pa.float64()
     if fn.kind in ("top_k", "distinct"):
         return pa.list_(arg_type)
+    if fn.kind == "list_agg":  # the argument packs the ORDER BY keys and the value (last), or is the value
+        return pa.list_(arg_type.field(arg_type.num_fields - 1).type if pa.types.is_struct(arg_type) else arg_type)
     return arg_type
 
 
@@ -216,14 +226,24 @@ class MultisetState(PyState):
         self.items: Counter = Counter()
 
     def _item(self, t, v):
-        return (t, v) if self.kind in ("first", "last", "string_agg") else v
+        if self.kind in ("list_agg", "string_agg") and isinstance(v, dict):  # ORDER BY keys, then the value
+            return (t, tuple(v.values()))
+        return (t, v) if self.kind in ("first", "last", "string_agg", "list_agg") else v
+
+    def _value(self, v):
+        """The value as counted (None: skipped); over distinct values a NaN is one value, as in DuckDB."""
+        if isinstance(v, float) and math.isnan(v) and self.kind != "count":
+            return math.nan if self.kind in _DISTINCT_NUMBERS else None
+        return v
 
     def add(self, t, v) -> None:
-        if v is not None and not (isinstance(v, float) and math.isnan(v) and self.kind != "count"):
+        v = self._value(v)
+        if v is not None:
             self.items[self._item(t, v)] += 1
 
     def remove(self, t, v) -> None:
-        if v is not None and not (isinstance(v, float) and math.isnan(v) and self.kind != "count"):
+        v = self._value(v)
+        if v is not None:
             key = self._item(t, v)
             self.items[key] -= 1
             if self.items[key] == 0:
@@ -251,6 +271,18 @@ def multiset_result(kind: str, param, items: Counter):
         return math.fsum(v * c for v, c in items.items()) if _any_float(items) else sum(v * c for v, c in items.items())
     if kind == "average":
         return math.fsum(v * c for v, c in items.items()) / n
+    if kind == "sum_distinct":
+        if _any_float(items):
+            return math.fsum(items)
+        total = sum(int(v) for v in items)
+        if not -(2**63) <= total < 2**63:
+            raise SumOverflowError(
+                f"SUM(DISTINCT ...): the sum ({total}) is out of BIGINT's range; integer sums beyond 64 bits "
+                "(DuckDB's HUGEINT) are not supported"
+            )
+        return total
+    if kind == "average_distinct":
+        return math.fsum(items) / len(items)
     if kind in ("variance", "stddev"):
         if n < 2:
             return None
@@ -265,8 +297,14 @@ def multiset_result(kind: str, param, items: Counter):
         return min(items)[1]
     if kind == "last":
         return max(items)[1]
+    if kind == "string_agg" and isinstance(param, tuple):  # (separator, ORDER BY spec)
+        sep, order = param
+        values = [row[-1] for row in _ordered(items, order) if row[-1] is not None]
+        return None if sep is None or not values else sep.join(str(v) for v in values)
     if kind == "string_agg":
         return None if param is None else param.join(str(v) for _, v in sorted(items.elements()))
+    if kind == "list_agg":
+        return [row[-1] for row in _ordered(items, param or ())]
     if kind == "distinct":
         return sorted(items)
     if kind == "top_k":
@@ -278,6 +316,18 @@ def multiset_result(kind: str, param, items: Counter):
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _ordered(items: Counter, order) -> list[tuple]:
+    """The packed rows ``(key, ..., value)`` of ``(time, row)`` items sorted by their keys, each
+    ``(descending, nulls first)``; rows tied on every key stay in time (input) order."""
+    rows = [row for _, row in sorted(items.elements(), key=lambda item: item[0])]
+    for i in reversed(range(len(order))):  # stable sorts, last key first
+        desc, nulls_first = order[i]
+        present = sorted((r for r in rows if r[i] is not None), key=lambda r: r[i], reverse=desc)
+        absent = [r for r in rows if r[i] is None]
+        rows = absent + present if nulls_first else present + absent
+    return rows
 
 
 def _any_float(items) -> bool:

@@ -19,17 +19,19 @@ from ..expressions import (
     output_type,
     scalar_subquery,
 )
+from .correlated import CorrelatedSubqueries
 from .exprs import _col, _transform, _unique, column_labels
 from .from_items import FromItems
+from .inline import _scan as inline_scan
 from .match import MatchItems
-from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Session, Tumble, UnionAll
+from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Scan, Session, Tumble, UnionAll
 from .select_list import SelectList
-from .types import _sql_type, user_message
+from .types import _sql_type, duckdb_type_name, user_message
 from .unsupported import refuse_unsupported
 from .windows import WindowList
 
 
-class Builder(FromItems, SelectList, WindowList, MatchItems):
+class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self, catalog=None):
@@ -43,6 +45,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         self.trigger: tuple = ()
         self.labels: dict[str, str] = {}  # internal column -> the user's SQL (for error messages)
         self.outer: list[Node] = []  # the enclosing queries' inputs while planning IN (subquery)
+        self.correlating: list = []  # subqueries being planned: their outer references (correlated.py)
+        self.pending: list = []  # joins that correlated subqueries being bound need (correlated.py)
+        self.placeholder_types: dict[str, pa.DataType | None] = {}  # outer references' types
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -51,12 +56,39 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
     # -- statements --------------------------------------------------------------------
     def build(self, tree: exp.Expression) -> Query:
         refuse_unsupported(tree)
+        if isinstance(tree, exp.Describe):
+            return self.describe(tree)
         query = self.query(tree, top=True)
         query.subplans = self.subplans
         query.labels = self.labels
         for sub in self.subplans.values():
             sub.labels = self.labels
         return query
+
+    def describe(self, tree: exp.Describe) -> Query:
+        """``DESCRIBE query`` / ``DESCRIBE 'file'`` / ``DESCRIBE name``: the query's columns and their
+        types, as DuckDB lists them (column_name, column_type, null, key, default, extra)."""
+        target = tree.this
+        if isinstance(target, exp.Table):
+            target = exp.select("*").from_(target.copy())
+        elif isinstance(target, exp.Subquery):
+            target = target.this
+        q = self.query(target, top=True)
+        width = len(q.root.names) - q.hidden
+        types = [duckdb_type_name(t) for t in q.root.types[:width]]
+        none = pa.array([None] * width, pa.string())
+        table = pa.table(
+            {
+                "column_name": pa.array(list(q.output_names), pa.string()),
+                "column_type": pa.array(types, pa.string()),
+                "null": pa.array(["YES"] * width, pa.string()),
+                "key": none,
+                "default": none,
+                "extra": none,
+            }
+        )
+        scan = inline_scan("DESCRIBE", table)
+        return Query(scan, scan.names)
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)
@@ -191,9 +223,12 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         ]
         if not hits and qual is None:
             hits = [phys for phys in node.names if phys == name]
+        if not hits and (placeholder := self.outer_reference(column)) is not None:
+            return placeholder
         if not hits and any(self._resolves(column, outer) for outer in self.outer):
             raise PlanError(
-                f"correlated subqueries are not supported: {column.sql()} refers to a column of the outer query"
+                f"correlated subqueries are not supported here: {column.sql()} refers to a column of a query "
+                "two or more levels out, or outside the subquery's WHERE"
             )
         if not hits:
             known = ", ".join(f"{q}.{n}" if q else n for q, n in node.scope)
@@ -218,10 +253,10 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
                     return self.in_subquery(e, _transform(e.this.copy(), visit))
                 finally:
                     self.outer.pop()
-            if isinstance(e, exp.Subquery):
+            if isinstance(e, exp.Subquery | exp.Exists):
                 self.outer.append(node)
                 try:
-                    return self.scalar_subquery(e)
+                    return self.scalar_subquery(e) if isinstance(e, exp.Subquery) else self.exists_value(e)
                 finally:
                     self.outer.pop()
             return None
@@ -232,10 +267,14 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         """``(SELECT ...)`` as a value: planned here, run before the query, its one row a constant.
         Over files at rest that is exact; a subquery over an event-time stream (whose answer
         changes as time passes) is refused."""
-        sub = self.query(e.this)
+        first = len(self.subplans)
+        sub, refs = self.plan_subquery(e.this)
+        sub.subplans = {k: self.subplans[k] for k in range(first, len(self.subplans))}  # its own subqueries
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"a subquery used as a value must return one column: {e.sql(dialect='duckdb')}")
-        if (sub.limit is not None or sub.offset) and not sub.order:
+        if refs:
+            return self.correlated_value(e, sub, refs)
+        if (sub.limit is not None or sub.offset) and not sub.order and not _file_order(sub.root):
             # tidal's rows have no scan order to take "the first" from (DuckDB takes the file's)
             raise PlanError(
                 f"a scalar subquery with LIMIT/OFFSET but no ORDER BY is not supported (which row it "
@@ -251,9 +290,16 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
     def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
         """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
         query = e.args["query"]
-        sub = self.query(query.this if isinstance(query, exp.Subquery) else query)
+        first = len(self.subplans)
+        sub, refs = self.plan_subquery(query.this if isinstance(query, exp.Subquery) else query)
+        sub.subplans = {k: self.subplans[k] for k in range(first, len(self.subplans))}  # its own subqueries
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
+        if refs:
+            raise PlanError(
+                "a correlated IN (subquery) is supported as a condition of WHERE (AND-ed with the others) only, "
+                f"not here: {e.sql(dialect='duckdb')}"
+            )
         key = len(self.subplans)
         self.subplans[key] = sub
         return in_subquery(value, key)
@@ -262,6 +308,12 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
         schema = node.schema()
         if schema is None:
             return None
+        outer = {c.name for c in expr.find_all(exp.Column)} & self.placeholder_types.keys()
+        for name in sorted(outer):  # a correlated subquery's reference to the outer query
+            t = self.placeholder_types[name]
+            if t is None:
+                return None
+            schema = schema.append(pa.field(name, t))
         if has_subquery(expr):
             # IN (subquery) typed as ``value IN (value)`` (a boolean, its value checked); a scalar
             # subquery as a NULL of its column's type
@@ -280,6 +332,13 @@ class Builder(FromItems, SelectList, WindowList, MatchItems):
             return output_type(expr, schema)
         except SqlTypeError as err:
             raise SqlTypeError(user_message(str(err), self.labels_for(node))) from None
+
+
+def _file_order(node: Node) -> bool:
+    """Whether ``node``'s rows come in one input's order (as SqlQuery.result takes them for LIMIT)."""
+    while isinstance(node, Project | Filter):
+        node = node.input
+    return isinstance(node, Scan) and not node.live and node.format not in ("kafka", "redis", "postgres")
 
 
 def _walk(node: Node):

@@ -153,7 +153,7 @@ class FromItems:
             return right
         return Project(right, tuple(exprs), scope=right.scope, types=right.types)
 
-    def _join_on(self, left: Node, right: Node, kind: str, on, using, swapped: bool = False) -> Node:
+    def _join_on(self, left: Node, right: Node, kind: str, on, using, swapped: bool = False, bound_on=None) -> Node:
         lnames, rnames = set(left.names), set(right.names)
         lkeys: list[str] = []
         rkeys: list[str] = []
@@ -166,12 +166,12 @@ class FromItems:
                     raise PlanError(f"USING ({u.name}): the right side has no column {u.name}")
                 lkeys.append(lcol if not swapped else rcol)
                 rkeys.append(rcol if not swapped else lcol)
-        elif on is not None:
+        elif on is not None or bound_on is not None:
             both = Join(left, right, "cross")
-            bound = self.bind(on, both)
+            bound = self.bind(on, both) if bound_on is None else bound_on
             t = self.check(bound, both)
             if t is not None and not is_condition_type(t):
-                raise SqlTypeError(f"ON {on.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
+                raise SqlTypeError(f"ON {(on or bound).sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
             computed: list[tuple] = []  # (left name, left expr, right name, right expr, type)
             for part in _conjuncts(bound):
                 sides = _key_sides(part, lnames, rnames)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -9,10 +11,11 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
-from .exprs import _AGGS, _col, _const_int, _display, _fraction, _is_agg, _transform, _unique
+from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
+from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
-from .windows import has_window
+from .windows import has_window, named_windows
 
 
 class SelectList:
@@ -20,6 +23,7 @@ class SelectList:
 
     # -- SELECT ---------------------------------------------------------------------------------
     def select(self, sel: exp.Select) -> Query:
+        sel = named_windows(sel.copy())
         distinct = sel.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             # DuckDB keeps the first row of each key in ORDER BY order: a per-key TopK tidal does not have
@@ -44,11 +48,19 @@ class SelectList:
         triggers = self._triggers(trigger) if trigger is not None else ()
         where = sel.args.get("where")
         if where is not None:
-            cond = self.bind(_select_aliases(where.this, sel.expressions, node), node)
-            t = self.check(cond, node)
-            if t is not None and not is_condition_type(t):
-                raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
-            node = Filter(node, cond)
+            kept = []
+            for part in _conjuncts(_select_aliases(where.this, sel.expressions, node)):
+                joined = self.where_subquery(node, part)  # a correlated [NOT] EXISTS / IN: a semi/anti-join
+                if joined is None:
+                    kept.append(part)
+                else:
+                    node = joined
+            if kept:
+                cond, node = self.bind_attached(_and(kept), node)
+                t = self.check(cond, node)
+                if t is not None and not is_condition_type(t):
+                    raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
+                node = Filter(node, cond)
         items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
         having = sel.args.get("having")
@@ -77,7 +89,8 @@ class SelectList:
         for item in items:
             disp = _display(item)
             bound = item.this if isinstance(item, exp.Alias) else item
-            bound = self.bind(bound, node) if not getattr(item, "_bound", False) else bound
+            if not getattr(item, "_bound", False):
+                bound, node = self.bind_attached(bound, node)
             phys = _unique(disp, used)
             exprs.append((phys, bound))
             names.append(disp)
@@ -119,7 +132,9 @@ class SelectList:
                 hits = [p for p, e in visible if e.sql() == text]
                 target = hits[0] if hits else None
             if target is None:
-                bound = key if getattr(o, "_bound", False) else self.bind(key, node)
+                bound = key
+                if not getattr(o, "_bound", False):
+                    bound, node = self.bind_attached(key, node)
                 phys = f"__order{len(order)}"
                 self._label(phys, key, node)
                 exprs.append((phys, bound))
@@ -223,6 +238,7 @@ class SelectList:
             key_map[text] = phys
         calls: list[AggCall] = []
         agg_map: dict[str, str] = {}
+        nan_fixes: dict[str, exp.Expression] = {}
         # DuckDB lets HAVING and aggregate arguments name a SELECT alias that is not an input column
         in_scope = {n.lower() for _, n in node.scope}
         aliases = {
@@ -242,6 +258,11 @@ class SelectList:
             return _transform(e.copy(), visit) if aliases else e
 
         def add_agg(e: exp.Expression) -> str:
+            if isinstance(e.this, exp.Order) and not isinstance(e, exp.GroupConcat | exp.ArrayAgg):
+                if isinstance(e, exp.First | exp.Last | exp.AnyValue):
+                    raise PlanError(f"ORDER BY inside {e.sql_name()} is not supported: {e.sql(dialect='duckdb')}")
+                e = e.copy()  # the order of the values changes nothing these aggregates compute
+                e.set("this", e.this.this)
             bound = self.bind(e, node)
             text = bound.sql()
             if text in agg_map:
@@ -261,9 +282,10 @@ class SelectList:
             elif isinstance(e, exp.GroupConcat):
                 # string_agg(x [, sep]): values in input order (relational rows get their row ordinal as time)
                 if distinct:
-                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql(dialect='duckdb')}")
-                if isinstance(arg, exp.Order):
-                    raise PlanError(f"ORDER BY inside STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
+                    raise PlanError(f"DISTINCT in STRING_AGG is not supported: {e.sql(dialect='duckdb')}")
+                order = None
+                if isinstance(arg, exp.Order):  # string_agg(x, sep ORDER BY k ...): the values sorted by k
+                    order, arg = arg.expressions, arg.this
                 sep = e.args.get("separator")
                 if (
                     sep is not None
@@ -278,12 +300,25 @@ class SelectList:
                     if t is not None and pa.types.is_string(t)
                     else exp.Cast(this=arg.copy(), to=exp.DataType.build("VARCHAR"))
                 )
+                if order:
+                    text_arg, spec = _packed(order, text_arg)
+                    param = (param, spec)
                 arg_phys = self._agg_arg(text_arg, node, pre)
+            elif isinstance(e, exp.ArrayAgg):
+                # list(x [ORDER BY k ...]) / array_agg: the values (NULLs too) in input order or sorted by k
+                if distinct:
+                    raise PlanError(f"DISTINCT in LIST/ARRAY_AGG is not supported: {e.sql(dialect='duckdb')}")
+                order = None
+                if isinstance(arg, exp.Order):
+                    order, arg = arg.expressions, arg.this
+                packed, spec = _packed(order or [], arg)
+                fn, param = "list_agg", spec
+                arg_phys = self._agg_arg(packed, node, pre)
             elif isinstance(e, exp.LogicalOr | exp.LogicalAnd):
                 # bool_or / bool_and: the largest / smallest boolean (false < true); nulls ignored as in MAX/MIN
                 fn = "max" if isinstance(e, exp.LogicalOr) else "min"
                 if distinct:
-                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql()}")
+                    raise PlanError(f"DISTINCT in BOOL_OR/BOOL_AND is not supported: {e.sql()}")
                 t = self.check(self.bind(arg, node), node)
                 if t is not None and not (pa.types.is_boolean(t) or pa.types.is_null(t)):
                     name = "bool_or" if isinstance(e, exp.LogicalOr) else "bool_and"
@@ -291,8 +326,12 @@ class SelectList:
                 arg_phys = self._agg_arg(arg, node, pre)
             elif type(e) in _AGGS:
                 fn = _AGGS[type(e)]
-                if distinct:
-                    raise PlanError(f"DISTINCT is supported in COUNT only: {e.sql()}")
+                if distinct and fn in ("sum", "average"):  # over the set of values
+                    fn = f"{fn}_distinct"
+                elif distinct and fn in ("min", "max"):  # the same answer without DISTINCT
+                    pass
+                elif distinct:
+                    raise PlanError(f"DISTINCT is supported in COUNT, SUM, AVG, MIN and MAX only: {e.sql()}")
                 arg_phys = self._agg_arg(arg, node, pre)
                 if fn == "median":
                     fn, param = "percentile_cont", 0.5
@@ -307,6 +346,30 @@ class SelectList:
                 arg_phys = self._agg_arg(arg, node, pre)
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
+            arg_expr = dict(pre).get(arg_phys)
+            arg_type = self.check(arg_expr, node) if arg_expr is not None else None
+            if arg_type is not None and pa.types.is_floating(arg_type) and fn not in _NAN_AS_VALUE:
+                # the engine skips NaN as it skips NULL; DuckDB counts it, as the largest value
+                if fn not in _NAN_FIXES:  # a NaN in its values is an error when it comes (not supported)
+                    guard = exp.Anonymous(
+                        this="__nan_guard", expressions=[arg_expr.copy(), exp.Literal.string(e.sql(dialect="duckdb"))]
+                    )
+                    arg_phys = self.fresh("a")
+                    pre.append((arg_phys, guard))
+                    calls.append(AggCall(out, fn, arg_phys, param))
+                    self._label(out, e)
+                    agg_map[text] = out
+                    return out
+                counted = exp.Case(
+                    ifs=[exp.If(this=exp.Anonymous(this="isnan", expressions=[dict(pre)[arg_phys].copy()]),
+                                true=exp.Literal.number(1))],
+                    default=exp.Literal.number(0),
+                )  # fmt: skip
+                nan_phys = self.fresh("a")
+                pre.append((nan_phys, counted))
+                nans = self.fresh("g")
+                calls.append(AggCall(nans, "sum", nan_phys))
+                nan_fixes[out] = _nan_fix(fn, out, nans)
             calls.append(AggCall(out, fn, arg_phys, param))
             self._label(out, e)
             agg_map[text] = out
@@ -343,7 +406,7 @@ class SelectList:
                     return visit_population(x)
                 if isinstance(x, exp.Filter):
                     return visit(_filtered_aggregate(x))
-                if isinstance(x, exp.Subquery):  # a scalar subquery: its aggregates are its own
+                if isinstance(x, exp.Subquery | exp.Exists):  # a scalar subquery: its aggregates are its own
                     return self.bind(x, node)
                 if isinstance(x, exp.Window):  # over the groups: its inputs are rewritten, not the call
                     w = x.copy()
@@ -373,13 +436,19 @@ class SelectList:
                         self.outer.pop()
                 # only a subtree as small as a GROUP BY expression can be one (binding and printing every
                 # subtree of a long chain of ORs took time quadratic in its length)
-                if isinstance(x, exp.Column) or sizes.get(id(x), 1) <= key_nodes:
+                if isinstance(x, exp.Column) or (
+                    sizes.get(id(x), 1) <= key_nodes and x.find(exp.Subquery, exp.Exists) is None
+                ):
                     try:
                         text = self.bind(x, node).sql()
                     except PlanError:
                         return None
                     if text in key_map:
                         return _col(key_map[text])
+                    if isinstance(x, exp.Column) and text.strip('"') in self.placeholder_types:
+                        raise PlanError(
+                            f"a correlated column ({x.sql()}) outside the subquery's WHERE is not supported"
+                        )
                 if isinstance(x, exp.Column):
                     raise PlanError(f"column {x.sql()} must appear in GROUP BY or be used in an aggregate")
                 return None
@@ -389,37 +458,51 @@ class SelectList:
             return _transform(copied, visit)
 
         key_nodes = max((len(_subtree_sizes(g)) for g in key_exprs), default=0)
-        new_items = []
-        for item in items:
-            inner = item.this if isinstance(item, exp.Alias) else item
-            if getattr(item, "_bound", False):
-                phys = inner.name
-                if phys not in key_names:
-                    raise PlanError(f"column {item.alias} must appear in GROUP BY or be used in an aggregate")
-                new = exp.Alias(this=_col(phys), alias=exp.to_identifier(item.alias))
-            else:
-                new_inner = rewrite(inner)
-                new = exp.Alias(this=new_inner, alias=exp.to_identifier(_display(item)))
-            new._bound = True
-            new_items.append(new)
-        having_expr = rewrite(with_aliases(having.this)) if having is not None else None
-        new_order = []
-        for o in order_exprs:
-            key = o.this
-            if (
-                isinstance(key, exp.Column)
-                and not key.table
-                and any(_display(i).lower() == key.name.lower() for i in items)
-            ):
-                new_order.append(o)
-                continue
-            if isinstance(key, exp.Literal):
-                new_order.append(o)
-                continue
-            o2 = o.copy()
-            o2.set("this", rewrite(key))
-            o2._bound = True
-            new_order.append(o2)
+        # a correlated subquery over the groups refers to group keys: its joins attach to the aggregate
+        pending_joins = self.correlated_joins(partial(_group_key, key_map=key_map, labels=self.labels_for(node)))
+        with pending_joins as pending:
+            new_items = []
+            for item in items:
+                inner = item.this if isinstance(item, exp.Alias) else item
+                if getattr(item, "_bound", False):
+                    phys = inner.name
+                    if phys not in key_names:
+                        raise PlanError(f"column {item.alias} must appear in GROUP BY or be used in an aggregate")
+                    new = exp.Alias(this=_col(phys), alias=exp.to_identifier(item.alias))
+                else:
+                    new_inner = rewrite(inner)
+                    new = exp.Alias(this=new_inner, alias=exp.to_identifier(_display(item)))
+                new._bound = True
+                new_items.append(new)
+            having_expr = rewrite(with_aliases(having.this)) if having is not None else None
+            new_order = []
+            for o in order_exprs:
+                key = o.this
+                if (
+                    isinstance(key, exp.Column)
+                    and not key.table
+                    and any(_display(i).lower() == key.name.lower() for i in items)
+                ):
+                    new_order.append(o)
+                    continue
+                if isinstance(key, exp.Literal):
+                    new_order.append(o)
+                    continue
+                o2 = o.copy()
+                o2.set("this", rewrite(key))
+                o2._bound = True
+                new_order.append(o2)
+        if nan_fixes:  # each aggregate of a DOUBLE column read with its NaN count (see _nan_fix)
+            fix = partial(
+                _transform,
+                visit=lambda x: nan_fixes[x.name].copy() if isinstance(x, exp.Column) and x.name in nan_fixes else None,
+            )  # noqa: E501
+            for item in new_items:
+                item.set("this", fix(item.this))
+            having_expr = fix(having_expr) if having_expr is not None else None
+            for o in new_order:
+                if getattr(o, "_bound", False):
+                    o.set("this", fix(o.this))
         if not key_names and not calls:
             # HAVING without aggregates or GROUP BY: still one group of all rows (DuckDB); a count makes it one
             calls.append(AggCall(self.fresh("g"), "count", None))
@@ -440,7 +523,7 @@ class SelectList:
             types=tuple(in_types[k] for k in key_names) + agg_types,
             trigger=triggers,
         )
-        return agg, new_items, having_expr, new_order
+        return self.attach(agg, pending), new_items, having_expr, new_order
 
     def _agg_arg(self, arg: exp.Expression, node: Node, pre: list) -> str:
         bound = self.bind(arg, node)
@@ -452,35 +535,6 @@ class SelectList:
         self._label(phys, arg)
         pre.append((phys, bound))
         return phys
-
-
-def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
-    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)``: the aggregates tidal has all skip
-    NULLs, so the rows where ``c`` is not true drop out; ``COUNT(*)`` counts ``CASE WHEN c THEN 1 END``."""
-    agg, cond = f.this.copy(), f.expression.this
-    if isinstance(agg, exp.WithinGroup):
-        raise PlanError(f"FILTER (WHERE ...) on an ordered-set aggregate is not supported: {f.sql(dialect='duckdb')}")
-    # FIRST/LAST keep NULLs (a filtered-out row would become a NULL they could return)
-    keeps_nulls = isinstance(agg, exp.First | exp.Last | exp.AnyValue)
-    if keeps_nulls or not (
-        isinstance(
-            agg, exp.Count | exp.LogicalOr | exp.LogicalAnd | exp.PercentileCont | exp.PercentileDisc | exp.GroupConcat
-        )
-        or type(agg) in _AGGS
-    ):
-        raise PlanError(f"FILTER (WHERE ...) on {agg.sql(dialect='duckdb')} is not supported")
-
-    def when(value: exp.Expression) -> exp.Expression:
-        return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
-
-    arg = agg.this
-    if isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
-        agg.set("this", when(exp.Literal.number(1)))
-    elif isinstance(arg, exp.Distinct):
-        arg.set("expressions", [when(arg.expressions[0].copy())])
-    else:
-        agg.set("this", when(arg.copy()))
-    return agg
 
 
 def _has_aggregate(e: exp.Expression) -> bool:

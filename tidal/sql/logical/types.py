@@ -42,6 +42,33 @@ def sql_type_name(t: pa.DataType | str) -> str:
     return _SQL_TYPE_NAMES.get(name, name.upper())
 
 
+def duckdb_type_name(t: pa.DataType | None) -> str | None:
+    """The type as DuckDB's DESCRIBE names it: ``BIGINT[]``, ``STRUCT(a BIGINT, b VARCHAR)``, ``TIMESTAMP_MS``..."""
+    if t is None:
+        return None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"{duckdb_type_name(t.value_type)}[]"
+    if pa.types.is_fixed_size_list(t):
+        return f"{duckdb_type_name(t.value_type)}[{t.list_size}]"
+    if pa.types.is_struct(t):
+        inner = (t.field(i) for i in range(t.num_fields))
+        fields = ", ".join(f"{_ident(f.name)} {duckdb_type_name(f.type)}" for f in inner)
+        return f"STRUCT({fields})"
+    if pa.types.is_map(t):
+        return f"MAP({duckdb_type_name(t.key_type)}, {duckdb_type_name(t.item_type)})"
+    if pa.types.is_timestamp(t) and t.tz is None and t.unit != "us":
+        return f"TIMESTAMP_{t.unit.upper()}"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_time(t):
+        return "TIME"
+    return sql_type_name(t)
+
+
+def _ident(name: str) -> str:
+    return name if re.fullmatch(r"[a-z_][a-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
+
+
 def is_condition_type(t: pa.DataType) -> bool:
     """Whether a condition (WHERE, HAVING, ON) of this type is one DuckDB takes: a boolean, or what it
     casts to one implicitly (its untyped NULL, a number: true when not zero)."""
@@ -80,7 +107,7 @@ def _cast_to(e: exp.Expression, t: pa.DataType, target: pa.DataType) -> exp.Expr
     return e if t == target else exp.Cast(this=e, to=exp.DataType.build(_sql_type(target)))
 
 
-_NUMERIC_ONLY = {"average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"}
+_NUMERIC_ONLY = {"average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop", "average_distinct"}
 
 
 def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCall:
@@ -102,20 +129,28 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
             "(a TIMESTAMP in DuckDB) is not supported"
         )
     if (call.function in _NUMERIC_ONLY and not numeric) or (
-        call.function == "sum" and not (numeric or pa.types.is_boolean(arg_type))
+        call.function in ("sum", "sum_distinct") and not (numeric or pa.types.is_boolean(arg_type))
     ):
         raise PlanError(f"{text}: no aggregate function matches the argument type {name}")
     return call
 
 
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
+    if call.function == "list_agg":  # its argument packs the ORDER BY keys and the value, last
+        return None if arg_type is None else pa.list_(arg_type.field(arg_type.num_fields - 1).type)
     if call.function == "string_agg":
         return pa.string()
     if call.function in ("count", "count_not_null", "count_distinct"):
         return pa.int64()
-    if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop"):
+    if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop") or (
+        call.function == "average_distinct"
+    ):
         return pa.float64()
-    if call.function == "sum" and arg_type is not None and pa.types.is_integer(arg_type):
+    if (
+        call.function in ("sum", "sum_distinct")
+        and arg_type is not None
+        and (pa.types.is_integer(arg_type) or pa.types.is_boolean(arg_type))
+    ):
         return pa.int64()
     return arg_type
 

@@ -14,7 +14,6 @@ from ...core.errors import PlanError
 # clauses of a SELECT (or UNION) tidal does not evaluate: sqlglot's argument name -> the SQL
 _CLAUSES = {
     "qualify": "QUALIFY",
-    "windows": "named windows (a WINDOW clause)",
     "sample": "TABLESAMPLE / USING SAMPLE",
     "pivots": "PIVOT / UNPIVOT",
     "laterals": "LATERAL VIEW",
@@ -28,7 +27,9 @@ _CLAUSES = {
     "settings": "SETTINGS",
 }
 # where a subquery may stand: as a FROM item, a UNION side, a CTE, IN (subquery), EXISTS (subquery)
-_SUBQUERY_PARENTS = (exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral)
+_SUBQUERY_PARENTS = (
+    exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral, exp.Describe
+)  # fmt: skip
 
 
 def _short(e: exp.Expression) -> str:
@@ -54,7 +55,7 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                 "PROCTIME() is not supported: tidal's windows and joins run on event time (a processing-time "
                 "attribute would make the answer depend on the clock); declare event time with max_diff_watermark"
             )
-        if isinstance(node, exp.Window) and not _in_select_list(node):
+        if isinstance(node, exp.Window) and not _in_select_list(node) and node.arg_key != "windows":
             raise PlanError(f"window functions (... OVER (...)) are supported in the SELECT list only: {_short(node)}")
         if isinstance(node, exp.Select | exp.SetOperation | exp.Table):
             for key, what in _CLAUSES.items():
@@ -69,8 +70,6 @@ def refuse_unsupported(tree: exp.Expression) -> None:
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
         if isinstance(node, exp.IgnoreNulls):
             raise PlanError(f"IGNORE NULLS is not supported: {_short(node)}")
-        if isinstance(node, exp.Exists):
-            raise PlanError(f"EXISTS (subquery) is not supported: {_short(node)}; use a SEMI or ANTI JOIN")
 
 
 def _in_select_list(node: exp.Expression) -> bool:

@@ -42,14 +42,66 @@ def _short(e: exp.Expression) -> str:
     return e.sql(dialect="duckdb")
 
 
+_CLAUSES = ("partition_by", "order", "spec")
+
+
+def named_windows(sel: exp.Select) -> exp.Select:
+    """``sel`` with each ``OVER w`` / ``OVER (w ...)`` replaced by the window ``w`` of its WINDOW
+    clause (DuckDB's rules: a reference adds ORDER BY or a frame, never overrides them)."""
+    defs: dict[str, exp.Window] = {}
+    for w in sel.args.get("windows") or ():
+        name = w.this.name.lower()
+        if name in defs:
+            raise PlanError(f'window "{name}" is already defined (WINDOW {_short(w)})')
+        defs[name] = _merged(w, defs)
+
+    def own(n: exp.Expression) -> bool:  # a nested query's windows are its own
+        return n is not sel and isinstance(n, exp.Select | exp.Subquery | exp.SetOperation)
+
+    refs = [n for n in sel.walk(prune=own) if isinstance(n, exp.Window) and n.args.get("alias") is not None]
+    if not refs and not defs:
+        return sel
+    for w in refs:
+        merged = _merged(w, defs)
+        merged.set("this", w.this)
+        w.replace(merged)
+    sel.set("windows", None)
+    return sel
+
+
+def _merged(w: exp.Window, defs: dict) -> exp.Window:
+    """The window ``w`` (a definition or an OVER clause) with the window it names filled in."""
+    out = w.copy()
+    out.set("alias", None)
+    base_name = w.args.get("alias")
+    if base_name is None:
+        return out
+    base = defs.get(base_name.name.lower())
+    if base is None:
+        raise PlanError(f'window "{base_name.name}" does not exist: {_short(w)}')
+    own = {k for k in _CLAUSES if w.args.get(k)}
+    if "partition_by" in own and base.args.get("partition_by"):
+        raise PlanError(f'Cannot override PARTITION BY clause of window "{base_name.name}": {_short(w)}')
+    if "order" in own and base.args.get("order"):
+        raise PlanError(f'Cannot override ORDER BY clause of window "{base_name.name}": {_short(w)}')
+    if base.args.get("spec"):
+        if own:
+            raise PlanError(f'cannot copy window "{base_name.name}" because it has a frame clause: {_short(w)}')
+        # DuckDB takes OVER w here but refuses OVER (w); the parser does not tell them apart
+        raise PlanError(f'a reference to window "{base_name.name}", which has a frame clause, is not supported')
+    for k in ("partition_by", "order"):
+        if base.args.get(k) and not out.args.get(k):
+            out.set(k, base.args[k].copy() if isinstance(base.args[k], exp.Expression) else
+                    [e.copy() for e in base.args[k]])  # fmt: skip
+    return out
+
+
 class WindowList:
     """Part of :class:`~.builder.Builder`: the window functions of a SELECT list."""
 
     def windows(self, node: Node, items: list, sel: exp.Select) -> tuple[Node, list]:
         """Plan the window calls in ``items`` over ``node``; the items then read the calls' columns.
         Items marked bound (after an aggregate) already name ``node``'s columns."""
-        if sel.args.get("windows"):
-            raise PlanError(f"named windows (WINDOW {_short(sel.args['windows'][0])}) are not supported")
         extra: list[tuple[str, exp.Expression]] = []  # computed inputs of the calls
         calls: list[WindowCall] = []
 
