@@ -91,6 +91,23 @@ def _direct_ids(ints, base, direct, next_id):
     return out, next_id, new_rows[:k], -1
 
 
+@numba.njit(cache=True, inline="always")
+def _slot_id(keys, ids, mask, v, next_id):
+    """The id of int64 ``v`` in the open-addressing table ``keys``/``ids`` (-1 = empty slot): its
+    existing id, or ``next_id`` after entering it (the caller then advances its next id)."""
+    h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+    slot = np.int64(h) & mask
+    while True:
+        got = ids[slot]
+        if got < 0:
+            keys[slot] = v
+            ids[slot] = next_id
+            return next_id
+        if keys[slot] == v:
+            return got
+        slot = (slot + 1) & mask
+
+
 @numba.njit(cache=True)
 def _probe_ids(values, keys, ids, next_id):
     """Ids for int64 values in an open-addressing table (``keys``/``ids``, power-of-two size, -1 = empty);
@@ -104,19 +121,9 @@ def _probe_ids(values, keys, ids, next_id):
         if last_id >= 0 and v == last_v:  # runs of one key (sorted or clustered input) skip the probe
             out[i] = last_id
             continue
-        h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
-        slot = np.int64(h) & mask
-        while True:
-            got = ids[slot]
-            if got < 0:
-                keys[slot] = v
-                ids[slot] = next_id
-                got = next_id
-                next_id += 1
-                break
-            if keys[slot] == v:
-                break
-            slot = (slot + 1) & mask
+        got = _slot_id(keys, ids, mask, v, next_id)
+        if got == next_id:
+            next_id += 1
         out[i] = got
         last_v = v
         last_id = got
@@ -154,21 +161,11 @@ def _float_ids(values, valid, null_code, keys, ids, next_id):
         if last_id >= 0 and v == last_v:
             out[i] = last_id
             continue
-        h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
-        slot = np.int64(h) & mask
-        while True:
-            got = ids[slot]
-            if got < 0:
-                keys[slot] = v
-                ids[slot] = next_id
-                got = next_id
-                next_id += 1
-                new_rows[k] = i
-                k += 1
-                break
-            if keys[slot] == v:
-                break
-            slot = (slot + 1) & mask
+        got = _slot_id(keys, ids, mask, v, next_id)
+        if got == next_id:
+            next_id += 1
+            new_rows[k] = i
+            k += 1
         out[i] = got
         last_v = v
         last_id = got
