@@ -430,6 +430,14 @@ def _stdout_gone() -> bool:
         return False
 
 
+def _engine_arguments(parser, engine_help: str) -> None:
+    """``--engine`` and ``--spark-master``, shared by the commands that can run on Spark."""
+    parser.add_argument("--engine", choices=("embedded", "spark"), default="embedded", help=engine_help)
+    parser.add_argument(
+        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidal", description="Temporal stream analytics for Python.")
     sub = parser.add_subparsers(dest="command")
@@ -448,15 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="show the query's output as a live table while it runs (default: when standard output is a terminal)",
     )
-    demo.add_argument(
-        "--engine",
-        choices=("embedded", "spark"),
-        default="embedded",
-        help="spark: also run the same query inside Spark tasks and check it gives the same answer",
-    )
-    demo.add_argument(
-        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
-    )
+    _engine_arguments(demo, "spark: also run the same query inside Spark tasks and check it gives the same answer")
     demo.set_defaults(run=_demo)
     query = sub.add_parser("query", help="run a SQL query over files")
     query.add_argument("sql", help="the query, e.g. \"SELECT a, COUNT(*) FROM 'data.csv' GROUP BY a\"")
@@ -481,15 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="on finite input, print refined answers after every N%% of the input, ending with the exact answer",
     )
-    query.add_argument(
-        "--engine",
-        choices=("embedded", "spark"),
-        default="embedded",
-        help="run in this process (default) or inside Spark tasks",
-    )
-    query.add_argument(
-        "--spark-master", help="Spark master URL for --engine spark (default: $SPARK_MASTER, else local[*])"
-    )
+    _engine_arguments(query, "run in this process (default) or inside Spark tasks")
     query.add_argument(
         "--batch-latency",
         type=float,
