@@ -31,6 +31,10 @@ rules). Firings caused by deadlines between ticks happen at the deadline's tick,
 timestamps (and hence the changelog) depend only on the data, never on batching or on how
 often punctuations arrive. The bookkeeping is per changed key and per firing (Python dicts and
 a heap); its input is an aggregate's output, which is per key and tick, not per input row.
+Without rules, as long as the input holds only start edges (new values, no retractions), the
+batches are kept as they are and the final value of each key (its last row, keys in the order
+they first appeared, as the per-key bookkeeping emits them) is picked in Arrow at end of input;
+a retraction, a floating-point key or a checkpoint switches to the per-key bookkeeping first.
 """
 
 from __future__ import annotations
@@ -113,6 +117,10 @@ class TriggerOp(Operator):
         self.last_out = 0
         self.last_tick = 0
         self._out: list[tuple[int, int, tuple]] = []  # (sync, other, payload) awaiting emission
+        # no rules: start-edge batches kept as they are until end of input (None: per-key bookkeeping)
+        plain = all(_plain_key(schema.field(k).type) for k in self.key_fields)
+        no_rules = spec.counting is None and spec.delay is None and not spec.watermark
+        self._held: list[EventBatch] | None = [] if no_rules and plain else None
         rules = spec.describe()
         extra = f"; key event time {event_time_field}" if event_time_field else ""
         self.variant = f"per key: {rules}{extra}"
@@ -120,9 +128,24 @@ class TriggerOp(Operator):
     # -- input ----------------------------------------------------------------------------------
     def on_batch(self, batch: EventBatch) -> None:
         batch = batch.compact()
-        n = len(batch)
-        if n == 0:
+        if len(batch) == 0:
             return
+        if self._held is not None:
+            if bool(np.all(batch.other == INFINITY)):
+                self._held.append(batch)
+                self.last_tick = int(batch.sync[-1])
+                return
+            self._per_key()
+        self._changes(batch)
+
+    def _per_key(self) -> None:
+        """Leave the held mode: the held batches go through the per-key bookkeeping."""
+        held, self._held = self._held or [], None
+        for batch in held:
+            self._changes(batch)
+
+    def _changes(self, batch: EventBatch) -> None:
+        n = len(batch)
         sync, other = batch.sync, batch.other
         is_start = other == INFINITY
         cols = [batch.columns[name].to_pylist() for name in self.out_names]
@@ -164,6 +187,10 @@ class TriggerOp(Operator):
         self.emit_punctuation(time)
 
     def on_completed(self) -> None:
+        if self._held is not None:
+            self._emit_held()
+            self.emit_completed()
+            return
         if self.tick is not None:
             self._close_tick()
         # end of input moves the watermark to infinity: every deadline comes due, then every key fires
@@ -257,8 +284,36 @@ class TriggerOp(Operator):
         cols = {f.name: pa.array([o[2][j] for o in out], type=f.type) for j, f in enumerate(self.out_schema)}
         self.emit(EventBatch(sync, other, cols))
 
+    def _emit_held(self) -> None:
+        """End of input without rules: each key's last row, keys in order of first appearance."""
+        held, self._held = self._held, []
+        if not held:
+            return
+        table = pa.table({f.name: pa.chunked_array([b.columns[f.name] for b in held], f.type) for f in self.out_schema})
+        n = table.num_rows
+        if self.key_fields:
+            order = pa.array(np.arange(n, dtype=np.int64))
+            groups = (
+                table.select(list(self.key_fields))
+                .append_column("__row", order)
+                .group_by(list(self.key_fields), use_threads=False)
+                .aggregate([("__row", "min"), ("__row", "max")])
+            )
+            first = groups.column("__row_min").to_numpy()
+            rows = groups.column("__row_max").to_numpy()[np.argsort(first, kind="stable")]
+        else:
+            rows = np.array([n - 1], np.int64)
+        picked = table.take(pa.array(rows))
+        at = max(self.last_out, self.last_tick)
+        m = picked.num_rows
+        cols = {name: picked.column(name).combine_chunks() for name in self.out_names}
+        self.emit(EventBatch(np.full(m, at, np.int64), np.full(m, INFINITY, np.int64), cols))
+        self.last_out = max(self.last_out, at)
+
     # -- state ----------------------------------------------------------------------------------
     def snapshot(self) -> dict:
+        if self._held is not None:
+            self._per_key()
         keys = [
             (k, s.current, s.rows, s.emitted, s.emitted_at, s.rows_at_fire, s.event_time, s.deadline, s.waiting)
             for k, s in self.keys.items()
@@ -274,6 +329,7 @@ class TriggerOp(Operator):
         }
 
     def restore(self, state: dict) -> None:
+        self._held = None
         self.keys = {}
         for k, cur, rows, em, em_at, at_fire, et, dl, waiting in state["keys"]:
             s = self.keys[tuple(k)] = _Key()
@@ -284,6 +340,19 @@ class TriggerOp(Operator):
         self.timers = [tuple(t) for t in state["timers"]]
         heapq.heapify(self.timers)
         self._seq, self.last_out, self.last_tick = state["seq"], state["last_out"], state["last_tick"]
+
+
+def _plain_key(t: pa.DataType) -> bool:
+    """Whether Arrow's grouping of this type agrees with Python's equality of its values
+    (floats do not: NaN is unequal to itself in Python, and -0.0 equals 0.0)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+    )
 
 
 _EPOCH = dt.datetime(1970, 1, 1)
