@@ -229,7 +229,11 @@ class Translator:
             if timed:  # GROUP BY a tumble's or hop's window: on the engine's windows where that applies
                 from .windowed import windowed_aggregate
 
-                windowed = windowed_aggregate(self, node, trigger_spec(node.trigger), not node.aggs, time)
+                def rows_of(tumble: Tumble) -> Stream:
+                    return self.stream(tumble.input, TimeSpec(tumble.time_field, None, (), time.ordinal))
+
+                distinct = None if node.aggs else DISTINCT_COUNT
+                windowed = windowed_aggregate(rows_of, node, trigger_spec(node.trigger), distinct, time)
                 if windowed is not None:
                     return windowed
             inner_time = TimeSpec(time.column, time.generator, time.params, True) if ordinal else time

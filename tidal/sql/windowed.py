@@ -50,10 +50,12 @@ def _source_names(node: Aggregate, wanted: set[str]) -> tuple[Tumble, dict[str, 
     return cur, names
 
 
-def windowed_aggregate(translator, node: Aggregate, spec, distinct: bool, time) -> Stream | None:
-    """The aggregate ``node`` over window rows on the engine's windows, or None when it does not apply."""
+def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, time) -> Stream | None:
+    """The aggregate ``node`` over window rows on the engine's windows, or None when it does not apply.
+
+    ``rows_of(tumble)`` translates the window's input (its rows in event-time order); ``distinct`` is the
+    name of the hidden count a ``GROUP BY`` without aggregates groups with (None when it has some)."""
     from .. import agg
-    from .planner import DISTINCT_COUNT, TimeSpec
 
     if time.column is not None or any(t != ("watermark",) for t in node.trigger):
         return None
@@ -68,7 +70,7 @@ def windowed_aggregate(translator, node: Aggregate, spec, distinct: bool, time) 
     other_keys = [k for k in node.keys if names[k] not in WINDOW_COLUMNS]
     if not window_keys or any(names[k] != k for k in node.keys):
         return None  # a renamed key would need a projection: the literal translation handles it
-    outputs = [c.output for c in node.aggs] + ([DISTINCT_COUNT] if distinct else [])
+    outputs = [c.output for c in node.aggs] + ([distinct] if distinct else [])
     if any(names[a] in WINDOW_COLUMNS for a in arguments) or set(outputs) & set(WINDOW_COLUMNS):
         return None
     length = tumble.length
@@ -82,8 +84,8 @@ def windowed_aggregate(translator, node: Aggregate, spec, distinct: bool, time) 
             args.append(call.parameter)
         makers[call.output] = getattr(agg, call.function)(*args)
     if distinct:
-        makers[DISTINCT_COUNT] = agg.count()
-    rows = translator.stream(tumble.input, TimeSpec(tumble.time_field, None, (), time.ordinal))
+        makers[distinct] = agg.count()
+    rows = rows_of(tumble)
     windowed = rows.hopping_window(length, hop, tumble.offset)
     out = windowed.group_aggregate(other_keys, **makers) if other_keys else windowed.aggregate(**makers)
     if hop == length:
