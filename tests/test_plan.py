@@ -32,9 +32,9 @@ def test_plan_nodes_are_immutable():
 
 QUERIES = {
     "where after a window": lambda s: s.tumbling_window(10).where(lambda e: e.v > 0),
-    "where after a window, then an aggregate": lambda s: s.hopping_window(10, 5)
-    .where(lambda e: e.k != 1)
-    .group_aggregate("k", n=agg.count(), total=agg.sum("v")),
+    "where after a window, then an aggregate": lambda s: (
+        s.hopping_window(10, 5).where(lambda e: e.k != 1).group_aggregate("k", n=agg.count(), total=agg.sum("v"))
+    ),
     "window then aggregate": lambda s: s.tumbling_window(7, 2).aggregate(n=agg.count()),
     "where then select": lambda s: s.where(lambda e: e.v % 2 == 0).select(lambda e: {"k": e.k, "w": e.v * 2}),
     "shared where, one consumer a select": lambda s: s.where(lambda e: e.v > -3).multicast(

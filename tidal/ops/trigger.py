@@ -39,6 +39,11 @@ input tick (every row changes its group's count); its values are the aggregates 
 So the operator feeds the aggregate every row at one tick (no per-tick changes to emit or to
 discard) and stamps the trigger's firings with the last input tick: the same output as the two
 operators apart, without a change per input tick in between. Punctuations pass through.
+
+Without rules, as long as the input holds only start edges (new values, no retractions), the
+batches are kept as they are and the final value of each key (its last row, keys in the order
+they first appeared, as the per-key bookkeeping emits them) is picked in Arrow at end of input;
+a retraction, a floating-point key or a checkpoint switches to the per-key bookkeeping first.
 """
 
 from __future__ import annotations
@@ -128,6 +133,10 @@ class TriggerOp(Operator):
         self.last_out = 0
         self.last_tick = 0
         self._out: list[tuple[int, int, tuple]] = []  # (sync, other, payload) awaiting emission
+        # no rules: start-edge batches kept as they are until end of input (None: per-key bookkeeping)
+        plain = all(_plain_key(schema.field(k).type) for k in self.key_fields)
+        no_rules = spec.counting is None and spec.delay is None and not spec.watermark
+        self._held: list[EventBatch] | None = [] if no_rules and plain else None
         rules = spec.describe()
         extra = f"; key event time {event_time_field}" if event_time_field else ""
         self.variant = f"per key: {rules}{extra}"
@@ -135,9 +144,24 @@ class TriggerOp(Operator):
     # -- input ----------------------------------------------------------------------------------
     def on_batch(self, batch: EventBatch) -> None:
         batch = batch.compact()
-        n = len(batch)
-        if n == 0:
+        if len(batch) == 0:
             return
+        if self._held is not None:
+            if bool(np.all(batch.other == INFINITY)):
+                self._held.append(batch)
+                self.last_tick = int(batch.sync[-1])
+                return
+            self._per_key()
+        self._changes(batch)
+
+    def _per_key(self) -> None:
+        """Leave the held mode: the held batches go through the per-key bookkeeping."""
+        held, self._held = self._held or [], None
+        for batch in held:
+            self._changes(batch)
+
+    def _changes(self, batch: EventBatch) -> None:
+        n = len(batch)
         sync, other = batch.sync, batch.other
         is_start = other == INFINITY
         cols = [batch.columns[name].to_pylist() for name in self.out_names]
@@ -179,6 +203,10 @@ class TriggerOp(Operator):
         self.emit_punctuation(time)
 
     def on_completed(self) -> None:
+        if self._held is not None:
+            self._emit_held()
+            self.emit_completed()
+            return
         if self.tick is not None:
             self._close_tick()
         # end of input moves the watermark to infinity: every deadline comes due, then every key fires
@@ -276,12 +304,40 @@ class TriggerOp(Operator):
         cols = {f.name: pa.array([o[2][j] for o in out], type=f.type) for j, f in enumerate(self.out_schema)}
         self.emit(EventBatch(sync, other, cols))
 
+    def _emit_held(self) -> None:
+        """End of input without rules: each key's last row, keys in order of first appearance."""
+        held, self._held = self._held, []
+        if not held:
+            return
+        table = pa.table({f.name: pa.chunked_array([b.columns[f.name] for b in held], f.type) for f in self.out_schema})
+        n = table.num_rows
+        if self.key_fields:
+            order = pa.array(np.arange(n, dtype=np.int64))
+            groups = (
+                table.select(list(self.key_fields))
+                .append_column("__row", order)
+                .group_by(list(self.key_fields), use_threads=False)
+                .aggregate([("__row", "min"), ("__row", "max")])
+            )
+            first = groups.column("__row_min").to_numpy()
+            rows = groups.column("__row_max").to_numpy()[np.argsort(first, kind="stable")]
+        else:
+            rows = np.array([n - 1], np.int64)
+        picked = table.take(pa.array(rows))
+        at = max(self.last_out, self.last_tick)
+        m = picked.num_rows
+        cols = {name: picked.column(name).combine_chunks() for name in self.out_names}
+        self.emit(EventBatch(np.full(m, at, np.int64), np.full(m, INFINITY, np.int64), cols))
+        self.last_out = max(self.last_out, at)
+
     # -- state ----------------------------------------------------------------------------------
     def snapshot(self) -> dict:
         """The keys go in blocks of :data:`SNAPSHOT_BLOCK` (insertion order), each pickled into a numpy
         byte array: only blocks with a key touched since the last snapshot are pickled again, and the
         checkpoint store writes only the blocks that changed (the cost of a checkpoint follows the
         keys that changed, not all keys ever seen)."""
+        if self._held is not None:
+            self._per_key()
         count = -(-len(self._order) // SNAPSHOT_BLOCK)
         self._blocks += [None] * (count - len(self._blocks))
         for b in range(count):
@@ -304,6 +360,7 @@ class TriggerOp(Operator):
         }
 
     def restore(self, state: dict) -> None:
+        self._held = None
         self.keys, self._order, self._stale = {}, [], set()
         blocks = state.get("key_blocks")
         rows = [r for block in blocks for r in pickle.loads(np.asarray(block).tobytes())] if blocks is not None else []
@@ -319,6 +376,19 @@ class TriggerOp(Operator):
         self.timers = [tuple(t) for t in state["timers"]]
         heapq.heapify(self.timers)
         self._seq, self.last_out, self.last_tick = state["seq"], state["last_out"], state["last_tick"]
+
+
+def _plain_key(t: pa.DataType) -> bool:
+    """Whether Arrow's grouping of this type agrees with Python's equality of its values
+    (floats do not: NaN is unequal to itself in Python, and -0.0 equals 0.0)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+    )
 
 
 _EPOCH = dt.datetime(1970, 1, 1)

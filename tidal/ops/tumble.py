@@ -4,6 +4,11 @@ Temporal semantics: lifetimes are unchanged, unlike the windows of :mod:`tidal.o
 which move them. Each row stays alive exactly when it was and carries the bounds of the window
 holding its time (under a hop, one copy per window holding it); the window end is the event-time
 field a trigger on the watermark waits for. Details: :class:`TumbleOp`.
+
+:class:`WindowRowsOp` goes the other way for a window aggregate's results (SQL's ``GROUP BY
+window_start, window_end`` run on the engine's windows): each result interval, one window of a
+tumbling window or one hop of a hopping one, becomes a row that starts at its window's end and
+never ends, with that window's bounds as columns, which is when the window's value is final.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch
+from ..core.errors import InternalError
+from ..core.time import INFINITY
 from .base import Operator
 
 
@@ -58,3 +65,40 @@ class TumbleOp(Operator):
         cols["window_start"] = pa.array(end - self.length, pa.int64()).cast(pa.timestamp("us"))
         cols["window_end"] = pa.array(end, pa.int64()).cast(pa.timestamp("us"))
         self.emit(dense.replace(columns=cols))
+
+
+class WindowRowsOp(Operator):
+    """A window aggregate's results as rows, each a start edge at its window's end.
+
+    The input holds the results of ``tumbling_window(length)`` or ``hopping_window(length, step)``
+    followed by an aggregate, as intervals of exactly ``step`` ticks (``step == length`` for a
+    tumbling window): a result over ``[e - step, e)`` is the value of the window ``[e - length, e)``.
+    Each becomes ``[e, INFINITY)`` with the columns named in ``columns`` (``window_start``,
+    ``window_end`` as ``timestamp[us]``) added. Every time moves forward by ``step``, so the output
+    stays in time order and a punctuation ``p`` becomes ``p + step``. An interval of any other
+    length is an internal error (the plan chose this operator for a window aggregate).
+    """
+
+    name = "WindowRows"
+
+    def __init__(self, length: int, step: int, columns: tuple[str, ...]):
+        super().__init__()
+        self.length, self.step, self.columns = length, step, tuple(columns)
+        self.variant = f"window length {length}, results every {step}; adds {', '.join(columns)}"
+
+    def on_batch(self, batch: EventBatch) -> None:
+        dense = batch.compact()
+        n = len(dense)
+        if n == 0:
+            return
+        end = dense.other
+        if np.any(end - dense.sync != self.step):
+            raise InternalError(f"WindowRows expects window results lasting {self.step} ticks")
+        cols = dict(dense.columns)
+        for name in self.columns:
+            value = end - self.length if name == "window_start" else end
+            cols[name] = pa.array(value, pa.int64()).cast(pa.timestamp("us"))
+        self.emit(dense.replace(sync=end, other=np.full(n, INFINITY, np.int64), columns=cols))
+
+    def on_punctuation(self, time: int) -> None:
+        self.emit_punctuation(INFINITY if time >= INFINITY - self.step else time + self.step)

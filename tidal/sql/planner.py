@@ -228,6 +228,16 @@ class Translator:
             # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time
             ordered = any(c.function in ("first", "last", "string_agg", "list_agg") for c in node.aggs)
             ordinal = (bool(node.trigger) or ordered) and not timed
+            if timed:  # GROUP BY a tumble's or hop's window: on the engine's windows where that applies
+                from .windowed import windowed_aggregate
+
+                def rows_of(tumble: Tumble) -> Stream:
+                    return self.stream(tumble.input, TimeSpec(tumble.time_field, None, (), time.ordinal))
+
+                distinct = None if node.aggs else DISTINCT_COUNT
+                windowed = windowed_aggregate(rows_of, node, trigger_spec(node.trigger), distinct, time)
+                if windowed is not None:
+                    return windowed
             inner_time = TimeSpec(time.column, time.generator, time.params, True) if ordinal else time
             inner = self.stream(node.input, inner_time)
             return self.aggregate(inner, node, timed, ordinal)

@@ -13,7 +13,7 @@ from ...ops.rank import RowNumberOp
 from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
 from ...ops.topk import TopKOp
 from ...ops.trigger import FinalValuesOp, TriggerOp
-from ...ops.tumble import TumbleOp
+from ...ops.tumble import TumbleOp, WindowRowsOp
 from ...ops.window_functions import WindowFunctionsOp
 from ..node import PlanNode
 from ..properties import Properties
@@ -70,6 +70,19 @@ class Tumble(PlanNode):
 
     def make(self) -> Operator:
         return TumbleOp(self.length, self.offset, self.hop)
+
+
+class WindowRows(PlanNode):
+    """A window aggregate's results as rows at their window's end, with the window's bounds as columns."""
+
+    label = "WindowRows"
+
+    def __init__(self, input: PlanNode, length: int, step: int, columns: tuple, schema: pa.Schema):
+        props = Properties(start_edge_only=True, grouping=input.props.grouping)
+        super().__init__((input,), schema, props, length=length, step=step, columns=tuple(columns))
+
+    def make(self) -> Operator:
+        return WindowRowsOp(self.length, self.step, self.columns)
 
 
 class Trigger(PlanNode):

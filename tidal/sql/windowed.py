@@ -1,0 +1,111 @@
+"""``GROUP BY window_start, window_end`` over ``tumble``/``hop`` on the engine's windows.
+
+Grouping the rows of ``tumble(...)`` by their window (and other columns) is, read literally, a
+running aggregate over rows at their event time: every row changes its group's value, and the
+trigger after it sees every change. A window's rows all arrive before the stream's time passes the
+window's end, so its value is final there. This translation runs the engine's
+``tumbling_window``/``hopping_window`` and aggregate instead (one result per window and group,
+fused with the window for linear aggregates), turns each result into a row at its window's end
+with ``window_start``/``window_end`` (:class:`~tidal.ops.tumble.WindowRowsOp`), and hands those
+rows to the same trigger, which sees one change per window and group instead of one per row.
+
+It applies when the aggregate's input is the window's rows through column-only projections, the
+keys name the window, no aggregate depends on input order (FIRST, LAST, STRING_AGG), the trigger
+is the default or ``ON WATERMARK`` (both fire a window's group once its value is final), and the
+engine gives one result per window: any aggregate after a tumbling window; after a hopping window
+whose hop divides its length, the fused linear aggregates over integers (floating sums would be
+added in another order). Otherwise :func:`windowed_aggregate` returns None and the literal
+translation runs. The answer is the same either way; a trigger without rules still fires every
+group at end of input (then at the last window's end rather than the last row's time).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from ..plan.nodes import relational as rel
+from ..plan.nodes.aggregate import Aggregate as AggregateNode
+from ..plan.nodes.aggregate import fusable
+from ..plan.nodes.lifetime import HoppingWindow
+from ..stream.streamable import Stream
+from .logical import Aggregate, Project, Tumble, event_time_field
+
+WINDOW_COLUMNS = ("window_start", "window_end")
+ORDERED = ("first", "last", "string_agg")
+
+
+def _source_names(node: Aggregate, wanted: set[str]) -> tuple[Tumble, dict[str, str]] | None:
+    """The window under ``node`` and, for each wanted input column, its name in the window's rows."""
+    names = {n: n for n in wanted}
+    cur = node.input
+    while isinstance(cur, Project):
+        columns = {n: e.name for n, e in cur.exprs if isinstance(e, exp.Column)}
+        if any(here not in columns for here in names.values()):
+            return None  # a computed column
+        names = {top: columns[here] for top, here in names.items()}
+        cur = cur.input
+    if not isinstance(cur, Tumble):
+        return None
+    return cur, names
+
+
+def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, time) -> Stream | None:
+    """The aggregate ``node`` over window rows on the engine's windows, or None when it does not apply.
+
+    ``rows_of(tumble)`` translates the window's input (its rows in event-time order); ``distinct`` is the
+    name of the hidden count a ``GROUP BY`` without aggregates groups with (None when it has some)."""
+    from .. import agg
+
+    if time.column is not None or any(t != ("watermark",) for t in node.trigger):
+        return None
+    if any(c.function in ORDERED for c in node.aggs):
+        return None
+    arguments = {c.argument for c in node.aggs if c.argument is not None}
+    found = _source_names(node, set(node.keys) | arguments)
+    if found is None:
+        return None
+    tumble, names = found
+    window_keys = [k for k in node.keys if names[k] in WINDOW_COLUMNS]
+    other_keys = [k for k in node.keys if names[k] not in WINDOW_COLUMNS]
+    if not window_keys or any(names[k] != k for k in node.keys):
+        return None  # a renamed key would need a projection: the literal translation handles it
+    outputs = [c.output for c in node.aggs] + ([distinct] if distinct else [])
+    if any(names[a] in WINDOW_COLUMNS for a in arguments) or set(outputs) & set(WINDOW_COLUMNS):
+        return None
+    length = tumble.length
+    hop = length if tumble.hop is None else tumble.hop
+    if length % hop:
+        return None
+    makers = {}
+    for call in node.aggs:
+        args = [] if call.argument is None else [names[call.argument]]
+        if call.parameter is not None:
+            args.append(call.parameter)
+        makers[call.output] = getattr(agg, call.function)(*args)
+    if distinct:
+        makers[distinct] = agg.count()
+    rows = rows_of(tumble)
+    windowed = rows.hopping_window(length, hop, tumble.offset)
+    out = windowed.group_aggregate(other_keys, **makers) if other_keys else windowed.aggregate(**makers)
+    if hop == length:
+        if out.properties.constant_duration != length:
+            return None
+    else:
+        types = {f.name: f.type for f in rows.schema}
+        agg_node = out.node
+        if not (isinstance(agg_node, AggregateNode) and isinstance(agg_node.inputs[0], HoppingWindow)):
+            return None
+        if not fusable(agg_node.inputs[0], agg_node):
+            return None
+        if any(not pa.types.is_integer(types[names[a]]) for a in arguments):
+            return None  # fused hops add partial sums: floating sums would round differently
+    added = tuple(k for k in WINDOW_COLUMNS if k in window_keys)
+    schema = pa.schema([*out.schema, *(pa.field(c, pa.timestamp("us")) for c in added)])
+    out = Stream(rel.WindowRows(out.node, length, hop, added, schema))
+    fields = [out.schema.field(k) for k in node.keys] + [out.schema.field(m) for m in makers]
+    out = Stream(rel.Shape(out.node, pa.schema(fields)))
+    evt = event_time_field(node.input)
+    keys = tuple(node.keys)
+    out = Stream(rel.Trigger(out.node, spec, keys, evt if evt in keys else None, None, has_clock=True))
+    return out.select(*node.keys) if distinct else out
