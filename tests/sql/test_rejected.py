@@ -199,3 +199,9 @@ def test_a_long_or_chain_in_a_grouped_query_is_rejected_quickly(files_dir, capsy
     err = rejected(capsys, f"SELECT customer, {ors} AS x FROM 'orders.csv' GROUP BY customer")
     assert "column qty must appear in GROUP BY" in err
     assert time.perf_counter() - start < 20  # took minutes: every subtree was bound and printed
+
+
+@pytest.mark.parametrize("call", ["read_csv(id, sep => '|')", "read_parquet(1 + 2)", "read_json_auto(NULL)"])
+def test_a_file_function_needs_a_quoted_path(capsys, call):
+    err = rejected(capsys, f"SELECT * FROM {call}")
+    assert "must be a quoted path" in err

@@ -375,6 +375,9 @@ class FromItems:
             return self.redis_scan(args)
         if name in FILE_FUNCTIONS:
             path = args.pop("path")
+            if not isinstance(path, str):
+                shown = path.sql(dialect="duckdb") if isinstance(path, exp.Expression) else repr(path)
+                raise PlanError(f"{name}(...): the file must be a quoted path such as 'data.csv', got {shown}")
             fmt = {"read_json": "json", "read_json_auto": "json", "read_parquet": "parquet"}.get(name, "csv")
             return self.scan(path, fmt, args)
         node = self.table_arg(args["source"])
