@@ -87,13 +87,17 @@ def test_sql_null_semantics_hold_through_the_shared_kernels():
         "x > 5 AND y < 0": [False, False, True, False, False],
         "x IS NULL": [False, True, False, True, False],
         "x % 3 = -1": [False, False, False, False, True],  # SQL's remainder takes the dividend's sign
-        "y / 0 > 1": [True, True, False, False, False],  # floating point division: no error, infinite
+        # floating point division: no error, infinite; 0.0 / 0 is NaN, which DuckDB orders above every number
+        "y / 0 > 1": [True, True, False, False, True],
     }
     for text, want in cases.items():
         got = compiled(sql(text), truth=True, schema=SCHEMA).mask(b)
         assert got.tolist() == want, text
     dense = batch(x=[1, 6, 9], y=[1.0, 2.0, -1.0])  # no nulls: the same predicate runs on the lambdas' kernels
     assert compiled(sql("x > 5 OR y > 0"), truth=True, schema=SCHEMA).mask(dense).tolist() == [True, True, True]
+    zeros = batch(x=[1, 6, 9], y=[0.0, 2.0, float("nan")])  # a NaN made by arithmetic, and one in the column
+    assert compiled(sql("y / 0 > 1"), truth=True, schema=SCHEMA).mask(zeros).tolist() == [True, True, True]
+    assert compiled(sql("y = y"), truth=True, schema=SCHEMA).mask(zeros).tolist() == [True, True, True]
 
 
 def test_sql_projection_keeps_types_and_nulls_either_way():

@@ -49,6 +49,17 @@ def _shared(node: Node) -> bool:
     return True
 
 
+def _nan_from_arithmetic(compare: Compare, types: dict[str, pa.DataType]) -> bool:
+    """Whether a division under ``compare`` can make a NaN from finite values (0 / 0): SQL compares NaN
+    as DuckDB does, which the lambdas' kernels cannot. Non-finite values in the columns themselves are
+    found per batch (:meth:`CompiledSql.nan_compared`); from finite ones, + - * make NaN only after
+    overflowing twice (inf - inf), which is left to IEEE."""
+    for n in compare.walk():
+        if isinstance(n, BinOp) and n.op == "/" and not (isinstance(n.right, Const) and n.right.value):
+            return True
+    return False
+
+
 class CompiledSql:
     """A SQL predicate (``truth``) or projection (a :class:`~tidal.expr.nodes.Record`) over one input.
 
@@ -71,6 +82,8 @@ class CompiledSql:
         self._shared = tuple(_shared(n) for _, n in self._fields)
         self._ways: dict[tuple, tuple[bool, ...]] = {}  # input types -> per field: the lambdas' kernels?
         self._schema = schema
+        # columns whose NaN SQL compares otherwise than Python (DuckDB: NaN equals NaN, the largest number)
+        self._compared = {c for _, n in self._fields for m in n.walk() if isinstance(m, Compare) for c in m.columns()}
 
     # -- which way -------------------------------------------------------------------------
     def _kernels_for(self, types: dict[str, pa.DataType]) -> tuple[bool, ...]:
@@ -86,6 +99,8 @@ class CompiledSql:
         cols = node.columns()
         if any(types.get(c) not in _SHARED_TYPES for c in cols):
             return False
+        if any(_nan_from_arithmetic(n, types) for n in node.walk() if isinstance(n, Compare)):
+            return False
         empty = {c: pa.array([], types[c]) for c in cols}
         try:
             want = SqlEvaluator(empty, 0, self.subresults).array(node).type
@@ -96,6 +111,18 @@ class CompiledSql:
             return to_arrow_column(ev.eval(node), 0).type == want
         except (Unsupported, Fallback, PlanError, pa.ArrowException):
             return False
+
+    def nan_compared(self, columns: dict[str, pa.Array]) -> bool:
+        """Whether a floating-point column this expression compares holds NaN or an infinity in this
+        batch: the lambdas' kernels compare as Python (NaN never equal, never larger), so such a batch
+        takes SQL's way."""
+        for name in self._compared:
+            col = columns.get(name)
+            if col is not None and pa.types.is_floating(col.type) and len(col):
+                values = col.to_numpy(zero_copy_only=False)
+                if not np.isfinite(values).all():  # NaN, or infinities whose arithmetic may make one
+                    return True
+        return False
 
     def kernel_ok(self, types: dict[str, pa.DataType]) -> bool:
         """Whether the lambdas' kernels may evaluate every part of this expression over these types."""
@@ -117,7 +144,7 @@ class CompiledSql:
     def mask(self, batch: EventBatch) -> np.ndarray:
         """SQL WHERE for each event of the batch: null is false (absent events: anything)."""
         n = len(batch)
-        if self._kernels_for({c: a.type for c, a in batch.columns.items()})[0]:
+        if self._kernels_for({c: a.type for c, a in batch.columns.items()})[0] and not self.nan_compared(batch.columns):
             try:
                 value = Evaluator(batch.columns, n).truth(self.node)
                 self.native.count(n)
@@ -142,7 +169,7 @@ class CompiledSql:
         operator then calls :meth:`project_rows` on the batch's present events)."""
         n = len(batch)
         ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
-        if not all(ways):
+        if not all(ways) or self.nan_compared(batch.columns):
             return None
         try:
             return self._columns(batch, n, ways)
@@ -153,6 +180,8 @@ class CompiledSql:
         """Output columns of a batch without absent events: each field by the kernels or by SQL."""
         n = len(batch)
         ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
+        if self.nan_compared(batch.columns):
+            ways = tuple(False for _ in ways)
         try:
             return self._columns(batch, n, ways, sql=self._sql(batch.columns, n))
         except SqlTypeError as err:

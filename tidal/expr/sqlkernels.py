@@ -61,7 +61,27 @@ def compare_values(op: str, a, b):
         a = pc.cast(a, b.type)
     elif pa.types.is_boolean(b.type) and _numeric(a.type):
         b = pc.cast(b, a.type)
+    if pa.types.is_floating(a.type) or pa.types.is_floating(b.type):
+        return _compare_floats(op, a, b)
     return _CMP[op](a, b)
+
+
+def _compare_floats(op: str, a, b):
+    """DuckDB orders floating-point values totally: NaN equals NaN and is larger than every other
+    number (IEEE comparisons are false for NaN). Where either side is NaN the answer comes from which
+    sides are NaN; elsewhere it is the plain comparison; NULL stays NULL."""
+    no = pa.scalar(False)
+    an = pc.is_nan(a) if pa.types.is_floating(a.type) else no
+    bn = pc.is_nan(b) if pa.types.is_floating(b.type) else no
+    by_nan = {
+        "==": lambda: pc.and_(an, bn),
+        "!=": lambda: pc.invert(pc.and_(an, bn)),
+        "<": lambda: pc.and_(pc.invert(an), bn),
+        "<=": lambda: bn,
+        ">": lambda: pc.and_(an, pc.invert(bn)),
+        ">=": lambda: an,
+    }[op]()
+    return pc.if_else(pc.or_(an, bn), by_nan, _CMP[op](a, b))
 
 
 def _truth(v):

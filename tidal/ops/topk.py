@@ -40,6 +40,9 @@ from .recomputed import RecomputedSnapshot
 def _compare_values(a, b) -> int:
     if a == b:
         return 0
+    a_nan, b_nan = a != a, b != b  # NaN: equal to itself and larger than every number (DuckDB's order)
+    if a_nan or b_nan:
+        return 0 if a_nan and b_nan else 1 if a_nan else -1
     return -1 if a < b else 1
 
 
@@ -101,10 +104,26 @@ def order_indices(table: pa.Table, order) -> pa.Array:
     """ORDER BY's row order: each key ascending or descending, nulls last unless NULLS FIRST; rows
     tied on the keys by every (flat) column ascending, as the changelog's TopK orders them."""
     keys = _sort_keys(table, order)
+    table, keys = _nan_largest(table, keys)
     if PER_KEY_NULL_PLACEMENT:
         return pc.sort_indices(table, sort_keys=keys)
     # older pyarrow: one null placement for all keys (the first key's)
     return pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement=keys[0][2])
+
+
+def _nan_largest(table: pa.Table, keys: list[tuple[str, str, str]]):
+    """Arrow puts NaN after every number in both directions; DuckDB orders NaN as the largest number
+    (last ascending, first descending). A floating key holding NaN is sorted by whether it is NaN
+    first (NULL stays NULL, placed as the key's nulls), then by its value."""
+    out = []
+    for name, direction, nulls in keys:
+        col = table.column(name)
+        if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+            flag = f"\0nan {name}"
+            table = table.append_column(flag, pc.cast(pc.is_nan(col), pa.int8()))
+            out.append((flag, direction, nulls))
+        out.append((name, direction, nulls))
+    return table, out
 
 
 class TopKOp(RecomputedSnapshot):

@@ -573,7 +573,10 @@ def pushable_predicate(node: exp.Expression) -> pc.Expression | None:
                 value = Evaluator({}, 0).eval(lit).as_py()
                 if lit.is_string:
                     return None  # string vs timestamp columns need a cast the reader would not make
-                return getattr(pc.field(col.name), method)(value)
+                pushed = getattr(pc.field(col.name), method)(value)
+                if method in ("__gt__", "__ge__"):  # NaN is larger than every number (DuckDB)
+                    pushed = pushed | pc.field(col.name).is_nan()
+                return pushed
             return None
     if isinstance(node, exp.Is) and isinstance(node.this, exp.Column) and isinstance(node.expression, exp.Null):
         return pc.field(node.this.name).is_null()
