@@ -181,6 +181,16 @@ class JoinBase(Operator):
                     return True
         return False
 
+    def _store_rows(self, side: int, batch: EventBatch) -> int:
+        """Store every row of ``batch`` on ``side``; returns the first one's row number (a count downstream:
+        the rows are numbered, their payload never kept, as in :meth:`_stored`)."""
+        store = self.stores[side]
+        if not self.payload_read():
+            base = store.rows
+            store.rows += len(batch)
+            return base
+        return store.append(batch)
+
     def _stored(self, side: int, batches: list[EventBatch]):
         """Each batch with present events, once its present rows are stored: (batch, present positions or None,
         store base, dense) as :meth:`~.store._Store.append_present` says."""

@@ -59,7 +59,7 @@ class BuildOnceJoin(HashJoin):
             self.built = {"g": empty, "s": empty, "e": empty, "row": empty}
             self.replay = {"g": empty, "s": empty, "e": empty, "row": empty}
             return
-        base = self.stores[0].append(whole)
+        base = self._store_rows(0, whole)
         kid = self._key_ids(0, whole)
         sync, other = whole.sync, whole.other
         rows = np.arange(base, base + len(whole), dtype=np.int64)
@@ -133,7 +133,7 @@ class BuildOnceJoin(HashJoin):
         ok = np.flatnonzero(start < end)
         if len(ok) == 0:
             return
-        base = self.stores[1].append(right)
+        base = self._store_rows(1, right)
         self.reorder.push(self._pairs(start[ok], end[ok], b["row"][li[ok]], base + r[ok]))
 
     def _key_offsets(self) -> np.ndarray:

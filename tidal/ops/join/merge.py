@@ -90,7 +90,7 @@ class MergeJoin(JoinBase):
             else:
                 ph = payload_hash(b.columns, len(b))
                 ph = ph if idx is None else ph[idx]
-            base = self.stores[side].append(b)
+            base = self._store_rows(side, b)
             rows = np.arange(base, base + len(b), dtype=np.int64)
             intervals[side] = int(np.count_nonzero(kind == INTERVAL))
             for name, value in (
