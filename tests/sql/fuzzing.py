@@ -46,7 +46,8 @@ def _serve(conn, directory: str) -> None:  # pragma: no cover - runs in the work
                     err.write(f"ESCAPED {type(exc).__name__}: {exc}\n")
         finally:
             sys.stdin = stdin
-        conn.send((status, out.getvalue()[-200_000:], err.getvalue()[-4000:]))
+        text = err.getvalue()  # its head (the 'tidal: ' line, however long it is) and its tail
+        conn.send((status, out.getvalue()[-200_000:], text if len(text) <= 8000 else text[:4000] + text[-4000:]))
 
 
 class Worker:
