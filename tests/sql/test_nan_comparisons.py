@@ -21,11 +21,25 @@ CONSTANTS = st.sampled_from(["2.0", "-1", "100", "'nan'::DOUBLE", "'inf'::DOUBLE
 OPS = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 
 
-def canonical(rows: list[dict]) -> list[tuple]:
+def as_rows(rows: list[dict]) -> list[tuple]:
     # NaN as a string: Python's nan is not equal to itself, so lists holding it never compare equal
-    return sorted(
-        (tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r.values()) for r in rows), key=repr
-    )
+    return [tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r.values()) for r in rows]
+
+
+def canonical(rows: list[dict]) -> list[tuple]:
+    return sorted(as_rows(rows), key=repr)
+
+
+def tidal_and_duckdb(sql: str, table: pa.Table, directory) -> tuple[list[dict], list[dict]]:
+    """``sql`` over 't.parquet' in ``directory`` by tidal, and by DuckDB over the same rows as an Arrow
+    table: pyarrow's Parquet statistics leave NaN out (min = max = the other values) and DuckDB folds a
+    comparison the statistics decide, so over the file DuckDB answers NaN <= 2.0 as true."""
+    with contextlib.chdir(directory):
+        got = plan(sql).result().to_pylist()
+    con = duckdb.connect()
+    con.register("t_arrow", table)
+    want = con.sql(sql.replace("'t.parquet'", "t_arrow")).arrow()
+    return got, (want.read_all() if hasattr(want, "read_all") else want).to_pylist()
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,15 +69,7 @@ def test_nan_compares_as_in_duckdb(tmp_path_factory, f, g_seed, op, constant, sh
         "in_filter": f"SELECT i FROM 't.parquet' WHERE NOT (f {op} {constant}) OR g {op} f",
         "arithmetic": f"SELECT i FROM 't.parquet' WHERE (f - g) {op} 0 OR (i % 2) / (i % 2) {op} {constant}",
     }[shape]
-    with contextlib.chdir(directory):
-        got = plan(sql).result().to_pylist()
-    # DuckDB reads the Arrow table, not the file: pyarrow's Parquet statistics leave NaN out (min = max =
-    # the other values), and DuckDB folds a comparison the statistics decide, so over the file it answers
-    # NaN <= 2.0 as true
-    con = duckdb.connect()
-    con.register("t_arrow", table)
-    want = con.sql(sql.replace("'t.parquet'", "t_arrow")).arrow()
-    want = (want.read_all() if hasattr(want, "read_all") else want).to_pylist()
+    got, want = tidal_and_duckdb(sql, table, directory)
     assert canonical(got) == canonical(want), sql
 
 
@@ -82,13 +88,5 @@ def test_order_by_puts_nan_where_duckdb_does(tmp_path_factory, f, desc, nulls_fi
     direction = " DESC" if desc else ""
     nulls = " NULLS FIRST" if nulls_first else " NULLS LAST"
     sql = f"SELECT f, i FROM 't.parquet' ORDER BY f{direction}{nulls}, i{limit}"
-    with contextlib.chdir(directory):
-        got = plan(sql).result().to_pylist()
-    con = duckdb.connect()
-    con.register("t_arrow", table)
-    want = con.sql(sql.replace("'t.parquet'", "t_arrow")).arrow()
-    want = (want.read_all() if hasattr(want, "read_all") else want).to_pylist()
-    as_rows = lambda rows: [
-        tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r.values()) for r in rows
-    ]  # noqa: E731
+    got, want = tidal_and_duckdb(sql, table, directory)
     assert as_rows(got) == as_rows(want), sql
