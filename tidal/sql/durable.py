@@ -50,7 +50,31 @@ BATCH_FORMATS = ("batch-csv", "batch-json", "batch-table", "live-table", "parque
 QUERY_NAME = "query"
 
 
-class ChangelogFile(DurableSink):
+class _ChangelogDurable(DurableSink):
+    """A durable sink that writes the changelog's changes (``self.changelog``): its pending
+    retractions (interval ends) and sequence go into the checkpoint beside the sink's own progress."""
+
+    changelog: ChangelogSink
+
+    def on_batch(self, batch) -> None:
+        self.changelog.on_batch(batch)
+
+    def on_punctuation(self, time: int) -> None:
+        self.changelog.on_punctuation(time)
+
+    def on_completed(self) -> None:
+        self.changelog.on_completed()
+
+    def _changelog_progress(self) -> dict:
+        return {"pending": list(self.changelog.pending), "seq": self.changelog._seq}
+
+    def _resume_changelog(self, position: dict) -> None:
+        self.changelog.pending = [tuple(p) for p in position["pending"]]
+        heapq.heapify(self.changelog.pending)
+        self.changelog._seq = position["seq"]
+
+
+class ChangelogFile(_ChangelogDurable):
     """stream-json or live-csv written to a committed text file; the checkpoint keeps the file's
     committed length and checksum and the changelog's pending retractions (interval ends)."""
 
@@ -63,20 +87,11 @@ class ChangelogFile(DurableSink):
     def _write(self, time: int, undo: bool, row: tuple) -> None:
         self.writer(time, undo, row)
 
-    def on_batch(self, batch) -> None:
-        self.changelog.on_batch(batch)
-
-    def on_punctuation(self, time: int) -> None:
-        self.changelog.on_punctuation(time)
-
-    def on_completed(self) -> None:
-        self.changelog.on_completed()
-
     def commit(self):
         return self.file.commit()
 
     def progress(self) -> dict:
-        return {"file": self.file.progress(), "pending": list(self.changelog.pending), "seq": self.changelog._seq}
+        return {"file": self.file.progress(), **self._changelog_progress()}
 
     def resume_at(self, position) -> None:
         fresh = not position
@@ -86,15 +101,13 @@ class ChangelogFile(DurableSink):
         else:
             self.writer = LiveCsv(self.file, self.labels, header=fresh)
         if not fresh:
-            self.changelog.pending = [tuple(p) for p in position["pending"]]
-            heapq.heapify(self.changelog.pending)
-            self.changelog._seq = position["seq"]
+            self._resume_changelog(position)
 
     def close(self) -> None:
         self.file.close()
 
 
-class KafkaChangelog(DurableSink):
+class KafkaChangelog(_ChangelogDurable):
     """``--output kafka://HOST:PORT/TOPIC`` under ``--state``: each change a stream-json message,
     staged with each commit and sent once the checkpoint is saved (:mod:`tidal.io.kafka_sink`), with
     the changelog's pending retractions in the checkpoint."""
@@ -116,15 +129,6 @@ class KafkaChangelog(DurableSink):
     def flush(self) -> None:
         pass
 
-    def on_batch(self, batch) -> None:
-        self.changelog.on_batch(batch)
-
-    def on_punctuation(self, time: int) -> None:
-        self.changelog.on_punctuation(time)
-
-    def on_completed(self) -> None:
-        self.changelog.on_completed()
-
     def commit(self):
         return self.kafka.commit()
 
@@ -132,14 +136,12 @@ class KafkaChangelog(DurableSink):
         self.kafka.publish()
 
     def progress(self) -> dict:
-        return {"kafka": self.kafka.progress(), "pending": list(self.changelog.pending), "seq": self.changelog._seq}
+        return {"kafka": self.kafka.progress(), **self._changelog_progress()}
 
     def resume_at(self, position) -> None:
         self.kafka.resume_at(position["kafka"] if position else None)
         if position:
-            self.changelog.pending = [tuple(p) for p in position["pending"]]
-            heapq.heapify(self.changelog.pending)
-            self.changelog._seq = position["seq"]
+            self._resume_changelog(position)
 
     def close(self) -> None:
         self.kafka.close()
