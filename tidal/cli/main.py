@@ -555,5 +555,36 @@ def main(argv: list[str] | None = None) -> int:
         return report(exc, args)
 
 
+def entry() -> None:
+    """The `tidal` command: run `main`, then leave without C++ static destructors.
+
+    Arrow keeps a pool of worker threads; destroying it while a worker is still alive at interpreter
+    exit aborts the process ("terminate called without an active exception", apache/arrow#34314) after
+    the answer was written, turning a success into SIGABRT. So the command runs Python's own exit
+    work (atexit handlers, weakref finalizers), flushes its output and ends with `os._exit`.
+    """
+    status = 1
+    try:
+        status = main()
+    except SystemExit as exc:  # argparse's --help and usage errors
+        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        if not isinstance(exc.code, int) and exc.code is not None:
+            print(exc.code, file=sys.stderr)
+    finally:
+        import atexit
+        import threading
+
+        for thread in threading.enumerate():  # as the interpreter does: wait for non-daemon threads
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the reader left or the stream is closed: nothing more can be delivered
+    os._exit(status or 0)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
