@@ -30,7 +30,9 @@ micro-batch, running a micro-batch without data to fire timers. Spark's own drop
 behind the watermark is kept away from the stateful step (its late-row check is pointed at a
 null column), so tidal's policy decides: an event earlier than its group's frontier is late,
 with ``late="error"`` (default) the micro-batch fails naming the event, with ``late="drop"``
-it is dropped and counted in the group's state.
+it is dropped and counted in the group's state. The bar is fixed from earlier micro-batches, so it never
+exceeds the embedded engine's watermark at the event's arrival: the events called late here are a subset of
+the embedded engine's, equal when no event is later than ``reorder_latency`` (docs/spark.md).
 
 Spark's checkpoint location makes restarts resume from the last committed micro-batch and its
 state; the sink writes each micro-batch's output under ``output/batch_id=N`` (overwriting), so a
