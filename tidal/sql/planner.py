@@ -181,7 +181,7 @@ class Translator:
             if inner_time.column != node.time_field:
                 raise PlanError(f"tumble's time field {node.time_field} is not the declared event time {time.column}")
             inner = self.stream(node.input, inner_time)
-            return Stream(rel.Tumble(inner.node, node.length, node.offset, node.hop, node.schema()))
+            return Stream(rel.Tumble(inner.node, node.length, node.offset, node.hop, node.schema(), node.align))
         if isinstance(node, Session):
             return self.session(node, time)
         if isinstance(node, MatchRecognize):

@@ -60,16 +60,18 @@ class SessionColumns(PlanNode):
 class Tumble(PlanNode):
     """SQL ``tumble``/``hop``: rows gain their window's bounds as columns."""
 
-    def __init__(self, input: PlanNode, length: int, offset: int, hop: int | None, schema: pa.Schema):
+    def __init__(
+        self, input: PlanNode, length: int, offset: int, hop: int | None, schema: pa.Schema, align: str = "start"
+    ):
         props = input.props.but(grouping=())
-        super().__init__((input,), schema, props, length=length, offset=offset, hop=hop)
+        super().__init__((input,), schema, props, length=length, offset=offset, hop=hop, align=align)
 
     @property
     def label(self) -> str:
         return "Tumble" if self.hop is None else "Hop"
 
     def make(self) -> Operator:
-        return TumbleOp(self.length, self.offset, self.hop)
+        return TumbleOp(self.length, self.offset, self.hop, self.align)
 
 
 class WindowRows(PlanNode):
@@ -77,12 +79,14 @@ class WindowRows(PlanNode):
 
     label = "WindowRows"
 
-    def __init__(self, input: PlanNode, length: int, step: int, columns: tuple, schema: pa.Schema):
+    def __init__(
+        self, input: PlanNode, length: int, step: int, columns: tuple, schema: pa.Schema, align: str = "start"
+    ):
         props = Properties(start_edge_only=True, grouping=input.props.grouping)
-        super().__init__((input,), schema, props, length=length, step=step, columns=tuple(columns))
+        super().__init__((input,), schema, props, length=length, step=step, columns=tuple(columns), align=align)
 
     def make(self) -> Operator:
-        return WindowRowsOp(self.length, self.step, self.columns)
+        return WindowRowsOp(self.length, self.step, self.columns, self.align)
 
 
 class Trigger(PlanNode):
