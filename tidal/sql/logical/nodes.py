@@ -281,8 +281,7 @@ class Tumble(WindowColumns):
         kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
         tail = "" if self.align == "start" else " align end"
         return (
-            f"{kind} {self.time_field} length {self.length} us offset {self.offset} us{tail}"
-            " (event time := window_end)"
+            f"{kind} {self.time_field} length {self.length} us offset {self.offset} us{tail} (event time := window_end)"
         )
 
 
