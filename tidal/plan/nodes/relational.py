@@ -31,6 +31,20 @@ class Shape(PlanNode):
         return ShapeOp(self.schema)
 
 
+class EmptyDefault(PlanNode):
+    """A relational global aggregate's result, with its row over no rows when the result is empty."""
+
+    label = "EmptyDefault"
+
+    def __init__(self, input: PlanNode, row: dict):
+        super().__init__((input,), input.schema, input.props, row=tuple(sorted(row.items())))
+
+    def make(self) -> Operator:
+        from ...ops.empty_default import EmptyDefaultOp
+
+        return EmptyDefaultOp(self.schema, dict(self.row))
+
+
 class RowIdentity(PlanNode):
     """Each payload plus a null-safe identity of its columns: a null flag and a filled value per column."""
 
