@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
+from .csvscan import CSV_NULLS, rows_are_lines, unterminated_quote
 from .csvscan import is_utf8 as _is_utf8
-from .csvscan import rows_are_lines, unterminated_quote
 from .json_dates import json_dates
 
 FORMATS = {
@@ -45,9 +45,6 @@ FORMATS = {
 }
 # options accepted by read_csv(...) and friends, with the reader setting each one maps to
 SCHEMA_SAMPLE_BYTES = 1 << 20
-# DuckDB reads only an empty field as NULL; pyarrow's default list also takes NA, NULL, nan, N/A... as
-# NULL, which would turn the text 'NA' and the number NaN into NULLs
-CSV_NULLS = [""]
 CSV_OPTIONS = {"sep", "delim", "delimiter", "header", "quote", "escape", "skip", "null", "nullstr"}
 
 

@@ -32,7 +32,8 @@ import pyarrow as pa
 from ..core.errors import InputError
 from ..core.feed import IDLE, Feed
 from ..core.messages import Completed, Punctuation
-from .files import CSV_NULLS, _csv_settings, _normalise_times
+from .csvscan import CSV_NULLS
+from .files import _csv_settings, _normalise_times
 
 DEFAULT_LATENCY = 0.25  # seconds: a batch is cut at most this long after its first line arrived
 MAX_ROWS = 65_536
