@@ -163,3 +163,34 @@ def test_unknown_argument_names_list_the_valid_ones_with_align(in_dir, fn):
             f" window_length => INTERVAL 10 MICROSECONDS{extra}, alignment => 'end')"
         ).result()
     assert f"{fn}(...) has no argument alignment" in str(err.value) and "align" in str(err.value)
+
+
+# Trill's AdHocTests PointEventRegression (Sources/Test/SimpleTesting/AdHocTests.cs, MIT licence,
+# Copyright (c) Microsoft Corporation; the API version is tests/trill/test_adhoc.py): requests counted
+# per (host, address) in HoppingWindowLifetime(10, 10), each count a point at its window's end
+HTTP = [
+    (3, "msn.com", "157.59.185.162"), (7, "msn.com", "157.59.0.162"), (10, "msn.com", "157.59.185.162"),
+    (13, "msn.com", "157.59.185.162"), (16, "msn.com", "157.59.185.162"), (20, "msn.com", "157.59.185.162"),
+    (22, "test.cloudapp.net", "157.59.185.162"), (25, "bing.com", "157.59.185.162"),
+    (27, "bing.com", "157.59.185.162"), (41, "bing.com", "157.59.185.162"), (45, "msn.com", "157.59.185.162"),
+    (49, "msn.com", "157.59.185.162"), (53, "msn.com", "157.59.185.162"),
+]  # fmt: skip
+
+
+def test_trills_point_event_regression_in_sql(in_dir):
+    with open(in_dir / "http.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["t", "host", "ip"])
+        w.writerows(HTTP)
+    q = plan(
+        "SELECT window_end, host, ip, count(*) AS n FROM tumble(source => TABLE(max_diff_watermark("
+        "source => TABLE('http.csv'), time_field => DESCRIPTOR(t))), window_length => INTERVAL 10 MICROSECONDS,"
+        " align => 'end') GROUP BY window_end, host, ip TRIGGER ON WATERMARK"
+    )
+    log = q.changelog().to_pylist()
+    got = sorted((r["time"], _micros(r["window_end"]), r["host"], r["ip"], r["n"]) for r in log if not r["undo"])
+    m, m0 = ("msn.com", "157.59.185.162"), ("msn.com", "157.59.0.162")
+    t, b = ("test.cloudapp.net", "157.59.185.162"), ("bing.com", "157.59.185.162")
+    trill = [(10, *m, 2), (10, *m0, 1), (20, *m, 3), (30, *t, 1), (30, *b, 2), (50, *b, 1), (50, *m, 2), (60, *m, 1)]
+    assert got == sorted((w, w, *rest) for w, *rest in trill)  # each count inserted at its window's end
+    assert not any(r["undo"] for r in log)
