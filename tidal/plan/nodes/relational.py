@@ -37,7 +37,8 @@ class EmptyDefault(PlanNode):
     label = "EmptyDefault"
 
     def __init__(self, input: PlanNode, row: dict):
-        super().__init__((input,), input.schema, input.props, row=tuple(sorted(row.items())))
+        # one partition (a global key): on Spark it must see the whole result, not one part of it each
+        super().__init__((input,), input.schema, input.props, row=tuple(sorted(row.items())), partitioning=((),))
 
     def make(self) -> Operator:
         from ...ops.empty_default import EmptyDefaultOp
