@@ -269,6 +269,7 @@ def test_median_of_text_and_booleans_is_the_lower_middle_value(tmp_path):
         ("SELECT quantile_cont(s, 0.5) FROM 't.parquet'", ["QUANTILE_CONT", "VARCHAR"]),
         ("SELECT avg(d) FROM 't.parquet'", ["AVG(d)", "DATE", "not supported"]),
         ("SELECT median(d) FROM 't.parquet'", ["MEDIAN(d)", "DATE", "not supported"]),
+        ("SELECT quantile_disc(d, 0.5) FROM 't.parquet'", ["QUANTILE_DISC(d, 0.5)", "DATE", "not supported"]),
     ],
 )
 def test_aggregates_of_types_they_do_not_take(tmp_path, sql, named):

@@ -360,7 +360,7 @@ class SqlEvaluator:
                 value_set = value_set.cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 pass
-        hit = pc.is_in(v, value_set=value_set)
+        hit = pc.is_in(*_zero_signless(v, value_set))
         # SQL: x IN (...) is null when x is null, or when no match and the list holds a null
         hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
         if len(non_null) < len(scalars):
@@ -373,11 +373,19 @@ class SqlEvaluator:
         values = values.drop_null()
         if values.type != v.type:
             values = values.cast(v.type)
-        hit = pc.is_in(v, value_set=values)
+        hit = pc.is_in(*_zero_signless(v, values))
         hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
         if has_null:
             hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
         return hit
+
+
+def _zero_signless(v, values):
+    """``(v, values)`` with -0.0 made 0.0 when floating: Arrow's is_in tells them apart by their bits
+    (NaN already matches NaN), SQL does not."""
+    if pa.types.is_floating(v.type) and pa.types.is_floating(values.type):
+        return pc.add(v, 0.0), pc.add(values, 0.0)
+    return v, values
 
 
 # -- SQL functions: (evaluator, node) -> value ------------------------------------------------------

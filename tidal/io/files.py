@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
+from .csvscan import CSV_NULLS, rows_are_lines, unterminated_quote
 from .csvscan import is_utf8 as _is_utf8
-from .csvscan import rows_are_lines, unterminated_quote
 from .json_dates import json_dates
 
 FORMATS = {
@@ -399,7 +399,7 @@ def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid, sou
     raw = (lambda n: n) if header else (lambda n: "f" + n[len("column") :])
     convert_opts = pv.ConvertOptions(
         include_columns=[raw(c) for c in columns] if columns is not None else None,
-        null_values=[nulls] if nulls is not None else None,
+        null_values=[nulls] if nulls is not None else CSV_NULLS,
         strings_can_be_null=True,  # an empty field is NULL, as in DuckDB
         column_types=None if schema is None else {raw(f.name): f.type for f in schema},
     )
@@ -586,7 +586,7 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
                 io.BytesIO(head),
                 read_options=read_opts,
                 parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
-                convert_options=pv.ConvertOptions(strings_can_be_null=True),
+                convert_options=pv.ConvertOptions(null_values=CSV_NULLS, strings_can_be_null=True),
             )
         except pa.ArrowInvalid as exc:
             raise InputError(f"{path}: {exc}") from None

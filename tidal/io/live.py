@@ -32,6 +32,7 @@ import pyarrow as pa
 from ..core.errors import InputError
 from ..core.feed import IDLE, Feed
 from ..core.messages import Completed, Punctuation
+from .csvscan import CSV_NULLS
 from .files import _csv_settings, _normalise_times
 
 DEFAULT_LATENCY = 0.25  # seconds: a batch is cut at most this long after its first line arrived
@@ -201,7 +202,7 @@ def _sample_table(sample: bytes, fmt: str, options: dict, path: str) -> pa.Table
             io.BytesIO(sample),
             read_options=read_opts,
             parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
-            convert_options=pv.ConvertOptions(strings_can_be_null=True),
+            convert_options=pv.ConvertOptions(null_values=CSV_NULLS, strings_can_be_null=True),
         )
     except pa.ArrowInvalid as exc:
         raise InputError(f"{path}: {exc}") from None
@@ -289,7 +290,7 @@ class LineParser:
                 ),
                 convert_options=pv.ConvertOptions(
                     include_columns=[raw(c) for c in self.columns],
-                    null_values=[nulls] if nulls is not None else None,
+                    null_values=[nulls] if nulls is not None else CSV_NULLS,
                     strings_can_be_null=True,
                     column_types={raw(f.name): _parse_type(f.type) for f in self.schema},
                 ),

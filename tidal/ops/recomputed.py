@@ -25,6 +25,18 @@ from .base import Operator
 BULK = 2  # a heap entry's "delta" when its last item is a list of rows, each inserted (+1) at its tick
 
 
+NAN = float("nan")  # the one NaN rows hold: equal to itself as a tuple item, with one hash
+
+
+def _values(column: pa.Array) -> list:
+    """A column's Python values, every NaN the same object, so rows holding NaN compare equal (a
+    retraction finds its insert, NaN partitions are one partition), as SQL's NaN = NaN."""
+    values = column.to_pylist()
+    if pa.types.is_floating(column.type):
+        return [NAN if v != v else v for v in values]
+    return values
+
+
 class TickedChanges(Operator):
     """Turns input events into a heap of per-tick row changes (+1 at a start, -1 at an end) and
     hands every completed tick to ``_close(bound)``; TopK, window functions and ROW_NUMBER share it.
@@ -59,7 +71,7 @@ class TickedChanges(Operator):
             return
         sync, other = batch.sync, batch.other
         self._close(int(sync[0]))  # every tick before this batch's first is complete
-        rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
+        rows = list(zip(*[_values(batch.columns[n]) for n in self.names], strict=True))
         if self.bulk_inserts and bool((other == INFINITY).all()):
             bounds = np.flatnonzero(np.diff(sync)) + 1
             starts, stops = [0, *bounds.tolist()], [*bounds.tolist(), len(rows)]

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import TidalError
 from .recomputed import RecomputedSnapshot
+from .topk import _nan_largest
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
 OFFSET = ("lag", "lead")
@@ -79,7 +80,11 @@ class _Layout:
         named = {k[0] for k in keys}
         keys += [(f.name, "ascending", "at_end") for f in table.schema if not pa.types.is_nested(f.type)
                  and f.name not in named]  # fmt: skip
-        self.index = pc.sort_indices(table, sort_keys=keys).to_numpy() if keys else np.arange(table.num_rows)
+        if keys:  # NaN sorts as the largest number (DuckDB's order), not beside the nulls as in Arrow
+            flagged, keys = _nan_largest(table, keys)
+            self.index = pc.sort_indices(flagged, sort_keys=keys).to_numpy()
+        else:
+            self.index = np.arange(table.num_rows)
         self.sorted = table.take(self.index)
         n = table.num_rows
         self.n = n
@@ -109,7 +114,7 @@ class _Layout:
 
 
 def _changes(table: pa.Table, columns: tuple, n: int) -> np.ndarray:
-    """True where a row starts a new run of equal values of ``columns`` (nulls equal to nulls)."""
+    """True where a row starts a new run of equal values of ``columns`` (nulls equal to nulls, NaN to NaN)."""
     out = np.zeros(n, bool)
     if n:
         out[0] = True
@@ -120,6 +125,9 @@ def _changes(table: pa.Table, columns: tuple, n: int) -> np.ndarray:
         a, b = col.slice(1), col.slice(0, n - 1)
         null_a, null_b = a.is_null().to_numpy(zero_copy_only=False), b.is_null().to_numpy(zero_copy_only=False)
         differ = pc.fill_null(pc.not_equal(a, b), False).to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(col.type):
+            both_nan = pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False).to_numpy(zero_copy_only=False)
+            differ = differ & ~both_nan
         out[1:] |= np.where(null_a | null_b, null_a != null_b, differ)
     return out
 
@@ -207,8 +215,21 @@ def _frame_sum(arg, valid, fs, fe, count, fn, out_type) -> pa.Array:
     integer = pa.types.is_integer(arg.type)
     vals = np.where(valid, arg.fill_null(0).to_numpy(zero_copy_only=False), 0)
     vals = vals.astype(np.int64 if integer else np.float64)
+    special = None
+    if not integer and not np.isfinite(vals).all():
+        # NaN and infinities would spoil every later prefix sum: count them per frame instead
+        def in_frame(mask):
+            c = np.concatenate([[0], np.cumsum(mask)])
+            return (c[fe] - c[fs]) > 0
+
+        nan, pos, neg = in_frame(np.isnan(vals)), in_frame(vals == np.inf), in_frame(vals == -np.inf)
+        special = np.where(nan | (pos & neg), np.nan, np.where(pos, np.inf, -np.inf))
+        has_special = nan | pos | neg
+        vals = np.where(np.isfinite(vals), vals, 0.0)
     prefix = np.concatenate([np.zeros(1, vals.dtype), np.cumsum(vals)])
     sums = prefix[fe] - prefix[fs]
+    if special is not None:
+        sums = np.where(has_special, special, sums)
     if integer:  # an int64 prefix sum that wrapped is far from the same sum in floats
         approx = np.concatenate([[0.0], np.cumsum(vals.astype(np.float64))])
         if np.any(np.abs((approx[fe] - approx[fs]) - sums.astype(np.float64)) > 2.0**62):

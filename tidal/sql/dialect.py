@@ -341,12 +341,7 @@ def parse(sql: str) -> exp.Expression:
     if len(trees) != 1:
         raise SqlSyntaxError(f"expected one SQL statement, got {len(trees)}")
     tree = trees[0]
-    if isinstance(tree, exp.Summarize):
-        raise PlanError(
-            "SUMMARIZE is not supported (DuckDB's approx_unique and quantiles are approximations tidal does not "
-            "reproduce); DESCRIBE gives the columns and their types"
-        )
-    if not isinstance(tree, exp.Query | exp.Values | exp.Describe):
+    if not isinstance(tree, exp.Query | exp.Values | exp.Describe | exp.Summarize):
         raise SqlSyntaxError(f"only queries (SELECT ...) are supported, got: {tree.sql()[:60]}")
     if (depth := tree_depth(tree, exp.Expression.iter_expressions)) > MAX_DEPTH:
         raise PlanError(

@@ -383,7 +383,13 @@ class _Translator(MoreTranslations):
         return self._call("least", e, [e.this, *e.expressions])
 
     def t_Cast(self, e):
-        return Cast(self.visit(e.this), arrow_type(e.to))
+        cast = Cast(self.visit(e.this), arrow_type(e.to))
+        if e.to.this == exp.DataType.Type.DECIMAL and not pa.types.is_decimal(cast.to):
+            # DECIMAL(p, s) is computed as DOUBLE: keep its s digits (DuckDB rounds half away from zero)
+            params = [int(p.name) for p in e.to.expressions]
+            scale = params[1] if len(params) > 1 else (3 if not params else 0)
+            return SqlCall("round", (cast,), (scale,))
+        return cast
 
     def t_TryCast(self, e):
         return Cast(self.visit(e.this), arrow_type(e.to), safe=True)
@@ -527,8 +533,8 @@ class Evaluator:
 def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     """A literal for a folded constant, or None when it has no plain literal form."""
     py = value.as_py()
-    if py is None:
-        return exp.Null()
+    if py is None:  # a typed NULL (CAST(NULL AS VARCHAR)) keeps its type: a bare NULL has none
+        return exp.Null() if pa.types.is_null(value.type) else None
     if isinstance(py, bool):
         return exp.Boolean(this=py)
     if isinstance(py, int | float) and not isinstance(py, bool):

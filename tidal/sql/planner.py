@@ -181,7 +181,7 @@ class Translator:
             if inner_time.column != node.time_field:
                 raise PlanError(f"tumble's time field {node.time_field} is not the declared event time {time.column}")
             inner = self.stream(node.input, inner_time)
-            return Stream(rel.Tumble(inner.node, node.length, node.offset, node.hop, node.schema()))
+            return Stream(rel.Tumble(inner.node, node.length, node.offset, node.hop, node.schema(), node.align))
         if isinstance(node, Session):
             return self.session(node, time)
         if isinstance(node, MatchRecognize):
@@ -379,6 +379,9 @@ class Translator:
             out = inner.group_aggregate(list(node.keys), **makers)
         else:
             out = inner.aggregate(**makers)
+            if not (node.trigger or timed):  # over no rows SQL still has a row: counts 0, the rest NULL
+                zero = {c.output: 0 for c in node.aggs if c.function in ("count", "count_not_null", "count_distinct")}
+                out = Stream(rel.EmptyDefault(out.node, zero))
         if node.trigger or timed or ordinal:
             # input over time changes a key's value at every tick: without a TRIGGER, materialise at end of input
             evt = event_time_field(node.input)

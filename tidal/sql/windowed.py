@@ -86,7 +86,7 @@ def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, tim
     if distinct:
         makers[distinct] = agg.count()
     rows = rows_of(tumble)
-    windowed = rows.hopping_window(length, hop, tumble.offset)
+    windowed = rows.hopping_window(length, hop, tumble.offset, tumble.align)
     out = windowed.group_aggregate(other_keys, **makers) if other_keys else windowed.aggregate(**makers)
     if hop == length:
         if out.properties.constant_duration != length:
@@ -102,7 +102,7 @@ def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, tim
             return None  # fused hops add partial sums: floating sums would round differently
     added = tuple(k for k in WINDOW_COLUMNS if k in window_keys)
     schema = pa.schema([*out.schema, *(pa.field(c, pa.timestamp("us")) for c in added)])
-    out = Stream(rel.WindowRows(out.node, length, hop, added, schema))
+    out = Stream(rel.WindowRows(out.node, length, hop, added, schema, tumble.align))
     fields = [out.schema.field(k) for k in node.keys] + [out.schema.field(m) for m in makers]
     out = Stream(rel.Shape(out.node, pa.schema(fields)))
     evt = event_time_field(node.input)

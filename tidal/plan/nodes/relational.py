@@ -31,6 +31,21 @@ class Shape(PlanNode):
         return ShapeOp(self.schema)
 
 
+class EmptyDefault(PlanNode):
+    """A relational global aggregate's result, with its row over no rows when the result is empty."""
+
+    label = "EmptyDefault"
+
+    def __init__(self, input: PlanNode, row: dict):
+        # one partition (a global key): on Spark it must see the whole result, not one part of it each
+        super().__init__((input,), input.schema, input.props, row=tuple(sorted(row.items())), partitioning=((),))
+
+    def make(self) -> Operator:
+        from ...ops.empty_default import EmptyDefaultOp
+
+        return EmptyDefaultOp(self.schema, dict(self.row))
+
+
 class RowIdentity(PlanNode):
     """Each payload plus a null-safe identity of its columns: a null flag and a filled value per column."""
 
@@ -60,16 +75,18 @@ class SessionColumns(PlanNode):
 class Tumble(PlanNode):
     """SQL ``tumble``/``hop``: rows gain their window's bounds as columns."""
 
-    def __init__(self, input: PlanNode, length: int, offset: int, hop: int | None, schema: pa.Schema):
+    def __init__(
+        self, input: PlanNode, length: int, offset: int, hop: int | None, schema: pa.Schema, align: str = "start"
+    ):
         props = input.props.but(grouping=())
-        super().__init__((input,), schema, props, length=length, offset=offset, hop=hop)
+        super().__init__((input,), schema, props, length=length, offset=offset, hop=hop, align=align)
 
     @property
     def label(self) -> str:
         return "Tumble" if self.hop is None else "Hop"
 
     def make(self) -> Operator:
-        return TumbleOp(self.length, self.offset, self.hop)
+        return TumbleOp(self.length, self.offset, self.hop, self.align)
 
 
 class WindowRows(PlanNode):
@@ -77,12 +94,14 @@ class WindowRows(PlanNode):
 
     label = "WindowRows"
 
-    def __init__(self, input: PlanNode, length: int, step: int, columns: tuple, schema: pa.Schema):
+    def __init__(
+        self, input: PlanNode, length: int, step: int, columns: tuple, schema: pa.Schema, align: str = "start"
+    ):
         props = Properties(start_edge_only=True, grouping=input.props.grouping)
-        super().__init__((input,), schema, props, length=length, step=step, columns=tuple(columns))
+        super().__init__((input,), schema, props, length=length, step=step, columns=tuple(columns), align=align)
 
     def make(self) -> Operator:
-        return WindowRowsOp(self.length, self.step, self.columns)
+        return WindowRowsOp(self.length, self.step, self.columns, self.align)
 
 
 class Trigger(PlanNode):

@@ -55,6 +55,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
 
     # -- statements --------------------------------------------------------------------
     def build(self, tree: exp.Expression) -> Query:
+        if isinstance(tree, exp.Summarize):  # planned as the query it becomes (checked there)
+            return self.summarize(tree)
         refuse_unsupported(tree)
         if isinstance(tree, exp.Describe):
             return self.describe(tree)
@@ -89,6 +91,17 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         )
         scan = inline_scan("DESCRIBE", table)
         return Query(scan, scan.names)
+
+    def summarize(self, tree: exp.Summarize) -> Query:
+        """``SUMMARIZE file | table | query``: DuckDB's statistics per column (tidal/sql/logical/summarize.py)."""
+        from ..dialect import parse
+        from .summarize import summarize_tree, summarized_query
+
+        target = summarized_query(tree)
+        q = type(self)(self.catalog).query(target.copy(), top=True)
+        width = len(q.root.names) - q.hidden
+        summary = summarize_tree(target, list(q.output_names[:width]), list(q.root.types[:width]), parse)
+        return self.build(summary)
 
     def labels_for(self, node: Node) -> dict[str, str]:
         return column_labels(node, self.labels)

@@ -37,9 +37,9 @@ TVF_PARAMETERS = {
 FILE_FUNCTIONS = ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "read_parquet")
 # each table function: (the arguments it takes, the required ones: a tuple of alternative names each)
 TVF_SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]] = {
-    "tumble": (("source", "time_field", "window_length", "offset"), (("source",), ("window_length",))),
+    "tumble": (("source", "time_field", "window_length", "offset", "align"), (("source",), ("window_length",))),
     "hop": (
-        ("source", "time_field", "window_length", "hop", "slide", "hop_length", "offset"),
+        ("source", "time_field", "window_length", "hop", "slide", "hop_length", "offset", "align"),
         (("source",), ("window_length",), ("hop", "slide", "hop_length")),
     ),
     "session": (

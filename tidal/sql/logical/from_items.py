@@ -400,7 +400,14 @@ class FromItems:
                     raise PlanError("hop(...): window_length and hop must be positive intervals")
             elif length <= 0:
                 raise PlanError("tumble(...): window_length must be a positive interval")
-            return Tumble(node, time_field, length, offset, scope=scope, hop=hop)
+            align = args.get("align", "start")
+            if not isinstance(align, str) or align.lower() not in ("start", "end"):
+                shown = align.sql(dialect="duckdb") if isinstance(align, exp.Expression) else repr(align)
+                raise PlanError(
+                    f"{name}(...): align is 'start' (windows [start, end), the default) or 'end' (Trill's"
+                    f" convention: windows (start, end], a time on the grid closes its window), got {shown}"
+                )
+            return Tumble(node, time_field, length, offset, scope=scope, hop=hop, align=align.lower())
         return self.session(node, time_field, args)
 
     def tail(self, args: dict) -> Scan:

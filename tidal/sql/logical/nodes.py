@@ -275,10 +275,14 @@ class Tumble(WindowColumns):
     offset: int
     scope: tuple = ()
     hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
+    align: str = "start"  # "start": windows [start, end); "end" (Trill's): (start, end], times snap up
 
     def describe(self) -> str:
         kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
-        return f"{kind} {self.time_field} length {self.length} us offset {self.offset} us (event time := window_end)"
+        tail = "" if self.align == "start" else " align end"
+        return (
+            f"{kind} {self.time_field} length {self.length} us offset {self.offset} us{tail} (event time := window_end)"
+        )
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..expressions import SqlTypeError, interval_micros
 from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
 from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
+from .star import expand_star
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window, named_windows
 
@@ -26,8 +27,10 @@ class SelectList:
         sel = named_windows(sel.copy())
         distinct = sel.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
-            # DuckDB keeps the first row of each key in ORDER BY order: a per-key TopK tidal does not have
-            raise PlanError(f"DISTINCT ON is not supported: {distinct.sql(dialect='duckdb')}")
+            # DuckDB keeps the first row of each key in ORDER BY order: ROW_NUMBER() ... = 1
+            from .distinct_on import rewrite_distinct_on
+
+            return self.select(rewrite_distinct_on(sel))
         from_ = sel.args.get("from_") or sel.args.get("from")
         if not sel.expressions:
             raise PlanError("a SELECT without a selection list is not supported (DuckDB rejects it too)")
@@ -172,24 +175,7 @@ class SelectList:
                 q.order = (*q.order, (hits[0], bool(o.args.get("desc")), o.args.get("nulls_first")))
 
     def _expand_star(self, items, node: Node) -> list[exp.Expression]:
-        out = []
-        for item in items:
-            star = item if isinstance(item, exp.Star) else None
-            if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
-                star = item
-            if star is None:
-                out.append(item)
-                continue
-            qual = star.table if isinstance(star, exp.Column) else None
-            for phys, (q, n) in zip(node.names, node.scope, strict=True):
-                if n.startswith("__") or not n or phys.startswith("__using_"):
-                    continue
-                if qual and (q or "").lower() != qual.lower():
-                    continue
-                col = exp.Alias(this=_col(phys), alias=exp.to_identifier(n))
-                col._bound = True
-                out.append(col)
-        return out
+        return expand_star(items, node)
 
     def _triggers(self, trigger: Trigger) -> tuple:
         out = []

@@ -128,6 +128,8 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
             f"{text}: {'AVG' if call.function == 'average' else 'MEDIAN/quantile_cont'} of {name} "
             "(a TIMESTAMP in DuckDB) is not supported"
         )
+    if call.function == "percentile_disc" and pa.types.is_date(arg_type):
+        raise PlanError(f"{text}: quantile_disc of {name} is not supported (cast it to TIMESTAMP)")
     if (call.function in _NUMERIC_ONLY and not numeric) or (
         call.function in ("sum", "sum_distinct") and not (numeric or pa.types.is_boolean(arg_type))
     ):
