@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
 from ..core.errors import InputError, PlanError, describe_row
@@ -235,6 +236,22 @@ class LateTap(Operator):
         self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
 
 
+def _rows(batch: EventBatch, times: np.ndarray, idx: np.ndarray | None, start: int, stop: int) -> EventBatch:
+    """Rows ``start:stop`` of a band's events (at ``idx`` of ``batch``, or all of it): slices where they are
+    consecutive rows of the batch, else one take per column."""
+    if idx is not None:
+        a, b = int(idx[start]), int(idx[stop - 1])
+        if b - a != stop - 1 - start:
+            pos = idx[start:stop]
+            other = None if batch.points else batch.other[pos]
+            ix = pa.array(pos, pa.int64())
+            return EventBatch(times[start:stop], other, {k: v.take(ix) for k, v in batch.columns.items()})
+        start, stop = a, b + 1
+    other = None if batch.points else batch.other[start:stop]
+    cols = {k: v.slice(start, stop - start) for k, v in batch.columns.items()}
+    return EventBatch(batch.sync[start:stop], other, cols)
+
+
 class ReorderOp(Operator):
     """Impatience sort of an arrival-ordered stream into one sorted stream per delay band."""
 
@@ -257,6 +274,7 @@ class ReorderOp(Operator):
         self.stores = [PayloadStore() for _ in range(k)]
         self.generator = PunctuationGenerator(policy)
         self.emitted = [None] * k  # last punctuation emitted per band
+        self.pushed_max = [MIN_TIME] * k  # largest time pushed into each sorter
         self._reset_stats()
 
     @property
@@ -290,8 +308,9 @@ class ReorderOp(Operator):
         n = len(batch)
         if n == 0:
             return
-        sync, other = batch.sync, batch.other
-        if (other < sync).any():
+        sync = batch.sync
+        if not batch.points and (batch.other < sync).any():
+            other = batch.other
             i = int(np.flatnonzero(other < sync)[0])
             raise PlanError(
                 f"{self.row_word} {self.stats.events + i}: an end edge (sync {int(sync[i])}, other {int(other[i])}) "
@@ -312,7 +331,7 @@ class ReorderOp(Operator):
         if late.any():
             self._late(batch, late, bounds[k - 1])
             if self.policy.disorder == "adjust":
-                batch, sync, other = self._adjusted(batch, late, bounds[k - 1])
+                batch, sync, _ = self._adjusted(batch, late, bounds[k - 1])
                 if band is not None:
                     band = np.where(late, k - 1, band)
             elif band is None:
@@ -325,18 +344,41 @@ class ReorderOp(Operator):
             else:
                 sel = band == j
                 cnt = int(np.count_nonzero(sel))
-            if cnt == 0:
-                continue
-            self.stats.per_band[j] += cnt
-            idx = None if cnt == n else np.flatnonzero(sel)
-            self.sorters[j].push(sync if idx is None else sync[idx])
-            self.stores[j].add(other, batch.columns, idx)
-        held = sum(s.buffered for s in self.sorters)
-        if held > self.stats.peak_buffered:
-            self.stats.peak_buffered = held
-        for j in range(k):
-            for p in releases[j]:
-                self._release(j, p)
+            if cnt:
+                self.stats.per_band[j] += cnt
+                idx = None if cnt == n else np.flatnonzero(sel)
+                self._band(j, batch, sync if idx is None else sync[idx], idx, releases[j])
+            else:
+                for p in releases[j]:
+                    self._release(j, p)
+
+    def _band(self, j: int, batch: EventBatch, times: np.ndarray, idx: np.ndarray | None, releases) -> None:
+        """Sort the events of band ``j`` (``times``, at ``idx`` of the batch, or all of it) and make the
+        band's ``releases``. Events that arrive in order after everything the sorter holds are not pushed:
+        each release hands on the sorter's events, then the batch's next run of events up to the
+        punctuation, without copying them (a slice of the batch where its rows are consecutive)."""
+        sorter = self.sorters[j]
+        m = len(times)
+        start = 0
+        if (sorter.buffered == 0 or times[0] >= self.pushed_max[j]) and (m == 1 or bool((times[1:] >= times[:-1]).all())):
+            for p in releases:
+                if self.emitted[j] is not None and p <= self.emitted[j]:
+                    continue
+                cut = start + int(np.searchsorted(times[start:], p, side="right"))
+                self._release(j, p, (batch, times, idx, start, cut))
+                start = cut
+            releases = ()
+        if start < m:
+            rest = times[start:] if start else times
+            sorter.push(rest)
+            present = idx[start:] if idx is not None else (np.arange(start, len(batch)) if start else None)
+            self.stores[j].add(None if batch.points else batch.other, batch.columns, present, batch.sync)
+            self.pushed_max[j] = max(self.pushed_max[j], int(rest.max()))
+            held = sum(s.buffered for s in self.sorters)
+            if held > self.stats.peak_buffered:
+                self.stats.peak_buffered = held
+        for p in releases:
+            self._release(j, p)
 
     def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:
         idx = np.flatnonzero(late)
@@ -369,13 +411,17 @@ class ReorderOp(Operator):
         other[late] = np.where(o == INFINITY, INFINITY, o + (new_start - old))
         return batch.replace(sync=sync, other=other), sync, other
 
-    def _release(self, band: int, upto: int) -> None:
+    def _release(self, band: int, upto: int, direct=None) -> None:
+        """Release the sorter's events up to ``upto``, then ``direct`` (in-order events of a batch that
+        follow them: ``(batch, times, idx, start, stop)``), then punctuate at ``upto``."""
         if self.emitted[band] is not None and upto <= self.emitted[band]:
             return
         times, rows = self.sorters[band].punctuate(upto)
         if len(times):
             other, cols = self.stores[band].gather(rows)
             self._emit_sorted(band, EventBatch(times, other, cols))
+        if direct is not None and direct[4] > direct[3]:
+            self._emit_sorted(band, _rows(*direct))
         self.emitted[band] = upto
         self._punctuate(band, upto)
 
@@ -417,6 +463,7 @@ class ReorderOp(Operator):
             "stores": [s.snapshot() for s in self.stores],
             "generator": self.generator.snapshot(),
             "emitted": list(self.emitted),
+            "pushed_max": list(self.pushed_max),
         }
 
     def restore(self, state: dict) -> None:
@@ -425,3 +472,5 @@ class ReorderOp(Operator):
             store.restore(s)
         self.generator.restore(state["generator"])
         self.emitted = list(state["emitted"])
+        # older checkpoints lack it: the largest time possible keeps in-order batches in the sorter until it empties
+        self.pushed_max = list(state.get("pushed_max", [INFINITY] * len(self.sorters)))

@@ -5,13 +5,14 @@ No temporal semantics of its own: the Impatience sorter (:mod:`tidal.ops.impatie
 order the sorter releases the row ids, when a punctuation releases them. A row is handed back once
 and then forgotten.
 
-Two forms. While every column is fixed-width without nulls (numbers, times), the store is a set of
-numpy buffers, one per column, addressed by position: rows are copied in once when they arrive and
-taken out once, by one gather per column, when they are released (``DenseStore``). Released rows
-leave holes; when the holes outnumber the live rows the live rows are packed to the front (each
-packing frees at least as many rows as it copies, so a row is copied a constant number of times
-on average). Any other column (strings, nulls, nested types) turns the store into a list of Arrow
-segments merged in a binary-counter pattern (``SegmentStore``).
+Nothing is copied when rows arrive: the store keeps a reference to each pushed batch's columns (a
+*piece*: the batch's arrays, the positions of the pushed rows in them, and the row ids they got).
+A release finds each row's piece and position and takes every column once (one Arrow take over the
+pieces it touches); when the released rows are one contiguous run of one piece, in order (input
+that arrived in order), the columns are handed on as zero-copy slices. A piece is dropped when its
+last row is released. A piece pins its whole batch, so when the rows the pieces hold exceed twice
+the live rows plus ``slack``, the live rows are copied into one compact piece (each compaction
+frees at least as many rows as it copies: a row is copied a constant number of times on average).
 """
 
 from __future__ import annotations
@@ -19,284 +20,175 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .join.store import _fixed_width, _take_values, _values
-
-_SLACK = 65_536  # holes tolerated on top of the live rows before packing
+_SLACK = 65_536  # rows the pieces may hold on top of twice the live rows before compacting
 
 
-class DenseStore:
-    """Buffered rows in numpy buffers. Positions ``[0, m)`` hold rows ``sparse`` (sorted row ids, left by
-    the last packing); positions ``[m, size)`` hold rows ``dense_first, dense_first + 1, ...``."""
+class _Piece:
+    """Rows ``first .. first + n - 1`` (or the sorted ids ``rows``) at ``pos`` (None: 0..n-1) of ``columns``."""
 
-    def __init__(self, schema: pa.Schema, next_row: int = 0, slack: int = _SLACK):
-        self.schema = schema
-        self.slack = slack
-        self.dtypes = [np.dtype(f"i{f.type.bit_width // 8}") for f in schema]
-        self.bufs = [np.empty(0, d) for d in self.dtypes]
-        self.other = np.empty(0, np.int64)
-        self.alive = np.empty(0, bool)
-        self.sparse = np.empty(0, np.int64)
-        self.dense_first = next_row
-        self.next_row = next_row
-        self.size = 0
-        self.held = 0
+    __slots__ = ("first", "n", "rows", "pos", "other", "sync", "columns", "alive", "n_alive", "length")
 
-    @staticmethod
-    def fits(schema: pa.Schema, columns: dict[str, pa.Array]) -> bool:
-        return list(columns) == schema.names and all(
-            c.type == f.type and not c.null_count for c, f in zip(columns.values(), schema, strict=True)
-        )
-
-    def _room(self, k: int) -> None:
-        if self.size + k <= len(self.other):
-            return
-        if self.size - self.held > self.held:
-            self._pack()
-            if self.size + k <= len(self.other):
-                return
-        cap = max(self.size + k, 2 * len(self.other), 1024)
-        for j, buf in enumerate(self.bufs):
-            grown = np.empty(cap, buf.dtype)
-            grown[: self.size] = buf[: self.size]
-            self.bufs[j] = grown
-        for name in ("other", "alive"):
-            buf = getattr(self, name)
-            grown = np.empty(cap, buf.dtype)
-            grown[: self.size] = buf[: self.size]
-            setattr(self, name, grown)
-
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray | None) -> None:
-        """Append the rows of a batch (those at ``present``, or all): they get the next row ids."""
-        k = len(other) if present is None else len(present)
-        if k == 0:
-            return
-        self._room(k)
-        lo, hi = self.size, self.size + k
-        runs = None
-        if present is not None and len(other) - k <= max(8, len(other) >> 10):
-            # a few rows left out (late ones): copy the runs between them rather than gather every row
-            cut = np.flatnonzero(np.diff(present) != 1) + 1
-            firsts = np.r_[0, cut]
-            runs = list(zip(firsts.tolist(), np.r_[cut, k].tolist(), present[firsts].tolist(), strict=True))
-        for buf, col in zip(self.bufs, columns.values(), strict=True):
-            values = _values(col, buf.dtype)
-            if present is None:
-                buf[lo:hi] = values
-            elif runs is not None:
-                for a, b, src in runs:
-                    buf[lo + a : lo + b] = values[src : src + b - a]
-            else:
-                _take_values(values, present, out=buf[lo:hi])
-        self.other[lo:hi] = other if present is None else other[present]
-        self.alive[lo:hi] = True
-        self.size, self.held, self.next_row = hi, self.held + k, self.next_row + k
-
-    def _positions(self, rows: np.ndarray) -> np.ndarray:
-        m = len(self.sparse)
-        pos = rows - (self.dense_first - m)
-        if m:
-            old = rows < self.dense_first
-            if old.any():
-                pos[old] = np.searchsorted(self.sparse, rows[old])
-        return pos
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        pos = self._positions(rows)
-        self.alive[pos] = False
-        self.held -= len(pos)
-        other = _take_values(self.other[: self.size], pos)
-        cols = {
-            f.name: pa.Array.from_buffers(f.type, len(pos), [None, pa.py_buffer(_take_values(buf[: self.size], pos))])
-            for f, buf in zip(self.schema, self.bufs, strict=True)
-        }
-        if self.held == 0:
-            self.size, self.sparse, self.dense_first = 0, self.sparse[:0], self.next_row
-        elif self.size - self.held > self.held + self.slack:
-            self._pack()
-        return other, cols
-
-    def _row_ids(self, pos: np.ndarray) -> np.ndarray:
-        m = len(self.sparse)
-        ids = pos + (self.dense_first - m)
-        if m:
-            old = pos < m
-            ids[old] = self.sparse[pos[old]]
-        return ids
-
-    def _pack(self) -> None:
-        """Move the live rows to the front (they become the sparse part)."""
-        keep = np.flatnonzero(self.alive[: self.size])
-        self.sparse = self._row_ids(keep)
-        n = len(keep)
-        for buf in self.bufs:
-            buf[:n] = _take_values(buf[: self.size], keep)
-        self.other[:n] = self.other[keep]
-        self.alive[:n] = True
-        self.size = n
-        self.dense_first = self.next_row
-
-    def live(self) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
-        """Row ids, other times and columns of the live rows (increasing row ids)."""
-        keep = np.flatnonzero(self.alive[: self.size])
-        cols = {
-            f.name: pa.Array.from_buffers(f.type, len(keep), [None, pa.py_buffer(_take_values(buf[: self.size], keep))])
-            for f, buf in zip(self.schema, self.bufs, strict=True)
-        }
-        return self._row_ids(keep), self.other[keep], cols
-
-
-class _Segment:
-    """Payload of buffered events with consecutive-or-sorted row ids."""
-
-    __slots__ = ("first", "rows", "other", "columns", "alive", "n_alive")
-
-    def __init__(self, first, rows, other, columns, alive, n_alive):
+    def __init__(self, first, n, rows, pos, other, columns, length, sync=None):
         self.first = first
-        self.rows = rows  # None: rows first, first+1, ... (a fresh batch)
-        self.other = other
+        self.n = n
+        self.rows = rows  # None: consecutive ids from first
+        self.pos = pos  # None: row k of the piece is position k of the arrays
+        self.other = other  # whole arrays, indexed like the columns (None: points, other = time + 1)
+        self.sync = sync  # the sync times, when other is None
         self.columns = columns
-        self.alive = alive
-        self.n_alive = n_alive
+        self.alive = None  # None: every row alive; else a bool mask over the piece's rows
+        self.n_alive = n
+        self.length = length  # rows pinned by the arrays
 
-    def positions(self, rows: np.ndarray) -> np.ndarray:
+    def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
 
+    def positions(self, local: np.ndarray) -> np.ndarray:
+        return local if self.pos is None else self.pos[local]
+
+    def release(self, local: np.ndarray) -> None:
+        if self.alive is None:
+            self.alive = np.ones(self.n, dtype=bool)
+        self.alive[local] = False
+        self.n_alive -= len(local)
+
+    def others(self, pos: np.ndarray) -> np.ndarray:
+        return self.sync[pos] + 1 if self.other is None else self.other[pos]
+
     def row_ids(self) -> np.ndarray:
-        n = len(self.other)
-        return np.arange(self.first, self.first + n, dtype=np.int64) if self.rows is None else self.rows
+        return np.arange(self.first, self.first + self.n, dtype=np.int64) if self.rows is None else self.rows
+
+    def live(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row ids and array positions of the live rows (increasing)."""
+        keep = np.arange(self.n) if self.alive is None else np.flatnonzero(self.alive)
+        return self.row_ids()[keep], self.positions(keep)
 
 
-def _merge(a: _Segment, b: _Segment) -> _Segment:
-    """One segment holding the live rows of a then b (row ids stay increasing)."""
-    ia, ib = np.flatnonzero(a.alive), np.flatnonzero(b.alive)
-    rows = np.concatenate([a.row_ids()[ia], b.row_ids()[ib]])
-    other = np.concatenate([a.other[ia], b.other[ib]])
-    ta, tb = pa.array(ia, pa.int64()), pa.array(ib, pa.int64())
-    cols = {k: pa.concat_arrays([a.columns[k].take(ta), b.columns[k].take(tb)]) for k in a.columns}
-    return _Segment(int(rows[0]), rows, other, cols, np.ones(len(rows), dtype=bool), len(rows))
-
-
-class SegmentStore:
-    """Each pushed batch becomes a segment; neighbouring segments are merged (keeping only live rows)
-    when the older one is not more than twice the newer, so a row is copied O(log n) times and
-    released rows do not pile up."""
-
-    def __init__(self, next_row: int = 0):
-        self.segments: list[_Segment] = []
-        self.next_row = next_row
-
-    def add_segment(self, rows: np.ndarray, other: np.ndarray, columns: dict[str, pa.Array]) -> None:
-        if len(rows):
-            self.segments.append(_Segment(int(rows[0]), rows, other, columns, np.ones(len(rows), bool), len(rows)))
-
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray | None) -> None:
-        if present is not None:
-            idx = pa.array(present, pa.int64())
-            other, columns = other[present], {c: v.take(idx) for c, v in columns.items()}
-        n = len(other)
-        if n == 0:
-            return
-        self.segments.append(_Segment(self.next_row, None, other, columns, np.ones(n, dtype=bool), n))
-        self.next_row += n
-        segs = self.segments
-        while len(segs) >= 2 and segs[-2].n_alive <= 2 * segs[-1].n_alive:
-            b = segs.pop()
-            segs[-1] = _merge(segs[-1], b)
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        segs = self.segments
-        if len(segs) == 1:
-            seg_idx = None
-        else:
-            firsts = np.fromiter((s.first for s in segs), dtype=np.int64, count=len(segs))
-            seg_idx = np.searchsorted(firsts, rows, side="right") - 1
-            if seg_idx[0] == seg_idx[-1] and (seg_idx == seg_idx[0]).all():
-                segs = [segs[int(seg_idx[0])]]
-                seg_idx = None
-        if seg_idx is None:
-            seg = segs[0]
-            pos = seg.positions(rows)
-            seg.alive[pos] = False
-            seg.n_alive -= len(pos)
-            idx = pa.array(pos, pa.int64())
-            result = seg.other[pos], {k: v.take(idx) for k, v in seg.columns.items()}
-        else:
-            order = np.argsort(seg_idx, kind="stable")
-            grouped = seg_idx[order]
-            cuts = np.flatnonzero(np.diff(grouped)) + 1
-            others, pieces = [], []
-            for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(order)].tolist(), strict=True):
-                seg = segs[int(grouped[lo])]
-                pos = seg.positions(rows[order[lo:hi]])
-                seg.alive[pos] = False
-                seg.n_alive -= len(pos)
-                idx = pa.array(pos, pa.int64())
-                others.append(seg.other[pos])
-                pieces.append({k: v.take(idx) for k, v in seg.columns.items()})
-            inverse = np.empty(len(order), dtype=np.int64)
-            inverse[order] = np.arange(len(order), dtype=np.int64)
-            inv = pa.array(inverse, pa.int64())
-            result = (
-                np.concatenate(others)[inverse],
-                {k: pa.concat_arrays([p[k] for p in pieces]).take(inv) for k in pieces[0]},
-            )
-        self.segments = [s for s in self.segments if s.n_alive]
-        return result
-
-    @property
-    def held(self) -> int:
-        return sum(s.n_alive for s in self.segments)
-
-    def live(self) -> list[tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]]:
-        out = []
-        for s in self.segments:
-            keep = pa.array(s.alive)
-            out.append((s.row_ids()[s.alive], s.other[s.alive], {k: v.filter(keep) for k, v in s.columns.items()}))
-        return out
+def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
+    if len(arrays) == 1:
+        return arrays[0].take(pa.array(index, pa.int64()))
+    taken = pa.chunked_array(arrays).take(pa.array(index, pa.int64()))
+    return taken.combine_chunks() if taken.num_chunks != 1 else taken.chunk(0)
 
 
 class PayloadStore:
-    """The other times and payload columns of buffered events, looked up by sorter row id: a
-    ``DenseStore`` while the columns allow it, a ``SegmentStore`` from the first batch that does not."""
+    """The other times and payload columns of buffered events, looked up by sorter row id."""
 
     def __init__(self, slack: int = _SLACK):
-        self.impl: DenseStore | SegmentStore | None = None
+        self.pieces: list[_Piece] = []
         self.next_row = 0
-        self.slack = slack  # holes a dense store tolerates on top of its live rows
+        self.slack = slack
+        self.held = 0
+        self.pinned = 0  # rows held by the pieces' arrays, live or not
 
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray | None = None) -> None:
-        """Store the rows of a batch (those at ``present``, or all); they take the next row ids."""
-        if self.impl is None:
-            schema = pa.schema([pa.field(k, v.type) for k, v in columns.items()])
-            dense = all(_fixed_width(f.type) for f in schema) and DenseStore.fits(schema, columns)
-            self.impl = DenseStore(schema, self.next_row, self.slack) if dense else SegmentStore(self.next_row)
-        elif isinstance(self.impl, DenseStore) and not DenseStore.fits(self.impl.schema, columns):
-            self._to_segments()
-        self.impl.add(other, columns, present)
-        self.next_row = self.impl.next_row
+    def add(
+        self,
+        other: np.ndarray | None,
+        columns: dict[str, pa.Array],
+        present: np.ndarray | None = None,
+        sync: np.ndarray | None = None,
+    ) -> None:
+        """Keep the rows of a batch (those at ``present``, or all); they take the next row ids. Nothing is
+        copied. ``other`` None: the rows are points, ``sync + 1`` (give the batch's ``sync``)."""
+        length = len(other) if other is not None else len(sync)
+        k = length if present is None else len(present)
+        if k == 0:
+            return
+        piece = _Piece(self.next_row, k, None, present, other, columns, length, sync)
+        self.pieces.append(piece)
+        self.next_row += k
+        self.held += k
+        self.pinned += piece.length
 
-    def _to_segments(self) -> None:
-        dense = self.impl
-        seg = SegmentStore(dense.next_row)
-        rows, other, cols = dense.live()
-        seg.add_segment(rows, other, cols)
-        self.impl = seg
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
+        """Other times and columns of ``rows`` (in that order); the rows are then forgotten. The other
+        times are None when every row is a point (its other time is its sync time + 1)."""
+        n = len(rows)
+        pieces = self.pieces
+        if len(pieces) == 1:
+            which = None
+            lo = hi = 0
+        else:
+            firsts = np.fromiter((p.first for p in pieces), dtype=np.int64, count=len(pieces))
+            which = np.searchsorted(firsts, rows, side="right") - 1
+            lo, hi = int(which.min()), int(which.max())
+            if lo == hi:
+                which = None
+        if which is None:
+            piece = pieces[lo]
+            local = piece.local(rows)
+            pos = piece.positions(local)
+            piece.release(local)
+            if n and pos[0] + n - 1 == pos[-1] and (n == 1 or bool((np.diff(pos) > 0).all())):
+                a = int(pos[0])  # one run, in order: zero-copy slices
+                other = None if piece.other is None else piece.other[a : a + n]
+                cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
+            else:
+                other = None if piece.other is None else piece.other[pos]
+                idx = pa.array(pos, pa.int64())
+                cols = {k: v.take(idx) for k, v in piece.columns.items()}
+        else:
+            used = pieces[lo : hi + 1]
+            points = all(p.other is None for p in used)
+            index = np.empty(n, dtype=np.int64)
+            other = None if points else np.empty(n, dtype=np.int64)
+            offset = 0
+            for j, piece in enumerate(used):
+                mask = which == lo + j
+                if mask.any():
+                    local = piece.local(rows[mask])
+                    pos = piece.positions(local)
+                    piece.release(local)
+                    index[mask] = pos + offset
+                    if not points:
+                        other[mask] = piece.others(pos)
+                offset += piece.length
+            cols = {k: _take([p.columns[k] for p in used], index) for k in used[0].columns}
+        self.held -= n
+        if any(p.n_alive == 0 for p in pieces):
+            for p in pieces:
+                if p.n_alive == 0:
+                    self.pinned -= p.length
+            self.pieces = [p for p in pieces if p.n_alive]
+        if self.pinned > 2 * self.held + self.slack:
+            self._compact()
+        return other, cols
 
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        """Other times and columns of ``rows`` (in that order); the rows are then forgotten."""
-        return self.impl.gather(rows)
+    def _compact(self) -> None:
+        """Copy the live rows of every piece into one piece (row ids stay increasing)."""
+        if not self.pieces:
+            return
+        rows, other, cols = self._live(self.pieces)
+        if all(p.other is None for p in self.pieces):  # points stay points: keep their sync times
+            piece = _Piece(int(rows[0]), len(rows), rows, None, None, cols, len(rows), other - 1)
+        else:
+            piece = _Piece(int(rows[0]), len(rows), rows, None, other, cols, len(rows))
+        self.pieces = [piece]
+        self.pinned = len(rows)
 
-    @property
-    def held(self) -> int:
-        return 0 if self.impl is None else self.impl.held
+    @staticmethod
+    def _live(pieces: list[_Piece]) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
+        """Row ids, other times and columns of the live rows of ``pieces`` (in row id order), copied."""
+        ids, index, others, offset = [], [], [], 0
+        for p in pieces:
+            r, pos = p.live()
+            ids.append(r)
+            index.append(pos + offset)
+            others.append(p.others(pos))
+            offset += p.length
+        index = np.concatenate(index)
+        cols = {k: _take([p.columns[k] for p in pieces], index) for k in pieces[0].columns}
+        return np.concatenate(ids), np.concatenate(others), cols
+
+    def live(self) -> list[tuple[np.ndarray, np.ndarray | None, dict[str, pa.Array]]]:
+        out = []
+        for p in self.pieces:
+            rows, pos = p.live()
+            idx = pa.array(pos, pa.int64())
+            out.append((rows, p.others(pos), {k: v.take(idx) for k, v in p.columns.items()}))
+        return out
 
     def snapshot(self) -> dict:
-        if self.impl is None:
-            parts = []
-        elif isinstance(self.impl, DenseStore):
-            parts = [self.impl.live()] if self.impl.held else []
-        else:
-            parts = self.impl.live()
         return {
             "next_row": self.next_row,
             "segments": [
@@ -305,27 +197,19 @@ class PayloadStore:
                     "other": other,
                     "columns": pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols)),
                 }
-                for rows, other, cols in parts
+                for rows, other, cols in self.live()
             ],
         }
 
     def restore(self, state: dict) -> None:
         self.next_row = int(state["next_row"])
-        parts = []
+        self.pieces, self.held, self.pinned = [], 0, 0
         for s in state["segments"]:
             rb = s["columns"]
             cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
-            parts.append((np.asarray(s["rows"], dtype=np.int64), np.asarray(s["other"], dtype=np.int64), cols))
-        schema = pa.schema([pa.field(k, v.type) for k, v in parts[0][2].items()]) if parts else None
-        if not parts:
-            self.impl = None
-        elif all(_fixed_width(f.type) for f in schema) and all(DenseStore.fits(schema, c) for _, _, c in parts):
-            self.impl = DenseStore(schema, self.next_row, self.slack)
-            for _, other, cols in parts:
-                self.impl.add(other, cols, None)
-            self.impl.sparse = np.concatenate([rows for rows, _, _ in parts])
-            self.impl.dense_first = self.impl.next_row = self.next_row
-        else:
-            self.impl = SegmentStore(self.next_row)
-            for rows, other, cols in parts:
-                self.impl.add_segment(rows, other, cols)
+            rows = np.asarray(s["rows"], dtype=np.int64)
+            if len(rows):
+                other = np.asarray(s["other"], dtype=np.int64)
+                self.pieces.append(_Piece(int(rows[0]), len(rows), rows, None, other, cols, len(rows)))
+                self.held += len(rows)
+                self.pinned += len(rows)
