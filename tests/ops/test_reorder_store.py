@@ -57,7 +57,6 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
     store = PayloadStore(slack=slack)
     model: dict[int, tuple] = {}  # row id -> (other, payload dict)
     made = 0  # source rows generated (values are a function of this index)
-    next_row = 0
     for i, step in enumerate(program):
         if step[0] == "add":
             _, k, keep, points = step
@@ -65,10 +64,9 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
             sync = np.arange(made, made + k, dtype=np.int64) * 10
             other = sync + 1 if points else sync * 3 + 7
             present = None if keep is None else np.flatnonzero(np.array(keep, dtype=bool))
-            store.add(None if points else other, cols, present, sync)
+            first = store.add(None if points else other, cols, present, sync)
             for r in range(k) if present is None else present.tolist():
-                model[next_row] = (int(other[r]), {n: c[r].as_py() for n, c in cols.items()})
-                next_row += 1
+                model[first + r] = (int(other[r]), {n: c[r].as_py() for n, c in cols.items()})
             made += k
         elif step[0] == "gather":
             _, frac, rnd = step
@@ -122,12 +120,12 @@ def test_rows_released_in_arrival_order_are_not_copied():
     cols = _columns("strings", 0, 1000, 0)
     sync = np.arange(1000, dtype=np.int64) * 10
     store.add(None, cols, None, sync)
-    store.add(None, cols, np.arange(500, 1000), sync)
+    assert store.add(None, cols, np.arange(500, 1000), sync) == 1000
     other, got = store.gather(np.arange(100, 400))
     assert other is None  # points
     for name, col in got.items():  # slices of the arrays pushed: the same buffers
         assert col.buffers()[-1].address == cols[name].buffers()[-1].address, name
         assert col.to_pylist() == cols[name].to_pylist()[100:400]
-    _, got = store.gather(np.arange(1000, 1100))  # rows 500.. of the second batch
+    _, got = store.gather(np.arange(1500, 1600))  # rows 500.. of the second batch (ids 1000 + position)
     assert got["s"].to_pylist() == cols["s"].to_pylist()[500:600]
     assert got["s"].buffers()[-1].address == cols["s"].buffers()[-1].address

@@ -83,13 +83,15 @@ def _compact_pool(pool, spare, meta, nruns, extra):
 
 
 @nb.njit(cache=True, nogil=True)
-def _place(times, i0, row0, late_bound, late, pool_t, pool_r, used, meta, nruns, last_run):
+def _place(times, i0, row0, ids, late_bound, late, pool_t, pool_r, used, meta, nruns, last_run):
     """Place times[i0:] into runs until done or until storage must grow.
 
     Never reassigns an array (keeps numba's reference counting out of the hot loop).  Returns
     (next index, need, used, nruns, last_run): need == 0 when done, -1 when the run table is full,
-    otherwise the pool room required for the element at the returned index."""
+    otherwise the pool room required for the element at the returned index.  Element i gets row id
+    ``ids[i]``, or ``row0 + i`` when ``ids`` is empty."""
     n = times.shape[0]
+    given = ids.shape[0] > 0
     pool_size = pool_t.shape[0]
     for i in range(i0, n):
         x = times[i]
@@ -139,33 +141,35 @@ def _place(times, i0, row0, late_bound, late, pool_t, pool_r, used, meta, nruns,
             used += cap
         p = meta[r, _STOP]
         pool_t[p] = x
-        pool_r[p] = row0 + i
+        pool_r[p] = ids[i] if given else row0 + i
         meta[r, _STOP] = p + 1
         meta[r, _TAIL] = x
         last_run = r
     return n, 0, used, nruns, last_run
 
 
+_NO_IDS = np.empty(0, dtype=np.int64)
+
 # scalar state shared with the kernels: st = [used, nruns, last_run, next_row, watermark]
 _USED, _NRUNS, _LAST, _ROW0, _WM, _NEED, _NLATE = 0, 1, 2, 3, 4, 5, 6
 
 
 @nb.njit(cache=True, nogil=True)
-def _push_kernel(times, i0, late, pool, meta, st):
+def _push_kernel(times, i0, late, pool, meta, st, ids):
     """Place ``times[i0:]`` into runs until done or until storage must grow.
 
     Returns the index reached; ``st[_NEED]`` is 0 when done, -1 when the run table is full, otherwise
     the pool room required (the caller grows storage and calls again from the returned index).  Only
     an int comes back: boxing arrays would cost more than placing a small batch."""
     i, need, used, nruns, last_run = _place(
-        times, i0, st[_ROW0], st[_WM], late, pool[0], pool[1], st[_USED], meta, st[_NRUNS], st[_LAST]
+        times, i0, st[_ROW0], ids, st[_WM], late, pool[0], pool[1], st[_USED], meta, st[_NRUNS], st[_LAST]
     )
     st[_USED] = used
     st[_NRUNS] = nruns
     st[_LAST] = last_run
     st[_NEED] = need
     if need == 0:
-        st[_ROW0] += times.shape[0]
+        st[_ROW0] = ids[ids.shape[0] - 1] + 1 if ids.shape[0] else st[_ROW0] + times.shape[0]
         nlate = 0
         for j in range(times.shape[0]):
             nlate += late[j]
@@ -339,11 +343,13 @@ class ImpatienceSorter:
         self._buffered = 0
 
     # -- ingest -----------------------------------------------------------------------------------
-    def push(self, times: np.ndarray) -> np.ndarray:
+    def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
         """Insert a batch of int64 times given in arrival order.
 
         Returns a bool mask over the batch, True where the element is late (``time < watermark``);
-        late elements are not buffered.  Row ids are assigned to all elements, late ones included."""
+        late elements are not buffered.  Row ids are assigned to all elements, late ones included:
+        consecutive from ``next_row_id``, or ``ids`` (increasing, from ``next_row_id`` on; ids skipped
+        are never used) when given."""
         if times.dtype != np.int64 or not times.flags.c_contiguous:
             times = np.ascontiguousarray(times, dtype=np.int64)
         if times.ndim != 1:
@@ -353,7 +359,11 @@ class ImpatienceSorter:
         if n == 0:
             return late
         st = self._st
-        i = _push_kernel(times, 0, late, self._pool, self._meta, st)
+        if ids is None:
+            ids = _NO_IDS
+        elif len(ids) != n or (n and int(ids[0]) < self._next_row):
+            raise ValueError("ids must give each element an increasing row id from next_row_id on")
+        i = _push_kernel(times, 0, late, self._pool, self._meta, st, ids)
         while st[_NEED] != 0:
             if st[_NEED] < 0:
                 nruns = int(st[_NRUNS])
@@ -367,10 +377,16 @@ class ImpatienceSorter:
                 pool, used, self._spare = _compact_pool(self._pool, self._spare, self._meta, st[_NRUNS], extra)
                 self._pool = pool
                 st[_USED] = used
-            i = _push_kernel(times, i, late, self._pool, self._meta, st)
-        self._next_row += n
+            i = _push_kernel(times, i, late, self._pool, self._meta, st, ids)
+        self._next_row = int(st[_ROW0])
         self._buffered += n - int(st[_NLATE])
         return late
+
+    def skip_to(self, row: int) -> None:
+        """Row ids below ``row`` are never given (the next element pushed gets ``row`` or more)."""
+        if row > self._next_row:
+            self._next_row = int(row)
+            self._st[_ROW0] = self._next_row
 
     # -- release ----------------------------------------------------------------------------------
     def punctuate(self, t: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,19 +18,21 @@ Plain consumers receive band 0.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
-import pyarrow as pa
 
 from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
 from ..core.errors import InputError, PlanError, describe_row
 from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
-from .impatience import ImpatienceSorter
+from .impatience import ImpatienceSorter, _merge2
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
+_EMPTY = np.empty(0, dtype=np.int64)
 
 
 POLICIES = ("drop", "adjust", "throw")
@@ -236,20 +238,40 @@ class LateTap(Operator):
         self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
 
 
-def _rows(batch: EventBatch, times: np.ndarray, idx: np.ndarray | None, start: int, stop: int) -> EventBatch:
-    """Rows ``start:stop`` of a band's events (at ``idx`` of ``batch``, or all of it): slices where they are
-    consecutive rows of the batch, else one take per column."""
-    if idx is not None:
-        a, b = int(idx[start]), int(idx[stop - 1])
-        if b - a != stop - 1 - start:
-            pos = idx[start:stop]
-            other = None if batch.points else batch.other[pos]
-            ix = pa.array(pos, pa.int64())
-            return EventBatch(times[start:stop], other, {k: v.take(ix) for k, v in batch.columns.items()})
-        start, stop = a, b + 1
-    other = None if batch.points else batch.other[start:stop]
-    cols = {k: v.slice(start, stop - start) for k, v in batch.columns.items()}
-    return EventBatch(batch.sync[start:stop], other, cols)
+@nb.njit(cache=True, nogil=True)
+def _ingest(times, high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late):
+    """One latency ``lat``, a punctuation after every event (never below ``prev``): event ``i`` is late
+    below ``max(prev, high before it - lat)``; an event at or above the high watermark before it is in
+    arrival order (``ord_*``: times, row ids ``first + i``), any other goes to the sorter (``oth_*``);
+    ``late`` gets the late events' positions. Returns the counts and the high watermark after."""
+    floor = MIN_TIME + lat
+    no = 0
+    nu = 0
+    nl = 0
+    for i in range(times.shape[0]):
+        t = times[i]
+        bound = max(high, floor) - lat
+        if bound < prev:
+            bound = prev
+        if t < bound:
+            late[nl] = i
+            nl += 1
+        elif t >= high:
+            ord_t[no] = t
+            ord_r[no] = first + i
+            no += 1
+            high = t
+        else:
+            oth_t[nu] = t
+            oth_r[nu] = first + i
+            nu += 1
+    return no, nu, nl, high
+
+
+def _queued(queue) -> tuple[np.ndarray, np.ndarray]:
+    if not queue:
+        return _EMPTY, _EMPTY
+    return np.concatenate([t for t, _ in queue]), np.concatenate([r for _, r in queue])
 
 
 class ReorderOp(Operator):
@@ -274,7 +296,10 @@ class ReorderOp(Operator):
         self.stores = [PayloadStore() for _ in range(k)]
         self.generator = PunctuationGenerator(policy)
         self.emitted = [None] * k  # last punctuation emitted per band
-        self.pushed_max = [MIN_TIME] * k  # largest time pushed into each sorter
+        self.queues = [deque() for _ in range(k)]  # per band: (times, row ids) that arrived in order
+        self._simple = (
+            k == 1 and policy.punctuate_every is None and policy.punctuate_every_events is None and policy.disorder == "drop"
+        )
         self._reset_stats()
 
     @property
@@ -316,6 +341,9 @@ class ReorderOp(Operator):
                 f"{self.row_word} {self.stats.events + i}: an end edge (sync {int(sync[i])}, other {int(other[i])}) "
                 "cannot be sorted: out-of-order input takes points, intervals and start edges"
             )
+        if self._simple:
+            self._simple_batch(batch)
+            return
         bounds, releases = self.generator.bounds(sync)
         k = len(bounds)
         # band = number of latencies the event is late for (k: late for all of them)
@@ -352,33 +380,127 @@ class ReorderOp(Operator):
                 for p in releases[j]:
                     self._release(j, p)
 
+    def _simple_batch(self, batch: EventBatch) -> None:
+        """One latency, a punctuation after every event, late events dropped: one compiled pass finds the
+        late events and splits the others into those in arrival order (queued) and the rest (sorted)."""
+        sync = np.ascontiguousarray(batch.sync, dtype=np.int64)
+        n = len(sync)
+        gen, store, sorter = self.generator, self.stores[0], self.sorters[0]
+        first = store.next_row
+        prev = gen.last[0]
+        lat = self.policy.latencies[0]
+        ord_t, ord_r, oth_t, oth_r, late = (np.empty(n, dtype=np.int64) for _ in range(5))
+        no, nu, nl, high = _ingest(sync, gen.high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late)
+        gen.high = high
+        gen.seen += n
+        end = max(prev, int(_minus(np.array([high], dtype=np.int64), lat)[0]))
+        gen.last[0] = end
+        stats = self.stats
+        stats.events += n
+        if nl:
+            late = late[:nl]
+            stats.late += nl
+            stats.dropped += nl
+            if self._consumers(LATE):
+                self._send(LATE, batch.take(late))
+        stats.per_band[0] += n - nl
+        if no:
+            self.queues[0].append((ord_t[:no], ord_r[:no]))
+        if nu:
+            sorter.skip_to(first)
+            sorter.push(oth_t[:nu], oth_r[:nu])
+        if n > nl:
+            store.add(None if batch.points else batch.other, batch.columns, None, sync, late[:nl] if nl else None)
+            if store.held > stats.peak_buffered:
+                stats.peak_buffered = store.held
+        if end > prev:
+            self._release(0, end)
+
     def _band(self, j: int, batch: EventBatch, times: np.ndarray, idx: np.ndarray | None, releases) -> None:
         """Sort the events of band ``j`` (``times``, at ``idx`` of the batch, or all of it) and make the
-        band's ``releases``. Events that arrive in order after everything the sorter holds are not pushed:
-        each release hands on the sorter's events, then the batch's next run of events up to the
-        punctuation, without copying them (a slice of the batch where its rows are consecutive)."""
-        sorter = self.sorters[j]
-        m = len(times)
-        start = 0
-        if (sorter.buffered == 0 or times[0] >= self.pushed_max[j]) and (m == 1 or bool((times[1:] >= times[:-1]).all())):
-            for p in releases:
-                if self.emitted[j] is not None and p <= self.emitted[j]:
-                    continue
-                cut = start + int(np.searchsorted(times[start:], p, side="right"))
-                self._release(j, p, (batch, times, idx, start, cut))
-                start = cut
-            releases = ()
-        if start < m:
-            rest = times[start:] if start else times
-            sorter.push(rest)
-            present = idx[start:] if idx is not None else (np.arange(start, len(batch)) if start else None)
-            self.stores[j].add(None if batch.points else batch.other, batch.columns, present, batch.sync)
-            self.pushed_max[j] = max(self.pushed_max[j], int(rest.max()))
-            held = sum(s.buffered for s in self.sorters)
-            if held > self.stats.peak_buffered:
-                self.stats.peak_buffered = held
+        band's ``releases``. An event at or above every time that arrived before it extends the band's
+        in-order queue (already sorted: nothing to do); only the others go through the Impatience sorter.
+        The store keeps the batch by reference: an event's row id is the store's ``first`` + its position."""
+        high = self.generator.high_before
+        ordered = times >= (high if idx is None else high[idx])
+        store = self.stores[j]
+        first = store.next_row
+        if ordered.all():
+            ids = first + (np.arange(len(times), dtype=np.int64) if idx is None else idx)
+            self.queues[j].append((times, ids))
+        else:
+            at = np.flatnonzero(ordered)
+            out = np.flatnonzero(~ordered)
+            if idx is not None:
+                at, out, pos_out = idx[at], idx[out], out
+            else:
+                pos_out = out
+            if len(at):
+                self.queues[j].append((times[ordered] if idx is not None else times[at], first + at))
+            sorter = self.sorters[j]
+            sorter.skip_to(first)
+            sorter.push(times[pos_out], first + out)
+        store.add(None if batch.points else batch.other, batch.columns, idx, batch.sync)
+        held = sum(s.held for s in self.stores)
+        if held > self.stats.peak_buffered:
+            self.stats.peak_buffered = held
         for p in releases:
             self._release(j, p)
+
+    def _dequeue(self, j: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
+        """The prefix of band ``j``'s in-order queue with times <= ``upto`` (times, row ids)."""
+        queue = self.queues[j]
+        ts, rs = [], []
+        while queue:
+            t, r = queue[0]
+            if t[-1] <= upto:
+                ts.append(t)
+                rs.append(r)
+                queue.popleft()
+                continue
+            c = int(np.searchsorted(t, upto, side="right"))
+            if c:
+                ts.append(t[:c])
+                rs.append(r[:c])
+                queue[0] = (t[c:], r[c:])
+            break
+        if len(ts) == 1:
+            return ts[0], rs[0]
+        if not ts:
+            return _EMPTY, _EMPTY
+        return np.concatenate(ts), np.concatenate(rs)
+
+    def _sorted(self, j: int, upto: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Band ``j``'s events up to ``upto`` (None: all of them), sorted by (time, arrival)."""
+        if upto is None:
+            t1, r1 = self.sorters[j].flush_all()
+            t2, r2 = self._dequeue(j, INFINITY)
+        else:
+            t1, r1 = self.sorters[j].punctuate(upto)
+            t2, r2 = self._dequeue(j, upto)
+        if not len(t1):
+            return t2, r2
+        if not len(t2):
+            return t1, r1
+        n = len(t1) + len(t2)
+        t, r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _merge2(t1, r1, 0, len(t1), t2, r2, 0, len(t2), t, r)
+        return t, r
+
+    def _emit_rows(self, band: int, times: np.ndarray, rows: np.ndarray) -> None:
+        """Emit the events ``rows`` of the band's store. Rows in arrival order (input that came in order)
+        are gathered piece by piece, so that each piece's run is handed on as a slice, without a copy."""
+        store = self.stores[band]
+        n = len(rows)
+        if n > 1 and len(store.pieces) > 1 and rows[0] < store.firsts[-1] and bool((np.diff(rows) > 0).all()):
+            cuts = np.searchsorted(rows, store.firsts[1:]).tolist()
+            for a, b in zip([0, *cuts], [*cuts, n], strict=True):
+                if b > a:
+                    other, cols = store.gather(rows[a:b])
+                    self._emit_sorted(band, EventBatch(times[a:b], other, cols))
+            return
+        other, cols = store.gather(rows)
+        self._emit_sorted(band, EventBatch(times, other, cols))
 
     def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:
         idx = np.flatnonzero(late)
@@ -411,17 +533,12 @@ class ReorderOp(Operator):
         other[late] = np.where(o == INFINITY, INFINITY, o + (new_start - old))
         return batch.replace(sync=sync, other=other), sync, other
 
-    def _release(self, band: int, upto: int, direct=None) -> None:
-        """Release the sorter's events up to ``upto``, then ``direct`` (in-order events of a batch that
-        follow them: ``(batch, times, idx, start, stop)``), then punctuate at ``upto``."""
+    def _release(self, band: int, upto: int) -> None:
         if self.emitted[band] is not None and upto <= self.emitted[band]:
             return
-        times, rows = self.sorters[band].punctuate(upto)
+        times, rows = self._sorted(band, upto)
         if len(times):
-            other, cols = self.stores[band].gather(rows)
-            self._emit_sorted(band, EventBatch(times, other, cols))
-        if direct is not None and direct[4] > direct[3]:
-            self._emit_sorted(band, _rows(*direct))
+            self._emit_rows(band, times, rows)
         self.emitted[band] = upto
         self._punctuate(band, upto)
 
@@ -443,10 +560,9 @@ class ReorderOp(Operator):
 
     def on_completed(self) -> None:
         for j, sorter in enumerate(self.sorters):
-            times, rows = sorter.flush_all()
+            times, rows = self._sorted(j, None)
             if len(times):
-                other, cols = self.stores[j].gather(rows)
-                self._emit_sorted(j, EventBatch(times, other, cols))
+                self._emit_rows(j, times, rows)
             if self.policy.on_completed == "end_of_stream":
                 self._punctuate(j, INFINITY)
             elif self.policy.on_completed == "flush":
@@ -463,7 +579,7 @@ class ReorderOp(Operator):
             "stores": [s.snapshot() for s in self.stores],
             "generator": self.generator.snapshot(),
             "emitted": list(self.emitted),
-            "pushed_max": list(self.pushed_max),
+            "queues": [_queued(q) for q in self.queues],
         }
 
     def restore(self, state: dict) -> None:
@@ -472,5 +588,7 @@ class ReorderOp(Operator):
             store.restore(s)
         self.generator.restore(state["generator"])
         self.emitted = list(state["emitted"])
-        # older checkpoints lack it: the largest time possible keeps in-order batches in the sorter until it empties
-        self.pushed_max = list(state.get("pushed_max", [INFINITY] * len(self.sorters)))
+        self.queues = [deque() for _ in self.sorters]
+        for queue, (times, rows) in zip(self.queues, state.get("queues", []), strict=False):
+            if len(times):
+                queue.append((np.asarray(times, dtype=np.int64), np.asarray(rows, dtype=np.int64)))

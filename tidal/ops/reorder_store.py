@@ -5,63 +5,75 @@ No temporal semantics of its own: the Impatience sorter (:mod:`tidal.ops.impatie
 order the sorter releases the row ids, when a punctuation releases them. A row is handed back once
 and then forgotten.
 
-Nothing is copied when rows arrive: the store keeps a reference to each pushed batch's columns (a
-*piece*: the batch's arrays, the positions of the pushed rows in them, and the row ids they got).
-A release finds each row's piece and position and takes every column once (one Arrow take over the
-pieces it touches); when the released rows are one contiguous run of one piece, in order (input
-that arrived in order), the columns are handed on as zero-copy slices. A piece is dropped when its
-last row is released. A piece pins its whole batch, so when the rows the pieces hold exceed twice
-the live rows plus ``slack``, the live rows are copied into one compact piece (each compaction
-frees at least as many rows as it copies: a row is copied a constant number of times on average).
+Nothing is copied when rows arrive: the store keeps a reference to each pushed batch's arrays (a
+*piece*), and the row at position ``i`` of a piece has row id ``first + i`` (rows of the batch that
+were not pushed simply leave their ids unused). All pieces' arrays together form one index space;
+a release maps its row ids into it and takes every column once (one Arrow take over the pieces it
+touches). When the released rows are one contiguous run of one piece, in order (input that arrived
+in order), the columns are handed on as zero-copy slices. A piece is dropped when its last row is
+released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
+plus ``slack``, the live rows are copied into one compact piece (each compaction frees at least as
+many rows as it copies: a row is copied a constant number of times on average). Point events keep
+no other times: theirs is the sync time + 1.
 """
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 
-_SLACK = 65_536  # rows the pieces may hold on top of twice the live rows before compacting
+_SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
 
 
 class _Piece:
-    """Rows ``first .. first + n - 1`` (or the sorted ids ``rows``) at ``pos`` (None: 0..n-1) of ``columns``."""
+    """Arrays of ``length`` rows: row ``i`` has id ``first + i``, or ``rows[i]`` (a compact piece)."""
 
-    __slots__ = ("first", "n", "rows", "pos", "other", "sync", "columns", "alive", "n_alive", "length")
+    __slots__ = ("first", "length", "rows", "other", "sync", "columns")
 
-    def __init__(self, first, n, rows, pos, other, columns, length, sync=None):
+    def __init__(self, first, length, rows, other, sync, columns):
         self.first = first
-        self.n = n
-        self.rows = rows  # None: consecutive ids from first
-        self.pos = pos  # None: row k of the piece is position k of the arrays
-        self.other = other  # whole arrays, indexed like the columns (None: points, other = time + 1)
-        self.sync = sync  # the sync times, when other is None
+        self.length = length
+        self.rows = rows  # None: ids first, first + 1, ...; else the sorted ids of a compact piece
+        self.other = other  # None: points (other = sync + 1)
+        self.sync = sync
         self.columns = columns
-        self.alive = None  # None: every row alive; else a bool mask over the piece's rows
-        self.n_alive = n
-        self.length = length  # rows pinned by the arrays
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
 
-    def positions(self, local: np.ndarray) -> np.ndarray:
-        return local if self.pos is None else self.pos[local]
-
-    def release(self, local: np.ndarray) -> None:
-        if self.alive is None:
-            self.alive = np.ones(self.n, dtype=bool)
-        self.alive[local] = False
-        self.n_alive -= len(local)
-
-    def others(self, pos: np.ndarray) -> np.ndarray:
+    def others(self, pos) -> np.ndarray:
         return self.sync[pos] + 1 if self.other is None else self.other[pos]
 
-    def row_ids(self) -> np.ndarray:
-        return np.arange(self.first, self.first + self.n, dtype=np.int64) if self.rows is None else self.rows
+    def ids(self, pos: np.ndarray) -> np.ndarray:
+        return pos + self.first if self.rows is None else self.rows[pos]
 
-    def live(self) -> tuple[np.ndarray, np.ndarray]:
-        """Row ids and array positions of the live rows (increasing)."""
-        keep = np.arange(self.n) if self.alive is None else np.flatnonzero(self.alive)
-        return self.row_ids()[keep], self.positions(keep)
+
+@nb.njit(cache=True, nogil=True)
+def _index(rows, compact, split, base, alive, index):
+    """Positions in the pieces' index space of ``rows`` (ids below ``split`` are in the compact piece
+    ``compact``, found by binary search; the others at ``id - base``), marking them released."""
+    m = compact.shape[0]
+    lo = alive.shape[0]
+    hi = 0
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        if r < split:
+            a, b = 0, m
+            while a < b:
+                mid = (a + b) >> 1
+                if compact[mid] < r:
+                    a = mid + 1
+                else:
+                    b = mid
+            i = a
+        else:
+            i = r - base
+        index[k] = i
+        alive[i] = False
+        lo = min(lo, i)
+        hi = max(hi, i)
+    return lo, hi
 
 
 def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
@@ -71,15 +83,29 @@ def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
     return taken.combine_chunks() if taken.num_chunks != 1 else taken.chunk(0)
 
 
+_NONE = np.empty(0, dtype=np.int64)
+
+
 class PayloadStore:
     """The other times and payload columns of buffered events, looked up by sorter row id."""
 
     def __init__(self, slack: int = _SLACK):
-        self.pieces: list[_Piece] = []
-        self.next_row = 0
         self.slack = slack
-        self.held = 0
-        self.pinned = 0  # rows held by the pieces' arrays, live or not
+        self.next_row = 0
+        self._reset([])
+
+    def _reset(self, pieces: list[_Piece], alive: np.ndarray | None = None) -> None:
+        self.pieces = pieces
+        lengths = np.fromiter((p.length for p in pieces), dtype=np.int64, count=len(pieces))
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self.firsts = np.fromiter((p.first for p in pieces), dtype=np.int64, count=len(pieces))
+        self.alive = np.ones(int(self.offsets[-1]), dtype=bool) if alive is None else alive
+        self.held = int(np.count_nonzero(self.alive))
+
+    @property
+    def pinned(self) -> int:
+        """Rows held by the pieces' arrays, live or not."""
+        return len(self.alive)
 
     def add(
         self,
@@ -87,72 +113,92 @@ class PayloadStore:
         columns: dict[str, pa.Array],
         present: np.ndarray | None = None,
         sync: np.ndarray | None = None,
-    ) -> None:
-        """Keep the rows of a batch (those at ``present``, or all); they take the next row ids. Nothing is
-        copied. ``other`` None: the rows are points, ``sync + 1`` (give the batch's ``sync``)."""
+        absent: np.ndarray | None = None,
+    ) -> int:
+        """Keep the rows of a batch (those at ``present``, or all but those at ``absent``): the row at
+        position ``i`` gets id ``first + i``; returns ``first``. Nothing is copied. ``other`` None: the
+        rows are points (``sync + 1``; give the batch's ``sync``)."""
         length = len(other) if other is not None else len(sync)
+        first = self.next_row
         k = length if present is None else len(present)
+        if absent is not None:
+            k -= len(absent)
         if k == 0:
-            return
-        piece = _Piece(self.next_row, k, None, present, other, columns, length, sync)
+            return first
+        piece = _Piece(first, length, None, other, sync, columns)
+        if present is None:
+            live = np.ones(length, dtype=bool)
+            if absent is not None:
+                live[absent] = False
+        else:
+            live = np.zeros(length, dtype=bool)
+            live[present] = True
         self.pieces.append(piece)
-        self.next_row += k
+        self.offsets = np.append(self.offsets, self.offsets[-1] + length)
+        self.firsts = np.append(self.firsts, first)
+        self.alive = np.concatenate([self.alive, live]) if len(self.alive) else live
+        self.next_row += length
         self.held += k
-        self.pinned += piece.length
+        return first
 
     def gather(self, rows: np.ndarray) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
         """Other times and columns of ``rows`` (in that order); the rows are then forgotten. The other
         times are None when every row is a point (its other time is its sync time + 1)."""
         n = len(rows)
         pieces = self.pieces
-        if len(pieces) == 1:
-            which = None
-            lo = hi = 0
+        if not n:
+            raise ValueError("gather needs at least one row")
+        # pieces leave from the front only, so ids after the compact piece (if any) map to the index
+        # space by one subtraction
+        head = pieces[0]
+        if head.rows is None:
+            compact, split, base = _NONE, head.first, head.first
         else:
-            firsts = np.fromiter((p.first for p in pieces), dtype=np.int64, count=len(pieces))
-            which = np.searchsorted(firsts, rows, side="right") - 1
-            lo, hi = int(which.min()), int(which.max())
-            if lo == hi:
-                which = None
-        if which is None:
-            piece = pieces[lo]
-            local = piece.local(rows)
-            pos = piece.positions(local)
-            piece.release(local)
-            if n and pos[0] + n - 1 == pos[-1] and (n == 1 or bool((np.diff(pos) > 0).all())):
-                a = int(pos[0])  # one run, in order: zero-copy slices
+            compact, split = head.rows, (pieces[1].first if len(pieces) > 1 else self.next_row)
+            base = split - head.length
+        index = np.empty(n, dtype=np.int64)
+        lo, hi = _index(rows, compact, split, base, self.alive, index)
+        self.held -= n
+        if hi < self.offsets[1]:  # one piece (the first)
+            used, start = [head], 0
+        else:
+            a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+            b = int(np.searchsorted(self.offsets, hi, side="right")) - 1
+            used, start = pieces[a : b + 1], int(self.offsets[a])
+            if start:
+                index -= start
+        if len(used) == 1:
+            piece = used[0]
+            if index[0] + n - 1 == index[-1] and (n == 1 or bool((np.diff(index) > 0).all())):
+                a = int(index[0])  # one run, in order: zero-copy slices
                 other = None if piece.other is None else piece.other[a : a + n]
                 cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
             else:
-                other = None if piece.other is None else piece.other[pos]
-                idx = pa.array(pos, pa.int64())
+                other = None if piece.other is None else piece.other[index]
+                idx = pa.array(index, pa.int64())
                 cols = {k: v.take(idx) for k, v in piece.columns.items()}
         else:
-            used = pieces[lo : hi + 1]
-            points = all(p.other is None for p in used)
-            index = np.empty(n, dtype=np.int64)
-            other = None if points else np.empty(n, dtype=np.int64)
-            offset = 0
-            for j, piece in enumerate(used):
-                mask = which == lo + j
-                if mask.any():
-                    local = piece.local(rows[mask])
-                    pos = piece.positions(local)
-                    piece.release(local)
-                    index[mask] = pos + offset
-                    if not points:
-                        other[mask] = piece.others(pos)
-                offset += piece.length
+            if all(p.other is None for p in used):
+                other = None
+            else:
+                other = np.concatenate([p.others(slice(None)) for p in used])[index]
             cols = {k: _take([p.columns[k] for p in used], index) for k in used[0].columns}
-        self.held -= n
-        if any(p.n_alive == 0 for p in pieces):
-            for p in pieces:
-                if p.n_alive == 0:
-                    self.pinned -= p.length
-            self.pieces = [p for p in pieces if p.n_alive]
+        self._trim()
         if self.pinned > 2 * self.held + self.slack:
             self._compact()
         return other, cols
+
+    def _trim(self) -> None:
+        """Drop the pieces at the front that hold no live row."""
+        drop = 0
+        while drop < len(self.pieces) and not self.alive[self.offsets[drop] : self.offsets[drop + 1]].any():
+            drop += 1
+        if drop:
+            cut = self.offsets[drop]
+            self.pieces = self.pieces[drop:]
+            self.offsets = self.offsets[drop:] - cut
+            self.firsts = self.firsts[drop:]
+            self.alive = self.alive[cut:]
 
     def _compact(self) -> None:
         """Copy the live rows of every piece into one piece (row ids stay increasing)."""
@@ -160,32 +206,30 @@ class PayloadStore:
             return
         rows, other, cols = self._live(self.pieces)
         if all(p.other is None for p in self.pieces):  # points stay points: keep their sync times
-            piece = _Piece(int(rows[0]), len(rows), rows, None, None, cols, len(rows), other - 1)
+            piece = _Piece(int(rows[0]), len(rows), rows, None, other - 1, cols)
         else:
-            piece = _Piece(int(rows[0]), len(rows), rows, None, other, cols, len(rows))
-        self.pieces = [piece]
-        self.pinned = len(rows)
+            piece = _Piece(int(rows[0]), len(rows), rows, other, None, cols)
+        self._reset([piece])
 
-    @staticmethod
-    def _live(pieces: list[_Piece]) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
+    def _live(self, pieces: list[_Piece]) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
         """Row ids, other times and columns of the live rows of ``pieces`` (in row id order), copied."""
-        ids, index, others, offset = [], [], [], 0
-        for p in pieces:
-            r, pos = p.live()
-            ids.append(r)
-            index.append(pos + offset)
+        index = np.flatnonzero(self.alive)
+        ids, others = [], []
+        for i, p in enumerate(pieces):
+            a, b = np.searchsorted(index, self.offsets[i : i + 2])
+            pos = index[a:b] - self.offsets[i]
+            ids.append(p.ids(pos))
             others.append(p.others(pos))
-            offset += p.length
-        index = np.concatenate(index)
         cols = {k: _take([p.columns[k] for p in pieces], index) for k in pieces[0].columns}
         return np.concatenate(ids), np.concatenate(others), cols
 
-    def live(self) -> list[tuple[np.ndarray, np.ndarray | None, dict[str, pa.Array]]]:
+    def live(self) -> list[tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]]:
+        """Row ids, other times and columns of the live rows, one part per piece (copied)."""
         out = []
-        for p in self.pieces:
-            rows, pos = p.live()
+        for i, p in enumerate(self.pieces):
+            pos = np.flatnonzero(self.alive[self.offsets[i] : self.offsets[i + 1]])
             idx = pa.array(pos, pa.int64())
-            out.append((rows, p.others(pos), {k: v.take(idx) for k, v in p.columns.items()}))
+            out.append((p.ids(pos), p.others(pos), {k: v.take(idx) for k, v in p.columns.items()}))
         return out
 
     def snapshot(self) -> dict:
@@ -203,13 +247,12 @@ class PayloadStore:
 
     def restore(self, state: dict) -> None:
         self.next_row = int(state["next_row"])
-        self.pieces, self.held, self.pinned = [], 0, 0
-        for s in state["segments"]:
-            rb = s["columns"]
-            cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
-            rows = np.asarray(s["rows"], dtype=np.int64)
-            if len(rows):
-                other = np.asarray(s["other"], dtype=np.int64)
-                self.pieces.append(_Piece(int(rows[0]), len(rows), rows, None, other, cols, len(rows)))
-                self.held += len(rows)
-                self.pinned += len(rows)
+        parts = [s for s in state["segments"] if len(s["rows"])]
+        if not parts:
+            self._reset([])
+            return
+        rows = np.concatenate([np.asarray(s["rows"], dtype=np.int64) for s in parts])
+        other = np.concatenate([np.asarray(s["other"], dtype=np.int64) for s in parts])
+        names = parts[0]["columns"].schema.names
+        cols = {n: pa.concat_arrays([s["columns"].column(i) for s in parts]) for i, n in enumerate(names)}
+        self._reset([_Piece(int(rows[0]), len(rows), rows, other, None, cols)])
