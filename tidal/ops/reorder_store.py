@@ -23,6 +23,8 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from .join.store import _fixed_width, _pool_empty, _values
+
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
 
 
@@ -76,7 +78,25 @@ def _index(rows, compact, split, base, alive, index):
     return lo, hi
 
 
+@nb.njit(cache=True, nogil=True)
+def _gather2(a, b, index, out):
+    """``out[k]`` = position ``index[k]`` of ``a`` followed by ``b``."""
+    split = a.shape[0]
+    for k in range(index.shape[0]):
+        i = index[k]
+        out[k] = a[i] if i < split else b[i - split]
+
+
 def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
+    """Position ``index`` of the arrays one after the other: one compiled gather for numbers and times
+    without nulls from one or two arrays, else Arrow's take."""
+    t = arrays[0].type
+    if len(arrays) <= 2 and _fixed_width(t) and all(a.type == t and not a.null_count for a in arrays):
+        width = np.dtype(f"i{t.bit_width // 8}")
+        out = _pool_empty((len(index),), width)
+        first = _values(arrays[0], width)
+        _gather2(first, _values(arrays[1], width) if len(arrays) == 2 else first[:0], index, out)
+        return pa.Array.from_buffers(t, len(index), [None, pa.py_buffer(out)])
     if len(arrays) == 1:
         return arrays[0].take(pa.array(index, pa.int64()))
     taken = pa.chunked_array(arrays).take(pa.array(index, pa.int64()))
@@ -175,8 +195,7 @@ class PayloadStore:
                 cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
             else:
                 other = None if piece.other is None else piece.other[index]
-                idx = pa.array(index, pa.int64())
-                cols = {k: v.take(idx) for k, v in piece.columns.items()}
+                cols = {k: _take([v], index) for k, v in piece.columns.items()}
         else:
             if all(p.other is None for p in used):
                 other = None
