@@ -447,60 +447,48 @@ class ReorderOp(Operator):
         for p in releases:
             self._release(j, p)
 
-    def _dequeue(self, j: int, upto: int) -> tuple[np.ndarray, np.ndarray]:
-        """The prefix of band ``j``'s in-order queue with times <= ``upto`` (times, row ids)."""
+    def _dequeue(self, j: int, upto: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The prefix of band ``j``'s in-order queue with times <= ``upto``: (times, row ids) chunks."""
         queue = self.queues[j]
-        ts, rs = [], []
+        out = []
         while queue:
             t, r = queue[0]
             if t[-1] <= upto:
-                ts.append(t)
-                rs.append(r)
-                queue.popleft()
+                out.append(queue.popleft())
                 continue
             c = int(np.searchsorted(t, upto, side="right"))
             if c:
-                ts.append(t[:c])
-                rs.append(r[:c])
+                out.append((t[:c], r[:c]))
                 queue[0] = (t[c:], r[c:])
             break
-        if len(ts) == 1:
-            return ts[0], rs[0]
-        if not ts:
-            return _EMPTY, _EMPTY
-        return np.concatenate(ts), np.concatenate(rs)
+        return out
 
-    def _sorted(self, j: int, upto: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """Band ``j``'s events up to ``upto`` (None: all of them), sorted by (time, arrival)."""
+    def _sorted(self, j: int, upto: int | None) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
+        """Band ``j``'s events up to ``upto`` (None: all of them), sorted by (time, arrival): chunks of
+        (times, row ids), and whether the row ids increase (nothing came from the sorter)."""
         if upto is None:
             t1, r1 = self.sorters[j].flush_all()
-            t2, r2 = self._dequeue(j, INFINITY)
+            queued = self._dequeue(j, INFINITY)
         else:
             t1, r1 = self.sorters[j].punctuate(upto)
-            t2, r2 = self._dequeue(j, upto)
+            queued = self._dequeue(j, upto)
         if not len(t1):
-            return t2, r2
-        if not len(t2):
-            return t1, r1
+            return queued, True
+        if not queued:
+            return [(t1, r1)], False
+        t2, r2 = queued[0] if len(queued) == 1 else (np.concatenate([q[0] for q in queued]), np.concatenate([q[1] for q in queued]))
         n = len(t1) + len(t2)
         t, r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         _merge2(t1, r1, 0, len(t1), t2, r2, 0, len(t2), t, r)
-        return t, r
+        return [(t, r)], False
 
-    def _emit_rows(self, band: int, times: np.ndarray, rows: np.ndarray) -> None:
-        """Emit the events ``rows`` of the band's store. Rows in arrival order (input that came in order)
-        are gathered piece by piece, so that each piece's run is handed on as a slice, without a copy."""
+    def _emit_rows(self, band: int, chunks: list[tuple[np.ndarray, np.ndarray]], increasing: bool) -> None:
+        """Emit the events of the band's store at the chunks' row ids. Chunks of the in-order queue each
+        lie in one batch: a run of consecutive rows there is handed on as a slice, without a copy."""
         store = self.stores[band]
-        n = len(rows)
-        if n > 1 and len(store.pieces) > 1 and rows[0] < store.firsts[-1] and bool((np.diff(rows) > 0).all()):
-            cuts = np.searchsorted(rows, store.firsts[1:]).tolist()
-            for a, b in zip([0, *cuts], [*cuts, n], strict=True):
-                if b > a:
-                    other, cols = store.gather(rows[a:b])
-                    self._emit_sorted(band, EventBatch(times[a:b], other, cols))
-            return
-        other, cols = store.gather(rows)
-        self._emit_sorted(band, EventBatch(times, other, cols))
+        for times, rows in chunks:
+            other, cols = store.gather(rows, increasing)
+            self._emit_sorted(band, EventBatch(times, other, cols))
 
     def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:
         idx = np.flatnonzero(late)
@@ -536,9 +524,8 @@ class ReorderOp(Operator):
     def _release(self, band: int, upto: int) -> None:
         if self.emitted[band] is not None and upto <= self.emitted[band]:
             return
-        times, rows = self._sorted(band, upto)
-        if len(times):
-            self._emit_rows(band, times, rows)
+        chunks, increasing = self._sorted(band, upto)
+        self._emit_rows(band, chunks, increasing)
         self.emitted[band] = upto
         self._punctuate(band, upto)
 
@@ -560,9 +547,7 @@ class ReorderOp(Operator):
 
     def on_completed(self) -> None:
         for j, sorter in enumerate(self.sorters):
-            times, rows = self._sorted(j, None)
-            if len(times):
-                self._emit_rows(j, times, rows)
+            self._emit_rows(j, *self._sorted(j, None))
             if self.policy.on_completed == "end_of_stream":
                 self._punctuate(j, INFINITY)
             elif self.policy.on_completed == "flush":

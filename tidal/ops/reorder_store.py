@@ -161,9 +161,10 @@ class PayloadStore:
         self.held += k
         return first
 
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
-        """Other times and columns of ``rows`` (in that order); the rows are then forgotten. The other
-        times are None when every row is a point (its other time is its sync time + 1)."""
+    def gather(self, rows: np.ndarray, increasing: bool = False) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
+        """Other times and columns of ``rows`` (in that order, ``increasing`` if the caller knows they
+        are); the rows are then forgotten. The other times are None when every row is a point (its
+        other time is its sync time + 1)."""
         n = len(rows)
         pieces = self.pieces
         if not n:
@@ -189,7 +190,7 @@ class PayloadStore:
                 index -= start
         if len(used) == 1:
             piece = used[0]
-            if index[0] + n - 1 == index[-1] and (n == 1 or bool((np.diff(index) > 0).all())):
+            if index[0] + n - 1 == index[-1] and (increasing or n == 1 or bool((np.diff(index) > 0).all())):
                 a = int(index[0])  # one run, in order: zero-copy slices
                 other = None if piece.other is None else piece.other[a : a + n]
                 cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
