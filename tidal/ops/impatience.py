@@ -239,6 +239,22 @@ def _punctuate_kernel(t, pool, meta, st):
     """Cut the prefix <= t of every run, merge the prefixes in Huffman order, drop emptied runs.
 
     Returns (out_times, out_rows); updates st."""
+    total = 0
+    nruns = st[_NRUNS]
+    for i in range(nruns):
+        s = meta[i, _START]
+        if pool[0, s] <= t:
+            total += _count_le(pool[0], s, meta[i, _STOP], t)
+    out_t = np.empty(total, dtype=np.int64)
+    out_r = np.empty(total, dtype=np.int64)
+    _release_into(t, pool, meta, st, out_t, out_r)
+    return out_t, out_r
+
+
+@nb.njit(cache=True, nogil=True)
+def _release_into(t, pool, meta, st, out_t, out_r):
+    """Like ``_punctuate_kernel``, writing the released elements to the front of ``out_t``/``out_r``
+    (room for every buffered element); returns how many."""
     pool_t = pool[0]
     pool_r = pool[1]
     nruns = st[_NRUNS]
@@ -259,9 +275,7 @@ def _punctuate_kernel(t, pool, meta, st):
         total += c
         meta[i, _START] = s + c
     if nh == 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    out_t = np.empty(total, dtype=np.int64)
-    out_r = np.empty(total, dtype=np.int64)
+        return 0
     if nh == 1:
         s = hstart[0]
         for j in range(total):
@@ -318,7 +332,35 @@ def _punctuate_kernel(t, pool, meta, st):
     st[_LAST] = new_last
     if w == 0:
         st[_USED] = 0  # the whole pool is free again
-    return out_t, out_r
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def _fused_kernel(times, ends, puncts, seg, i, late, pool, meta, st, out_t, out_r, counts, written):
+    """Push ``times[i:ends[seg]]``, punctuate at ``puncts[seg]``, and so on for the next segments, the
+    released elements written from ``out_t[written]`` on, their number per segment in ``counts``.
+    Stops early when storage must grow (``st[_NEED] != 0``); returns (segment, index, written) to go on."""
+    while seg < ends.shape[0]:
+        end = ends[seg]
+        if i < end:
+            i, need, used, nruns, last_run = _place(
+                times[:end], i, st[_ROW0], times[:0], st[_WM], late, pool[0], pool[1], st[_USED], meta,
+                st[_NRUNS], st[_LAST]
+            )
+            st[_USED] = used
+            st[_NRUNS] = nruns
+            st[_LAST] = last_run
+            st[_NEED] = need
+            if need != 0:
+                return seg, i, written
+        t = puncts[seg]
+        if t > st[_WM]:
+            st[_WM] = t
+        c = _release_into(t, pool, meta, st, out_t[written:], out_r[written:]) if st[_NRUNS] > 0 else 0
+        counts[seg] = c
+        written += c
+        seg += 1
+    return seg, i, written
 
 
 # --------------------------------------------------------------------------------------------------
@@ -399,6 +441,54 @@ class ImpatienceSorter:
             self._watermark = t
             self._st[_WM] = t
         return self._release(t)
+
+    def push_punctuate(self, times: np.ndarray, ends: np.ndarray, puncts: np.ndarray):
+        """``push(times[prev:ends[k]])`` then ``punctuate(puncts[k])`` for each k (``prev`` the previous end,
+        from 0), in one compiled call: for many small punctuations. ``ends`` must increase to at most
+        ``len(times)``; elements after the last end are pushed too. Returns ``(late, times, row_ids,
+        counts)``: the late mask over ``times``, everything released in order, and how many elements
+        each punctuation released (consecutive slices of the released arrays)."""
+        times = np.ascontiguousarray(times, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        puncts = np.ascontiguousarray(puncts, dtype=np.int64)
+        n = times.shape[0]
+        if ends.shape != puncts.shape or ends.ndim != 1 or (len(ends) and (ends[-1] > n or (np.diff(ends) < 0).any())):
+            raise ValueError("ends and puncts must be one increasing end per punctuation, within the times")
+        late = np.zeros(n, dtype=np.bool_)
+        out_t = np.empty(self._buffered + n, dtype=np.int64)
+        out_r = np.empty(self._buffered + n, dtype=np.int64)
+        counts = np.zeros(len(ends), dtype=np.int64)
+        st = self._st
+        row0 = int(st[_ROW0])
+        seg, i, written = _fused_kernel(times, ends, puncts, 0, 0, late, self._pool, self._meta, st, out_t, out_r, counts, 0)
+        while seg < len(ends):
+            self._grow(int(ends[seg]) - i)
+            seg, i, written = _fused_kernel(
+                times, ends, puncts, seg, i, late, self._pool, self._meta, st, out_t, out_r, counts, written
+            )
+        if len(ends):
+            self._watermark = max(self._watermark, int(puncts.max()))
+            st[_WM] = self._watermark
+        self._buffered += i - int(np.count_nonzero(late[:i])) - written
+        self._next_row = row0 + i
+        st[_ROW0] = self._next_row
+        if i < n:  # the tail after the last punctuation
+            late[i:] = self.push(times[i:])
+        return late, out_t[:written], out_r[:written], counts
+
+    def _grow(self, rest: int) -> None:
+        st = self._st
+        if st[_NEED] < 0:
+            nruns = int(st[_NRUNS])
+            bigger = np.empty((2 * self._meta.shape[0], 4), dtype=np.int64)
+            bigger[:nruns] = self._meta[:nruns]
+            self._meta = bigger
+        else:
+            extra = max(int(st[_NEED]), 2 * rest)
+            pool, used, self._spare = _compact_pool(self._pool, self._spare, self._meta, st[_NRUNS], extra)
+            self._pool = pool
+            st[_USED] = used
+        st[_NEED] = 0
 
     def flush_all(self) -> tuple[np.ndarray, np.ndarray]:
         """Release everything that is buffered (end of stream).  The watermark is not changed."""
