@@ -344,8 +344,18 @@ def _fused_kernel(times, ends, puncts, seg, i, late, pool, meta, st, out_t, out_
         end = ends[seg]
         if i < end:
             i, need, used, nruns, last_run = _place(
-                times[:end], i, st[_ROW0], times[:0], st[_WM], late, pool[0], pool[1], st[_USED], meta,
-                st[_NRUNS], st[_LAST]
+                times[:end],
+                i,
+                st[_ROW0],
+                times[:0],
+                st[_WM],
+                late,
+                pool[0],
+                pool[1],
+                st[_USED],
+                meta,
+                st[_NRUNS],
+                st[_LAST],
             )
             st[_USED] = used
             st[_NRUNS] = nruns
@@ -460,7 +470,9 @@ class ImpatienceSorter:
         counts = np.zeros(len(ends), dtype=np.int64)
         st = self._st
         row0 = int(st[_ROW0])
-        seg, i, written = _fused_kernel(times, ends, puncts, 0, 0, late, self._pool, self._meta, st, out_t, out_r, counts, 0)
+        seg, i, written = _fused_kernel(
+            times, ends, puncts, 0, 0, late, self._pool, self._meta, st, out_t, out_r, counts, 0
+        )
         while seg < len(ends):
             self._grow(int(ends[seg]) - i)
             seg, i, written = _fused_kernel(

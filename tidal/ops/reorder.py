@@ -298,7 +298,10 @@ class ReorderOp(Operator):
         self.emitted = [None] * k  # last punctuation emitted per band
         self.queues = [deque() for _ in range(k)]  # per band: (times, row ids) that arrived in order
         self._simple = (
-            k == 1 and policy.punctuate_every is None and policy.punctuate_every_events is None and policy.disorder == "drop"
+            k == 1
+            and policy.punctuate_every is None
+            and policy.punctuate_every_events is None
+            and policy.disorder == "drop"
         )
         self._reset_stats()
 
@@ -476,7 +479,11 @@ class ReorderOp(Operator):
             return queued, True
         if not queued:
             return [(t1, r1)], False
-        t2, r2 = queued[0] if len(queued) == 1 else (np.concatenate([q[0] for q in queued]), np.concatenate([q[1] for q in queued]))
+        t2, r2 = (
+            queued[0]
+            if len(queued) == 1
+            else (np.concatenate([q[0] for q in queued]), np.concatenate([q[1] for q in queued]))
+        )
         n = len(t1) + len(t2)
         t, r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         _merge2(t1, r1, 0, len(t1), t2, r2, 0, len(t2), t, r)
