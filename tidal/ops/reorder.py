@@ -553,7 +553,7 @@ class ReorderOp(Operator):
             d.on_flush()
 
     def on_completed(self) -> None:
-        for j, sorter in enumerate(self.sorters):
+        for j in range(len(self.sorters)):
             self._emit_rows(j, *self._sorted(j, None))
             if self.policy.on_completed == "end_of_stream":
                 self._punctuate(j, INFINITY)
