@@ -494,7 +494,7 @@ class ReorderOp(Operator):
         lie in one batch: a run of consecutive rows there is handed on as a slice, without a copy."""
         store = self.stores[band]
         for times, rows in chunks:
-            other, cols = store.gather(rows, increasing)
+            other, cols = store.gather(rows, increasing, times)
             self._emit_sorted(band, EventBatch(times, other, cols))
 
     def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:

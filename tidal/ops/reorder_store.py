@@ -106,6 +106,19 @@ def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
 _NONE = np.empty(0, dtype=np.int64)
 
 
+def _is_sync(col: pa.Array, sync: np.ndarray | None, times: np.ndarray | None) -> bool:
+    """Whether ``col`` holds exactly the piece's sync times: the same memory, 8 bytes wide, no nulls."""
+    if times is None or sync is None or col.null_count or len(col) != len(sync) or not _fixed_width(col.type):
+        return False
+    if col.type.bit_width != 64:
+        return False
+    return col.buffers()[1].address + 8 * col.offset == sync.__array_interface__["data"][0]
+
+
+def _sync_column(col: pa.Array, times: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(col.type, len(times), [None, pa.py_buffer(np.ascontiguousarray(times))])
+
+
 class PayloadStore:
     """The other times and payload columns of buffered events, looked up by sorter row id."""
 
@@ -161,10 +174,13 @@ class PayloadStore:
         self.held += k
         return first
 
-    def gather(self, rows: np.ndarray, increasing: bool = False) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
+    def gather(
+        self, rows: np.ndarray, increasing: bool = False, times: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
         """Other times and columns of ``rows`` (in that order, ``increasing`` if the caller knows they
         are); the rows are then forgotten. The other times are None when every row is a point (its
-        other time is its sync time + 1)."""
+        other time is its sync time + 1). ``times``: the rows' sync times; a column that is the sync
+        times themselves (the same memory: the time column the events were read from) is not gathered."""
         n = len(rows)
         pieces = self.pieces
         if not n:
@@ -196,13 +212,22 @@ class PayloadStore:
                 cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
             else:
                 other = None if piece.other is None else piece.other[index]
-                cols = {k: _take([v], index) for k, v in piece.columns.items()}
+                cols = {
+                    k: _sync_column(v, times) if _is_sync(v, piece.sync, times) else _take([v], index)
+                    for k, v in piece.columns.items()
+                }
         else:
             if all(p.other is None for p in used):
                 other = None
             else:
                 other = np.concatenate([p.others(slice(None)) for p in used])[index]
-            cols = {k: _take([p.columns[k] for p in used], index) for k in used[0].columns}
+            cols = {}
+            for k in used[0].columns:
+                arrays = [p.columns[k] for p in used]
+                if all(_is_sync(a, p.sync, times) for a, p in zip(arrays, used, strict=True)):
+                    cols[k] = _sync_column(arrays[0], times)
+                else:
+                    cols[k] = _take(arrays, index)
         self._trim()
         if self.pinned > 2 * self.held + self.slack:
             self._compact()
