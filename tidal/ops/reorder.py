@@ -14,6 +14,12 @@ event is sorted exactly once. Consumers choose what they receive by their ``band
 (``LATE`` for the late events, which come out sorted by their original time when the input
 completes: a late event can be arbitrarily early, so no punctuation can be promised before).
 Plain consumers receive band 0.
+
+Cost: an event at or above the high watermark before it extends its band's in-order queue and is not
+sorted; only the others go through the Impatience sorter, and each release merges the sorter's output
+with the queue's prefix by (time, arrival). Payloads stay in the input batches until released
+(:mod:`tidal.ops.reorder_store`). With one latency, a punctuation after every event and ``"drop"``, one
+compiled pass per batch finds the late events and splits the others.
 """
 
 from __future__ import annotations
