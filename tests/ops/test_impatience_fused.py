@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tidal.ops import impatience
 from tidal.ops.impatience import ImpatienceSorter
 
 
@@ -51,9 +52,18 @@ def programs(draw):
 
 
 @settings(max_examples=200, deadline=None)
-@given(programs(), st.sampled_from([64, 4096]))
-def test_push_punctuate_equals_the_reference_and_the_separate_calls(program, capacity):
-    times, ends, puncts, calls = program
+@given(programs(), st.sampled_from([64, 4096]), st.sampled_from([1, 4096]))
+def test_push_punctuate_equals_the_reference_and_the_separate_calls(program, capacity, long_segments):
+    """(``long_segments`` 1: every call goes the way of long segments, one push and punctuate each)"""
+    saved = impatience._LONG_SEGMENTS
+    impatience._LONG_SEGMENTS = long_segments
+    try:
+        _check(*program, capacity)
+    finally:
+        impatience._LONG_SEGMENTS = saved
+
+
+def _check(times, ends, puncts, calls, capacity):
     late_ref, out_ref, rest_ref = reference(times.tolist(), ends, puncts)
     fused = ImpatienceSorter(capacity)
     late, released = [], []

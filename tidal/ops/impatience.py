@@ -45,6 +45,7 @@ INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 
 _MIN_CAP = 8  # smallest region given to a run in the pool
+_LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 # run metadata columns: meta[i] = (start, stop, limit, tail)
 _START, _STOP, _LIMIT, _TAIL = 0, 1, 2, 3
 
@@ -464,6 +465,8 @@ class ImpatienceSorter:
         n = times.shape[0]
         if ends.shape != puncts.shape or ends.ndim != 1 or (len(ends) and (ends[-1] > n or (np.diff(ends) < 0).any())):
             raise ValueError("ends and puncts must be one increasing end per punctuation, within the times")
+        if len(ends) and n >= _LONG_SEGMENTS * len(ends):  # few long segments: nothing to save per call
+            return self._push_punctuate_calls(times, ends, puncts)
         late = np.zeros(n, dtype=np.bool_)
         out_t = np.empty(self._buffered + n, dtype=np.int64)
         out_r = np.empty(self._buffered + n, dtype=np.int64)
@@ -487,6 +490,26 @@ class ImpatienceSorter:
         if i < n:  # the tail after the last punctuation
             late[i:] = self.push(times[i:])
         return late, out_t[:written], out_r[:written], counts
+
+    def _push_punctuate_calls(self, times, ends, puncts):
+        lates, ts, rs, counts = [], [], [], []
+        start = 0
+        for end, p in zip(ends.tolist(), puncts.tolist(), strict=True):
+            lates.append(self.push(times[start:end]))
+            t, r = self.punctuate(p)
+            ts.append(t)
+            rs.append(r)
+            counts.append(len(t))
+            start = end
+        if start < len(times):
+            lates.append(self.push(times[start:]))
+        one = len(ts) == 1
+        return (
+            np.concatenate(lates),
+            ts[0] if one else np.concatenate(ts),
+            rs[0] if one else np.concatenate(rs),
+            np.array(counts, dtype=np.int64),
+        )
 
     def _grow(self, rest: int) -> None:
         st = self._st
