@@ -34,7 +34,8 @@ from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
 from ..core.errors import InputError, PlanError, describe_row
 from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
-from .impatience import ImpatienceSorter, _merge2
+from .impatience import ImpatienceSorter
+from .impatience_kernels import _merge2
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
