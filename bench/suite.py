@@ -148,7 +148,7 @@ def _adapt_impatience(doc: dict) -> dict:
         for sorter, m in r["sorters"].items():
             rates = m.get("runs_events_per_s") or [m["events_per_s"]]
             runs = [m["events"] / x for x in rates]
-            engine = "tidal" if sorter == "impatience" else sorter
+            engine = {"impatience": "tidal", "imp-per-call": "tidal, per call"}.get(sorter, sorter)
             rows.append(row(workload, engine, m["events"] / m["events_per_s"], m["events"], runs, detail=True))
             lines.setdefault(r["dataset"], {}).setdefault(engine, []).append((r["punct_every"], m["events_per_s"]))
         ratios.append(r["ratio_impatience_vs_best"])

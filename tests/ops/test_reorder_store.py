@@ -1,5 +1,5 @@
 """The reorder operator's payload store against a dictionary of rows: every row comes back once, with its
-values, in the order asked, through packing, the switch to Arrow segments, and snapshot/restore."""
+values, in the order asked, through compaction, point events (no other times kept), and snapshot/restore."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidal.ops.reorder_store import DenseStore, PayloadStore, SegmentStore
+from tidal.ops.reorder_store import PayloadStore
 
 KINDS = ("numbers", "strings", "nulls later")
 
@@ -27,6 +27,14 @@ def _columns(kind: str, start: int, k: int, step: int) -> dict[str, pa.Array]:
     return cols
 
 
+def _check_other(other, want: list[int]) -> None:
+    """None stands for points: every released row's other time is then its sync time (10 * i) + 1."""
+    if other is None:
+        assert all(w % 10 == 1 for w in want)
+    else:
+        assert other.tolist() == want
+
+
 @st.composite
 def programs(draw):
     steps = []
@@ -35,7 +43,7 @@ def programs(draw):
         if op == "add":
             k = draw(st.integers(0, 40))
             keep = draw(st.lists(st.booleans(), min_size=k, max_size=k)) if draw(st.booleans()) else None
-            steps.append(("add", k, keep))
+            steps.append(("add", k, keep, draw(st.booleans())))
         elif op == "gather":
             steps.append(("gather", draw(st.floats(0, 1)), draw(st.randoms(use_true_random=False))))
         else:
@@ -49,17 +57,16 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
     store = PayloadStore(slack=slack)
     model: dict[int, tuple] = {}  # row id -> (other, payload dict)
     made = 0  # source rows generated (values are a function of this index)
-    next_row = 0
     for i, step in enumerate(program):
         if step[0] == "add":
-            _, k, keep = step
+            _, k, keep, points = step
             cols = _columns(kind, made, k, i)
-            other = np.arange(made, made + k, dtype=np.int64) * 10
+            sync = np.arange(made, made + k, dtype=np.int64) * 10
+            other = sync + 1 if points else sync * 3 + 7
             present = None if keep is None else np.flatnonzero(np.array(keep, dtype=bool))
-            store.add(other, cols, present)
+            first = store.add(None if points else other, cols, present, sync)
             for r in range(k) if present is None else present.tolist():
-                model[next_row] = (int(other[r]), {n: c[r].as_py() for n, c in cols.items()})
-                next_row += 1
+                model[first + r] = (int(other[r]), {n: c[r].as_py() for n, c in cols.items()})
             made += k
         elif step[0] == "gather":
             _, frac, rnd = step
@@ -68,7 +75,7 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
             if not rows:
                 continue
             other, cols = store.gather(np.array(rows, dtype=np.int64))
-            assert other.tolist() == [model[r][0] for r in rows]
+            _check_other(other, [model[r][0] for r in rows])
             for name, col in cols.items():
                 assert col.to_pylist() == [model[r][1][name] for r in rows], name
             for r in rows:
@@ -81,32 +88,44 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
     if model:
         rows = sorted(model)
         other, cols = store.gather(np.array(rows, dtype=np.int64))
-        assert other.tolist() == [model[r][0] for r in rows]
+        _check_other(other, [model[r][0] for r in rows])
         assert set(cols) == set(model[rows[0]][1])
         for name, col in cols.items():
             assert col.to_pylist() == [model[r][1][name] for r in rows]
     assert store.held == 0
 
 
-def test_numbers_stay_dense_and_packing_bounds_the_buffers():
-    store = PayloadStore(slack=0)
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(KINDS), st.integers(0, 64))
+def test_compaction_bounds_the_rows_kept_alive(kind, slack):
+    """One row of every batch stays: the pieces would pin every batch unless compacted."""
+    store = PayloadStore(slack=slack)
     rng = np.random.default_rng(1)
     pinned = []
     for b in range(200):
-        cols = _columns("numbers", b * 100, 100, 0)
+        cols = _columns(kind, b * 100, 100, 0)
         store.add(np.arange(100, dtype=np.int64), cols)
         first = store.next_row - 100
-        pinned.append(first)  # one row of every batch stays: holes pile up unless packed
-        rest = np.arange(first + 1, first + 100)
-        store.gather(rng.permutation(rest))
-    assert isinstance(store.impl, DenseStore)
+        pinned.append(first)
+        store.gather(rng.permutation(np.arange(first + 1, first + 100)))
+        assert store.pinned <= 2 * store.held + slack + 100
     assert store.held == 200
-    assert store.impl.size <= 2 * store.held + 100  # packed: the buffers do not keep the released rows
     other, cols = store.gather(np.array(pinned[::-1]))
     assert cols["i"].to_pylist() == [p // 100 * 100 for p in pinned[::-1]]
+    assert store.held == 0 and store.pinned == 0
 
 
-def test_strings_use_segments():
+def test_rows_released_in_arrival_order_are_not_copied():
     store = PayloadStore()
-    store.add(np.zeros(3, np.int64), _columns("strings", 0, 3, 0))
-    assert isinstance(store.impl, SegmentStore)
+    cols = _columns("strings", 0, 1000, 0)
+    sync = np.arange(1000, dtype=np.int64) * 10
+    store.add(None, cols, None, sync)
+    assert store.add(None, cols, np.arange(500, 1000), sync) == 1000
+    other, got = store.gather(np.arange(100, 400))
+    assert other is None  # points
+    for name, col in got.items():  # slices of the arrays pushed: the same buffers
+        assert col.buffers()[-1].address == cols[name].buffers()[-1].address, name
+        assert col.to_pylist() == cols[name].to_pylist()[100:400]
+    _, got = store.gather(np.arange(1500, 1600))  # rows 500.. of the second batch (ids 1000 + position)
+    assert got["s"].to_pylist() == cols["s"].to_pylist()[500:600]
+    assert got["s"].buffers()[-1].address == cols["s"].buffers()[-1].address

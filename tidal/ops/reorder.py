@@ -14,12 +14,20 @@ event is sorted exactly once. Consumers choose what they receive by their ``band
 (``LATE`` for the late events, which come out sorted by their original time when the input
 completes: a late event can be arbitrarily early, so no punctuation can be promised before).
 Plain consumers receive band 0.
+
+Cost: an event at or above the high watermark before it extends its band's in-order queue and is not
+sorted; only the others go through the Impatience sorter, and each release merges the sorter's output
+with the queue's prefix by (time, arrival). Payloads stay in the input batches until released
+(:mod:`tidal.ops.reorder_store`). With one latency, a punctuation after every event and ``"drop"``, one
+compiled pass per batch finds the late events and splits the others.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
 
 from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
@@ -27,9 +35,11 @@ from ..core.errors import InputError, PlanError, describe_row
 from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
 from .impatience import ImpatienceSorter
+from .impatience_kernels import _merge2
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
+_EMPTY = np.empty(0, dtype=np.int64)
 
 
 POLICIES = ("drop", "adjust", "throw")
@@ -235,6 +245,42 @@ class LateTap(Operator):
         self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
 
 
+@nb.njit(cache=True, nogil=True)
+def _ingest(times, high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late):
+    """One latency ``lat``, a punctuation after every event (never below ``prev``): event ``i`` is late
+    below ``max(prev, high before it - lat)``; an event at or above the high watermark before it is in
+    arrival order (``ord_*``: times, row ids ``first + i``), any other goes to the sorter (``oth_*``);
+    ``late`` gets the late events' positions. Returns the counts and the high watermark after."""
+    floor = MIN_TIME + lat
+    no = 0
+    nu = 0
+    nl = 0
+    for i in range(times.shape[0]):
+        t = times[i]
+        bound = max(high, floor) - lat
+        if bound < prev:
+            bound = prev
+        if t < bound:
+            late[nl] = i
+            nl += 1
+        elif t >= high:
+            ord_t[no] = t
+            ord_r[no] = first + i
+            no += 1
+            high = t
+        else:
+            oth_t[nu] = t
+            oth_r[nu] = first + i
+            nu += 1
+    return no, nu, nl, high
+
+
+def _queued(queue) -> tuple[np.ndarray, np.ndarray]:
+    if not queue:
+        return _EMPTY, _EMPTY
+    return np.concatenate([t for t, _ in queue]), np.concatenate([r for _, r in queue])
+
+
 class ReorderOp(Operator):
     """Impatience sort of an arrival-ordered stream into one sorted stream per delay band."""
 
@@ -257,6 +303,13 @@ class ReorderOp(Operator):
         self.stores = [PayloadStore() for _ in range(k)]
         self.generator = PunctuationGenerator(policy)
         self.emitted = [None] * k  # last punctuation emitted per band
+        self.queues = [deque() for _ in range(k)]  # per band: (times, row ids) that arrived in order
+        self._simple = (
+            k == 1
+            and policy.punctuate_every is None
+            and policy.punctuate_every_events is None
+            and policy.disorder == "drop"
+        )
         self._reset_stats()
 
     @property
@@ -290,13 +343,17 @@ class ReorderOp(Operator):
         n = len(batch)
         if n == 0:
             return
-        sync, other = batch.sync, batch.other
-        if (other < sync).any():
+        sync = batch.sync
+        if not batch.points and (batch.other < sync).any():
+            other = batch.other
             i = int(np.flatnonzero(other < sync)[0])
             raise PlanError(
                 f"{self.row_word} {self.stats.events + i}: an end edge (sync {int(sync[i])}, other {int(other[i])}) "
                 "cannot be sorted: out-of-order input takes points, intervals and start edges"
             )
+        if self._simple:
+            self._simple_batch(batch)
+            return
         bounds, releases = self.generator.bounds(sync)
         k = len(bounds)
         # band = number of latencies the event is late for (k: late for all of them)
@@ -312,7 +369,7 @@ class ReorderOp(Operator):
         if late.any():
             self._late(batch, late, bounds[k - 1])
             if self.policy.disorder == "adjust":
-                batch, sync, other = self._adjusted(batch, late, bounds[k - 1])
+                batch, sync, _ = self._adjusted(batch, late, bounds[k - 1])
                 if band is not None:
                     band = np.where(late, k - 1, band)
             elif band is None:
@@ -325,18 +382,127 @@ class ReorderOp(Operator):
             else:
                 sel = band == j
                 cnt = int(np.count_nonzero(sel))
-            if cnt == 0:
-                continue
-            self.stats.per_band[j] += cnt
-            idx = None if cnt == n else np.flatnonzero(sel)
-            self.sorters[j].push(sync if idx is None else sync[idx])
-            self.stores[j].add(other, batch.columns, idx)
-        held = sum(s.buffered for s in self.sorters)
+            if cnt:
+                self.stats.per_band[j] += cnt
+                idx = None if cnt == n else np.flatnonzero(sel)
+                self._band(j, batch, sync if idx is None else sync[idx], idx, releases[j])
+            else:
+                for p in releases[j]:
+                    self._release(j, p)
+
+    def _simple_batch(self, batch: EventBatch) -> None:
+        """One latency, a punctuation after every event, late events dropped: one compiled pass finds the
+        late events and splits the others into those in arrival order (queued) and the rest (sorted)."""
+        sync = np.ascontiguousarray(batch.sync, dtype=np.int64)
+        n = len(sync)
+        gen, store, sorter = self.generator, self.stores[0], self.sorters[0]
+        first = store.next_row
+        prev = gen.last[0]
+        lat = self.policy.latencies[0]
+        ord_t, ord_r, oth_t, oth_r, late = (np.empty(n, dtype=np.int64) for _ in range(5))
+        no, nu, nl, high = _ingest(sync, gen.high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late)
+        gen.high = high
+        gen.seen += n
+        end = max(prev, int(_minus(np.array([high], dtype=np.int64), lat)[0]))
+        gen.last[0] = end
+        stats = self.stats
+        stats.events += n
+        if nl:
+            late = late[:nl]
+            stats.late += nl
+            stats.dropped += nl
+            if self._consumers(LATE):
+                self._send(LATE, batch.take(late))
+        stats.per_band[0] += n - nl
+        if no:
+            self.queues[0].append((ord_t[:no], ord_r[:no]))
+        if nu:
+            sorter.skip_to(first)
+            sorter.push(oth_t[:nu], oth_r[:nu])
+        if n > nl:
+            store.add(None if batch.points else batch.other, batch.columns, None, sync, late[:nl] if nl else None)
+            if store.held > stats.peak_buffered:
+                stats.peak_buffered = store.held
+        if end > prev:
+            self._release(0, end)
+
+    def _band(self, j: int, batch: EventBatch, times: np.ndarray, idx: np.ndarray | None, releases) -> None:
+        """Sort the events of band ``j`` (``times``, at ``idx`` of the batch, or all of it) and make the
+        band's ``releases``. An event at or above every time that arrived before it extends the band's
+        in-order queue (already sorted: nothing to do); only the others go through the Impatience sorter.
+        The store keeps the batch by reference: an event's row id is the store's ``first`` + its position."""
+        high = self.generator.high_before
+        ordered = times >= (high if idx is None else high[idx])
+        store = self.stores[j]
+        first = store.next_row
+        if ordered.all():
+            ids = first + (np.arange(len(times), dtype=np.int64) if idx is None else idx)
+            self.queues[j].append((times, ids))
+        else:
+            at = np.flatnonzero(ordered)
+            out = np.flatnonzero(~ordered)
+            if idx is not None:
+                at, out, pos_out = idx[at], idx[out], out
+            else:
+                pos_out = out
+            if len(at):
+                self.queues[j].append((times[ordered] if idx is not None else times[at], first + at))
+            sorter = self.sorters[j]
+            sorter.skip_to(first)
+            sorter.push(times[pos_out], first + out)
+        store.add(None if batch.points else batch.other, batch.columns, idx, batch.sync)
+        held = sum(s.held for s in self.stores)
         if held > self.stats.peak_buffered:
             self.stats.peak_buffered = held
-        for j in range(k):
-            for p in releases[j]:
-                self._release(j, p)
+        for p in releases:
+            self._release(j, p)
+
+    def _dequeue(self, j: int, upto: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The prefix of band ``j``'s in-order queue with times <= ``upto``: (times, row ids) chunks."""
+        queue = self.queues[j]
+        out = []
+        while queue:
+            t, r = queue[0]
+            if t[-1] <= upto:
+                out.append(queue.popleft())
+                continue
+            c = int(np.searchsorted(t, upto, side="right"))
+            if c:
+                out.append((t[:c], r[:c]))
+                queue[0] = (t[c:], r[c:])
+            break
+        return out
+
+    def _sorted(self, j: int, upto: int | None) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
+        """Band ``j``'s events up to ``upto`` (None: all of them), sorted by (time, arrival): chunks of
+        (times, row ids), and whether the row ids increase (nothing came from the sorter)."""
+        if upto is None:
+            t1, r1 = self.sorters[j].flush_all()
+            queued = self._dequeue(j, INFINITY)
+        else:
+            t1, r1 = self.sorters[j].punctuate(upto)
+            queued = self._dequeue(j, upto)
+        if not len(t1):
+            return queued, True
+        if not queued:
+            return [(t1, r1)], False
+        t2, r2 = (
+            queued[0]
+            if len(queued) == 1
+            else (np.concatenate([q[0] for q in queued]), np.concatenate([q[1] for q in queued]))
+        )
+        n = len(t1) + len(t2)
+        t, r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        _merge2(t1, r1, 0, len(t1), t2, r2, 0, len(t2), t, r)
+        return [(t, r)], False
+
+    def _emit_rows(self, band: int, chunks: list[tuple[np.ndarray, np.ndarray]], increasing: bool) -> None:
+        """Emit the events of the band's store at the chunks' row ids. Chunks of the in-order queue each
+        lie in one batch: a run of consecutive rows there is handed on as a slice, without a copy."""
+        store = self.stores[band]
+        for times, rows in chunks:
+            other, cols = store.gather(rows, increasing, times)
+            self._emit_sorted(band, EventBatch(times, other, cols))
 
     def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:
         idx = np.flatnonzero(late)
@@ -372,10 +538,8 @@ class ReorderOp(Operator):
     def _release(self, band: int, upto: int) -> None:
         if self.emitted[band] is not None and upto <= self.emitted[band]:
             return
-        times, rows = self.sorters[band].punctuate(upto)
-        if len(times):
-            other, cols = self.stores[band].gather(rows)
-            self._emit_sorted(band, EventBatch(times, other, cols))
+        chunks, increasing = self._sorted(band, upto)
+        self._emit_rows(band, chunks, increasing)
         self.emitted[band] = upto
         self._punctuate(band, upto)
 
@@ -396,11 +560,8 @@ class ReorderOp(Operator):
             d.on_flush()
 
     def on_completed(self) -> None:
-        for j, sorter in enumerate(self.sorters):
-            times, rows = sorter.flush_all()
-            if len(times):
-                other, cols = self.stores[j].gather(rows)
-                self._emit_sorted(j, EventBatch(times, other, cols))
+        for j in range(len(self.sorters)):
+            self._emit_rows(j, *self._sorted(j, None))
             if self.policy.on_completed == "end_of_stream":
                 self._punctuate(j, INFINITY)
             elif self.policy.on_completed == "flush":
@@ -417,6 +578,7 @@ class ReorderOp(Operator):
             "stores": [s.snapshot() for s in self.stores],
             "generator": self.generator.snapshot(),
             "emitted": list(self.emitted),
+            "queues": [_queued(q) for q in self.queues],
         }
 
     def restore(self, state: dict) -> None:
@@ -425,3 +587,7 @@ class ReorderOp(Operator):
             store.restore(s)
         self.generator.restore(state["generator"])
         self.emitted = list(state["emitted"])
+        self.queues = [deque() for _ in self.sorters]
+        for queue, (times, rows) in zip(self.queues, state.get("queues", []), strict=False):
+            if len(times):
+                queue.append((np.asarray(times, dtype=np.int64), np.asarray(rows, dtype=np.int64)))

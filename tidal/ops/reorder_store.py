@@ -5,298 +5,279 @@ No temporal semantics of its own: the Impatience sorter (:mod:`tidal.ops.impatie
 order the sorter releases the row ids, when a punctuation releases them. A row is handed back once
 and then forgotten.
 
-Two forms. While every column is fixed-width without nulls (numbers, times), the store is a set of
-numpy buffers, one per column, addressed by position: rows are copied in once when they arrive and
-taken out once, by one gather per column, when they are released (``DenseStore``). Released rows
-leave holes; when the holes outnumber the live rows the live rows are packed to the front (each
-packing frees at least as many rows as it copies, so a row is copied a constant number of times
-on average). Any other column (strings, nulls, nested types) turns the store into a list of Arrow
-segments merged in a binary-counter pattern (``SegmentStore``).
+Nothing is copied when rows arrive: the store keeps a reference to each pushed batch's arrays (a
+*piece*), and the row at position ``i`` of a piece has row id ``first + i`` (rows of the batch that
+were not pushed simply leave their ids unused). All pieces' arrays together form one index space;
+a release maps its row ids into it and takes every column once (one Arrow take over the pieces it
+touches). When the released rows are one contiguous run of one piece, in order (input that arrived
+in order), the columns are handed on as zero-copy slices. A piece is dropped when its last row is
+released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
+plus ``slack``, the live rows are copied into one compact piece (each compaction frees at least as
+many rows as it copies: a row is copied a constant number of times on average). Point events keep
+no other times: theirs is the sync time + 1.
 """
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from .join.store import _fixed_width, _take_values, _values
+from .join.store import _fixed_width, _pool_empty, _values
 
-_SLACK = 65_536  # holes tolerated on top of the live rows before packing
-
-
-class DenseStore:
-    """Buffered rows in numpy buffers. Positions ``[0, m)`` hold rows ``sparse`` (sorted row ids, left by
-    the last packing); positions ``[m, size)`` hold rows ``dense_first, dense_first + 1, ...``."""
-
-    def __init__(self, schema: pa.Schema, next_row: int = 0, slack: int = _SLACK):
-        self.schema = schema
-        self.slack = slack
-        self.dtypes = [np.dtype(f"i{f.type.bit_width // 8}") for f in schema]
-        self.bufs = [np.empty(0, d) for d in self.dtypes]
-        self.other = np.empty(0, np.int64)
-        self.alive = np.empty(0, bool)
-        self.sparse = np.empty(0, np.int64)
-        self.dense_first = next_row
-        self.next_row = next_row
-        self.size = 0
-        self.held = 0
-
-    @staticmethod
-    def fits(schema: pa.Schema, columns: dict[str, pa.Array]) -> bool:
-        return list(columns) == schema.names and all(
-            c.type == f.type and not c.null_count for c, f in zip(columns.values(), schema, strict=True)
-        )
-
-    def _room(self, k: int) -> None:
-        if self.size + k <= len(self.other):
-            return
-        if self.size - self.held > self.held:
-            self._pack()
-            if self.size + k <= len(self.other):
-                return
-        cap = max(self.size + k, 2 * len(self.other), 1024)
-        for j, buf in enumerate(self.bufs):
-            grown = np.empty(cap, buf.dtype)
-            grown[: self.size] = buf[: self.size]
-            self.bufs[j] = grown
-        for name in ("other", "alive"):
-            buf = getattr(self, name)
-            grown = np.empty(cap, buf.dtype)
-            grown[: self.size] = buf[: self.size]
-            setattr(self, name, grown)
-
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray | None) -> None:
-        """Append the rows of a batch (those at ``present``, or all): they get the next row ids."""
-        k = len(other) if present is None else len(present)
-        if k == 0:
-            return
-        self._room(k)
-        lo, hi = self.size, self.size + k
-        runs = None
-        if present is not None and len(other) - k <= max(8, len(other) >> 10):
-            # a few rows left out (late ones): copy the runs between them rather than gather every row
-            cut = np.flatnonzero(np.diff(present) != 1) + 1
-            firsts = np.r_[0, cut]
-            runs = list(zip(firsts.tolist(), np.r_[cut, k].tolist(), present[firsts].tolist(), strict=True))
-        for buf, col in zip(self.bufs, columns.values(), strict=True):
-            values = _values(col, buf.dtype)
-            if present is None:
-                buf[lo:hi] = values
-            elif runs is not None:
-                for a, b, src in runs:
-                    buf[lo + a : lo + b] = values[src : src + b - a]
-            else:
-                _take_values(values, present, out=buf[lo:hi])
-        self.other[lo:hi] = other if present is None else other[present]
-        self.alive[lo:hi] = True
-        self.size, self.held, self.next_row = hi, self.held + k, self.next_row + k
-
-    def _positions(self, rows: np.ndarray) -> np.ndarray:
-        m = len(self.sparse)
-        pos = rows - (self.dense_first - m)
-        if m:
-            old = rows < self.dense_first
-            if old.any():
-                pos[old] = np.searchsorted(self.sparse, rows[old])
-        return pos
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        pos = self._positions(rows)
-        self.alive[pos] = False
-        self.held -= len(pos)
-        other = _take_values(self.other[: self.size], pos)
-        cols = {
-            f.name: pa.Array.from_buffers(f.type, len(pos), [None, pa.py_buffer(_take_values(buf[: self.size], pos))])
-            for f, buf in zip(self.schema, self.bufs, strict=True)
-        }
-        if self.held == 0:
-            self.size, self.sparse, self.dense_first = 0, self.sparse[:0], self.next_row
-        elif self.size - self.held > self.held + self.slack:
-            self._pack()
-        return other, cols
-
-    def _row_ids(self, pos: np.ndarray) -> np.ndarray:
-        m = len(self.sparse)
-        ids = pos + (self.dense_first - m)
-        if m:
-            old = pos < m
-            ids[old] = self.sparse[pos[old]]
-        return ids
-
-    def _pack(self) -> None:
-        """Move the live rows to the front (they become the sparse part)."""
-        keep = np.flatnonzero(self.alive[: self.size])
-        self.sparse = self._row_ids(keep)
-        n = len(keep)
-        for buf in self.bufs:
-            buf[:n] = _take_values(buf[: self.size], keep)
-        self.other[:n] = self.other[keep]
-        self.alive[:n] = True
-        self.size = n
-        self.dense_first = self.next_row
-
-    def live(self) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
-        """Row ids, other times and columns of the live rows (increasing row ids)."""
-        keep = np.flatnonzero(self.alive[: self.size])
-        cols = {
-            f.name: pa.Array.from_buffers(f.type, len(keep), [None, pa.py_buffer(_take_values(buf[: self.size], keep))])
-            for f, buf in zip(self.schema, self.bufs, strict=True)
-        }
-        return self._row_ids(keep), self.other[keep], cols
+_SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
 
 
-class _Segment:
-    """Payload of buffered events with consecutive-or-sorted row ids."""
+class _Piece:
+    """Arrays of ``length`` rows: row ``i`` has id ``first + i``, or ``rows[i]`` (a compact piece)."""
 
-    __slots__ = ("first", "rows", "other", "columns", "alive", "n_alive")
+    __slots__ = ("first", "length", "rows", "other", "sync", "columns")
 
-    def __init__(self, first, rows, other, columns, alive, n_alive):
+    def __init__(self, first, length, rows, other, sync, columns):
         self.first = first
-        self.rows = rows  # None: rows first, first+1, ... (a fresh batch)
-        self.other = other
+        self.length = length
+        self.rows = rows  # None: ids first, first + 1, ...; else the sorted ids of a compact piece
+        self.other = other  # None: points (other = sync + 1)
+        self.sync = sync
         self.columns = columns
-        self.alive = alive
-        self.n_alive = n_alive
 
-    def positions(self, rows: np.ndarray) -> np.ndarray:
+    def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
 
-    def row_ids(self) -> np.ndarray:
-        n = len(self.other)
-        return np.arange(self.first, self.first + n, dtype=np.int64) if self.rows is None else self.rows
+    def others(self, pos) -> np.ndarray:
+        return self.sync[pos] + 1 if self.other is None else self.other[pos]
+
+    def ids(self, pos: np.ndarray) -> np.ndarray:
+        return pos + self.first if self.rows is None else self.rows[pos]
 
 
-def _merge(a: _Segment, b: _Segment) -> _Segment:
-    """One segment holding the live rows of a then b (row ids stay increasing)."""
-    ia, ib = np.flatnonzero(a.alive), np.flatnonzero(b.alive)
-    rows = np.concatenate([a.row_ids()[ia], b.row_ids()[ib]])
-    other = np.concatenate([a.other[ia], b.other[ib]])
-    ta, tb = pa.array(ia, pa.int64()), pa.array(ib, pa.int64())
-    cols = {k: pa.concat_arrays([a.columns[k].take(ta), b.columns[k].take(tb)]) for k in a.columns}
-    return _Segment(int(rows[0]), rows, other, cols, np.ones(len(rows), dtype=bool), len(rows))
-
-
-class SegmentStore:
-    """Each pushed batch becomes a segment; neighbouring segments are merged (keeping only live rows)
-    when the older one is not more than twice the newer, so a row is copied O(log n) times and
-    released rows do not pile up."""
-
-    def __init__(self, next_row: int = 0):
-        self.segments: list[_Segment] = []
-        self.next_row = next_row
-
-    def add_segment(self, rows: np.ndarray, other: np.ndarray, columns: dict[str, pa.Array]) -> None:
-        if len(rows):
-            self.segments.append(_Segment(int(rows[0]), rows, other, columns, np.ones(len(rows), bool), len(rows)))
-
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray | None) -> None:
-        if present is not None:
-            idx = pa.array(present, pa.int64())
-            other, columns = other[present], {c: v.take(idx) for c, v in columns.items()}
-        n = len(other)
-        if n == 0:
-            return
-        self.segments.append(_Segment(self.next_row, None, other, columns, np.ones(n, dtype=bool), n))
-        self.next_row += n
-        segs = self.segments
-        while len(segs) >= 2 and segs[-2].n_alive <= 2 * segs[-1].n_alive:
-            b = segs.pop()
-            segs[-1] = _merge(segs[-1], b)
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        segs = self.segments
-        if len(segs) == 1:
-            seg_idx = None
+@nb.njit(cache=True, nogil=True)
+def _index(rows, compact, split, base, alive, index):
+    """Positions in the pieces' index space of ``rows`` (ids below ``split`` are in the compact piece
+    ``compact``, found by binary search; the others at ``id - base``), marking them released."""
+    m = compact.shape[0]
+    lo = alive.shape[0]
+    hi = 0
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        if r < split:
+            a, b = 0, m
+            while a < b:
+                mid = (a + b) >> 1
+                if compact[mid] < r:
+                    a = mid + 1
+                else:
+                    b = mid
+            i = a
         else:
-            firsts = np.fromiter((s.first for s in segs), dtype=np.int64, count=len(segs))
-            seg_idx = np.searchsorted(firsts, rows, side="right") - 1
-            if seg_idx[0] == seg_idx[-1] and (seg_idx == seg_idx[0]).all():
-                segs = [segs[int(seg_idx[0])]]
-                seg_idx = None
-        if seg_idx is None:
-            seg = segs[0]
-            pos = seg.positions(rows)
-            seg.alive[pos] = False
-            seg.n_alive -= len(pos)
-            idx = pa.array(pos, pa.int64())
-            result = seg.other[pos], {k: v.take(idx) for k, v in seg.columns.items()}
-        else:
-            order = np.argsort(seg_idx, kind="stable")
-            grouped = seg_idx[order]
-            cuts = np.flatnonzero(np.diff(grouped)) + 1
-            others, pieces = [], []
-            for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(order)].tolist(), strict=True):
-                seg = segs[int(grouped[lo])]
-                pos = seg.positions(rows[order[lo:hi]])
-                seg.alive[pos] = False
-                seg.n_alive -= len(pos)
-                idx = pa.array(pos, pa.int64())
-                others.append(seg.other[pos])
-                pieces.append({k: v.take(idx) for k, v in seg.columns.items()})
-            inverse = np.empty(len(order), dtype=np.int64)
-            inverse[order] = np.arange(len(order), dtype=np.int64)
-            inv = pa.array(inverse, pa.int64())
-            result = (
-                np.concatenate(others)[inverse],
-                {k: pa.concat_arrays([p[k] for p in pieces]).take(inv) for k in pieces[0]},
-            )
-        self.segments = [s for s in self.segments if s.n_alive]
-        return result
+            i = r - base
+        index[k] = i
+        alive[i] = False
+        lo = min(lo, i)
+        hi = max(hi, i)
+    return lo, hi
 
-    @property
-    def held(self) -> int:
-        return sum(s.n_alive for s in self.segments)
 
-    def live(self) -> list[tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]]:
-        out = []
-        for s in self.segments:
-            keep = pa.array(s.alive)
-            out.append((s.row_ids()[s.alive], s.other[s.alive], {k: v.filter(keep) for k, v in s.columns.items()}))
-        return out
+@nb.njit(cache=True, nogil=True)
+def _gather2(a, b, index, out):
+    """``out[k]`` = position ``index[k]`` of ``a`` followed by ``b``."""
+    split = a.shape[0]
+    for k in range(index.shape[0]):
+        i = index[k]
+        out[k] = a[i] if i < split else b[i - split]
+
+
+def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
+    """Position ``index`` of the arrays one after the other: one compiled gather for numbers and times
+    without nulls from one or two arrays, else Arrow's take."""
+    t = arrays[0].type
+    if len(arrays) <= 2 and _fixed_width(t) and all(a.type == t and not a.null_count for a in arrays):
+        width = np.dtype(f"i{t.bit_width // 8}")
+        out = _pool_empty((len(index),), width)
+        first = _values(arrays[0], width)
+        _gather2(first, _values(arrays[1], width) if len(arrays) == 2 else first[:0], index, out)
+        return pa.Array.from_buffers(t, len(index), [None, pa.py_buffer(out)])
+    if len(arrays) == 1:
+        return arrays[0].take(pa.array(index, pa.int64()))
+    taken = pa.chunked_array(arrays).take(pa.array(index, pa.int64()))
+    return taken.combine_chunks() if taken.num_chunks != 1 else taken.chunk(0)
+
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _is_sync(col: pa.Array, sync: np.ndarray | None, times: np.ndarray | None) -> bool:
+    """Whether ``col`` holds exactly the piece's sync times: the same memory, 8 bytes wide, no nulls."""
+    if times is None or sync is None or col.null_count or len(col) != len(sync) or not _fixed_width(col.type):
+        return False
+    if col.type.bit_width != 64:
+        return False
+    return col.buffers()[1].address + 8 * col.offset == sync.__array_interface__["data"][0]
+
+
+def _sync_column(col: pa.Array, times: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(col.type, len(times), [None, pa.py_buffer(np.ascontiguousarray(times))])
 
 
 class PayloadStore:
-    """The other times and payload columns of buffered events, looked up by sorter row id: a
-    ``DenseStore`` while the columns allow it, a ``SegmentStore`` from the first batch that does not."""
+    """The other times and payload columns of buffered events, looked up by sorter row id."""
 
     def __init__(self, slack: int = _SLACK):
-        self.impl: DenseStore | SegmentStore | None = None
+        self.slack = slack
         self.next_row = 0
-        self.slack = slack  # holes a dense store tolerates on top of its live rows
+        self._reset([])
 
-    def add(self, other: np.ndarray, columns: dict[str, pa.Array], present: np.ndarray | None = None) -> None:
-        """Store the rows of a batch (those at ``present``, or all); they take the next row ids."""
-        if self.impl is None:
-            schema = pa.schema([pa.field(k, v.type) for k, v in columns.items()])
-            dense = all(_fixed_width(f.type) for f in schema) and DenseStore.fits(schema, columns)
-            self.impl = DenseStore(schema, self.next_row, self.slack) if dense else SegmentStore(self.next_row)
-        elif isinstance(self.impl, DenseStore) and not DenseStore.fits(self.impl.schema, columns):
-            self._to_segments()
-        self.impl.add(other, columns, present)
-        self.next_row = self.impl.next_row
-
-    def _to_segments(self) -> None:
-        dense = self.impl
-        seg = SegmentStore(dense.next_row)
-        rows, other, cols = dense.live()
-        seg.add_segment(rows, other, cols)
-        self.impl = seg
-
-    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, dict[str, pa.Array]]:
-        """Other times and columns of ``rows`` (in that order); the rows are then forgotten."""
-        return self.impl.gather(rows)
+    def _reset(self, pieces: list[_Piece], alive: np.ndarray | None = None) -> None:
+        self.pieces = pieces
+        lengths = np.fromiter((p.length for p in pieces), dtype=np.int64, count=len(pieces))
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        self.firsts = np.fromiter((p.first for p in pieces), dtype=np.int64, count=len(pieces))
+        self.alive = np.ones(int(self.offsets[-1]), dtype=bool) if alive is None else alive
+        self.held = int(np.count_nonzero(self.alive))
 
     @property
-    def held(self) -> int:
-        return 0 if self.impl is None else self.impl.held
+    def pinned(self) -> int:
+        """Rows held by the pieces' arrays, live or not."""
+        return len(self.alive)
+
+    def add(
+        self,
+        other: np.ndarray | None,
+        columns: dict[str, pa.Array],
+        present: np.ndarray | None = None,
+        sync: np.ndarray | None = None,
+        absent: np.ndarray | None = None,
+    ) -> int:
+        """Keep the rows of a batch (those at ``present``, or all but those at ``absent``): the row at
+        position ``i`` gets id ``first + i``; returns ``first``. Nothing is copied. ``other`` None: the
+        rows are points (``sync + 1``; give the batch's ``sync``)."""
+        length = len(other) if other is not None else len(sync)
+        first = self.next_row
+        k = length if present is None else len(present)
+        if absent is not None:
+            k -= len(absent)
+        if k == 0:
+            return first
+        piece = _Piece(first, length, None, other, sync, columns)
+        if present is None:
+            live = np.ones(length, dtype=bool)
+            if absent is not None:
+                live[absent] = False
+        else:
+            live = np.zeros(length, dtype=bool)
+            live[present] = True
+        self.pieces.append(piece)
+        self.offsets = np.append(self.offsets, self.offsets[-1] + length)
+        self.firsts = np.append(self.firsts, first)
+        self.alive = np.concatenate([self.alive, live]) if len(self.alive) else live
+        self.next_row += length
+        self.held += k
+        return first
+
+    def gather(
+        self, rows: np.ndarray, increasing: bool = False, times: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
+        """Other times and columns of ``rows`` (in that order, ``increasing`` if the caller knows they
+        are); the rows are then forgotten. The other times are None when every row is a point (its
+        other time is its sync time + 1). ``times``: the rows' sync times; a column that is the sync
+        times themselves (the same memory: the time column the events were read from) is not gathered."""
+        n = len(rows)
+        pieces = self.pieces
+        if not n:
+            raise ValueError("gather needs at least one row")
+        # pieces leave from the front only, so ids after the compact piece (if any) map to the index
+        # space by one subtraction
+        head = pieces[0]
+        if head.rows is None:
+            compact, split, base = _NONE, head.first, head.first
+        else:
+            compact, split = head.rows, (pieces[1].first if len(pieces) > 1 else self.next_row)
+            base = split - head.length
+        index = np.empty(n, dtype=np.int64)
+        lo, hi = _index(rows, compact, split, base, self.alive, index)
+        self.held -= n
+        if hi < self.offsets[1]:  # one piece (the first)
+            used, start = [head], 0
+        else:
+            a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+            b = int(np.searchsorted(self.offsets, hi, side="right")) - 1
+            used, start = pieces[a : b + 1], int(self.offsets[a])
+            if start:
+                index -= start
+        if len(used) == 1:
+            piece = used[0]
+            if index[0] + n - 1 == index[-1] and (increasing or n == 1 or bool((np.diff(index) > 0).all())):
+                a = int(index[0])  # one run, in order: zero-copy slices
+                other = None if piece.other is None else piece.other[a : a + n]
+                cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
+            else:
+                other = None if piece.other is None else piece.other[index]
+                cols = {
+                    k: _sync_column(v, times) if _is_sync(v, piece.sync, times) else _take([v], index)
+                    for k, v in piece.columns.items()
+                }
+        else:
+            if all(p.other is None for p in used):
+                other = None
+            else:
+                other = np.concatenate([p.others(slice(None)) for p in used])[index]
+            cols = {}
+            for k in used[0].columns:
+                arrays = [p.columns[k] for p in used]
+                if all(_is_sync(a, p.sync, times) for a, p in zip(arrays, used, strict=True)):
+                    cols[k] = _sync_column(arrays[0], times)
+                else:
+                    cols[k] = _take(arrays, index)
+        self._trim()
+        if self.pinned > 2 * self.held + self.slack:
+            self._compact()
+        return other, cols
+
+    def _trim(self) -> None:
+        """Drop the pieces at the front that hold no live row."""
+        drop = 0
+        while drop < len(self.pieces) and not self.alive[self.offsets[drop] : self.offsets[drop + 1]].any():
+            drop += 1
+        if drop:
+            cut = self.offsets[drop]
+            self.pieces = self.pieces[drop:]
+            self.offsets = self.offsets[drop:] - cut
+            self.firsts = self.firsts[drop:]
+            self.alive = self.alive[cut:]
+
+    def _compact(self) -> None:
+        """Copy the live rows of every piece into one piece (row ids stay increasing)."""
+        if not self.pieces:
+            return
+        rows, other, cols = self._live(self.pieces)
+        if all(p.other is None for p in self.pieces):  # points stay points: keep their sync times
+            piece = _Piece(int(rows[0]), len(rows), rows, None, other - 1, cols)
+        else:
+            piece = _Piece(int(rows[0]), len(rows), rows, other, None, cols)
+        self._reset([piece])
+
+    def _live(self, pieces: list[_Piece]) -> tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]:
+        """Row ids, other times and columns of the live rows of ``pieces`` (in row id order), copied."""
+        index = np.flatnonzero(self.alive)
+        ids, others = [], []
+        for i, p in enumerate(pieces):
+            a, b = np.searchsorted(index, self.offsets[i : i + 2])
+            pos = index[a:b] - self.offsets[i]
+            ids.append(p.ids(pos))
+            others.append(p.others(pos))
+        cols = {k: _take([p.columns[k] for p in pieces], index) for k in pieces[0].columns}
+        return np.concatenate(ids), np.concatenate(others), cols
+
+    def live(self) -> list[tuple[np.ndarray, np.ndarray, dict[str, pa.Array]]]:
+        """Row ids, other times and columns of the live rows, one part per piece (copied)."""
+        out = []
+        for i, p in enumerate(self.pieces):
+            pos = np.flatnonzero(self.alive[self.offsets[i] : self.offsets[i + 1]])
+            idx = pa.array(pos, pa.int64())
+            out.append((p.ids(pos), p.others(pos), {k: v.take(idx) for k, v in p.columns.items()}))
+        return out
 
     def snapshot(self) -> dict:
-        if self.impl is None:
-            parts = []
-        elif isinstance(self.impl, DenseStore):
-            parts = [self.impl.live()] if self.impl.held else []
-        else:
-            parts = self.impl.live()
         return {
             "next_row": self.next_row,
             "segments": [
@@ -305,27 +286,18 @@ class PayloadStore:
                     "other": other,
                     "columns": pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols)),
                 }
-                for rows, other, cols in parts
+                for rows, other, cols in self.live()
             ],
         }
 
     def restore(self, state: dict) -> None:
         self.next_row = int(state["next_row"])
-        parts = []
-        for s in state["segments"]:
-            rb = s["columns"]
-            cols = {n: rb.column(i) for i, n in enumerate(rb.schema.names)}
-            parts.append((np.asarray(s["rows"], dtype=np.int64), np.asarray(s["other"], dtype=np.int64), cols))
-        schema = pa.schema([pa.field(k, v.type) for k, v in parts[0][2].items()]) if parts else None
+        parts = [s for s in state["segments"] if len(s["rows"])]
         if not parts:
-            self.impl = None
-        elif all(_fixed_width(f.type) for f in schema) and all(DenseStore.fits(schema, c) for _, _, c in parts):
-            self.impl = DenseStore(schema, self.next_row, self.slack)
-            for _, other, cols in parts:
-                self.impl.add(other, cols, None)
-            self.impl.sparse = np.concatenate([rows for rows, _, _ in parts])
-            self.impl.dense_first = self.impl.next_row = self.next_row
-        else:
-            self.impl = SegmentStore(self.next_row)
-            for rows, other, cols in parts:
-                self.impl.add_segment(rows, other, cols)
+            self._reset([])
+            return
+        rows = np.concatenate([np.asarray(s["rows"], dtype=np.int64) for s in parts])
+        other = np.concatenate([np.asarray(s["other"], dtype=np.int64) for s in parts])
+        names = parts[0]["columns"].schema.names
+        cols = {n: pa.concat_arrays([s["columns"].column(i) for s in parts]) for i, n in enumerate(names)}
+        self._reset([_Piece(int(rows[0]), len(rows), rows, other, None, cols)])
