@@ -68,6 +68,7 @@ from ..plan.nodes import (
     Union,
     Where,
 )
+from ..plan.nodes.relational import EmptyDefault
 from ..plan.rules import PORTABLE_RULES, apply_rule, optimize
 from ..stream.query import execute
 from ..stream.streamable import Stream
@@ -102,6 +103,9 @@ class _Rel:
     broadcast: tuple | None = None  # (small input, its Spark broadcast, both inputs' payloads)
     intervals: bool = False  # every row is an interval (no edges): lifetimes may be changed row by row
     side_columns: tuple[dict[str, str], ...] | None = None  # per side: payload field -> its partition column
+
+
+EMPTY_RELATION_RULE = "org.apache.spark.sql.execution.adaptive.AQEPropagateEmptyRelation"
 
 
 class SparkPlanner:
@@ -147,6 +151,8 @@ class SparkPlanner:
             # keep: the in-memory input is sorted here (late events dropped, adjusted and counted as
             # embedded) and its sorted events handed to Spark
             return self._source(node)
+        if isinstance(node, EmptyDefault):
+            self._keep_empty_stages()
         if node.partitioning is not None:
             if len(node.inputs) == 1:
                 return self._reduce_one(node)
@@ -169,6 +175,14 @@ class SparkPlanner:
                 df = df.unionByName(other)
             return _Rel(df, frames[0][1])
         raise PlanError(f"{node.label}: a stateless {len(node.inputs)}-input node is not supported on Spark")
+
+    def _keep_empty_stages(self) -> None:
+        """Spark's adaptive execution replaces a plan over an empty shuffle by an empty relation, so the
+        task that adds a global aggregate's row over no rows would never run: switch that rule off."""
+        key = "spark.sql.adaptive.optimizer.excludedRules"
+        rules = [r for r in (self.spark.conf.get(key, "") or "").split(",") if r]
+        if EMPTY_RELATION_RULE not in rules:
+            self.spark.conf.set(key, ",".join([*rules, EMPTY_RELATION_RULE]))
 
     def _source(self, node: Source) -> _Rel:
         if isinstance(node, SparkSourceNode):
