@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidal.core.errors import PlanError
+from tidal.core.errors import PlanError, TidalError
 from tidal.sql import plan
 
 COLUMNS = ["column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "q25", "q50", "q75", "count",
@@ -169,3 +169,39 @@ def test_a_typed_null_keeps_its_type_through_constant_folding(tmp_path):
         got = plan("SELECT 'a' AS x UNION ALL SELECT CAST(NULL AS VARCHAR) FROM 't.csv'").result()
     assert got.schema.field("x").type == pa.string()
     assert sorted(got.column("x").to_pylist(), key=repr) == sorted(["a", None, None], key=repr)
+
+
+@pytest.mark.parametrize(
+    "value, decimal",
+    [("12345.678", "DECIMAL(4,1)"), ("999.96", "DECIMAL(4,1)"), ("-1000", "DECIMAL(5,2)"),
+     ("'nan'::DOUBLE", "DECIMAL(5,2)"), ("'inf'::DOUBLE", "DECIMAL(9,2)"), ("1e20", "DECIMAL")],
+)  # fmt: skip
+def test_cast_to_decimal_out_of_range_is_an_error_as_in_duckdb(value, decimal):
+    sql = f"SELECT CAST({value} AS {decimal}) AS x"
+    with pytest.raises(duckdb.ConversionException):
+        duckdb.execute(sql).fetchall()
+    with pytest.raises(TidalError, match=r"Could not cast value .* to DECIMAL"):
+        plan(sql).result()
+    within = f"SELECT CAST(x AS {decimal}) AS x FROM (VALUES (1.5), (NULL), (-9.25)) t(x)"
+    assert [r["x"] for r in plan(within).result().to_pylist()] == [
+        float(v) if v is not None else None for (v,) in duckdb.execute(within).fetchall()
+    ]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT CASE WHEN x = 'a' THEN 0 ELSE CAST(x AS INTEGER) END AS v FROM (VALUES ('a'), ('2'), (NULL)) t(x)",
+        "SELECT CASE WHEN x = 'a' THEN 0 WHEN x = 'b' THEN -1 ELSE CAST(x AS INTEGER) + 1 END AS v "
+        "FROM (VALUES ('a'), ('2'), ('b')) t(x)",
+        "SELECT CASE WHEN n > 0 THEN CAST(s / n * 100 AS DECIMAL(9,2)) END AS v "
+        "FROM (VALUES (1.0, 2), (0.0, 0)) t(s, n)",
+    ],
+)
+def test_a_case_branch_is_evaluated_only_on_the_rows_that_reach_it(sql):
+    """A cast that would fail on rows another branch takes is no error (DuckDB evaluates CASE lazily)."""
+    want = [None if v is None else float(v) for (v,) in duckdb.execute(sql).fetchall()]
+    assert [None if r["v"] is None else float(r["v"]) for r in plan(sql).result().to_pylist()] == want
+    failing = "SELECT CASE WHEN x = 'a' THEN 0 ELSE CAST(x AS INTEGER) END AS v FROM (VALUES ('a'), ('z')) t(x)"
+    with pytest.raises(TidalError, match="z"):
+        plan(failing).result()

@@ -257,10 +257,13 @@ class SqlEvaluator:
             return like(pc.cast(v, pa.string()) if pa.types.is_null(v.type) else v, node.pattern, node.ignore_case)
         if isinstance(node, Case):
             conds, values = [], []
+            reach = None  # the rows no earlier WHEN took (None: every row)
             for cond, value in node.whens:
-                conds.append(pc.fill_null(_truth(self.array(cond)), False))
-                values.append(self.eval(value))
-            values.append(self.eval(node.default))
+                taken = pc.fill_null(_truth(self.array(cond)), False)
+                conds.append(taken)
+                values.append(self._branch(value, taken if reach is None else pc.and_(reach, taken)))
+                reach = pc.invert(taken) if reach is None else pc.and_not(reach, taken)
+            values.append(self._branch(node.default, reach))
             return self._choose(conds, values)
         if isinstance(node, Cast):
             return self._try_cast(node) if node.safe else self._cast(self.eval(node.operand), node.to, self.sql(node))
@@ -275,6 +278,23 @@ class SqlEvaluator:
             if node.func in _FLOAT_FNS:
                 return _FLOAT_FNS[node.func](pc.cast(self.eval(node.args[0]), pa.float64()))
         raise PlanError(f"unsupported SQL expression: {self.sql(node)}")
+
+    def _branch(self, node: Node, rows):
+        """A CASE branch's value: over every row when that succeeds, else over only the ``rows`` that reach
+        it (NULL elsewhere), so that a cast or check failing on rows another branch takes is no error (as SQL
+        evaluates a CASE lazily: ``CASE WHEN x = 'a' THEN 0 ELSE CAST(x AS INT) END``)."""
+        try:
+            return self.eval(node)
+        except SqlTypeError:
+            if rows is None or (isinstance(rows, pa.Scalar) and rows.as_py()):
+                raise
+            rows = pc.fill_null(rows if not isinstance(rows, pa.Scalar) else pa.repeat(rows, self.n), False)
+            if pc.all(rows).as_py():
+                raise
+            columns = {k: pc.filter(v, rows) for k, v in self.columns.items()}
+            sub = SqlEvaluator(columns, int(pc.sum(rows).as_py() or 0), self.subresults, self.texts)
+            part = sub.array(node)
+            return pc.replace_with_mask(pa.nulls(self.n, part.type), rows, part)
 
     def _bool(self, node: BoolOp):
         """Kleene AND/OR, folded left to right as SQL nests ``a AND b AND c`` (so errors name the same part)."""
@@ -538,6 +558,24 @@ def _round(v, digits: int):
     return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")
 
 
+def _to_decimal(v, precision: int, scale: int):
+    """CAST(v AS DECIMAL(precision, scale)), computed as DOUBLE: rounded to ``scale`` digits, and an error for a
+    value with more than ``precision - scale`` digits before the point, NaN or infinity (DuckDB's cast fails)."""
+    rounded = _round(pc.cast(v, pa.float64()), scale)
+    values = np.asarray(ev_values(rounded), dtype=np.float64)
+    bad = ~(np.abs(values) < 10.0 ** (precision - scale))  # NaN compares false: it is refused too
+    if bad.any():
+        raise pa.ArrowInvalid(f"Could not cast value {float(values[bad][0])} to DECIMAL({precision},{scale})")
+    return rounded
+
+
+def ev_values(v) -> np.ndarray:
+    """The valid values of an Arrow array or scalar, as numpy (NULLs left out)."""
+    if isinstance(v, pa.Scalar):
+        return np.array([] if v.as_py() is None else [v.as_py()])
+    return pc.drop_null(v).to_numpy(zero_copy_only=False)
+
+
 def _first(f, result: pa.DataType | None = None):
     """A function of the first argument's value and the node's constant parameters; NULL when a
     parameter is NULL (SQL functions propagate NULL), of the first argument's type."""
@@ -574,6 +612,7 @@ _FUNCS = (
         "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
+        "to_decimal": _first(_to_decimal, pa.float64()),
         "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
         "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
         "strptime": _first(

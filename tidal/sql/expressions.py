@@ -387,8 +387,11 @@ class _Translator(MoreTranslations):
         if e.to.this == exp.DataType.Type.DECIMAL and not pa.types.is_decimal(cast.to):
             # DECIMAL(p, s) is computed as DOUBLE: keep its s digits (DuckDB rounds half away from zero)
             params = [int(p.name) for p in e.to.expressions]
+            precision = params[0] if params else 18  # DuckDB's DECIMAL is DECIMAL(18,3)
             scale = params[1] if len(params) > 1 else (3 if not params else 0)
-            return SqlCall("round", (cast,), (scale,))
+            if not 0 <= scale <= precision <= 38:
+                raise PlanError(f"{e.sql()}: DECIMAL's width must be 1-38 and its scale at most its width")
+            return SqlCall("to_decimal", (cast,), (precision, scale))
         return cast
 
     def t_TryCast(self, e):
