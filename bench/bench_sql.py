@@ -246,6 +246,7 @@ def main(argv=None) -> int:
     ap.add_argument("--events", type=int, default=1_000_000, help="rows of the events file")
     ap.add_argument("--data", default=str(Path(__file__).parent / ".data"))
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--taxi-only", action="store_true", help="only the taxi workloads (skip the events file)")
     add_common_args(ap, "bench/results/sql.json")
     args = ap.parse_args(argv)
     data = Path(args.data).resolve()
@@ -285,8 +286,8 @@ def main(argv=None) -> int:
             results.record("SQL taxi query (parquet), as a process", engine, float(np.median(runs)),
                            max(runs) - min(runs), args.rows, runs)  # fmt: skip
 
-        events, users = ensure_events(args.events, data)
-        for workload, sql, duck_sql, api, columns in event_queries(events, users):
+        events, users = ensure_events(args.events, data) if not args.taxi_only else (None, None)
+        for workload, sql, duck_sql, api, columns in event_queries(events, users) if events else ():
             want = _answer(con.sql(duck_sql or sql).to_arrow_table(), columns)
             for engine, fn in (("tidal", lambda sql=sql: plan(sql).result()), ("tidal python api", api)):
                 got = _answer(fn(), columns)

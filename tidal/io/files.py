@@ -27,9 +27,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
-from .csvscan import is_utf8 as _is_utf8
-from .csvscan import rows_are_lines, unterminated_quote
 from .json_dates import json_dates
+
+
+# CSV's compiled scans (numba) load with the first CSV read: a Parquet or IPC query never imports numba
+def _is_utf8(source) -> bool:
+    from .csvscan import is_utf8
+
+    return is_utf8(source)
+
+
+def rows_are_lines(*args) -> bool:
+    from . import csvscan
+
+    return csvscan.rows_are_lines(*args)
+
+
+def unterminated_quote(*args) -> int:
+    from . import csvscan
+
+    return csvscan.unterminated_quote(*args)
 
 FORMATS = {
     ".csv": "csv",

@@ -1,0 +1,160 @@
+"""The relational path: a query with no temporal operator, answered over whole Arrow columns.
+
+A plan of file scans under filters and projections, with at most one ``GROUP BY`` (or global)
+aggregate of the built-in numeric aggregates (:data:`.hashagg.FUNCTIONS`), has the same answer
+as the stream plan's final snapshot: every row is a start edge at time 0, so the aggregate's last
+snapshot is the aggregate of all rows. This module computes that answer directly: the file is read
+into Arrow columns, WHERE/HAVING and SELECT lists run through the same compiled SQL expressions as
+the stream operators (:class:`~tidal.expr.sqlcompile.CompiledSql`: the lambdas' numpy kernels, or
+SQL's null rules), and the aggregate groups rows with :mod:`.hashagg` (numpy and Arrow compute).
+Nothing on this path imports numba, so ``tidal query`` over a Parquet file starts in the time
+of its imports of pyarrow and sqlglot.
+
+Anything else (event time, windows, joins, TRIGGER, LIMIT/OFFSET, aggregates outside that list,
+key or argument types :mod:`.hashagg` does not take, live inputs, databases and topics) runs on
+the stream engine: :func:`relational_answer` returns None for it before reading anything.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.batch import EventBatch
+from ..core.time import INFINITY
+from ..io.files import read_file
+from . import hashagg
+from .expressions import compiled, pushable_predicate, translate, translate_record
+from .logical import Aggregate, Filter, Node, Project, Scan, column_labels, user_message
+
+_NOT_FILES = ("postgres", "kafka", "redis")
+
+
+def _chain(node: Node) -> list[Node] | None:
+    """The plan's nodes from the root down to its scan, when it is a relational chain; else None."""
+    chain = []
+    aggregates = 0
+    while True:
+        chain.append(node)
+        if isinstance(node, Scan):
+            ok = not node.live and node.format not in _NOT_FILES
+            return chain if ok else None
+        if isinstance(node, Filter | Project):
+            node = node.input
+            continue
+        if isinstance(node, Aggregate):
+            aggregates += 1
+            if aggregates > 1 or node.trigger:  # over a changing result: the engine's running sums
+                return None
+            types = dict(zip(node.input.names, node.input.types, strict=True))
+            for call in node.aggs:
+                t = types.get(call.argument) if call.argument is not None else None
+                if call.parameter is not None or not hashagg.supported(call.function, t):
+                    return None
+            if any(types.get(k) is None or not hashagg.key_supported(types[k]) for k in node.keys):
+                return None
+            node = node.input
+            continue
+        return None
+
+
+def applies(sql_query) -> bool:
+    """Whether ``sql_query`` (a :class:`~tidal.sql.query.SqlQuery`) runs on this path."""
+    q = sql_query.query
+    if sql_query.progressive or sql_query.live or q.limit is not None or q.offset:
+        return False
+    return _chain(sql_query.optimized) is not None
+
+
+class _Runner:
+    def __init__(self, sql_query, subresults: dict):
+        self.q = sql_query
+        self.stats = sql_query.stats
+        self.subresults = subresults
+        self.labels = sql_query.query.labels
+
+    def _rewrite(self, node: Node):
+        return partial(user_message, labels=column_labels(node, self.labels))
+
+    def scan(self, scan: Scan) -> pa.Table:
+        names = list(scan.file_columns)
+        if scan.rows is not None:  # VALUES / range: the rows are in the plan
+            table = scan.rows.select(names)
+            if scan.predicate is not None:
+                table = table.filter(pushable_predicate(scan.predicate))
+        else:
+            schema = pa.schema([pa.field(c, t) for c, t in zip(scan.file_columns, scan.types, strict=True)])
+            got = read_file(
+                scan.path,
+                format=scan.format,
+                options=dict(scan.options),
+                on_error=self.q.on_error,
+                columns=names,
+                predicate=pushable_predicate(scan.predicate) if scan.predicate is not None else None,
+                schema=schema,
+            )
+            self.stats.skipped += got.skipped
+            table = got.table
+        table = table.rename_columns(list(scan.names)).combine_chunks()  # each column one array, once
+        self.stats.rows_total += table.num_rows
+        self.stats.rows_read += table.num_rows
+        self.stats.progress()
+        return table
+
+    def run(self, node: Node) -> pa.Table:
+        if isinstance(node, Scan):
+            return self.scan(node)
+        table = self.run(node.input)
+        if isinstance(node, Filter):
+            if table.num_rows == 0:
+                return table
+            fn = compiled(translate(node.condition), truth=True, schema=node.input.schema(),
+                          subresults=self.subresults, rewrite=self._rewrite(node.input))  # fmt: skip
+            keep = fn.mask(_batch(table))
+            return table if keep.all() else table.filter(pa.array(keep))
+        if isinstance(node, Project):
+            fn = compiled(translate_record(node.exprs), truth=False, schema=node.input.schema(),
+                          subresults=self.subresults, rewrite=self._rewrite(node.input))  # fmt: skip
+            batch = _batch(table)
+            cols = fn.project(batch) if table.num_rows else None
+            if cols is None:
+                cols = fn.project_rows(batch)
+            names = [n for n, _ in node.exprs]
+            return pa.table([_array(cols[n]) for n in names], names=names)
+        return self.aggregate(node, table)
+
+    def aggregate(self, node: Aggregate, table: pa.Table) -> pa.Table:
+        cols = {n: _array(table.column(n)) for n in {*node.keys, *(c.argument for c in node.aggs)} - {None}}
+        groups = hashagg.group_ids([cols[k] for k in node.keys]) if node.keys else hashagg.no_keys(table.num_rows)
+        calls = [(c.output, c.function, cols.get(c.argument)) for c in node.aggs]
+        out = hashagg.aggregate(groups, calls)
+        names = [*node.keys, *(c.output for c in node.aggs)]
+        return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
+
+
+def _batch(table: pa.Table) -> EventBatch:
+    """The table's rows as one batch of start edges at time 0 (as the stream plan's source makes them)."""
+    n = table.num_rows
+    cols = {name: _array(table.column(name)) for name in table.column_names}
+    return EventBatch(np.zeros(n, np.int64), np.broadcast_to(np.int64(INFINITY), (n,)), cols)
+
+
+def _array(col) -> pa.Array:
+    """One array: a chunked column combined (a single chunk as it is)."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
+def relational_answer(sql_query, subresults: dict) -> pa.Table | None:
+    """The final snapshot's rows (before ORDER BY), or None when the plan is not relational."""
+    if not applies(sql_query):
+        return None
+    table = _Runner(sql_query, subresults).run(sql_query.optimized)
+    if table.num_rows == 0:
+        schema = sql_query.optimized.schema()
+        if schema is not None and schema.names == table.column_names:
+            return schema.empty_table()
+    return table
