@@ -122,6 +122,8 @@ class _Runner:
             if cols is None:
                 cols = fn.project_rows(batch)
             names = [n for n, _ in node.exprs]
+            if not names:  # no columns (COUNT(*)'s input): the rows still count
+                return table.select([])
             return pa.table([_array(cols[n]) for n in names], names=names)
         return self.aggregate(node, table)
 
