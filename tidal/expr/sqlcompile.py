@@ -120,7 +120,9 @@ class CompiledSql:
             col = columns.get(name)
             if col is not None and pa.types.is_floating(col.type) and len(col):
                 values = col.to_numpy(zero_copy_only=False)
-                if not np.isfinite(values).all():  # NaN, or infinities whose arithmetic may make one
+                # NaN, or infinities whose arithmetic may make one: a finite sum has neither (one pass,
+                # no mask made); a sum that overflowed only sends the batch the SQL way
+                if not np.isfinite(np.sum(values)):
                     return True
         return False
 

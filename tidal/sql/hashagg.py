@@ -235,7 +235,10 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
     """``{output: column}`` for ``(output, function, argument column)`` calls, one row per group in
     ``groups.order``."""
     codes, size, order = groups.codes, groups.size, groups.order
-    rows = np.bincount(codes, minlength=size) if len(codes) else np.zeros(size, np.int64)
+    if groups.keys or not len(codes):
+        rows = np.bincount(codes, minlength=size) if len(codes) else np.zeros(size, np.int64)
+    else:  # one group: every row
+        rows = np.array([len(codes)], np.int64)
     args: dict[int, _Argument] = {}
     sums: dict[tuple, np.ndarray] = {}
     out = {}

@@ -17,10 +17,12 @@ the stream engine: :func:`relational_answer` returns None for it before reading 
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 
 import numpy as np
 import pyarrow as pa
+from sqlglot import exp
 
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
@@ -103,17 +105,31 @@ class _Runner:
         self.stats.progress()
         return table
 
-    def run(self, node: Node) -> pa.Table:
+    def run(self, node: Node, wanted: set | None = None) -> pa.Table:
+        """``node``'s rows; ``wanted`` (None: all) the columns the caller reads."""
         if isinstance(node, Scan):
             return self.scan(node)
-        table = self.run(node.input)
         if isinstance(node, Filter):
+            inner = set(node.condition.find_all(exp.Column))
+            table = self.run(node.input, None if wanted is None else wanted | {c.name for c in inner})
             if table.num_rows == 0:
                 return table
             fn = compiled(translate(node.condition), truth=True, schema=node.input.schema(),
                           subresults=self.subresults, rewrite=self._rewrite(node.input))  # fmt: skip
-            keep = fn.mask(_batch(table))
-            return table if keep.all() else table.filter(pa.array(keep))
+            keep = _keep(fn, _batch(table))
+            if wanted is not None:  # filter only what is read above
+                table = table.select([c for c in table.column_names if c in wanted])
+            if keep.all():
+                return table
+            if table.num_columns == 0:
+                return table.slice(0, int(np.count_nonzero(keep)))  # no columns: the row count
+            return table.filter(pa.array(keep))
+        if isinstance(node, Project):
+            needed = {c.name for _, e in node.exprs for c in e.find_all(exp.Column)}
+            table = self.run(node.input, needed)
+        else:
+            needed = {*node.keys, *(c.argument for c in node.aggs)} - {None}
+            table = self.run(node.input, needed)
         if isinstance(node, Project):
             fn = compiled(translate_record(node.exprs), truth=False, schema=node.input.schema(),
                           subresults=self.subresults, rewrite=self._rewrite(node.input))  # fmt: skip
@@ -134,6 +150,20 @@ class _Runner:
         out = hashagg.aggregate(groups, calls)
         names = [*node.keys, *(c.output for c in node.aggs)]
         return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
+
+
+def _keep(fn, batch: EventBatch) -> np.ndarray:
+    """WHERE's mask: by the stream engine's where loop (the lambdas' compiled kernel) when numba is
+    already loaded, else by the numpy kernels or SQL's evaluator (``mask``): the same rows either way."""
+    if "numba" in sys.modules:  # importing it would cost a command-line query more than it saves
+        from ..ops.selection import WhereOp
+
+        kept = WhereOp(fn).kept(batch)
+        if kept is not None:
+            keep = np.zeros(len(batch), bool)
+            keep[kept] = True
+            return keep
+    return fn.mask(batch)
 
 
 def _batch(table: pa.Table) -> EventBatch:
