@@ -122,7 +122,9 @@ class CompiledSql:
                 values = col.to_numpy(zero_copy_only=False)
                 # NaN, or infinities whose arithmetic may make one: a finite sum has neither (one pass,
                 # no mask made); a sum that overflowed only sends the batch the SQL way
-                if not np.isfinite(np.sum(values)):
+                with np.errstate(invalid="ignore", over="ignore"):
+                    total = np.sum(values)
+                if not np.isfinite(total):
                     return True
         return False
 

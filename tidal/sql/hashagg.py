@@ -22,6 +22,8 @@ anything else on the stream engine.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -148,6 +150,14 @@ def group_ids(columns: list[pa.Array]) -> Groups:
     return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
 
 
+def _first_float_sum(calls) -> pa.Array | None:
+    """The argument of the first SUM/AVG of a floating-point column, if any."""
+    for _, function, col in calls:
+        if function in ("sum", "average") and col is not None and pa.types.is_float64(col.type):
+            return col
+    return None
+
+
 # -- aggregates --------------------------------------------------------------------------------
 class _Argument:
     """One argument column as the aggregates read it, each conversion made once."""
@@ -178,7 +188,9 @@ class _Argument:
             if pa.types.is_floating(col.type):
                 nan = np.isnan(self.floats()) if col.null_count else None
                 if nan is None:  # no nulls: NaN shows in the sum; look only when there is one
-                    nan = np.isnan(self.floats()) if np.isnan(np.sum(self.floats())) else None
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        total = np.sum(self.floats())
+                    nan = np.isnan(self.floats()) if np.isnan(total) else None
                 if nan is not None and nan.any():
                     ok = ~nan if ok is None else ok & ~nan
             self._valid = ok
@@ -231,17 +243,41 @@ def _extreme(kind: str, codes: np.ndarray, size: int, arg: _Argument, ok: np.nda
     return out
 
 
+def _jit():
+    """The compiled passes (:mod:`.hashagg_jit`) when numba is already loaded, else None (numpy's bincount)."""
+    if "numba" not in sys.modules:
+        return None
+    from . import hashagg_jit
+
+    return hashagg_jit
+
+
+def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Per-code row counts (``weights`` None) or row-order float sums, ``size`` of them."""
+    jit = _jit()
+    if jit is not None and len(codes):
+        if weights is None:
+            return jit.counts(codes, size)
+        return jit.sums(codes, size, np.ascontiguousarray(weights, np.float64))
+    return np.bincount(codes, weights=weights, minlength=size)
+
+
 def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> dict[str, pa.Array]:
     """``{output: column}`` for ``(output, function, argument column)`` calls, one row per group in
     ``groups.order``."""
     codes, size, order = groups.codes, groups.size, groups.order
-    if groups.keys or not len(codes):
-        rows = np.bincount(codes, minlength=size) if len(codes) else np.zeros(size, np.int64)
-    else:  # one group: every row
-        rows = np.array([len(codes)], np.int64)
+    jit = _jit()
+    first_sum = _first_float_sum(calls) if jit is not None and groups.keys and len(codes) else None
     args: dict[int, _Argument] = {}
     sums: dict[tuple, np.ndarray] = {}
     out = {}
+    if first_sum is not None and (arg := args.setdefault(id(first_sum), _Argument(first_sum))).valid() is None:
+        # the rows and the first float sum (AVG's) in one compiled pass
+        rows, sums[("sum", id(arg))] = jit.counts_and_sums(codes, size, arg.floats())
+    elif groups.keys or not len(codes):
+        rows = _bincount(codes, size) if len(codes) else np.zeros(size, np.int64)
+    else:  # one group: every row
+        rows = np.array([len(codes)], np.int64)
 
     def counted(arg: _Argument) -> np.ndarray:
         ok = arg.valid()
@@ -249,7 +285,7 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
             return rows
         key = ("valid", id(arg))
         if key not in sums:
-            sums[key] = np.bincount(codes, weights=ok, minlength=size).astype(np.int64)
+            sums[key] = _bincount(codes, size, ok).astype(np.int64)
         return sums[key]
 
     def float_sum(arg: _Argument, square: bool = False) -> np.ndarray:
@@ -257,7 +293,8 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
         if key not in sums:
             ok, f = arg.valid(), arg.floats()
             w = f if ok is None else np.where(ok, f, 0.0)
-            sums[key] = np.bincount(codes, weights=w * w if square else w, minlength=size)
+            with np.errstate(over="ignore"):  # a square past float64 is inf, as the engine's
+                sums[key] = _bincount(codes, size, w * w if square else w)
         return sums[key]
 
     for name, function, col in calls:

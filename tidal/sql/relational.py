@@ -22,6 +22,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from ..core.batch import EventBatch
@@ -131,17 +132,25 @@ class _Runner:
             needed = {*node.keys, *(c.argument for c in node.aggs)} - {None}
             table = self.run(node.input, needed)
         if isinstance(node, Project):
-            fn = compiled(translate_record(node.exprs), truth=False, schema=node.input.schema(),
+            return self.project(node, table)
+        return self.aggregate(node, table)
+
+    def project(self, node: Project, table: pa.Table) -> pa.Table:
+        names = [n for n, _ in node.exprs]
+        if not names:  # no columns (COUNT(*)'s input): the rows still count
+            return table.select([])
+        # the NaN count the SQL builder adds beside each aggregate of a DOUBLE column (CASE WHEN
+        # isnan(x) THEN 1 ELSE 0 END) is all zeros when x holds no NaN: made without evaluating it
+        zeros = {n for n, e in node.exprs if table.num_rows and _no_nan(_nan_indicator(e), table)}
+        exprs = tuple((n, e) for n, e in node.exprs if n not in zeros)
+        cols = {n: pa.array(np.zeros(table.num_rows, np.int64)) for n in zeros}
+        if exprs:
+            fn = compiled(translate_record(exprs), truth=False, schema=node.input.schema(),
                           subresults=self.subresults, rewrite=self._rewrite(node.input))  # fmt: skip
             batch = _batch(table)
-            cols = fn.project(batch) if table.num_rows else None
-            if cols is None:
-                cols = fn.project_rows(batch)
-            names = [n for n, _ in node.exprs]
-            if not names:  # no columns (COUNT(*)'s input): the rows still count
-                return table.select([])
-            return pa.table([_array(cols[n]) for n in names], names=names)
-        return self.aggregate(node, table)
+            got = fn.project(batch) if table.num_rows else None
+            cols.update(got if got is not None else fn.project_rows(batch))
+        return pa.table([_array(cols[n]) for n in names], names=names)
 
     def aggregate(self, node: Aggregate, table: pa.Table) -> pa.Table:
         cols = {n: _array(table.column(n)) for n in {*node.keys, *(c.argument for c in node.aggs)} - {None}}
@@ -150,6 +159,29 @@ class _Runner:
         out = hashagg.aggregate(groups, calls)
         names = [*node.keys, *(c.output for c in node.aggs)]
         return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
+
+
+def _nan_indicator(e: exp.Expression) -> str | None:
+    """The column ``x`` when ``e`` is ``CASE WHEN isnan(x) THEN 1 ELSE 0 END`` (the builder's NaN count)."""
+    if not isinstance(e, exp.Case) or len(e.args.get("ifs") or ()) != 1 or e.this is not None:
+        return None
+    when, default = e.args["ifs"][0], e.args.get("default")
+    test, then = when.this, when.args.get("true")
+    if not (isinstance(test, exp.Anonymous) and test.name.lower() == "isnan" and len(test.expressions) == 1):
+        return None
+    if not (isinstance(test.expressions[0], exp.Column) and _literal(then, "1") and _literal(default, "0")):
+        return None
+    return test.expressions[0].name
+
+
+def _literal(e, text: str) -> bool:
+    return isinstance(e, exp.Literal) and not e.is_string and e.this == text
+
+
+def _no_nan(name: str | None, table: pa.Table) -> bool:
+    if name is None or name not in table.column_names or not pa.types.is_floating(table.column(name).type):
+        return False
+    return not pc.any(pc.is_nan(table.column(name))).as_py()
 
 
 def _keep(fn, batch: EventBatch) -> np.ndarray:
