@@ -36,3 +36,78 @@ def sums(codes, size, weights):
     for i in range(len(codes)):
         out[codes[i]] += weights[i]
     return out
+
+
+_NAN_BITS = np.float64("nan").view(np.int64)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, nogil=True)
+def _insert(keys, slots, shift, key, code):
+    h = (np.uint64(key) * _GOLDEN) >> shift
+    i = np.int64(h)
+    mask = len(slots) - 1
+    while slots[i] >= 0:
+        i = (i + 1) & mask
+    slots[i] = code
+    keys[i] = key
+
+
+@numba.njit(cache=True, nogil=True)
+def first_codes(values, is_float, valid, has_nulls):
+    """Dense codes of int64 ``values`` (float64 bits when ``is_float``: -0.0 is 0.0, every NaN one NaN)
+    in order of first appearance, null rows (``valid`` False) one code at its first appearance;
+    returns ``(codes, first row of each code, count)``."""
+    n = len(values)
+    codes = np.empty(n, np.int64)
+    firsts = np.empty(n + 1, np.int64)
+    code_keys = np.empty(n + 1, np.int64)
+    floats = values.view(np.float64)
+    bits = 10
+    slots = np.full(1 << bits, -1, np.int64)
+    keys = np.empty(1 << bits, np.int64)
+    shift = np.uint64(64 - bits)
+    count = 0
+    null_code = -1
+    for r in range(n):
+        if has_nulls and not valid[r]:
+            if null_code < 0:
+                null_code = count
+                firsts[count] = r
+                code_keys[count] = 0
+                count += 1
+            codes[r] = null_code
+            continue
+        key = values[r]
+        if is_float:
+            x = floats[r]
+            if x != x:
+                key = _NAN_BITS
+            elif x == 0.0:
+                key = 0
+        h = (np.uint64(key) * _GOLDEN) >> shift
+        i = np.int64(h)
+        mask = len(slots) - 1
+        found = -1
+        while slots[i] >= 0:
+            if keys[i] == key and slots[i] != null_code:
+                found = slots[i]
+                break
+            i = (i + 1) & mask
+        if found < 0:
+            found = count
+            slots[i] = found
+            keys[i] = key
+            firsts[count] = r
+            code_keys[count] = key
+            count += 1
+            if 2 * count > len(slots):  # grow: re-insert every key
+                bits += 1
+                shift = np.uint64(64 - bits)
+                slots = np.full(1 << bits, -1, np.int64)
+                keys = np.empty(1 << bits, np.int64)
+                for c in range(count):
+                    if c != null_code:
+                        _insert(keys, slots, shift, code_keys[c], c)
+        codes[r] = found
+    return codes, firsts[:count].copy(), count
