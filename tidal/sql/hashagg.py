@@ -71,15 +71,6 @@ def supported(function: str, t: pa.DataType | None) -> bool:
     return _numeric(t)
 
 
-def _jit():
-    """The compiled passes (:mod:`.hashagg_jit`) when numba is already loaded, else None (numpy's bincount)."""
-    if "numba" not in sys.modules:
-        return None
-    from . import hashagg_jit
-
-    return hashagg_jit
-
-
 # -- group ids ---------------------------------------------------------------------------------
 class Groups:
     """Group ids of a table's rows: ``codes`` per row (``0 .. size - 1``), ``order`` the codes of the
@@ -105,26 +96,9 @@ def _as_int64(col: pa.Array) -> pa.Array:
     return col.cast(pa.int64())
 
 
-def _compiled_codes(col: pa.Array):
-    """:func:`_column_codes` by one compiled pass (64-bit numbers and times, where numba is loaded), or None."""
-    jit = _jit()
-    t = col.type
-    wide = pa.types.is_int64(t) or pa.types.is_float64(t) or (_time_like(t) and t.bit_width == 64)
-    if jit is None or not wide or len(col) == 0 or len(col.buffers()) != 2:
-        return None
-    values = np.frombuffer(col.buffers()[1], np.int64, len(col) + col.offset)[col.offset :]
-    nulls = col.null_count > 0
-    valid = np.asarray(col.is_valid().to_numpy(zero_copy_only=False)) if nulls else np.ones(1, np.bool_)
-    codes, firsts, count = jit.first_codes(values, pa.types.is_float64(t), valid, nulls)
-    return codes, count, col.take(pa.array(firsts)), np.arange(count, dtype=np.int64)
-
-
 def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]:
     """``(codes, size, key per code, order)`` of one key column (``order``: the codes that occur,
     by first appearance). One hash pass in Arrow: its dictionary lists values by first appearance."""
-    compiled = _compiled_codes(col)
-    if compiled is not None:
-        return compiled
     enc = pc.dictionary_encode(col, null_encoding="encode")
     dictionary = enc.dictionary
     codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
@@ -267,6 +241,15 @@ def _extreme(kind: str, codes: np.ndarray, size: int, arg: _Argument, ok: np.nda
     out = np.full(size, fill, np.int64)
     (np.minimum if kind == "min" else np.maximum).at(out, codes, keys)
     return out
+
+
+def _jit():
+    """The compiled passes (:mod:`.hashagg_jit`) when numba is already loaded, else None (numpy's bincount)."""
+    if "numba" not in sys.modules:
+        return None
+    from . import hashagg_jit
+
+    return hashagg_jit
 
 
 def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
