@@ -211,3 +211,44 @@ def test_temporal_and_other_plans_stay_on_the_stream_engine(tmp_path, sql, oracl
         q = plan(sql)
         assert not applies(q)
         assert _same_as_duckdb(q.result(), _duckdb(oracle or sql, table))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.one_of(FLOATS, st.sampled_from([3.0, -2.0, float("-nan")])), min_size=0, max_size=40),
+    ints=st.lists(INTS, min_size=40, max_size=40),
+    which=st.sampled_from(["f", "i", "t", "fi"]),
+)
+def test_compiled_passes_equal_numpys(values, ints, which):
+    """Where numba is loaded, hashagg counts and sums in compiled passes (hashagg_jit): the same codes,
+    keys, order and bits as numpy's bincount."""
+    import numba  # noqa: F401  (loaded: the compiled passes apply)
+
+    from tidal.sql import hashagg
+
+    n = len(values)
+    cols = {
+        "f": pa.array(values, pa.float64()),
+        "i": pa.array(ints[:n], pa.int64()),
+        "t": pa.array([None if x is None else x % 10**15 for x in ints[:n]], pa.int64()).cast(pa.timestamp("us")),
+    }
+    keys = [cols[c] for c in ("f", "i") if c in which] if which == "fi" else [cols[which]]
+    calls = [("n", "count", None), ("s", "sum", cols["f"]), ("a", "average", cols["f"]), ("m", "max", cols["f"])]
+
+    def run():
+        groups = hashagg.group_ids(keys)
+        out = hashagg.aggregate(groups, calls)
+        return (
+            groups.codes.tolist(),
+            groups.size,
+            [repr(k.to_pylist()) for k in groups.keys],
+            {k: repr(v.to_pylist()) for k, v in out.items()},
+        )
+
+    compiled = run()
+    real = hashagg._jit
+    try:
+        hashagg._jit = lambda: None
+        assert run() == compiled
+    finally:
+        hashagg._jit = real
