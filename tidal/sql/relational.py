@@ -18,7 +18,6 @@ the stream engine: :func:`relational_answer` returns None for it before reading 
 from __future__ import annotations
 
 import sys
-from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -79,7 +78,8 @@ class _Runner:
         self.labels = sql_query.query.labels
 
     def _rewrite(self, node: Node):
-        return partial(user_message, labels=column_labels(node, self.labels))
+        """An error message in the user's terms (the column labels are made only for an error)."""
+        return lambda message: user_message(message, column_labels(node, self.labels))
 
     def scan(self, scan: Scan) -> pa.Table:
         names = list(scan.file_columns)
