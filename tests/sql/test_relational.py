@@ -86,9 +86,10 @@ def _close(a, b) -> bool:
 
 
 def _canonical(table: pa.Table) -> list[tuple]:
-    rows = [
-        tuple(("NaN" if isinstance(v, float) and math.isnan(v) else v) for v in r.values()) for r in table.to_pylist()
-    ]
+    def norm(v):  # NaN as a string (Python's nan is not equal to itself); -0.0 is 0.0 (SQL's group keys)
+        return v if not isinstance(v, float) else "NaN" if math.isnan(v) else v + 0.0
+
+    rows = [tuple(norm(v) for v in r.values()) for r in table.to_pylist()]
     return sorted(rows, key=repr)
 
 

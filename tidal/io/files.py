@@ -1,15 +1,14 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet is read with ``pyarrow.parquet`` (scanned by ``pyarrow.dataset`` when a filter is pushed down; imported
-only then: it imports pandas), Arrow IPC scanned by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv`` /
-``pyarrow.json``, which infer types (JSON dates as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` (any
-extension after ``stdin.``) read standard input. Timestamps are normalised to microseconds (``timestamp[us]``),
-tidal's SQL time unit. CSV's compiled scans (:mod:`.csvscan`, numba) load with the first CSV read only.
-Malformed CSV rows (wrong number of fields) stop the read with an error naming the file, line and column, unless
-``on_error="skip"``: then they are skipped and counted in :attr:`FileRead.skipped`. Nothing is dropped silently.
-Projection and predicate pushdown: ``columns`` limits the columns read (CSV, JSON, Parquet, IPC), and ``predicate``
-(a ``pyarrow.compute.Expression``) filters the dataset scan (Parquet row groups are skipped by their statistics);
-for JSON, and where times must be normalised first, it filters the table as it is read (before anything sees it).
+Parquet is read with ``pyarrow.parquet`` (by ``pyarrow.dataset`` when a filter is pushed down; imported only then: it
+imports pandas), Arrow IPC by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv``/``pyarrow.json``, which infer
+types (JSON dates as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` (any extension after ``stdin.``) read
+standard input. Times are normalised to microseconds (``timestamp[us]``), tidal's SQL time unit. CSV's compiled scans
+(:mod:`.csvscan`, numba) load with the first CSV read only. Malformed CSV rows (wrong number of fields) stop the read
+with an error naming the file, line and column, unless ``on_error="skip"``: then they are skipped and counted in
+:attr:`FileRead.skipped`. Nothing is dropped silently. Pushdown: ``columns`` limits the columns read (CSV, JSON,
+Parquet, IPC); ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan (Parquet row groups are skipped
+by their statistics); for JSON, and where times must be normalised first, it filters the table as it is read.
 """
 
 from __future__ import annotations
