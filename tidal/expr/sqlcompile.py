@@ -120,7 +120,11 @@ class CompiledSql:
             col = columns.get(name)
             if col is not None and pa.types.is_floating(col.type) and len(col):
                 values = col.to_numpy(zero_copy_only=False)
-                if not np.isfinite(values).all():  # NaN, or infinities whose arithmetic may make one
+                # NaN, or infinities whose arithmetic may make one: a finite sum has neither (one pass,
+                # no mask made); a sum that overflowed only sends the batch the SQL way
+                with np.errstate(invalid="ignore", over="ignore"):
+                    total = np.sum(values)
+                if not np.isfinite(total):
                     return True
         return False
 

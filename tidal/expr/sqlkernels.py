@@ -333,7 +333,12 @@ class SqlEvaluator:
             elif pa.types.is_date(target) and pa.types.is_timestamp(t):  # a date and a timestamp: timestamps
                 target = t
         target = target or pa.null()
-        values = [self._broadcast(pc.cast(v, target) if v.type != target else v) for v in values]
+        values = [pc.cast(v, target) if v.type != target else v for v in values]
+        if len(conds) == 1 and isinstance(conds[0], pa.Array) and len(values) == 2:
+            # one WHEN: an if_else over the condition (null is false), constants never made into columns
+            cond = conds[0].fill_null(False) if conds[0].null_count else conds[0]
+            return self._broadcast(pc.if_else(cond, values[0], values[1]))
+        values = [self._broadcast(v) for v in values]
         if not conds:
             return values[-1]
         struct = pa.StructArray.from_arrays(conds, names=[f"c{i}" for i in range(len(conds))])

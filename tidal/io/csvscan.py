@@ -16,8 +16,6 @@ import pyarrow as pa
 _ONES = np.uint64(0x0101010101010101)
 _HIGHS = np.uint64(0x8080808080808080)
 
-CSV_NULLS = [""]  # DuckDB's only NULL field (pyarrow's default list also has NA, NULL, nan, N/A...)
-
 
 @numba.njit(cache=True, nogil=True)
 def _open_quote_at_end(data, words, quote, delimiter):

@@ -1,23 +1,19 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet is read with ``pyarrow.parquet`` (scanned by ``pyarrow.dataset`` when a filter is pushed
-down; imported only then: it imports pandas), Arrow IPC scanned by ``pyarrow.dataset``, CSV and JSON lines
-by ``pyarrow.csv``/``pyarrow.json``, which infer types (JSON dates as DuckDB: :mod:`.json_dates`).
-``stdin.csv`` / ``stdin.json`` (any extension after ``stdin.``) read standard input. Timestamps are
-normalised to microseconds (``timestamp[us]``), tidal's SQL time unit.
-
-Malformed CSV rows (wrong number of fields) stop the read with an error naming the file, line
-and column, unless ``on_error="skip"``: then they are skipped and counted in
-:attr:`FileRead.skipped`. Nothing is dropped silently.
-
-Projection and predicate pushdown: ``columns`` limits the columns read (CSV, JSON, Parquet,
-IPC), and ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan (Parquet
-row groups are skipped by their statistics); for JSON, and where times must be normalised
-first, it filters the table as it is read, before anything downstream sees it.
+Parquet is read with ``pyarrow.parquet`` (by ``pyarrow.dataset`` when a filter is pushed down; imported only then: it
+imports pandas), Arrow IPC by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv``/``pyarrow.json``, which infer
+types (JSON dates as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` (any extension after ``stdin.``) read
+standard input. Times are normalised to microseconds (``timestamp[us]``), tidal's SQL time unit. CSV's compiled scans
+(:mod:`.csvscan`, numba) load with the first CSV read only. Malformed CSV rows (wrong number of fields) stop the read
+with an error naming the file, line and column, unless ``on_error="skip"``: then they are skipped and counted in
+:attr:`FileRead.skipped`. Nothing is dropped silently. Pushdown: ``columns`` limits the columns read (CSV, JSON,
+Parquet, IPC); ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan (Parquet row groups are skipped
+by their statistics); for JSON, and where times must be normalised first, it filters the table as it is read.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import sys
@@ -27,9 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
-from .csvscan import CSV_NULLS, rows_are_lines, unterminated_quote
-from .csvscan import is_utf8 as _is_utf8
+from .csv_nulls import CSV_NULLS
 from .json_dates import json_dates
+
+
+def _csvscan():
+    return importlib.import_module(".csvscan", __package__)
+
 
 FORMATS = {
     ".csv": "csv",
@@ -204,7 +204,7 @@ def _utf8_error(path: str, source) -> InputError | None:
 def _without_invalid_utf8(path: str, source, on_error: str):
     """``(source, skipped lines)``: pyarrow cannot even report a malformed row that is not UTF-8, so such
     lines are found first: an error naming the first (line, column), or with ``on_error="skip"`` skipped."""
-    if _is_utf8(source):
+    if _csvscan().is_utf8(source):
         return source, []
     if on_error == "fail":
         raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
@@ -280,7 +280,7 @@ def _without_unterminated(path: str, source, options: dict, on_error: str, delim
         return source, []
     sep = _csv_settings(options, delimiter)[0]
     skipped: list[int] = []
-    while (pos := unterminated_quote(source, quote, sep)) >= 0:
+    while (pos := _csvscan().unterminated_quote(source, quote, sep)) >= 0:
         raw = _raw_bytes(source)
         if on_error == "fail":
             raise InputError(
@@ -311,7 +311,7 @@ def _read_whole_lines(source, read, path: str, options: dict, delimiter: str, he
         source.seek(0)
     if table is not None:
         lines = table.num_rows + len(bad) + int(header) + int(options.get("skip", 0))
-        if rows_are_lines(source, lines, quote, _csv_settings(options, delimiter)[0]):
+        if _csvscan().rows_are_lines(source, lines, quote, _csv_settings(options, delimiter)[0]):
             return table
     bad.clear()
     return None
@@ -519,7 +519,7 @@ def read_file(
             if fmt == "json":
                 import pyarrow.json as pj
 
-                if not _is_utf8(source):
+                if not _csvscan().is_utf8(source):
                     raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
                 table = _with_block_sizes(
                     path, source, lambda size: pj.read_json(source, read_options=pj.ReadOptions(block_size=size))

@@ -32,7 +32,7 @@ import pyarrow as pa
 from ..core.errors import InputError
 from ..core.feed import IDLE, Feed
 from ..core.messages import Completed, Punctuation
-from .csvscan import CSV_NULLS
+from .csv_nulls import CSV_NULLS
 from .files import _csv_settings, _normalise_times
 
 DEFAULT_LATENCY = 0.25  # seconds: a batch is cut at most this long after its first line arrived

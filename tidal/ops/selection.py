@@ -81,6 +81,21 @@ class WhereOp(Operator):
         else:
             self.emit(batch.with_absent(~keep))
 
+    def kept(self, batch: EventBatch) -> np.ndarray | None:
+        """The positions of the rows the compiled loop keeps, or None where the loop does not take
+        this batch (then ``predicate.mask`` decides): SQL's relational path filters with it."""
+        plan = self._kernel(batch) if self.predicate.mode == "columnar" else None
+        if plan is None:
+            return None
+        inputs = dict(batch.columns)
+        inputs[_SYNC] = batch.sync
+        if not batch.points:
+            inputs[_OTHER] = batch.other
+        try:
+            return plan.run(inputs, len(batch), batch.absent)[0]
+        except (ZeroDivisionError, ArithmeticError):
+            return None
+
     # -- the compiled loop --------------------------------------------------------------
     def _kernel(self, batch: EventBatch) -> _FilterPlan | None:
         """The filter kernel for this batch's column types, once it is worth compiling (or already compiled)."""

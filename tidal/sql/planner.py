@@ -75,25 +75,10 @@ from .logical import (
     event_time_field,
     user_message,
 )
+from .stats import RunStats  # noqa: F401  (where the runners have always found it)
 from .topn import top_n
 
 BATCH_ROWS = 65_536
-
-
-@dataclass
-class RunStats:
-    """What the sources saw: rows read, malformed rows skipped, late rows, the last watermark."""
-
-    rows_read: int = 0
-    rows_total: int = 0  # rows the sources hold (known once a file is read)
-    skipped: int = 0
-    late: int = 0
-    watermark: int | None = None
-    on_progress: object = None  # called with the stats after each batch a source sends
-
-    def progress(self) -> None:
-        if self.on_progress is not None:
-            self.on_progress(self)
 
 
 def _shaped(stream: Stream, schema: pa.Schema) -> Stream:

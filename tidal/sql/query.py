@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -18,18 +19,17 @@ from ..core.canonical_columnar import payload_ids, sort_order
 from ..core.errors import PlanError
 from ..core.time import INFINITY
 from ..io.egress import CollectSink, changelog_from_table
-from ..ops.base import Consumer
 from ..ops.topk import order_indices
-from ..ops.watermark import Discard, LateSink
-from ..plan.nodes import LateEvents, sorts_in
-from ..plan.nodes.relational import WatermarkTap
-from ..stream.query import Query as QueryRunner
-from ..stream.streamable import Stream
 from .dialect import SqlSyntaxError, parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
-from .planner import RunStats, Translator, with_limit
 from .rules import explain_logical, optimize
+from .stats import RunStats
+
+if TYPE_CHECKING:  # the stream engine (and numba) loads only when a plan runs on it
+    from ..ops.base import Consumer
+    from ..stream.query import Query as QueryRunner
+    from ..stream.streamable import Stream
 
 LATE_POLICIES = ("drop", "file", "adjust")
 
@@ -99,6 +99,8 @@ class SqlQuery:
 
     def stream(self) -> Stream:
         """The tidal stream plan (runs the IN subqueries first: their results are constants)."""
+        from .planner import Translator, with_limit
+
         translator = Translator(
             self.on_error,
             self.stats,
@@ -129,6 +131,11 @@ class SqlQuery:
     def prepare(self, sink: Consumer, late_sink=None) -> tuple[Stream, QueryRunner, list]:
         """The stream plan wired to ``sink`` (and the late-records and watermark taps), not yet run:
         ``(stream, runner, sorts)``; ``late_sink`` replaces the late-records file's writer."""
+        from ..ops.watermark import Discard, LateSink
+        from ..plan.nodes import LateEvents, sorts_in
+        from ..plan.nodes.relational import WatermarkTap
+        from ..stream.query import Query as QueryRunner
+
         stats = self.stats
         stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
         stats.watermark = None
@@ -173,7 +180,28 @@ class SqlQuery:
 
     def result(self) -> pa.Table:
         """The final answer (the batch view), in SELECT order, ordered and limited."""
+        table = self.relational()
+        if table is not None:
+            return self.finish(table)
         return self.finish(final_snapshot(self.events()))
+
+    def relational(self) -> pa.Table | None:
+        """The final snapshot computed without the stream engine when the plan has no temporal
+        operator (:mod:`.relational`), else None."""
+        from .relational import applies, relational_answer
+
+        if not applies(self):
+            return None
+        if self.late_path and not self.subquery:
+            open(self.late_path, "w").close()  # each run starts a fresh late-records file
+        stats = self.stats
+        stats.rows_read = stats.rows_total = stats.skipped = stats.late = 0
+        stats.watermark = None
+        self.running = None
+        with room_to_recurse():
+            table = relational_answer(self, self._subresults())
+        stats.watermark = INFINITY
+        return table
 
     def changelog(self) -> pa.Table:
         """Every insert and retraction: ``time``, ``undo``, then the SELECT columns."""
@@ -195,6 +223,8 @@ class SqlQuery:
         parts = ["Logical plan:", explain_logical(self.logical), ""]
         parts.append("Rewrites applied: " + (", ".join(self.rules_applied) or "none"))
         parts += ["", "Optimized logical plan:", explain_logical(self.optimized), "", "Stream plan:"]
+        from .planner import Translator, with_limit
+
         translator = Translator(self.on_error, self.stats, {}, None, late=self.late)
         q = self.query
         parts.append(with_limit(translator.stream(self.optimized), q).explain())

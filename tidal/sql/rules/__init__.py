@@ -29,9 +29,14 @@ def explain_logical(node: Node, depth: int = 0) -> str:
 def optimize(root: Node) -> tuple[Node, list[str]]:
     """Apply :data:`RULES` in order; also return the names of the rules that changed the plan."""
     applied = []
+    text = None  # the plan's explain text, made only when a rule returned a new plan
     for rule in RULES:
-        before = explain_logical(root)
-        root = rule(root)
-        if explain_logical(root) != before:
-            applied.append(rule.__name__)
+        new = rule(root)
+        if new is not root:
+            text = explain_logical(root) if text is None else text
+            after = explain_logical(new)
+            if after != text:
+                applied.append(rule.__name__)
+            text = after
+        root = new
     return root, applied

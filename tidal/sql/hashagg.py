@@ -1,0 +1,352 @@
+"""Grouped aggregates over whole Arrow columns, with numpy and pyarrow.compute only (no numba).
+
+The relational path of ``tidal query`` (:mod:`.relational`) groups a file's rows here when its
+plan has no temporal operator. Every answer equals the stream engine's final snapshot
+(:mod:`tidal.ops.aggregate`, :mod:`tidal.ops.keys`), value for value:
+
+* **group ids**: nulls are one group; floats group by value (-0.0 is 0.0, every NaN is one NaN);
+  a group's key is the first row's value of each key column (as the engine's key index keeps it),
+  and groups come out in order of first appearance;
+* **arguments**: null and NaN values do not count (SQL's NaN is handled above the aggregate);
+* ``count``/``count_not_null`` count rows/values; ``sum`` of integers and booleans is exact in
+  int64, of floats a float64 sum
+  taken row by row in file order (``np.bincount`` adds in row order: the engine's running sums
+  give the same bits); ``average`` is that float sum over the count; ``variance``/``stddev`` the
+  engine's formula over the sums of values and squares; ``min``/``max`` over values ordered as
+  the engine's keys order them (-0.0 is 0.0), in the argument's type.
+* a sum beyond BIGINT is the engine's error, ``SumOverflowError``, never a wrapped value.
+
+:func:`supported` says which aggregate calls and key types this module takes; the caller runs
+anything else on the stream engine.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
+
+
+def _time_like(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t)
+
+
+def _int_like(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) and not pa.types.is_uint64(t)) or _time_like(t)
+
+
+def key_supported(t: pa.DataType) -> bool:
+    return (
+        _int_like(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_decimal(t)
+    )
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def supported(function: str, t: pa.DataType | None) -> bool:
+    """Whether this module computes ``function`` over an argument of type ``t`` as the engine does."""
+    if function == "count":
+        return True
+    if t is None or function not in FUNCTIONS:
+        return False
+    if function == "count_not_null":
+        return True
+    if pa.types.is_uint64(t):  # the engine keys uint64 by float bits and sums it through int64 casts
+        return False
+    if function in ("min", "max"):
+        return _numeric(t) or (_time_like(t) and not pa.types.is_time(t))
+    return _numeric(t)
+
+
+# -- group ids ---------------------------------------------------------------------------------
+class Groups:
+    """Group ids of a table's rows: ``codes`` per row (``0 .. size - 1``), ``order`` the codes of the
+    groups that occur, in order of first appearance, and ``keys`` the key columns, one row per code
+    in ``order``."""
+
+    def __init__(self, codes: np.ndarray, size: int, order: np.ndarray, keys: list[pa.Array]):
+        self.codes, self.size, self.order, self.keys = codes, size, order, keys
+
+
+def no_keys(rows: int) -> Groups:
+    """One group holding every row (none when there are no rows)."""
+    return Groups(np.zeros(rows, np.int64), 1, np.zeros(1 if rows else 0, np.int64), [])
+
+
+def _as_int64(col: pa.Array) -> pa.Array:
+    """A time-like (or integer) column's values as int64 ticks."""
+    t = col.type
+    if pa.types.is_int64(t):
+        return col
+    if _time_like(t):
+        return col.view(pa.int64()) if t.bit_width == 64 else col.view(pa.int32()).cast(pa.int64())
+    return col.cast(pa.int64())
+
+
+def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]:
+    """``(codes, size, key per code, order)`` of one key column (``order``: the codes that occur,
+    by first appearance). One hash pass in Arrow: its dictionary lists values by first appearance."""
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    dictionary = enc.dictionary
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
+    size = len(dictionary)
+    order = np.arange(size, dtype=np.int64)
+    if pa.types.is_floating(col.type) and size:
+        # one group per value: -0.0 joins 0.0 and every NaN one NaN (Arrow hashes their bits apart);
+        # the group's key is its earliest entry's (the first row's value)
+        valid = np.flatnonzero(np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False)))
+        f = np.asarray(dictionary.cast(pa.float64()).take(pa.array(valid)).to_numpy(zero_copy_only=False)) + 0.0
+        bits = np.where(np.isnan(f), np.float64("nan"), f).view(np.int64)
+        _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+        if len(first) < len(valid):
+            canon = np.arange(size, dtype=np.int64)
+            canon[valid] = valid[first[inverse.reshape(-1)]]
+            codes = canon[codes]
+            order = np.unique(canon)  # earliest entries, in dictionary (first appearance) order
+    return codes, size, dictionary, order
+
+
+def _dense(combined: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes of int64 values by first appearance, and the value of each code."""
+    enc = pc.dictionary_encode(pa.array(combined, pa.int64()))
+    return np.asarray(enc.indices.to_numpy()), np.asarray(enc.dictionary.to_numpy())
+
+
+def group_ids(columns: list[pa.Array]) -> Groups:
+    """The groups of rows with equal values in every column of ``columns`` (each one Arrow array).
+
+    Each column's key is its first row's value (the engine's key index keeps one value per column)."""
+    parts = [_column_codes(c) for c in columns]
+    if len(parts) == 1:
+        codes, size, keys, order = parts[0]
+        return Groups(codes, size, order, [keys.take(pa.array(order))])
+    combined, size = parts[0][0].astype(np.int64), parts[0][1]
+    for codes, k, _, _ in parts[1:]:
+        if size * k >= 1 << 62:  # compact the codes so far before they outgrow int64 (order is kept)
+            combined, _ = _dense(combined)
+            combined, size = combined.astype(np.int64), int(combined.max()) + 1 if len(combined) else 1
+        combined = combined * k + codes
+        size *= k
+    final, group_codes = _dense(combined)
+    keys = []
+    rest = group_codes.copy()
+    for _, k, values, _ in reversed(parts):  # peel each column's code off the combined one, last first
+        keys.append(values.take(pa.array(rest % k)))
+        rest //= k
+    keys.reverse()
+    return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
+
+
+def _first_float_sum(calls) -> pa.Array | None:
+    """The argument of the first SUM/AVG of a floating-point column, if any."""
+    for _, function, col in calls:
+        if function in ("sum", "average") and col is not None and pa.types.is_float64(col.type):
+            return col
+    return None
+
+
+# -- aggregates --------------------------------------------------------------------------------
+class _Argument:
+    """One argument column as the aggregates read it, each conversion made once."""
+
+    def __init__(self, col: pa.Array):
+        self.col = col
+        self._floats = None
+        self._valid = "?"
+
+    def floats(self) -> np.ndarray:
+        """float64 values, nulls as NaN (times as their ticks)."""
+        if self._floats is None:
+            col = self.col
+            if _time_like(col.type):
+                col = _as_int64(col)
+            if not pa.types.is_float64(col.type):
+                col = col.cast(pa.float64(), safe=False)
+            if col.null_count:
+                col = col.fill_null(np.nan)
+            self._floats = np.asarray(col.to_numpy(zero_copy_only=False))
+        return self._floats
+
+    def valid(self) -> np.ndarray | None:
+        """Which values count (not null, not NaN); None when all do."""
+        if isinstance(self._valid, str):
+            col = self.col
+            ok = None if col.null_count == 0 else np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+            if pa.types.is_floating(col.type):
+                nan = np.isnan(self.floats()) if col.null_count else None
+                if nan is None:  # no nulls: NaN shows in the sum; look only when there is one
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        total = np.sum(self.floats())
+                    nan = np.isnan(self.floats()) if np.isnan(total) else None
+                if nan is not None and nan.any():
+                    ok = ~nan if ok is None else ok & ~nan
+            self._valid = ok
+        return self._valid
+
+    def ints(self) -> np.ndarray:
+        col = self.col
+        vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
+        return np.asarray(vals.fill_null(0).to_numpy() if vals.null_count else vals.to_numpy())
+
+
+def _int_sums(codes: np.ndarray, size: int, values: np.ndarray, rows: np.ndarray | None = None) -> list[int]:
+    """Exact per-group sums of int64 values (as Python ints): float sums are exact below 2**53, so
+    values are summed whole when that bound holds, else in three 22-bit limbs."""
+    if len(values) == 0:
+        return [0] * size
+    lo, hi = int(values.min()), int(values.max())
+    if lo == hi:  # one value (SQL's count of NaNs is nearly always 0): the count times it
+        return [int(c) * lo for c in (rows if rows is not None else np.bincount(codes, minlength=size))]
+    if max(abs(lo), abs(hi)) * len(values) < 2**53:
+        return [int(x) for x in np.bincount(codes, weights=values, minlength=size)]
+    u = values.view(np.uint64)
+    total = [0] * size
+    for shift in (0, 22, 44):
+        limb = ((u >> np.uint64(shift)) & np.uint64((1 << 22) - 1)).astype(np.float64)
+        part = np.bincount(codes, weights=limb, minlength=size)
+        total = [t + (int(p) << shift) for t, p in zip(total, part, strict=True)]
+    negative = np.bincount(codes, weights=(values < 0), minlength=size)  # two's complement: -2**64 each
+    return [t - (int(c) << 64) for t, c in zip(total, negative, strict=True)]
+
+
+_FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def _extreme(kind: str, codes: np.ndarray, size: int, arg: _Argument, ok: np.ndarray | None, t: pa.DataType):
+    """Per-group min or max (None where no value counts) in ``t``."""
+    if pa.types.is_floating(t):
+        f = arg.floats() + 0.0  # -0.0 is 0.0, as the engine's order keys have it
+        bits = f.view(np.int64)
+        keys = np.where(bits < 0, bits ^ _FLIP, bits)
+    elif _time_like(t):
+        keys = np.asarray(_as_int64(arg.col).fill_null(0).to_numpy())
+    else:
+        keys = arg.ints()
+    if ok is not None:
+        codes, keys = codes[ok], keys[ok]
+    fill = np.iinfo(np.int64).max if kind == "min" else np.iinfo(np.int64).min
+    out = np.full(size, fill, np.int64)
+    (np.minimum if kind == "min" else np.maximum).at(out, codes, keys)
+    return out
+
+
+def _jit():
+    """The compiled passes (:mod:`.hashagg_jit`) when numba is already loaded, else None (numpy's bincount)."""
+    if "numba" not in sys.modules:
+        return None
+    from . import hashagg_jit
+
+    return hashagg_jit
+
+
+def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Per-code row counts (``weights`` None) or row-order float sums, ``size`` of them."""
+    jit = _jit()
+    if jit is not None and len(codes):
+        if weights is None:
+            return jit.counts(codes, size)
+        return jit.sums(codes, size, np.ascontiguousarray(weights, np.float64))
+    return np.bincount(codes, weights=weights, minlength=size)
+
+
+def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> dict[str, pa.Array]:
+    """``{output: column}`` for ``(output, function, argument column)`` calls, one row per group in
+    ``groups.order``."""
+    codes, size, order = groups.codes, groups.size, groups.order
+    jit = _jit()
+    first_sum = _first_float_sum(calls) if jit is not None and groups.keys and len(codes) else None
+    args: dict[int, _Argument] = {}
+    sums: dict[tuple, np.ndarray] = {}
+    out = {}
+    if first_sum is not None and (arg := args.setdefault(id(first_sum), _Argument(first_sum))).valid() is None:
+        # the rows and the first float sum (AVG's) in one compiled pass
+        rows, sums[("sum", id(arg))] = jit.counts_and_sums(codes, size, arg.floats())
+    elif groups.keys or not len(codes):
+        rows = _bincount(codes, size) if len(codes) else np.zeros(size, np.int64)
+    else:  # one group: every row
+        rows = np.array([len(codes)], np.int64)
+
+    def counted(arg: _Argument) -> np.ndarray:
+        ok = arg.valid()
+        if ok is None:
+            return rows
+        key = ("valid", id(arg))
+        if key not in sums:
+            sums[key] = _bincount(codes, size, ok).astype(np.int64)
+        return sums[key]
+
+    def float_sum(arg: _Argument, square: bool = False) -> np.ndarray:
+        key = ("square" if square else "sum", id(arg))
+        if key not in sums:
+            ok, f = arg.valid(), arg.floats()
+            w = f if ok is None else np.where(ok, f, 0.0)
+            with np.errstate(over="ignore"):  # a square past float64 is inf, as the engine's
+                sums[key] = _bincount(codes, size, w * w if square else w)
+        return sums[key]
+
+    for name, function, col in calls:
+        if function == "count":
+            out[name] = pa.array(rows[order], pa.int64())
+            continue
+        arg = args.setdefault(id(col), _Argument(col))
+        valid = counted(arg)[order]
+        none = valid == 0
+        mask = none if none.any() else None
+        t = col.type
+        if function == "count_not_null":
+            out[name] = pa.array(valid, pa.int64())
+        elif function == "sum" and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
+            ok = arg.valid()
+            vals = arg.ints()
+            if ok is None:
+                totals = _int_sums(codes, size, vals, rows)
+            else:
+                totals = _int_sums(codes[ok], size, vals[ok])
+            exact = [totals[g] for g in order]
+            for s in exact:
+                if not -(2**63) <= s < 2**63:
+                    from ..ops.aggregate.functions import SumOverflowError  # the engine's error (loads numba)
+
+                    raise SumOverflowError(
+                        f"SUM of an integer column: the sum (about {float(s):.6g}) is out of BIGINT's range; "
+                        "integer sums beyond 64 bits (DuckDB's HUGEINT) are not supported"
+                    )
+            out[name] = pa.array(np.array(exact, np.int64), mask=mask)
+        elif function == "sum":
+            out[name] = pa.array(float_sum(arg)[order], mask=mask)
+        elif function == "average":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[name] = pa.array(float_sum(arg)[order] / valid, mask=mask)
+        elif function in ("variance", "stddev"):
+            s, sq = float_sum(arg)[order], float_sum(arg, True)[order]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
+            few = valid < 2
+            out[name] = pa.array(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
+        else:  # min, max
+            res = _extreme(function, codes, size, arg, arg.valid(), t)[order]
+            res = np.where(none, 0, res)
+            if pa.types.is_floating(t):
+                arr = pa.array(np.where(res < 0, res ^ _FLIP, res).view(np.float64), mask=mask).cast(t)
+            elif _time_like(t):
+                arr = pa.array(res, mask=mask)
+                arr = arr.view(t) if t.bit_width == 64 else arr.cast(pa.int32()).view(t)
+            elif pa.types.is_boolean(t):
+                arr = pa.array(res, mask=mask).cast(pa.bool_())
+            else:
+                arr = pa.array(res, mask=mask).cast(t)
+            out[name] = arr
+    return out
