@@ -246,3 +246,53 @@ FUNCS = {
     "ascii": lambda ev, node: _by_value(ev, node, lambda s: ord(s[0]) if s else 0, pa.int32()),
     "log": _log,
 }
+
+
+# -- numbers and their text (used by sqlkernels' evaluator) ---------------------------------------
+def float_text(v):
+    """Floats as DuckDB prints them: the shortest text that reads back the same (3.0, 1e+20, inf)."""
+    single = pa.types.is_float32(v.type)
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(_float_repr(v.as_py(), single) if v.is_valid else None, pa.string())
+    return pa.array([None if x is None else _float_repr(x, single) for x in v.to_pylist()], pa.string())
+
+
+def _float_repr(value: float, single: bool) -> str:
+    if single:  # a REAL's shortest digits, laid out as a DOUBLE's are
+        value = float(np.format_float_scientific(np.float32(value), unique=True))
+    return repr(value)
+
+
+def as_text(v):
+    """A value as VARCHAR, as DuckDB's implicit cast makes it (for ``||`` and concat)."""
+    if pa.types.is_floating(v.type):
+        return float_text(v)
+    if pa.types.is_timestamp(v.type) and v.type.tz is None:
+        return time_to_text(v)
+    return pc.cast(v, pa.string())
+
+
+def _round(v, digits: int):
+    """SQL's ROUND: half away from zero; rounding to more tens than the type holds gives 0 (DuckDB's)."""
+    limit = -18 if pa.types.is_integer(v.type) else -308
+    if digits < limit:
+        return pc.if_else(pc.is_valid(v), pa.scalar(0, v.type), pa.scalar(None, v.type))
+    return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")
+
+
+def _to_decimal(v, precision: int, scale: int):
+    """CAST(v AS DECIMAL(precision, scale)), computed as DOUBLE: rounded to ``scale`` digits, and an error for a
+    value with more than ``precision - scale`` digits before the point, NaN or infinity (DuckDB's cast fails)."""
+    rounded = _round(pc.cast(v, pa.float64()), scale)
+    values = np.asarray(ev_values(rounded), dtype=np.float64)
+    bad = ~(np.abs(values) < 10.0 ** (precision - scale))  # NaN compares false: it is refused too
+    if bad.any():
+        raise pa.ArrowInvalid(f"Could not cast value {float(values[bad][0])} to DECIMAL({precision},{scale})")
+    return rounded
+
+
+def ev_values(v) -> np.ndarray:
+    """The valid values of an Arrow array or scalar, as numpy (NULLs left out)."""
+    if isinstance(v, pa.Scalar):
+        return np.array([] if v.as_py() is None else [v.as_py()])
+    return pc.drop_null(v).to_numpy(zero_copy_only=False)
