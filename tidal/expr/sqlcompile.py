@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.batch import EventBatch
 from ..core.errors import PlanError
@@ -60,6 +61,44 @@ def _nan_from_arithmetic(compare: Compare, types: dict[str, pa.DataType]) -> boo
     return False
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _bounds(node: Node, columns: dict, cache: dict) -> tuple[int, int] | None:
+    """The smallest and largest value an integer expression can take over these columns (interval
+    arithmetic in Python integers, exact), or None when it is not an integer expression."""
+    key = id(node)
+    if key in cache:
+        return cache[key]
+    out = None
+    if isinstance(node, Const):
+        v = node.value
+        out = (v, v) if isinstance(v, int) and not isinstance(v, bool) else None
+    elif isinstance(node, Col):
+        col = columns.get(node.name)
+        if col is not None and pa.types.is_integer(col.type):
+            low, high = pc.min_max(col).values()
+            out = (low.as_py(), high.as_py()) if low.is_valid else (0, 0)
+    elif isinstance(node, BinOp) and node.op in ("+", "-", "*"):
+        a, b = _bounds(node.left, columns, cache), _bounds(node.right, columns, cache)
+        if a is not None and b is not None:
+            if node.op == "+":
+                out = (a[0] + b[0], a[1] + b[1])
+            elif node.op == "-":
+                out = (a[0] - b[1], a[1] - b[0])
+            else:
+                corners = [x * y for x in a for y in b]
+                out = (min(corners), max(corners))
+    elif isinstance(node, Unary) and node.op == "-":
+        a = _bounds(node.operand, columns, cache)
+        out = None if a is None else (-a[1], -a[0])
+    elif isinstance(node, Call) and node.func == "abs":
+        a = _bounds(node.args[0], columns, cache)
+        out = None if a is None else (0 if a[0] <= 0 <= a[1] else min(abs(a[0]), abs(a[1])), max(abs(a[0]), abs(a[1])))
+    cache[key] = out
+    return out
+
+
 class CompiledSql:
     """A SQL predicate (``truth``) or projection (a :class:`~tidal.expr.nodes.Record`) over one input.
 
@@ -84,6 +123,14 @@ class CompiledSql:
         self._schema = schema
         # columns whose NaN SQL compares otherwise than Python (DuckDB: NaN equals NaN, the largest number)
         self._compared = {c for _, n in self._fields for m in n.walk() if isinstance(m, Compare) for c in m.columns()}
+        # integer arithmetic: the kernels wrap around on overflow where SQL raises an error
+        self._arithmetic = [
+            m
+            for _, n in self._fields
+            for m in n.walk()
+            if isinstance(m, BinOp) and m.op in ("+", "-", "*") or isinstance(m, Unary) and m.op == "-"
+            or isinstance(m, Call) and m.func == "abs"
+        ]  # fmt: skip
 
     # -- which way -------------------------------------------------------------------------
     def _kernels_for(self, types: dict[str, pa.DataType]) -> tuple[bool, ...]:
@@ -128,6 +175,20 @@ class CompiledSql:
                     return True
         return False
 
+    def may_overflow(self, columns: dict[str, pa.Array]) -> bool:
+        """Whether integer arithmetic here could leave BIGINT's range over this batch (bounds from the
+        columns' minima and maxima): such a batch takes SQL's way, which raises an error if a row does."""
+        cache: dict = {}
+        for node in self._arithmetic:
+            b = _bounds(node, columns, cache)
+            if b is not None and (b[0] < _INT64[0] or b[1] > _INT64[1]):
+                return True
+        return False
+
+    def sql_way(self, columns: dict[str, pa.Array]) -> bool:
+        """Whether this batch must be evaluated by SQL's evaluator, not the lambdas' kernels."""
+        return self.nan_compared(columns) or (bool(self._arithmetic) and self.may_overflow(columns))
+
     def kernel_ok(self, types: dict[str, pa.DataType]) -> bool:
         """Whether the lambdas' kernels may evaluate every part of this expression over these types."""
         return all(self._kernels_for(types))
@@ -148,7 +209,7 @@ class CompiledSql:
     def mask(self, batch: EventBatch) -> np.ndarray:
         """SQL WHERE for each event of the batch: null is false (absent events: anything)."""
         n = len(batch)
-        if self._kernels_for({c: a.type for c, a in batch.columns.items()})[0] and not self.nan_compared(batch.columns):
+        if self._kernels_for({c: a.type for c, a in batch.columns.items()})[0] and not self.sql_way(batch.columns):
             try:
                 value = Evaluator(batch.columns, n).truth(self.node)
                 self.native.count(n)
@@ -173,7 +234,7 @@ class CompiledSql:
         operator then calls :meth:`project_rows` on the batch's present events)."""
         n = len(batch)
         ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
-        if not all(ways) or self.nan_compared(batch.columns):
+        if not all(ways) or self.sql_way(batch.columns):
             return None
         try:
             return self._columns(batch, n, ways)
@@ -184,7 +245,7 @@ class CompiledSql:
         """Output columns of a batch without absent events: each field by the kernels or by SQL."""
         n = len(batch)
         ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
-        if self.nan_compared(batch.columns):
+        if self.sql_way(batch.columns):
             ways = tuple(False for _ in ways)
         try:
             return self._columns(batch, n, ways, sql=self._sql(batch.columns, n))

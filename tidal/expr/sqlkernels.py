@@ -122,6 +122,7 @@ def const_scalar(value) -> pa.Scalar:
 
 
 _ARITH = {"+": pc.add, "-": pc.subtract, "*": pc.multiply}
+_ARITH_CHECKED = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}
 _CMP = {
     "==": pc.equal,
     "!=": pc.not_equal,
@@ -234,6 +235,8 @@ class SqlEvaluator:
         if isinstance(node, BinOp):
             a, b = _align(self.eval(node.left), self.eval(node.right))
             if node.op != "/":
+                if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):  # DuckDB: overflow is an error
+                    return self._checked(_ARITH_CHECKED[node.op], node, a, b)
                 return _ARITH[node.op](a, b)
             if not (_numeric(a.type) and _numeric(b.type)):
                 raise SqlTypeError(f"type error in {self.sql(node)}: cannot divide {a.type} by {b.type}")
@@ -246,10 +249,10 @@ class SqlEvaluator:
             v = self.eval(node.operand)
             if node.op == "not":
                 return pc.invert(_truth(v))
-            return pc.negate(pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
+            return self._checked(pc.negate_checked, node, pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
         if isinstance(node, Call) and node.func == "abs":
             v = self.eval(node.args[0])
-            return pc.abs(pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
+            return self._checked(pc.abs_checked, node, pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
         if isinstance(node, IsNull):
             return pc.is_null(self.eval(node.operand))
         if isinstance(node, Like):
@@ -280,9 +283,8 @@ class SqlEvaluator:
         raise PlanError(f"unsupported SQL expression: {self.sql(node)}")
 
     def _branch(self, node: Node, rows):
-        """A CASE branch's value: over every row when that succeeds, else over only the ``rows`` that reach
-        it (NULL elsewhere), so that a cast or check failing on rows another branch takes is no error (as SQL
-        evaluates a CASE lazily: ``CASE WHEN x = 'a' THEN 0 ELSE CAST(x AS INT) END``)."""
+        """A CASE branch's (or AND/OR operand's) value over every row, or when that fails over only the ``rows``
+        that reach it, NULL elsewhere: SQL is lazy (``CASE WHEN x = 'a' THEN 0 ELSE CAST(x AS INT) END``)."""
         try:
             return self.eval(node)
         except SqlTypeError:
@@ -296,12 +298,24 @@ class SqlEvaluator:
             part = sub.array(node)
             return pc.replace_with_mask(pa.nulls(self.n, part.type), rows, part)
 
+    def _checked(self, fn, node, *args):
+        try:
+            return fn(*args)
+        except pa.ArrowInvalid as exc:
+            if "overflow" not in str(exc):
+                raise
+            text = self.sql(node)
+            raise SqlTypeError(f"cannot evaluate {text}: integer overflow (out of range of its type)") from None
+
     def _bool(self, node: BoolOp):
         """Kleene AND/OR, folded left to right as SQL nests ``a AND b AND c`` (so errors name the same part)."""
         f = pc.and_kleene if node.op == "and" else pc.or_kleene
         out = _truth(self.eval(node.operands[0]))
         for k, operand in enumerate(node.operands[1:], 2):
-            b = _truth(self.eval(operand))
+            # an operand is evaluated lazily as SQL does: rows already decided (false for AND, true for OR)
+            # do not reach it, so its error over them is none (``i < 10 AND i * 2 > 0``)
+            reach = pc.fill_null(out if node.op == "and" else pc.invert(out), True)
+            b = _truth(self._branch(operand, reach))
             try:
                 out = f(*_align(out, b))
             except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:

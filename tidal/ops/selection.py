@@ -113,8 +113,8 @@ class WhereOp(Operator):
         if plan is None:
             return None
         exprs = [self.predicate] + ([self.then_select.projection] if self.then_select is not None else [])
-        if any(getattr(e, "nan_compared", None) and e.nan_compared(batch.columns) for e in exprs):
-            return None  # SQL's NaN comparisons: this batch goes the SQL way
+        if any(getattr(e, "sql_way", None) and e.sql_way(batch.columns) for e in exprs):
+            return None  # SQL's NaN comparisons or an integer overflow's error: this batch goes the SQL way
         native = self.predicate.native  # the predicate's policy and event count (it counts what it evaluates)
         native.claimed = True
         if plan.run is None:
