@@ -25,13 +25,14 @@ from .from_items import FromItems
 from .inline import _scan as inline_scan
 from .match import MatchItems
 from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Scan, Session, Tumble, UnionAll
+from .quantified import QuantifiedSubqueries, is_quantified
 from .select_list import SelectList
 from .types import _sql_type, duckdb_type_name, user_message
 from .unsupported import refuse_unsupported
 from .windows import WindowList
 
 
-class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries):
+class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries, QuantifiedSubqueries):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self, catalog=None):
@@ -48,6 +49,7 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         self.correlating: list = []  # subqueries being planned: their outer references (correlated.py)
         self.pending: list = []  # joins that correlated subqueries being bound need (correlated.py)
         self.placeholder_types: dict[str, pa.DataType | None] = {}  # outer references' types
+        self.injected: dict[str, tuple] = {}  # column -> (outer node, bound value, SQL text, type): quantified.py
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -250,9 +252,11 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
             if isinstance(e, exp.In) and e.args.get("query") is not None:
                 self.outer.append(node)
                 try:
-                    return self.in_subquery(e, _transform(e.this.copy(), visit))
+                    return self.in_subquery(e, _transform(e.this.copy(), visit), node)
                 finally:
                     self.outer.pop()
+            if is_quantified(e):
+                return self.quantified(e, node, lambda x: _transform(x.copy(), visit), visit)
             if isinstance(e, exp.Subquery | exp.Exists):
                 self.outer.append(node)
                 try:
@@ -287,8 +291,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         self.subquery_types[key] = sub.root.types[0]
         return scalar_subquery(key)
 
-    def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
-        """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
+    def in_subquery(self, e: exp.In, value: exp.Expression, node: Node | None = None) -> exp.Expression:
+        """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query);
+        correlated, it is ``value = ANY (subquery)`` (quantified.py) over ``node``, the outer input."""
         query = e.args["query"]
         first = len(self.subplans)
         sub, refs = self.plan_subquery(query.this if isinstance(query, exp.Subquery) else query)
@@ -296,10 +301,14 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
         if refs:
-            raise PlanError(
-                "a correlated IN (subquery) is supported as a condition of WHERE (AND-ed with the others) only, "
-                f"not here: {e.sql(dialect='duckdb')}"
-            )
+            self._forget_subplans(first)
+            if node is None:
+                raise PlanError(f"a correlated IN (subquery) is not supported here: {e.sql(dialect='duckdb')}")
+            self.outer.pop()  # correlated_in plans its subqueries with ``node`` as their outer input
+            try:
+                return self.correlated_in(e, value, node, lambda s: self.bind(s, node))
+            finally:
+                self.outer.append(node)
         key = len(self.subplans)
         self.subplans[key] = sub
         return in_subquery(value, key)

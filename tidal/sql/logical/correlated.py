@@ -30,8 +30,8 @@ from sqlglot import exp
 from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from .exprs import _and, _col, _conjuncts, _transform
-from .nodes import Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
-from .types import _sql_type, user_message
+from .nodes import AggCall, Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
+from .types import _sql_type
 
 _COUNTS = ("count", "count_not_null", "count_distinct")
 
@@ -49,6 +49,7 @@ class _Pending:
     """Left joins that expressions being bound need, attached to the node by the caller."""
 
     outer_map: object  # bound expression over the outer node -> expression over the node joined to
+    grouped: bool = False  # the joins attach to an aggregate (outer_map names its group keys)
     joins: list = field(default_factory=list)  # (inner node, bound join condition)
 
 
@@ -90,6 +91,13 @@ class CorrelatedSubqueries:
         if not self.correlating or not self.outer:
             return None
         ctx = self.correlating[-1]
+        injected = self.injected.get(column.name)
+        if injected is not None and ctx.depth == len(self.outer) and injected[0] is self.outer[-1]:
+            # a value of the outer query put into the subquery by a rewrite (quantified.py): bound already
+            ph = self.fresh("outer")
+            ctx.refs[ph] = injected[1:3]
+            self.placeholder_types[ph] = injected[3]
+            return ph
         if ctx.depth != len(self.outer) or not self._resolves(column, self.outer[-1]):
             return None
         outer_node = self.outer[-1]
@@ -107,7 +115,7 @@ class CorrelatedSubqueries:
     @contextlib.contextmanager
     def correlated_joins(self, outer_map=None):
         """Within: correlated scalar subqueries may be bound; ``.joins`` lists the joins they need."""
-        pending = _Pending(outer_map or (lambda e: e))
+        pending = _Pending(outer_map or (lambda e: e), grouped=outer_map is not None)
         self.pending.append(pending)
         try:
             yield pending
@@ -173,7 +181,8 @@ class CorrelatedSubqueries:
     def _outer_expr(self, e: exp.Expression, refs: dict, outer_map) -> exp.Expression:
         def visit(x):
             if isinstance(x, exp.Column) and x.name in refs:
-                return outer_map(_col(refs[x.name][0]))
+                ref = refs[x.name][0]
+                return ref.copy() if isinstance(ref, exp.Expression) else outer_map(_col(ref))
             return None
 
         return _transform(e.copy(), visit)
@@ -220,7 +229,8 @@ class CorrelatedSubqueries:
         def inner_expr(e: exp.Expression) -> exp.Expression:
             def visit(x):
                 if isinstance(x, exp.Column) and x.name in refs:
-                    return _col(refs[x.name][0])
+                    ref = refs[x.name][0]
+                    return ref.copy() if isinstance(ref, exp.Expression) else _col(ref)
                 if isinstance(x, exp.Column) and x.name in fresh:
                     return _col(fresh[x.name])
                 return None
@@ -259,25 +269,22 @@ class CorrelatedSubqueries:
         if sub.offset or (sub.limit is not None and sub.limit < 1):
             raise PlanError(f"LIMIT/OFFSET in a correlated subquery is not supported: {text}")
         top, agg, pre, source, plain, correlated = self._split_where(sub, refs, "scalar", text, allow_aggregate=True)
-        if agg is None:
-            raise PlanError(
-                f"a correlated subquery used as a value must aggregate (one row per outer row) to be supported: {text}"
-            )
+        single = agg is None  # no aggregate: at most one row per outer row, or DuckDB's error at run time
+        if single:
+            if sub.limit is not None:
+                raise PlanError(f"LIMIT in a correlated subquery without an aggregate is not supported: {text}")
+            top, agg, pre = _one_row_aggregate(self, top, source)
         names = set(refs)
-        inner_keys, outer_keys = [], []
-        for p in correlated:
-            sides = _equality_sides(p, names)
-            if sides is None:
-                names = {**self.labels_for(source), **{ph: t for ph, (_, t) in refs.items()}}
-                raise PlanError(
-                    f"correlated condition {user_message(p.sql(), names)} is not supported in a subquery "
-                    f"used as a value (only inner expression = outer expression): {text}"
-                )
-            inner_keys.append(sides[0])
-            outer_keys.append(self._outer_expr(sides[1], refs, pending.outer_map))
+        sides = [_equality_sides(p, names) for p in correlated]
         rows: Node = Filter(source, _and(plain)) if plain else source
-        keys = [self.fresh("ck") for _ in inner_keys]
-        key_types = [self.check(k, rows) for k in inner_keys]
+        if all(sides):  # inner = outer equalities: q grouped by its inner sides
+            inner_keys = [s[0] for s in sides]
+            outer_keys = [self._outer_expr(s[1], refs, pending.outer_map) for s in sides]
+            keys = [self.fresh("ck") for _ in inner_keys]
+            key_types = [self.check(k, rows) for k in inner_keys]
+            join_on = [exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)]
+        else:  # any other condition: q per distinct outer value, joined back NULL-safely
+            rows, inner_keys, keys, key_types, join_on = self._per_outer_value(rows, refs, correlated, pending, text)
         pre2 = Project(
             rows,
             (*pre.exprs, *zip(keys, inner_keys, strict=True)),
@@ -299,13 +306,56 @@ class CorrelatedSubqueries:
             scope=tuple((None, n) for n in out_names),
             types=(top.types[0], *key_types, pa.bool_()),
         )
-        cond = _and([exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)])
-        pending.joins.append((inner, cond))
+        if single:
+            count, first = (c.output for c in agg.aggs)
+            inner = replace(inner, exprs=((value, _one_row(count, first)), *inner.exprs[1:]))
+        pending.joins.append((inner, _and(join_on)))
         empty = _over_no_rows(top.exprs[0][1], agg)
         return exp.Case(
             ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
             default=_col(value),
         )
+
+    def _per_outer_value(self, rows: Node, refs: dict, correlated: list, pending: _Pending, text: str):
+        """q's rows joined with each distinct combination D of the outer values it names (on its
+        correlated conditions, any of them): (rows, inner keys, key names, key types, join-back
+        conditions). D comes from the outer input again (files at rest read twice give the same rows);
+        the join back matches a NULL outer value with its NULL in D."""
+        outer_node = self.outer[-1]
+        phs = sorted(refs)
+        if pending.grouped and any(isinstance(refs[ph][0], exp.Expression) for ph in phs):
+            raise PlanError(f"this correlated subquery over grouped rows is not supported: {text}")
+        over_node = {
+            ph: (ref.copy() if isinstance(ref, exp.Expression) else _col(ref)) for ph, (ref, _) in refs.items()
+        }
+        keys = [self.fresh("ck") for _ in phs]
+        key_types = [self.check(over_node[ph], outer_node) for ph in phs]
+        values = Project(
+            outer_node,
+            tuple((k, over_node[ph]) for k, ph in zip(keys, phs, strict=True)),
+            scope=tuple((None, k) for k in keys),
+            types=tuple(key_types),
+        )
+        distinct = Aggregate(values, tuple(keys), (), scope=values.scope, types=values.types)
+        to_key = dict(zip(phs, keys, strict=True))
+
+        def on_d(e: exp.Expression) -> exp.Expression:
+            return _transform(
+                e.copy(), lambda x: _col(to_key[x.name]) if isinstance(x, exp.Column) and x.name in to_key else None
+            )
+
+        joined = self._join_on(distinct, rows, "inner", None, None, bound_on=_and([on_d(p) for p in correlated]))
+        join_on = []
+        for ph, k in zip(phs, keys, strict=True):
+            o = self._outer_expr(exp.column(ph), refs, pending.outer_map)
+            null_o = exp.Is(this=o.copy(), expression=exp.Null())
+            join_on.append(
+                exp.EQ(
+                    this=exp.Paren(this=null_o), expression=exp.Paren(this=exp.Is(this=_col(k), expression=exp.Null()))
+                )
+            )
+            join_on.append(exp.Paren(this=exp.Or(this=exp.EQ(this=o, expression=_col(k)), expression=null_o.copy())))
+        return joined, [_col(k) for k in keys], keys, key_types, join_on
 
     def exists_value(self, e: exp.Exists) -> exp.Expression:
         """``EXISTS (q)`` as a value: ``(SELECT COUNT(*) > 0 FROM q's FROM WHERE q's WHERE)``."""
@@ -341,6 +391,26 @@ def _equality_sides(p: exp.Expression, outer: set) -> tuple | None:
         if acols and bcols and not (acols & outer) and bcols <= outer:
             return a, b
     return None
+
+
+def _one_row_aggregate(builder, top: Project, source: Node) -> tuple[Project, Aggregate, Project]:
+    """A subquery's value without an aggregate, as one: per group (outer row) its row count and its
+    value (``first``, exact when the count is at most one, which ``__one_row`` checks)."""
+    arg, count, first = builder.fresh("sa"), builder.fresh("sc"), builder.fresh("sf")
+    pre = Project(source, ((arg, top.exprs[0][1]),), scope=((None, arg),), types=(top.types[0],))
+    agg = Aggregate(
+        pre,
+        (),
+        (AggCall(count, "count", None), AggCall(first, "first", arg)),
+        scope=((None, count), (None, first)),
+        types=(pa.int64(), top.types[0]),
+    )
+    out = Project(agg, ((top.names[0], _col(first)),), scope=top.scope[:1], types=top.types[:1])
+    return out, agg, pre
+
+
+def _one_row(count: str, value: str) -> exp.Expression:
+    return exp.Anonymous(this="__one_row", expressions=[_col(count), _col(value)])
 
 
 def _over_no_rows(value: exp.Expression, agg: Aggregate) -> exp.Expression:
