@@ -141,7 +141,7 @@ class CorrelatedSubqueries:
             self.subquery_types.pop(key, None)
 
     # -- the shape of a planned subquery ----------------------------------------------------------
-    def _split_where(self, sub: Query, refs: dict, what: str, text: str, allow_aggregate: bool):
+    def _split_where(self, sub: Query, refs: dict, what: str, text: str, allow_aggregate: bool, outer_values=False):
         """q's plan as (top Project, Aggregate or None, FROM node, uncorrelated WHERE conjuncts,
         correlated WHERE conjuncts), or a PlanError naming what cannot be decorrelated."""
         names = set(refs)
@@ -168,7 +168,9 @@ class CorrelatedSubqueries:
         source = where.input if where is not None else below
         if _mentions(source, names):
             raise PlanError(f"a correlated column ({shown}) in the subquery's FROM is not supported: {text}")
-        if agg is not None:
+        if outer_values:
+            pass  # the caller maps outer columns in q's values (per distinct outer value)
+        elif agg is not None:
             if _mentions(pre.exprs, names) or _mentions(top.exprs, names):
                 raise PlanError(f"a correlated column ({shown}) outside the subquery's WHERE is not supported: {text}")
         elif what != "EXISTS" and _mentions(top.exprs, names):
@@ -268,7 +270,9 @@ class CorrelatedSubqueries:
             return self._outer_expr(root.exprs[0][1], refs, pending.outer_map)  # SELECT outer.x: the value itself
         if sub.offset or (sub.limit is not None and sub.limit < 1):
             raise PlanError(f"LIMIT/OFFSET in a correlated subquery is not supported: {text}")
-        top, agg, pre, source, plain, correlated = self._split_where(sub, refs, "scalar", text, allow_aggregate=True)
+        top, agg, pre, source, plain, correlated = self._split_where(
+            sub, refs, "scalar", text, allow_aggregate=True, outer_values=True
+        )
         single = agg is None  # no aggregate: at most one row per outer row, or DuckDB's error at run time
         if single:
             if sub.limit is not None:
@@ -277,7 +281,15 @@ class CorrelatedSubqueries:
         names = set(refs)
         sides = [_equality_sides(p, names) for p in correlated]
         rows: Node = Filter(source, _and(plain)) if plain else source
-        if all(sides):  # inner = outer equalities: q grouped by its inner sides
+        in_values = _mentions(pre.exprs, names) or _mentions(top.exprs, names)
+        args = dict(pre.exprs)
+        for call in () if single else agg.aggs:
+            cols = {c.name for c in args[call.argument].find_all(exp.Column)} if call.argument in args else set()
+            if cols & names and not cols - names:  # SQL makes it an aggregate of the outer query
+                raise PlanError(
+                    f"an aggregate of only the outer query's columns in a subquery is not supported: {text}"
+                )
+        if all(sides) and not in_values:  # inner = outer equalities: q grouped by its inner sides
             inner_keys = [s[0] for s in sides]
             outer_keys = [self._outer_expr(s[1], refs, pending.outer_map) for s in sides]
             keys = [self.fresh("ck") for _ in inner_keys]
@@ -285,6 +297,9 @@ class CorrelatedSubqueries:
             join_on = [exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)]
         else:  # any other condition: q per distinct outer value, joined back NULL-safely
             rows, inner_keys, keys, key_types, join_on = self._per_outer_value(rows, refs, correlated, pending, text)
+            to_key = dict(zip(sorted(refs), keys, strict=True))  # q's values name the outer ones as D's columns
+            pre = replace(pre, exprs=tuple((n, _renamed(e, to_key)) for n, e in pre.exprs))
+            top = replace(top, exprs=tuple((n, _renamed(e, to_key)) for n, e in top.exprs))
         pre2 = Project(
             rows,
             (*pre.exprs, *zip(keys, inner_keys, strict=True)),
@@ -310,7 +325,8 @@ class CorrelatedSubqueries:
             count, first = (c.output for c in agg.aggs)
             inner = replace(inner, exprs=((value, _one_row(count, first)), *inner.exprs[1:]))
         pending.joins.append((inner, _and(join_on)))
-        empty = _over_no_rows(top.exprs[0][1], agg)
+        to_outer = {k: ph for ph, k in zip(sorted(refs), keys, strict=True)} if not all(sides) or in_values else {}
+        empty = self._outer_expr(_renamed(_over_no_rows(top.exprs[0][1], agg), to_outer), refs, pending.outer_map)
         return exp.Case(
             ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
             default=_col(value),
@@ -339,12 +355,8 @@ class CorrelatedSubqueries:
         distinct = Aggregate(values, tuple(keys), (), scope=values.scope, types=values.types)
         to_key = dict(zip(phs, keys, strict=True))
 
-        def on_d(e: exp.Expression) -> exp.Expression:
-            return _transform(
-                e.copy(), lambda x: _col(to_key[x.name]) if isinstance(x, exp.Column) and x.name in to_key else None
-            )
-
-        joined = self._join_on(distinct, rows, "inner", None, None, bound_on=_and([on_d(p) for p in correlated]))
+        cond = _and([_renamed(p, to_key) for p in correlated]) if correlated else exp.true()
+        joined = self._join_on(distinct, rows, "inner", None, None, bound_on=cond)
         join_on = []
         for ph, k in zip(phs, keys, strict=True):
             o = self._outer_expr(exp.column(ph), refs, pending.outer_map)
@@ -391,6 +403,13 @@ def _equality_sides(p: exp.Expression, outer: set) -> tuple | None:
         if acols and bcols and not (acols & outer) and bcols <= outer:
             return a, b
     return None
+
+
+def _renamed(e: exp.Expression, names: dict) -> exp.Expression:
+    """``e`` with the columns named in ``names`` renamed."""
+    return _transform(
+        e.copy(), lambda x: _col(names[x.name]) if isinstance(x, exp.Column) and x.name in names else None
+    )
 
 
 def _one_row_aggregate(builder, top: Project, source: Node) -> tuple[Project, Aggregate, Project]:
