@@ -49,8 +49,7 @@ class _Pending:
     """Left joins that expressions being bound need, attached to the node by the caller."""
 
     outer_map: object  # bound expression over the outer node -> expression over the node joined to
-    grouped: bool = False  # the joins attach to an aggregate (outer_map names its group keys)
-    joins: list = field(default_factory=list)  # (inner node, bound join condition)
+    joins: list = field(default_factory=list)  # (inner node, bound join condition), or node -> joined node
 
 
 def _sql(e: exp.Expression) -> str:
@@ -115,7 +114,7 @@ class CorrelatedSubqueries:
     @contextlib.contextmanager
     def correlated_joins(self, outer_map=None):
         """Within: correlated scalar subqueries may be bound; ``.joins`` lists the joins they need."""
-        pending = _Pending(outer_map or (lambda e: e), grouped=outer_map is not None)
+        pending = _Pending(outer_map or (lambda e: e))
         self.pending.append(pending)
         try:
             yield pending
@@ -124,7 +123,11 @@ class CorrelatedSubqueries:
 
     def attach(self, node: Node, pending: _Pending) -> Node:
         """``node`` left-joined with each subquery result the bound expressions need (then forgotten)."""
-        for inner, cond in pending.joins:
+        for join in pending.joins:
+            if callable(join):  # built over the node it attaches to (per distinct outer value)
+                node = join(node)
+                continue
+            inner, cond = join
             node = self._join_on(node, inner, "left", None, None, bound_on=cond)
         pending.joins.clear()
         return node
@@ -289,17 +292,63 @@ class CorrelatedSubqueries:
                 raise PlanError(
                     f"an aggregate of only the outer query's columns in a subquery is not supported: {text}"
                 )
+        value, mark = self.fresh("sv"), self.fresh("sm")
         if all(sides) and not in_values:  # inner = outer equalities: q grouped by its inner sides
             inner_keys = [s[0] for s in sides]
             outer_keys = [self._outer_expr(s[1], refs, pending.outer_map) for s in sides]
             keys = [self.fresh("ck") for _ in inner_keys]
             key_types = [self.check(k, rows) for k in inner_keys]
+            inner = self._grouped_value(rows, pre, agg, top, inner_keys, keys, key_types, (value, mark), single)
             join_on = [exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)]
+            pending.joins.append((inner, _and(join_on)))
+            to_outer = {}
         else:  # any other condition: q per distinct outer value, joined back NULL-safely
-            rows, inner_keys, keys, key_types, join_on = self._per_outer_value(rows, refs, correlated, pending, text)
-            to_key = dict(zip(sorted(refs), keys, strict=True))  # q's values name the outer ones as D's columns
-            pre = replace(pre, exprs=tuple((n, _renamed(e, to_key)) for n, e in pre.exprs))
-            top = replace(top, exprs=tuple((n, _renamed(e, to_key)) for n, e in top.exprs))
+            phs = sorted(refs)
+            keys = [self.fresh("ck") for _ in phs]
+            to_key = dict(zip(phs, keys, strict=True))  # q's values name the outer ones as D's columns
+            pre = replace(pre, exprs=tuple((n, _renamed(x, to_key)) for n, x in pre.exprs))
+            top = replace(top, exprs=tuple((n, _renamed(x, to_key)) for n, x in top.exprs))
+            cond = _and([_renamed(p, to_key) for p in correlated]) if correlated else exp.true()
+            outer = [self._outer_expr(exp.column(ph), refs, pending.outer_map) for ph in phs]
+
+            def per_outer_value(base: Node) -> Node:
+                """``base`` (the node the joins attach to) left-joined with q's value for each distinct
+                combination D of the outer values q names: D from ``base`` itself, joined with q's rows on
+                q's correlated conditions (any of them), aggregated per D; a NULL in D matches a NULL."""
+                types = [self.check(o, base) for o in outer]
+                values = Project(
+                    base,
+                    tuple((k, o.copy()) for k, o in zip(keys, outer, strict=True)),
+                    scope=tuple((None, k) for k in keys),
+                    types=tuple(types),
+                )
+                distinct = Aggregate(values, tuple(keys), (), scope=values.scope, types=values.types)
+                joined = self._join_on(distinct, rows, "inner", None, None, bound_on=cond)
+                inner = self._grouped_value(
+                    joined, pre, agg, top, [_col(k) for k in keys], keys, types, (value, mark), single
+                )
+                join_on = []
+                for o, k in zip(outer, keys, strict=True):
+                    null_o = exp.Paren(this=exp.Is(this=o.copy(), expression=exp.Null()))
+                    null_k = exp.Paren(this=exp.Is(this=_col(k), expression=exp.Null()))
+                    join_on.append(exp.EQ(this=null_o, expression=null_k))
+                    join_on.append(
+                        exp.Paren(this=exp.Or(this=exp.EQ(this=o.copy(), expression=_col(k)), expression=null_o.copy()))
+                    )
+                return self._join_on(base, inner, "left", None, None, bound_on=_and(join_on))
+
+            pending.joins.append(per_outer_value)
+            to_outer = {k: ph for ph, k in to_key.items()}
+        empty = self._outer_expr(_renamed(_over_no_rows(top.exprs[0][1], agg), to_outer), refs, pending.outer_map)
+        return exp.Case(
+            ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
+            default=_col(value),
+        )
+
+    def _grouped_value(self, rows, pre, agg, top, inner_keys, keys, key_types, out, single) -> Project:
+        """q's value per key: q's aggregate over ``rows`` grouped by ``inner_keys`` (named ``keys``), as
+        (value, keys..., mark = TRUE); ``single``: at most one row per key, or DuckDB's error."""
+        value, mark = out
         pre2 = Project(
             rows,
             (*pre.exprs, *zip(keys, inner_keys, strict=True)),
@@ -313,61 +362,17 @@ class CorrelatedSubqueries:
             scope=(*((None, k) for k in keys), *agg.scope),
             types=(*key_types, *agg.types),
         )
-        value, mark = self.fresh("sv"), self.fresh("sm")
+        expr = top.exprs[0][1]
+        if single:
+            count, first = (c.output for c in agg.aggs)
+            expr = _one_row(count, first)
         out_names = (value, *keys, mark)
-        inner = Project(
+        return Project(
             agg2,
-            ((value, top.exprs[0][1]), *((k, _col(k)) for k in keys), (mark, exp.true())),
+            ((value, expr), *((k, _col(k)) for k in keys), (mark, exp.true())),
             scope=tuple((None, n) for n in out_names),
             types=(top.types[0], *key_types, pa.bool_()),
         )
-        if single:
-            count, first = (c.output for c in agg.aggs)
-            inner = replace(inner, exprs=((value, _one_row(count, first)), *inner.exprs[1:]))
-        pending.joins.append((inner, _and(join_on)))
-        to_outer = {k: ph for ph, k in zip(sorted(refs), keys, strict=True)} if not all(sides) or in_values else {}
-        empty = self._outer_expr(_renamed(_over_no_rows(top.exprs[0][1], agg), to_outer), refs, pending.outer_map)
-        return exp.Case(
-            ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
-            default=_col(value),
-        )
-
-    def _per_outer_value(self, rows: Node, refs: dict, correlated: list, pending: _Pending, text: str):
-        """q's rows joined with each distinct combination D of the outer values it names (on its
-        correlated conditions, any of them): (rows, inner keys, key names, key types, join-back
-        conditions). D comes from the outer input again (files at rest read twice give the same rows);
-        the join back matches a NULL outer value with its NULL in D."""
-        outer_node = self.outer[-1]
-        phs = sorted(refs)
-        if pending.grouped and any(isinstance(refs[ph][0], exp.Expression) for ph in phs):
-            raise PlanError(f"this correlated subquery over grouped rows is not supported: {text}")
-        over_node = {
-            ph: (ref.copy() if isinstance(ref, exp.Expression) else _col(ref)) for ph, (ref, _) in refs.items()
-        }
-        keys = [self.fresh("ck") for _ in phs]
-        key_types = [self.check(over_node[ph], outer_node) for ph in phs]
-        values = Project(
-            outer_node,
-            tuple((k, over_node[ph]) for k, ph in zip(keys, phs, strict=True)),
-            scope=tuple((None, k) for k in keys),
-            types=tuple(key_types),
-        )
-        distinct = Aggregate(values, tuple(keys), (), scope=values.scope, types=values.types)
-        to_key = dict(zip(phs, keys, strict=True))
-
-        cond = _and([_renamed(p, to_key) for p in correlated]) if correlated else exp.true()
-        joined = self._join_on(distinct, rows, "inner", None, None, bound_on=cond)
-        join_on = []
-        for ph, k in zip(phs, keys, strict=True):
-            o = self._outer_expr(exp.column(ph), refs, pending.outer_map)
-            null_o = exp.Is(this=o.copy(), expression=exp.Null())
-            join_on.append(
-                exp.EQ(
-                    this=exp.Paren(this=null_o), expression=exp.Paren(this=exp.Is(this=_col(k), expression=exp.Null()))
-                )
-            )
-            join_on.append(exp.Paren(this=exp.Or(this=exp.EQ(this=o, expression=_col(k)), expression=null_o.copy())))
-        return joined, [_col(k) for k in keys], keys, key_types, join_on
 
     def exists_value(self, e: exp.Exists) -> exp.Expression:
         """``EXISTS (q)`` as a value: ``(SELECT COUNT(*) > 0 FROM q's FROM WHERE q's WHERE)``."""

@@ -82,9 +82,12 @@ class QuantifiedSubqueries:
         if (q.args.get("limit") or q.args.get("offset")) and not q.args.get("order"):
             # which rows LIMIT keeps is not determined without ORDER BY (DuckDB takes its scan's first)
             raise PlanError(f"ANY/ALL/IN over a subquery with LIMIT/OFFSET but no ORDER BY is not supported: {text}")
-        width, correlated = self._subquery_shape(q, node)
+        width, correlated, name = self._subquery_shape(q, node)
         if width != 1:
             raise PlanError(f"ANY/ALL (subquery) must return one column: {text}")
+        if isinstance(q, exp.Select) and len(q.expressions) == 1 and isinstance(q.expressions[0], exp.Star):
+            q = q.copy()  # SELECT * of one column: that column, by name
+            q.set("expressions", [exp.column(exp.to_identifier(name, quoted=True))])
         bx = bind_value(x)
         if op is exp.EQ and not correlated:
             return self.in_subquery(exp.In(this=x.copy(), query=exp.Subquery(this=q.copy())), bx)
@@ -145,8 +148,9 @@ class QuantifiedSubqueries:
             default=exp.false(),
         )
 
-    def _subquery_shape(self, q: exp.Expression, node) -> tuple[int, bool]:
-        """q's number of columns and whether it refers to the outer query (planned, then forgotten)."""
+    def _subquery_shape(self, q: exp.Expression, node) -> tuple[int, bool, str]:
+        """q's number of columns, whether it refers to the outer query and its first column's name
+        (planned, then forgotten)."""
         count = len(self.subplans)
         self.outer.append(node)
         try:
@@ -154,7 +158,7 @@ class QuantifiedSubqueries:
         finally:
             self.outer.pop()
             self._forget_subplans(count)
-        return len(sub.root.names) - sub.hidden, bool(refs)
+        return len(sub.root.names) - sub.hidden, bool(refs), (sub.output_names or ("",))[0]
 
     def correlated_in(self, e: exp.In, value: exp.Expression, node, bind_sub) -> exp.Expression:
         """A correlated ``x IN (q)`` outside WHERE's conjuncts: ``x = ANY (q)``, ``value`` x bound."""
