@@ -262,15 +262,16 @@ class CorrelatedSubqueries:
     def correlated_value(self, e: exp.Expression, sub: Query, refs: dict) -> exp.Expression:
         """The value of a correlated scalar subquery ``e``: a column of a left join the caller attaches."""
         text = _sql(e)
-        if not self.pending:
-            shown = ", ".join(t for _, t in refs.values())
-            raise PlanError(f"correlated subqueries are not supported here: {shown} (outer query) in {text}")
-        pending = self.pending[-1]
         root = sub.root
         if isinstance(root, Project) and isinstance(root.input, Scan) and root.input.format == NO_FROM:
             if sub.offset or sub.limit == 0:
                 raise PlanError(f"LIMIT/OFFSET in a correlated subquery is not supported: {text}")
-            return self._outer_expr(root.exprs[0][1], refs, pending.outer_map)  # SELECT outer.x: the value itself
+            outer_map = self.pending[-1].outer_map if self.pending else (lambda x: x)
+            return self._outer_expr(root.exprs[0][1], refs, outer_map)  # SELECT outer.x: the value itself
+        if not self.pending:
+            shown = ", ".join(t for _, t in refs.values())
+            raise PlanError(f"correlated subqueries are not supported here: {shown} (outer query) in {text}")
+        pending = self.pending[-1]
         if sub.offset or (sub.limit is not None and sub.limit < 1):
             raise PlanError(f"LIMIT/OFFSET in a correlated subquery is not supported: {text}")
         top, agg, pre, source, plain, correlated = self._split_where(
@@ -377,6 +378,18 @@ class CorrelatedSubqueries:
     def exists_value(self, e: exp.Exists) -> exp.Expression:
         """``EXISTS (q)`` as a value: ``(SELECT COUNT(*) > 0 FROM q's FROM WHERE q's WHERE)``."""
         tree = e.this
+        if (
+            isinstance(tree, exp.Select)
+            and (tree.args.get("from_") or tree.args.get("from")) is None
+            and not any(tree.args.get(k) for k in ("group", "having", "offset", "limit", "qualify", "joins"))
+        ):
+            # no FROM: one row (an aggregate's too), kept when WHERE (over the outer row alone) holds
+            where = tree.args.get("where")
+            if where is None or any(_is_aggregate(x) for x in tree.expressions):
+                return exp.true()
+            return self.scalar_subquery(
+                exp.Subquery(this=exp.select(exp.func("coalesce", where.this.copy(), exp.false())))
+            )
         simple = isinstance(tree, exp.Select) and not any(
             tree.args.get(k) for k in ("group", "having", "offset", "qualify", "windows")
         )
@@ -394,6 +407,12 @@ class CorrelatedSubqueries:
                 exp.Subquery(this=tree.copy(), alias=exp.TableAlias(this=exp.to_identifier("__exists")))
             )
         return self.scalar_subquery(exp.Subquery(this=counted))
+
+
+def _is_aggregate(e: exp.Expression) -> bool:
+    from .select_list import _has_aggregate
+
+    return _has_aggregate(e)
 
 
 def _equality_sides(p: exp.Expression, outer: set) -> tuple | None:
