@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from ...core.errors import PlanError
 from ...io.files import NO_FROM
-from .exprs import _and, _col, _conjuncts, _transform
+from .exprs import _and, _col, _conjuncts, _is_agg, _transform
 from .nodes import AggCall, Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
 from .types import _sql_type
 
@@ -384,8 +384,14 @@ class CorrelatedSubqueries:
             and not any(tree.args.get(k) for k in ("group", "having", "offset", "limit", "qualify", "joins"))
         ):
             # no FROM: one row (an aggregate's too), kept when WHERE (over the outer row alone) holds
+            count = len(self.subplans)
+            self.plan_subquery(tree)  # its errors are the query's (an unknown column, a misplaced aggregate...)
+            self._forget_subplans(count)
             where = tree.args.get("where")
-            if where is None or any(_is_aggregate(x) for x in tree.expressions):
+            if any(_is_aggregate(x) or x.find(exp.Window) for x in tree.expressions):
+                # whose aggregate is it (an aggregate of outer columns belongs to the outer query)?
+                raise PlanError(f"EXISTS over a SELECT without FROM that aggregates is not supported: {_sql(e)}")
+            if where is None:
                 return exp.true()
             return self.scalar_subquery(
                 exp.Subquery(this=exp.select(exp.func("coalesce", where.this.copy(), exp.false())))
@@ -410,9 +416,7 @@ class CorrelatedSubqueries:
 
 
 def _is_aggregate(e: exp.Expression) -> bool:
-    from .select_list import _has_aggregate
-
-    return _has_aggregate(e)
+    return any(_is_agg(n) for n in e.walk())
 
 
 def _equality_sides(p: exp.Expression, outer: set) -> tuple | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from .exprs import _and
+from .exprs import _and, _is_agg
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _NEGATED = {exp.EQ: exp.NEQ, exp.NEQ: exp.EQ, exp.GT: exp.LTE, exp.GTE: exp.LT, exp.LT: exp.GTE, exp.LTE: exp.GT}
@@ -47,8 +47,6 @@ def _query_of(e: exp.Expression) -> exp.Expression | None:
 
 def _plain(q: exp.Expression) -> bool:
     """q is one SELECT of one non-aggregate value, whose rows its aggregates may replace."""
-    from .select_list import _has_aggregate
-
     if not isinstance(q, exp.Select) or len(q.expressions) != 1:
         return False
     if any(q.args.get(k) for k in ("group", "having", "limit", "offset", "qualify", "windows", "with_", "with")):
@@ -57,7 +55,7 @@ def _plain(q: exp.Expression) -> bool:
     value = item.this if isinstance(item, exp.Alias) else item
     if isinstance(value, exp.Star) or (isinstance(value, exp.Column) and isinstance(value.this, exp.Star)):
         return False
-    return not _has_aggregate(value) and value.find(exp.Window) is None
+    return not any(_is_agg(n) for n in value.walk()) and value.find(exp.Window) is None
 
 
 class QuantifiedSubqueries:
