@@ -295,6 +295,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query);
         correlated, it is ``value = ANY (subquery)`` (quantified.py) over ``node``, the outer input."""
         query = e.args["query"]
+        if isinstance(e.this, exp.Tuple) or (isinstance(e.this, exp.Anonymous) and e.this.name.lower() == "row"):
+            raise PlanError(f"a row value IN (subquery) is not supported: {e.sql(dialect='duckdb')}")
         first = len(self.subplans)
         sub, refs = self.plan_subquery(query.this if isinstance(query, exp.Subquery) else query)
         sub.subplans = {k: self.subplans[k] for k in range(first, len(self.subplans))}  # its own subqueries
