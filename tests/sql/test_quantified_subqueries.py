@@ -60,6 +60,11 @@ QUERIES = [
     f"SELECT id, (SELECT COUNT(*) FROM {I} i WHERE i.k < o.k OR o.k IS NULL) FROM {O} o",
     f"SELECT id, (SELECT MAX(y * o.k) FROM {I} i WHERE i.s = o.s) FROM {O} o",
     f"SELECT id FROM {O} o WHERE x > (SELECT AVG(y) FROM {I} i WHERE i.k < o.k)",
+    # the outer query named in a derived table's WHERE (under joins): lifted to the subquery's WHERE
+    f"SELECT id, (SELECT COUNT(*) FROM (SELECT y AS z FROM {I} i WHERE i.k = o.k) d) FROM {O} o",
+    f"SELECT id, x IN (SELECT d.y FROM (SELECT * FROM {I} i WHERE i.y > o.x) d JOIN {I} j ON d.k = j.k) FROM {O} o",
+    f"SELECT id FROM {O} o WHERE EXISTS (SELECT 1 FROM (SELECT k FROM {I} i WHERE i.s = o.s) d "
+    f"LEFT JOIN {I} j ON d.k = j.k WHERE j.y > 5)",
 ]
 
 
@@ -106,6 +111,10 @@ def test_more_than_one_row_is_an_error_as_in_duckdb(where, sql):
         ),
         (f"SELECT id, (SELECT y FROM {I} i WHERE i.k = o.k LIMIT 1) FROM {O} o", "LIMIT in a correlated subquery"),
         (f"SELECT id, (SELECT SUM(o.x) FROM {I} i) FROM {O} o", "aggregate of only the outer query's columns"),
+        (
+            f"SELECT id, (SELECT COUNT(*) FROM (SELECT k FROM {I} i WHERE i.k = o.k LIMIT 1) d) FROM {O} o",
+            "in the subquery's FROM",
+        ),
     ],
 )
 def test_not_exact_is_refused(where, sql, named):

@@ -30,6 +30,7 @@ from sqlglot import exp
 from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from .exprs import _and, _col, _conjuncts, _is_agg, _transform
+from .lift import lift
 from .nodes import AggCall, Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
 from .types import _sql_type
 
@@ -169,8 +170,12 @@ class CorrelatedSubqueries:
             raise PlanError(f"HAVING in a correlated subquery is not supported: {text}")
         where = below if isinstance(below, Filter) else None
         source = where.input if where is not None else below
+        lifted: list = []
         if _mentions(source, names):
-            raise PlanError(f"a correlated column ({shown}) in the subquery's FROM is not supported: {text}")
+            moved = lift(self, source, names, _mentions)  # a derived table's WHERE: lifted to q's
+            if moved is None:
+                raise PlanError(f"a correlated column ({shown}) in the subquery's FROM is not supported: {text}")
+            source, lifted = moved
         if outer_values:
             pass  # the caller maps outer columns in q's values (per distinct outer value)
         elif agg is not None:
@@ -180,7 +185,7 @@ class CorrelatedSubqueries:
             raise PlanError(f"a correlated column ({shown}) outside the subquery's WHERE is not supported: {text}")
         parts = _conjuncts(where.condition) if where is not None else []
         plain = [p for p in parts if not _mentions(p, names)]
-        correlated = [p for p in parts if _mentions(p, names)]
+        correlated = [p for p in parts if _mentions(p, names)] + lifted
         return top, agg, (pre if agg is not None else None), source, plain, correlated
 
     def _outer_expr(self, e: exp.Expression, refs: dict, outer_map) -> exp.Expression:
