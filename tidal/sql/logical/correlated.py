@@ -447,13 +447,13 @@ def _renamed(e: exp.Expression, names: dict) -> exp.Expression:
 
 def _one_row_aggregate(builder, top: Project, source: Node) -> tuple[Project, Aggregate, Project]:
     """A subquery's value without an aggregate, as one: per group (outer row) its row count and its
-    value (``first``, exact when the count is at most one, which ``__one_row`` checks)."""
+    value (``max``, exact when the count is at most one, which ``__one_row`` checks)."""
     arg, count, first = builder.fresh("sa"), builder.fresh("sc"), builder.fresh("sf")
     pre = Project(source, ((arg, top.exprs[0][1]),), scope=((None, arg),), types=(top.types[0],))
     agg = Aggregate(
         pre,
         (),
-        (AggCall(count, "count", None), AggCall(first, "first", arg)),
+        (AggCall(count, "count", None), AggCall(first, "max", arg)),
         scope=((None, count), (None, first)),
         types=(pa.int64(), top.types[0]),
     )
