@@ -45,7 +45,8 @@ QUERIES = [
     f"SELECT id, x >= ANY (SELECT y - o.k FROM {IT} i WHERE i.s = o.s) FROM {OT} o",
     f"SELECT id FROM {OT} o WHERE x <> ALL (SELECT y FROM {IT} i WHERE i.k = o.k)",
     # correlated IN / NOT IN / EXISTS in the SELECT list, in CASE, in HAVING
-    f"SELECT id, x IN (SELECT y FROM {IT} i WHERE i.k = o.k), x NOT IN (SELECT y FROM {IT} i WHERE i.k = o.k) FROM {OT} o",
+    f"SELECT id, x IN (SELECT y FROM {IT} i WHERE i.k = o.k), "
+    f"x NOT IN (SELECT y FROM {IT} i WHERE i.k = o.k) FROM {OT} o",
     f"SELECT id, s IN (SELECT s FROM {IT} i WHERE i.y > o.x) FROM {OT} o",
     f"SELECT id, CASE WHEN x IN (SELECT y + 0 FROM {IT} i WHERE i.k <> o.k) THEN 'in' ELSE 'out' END FROM {OT} o",
     f"SELECT id, EXISTS (SELECT 1 FROM {IT} i WHERE i.y > o.x), NOT EXISTS (SELECT 1 FROM {IT} i WHERE o.k > 2) "
