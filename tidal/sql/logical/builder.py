@@ -58,6 +58,7 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
     # -- statements --------------------------------------------------------------------
     def build(self, tree: exp.Expression) -> Query:
         refuse_unsupported(tree)
+        tree = _inline_selects(tree)
         if isinstance(tree, exp.Describe):
             return self.describe(tree)
         query = self.query(tree, top=True)
@@ -356,3 +357,41 @@ def _walk(node: Node):
     yield node
     for child in node.inputs:
         yield from _walk(child)
+
+
+_ONE_ROW_CLAUSES = ("from_", "from", "joins", "where", "group", "having", "qualify", "order", "limit", "offset",
+                    "distinct", "windows", "with_", "with")  # fmt: skip
+
+
+def _inline_selects(tree: exp.Expression) -> exp.Expression:
+    """``(SELECT e)`` (no FROM, nothing but one value) used as a value is ``(e)``: it names no columns of
+    its own, so e's columns and aggregates belong to the query around it, as in DuckDB."""
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        inner = node.this if isinstance(node, exp.Subquery) else None
+        if (
+            isinstance(inner, exp.Select)
+            and not node.alias
+            and not isinstance(
+                node.parent,
+                exp.From
+                | exp.Join
+                | exp.SetOperation
+                | exp.CTE
+                | exp.Lateral
+                | exp.In
+                | exp.Exists
+                | exp.Any
+                | exp.All,
+            )
+            and not isinstance(node.parent, exp.Array | exp.Unnest | exp.Describe)
+            and not any(inner.args.get(k) for k in _ONE_ROW_CLAUSES)
+            and len(inner.expressions) == 1
+            and not isinstance(inner.expressions[0], exp.Star)
+            and inner.expressions[0].find(exp.Window) is None
+        ):
+            value = inner.expressions[0]
+            return exp.Paren(this=(value.this if isinstance(value, exp.Alias) else value).copy())
+        return node
+
+    return tree.transform(visit)
