@@ -20,7 +20,7 @@ from ..expressions import (
     scalar_subquery,
 )
 from .correlated import CorrelatedSubqueries
-from .exprs import _col, _transform, _unique, column_labels
+from .exprs import _col, _is_agg, _transform, _unique, column_labels
 from .from_items import FromItems
 from .inline import _scan as inline_scan
 from .match import MatchItems
@@ -364,8 +364,8 @@ _ONE_ROW_CLAUSES = ("from_", "from", "joins", "where", "group", "having", "quali
 
 
 def _inline_selects(tree: exp.Expression) -> exp.Expression:
-    """``(SELECT e)`` (no FROM, nothing but one value) used as a value is ``(e)``: it names no columns of
-    its own, so e's columns and aggregates belong to the query around it, as in DuckDB."""
+    """``(SELECT e)`` (no FROM, nothing but one value, no aggregate) used as a value is ``(e)``: it names no
+    columns of its own, so e's columns belong to the query around it."""
 
     def visit(node: exp.Expression) -> exp.Expression:
         inner = node.this if isinstance(node, exp.Subquery) else None
@@ -389,6 +389,7 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
             and len(inner.expressions) == 1
             and not isinstance(inner.expressions[0], exp.Star)
             and inner.expressions[0].find(exp.Window) is None
+            and not any(_is_agg(x) for x in inner.expressions[0].walk())  # (SELECT SUM(1)) aggregates its one row
         ):
             value = inner.expressions[0]
             return exp.Paren(this=(value.this if isinstance(value, exp.Alias) else value).copy())
