@@ -43,6 +43,7 @@ QUERIES = [
         for c in ("i.k = o.k", "i.y < o.x OR i.y IS NULL")
     ),
     f"SELECT id, x >= ANY (SELECT y - o.k FROM {IT} i WHERE i.s = o.s) FROM {OT} o",
+    f"SELECT id, x > ALL (SELECT MAX(y) FROM {IT} i WHERE i.k < o.k), x IN (SELECT COUNT(*) FROM {IT}) FROM {OT} o",
     f"SELECT id FROM {OT} o WHERE x <> ALL (SELECT y FROM {IT} i WHERE i.k = o.k)",
     # correlated IN / NOT IN / EXISTS in the SELECT list, in CASE, in HAVING
     f"SELECT id, x IN (SELECT y FROM {IT} i WHERE i.k = o.k), "

@@ -87,6 +87,8 @@ class QuantifiedSubqueries:
             q = q.copy()  # SELECT * of one column: that column, by name
             q.set("expressions", [exp.column(exp.to_identifier(name, quoted=True))])
         bx = bind_value(x)
+        if _one_row(q):  # an aggregate without GROUP BY: one value v, and x op ANY ({v}) is x op v
+            return op(this=bx, expression=bind_sub(exp.Subquery(this=q.copy())))
         if op is exp.EQ and not correlated:
             return self.in_subquery(exp.In(this=x.copy(), query=exp.Subquery(this=q.copy())), bx)
         plain = _plain(q)
@@ -163,6 +165,16 @@ class QuantifiedSubqueries:
         query = e.args["query"]
         q = query.this if isinstance(query, exp.Subquery) else query
         return self._any(exp.EQ, e.this, q, node, lambda _x: value, bind_sub, e.sql(dialect="duckdb"))
+
+
+def _one_row(q: exp.Expression) -> bool:
+    """q is one SELECT of one aggregate value without GROUP BY, HAVING, LIMIT or OFFSET: exactly one row."""
+    if not isinstance(q, exp.Select) or len(q.expressions) != 1 or isinstance(q.expressions[0], exp.Star):
+        return False
+    if any(q.args.get(k) for k in ("group", "having", "limit", "offset", "qualify")):
+        return False
+    value = q.expressions[0]
+    return any(_is_agg(n) for n in value.walk()) and value.find(exp.Window, exp.Subquery) is None
 
 
 def _is_y(n: exp.Expression) -> bool:

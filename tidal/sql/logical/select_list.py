@@ -549,7 +549,7 @@ def _has_aggregate(e: exp.Expression) -> bool:
         )
     if _is_agg(e):
         return True
-    if isinstance(e, exp.Subquery):
+    if isinstance(e, exp.Subquery | exp.Query):  # its own aggregates (ALL (SELECT ...) has no Subquery)
         return False
     return any(_has_aggregate(c) for c in e.iter_expressions())
 
