@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from sql.sqllogic import run_file, table
+from sql.sqllogic import area_of, run_file, table
 
 ROOT = Path(__file__).parent / "duckdb_logic"
 FILES = sorted(ROOT.rglob("*.test"))
 PASS_FLOOR = 0.94  # of the blocks in scope (412 of 434 pass); raise it as tidal learns more
+# areas with a floor of their own (left out of PASS_FLOOR's total): DuckDB's test/sql/subquery files
+AREA_FLOORS = {"subquery_any_all": 0.93, "subquery_exists": 0.96, "subquery_scalar": 0.73}
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +41,16 @@ def test_no_wrong_answer_or_crash(outcomes, path):
 def test_pass_rate(outcomes):
     flat = [o for os_ in outcomes.values() for o in os_]
     print("\n" + table(flat, ROOT))
-    scope = [o for o in flat if o.outcome != "skipped"]
+    scope = [o for o in flat if o.outcome != "skipped" and area_of(o, ROOT) not in AREA_FLOORS]
     passed = sum(o.outcome == "passed" for o in scope)
     assert scope and passed / len(scope) >= PASS_FLOOR, f"{passed}/{len(scope)} blocks passed"
+
+
+@pytest.mark.parametrize("area", sorted(AREA_FLOORS))
+def test_area_pass_rate(outcomes, area):
+    scope = [o for os_ in outcomes.values() for o in os_ if area_of(o, ROOT) == area and o.outcome != "skipped"]
+    passed = sum(o.outcome == "passed" for o in scope)
+    assert scope and passed / len(scope) >= AREA_FLOORS[area], f"{area}: {passed}/{len(scope)} blocks passed"
 
 
 # -- the wrong answers and crashes the files found, each pinned ----------------------------------

@@ -408,6 +408,10 @@ class SqlEvaluator:
 
     def in_array(self, v, values: pa.Array):
         """``v IN values`` for a materialised subquery result (SQL null rules)."""
+        if len(values) == 0:  # x IN (no rows) is FALSE, even for a NULL x
+            return pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array([False] * len(v), pa.bool_())
+        if pa.types.is_null(v.type):
+            return pa.scalar(None, pa.bool_()) if isinstance(v, pa.Scalar) else pa.nulls(len(v), pa.bool_())
         has_null = values.null_count > 0
         values = values.drop_null()
         if values.type != v.type:

@@ -231,8 +231,21 @@ def _nan_guard(ev, node):
     return x
 
 
+def _one_row(ev, node):
+    """A correlated scalar subquery's value, or DuckDB's error when an outer row got more than one
+    row from it (the first argument counts them per outer row; see logical/correlated.py)."""
+    n = ev.array(node.args[0])
+    if len(n) and (pc.max(n).as_py() or 0) > 1:
+        raise SqlTypeError(
+            "More than one row returned by a subquery used as an expression - scalar subqueries can only "
+            "return a single row"
+        )
+    return ev.eval(node.args[1])
+
+
 FUNCS = {
     "isnan": _isnan,
+    "one_row": _one_row,
     "nan_guard": _nan_guard,
     "pack": _pack,
     "left_grapheme": _grapheme("left"),

@@ -20,18 +20,19 @@ from ..expressions import (
     scalar_subquery,
 )
 from .correlated import CorrelatedSubqueries
-from .exprs import _col, _transform, _unique, column_labels
+from .exprs import _col, _is_agg, _transform, _unique, column_labels
 from .from_items import FromItems
 from .inline import _scan as inline_scan
 from .match import MatchItems
 from .nodes import AggCall, Aggregate, EventTime, Filter, Limit, Node, Project, Query, Scan, Session, Tumble, UnionAll
+from .quantified import QuantifiedSubqueries, is_quantified
 from .select_list import SelectList
 from .types import _sql_type, duckdb_type_name, user_message
 from .unsupported import refuse_unsupported
 from .windows import WindowList
 
 
-class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries):
+class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubqueries, QuantifiedSubqueries):
     """Turns a parsed query into a :class:`Query`, resolving files against the current directory."""
 
     def __init__(self, catalog=None):
@@ -48,6 +49,7 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         self.correlating: list = []  # subqueries being planned: their outer references (correlated.py)
         self.pending: list = []  # joins that correlated subqueries being bound need (correlated.py)
         self.placeholder_types: dict[str, pa.DataType | None] = {}  # outer references' types
+        self.injected: dict[str, tuple] = {}  # column -> (outer node, bound value, SQL text, type): quantified.py
 
     def fresh(self, prefix: str) -> str:
         self._n += 1
@@ -58,6 +60,7 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         if isinstance(tree, exp.Summarize):  # planned as the query it becomes (checked there)
             return self.summarize(tree)
         refuse_unsupported(tree)
+        tree = _inline_selects(tree)
         if isinstance(tree, exp.Describe):
             return self.describe(tree)
         query = self.query(tree, top=True)
@@ -263,9 +266,11 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
             if isinstance(e, exp.In) and e.args.get("query") is not None:
                 self.outer.append(node)
                 try:
-                    return self.in_subquery(e, _transform(e.this.copy(), visit))
+                    return self.in_subquery(e, _transform(e.this.copy(), visit), node)
                 finally:
                     self.outer.pop()
+            if is_quantified(e):
+                return self.quantified(e, node, lambda x: _transform(x.copy(), visit), visit)
             if isinstance(e, exp.Subquery | exp.Exists):
                 self.outer.append(node)
                 try:
@@ -300,19 +305,26 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         self.subquery_types[key] = sub.root.types[0]
         return scalar_subquery(key)
 
-    def in_subquery(self, e: exp.In, value: exp.Expression) -> exp.Expression:
-        """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query)."""
+    def in_subquery(self, e: exp.In, value: exp.Expression, node: Node | None = None) -> exp.Expression:
+        """``value IN (subquery)`` with ``value`` bound: the subquery is planned (run before the query);
+        correlated, it is ``value = ANY (subquery)`` (quantified.py) over ``node``, the outer input."""
         query = e.args["query"]
+        if isinstance(e.this, exp.Tuple) or (isinstance(e.this, exp.Anonymous) and e.this.name.lower() == "row"):
+            raise PlanError(f"a row value IN (subquery) is not supported: {e.sql(dialect='duckdb')}")
         first = len(self.subplans)
         sub, refs = self.plan_subquery(query.this if isinstance(query, exp.Subquery) else query)
         sub.subplans = {k: self.subplans[k] for k in range(first, len(self.subplans))}  # its own subqueries
         if len(sub.root.names) - sub.hidden != 1:
             raise PlanError(f"IN (subquery) must return one column: {e.sql()}")
         if refs:
-            raise PlanError(
-                "a correlated IN (subquery) is supported as a condition of WHERE (AND-ed with the others) only, "
-                f"not here: {e.sql(dialect='duckdb')}"
-            )
+            self._forget_subplans(first)
+            if node is None:
+                raise PlanError(f"a correlated IN (subquery) is not supported here: {e.sql(dialect='duckdb')}")
+            self.outer.pop()  # correlated_in plans its subqueries with ``node`` as their outer input
+            try:
+                return self.correlated_in(e, value, node, lambda s: self.bind(s, node))
+            finally:
+                self.outer.append(node)
         key = len(self.subplans)
         self.subplans[key] = sub
         return in_subquery(value, key)
@@ -358,3 +370,42 @@ def _walk(node: Node):
     yield node
     for child in node.inputs:
         yield from _walk(child)
+
+
+_ONE_ROW_CLAUSES = ("from_", "from", "joins", "where", "group", "having", "qualify", "order", "limit", "offset",
+                    "distinct", "windows", "with_", "with")  # fmt: skip
+
+
+def _inline_selects(tree: exp.Expression) -> exp.Expression:
+    """``(SELECT e)`` (no FROM, nothing but one value, no aggregate) used as a value is ``(e)``: it names no
+    columns of its own, so e's columns belong to the query around it."""
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        inner = node.this if isinstance(node, exp.Subquery) else None
+        if (
+            isinstance(inner, exp.Select)
+            and not node.alias
+            and not isinstance(
+                node.parent,
+                exp.From
+                | exp.Join
+                | exp.SetOperation
+                | exp.CTE
+                | exp.Lateral
+                | exp.In
+                | exp.Exists
+                | exp.Any
+                | exp.All,
+            )
+            and not isinstance(node.parent, exp.Array | exp.Unnest | exp.Describe)
+            and not any(inner.args.get(k) for k in _ONE_ROW_CLAUSES)
+            and len(inner.expressions) == 1
+            and not isinstance(inner.expressions[0], exp.Star)
+            and inner.expressions[0].find(exp.Window) is None
+            and not any(_is_agg(x) for x in inner.expressions[0].walk())  # (SELECT SUM(1)) aggregates its one row
+        ):
+            value = inner.expressions[0]
+            return exp.Paren(this=(value.this if isinstance(value, exp.Alias) else value).copy())
+        return node
+
+    return tree.transform(visit)

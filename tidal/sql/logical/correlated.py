@@ -29,9 +29,10 @@ from sqlglot import exp
 
 from ...core.errors import PlanError
 from ...io.files import NO_FROM
-from .exprs import _and, _col, _conjuncts, _transform
-from .nodes import Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
-from .types import _sql_type, user_message
+from .exprs import _and, _col, _conjuncts, _is_agg, _transform
+from .lift import lift
+from .nodes import AggCall, Aggregate, EventTime, Filter, Node, Project, Query, Scan, Session, Tumble
+from .types import _sql_type
 
 _COUNTS = ("count", "count_not_null", "count_distinct")
 
@@ -49,7 +50,7 @@ class _Pending:
     """Left joins that expressions being bound need, attached to the node by the caller."""
 
     outer_map: object  # bound expression over the outer node -> expression over the node joined to
-    joins: list = field(default_factory=list)  # (inner node, bound join condition)
+    joins: list = field(default_factory=list)  # (inner node, bound join condition), or node -> joined node
 
 
 def _sql(e: exp.Expression) -> str:
@@ -90,6 +91,13 @@ class CorrelatedSubqueries:
         if not self.correlating or not self.outer:
             return None
         ctx = self.correlating[-1]
+        injected = self.injected.get(column.name)
+        if injected is not None and ctx.depth == len(self.outer) and injected[0] is self.outer[-1]:
+            # a value of the outer query put into the subquery by a rewrite (quantified.py): bound already
+            ph = self.fresh("outer")
+            ctx.refs[ph] = injected[1:3]
+            self.placeholder_types[ph] = injected[3]
+            return ph
         if ctx.depth != len(self.outer) or not self._resolves(column, self.outer[-1]):
             return None
         outer_node = self.outer[-1]
@@ -116,7 +124,11 @@ class CorrelatedSubqueries:
 
     def attach(self, node: Node, pending: _Pending) -> Node:
         """``node`` left-joined with each subquery result the bound expressions need (then forgotten)."""
-        for inner, cond in pending.joins:
+        for join in pending.joins:
+            if callable(join):  # built over the node it attaches to (per distinct outer value)
+                node = join(node)
+                continue
+            inner, cond = join
             node = self._join_on(node, inner, "left", None, None, bound_on=cond)
         pending.joins.clear()
         return node
@@ -133,7 +145,7 @@ class CorrelatedSubqueries:
             self.subquery_types.pop(key, None)
 
     # -- the shape of a planned subquery ----------------------------------------------------------
-    def _split_where(self, sub: Query, refs: dict, what: str, text: str, allow_aggregate: bool):
+    def _split_where(self, sub: Query, refs: dict, what: str, text: str, allow_aggregate: bool, outer_values=False):
         """q's plan as (top Project, Aggregate or None, FROM node, uncorrelated WHERE conjuncts,
         correlated WHERE conjuncts), or a PlanError naming what cannot be decorrelated."""
         names = set(refs)
@@ -158,22 +170,29 @@ class CorrelatedSubqueries:
             raise PlanError(f"HAVING in a correlated subquery is not supported: {text}")
         where = below if isinstance(below, Filter) else None
         source = where.input if where is not None else below
+        lifted: list = []
         if _mentions(source, names):
-            raise PlanError(f"a correlated column ({shown}) in the subquery's FROM is not supported: {text}")
-        if agg is not None:
+            moved = lift(self, source, names, _mentions)  # a derived table's WHERE: lifted to q's
+            if moved is None:
+                raise PlanError(f"a correlated column ({shown}) in the subquery's FROM is not supported: {text}")
+            source, lifted = moved
+        if outer_values:
+            pass  # the caller maps outer columns in q's values (per distinct outer value)
+        elif agg is not None:
             if _mentions(pre.exprs, names) or _mentions(top.exprs, names):
                 raise PlanError(f"a correlated column ({shown}) outside the subquery's WHERE is not supported: {text}")
         elif what != "EXISTS" and _mentions(top.exprs, names):
             raise PlanError(f"a correlated column ({shown}) outside the subquery's WHERE is not supported: {text}")
         parts = _conjuncts(where.condition) if where is not None else []
         plain = [p for p in parts if not _mentions(p, names)]
-        correlated = [p for p in parts if _mentions(p, names)]
+        correlated = [p for p in parts if _mentions(p, names)] + lifted
         return top, agg, (pre if agg is not None else None), source, plain, correlated
 
     def _outer_expr(self, e: exp.Expression, refs: dict, outer_map) -> exp.Expression:
         def visit(x):
             if isinstance(x, exp.Column) and x.name in refs:
-                return outer_map(_col(refs[x.name][0]))
+                ref = refs[x.name][0]
+                return ref.copy() if isinstance(ref, exp.Expression) else outer_map(_col(ref))
             return None
 
         return _transform(e.copy(), visit)
@@ -220,7 +239,8 @@ class CorrelatedSubqueries:
         def inner_expr(e: exp.Expression) -> exp.Expression:
             def visit(x):
                 if isinstance(x, exp.Column) and x.name in refs:
-                    return _col(refs[x.name][0])
+                    ref = refs[x.name][0]
+                    return ref.copy() if isinstance(ref, exp.Expression) else _col(ref)
                 if isinstance(x, exp.Column) and x.name in fresh:
                     return _col(fresh[x.name])
                 return None
@@ -247,37 +267,94 @@ class CorrelatedSubqueries:
     def correlated_value(self, e: exp.Expression, sub: Query, refs: dict) -> exp.Expression:
         """The value of a correlated scalar subquery ``e``: a column of a left join the caller attaches."""
         text = _sql(e)
-        if not self.pending:
-            shown = ", ".join(t for _, t in refs.values())
-            raise PlanError(f"correlated subqueries are not supported here: {shown} (outer query) in {text}")
-        pending = self.pending[-1]
         root = sub.root
         if isinstance(root, Project) and isinstance(root.input, Scan) and root.input.format == NO_FROM:
             if sub.offset or sub.limit == 0:
                 raise PlanError(f"LIMIT/OFFSET in a correlated subquery is not supported: {text}")
-            return self._outer_expr(root.exprs[0][1], refs, pending.outer_map)  # SELECT outer.x: the value itself
+            outer_map = self.pending[-1].outer_map if self.pending else (lambda x: x)
+            return self._outer_expr(root.exprs[0][1], refs, outer_map)  # SELECT outer.x: the value itself
+        if not self.pending:
+            shown = ", ".join(t for _, t in refs.values())
+            raise PlanError(f"correlated subqueries are not supported here: {shown} (outer query) in {text}")
+        pending = self.pending[-1]
         if sub.offset or (sub.limit is not None and sub.limit < 1):
             raise PlanError(f"LIMIT/OFFSET in a correlated subquery is not supported: {text}")
-        top, agg, pre, source, plain, correlated = self._split_where(sub, refs, "scalar", text, allow_aggregate=True)
-        if agg is None:
-            raise PlanError(
-                f"a correlated subquery used as a value must aggregate (one row per outer row) to be supported: {text}"
-            )
+        top, agg, pre, source, plain, correlated = self._split_where(
+            sub, refs, "scalar", text, allow_aggregate=True, outer_values=True
+        )
+        single = agg is None  # no aggregate: at most one row per outer row, or DuckDB's error at run time
+        if single:
+            if sub.limit is not None:
+                raise PlanError(f"LIMIT in a correlated subquery without an aggregate is not supported: {text}")
+            top, agg, pre = _one_row_aggregate(self, top, source)
         names = set(refs)
-        inner_keys, outer_keys = [], []
-        for p in correlated:
-            sides = _equality_sides(p, names)
-            if sides is None:
-                names = {**self.labels_for(source), **{ph: t for ph, (_, t) in refs.items()}}
-                raise PlanError(
-                    f"correlated condition {user_message(p.sql(), names)} is not supported in a subquery "
-                    f"used as a value (only inner expression = outer expression): {text}"
-                )
-            inner_keys.append(sides[0])
-            outer_keys.append(self._outer_expr(sides[1], refs, pending.outer_map))
+        sides = [_equality_sides(p, names) for p in correlated]
         rows: Node = Filter(source, _and(plain)) if plain else source
-        keys = [self.fresh("ck") for _ in inner_keys]
-        key_types = [self.check(k, rows) for k in inner_keys]
+        in_values = _mentions(pre.exprs, names) or _mentions(top.exprs, names)
+        args = dict(pre.exprs)
+        for call in () if single else agg.aggs:
+            cols = {c.name for c in args[call.argument].find_all(exp.Column)} if call.argument in args else set()
+            if cols & names and not cols - names:  # SQL makes it an aggregate of the outer query
+                raise PlanError(
+                    f"an aggregate of only the outer query's columns in a subquery is not supported: {text}"
+                )
+        value, mark = self.fresh("sv"), self.fresh("sm")
+        if all(sides) and not in_values:  # inner = outer equalities: q grouped by its inner sides
+            inner_keys = [s[0] for s in sides]
+            outer_keys = [self._outer_expr(s[1], refs, pending.outer_map) for s in sides]
+            keys = [self.fresh("ck") for _ in inner_keys]
+            key_types = [self.check(k, rows) for k in inner_keys]
+            inner = self._grouped_value(rows, pre, agg, top, inner_keys, keys, key_types, (value, mark), single)
+            join_on = [exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)]
+            pending.joins.append((inner, _and(join_on)))
+            to_outer = {}
+        else:  # any other condition: q per distinct outer value, joined back NULL-safely
+            phs = sorted(refs)
+            keys = [self.fresh("ck") for _ in phs]
+            to_key = dict(zip(phs, keys, strict=True))  # q's values name the outer ones as D's columns
+            pre = replace(pre, exprs=tuple((n, _renamed(x, to_key)) for n, x in pre.exprs))
+            top = replace(top, exprs=tuple((n, _renamed(x, to_key)) for n, x in top.exprs))
+            cond = _and([_renamed(p, to_key) for p in correlated]) if correlated else exp.true()
+            outer = [self._outer_expr(exp.column(ph), refs, pending.outer_map) for ph in phs]
+
+            def per_outer_value(base: Node) -> Node:
+                """``base`` (the node the joins attach to) left-joined with q's value for each distinct
+                combination D of the outer values q names: D from ``base`` itself, joined with q's rows on
+                q's correlated conditions (any of them), aggregated per D; a NULL in D matches a NULL."""
+                types = [self.check(o, base) for o in outer]
+                values = Project(
+                    base,
+                    tuple((k, o.copy()) for k, o in zip(keys, outer, strict=True)),
+                    scope=tuple((None, k) for k in keys),
+                    types=tuple(types),
+                )
+                distinct = Aggregate(values, tuple(keys), (), scope=values.scope, types=values.types)
+                joined = self._join_on(distinct, rows, "inner", None, None, bound_on=cond)
+                inner = self._grouped_value(
+                    joined, pre, agg, top, [_col(k) for k in keys], keys, types, (value, mark), single
+                )
+                join_on = []
+                for o, k in zip(outer, keys, strict=True):
+                    null_o = exp.Paren(this=exp.Is(this=o.copy(), expression=exp.Null()))
+                    null_k = exp.Paren(this=exp.Is(this=_col(k), expression=exp.Null()))
+                    join_on.append(exp.EQ(this=null_o, expression=null_k))
+                    join_on.append(
+                        exp.Paren(this=exp.Or(this=exp.EQ(this=o.copy(), expression=_col(k)), expression=null_o.copy()))
+                    )
+                return self._join_on(base, inner, "left", None, None, bound_on=_and(join_on))
+
+            pending.joins.append(per_outer_value)
+            to_outer = {k: ph for ph, k in to_key.items()}
+        empty = self._outer_expr(_renamed(_over_no_rows(top.exprs[0][1], agg), to_outer), refs, pending.outer_map)
+        return exp.Case(
+            ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
+            default=_col(value),
+        )
+
+    def _grouped_value(self, rows, pre, agg, top, inner_keys, keys, key_types, out, single) -> Project:
+        """q's value per key: q's aggregate over ``rows`` grouped by ``inner_keys`` (named ``keys``), as
+        (value, keys..., mark = TRUE); ``single``: at most one row per key, or DuckDB's error."""
+        value, mark = out
         pre2 = Project(
             rows,
             (*pre.exprs, *zip(keys, inner_keys, strict=True)),
@@ -291,25 +368,39 @@ class CorrelatedSubqueries:
             scope=(*((None, k) for k in keys), *agg.scope),
             types=(*key_types, *agg.types),
         )
-        value, mark = self.fresh("sv"), self.fresh("sm")
+        expr = top.exprs[0][1]
+        if single:
+            count, first = (c.output for c in agg.aggs)
+            expr = _one_row(count, first)
         out_names = (value, *keys, mark)
-        inner = Project(
+        return Project(
             agg2,
-            ((value, top.exprs[0][1]), *((k, _col(k)) for k in keys), (mark, exp.true())),
+            ((value, expr), *((k, _col(k)) for k in keys), (mark, exp.true())),
             scope=tuple((None, n) for n in out_names),
             types=(top.types[0], *key_types, pa.bool_()),
-        )
-        cond = _and([exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)])
-        pending.joins.append((inner, cond))
-        empty = _over_no_rows(top.exprs[0][1], agg)
-        return exp.Case(
-            ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
-            default=_col(value),
         )
 
     def exists_value(self, e: exp.Exists) -> exp.Expression:
         """``EXISTS (q)`` as a value: ``(SELECT COUNT(*) > 0 FROM q's FROM WHERE q's WHERE)``."""
         tree = e.this
+        if (
+            isinstance(tree, exp.Select)
+            and (tree.args.get("from_") or tree.args.get("from")) is None
+            and not any(tree.args.get(k) for k in ("group", "having", "offset", "limit", "qualify", "joins"))
+        ):
+            # no FROM: one row (an aggregate's too), kept when WHERE (over the outer row alone) holds
+            count = len(self.subplans)
+            self.plan_subquery(tree)  # its errors are the query's (an unknown column, a misplaced aggregate...)
+            self._forget_subplans(count)
+            where = tree.args.get("where")
+            if any(_is_aggregate(x) or x.find(exp.Window) for x in tree.expressions):
+                # whose aggregate is it (an aggregate of outer columns belongs to the outer query)?
+                raise PlanError(f"EXISTS over a SELECT without FROM that aggregates is not supported: {_sql(e)}")
+            if where is None:
+                return exp.true()
+            return self.scalar_subquery(
+                exp.Subquery(this=exp.select(exp.func("coalesce", where.this.copy(), exp.false())))
+            )
         simple = isinstance(tree, exp.Select) and not any(
             tree.args.get(k) for k in ("group", "having", "offset", "qualify", "windows")
         )
@@ -329,6 +420,10 @@ class CorrelatedSubqueries:
         return self.scalar_subquery(exp.Subquery(this=counted))
 
 
+def _is_aggregate(e: exp.Expression) -> bool:
+    return any(_is_agg(n) for n in e.walk())
+
+
 def _equality_sides(p: exp.Expression, outer: set) -> tuple | None:
     """``inner = outer`` (either way round) as (inner side, outer side), else None."""
     if isinstance(p, exp.Paren):
@@ -341,6 +436,33 @@ def _equality_sides(p: exp.Expression, outer: set) -> tuple | None:
         if acols and bcols and not (acols & outer) and bcols <= outer:
             return a, b
     return None
+
+
+def _renamed(e: exp.Expression, names: dict) -> exp.Expression:
+    """``e`` with the columns named in ``names`` renamed."""
+    return _transform(
+        e.copy(), lambda x: _col(names[x.name]) if isinstance(x, exp.Column) and x.name in names else None
+    )
+
+
+def _one_row_aggregate(builder, top: Project, source: Node) -> tuple[Project, Aggregate, Project]:
+    """A subquery's value without an aggregate, as one: per group (outer row) its row count and its
+    value (``max``, exact when the count is at most one, which ``__one_row`` checks)."""
+    arg, count, first = builder.fresh("sa"), builder.fresh("sc"), builder.fresh("sf")
+    pre = Project(source, ((arg, top.exprs[0][1]),), scope=((None, arg),), types=(top.types[0],))
+    agg = Aggregate(
+        pre,
+        (),
+        (AggCall(count, "count", None), AggCall(first, "max", arg)),
+        scope=((None, count), (None, first)),
+        types=(pa.int64(), top.types[0]),
+    )
+    out = Project(agg, ((top.names[0], _col(first)),), scope=top.scope[:1], types=top.types[:1])
+    return out, agg, pre
+
+
+def _one_row(count: str, value: str) -> exp.Expression:
+    return exp.Anonymous(this="__one_row", expressions=[_col(count), _col(value)])
 
 
 def _over_no_rows(value: exp.Expression, agg: Aggregate) -> exp.Expression:

@@ -14,6 +14,7 @@ from ..expressions import SqlTypeError, interval_micros
 from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
 from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
+from .quantified import is_quantified
 from .star import expand_star
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window, named_windows
@@ -417,9 +418,11 @@ class SelectList:
                     # value IN (subquery) over the groups: the value is rewritten, the subquery planned
                     self.outer.append(node)
                     try:
-                        return self.in_subquery(x, _transform(x.this.copy(), visit))
+                        return self.in_subquery(x, _transform(x.this.copy(), visit), node)
                     finally:
                         self.outer.pop()
+                if is_quantified(x):  # x op ANY/ALL (subquery) over the groups
+                    return self.quantified(x, node, lambda v: _transform(v.copy(), visit), lambda s: self.bind(s, node))
                 # only a subtree as small as a GROUP BY expression can be one (binding and printing every
                 # subtree of a long chain of ORs took time quadratic in its length)
                 if isinstance(x, exp.Column) or (
@@ -532,7 +535,7 @@ def _has_aggregate(e: exp.Expression) -> bool:
         )
     if _is_agg(e):
         return True
-    if isinstance(e, exp.Subquery):
+    if isinstance(e, exp.Subquery | exp.Query):  # its own aggregates (ALL (SELECT ...) has no Subquery)
         return False
     return any(_has_aggregate(c) for c in e.iter_expressions())
 

@@ -28,7 +28,8 @@ _CLAUSES = {
 }
 # where a subquery may stand: as a FROM item, a UNION side, a CTE, IN (subquery), EXISTS (subquery)
 _SUBQUERY_PARENTS = (
-    exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral, exp.Describe
+    exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.In, exp.Exists, exp.Lateral, exp.Describe,
+    exp.Any, exp.All,
 )  # fmt: skip
 
 
