@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlmore import FUNCS as MORE_FUNCS
-from .sqlmore import _round, _to_decimal, as_text, float_text, text_to_time, time_to_text
+from .sqlmore import _date, _epoch, _round, _to_decimal, as_text, float_text, text_to_time, time_to_text
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
 
@@ -524,13 +524,6 @@ def _concat(ev: SqlEvaluator, node):
     return pc.binary_join_element_wise(*[pc.fill_null(a, "") for a in args], "")  # DuckDB's concat skips nulls
 
 
-def _epoch(ev: SqlEvaluator, node):
-    v = pc.cast(pc.cast(ev.eval(node.args[0]), pa.timestamp("us")), pa.int64())
-    if node.func == "epoch_ms":
-        return pc.divide(v, 1000)
-    return v if node.func == "epoch_us" else pc.divide(pc.cast(v, pa.float64()), 1e6)
-
-
 def _part(ev: SqlEvaluator, node):
     unit = node.params[0].lower()
     v = ev.eval(node.args[0])
@@ -541,13 +534,6 @@ def _part(ev: SqlEvaluator, node):
     if unit not in _PARTS:
         raise PlanError(f"unsupported date part {unit!r}")
     return _PARTS[unit](v)
-
-
-def _date(ev: SqlEvaluator, node):
-    v = ev.eval(node.args[0])
-    if pa.types.is_timestamp(v.type):
-        return pc.cast(pc.floor_temporal(v, unit="day"), pa.date32())
-    return pc.cast(v, pa.date32())
 
 
 def _first(f, result: pa.DataType | None = None):

@@ -309,3 +309,17 @@ def ev_values(v) -> np.ndarray:
     if isinstance(v, pa.Scalar):
         return np.array([] if v.as_py() is None else [v.as_py()])
     return pc.drop_null(v).to_numpy(zero_copy_only=False)
+
+
+def _epoch(ev, node):
+    v = pc.cast(pc.cast(ev.eval(node.args[0]), pa.timestamp("us")), pa.int64())
+    if node.func == "epoch_ms":
+        return pc.divide(v, 1000)
+    return v if node.func == "epoch_us" else pc.divide(pc.cast(v, pa.float64()), 1e6)
+
+
+def _date(ev, node):
+    v = ev.eval(node.args[0])
+    if pa.types.is_timestamp(v.type):
+        return pc.cast(pc.floor_temporal(v, unit="day"), pa.date32())
+    return pc.cast(v, pa.date32())
