@@ -437,6 +437,8 @@ class Engine:
                 f"({how}, largest list {st['largest_group']}), {st['aborted']} aborted; "
                 f"compute {st['compute_s']:.3f} s, state access {st['state_access_s']:.3f} s"
             )
+            if st.get("phases"):  # CPU seconds, every thread, per phase of the runs (tidal.tx.runs)
+                text += " (CPU: " + ", ".join(f"{k} {v:.3f} s" for k, v in st["phases"].items()) + ")"
         elif st["batches"]:
             mean = st["operations"] / max(1, st["groups"])
             text += (
