@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, fused, gather, runs, schedule
+from . import codegen, fused, gather, locked, runs, schedule
 from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
@@ -150,9 +150,10 @@ class Engine:
         self.owner_ok = all(
             t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
         )
-        self.fused_kernels = {
-            "serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))
-        }
+        grid_walk = fused.serial_source(live, target_int, source_int, slots, events)
+        self.fused_kernels = {"serial": fused.load_serial(grid_walk)}
+        if self.scheduler in ("lock", "pat"):  # the same transactions' code, handed on by ordered locks
+            self.fused_kernels["locked"] = locked.load(locked.source(grid_walk, fused._args(events)))
         self.serial_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
             every = dict(events)
@@ -201,6 +202,20 @@ class Engine:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
                 return done
         issued, cell2d, src2d, srec2d = grids()
+        if self.scheduler in ("lock", "pat"):
+            args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+            done = locked.run(self, (issued, cell2d, src2d, srec2d), args, n)
+            if done is None:  # a division by zero: the serial walk names the first one
+                return runs.fused_run(self, issued, cell2d, src2d, args, n, sync, position, serial_only=True)
+            aborted, out_i, out_f, m, per_thread = done
+            st = self.stats
+            st["locked_walks"] = st.get("locked_walks", 0) + 1
+            st["thread_share"] = max(st.get("thread_share", 0.0), float(per_thread.max() / max(1, n)))
+            st["groups"] += self._nthreads
+            st["waves"] += 1
+            st["largest_group"] = max(st["largest_group"], m)
+            self.stats["state_access_s"] += _time.perf_counter() - t0
+            return runs._finish(self, aborted, out_i, out_f, runs._read_rows(self, issued), n, m)
         if fused_path:
             args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
             t1 = _time.perf_counter()
@@ -425,13 +440,16 @@ class Engine:
         text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
         if self.scheduler == "pat":
             text += f", {self.partitions} partitions"
-        if st["batches"] and (st.get("lists") or st.get("serial_walks")):  # the fused walks (tidal.tx.runs)
+        if st["batches"] and (st.get("lists") or st.get("serial_walks") or st.get("locked_walks")):  # fused walks
             how = (
                 f"{st['lists']} owner lists in {st['batches']} runs, {st['waves']} rounds "
                 f"({st.get('rewalked', 0)} operations walked again, {st.get('serial_rest', 0)} events serially)"
                 if st.get("lists")
-                else f"{st['serial_walks']} runs walked serially"
+                else f"{st.get('serial_walks', 0)} runs walked serially"
             )
+            if st.get("locked_walks"):
+                unit = "records" if self.scheduler == "lock" else "partitions"
+                how = f"{st['locked_walks']} runs on {self._nthreads} threads holding {unit} in timestamp order"
             text += (
                 f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
                 f"({how}, largest list {st['largest_group']}), {st['aborted']} aborted; "
