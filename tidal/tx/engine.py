@@ -231,26 +231,13 @@ class Engine:
             return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
-        if self.scheduler == "chains":
-            op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
-                op_ev,
-                op_tmpl,
-                op_cell,
-                op_src,
-                op_rec,
-                op_srec,
-                ev_cond,
-                self.interval,
-                len(self.parent),
-                self._nthreads,
-            )
-            self.stats["chains"] += int(chains)
-            order = np.arange(len(op_ev), dtype=np.int64)
-        else:
-            order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
-        if self.scheduler in ("lock", "pat"):  # groups laid out one after another: each walk reads memory in order
-            op_ev, op_tmpl, op_cell, op_src = op_ev[order], op_tmpl[order], op_cell[order], op_src[order]
-            order = np.arange(len(order), dtype=np.int64)
+        # here only chains whose operations read other records (serial, lock, pat and chains by
+        # owner lists returned above): groups of dependent chains per interval, in waves
+        op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
+            op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, len(self.parent), self._nthreads
+        )
+        self.stats["chains"] += int(chains)
+        order = np.arange(len(op_ev), dtype=np.int64)
         t1 = _time.perf_counter()
         m = len(op_ev)
         saved = (self.icells.copy(), self.fcells.copy())  # what an error restores
@@ -350,34 +337,6 @@ class Engine:
     def _threads(self) -> None:
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
         numba.set_num_threads(self._nthreads)
-
-    def _schedule(self, op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond):
-        m = len(op_ev)
-        if self.scheduler == "serial":
-            self.stats["chains"] += 0
-            return np.arange(m, dtype=np.int64), np.array([0, m], np.int64), np.array([0, 1], np.int64)
-        if self.scheduler == "chains":
-            gid, _, chains = schedule.chain_keys(op_ev, op_rec, op_srec, ev_cond, self.interval, self.parent, self.gmap)
-            self.stats["chains"] += int(chains)
-            return schedule.layout(gid, op_ev // self.interval)
-        if self.scheduler == "lock":
-            wave = schedule.lock_keys(op_ev, op_rec, op_srec, self.interval, self.parent)
-            return schedule.layout(wave, wave, op_ev)
-        part = self._partition(op_cell, op_tmpl, src=False)
-        spart = np.where(op_src >= 0, self._partition(op_src, op_tmpl, src=True), -1)
-        wave, key = schedule.pat_keys(op_ev, part, spart, self.interval, self.partitions)
-        return schedule.layout(key, wave)
-
-    def _partition(self, cells, op_tmpl, src: bool) -> np.ndarray:
-        """A record's partition: its position in its table modulo the number of partitions."""
-        out = np.zeros(len(cells), np.int64)
-        for k, t in enumerate(self.templates):
-            if src and t.source is None:
-                continue
-            table, column = (t.source[0], t.source[2]) if src else (t.table, t.column)
-            sel = op_tmpl == k
-            out[sel] = (cells[sel] - self.cell_base[(id(table), column)][1]) % self.partitions
-        return out
 
     # -- compute-mode helpers -------------------------------------------------------------------
     def _eval(self, node, ev: Evaluator, cols, n: int, errors, k: int, truth: bool = False):
