@@ -41,27 +41,23 @@ def source(serial_src: str, events_args: str) -> str:
     txn = serial_src.replace("def kernel(", "def txn(", 1)
     head = "issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f" + events_args
     lines = [
-        f"def kernel(me, owner, unit2d, ord2d, done, errs, n, {head}):",
-        "    nu = unit2d.shape[1]",
+        f"def kernel(me, owner, ptr, units, ords, done, errs, n, {head}):",
         "    for i in range(n):",
         "        if owner[i] != me:",
         "            continue",
-        "        for j in range(nu):",
-        "            q = ord2d[i, j]",
-        "            if q >= 0:",
-        "                u = unit2d[i, j]",
-        "                spins = 0",
-        "                while load_acquire(done, u) != q:",
-        "                    spins += 1",
-        "                    if spins < SPINS:",
-        "                        pause()",
-        "                    else:",
-        "                        sched_yield()",
+        "        for j in range(ptr[i], ptr[i + 1]):",
+        "            u = units[j]",
+        "            q = ords[j]",
+        "            spins = 0",
+        "            while load_acquire(done, u) != q:",
+        "                spins += 1",
+        "                if spins < SPINS:",
+        "                    pause()",
+        "                else:",
+        "                    sched_yield()",
         f"        stop = txn(i, i + 1, {head})",
-        "        for j in range(nu):",
-        "            q = ord2d[i, j]",
-        "            if q >= 0:",
-        "                store_release(done, unit2d[i, j], q + 1)",
+        "        for j in range(ptr[i], ptr[i + 1]):",
+        "            store_release(done, units[j], ords[j] + 1)",
         "        if stop >= 0 and errs[me] < 0:",
         "            errs[me] = stop",
         "    return 0",
@@ -77,36 +73,39 @@ def load(src: str):
 
 
 @numba.njit(cache=True, nogil=True)
-def plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, block, unit2d, ord2d, owner):
-    """Each (transaction, unit) pair's ordinal (-1: the transaction's second touch of a unit, or no
-    operation), and each transaction's thread. A target's unit is ``cell + tshift[k]``, a source's
-    ``src + sshift[k]`` (``pat``: then modulo ``parts``)."""
+def plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, block, ptr, units, ords, owner):
+    """Each transaction's units, once each, with their ordinals (``units[ptr[i]:ptr[i + 1]]``), and
+    its thread. A target's unit is ``cell + tshift[k]``, a source's ``src + sshift[k]`` (``pat``: then
+    modulo ``parts``)."""
     n, nk = issued.shape
     seen = np.zeros(nunits, np.int64)
     last = np.full(nunits, -1, np.int64)
     sourced = src2d.shape[0] > 1
+    m = 0
     for i in range(n):
-        first = -1
+        ptr[i] = m
         for j in range(2 * nk):
             k = j if j < nk else j - nk
-            u = -1
-            if issued[i, k]:
-                if j < nk:
-                    u = cell2d[i, k] + tshift[k]
-                elif sourced and src2d[i, k] >= 0:
-                    u = src2d[i, k] + sshift[k]
-            if u >= 0 and pat:
-                u = u % parts
-            unit2d[i, j] = u
-            if u < 0 or last[u] == i:
-                ord2d[i, j] = -1
+            if not issued[i, k]:
                 continue
-            if first < 0:
-                first = u
-            ord2d[i, j] = seen[u]
+            if j < nk:
+                u = cell2d[i, k] + tshift[k]
+            elif sourced and src2d[i, k] >= 0:
+                u = src2d[i, k] + sshift[k]
+            else:
+                continue
+            if pat:
+                u = u % parts
+            if last[u] == i:
+                continue
+            units[m] = u
+            ords[m] = seen[u]
+            m += 1
             seen[u] += 1
             last[u] = i
+        first = units[ptr[i]] if m > ptr[i] else -1
         owner[i] = first % nthreads if (pat and first >= 0) else (i // block) % nthreads
+    ptr[n] = m
 
 
 def run(engine, grids, args, n: int):
@@ -127,9 +126,10 @@ def run(engine, grids, args, n: int):
     nthreads = engine._nthreads
     parts = max(1, engine.partitions)
     nunits = parts if pat else len(engine.parent)
-    unit2d, ord2d = np.empty((n, 2 * nk), np.int64), np.empty((n, 2 * nk), np.int64)
+    bound = int(issued.sum()) * (2 if src2d.shape[0] > 1 else 1)
+    ptr, units, ords = np.empty(n + 1, np.int64), np.empty(bound, np.int64), np.empty(bound, np.int64)
     owner = np.empty(n, np.int64)
-    plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, BLOCK, unit2d, ord2d, owner)
+    plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, BLOCK, ptr, units, ords, owner)
     t1 = time.process_time()
     nr = len(engine.read_slots)
     out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
@@ -138,7 +138,7 @@ def run(engine, grids, args, n: int):
     errs = np.full(nthreads, -1, np.int64)
     saved = (engine.icells.copy(), engine.fcells.copy())
     kernel = engine.fused_kernels["locked"]
-    common = (owner, unit2d, ord2d, done, errs, n, issued, cell2d, src2d, engine.icells, engine.fcells)
+    common = (owner, ptr, units, ords, done, errs, n, issued, cell2d, src2d, engine.icells, engine.fcells)
     common += (aborted, out_i, out_f, *args)
     if nthreads == 1:
         kernel(0, *common)
