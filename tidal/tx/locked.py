@@ -84,7 +84,7 @@ def plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, bl
     m = 0
     for i in range(n):
         ptr[i] = m
-        for j in range(2 * nk):
+        for j in range(2 * nk if sourced else nk):
             k = j if j < nk else j - nk
             if not issued[i, k]:
                 continue
