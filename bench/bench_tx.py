@@ -174,7 +174,7 @@ def main(argv=None) -> None:
             for s in tx.SCHEDULERS
             for w in args.workers
             if (app, s, w) in CPU
-        ]
+        ] + [f"python loop {statistics.median(CPU[(app, 'python', 1)]) / n_py * 1e9:.0f}"]
         res.note(f"{app} CPU ns/event: " + ", ".join(parts))
     for app in APPS:
         for key in [(app, "serial", 1), (app, "chains", top)]:
