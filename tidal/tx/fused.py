@@ -23,10 +23,8 @@ or, for ``chains``, straight into the owner lists below). The kernels:
   wrong, rewinds each list to its first transaction whose assumption changes (each kept write's
   old value is saved; a list's walk depends on nothing else) and walks again from there: every
   transaction before the first wrong assumption saw exactly the serial state, so each round
-  fixes at least one more. A read's value goes straight into its output row (a walk again
-  rewrites it; measured, the cache lines the threads share there cost less than a second pass
-  moving the values from the lists to the rows). Without conditions the walk is a plain loop
-  over the operations (no transactions to track, nothing to undo).
+  fixes at least one more. A read's value is kept at its place in its list and scattered to the
+  output rows afterwards (threads writing one output row would share its cache lines).
 """
 
 from __future__ import annotations
@@ -164,10 +162,6 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "",
         "@numba.njit(nogil=True, cache=True, error_model='numpy')",
         f"def walk(t, {common}):",
-    ]
-    if all(t.condition is None for t in templates):  # nothing aborts: no transactions to track, nothing to undo
-        return _plain_walk(templates, target_int, source_int, slots, gen, sh, lines)
-    lines += [
         "    b = ptr[t + 1]",
         "    cur = -2  # no transaction yet (and not the end's -1)",
         "    txn_start = start[t]",
@@ -200,7 +194,7 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "save": (lambda cells, k: [f"{'old_i' if cells == 'icells' else 'old_f'}[p] = {cells}[c]", "kept[p] = 1"])
         if any(t.condition is not None for t in templates)
         else (lambda cells, k: []),
-        "read": lambda tint, slot: f"{'rd_i' if tint else 'rd_f'}[{slot}, i]",
+        "read": lambda tint, slot: f"{'rd_i' if tint else 'rd_f'}[p]",
         "cell": lambda k: "cells[p]",
         "src": lambda k: "srcs[p]",
     }
@@ -228,29 +222,6 @@ def owner_source(templates, target_int, source_int, slots, events) -> str:
         "                fcells[cells[q]] = old_f[q]",
         "            kept[q] = 0",
     ]
-    return "\n".join(lines) + "\n"
-
-
-def _plain_walk(templates, target_int, source_int, slots, gen, sh, lines) -> str:
-    """The owner walk when no operation has a condition: each operation in turn, a read's value
-    straight into its output row; a division by zero marks the thread and stops its walk."""
-    lines += [
-        "    for p in range(start[t], ptr[t + 1]):",
-        "        op = lists[p]",
-        f"        i = op >> {sh}",
-        f"        k = op & {(1 << sh) - 1}",
-    ]
-    on = {
-        "err": ["errf[t] = 1", "return"],
-        "fail": [],
-        "save": lambda cells, k: [],
-        "read": lambda tint, slot: f"{'rd_i' if tint else 'rd_f'}[{slot}, i]",
-        "cell": lambda k: "cells[p]",
-        "src": lambda k: "srcs[p]",
-    }
-    for k, t in enumerate(templates):
-        lines.append(f"        {'if' if k == 0 else 'elif'} k == {k}:")
-        lines += _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, " " * 12, on)
     return "\n".join(lines) + "\n"
 
 
@@ -372,3 +343,25 @@ def rewind(ptr, start, lists, sh, cells, t_int, kept, old_i, old_f, icells, fcel
                 else:
                     fcells[cells[q]] = old_f[q]
                 kept[q] = 0
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def scatter_reads(lists, ptr, sh, slot, t_int, rd_i, rd_f, out_i, out_f, nthreads):
+    """Each read's value from its place in its thread's list to its output row; a thread per range
+    of events (so that no two threads write into one cache line of the outputs)."""
+    n = out_i.shape[1]
+    for c in numba.prange(nthreads):
+        lo, hi = c * n // nthreads, (c + 1) * n // nthreads
+        for t in range(len(ptr) - 1):
+            a = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], lo << sh)
+            b = ptr[t] + np.searchsorted(lists[ptr[t] : ptr[t + 1]], hi << sh)
+            for p in range(a, b):
+                op = lists[p]
+                i = op >> sh
+                k = op & ((1 << sh) - 1)
+                s = slot[k]
+                if s >= 0:
+                    if t_int[k]:
+                        out_i[s, i] = rd_i[p]
+                    else:
+                        out_f[s, i] = rd_f[p]

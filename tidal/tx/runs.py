@@ -37,7 +37,7 @@ LISTS = 4  # owner lists per worker thread: handed out one at a time, so a threa
 
 def _phase(engine, name: str, t0: float) -> float:
     """Add the process's CPU time since ``t0`` (every thread's) to the run phase ``name`` in the
-    engine's statistics (``explain()`` shows them; the benchmark's ``--phases`` prints them)."""
+    engine's statistics (``explain()`` shows them; ``bench/bench_tx.py`` prints them)."""
     now = time.process_time()
     phases = engine.stats.setdefault("phases", {})
     phases[name] = phases.get(name, 0.0) + now - t0
@@ -181,6 +181,7 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
     fails = np.zeros((threads, n), np.uint8)  # per list: the transactions whose condition failed there
     kept = np.zeros(m, np.uint8)
     old_i, old_f = np.empty(m, np.int64), np.empty(m, np.float64)
+    rd_i, rd_f = np.empty(m, np.int64), np.empty(m, np.float64)
     errf = np.zeros(threads, np.uint8)
     start = ptr[:-1].copy()
     owner = engine.fused_kernels["owner"]
@@ -191,7 +192,7 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
         with numba.parallel_chunksize(1):  # a thread that finishes its lists takes the next one left
             owner(
                 threads, ptr, start, lists, cells, srcs, engine.t_write, engine.t_int, icells, fcells,
-                assumed, spread, fails, kept, old_i, old_f, out_i, out_f, errf, *args,
+                assumed, spread, fails, kept, old_i, old_f, rd_i, rd_f, errf, *args,
             )  # fmt: skip
         if errf.any():  # a division by zero somewhere: let the serial order decide
             icells[:], fcells[:] = saved
@@ -206,7 +207,9 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
         if wrong >= 0:
             fused.rewind(ptr, start, lists, sh, cells, engine.t_int, kept, old_i, old_f, icells, fcells, fails)
             st["rewalked"] = st.get("rewalked", 0) + int((ptr[1:] - start).sum())
-        if wrong < 0 or rounds >= MAX_ROUNDS:  # each read's value is already in its output row
+        if wrong < 0 or rounds >= MAX_ROUNDS:
+            if nr:
+                fused.scatter_reads(lists, ptr, sh, engine.slot, engine.t_int, rd_i, rd_f, out_i, out_f, threads)
             break
         assumed[wrong:] = failed[wrong:]
         lo = wrong
