@@ -206,8 +206,10 @@ def test_the_parallel_schedulers_cut_work_into_many_groups(scheduler):
         share = stats["largest_group"] / stats["operations"]
         assert 1 / (2 * LISTS) <= share < 2 / (2 * LISTS)
         return
-    # several groups per wave: work for several threads (pat: a multi-partition transaction is a wave alone)
-    assert stats["groups"] > (1 if scheduler == "pat" else 4) * stats["waves"]
+    # one walk per run on both threads (tidal.tx.locked), each with its share of the transactions:
+    # lock hands out blocks of transactions in turn, pat each partition's transactions to one thread
+    assert stats["locked_walks"] == stats["batches"] and stats["groups"] == 2 * stats["batches"]
+    assert 0.5 <= stats["thread_share"] < 0.6
 
 
 @pytest.mark.parametrize("scheduler", tx.SCHEDULERS)
@@ -249,3 +251,18 @@ def test_a_durable_run_continues_with_its_tables(tmp_path):
     assert out.num_rows == 100 and a["n"].tolist() == [35] * 4
     again = s.run_durable(str(tmp_path / "out"), str(tmp_path / "state.sqlite"), every_messages=3)
     assert again.num_rows == 100 and a["n"].tolist() == [35] * 4  # finished: nothing applied twice
+
+
+@pytest.mark.parametrize("scheduler", ["lock", "pat"])
+def test_lock_and_pat_threads_hand_hot_records_on_in_timestamp_order(scheduler):
+    from tidal.tx.apps import sl
+
+    # few, hot records and half the transfers across partitions: the threads wait for each other often
+    data = sl.generate(20_000, size=64, skew=1.0, multi=0.5, partitions=2)
+    want_tabs, tabs = sl.tables(64), sl.tables(64)
+    want = sl.python(data, want_tabs)
+    s = sl.stream(tidal.from_arrow(data, time="t"), tabs, scheduler=scheduler, workers=2, partitions=2)
+    assert s.to_arrow().select(["t", "committed"]).to_pylist() == want
+    assert all(tabs[name].to_dict() == want_tabs[name].to_dict() for name in tabs)
+    stats = s.node.inputs[0].box["last"].stats  # the transact under sl's select
+    assert stats["locked_walks"] == stats["batches"] and 0 < stats["aborted"] < 20_000

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, fused, gather, runs, schedule
+from . import codegen, fused, gather, locked, runs, schedule
 from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
@@ -150,9 +150,10 @@ class Engine:
         self.owner_ok = all(
             t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
         )
-        self.fused_kernels = {
-            "serial": fused.load_serial(fused.serial_source(live, target_int, source_int, slots, events))
-        }
+        grid_walk = fused.serial_source(live, target_int, source_int, slots, events)
+        self.fused_kernels = {"serial": fused.load_serial(grid_walk)}
+        if self.scheduler in ("lock", "pat"):  # the same transactions' code, handed on by ordered locks
+            self.fused_kernels["locked"] = locked.load(locked.source(grid_walk, fused._args(events)))
         self.serial_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
             every = dict(events)
@@ -201,6 +202,20 @@ class Engine:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
                 return done
         issued, cell2d, src2d, srec2d = grids()
+        if self.scheduler in ("lock", "pat"):
+            args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+            done = locked.run(self, (issued, cell2d, src2d, srec2d), args, n)
+            if done is None:  # a division by zero: the serial walk names the first one
+                return runs.fused_run(self, issued, cell2d, src2d, args, n, sync, position, serial_only=True)
+            aborted, out_i, out_f, m, per_thread = done
+            st = self.stats
+            st["locked_walks"] = st.get("locked_walks", 0) + 1
+            st["thread_share"] = max(st.get("thread_share", 0.0), float(per_thread.max() / max(1, n)))
+            st["groups"] += self._nthreads
+            st["waves"] += 1
+            st["largest_group"] = max(st["largest_group"], m)
+            self.stats["state_access_s"] += _time.perf_counter() - t0
+            return runs._finish(self, aborted, out_i, out_f, runs._read_rows(self, issued), n, m)
         if fused_path:
             args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
             t1 = _time.perf_counter()
@@ -216,26 +231,13 @@ class Engine:
             return np.ones(n, bool), {name: pa.nulls(n, types[k]) for name, k in self.read_slots.items()}
         conds = [k for k, t in enumerate(self.templates) if t.condition is not None]
         ev_cond = issued[:, conds].any(axis=1) if conds else np.zeros(n, np.bool_)
-        if self.scheduler == "chains":
-            op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
-                op_ev,
-                op_tmpl,
-                op_cell,
-                op_src,
-                op_rec,
-                op_srec,
-                ev_cond,
-                self.interval,
-                len(self.parent),
-                self._nthreads,
-            )
-            self.stats["chains"] += int(chains)
-            order = np.arange(len(op_ev), dtype=np.int64)
-        else:
-            order, group_ptr, wave_ptr = self._schedule(op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond)
-        if self.scheduler in ("lock", "pat"):  # groups laid out one after another: each walk reads memory in order
-            op_ev, op_tmpl, op_cell, op_src = op_ev[order], op_tmpl[order], op_cell[order], op_src[order]
-            order = np.arange(len(order), dtype=np.int64)
+        # here only chains whose operations read other records (serial, lock, pat and chains by
+        # owner lists returned above): groups of dependent chains per interval, in waves
+        op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
+            op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, len(self.parent), self._nthreads
+        )
+        self.stats["chains"] += int(chains)
+        order = np.arange(len(op_ev), dtype=np.int64)
         t1 = _time.perf_counter()
         m = len(op_ev)
         saved = (self.icells.copy(), self.fcells.copy())  # what an error restores
@@ -336,34 +338,6 @@ class Engine:
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
         numba.set_num_threads(self._nthreads)
 
-    def _schedule(self, op_ev, op_rec, op_srec, op_cell, op_src, op_tmpl, ev_cond):
-        m = len(op_ev)
-        if self.scheduler == "serial":
-            self.stats["chains"] += 0
-            return np.arange(m, dtype=np.int64), np.array([0, m], np.int64), np.array([0, 1], np.int64)
-        if self.scheduler == "chains":
-            gid, _, chains = schedule.chain_keys(op_ev, op_rec, op_srec, ev_cond, self.interval, self.parent, self.gmap)
-            self.stats["chains"] += int(chains)
-            return schedule.layout(gid, op_ev // self.interval)
-        if self.scheduler == "lock":
-            wave = schedule.lock_keys(op_ev, op_rec, op_srec, self.interval, self.parent)
-            return schedule.layout(wave, wave, op_ev)
-        part = self._partition(op_cell, op_tmpl, src=False)
-        spart = np.where(op_src >= 0, self._partition(op_src, op_tmpl, src=True), -1)
-        wave, key = schedule.pat_keys(op_ev, part, spart, self.interval, self.partitions)
-        return schedule.layout(key, wave)
-
-    def _partition(self, cells, op_tmpl, src: bool) -> np.ndarray:
-        """A record's partition: its position in its table modulo the number of partitions."""
-        out = np.zeros(len(cells), np.int64)
-        for k, t in enumerate(self.templates):
-            if src and t.source is None:
-                continue
-            table, column = (t.source[0], t.source[2]) if src else (t.table, t.column)
-            sel = op_tmpl == k
-            out[sel] = (cells[sel] - self.cell_base[(id(table), column)][1]) % self.partitions
-        return out
-
     # -- compute-mode helpers -------------------------------------------------------------------
     def _eval(self, node, ev: Evaluator, cols, n: int, errors, k: int, truth: bool = False):
         try:
@@ -425,18 +399,23 @@ class Engine:
         text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
         if self.scheduler == "pat":
             text += f", {self.partitions} partitions"
-        if st["batches"] and (st.get("lists") or st.get("serial_walks")):  # the fused walks (tidal.tx.runs)
+        if st["batches"] and (st.get("lists") or st.get("serial_walks") or st.get("locked_walks")):  # fused walks
             how = (
                 f"{st['lists']} owner lists in {st['batches']} runs, {st['waves']} rounds "
                 f"({st.get('rewalked', 0)} operations walked again, {st.get('serial_rest', 0)} events serially)"
                 if st.get("lists")
-                else f"{st['serial_walks']} runs walked serially"
+                else f"{st.get('serial_walks', 0)} runs walked serially"
             )
+            if st.get("locked_walks"):
+                unit = "records" if self.scheduler == "lock" else "partitions"
+                how = f"{st['locked_walks']} runs on {self._nthreads} threads holding {unit} in timestamp order"
             text += (
                 f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
                 f"({how}, largest list {st['largest_group']}), {st['aborted']} aborted; "
                 f"compute {st['compute_s']:.3f} s, state access {st['state_access_s']:.3f} s"
             )
+            if st.get("phases"):  # CPU seconds, every thread, per phase of the runs (tidal.tx.runs)
+                text += " (CPU: " + ", ".join(f"{k} {v:.3f} s" for k, v in st["phases"].items()) + ")"
         elif st["batches"]:
             mean = st["operations"] / max(1, st["groups"])
             text += (

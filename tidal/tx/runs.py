@@ -20,6 +20,8 @@ constant number of calls per round.
 
 from __future__ import annotations
 
+import time
+
 import numba
 import numpy as np
 import pyarrow as pa
@@ -31,6 +33,15 @@ MAX_ROUNDS = 4
 PARALLEL_FROM = 1 << 15  # events x templates: a smaller run walks serially (a parallel call costs more)
 LISTS = 4  # owner lists per worker thread: handed out one at a time, so a thread that the machine
 # slows down leaves its share to the others
+
+
+def _phase(engine, name: str, t0: float) -> float:
+    """Add the process's CPU time since ``t0`` (every thread's) to the run phase ``name`` in the
+    engine's statistics (``explain()`` shows them; ``bench/bench_tx.py`` prints them)."""
+    now = time.process_time()
+    phases = engine.stats.setdefault("phases", {})
+    phases[name] = phases.get(name, 0.0) + now - t0
+    return now
 
 
 class _Restart(Exception):
@@ -47,12 +58,14 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
         return None
     threads = engine._nthreads * LISTS  # lists, and ranges of events to build them
     nr = len(engine.read_slots)
+    t0 = time.process_time()
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
     err = np.zeros(n, np.uint8)
     counts = np.zeros((threads, threads), np.int64)
     one = np.empty(1, np.int64)
     with numba.parallel_chunksize(1):
         fn(n, threads, 0, counts, one, one, one, np.zeros((0, 0), np.bool_), np.zeros(0, np.uint8), err, *ecols)
+    t0 = _phase(engine, "count", t0)
     if err.any():
         return None
     ptr = np.zeros(threads + 1, np.int64)
@@ -66,6 +79,7 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
     spread = np.zeros(n, np.uint8)
     with numba.parallel_chunksize(1):
         fn(n, threads, 1, pos, lists, cells, srcs, rissued, spread, err, *ecols)
+    _phase(engine, "place", t0)
     args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
     try:
         return _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync, position, grids)
@@ -81,6 +95,7 @@ def serial_from_events(engine, cols, n: int):
     fn, names = engine.serial_events
     if any(cols[c].null_count for c in names):
         return None
+    t0 = time.process_time()
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
     nr = len(engine.read_slots)
     out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
@@ -91,6 +106,7 @@ def serial_from_events(engine, cols, n: int):
     if fn(0, n, engine.icells, engine.fcells, aborted, out_i, out_f, rissued, count, *ecols) != -1:
         engine.icells[:], engine.fcells[:] = saved
         return None
+    _phase(engine, "walk", t0)
     st = engine.stats
     st["serial_walks"] = st.get("serial_walks", 0) + 1
     st["groups"] += 1
@@ -153,6 +169,7 @@ def _stop(engine, stop: int, saved, sync, position: int) -> None:
 
 
 def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync, position, grids):
+    t0 = time.process_time()
     threads = len(ptr) - 1
     sh = _shift(engine)
     nr = len(engine.read_slots)
@@ -197,6 +214,7 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
         assumed[wrong:] = failed[wrong:]
         lo = wrong
     aborted = failed
+    _phase(engine, "walk", t0)
     if wrong >= 0:  # rounds ran out: the rest serially, from the first wrong guess
         aborted[wrong:] = 0
         stop = _serial(engine, grids()[:3], wrong, n, aborted, out_i, out_f, args)
@@ -210,6 +228,7 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
 
 
 def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
+    t0 = time.process_time()
     committed = aborted == 0
     reads = {}
     if len(rissued):
@@ -226,4 +245,5 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     st["operations"] += m
     st["aborted"] += int(n - committed.sum())
     st["intervals"] += (n + engine.interval - 1) // engine.interval
+    _phase(engine, "finish", t0)
     return committed, reads

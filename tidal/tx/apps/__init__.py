@@ -5,7 +5,8 @@ transactions on ``tidal.tx`` tables and a plain Python implementation of the sam
 Each module has ``generate(n, ...)`` (an Arrow table, time column ``t``), ``tables()``,
 ``access_for(tables)``, ``stream(source, tables, **transact_options)`` (the application over a
 stream of those events, ``tidal.from_arrow(data, time="t")``) and ``python(data, tables)`` (a plain
-loop, the oracle and the benchmark's Python peer), returning per event what the stream outputs.
+loop, the oracle), returning per event what the stream outputs; ``python_rows(rows, tables)`` is
+that loop over rows already in Python (the benchmark's Python peer: no Arrow conversion timed).
 """
 
 from . import gs, ob, sl, tp

@@ -50,9 +50,15 @@ def stream(source, tabs: dict, **options):
 
 
 def python(data: pa.Table, tabs: dict) -> list[dict]:
+    return python_rows(data.to_pylist(), tabs)
+
+
+def python_rows(rows: list[dict], tabs: dict) -> list[dict]:
+    """``python`` over rows already in Python (dicts): the benchmark's Python peer."""
     price, qty = tabs["items"]["price"].tolist(), tabs["items"]["qty"].tolist()
+    names = [f"k{i}" for i in range(LENGTH)]
     out = []
-    for row in data.to_pylist():
+    for row in rows:
         ok = True
         kind, p, q = row["kind"], row["price"], row["qty"]
         if kind == 0:
@@ -61,13 +67,12 @@ def python(data: pa.Table, tabs: dict) -> list[dict]:
                 qty[k] -= q
             else:
                 ok = False
+        elif kind == 1:
+            for i, name in enumerate(names):
+                price[row[name]] = p + i
         else:
-            for i in range(LENGTH):
-                k = row[f"k{i}"]
-                if kind == 1:
-                    price[k] = p + i
-                else:
-                    qty[k] += q
+            for name in names:
+                qty[row[name]] += q
         out.append({"t": row["t"], "committed": ok})
     tabs["items"]["price"][:] = price
     tabs["items"]["qty"][:] = qty
