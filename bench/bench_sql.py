@@ -291,6 +291,7 @@ def main(argv=None) -> int:
     if args.arrow_threads:
         pa.set_cpu_count(args.arrow_threads)
     data = Path(args.data).resolve()
+    data.mkdir(parents=True, exist_ok=True)
     results = Results()
     con = duckdb.connect()
     con.execute("SET threads=1")
