@@ -534,10 +534,6 @@ def _relational(read_table, record_batches, ordinal: bool, progressive: bool = F
     table = read_table()
     total = max(table.num_rows, 1)
     done = 0
-    # every batch's times are slices of two read-only arrays (no allocation and page faults per batch)
-    width = min(BATCH_ROWS, table.num_rows)
-    zeros, ends = np.zeros(width, np.int64), np.full(width, INFINITY, np.int64)
-    zeros.flags.writeable = ends.flags.writeable = False
     for rb in record_batches(table):
         n = rb.num_rows
         if n == 0:
@@ -547,10 +543,10 @@ def _relational(read_table, record_batches, ordinal: bool, progressive: bool = F
         elif ordinal:
             sync = np.arange(done, done + n, dtype=np.int64)
         else:
-            sync = zeros[:n] if n <= width else np.zeros(n, np.int64)
+            sync = np.zeros(n, np.int64)
         done += n
         cols = {name: rb.column(i) for i, name in enumerate(rb.schema.names)}
-        yield EventBatch(sync, ends[:n] if n <= width else np.full(n, INFINITY, np.int64), cols)
+        yield EventBatch(sync, np.full(n, INFINITY, np.int64), cols)
         if ordinal or progressive:
             yield Punctuation(int(sync[-1]) + 1)
     yield Completed()
