@@ -171,22 +171,8 @@ def other_times(rb: pa.RecordBatch, sync: np.ndarray, offset: int, *, end=None, 
             raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
         return oth
     if kind == "start":
-        return never_ending(len(sync))
+        return np.full(len(sync), INFINITY, dtype=np.int64)
     return None
-
-
-_NEVER = np.full(0, INFINITY, dtype=np.int64)
-
-
-def never_ending(n: int) -> np.ndarray:
-    """``n`` other times of start edges (INFINITY): a slice of one shared read-only array, so a batch of
-    start edges allocates (and page-faults) nothing for them."""
-    global _NEVER
-    if len(_NEVER) < n:
-        grown = np.full(max(n, 1 << 16), INFINITY, dtype=np.int64)
-        grown.flags.writeable = False
-        _NEVER = grown
-    return _NEVER[:n]
 
 
 def arrow_messages(
