@@ -10,6 +10,9 @@ round, then ``--repeat`` rounds of every engine) so that a busy machine slows th
   latency: dropped), three payload columns; peer: numpy's stable argsort of the times and one take of
   every column (a sort with no latency bound, no late events, no punctuations).
 * ``filter 5% + count``: ``where(c2 % 100 < 5).count()``; peer: Polars' filter and height.
+* ``filter 5% + sum`` / ``filter 5% + sum by key``: the same filter, then ``aggregate(sum(c1))`` or
+  ``group_aggregate("k", sum(c1))`` over 100 keys (the filter hands the kept positions to the aggregate,
+  which gathers only its key and argument); peer: Polars' filter then sum / group_by sum.
 * ``temporal join count, 10-min windows``: two inputs of ``--rows`` events each (one day, 10,000
   keys), each in 10-minute tumbling windows, joined on the key and counted; peer: DuckDB's equi-join on
   the key and the 10-minute bucket (the same pairs).
@@ -17,7 +20,8 @@ round, then ``--repeat`` rounds of every engine) so that a busy machine slows th
   (``bench_sessions``' data), every event with its session's lifetime, collected with
   ``to_intervals()``; peer: DuckDB's gaps-and-islands query giving each event its session's bounds.
 * ``ingress from_records (tuples)`` / ``(dicts)``: Python rows into a stream, counted (Trill's
-  ingress figure); peers: Polars' ``from_records`` (rows) and ``from_dicts``.
+  ingress figure); peers: Polars' ``from_records`` (rows) and ``from_dicts``. ``tidal, schema given``
+  passes ``schema=`` (dicts then convert in one Arrow pass).
 
 DuckDB runs with ``threads=1`` and Polars with ``POLARS_MAX_THREADS=1``.
 """
@@ -37,6 +41,7 @@ import pyarrow as pa  # noqa: E402
 from harness import Results, add_common_args  # noqa: E402
 
 import tidal  # noqa: E402
+from tidal import agg  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_sessions import SESSION_LIFETIME_SQL, TIMEOUT  # noqa: E402
@@ -44,6 +49,8 @@ from bench_sessions import make_data as session_data  # noqa: E402
 
 DISORDER = "disorder end to end: from_arrow(drop, 1 s latency), 5% late, count"
 FILTER = "filter 5% + count"
+FILTER_SUM = "filter 5% + sum"
+FILTER_GROUP_SUM = "filter 5% + sum by key"
 JOIN = "temporal join count, 10-min windows"
 SESSIONS = "session lifetimes, to_intervals()"
 TUPLES = "ingress from_records (tuples)"
@@ -108,6 +115,38 @@ def main(argv=None) -> int:
     assert tidal_filter() == polars_filter()
     results.run_interleaved([(FILTER, "tidal", tidal_filter, n), (FILTER, "polars", polars_filter, n)], args.repeat)
 
+    # -- aggregate over a filter ----------------------------------------------------------------------
+    ft = ft.append_column("k", pa.array(rng.integers(0, 100, n)))
+    fs = tidal.from_arrow(ft, time="t", kind="start")
+    frame = pl.from_arrow(ft)
+
+    def tidal_filter_sum():
+        out = fs.where(lambda e: e.c2 % 100 < 5).aggregate(total=agg.sum("c1")).to_arrow()
+        return out.column("total")[-1].as_py()
+
+    def polars_filter_sum():
+        return frame.filter(pl.col("c2") % 100 < 5).select(pl.col("c1").sum()).item()
+
+    def tidal_filter_group_sum():
+        out = fs.where(lambda e: e.c2 % 100 < 5).group_aggregate("k", total=agg.sum("c1")).to_arrow()
+        return sorted(zip(out.column("k").to_pylist(), out.column("total").to_pylist(), strict=True))
+
+    def polars_filter_group_sum():
+        out = frame.filter(pl.col("c2") % 100 < 5).group_by("k").agg(pl.col("c1").sum())
+        return sorted(out.iter_rows())
+
+    assert tidal_filter_sum() == polars_filter_sum()
+    assert tidal_filter_group_sum() == polars_filter_group_sum()
+    results.run_interleaved(
+        [
+            (FILTER_SUM, "tidal", tidal_filter_sum, n),
+            (FILTER_SUM, "polars", polars_filter_sum, n),
+            (FILTER_GROUP_SUM, "tidal", tidal_filter_group_sum, n),
+            (FILTER_GROUP_SUM, "polars", polars_filter_group_sum, n),
+        ],
+        args.repeat,
+    )
+
     # -- temporal join count ------------------------------------------------------------------------
     left, right = join_side(n, 1), join_side(n, 2)
     con.register("l", left)
@@ -161,15 +200,19 @@ def main(argv=None) -> int:
     def tidal_dicts():
         return tidal.from_records(dicts, time="ts").count()
 
+    def tidal_dicts_schema():
+        return tidal.from_records(dicts, time="ts", schema=small.schema).count()
+
     def polars_dicts():
         return pl.from_dicts(dicts).height
 
-    assert tidal_tuples() == polars_tuples() == tidal_dicts() == polars_dicts() == m
+    assert tidal_tuples() == polars_tuples() == tidal_dicts() == tidal_dicts_schema() == polars_dicts() == m
     results.run_interleaved(
         [
             (TUPLES, "tidal", tidal_tuples, m),
             (TUPLES, "polars from_records", polars_tuples, m),
             (DICTS, "tidal", tidal_dicts, m),
+            (DICTS, "tidal, schema given", tidal_dicts_schema, m),
             (DICTS, "polars from_dicts", polars_dicts, m),
         ],
         args.repeat,

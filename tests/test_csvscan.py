@@ -73,3 +73,14 @@ def test_rows_are_lines_sees_a_quote_open_on_the_last_line():
     assert rows_are_lines(io.BytesIO(b'a,b\n1,x\n2,"y\n'), 3, '"', ",") is False
     assert rows_are_lines(io.BytesIO(b'a,b\n1,x\n2,"y"\n'), 3, '"', ",") is True
     assert rows_are_lines(io.BytesIO(b'a,b\n1,x\n2,"y'), 3, '"', ",") is False
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300) | st.text(alphabet="a\n,\r", max_size=300).map(str.encode), st.integers(0, 7))
+def test_line_ends_are_counted_as_numpy_counts_them(data, lead):
+    import numpy as np
+
+    from tidal.io.csvscan import _line_ends, _words
+
+    raw = np.frombuffer(b"x" * lead + data, np.uint8)[lead:]  # every alignment of the first byte
+    assert int(_line_ends(raw, _words(raw))) == int(np.count_nonzero(raw == 10))

@@ -299,20 +299,21 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
                 return
             first = part[0]
             try:
-                if isinstance(first, dict):
-                    if schema:
-                        keys = list(schema.names)
-                        _check_missing(part, keys, offset)
-                    elif len(set(map(len, part))) == 1 and all(map(set(first).issubset, part)):
+                if isinstance(first, dict) and schema:
+                    if set(map(type, part)) != {dict}:  # rows of other kinds: the check names the first
+                        _check_missing(part, list(schema.names), offset)
+                    # the types are given: Arrow converts the dicts in one pass (no column lists in between);
+                    # the same conversion as pa.array(column, type), keys beyond the schema's ignored
+                    rb = pa.RecordBatch.from_struct_array(pa.array(part, pa.struct(schema)))
+                    _check_null_rows(rb, part, offset)
+                elif isinstance(first, dict):
+                    if _all_keys(part, set(first), operator.eq):
                         keys = list(first)  # the common case: every row has the first's keys and no others
                     else:
                         keys = list(dict.fromkeys(k for r in part for k in r))
                         _check_missing(part, keys, offset)
-                    types = [schema.field(k).type if schema else None for k in keys]
                     columns = [list(map(operator.itemgetter(k), part)) for k in keys]
-                    rb = pa.RecordBatch.from_arrays(
-                        [pa.array(c, type=t) for c, t in zip(columns, types, strict=True)], names=keys
-                    )
+                    rb = pa.RecordBatch.from_arrays([pa.array(c) for c in columns], names=keys)
                 else:
                     fields = fields or _record_fields(first)
                     if fields is None:
@@ -340,11 +341,33 @@ def records_to_batches(rows: Iterable, names: list[str] | None, schema: pa.Schem
     return gen
 
 
-def _check_missing(part: list[dict], names: list[str], offset: int) -> None:
-    wanted = set(names)
-    if all(map(wanted.issubset, part)):  # C-speed check; the loop below finds the row
+def _all_keys(part: list, wanted: set, compare) -> bool:
+    """Whether every row is a dict whose keys ``compare`` (``operator.ge``: hold ``wanted``; ``operator.eq``:
+    are exactly ``wanted``) at C speed: a dict's key view compared with a set looks each key up, where
+    ``wanted.issubset(row)`` first builds a set of the row's keys (as long as the conversion itself)."""
+    try:
+        return all(map(compare, map(dict.keys, part), itertools.repeat(wanted)))
+    except TypeError:  # a row that is not a dict
+        return False
+
+
+def _check_null_rows(rb: pa.RecordBatch, part: list[dict], offset: int) -> None:
+    """A missing key converts to NULL: the rows holding a NULL are checked for missing keys (only those)."""
+    nulls = None
+    for col in rb.columns:
+        if col.null_count:
+            bad = ~np.asarray(col.is_valid().to_numpy(zero_copy_only=False))
+            nulls = bad if nulls is None else nulls | bad
+    if nulls is not None:
+        rows = np.flatnonzero(nulls).tolist()
+        _check_missing([part[i] for i in rows], rb.schema.names, offset, rows)
+
+
+def _check_missing(part: list[dict], names: list[str], offset: int, numbers: list[int] | None = None) -> None:
+    if _all_keys(part, set(names), operator.ge):  # the loop below finds the row
         return
     for i, r in enumerate(part):
         if len(r) < len(names) or any(n not in r for n in names):
             missing = [n for n in names if n not in r]
-            raise InputError(f"row {offset + i}: missing field(s) {missing}: {{{describe_row(r)}}}")
+            at = offset + (i if numbers is None else numbers[i])
+            raise InputError(f"row {at}: missing field(s) {missing}: {{{describe_row(r)}}}")

@@ -76,6 +76,16 @@ class Operator(Consumer):
         """Whether a consumer reads the payload columns of this operator's output (a count does not)."""
         return any(getattr(d, "reads_payload", True) for d in self.downstream)
 
+    def reads_masks(self) -> bool:
+        """Whether every consumer takes the kept rows' positions (``on_rows(batch, kept)``) and gathers only
+        what it reads (an aggregate): then a filter hands those on instead of gathering every field."""
+        return bool(self.downstream) and all(getattr(d, "reads_masked", False) for d in self.downstream)
+
+    def emit_rows(self, batch: EventBatch, kept: np.ndarray) -> None:
+        """The events of ``batch`` at positions ``kept`` to consumers that :meth:`reads_masks`."""
+        for d in self.downstream:
+            d.on_rows(batch, kept)
+
     def emit(self, batch: EventBatch) -> None:
         if len(batch) == 0:
             return

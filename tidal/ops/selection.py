@@ -76,7 +76,9 @@ class WhereOp(Operator):
         kept = np.flatnonzero(keep)
         if len(kept) == 0:
             return
-        if len(kept) < COMPACT_BELOW * len(keep) and self.payload_read():
+        if self.reads_masks():  # an aggregate: it gathers only the fields it reads
+            self.emit_rows(batch, kept)
+        elif len(kept) < COMPACT_BELOW * len(keep) and self.payload_read():
             self.emit(batch.take(kept))  # few survivors: gather them rather than carry the absent ones
         else:
             self.emit(batch.with_absent(~keep))
@@ -142,7 +144,9 @@ class WhereOp(Operator):
         if len(kept) == 0:
             return
         if self.then_select is None:
-            if len(kept) < COMPACT_BELOW * n and self.payload_read():
+            if self.reads_masks():
+                self.emit_rows(batch, kept)
+            elif len(kept) < COMPACT_BELOW * n and self.payload_read():
                 self.emit(batch.take(kept))
             else:
                 absent = np.ones(n, dtype=bool)

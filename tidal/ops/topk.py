@@ -126,6 +126,25 @@ def _nan_largest(table: pa.Table, keys: list[tuple[str, str, str]]):
     return table, out
 
 
+def _candidates(rows: list[tuple], order, names: list[str], stop: int) -> list[tuple]:
+    """The rows that can be among the first ``stop`` in window order: those whose first ORDER BY key is
+    no worse than the ``stop``-th best value of that key (ties at it kept: the full order decides
+    among them). One numpy selection instead of a Python comparison per row; all rows when the first
+    key is not plain numbers (NULL, NaN: their placement is left to the full order) or when few."""
+    if not order or stop <= 0 or len(rows) <= 8 * stop + 256:
+        return rows
+    name, desc, _ = order[0]
+    i = names.index(name)
+    vals = np.array([r[i] for r in rows])
+    if vals.dtype.kind not in "iuf" or (vals.dtype.kind == "f" and np.isnan(vals).any()):
+        return rows
+    if desc:
+        keep = vals >= np.partition(vals, len(vals) - stop)[len(vals) - stop]
+    else:
+        keep = vals <= np.partition(vals, stop - 1)[stop - 1]
+    return [r for r, k in zip(rows, keep.tolist(), strict=True) if k]
+
+
 class TopKOp(RecomputedSnapshot):
     """The rows ``offset .. offset + limit - 1`` of every snapshot (see the module docstring)."""
 
@@ -194,7 +213,10 @@ class TopKOp(RecomputedSnapshot):
         if self.first_rows:  # admit() kept exactly the window's rows, in arrival order
             return rows
         stop = None if self.limit is None else self.offset + self.limit
-        ranked = sorted(rows, key=self.key) if stop is None else heapq.nsmallest(stop, rows, key=self.key)
+        if stop is None:
+            ranked = sorted(rows, key=self.key)
+        else:
+            ranked = heapq.nsmallest(stop, _candidates(rows, self.order, self.names, stop), key=self.key)
         if self.prune:  # nothing is retracted: rows after the window are never needed again
             self.snapshot_rows = Counter(ranked)
         return ranked[self.offset : stop]

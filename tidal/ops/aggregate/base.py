@@ -48,6 +48,17 @@ class ArgumentColumn:
         if isinstance(arg, str) and schema is not None and arg not in schema.names:
             raise PlanError(f"aggregate argument {arg!r} is not a field; fields are {schema.names}")
 
+    def columns(self) -> set[str] | None:
+        """The payload fields this argument reads (None: not known, a lambda run row by row)."""
+        if self.arg is None:
+            return set()
+        if isinstance(self.arg, str):
+            return {self.arg}
+        node = self.node if self.node is not None else getattr(self.fn, "node", None)
+        if node is None or getattr(self.fn, "mode", "columnar") != "columnar":
+            return None
+        return set(node.columns()) - {"__time"}
+
     def values(self, batch: EventBatch) -> pa.Array:
         if isinstance(self.arg, str):
             return batch.columns[self.arg]

@@ -164,8 +164,27 @@ def _apply_multisets(g, sign, src_m, src_i, row, km, m_valid, stage_idx, stage_v
 
 
 @numba.njit(cache=True)
+def _by_multiset(idx_arr, count, m):
+    """The staged values' positions grouped by multiset: a counting sort (two linear passes) when the
+    multisets are few next to the values (a COUNT DISTINCT over a big batch), else a sort."""
+    if m > 4 * count:
+        return np.argsort(idx_arr[:count])
+    start = np.zeros(m + 1, np.int64)
+    for q in range(count):
+        start[idx_arr[q] + 1] += 1
+    for k in range(m):
+        start[k + 1] += start[k]
+    order = np.empty(count, np.int64)
+    for q in range(count):
+        k = idx_arr[q]
+        order[start[k]] = q
+        start[k] += 1
+    return order
+
+
+@numba.njit(cache=True)
 def _flush_into(ms, ms_len, idx_arr, val_arr, count):
-    order = np.argsort(idx_arr[:count])
+    order = _by_multiset(idx_arr, count, len(ms))
     i = 0
     while i < count:
         idx = idx_arr[order[i]]

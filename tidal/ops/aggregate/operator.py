@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...core.batch import EventBatch
+from ...core.batch import EventBatch, gather
 from ...core.errors import LambdaError
 from ...core.time import INFINITY
 from ...expr.compile import projection_schema
@@ -153,7 +153,42 @@ class SnapshotAggregateOp(Operator):
             key, hsh = self.keys.key_struct(gid), self.keys.hashes(gid)
         self.out.add(EventBatch(sync, other, cols, key=key, hash=hsh))
 
+    @property
+    def reads_masked(self) -> bool:
+        """A filter feeding this aggregate hands it the kept rows' positions (:meth:`on_rows`), not a batch
+        of every field gathered at them: the aggregate gathers only the fields it reads (keys, arguments)."""
+        return self._fields_read() is not None
+
+    def _fields_read(self) -> set[str] | None:
+        if not hasattr(self, "_fields"):
+            fields: set[str] | None = set(self.key_fields)
+            for arg in self.args:
+                cols = arg.columns()
+                fields = None if cols is None or fields is None else fields | cols
+            self._fields = fields
+        return self._fields
+
+    def on_rows(self, batch: EventBatch, kept: np.ndarray) -> None:
+        """The events of ``batch`` at positions ``kept`` (a filter's survivors, increasing)."""
+        fields = self._fields_read()
+        if fields is None or not fields.issubset(batch.columns):
+            self.on_batch(batch.take(kept))
+            return
+        if len(kept):
+            self.on_batch(
+                EventBatch(
+                    batch.sync[kept],
+                    None if batch.points else batch.other[kept],
+                    {name: gather(col, kept) for name, col in batch.columns.items() if name in fields},
+                    key=None if batch.key is None else gather(batch.key, kept),
+                    hash=None if batch.hash is None else batch.hash[kept],
+                )
+            )
+
     def on_batch(self, batch: EventBatch) -> None:
+        if batch.absent is not None and self._fields_read() is not None:
+            self.on_rows(batch, np.flatnonzero(~batch.absent))
+            return
         batch = batch.compact()
         if len(batch):
             self._run(batch, np.iinfo(np.int64).min)

@@ -126,8 +126,12 @@ class BuildOnceJoin(HashJoin):
         total = int(counts.sum())
         if total == 0:
             return
-        r = np.repeat(np.arange(len(right)), counts)
-        li = np.repeat(lo, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        if total == int(np.count_nonzero(counts)):  # one built row per key (a dimension table): no repeats
+            r = np.flatnonzero(counts)
+            li = lo[r]
+        else:
+            r = np.repeat(np.arange(len(right)), counts)
+            li = np.repeat(lo, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
         start = np.maximum(b["s"][li], right.sync[r])
         end = np.minimum(b["e"][li], right.other[r])
         ok = np.flatnonzero(start < end)

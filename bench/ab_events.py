@@ -1,0 +1,98 @@
+"""Before/after of the CSV event queries (``bench_sql.event_queries``) in one run: two checkouts of tidal,
+each in its own long-lived process, asked in turn (main, branch, DuckDB; ``--repeat`` rounds), CPU seconds
+of each query (``time.process_time``: every thread of the process, so Arrow's reader threads count; steadier
+than wall time on a shared machine). DuckDB runs with ``threads=1``, Arrow with ``--arrow-threads``.
+
+    python bench/ab_events.py --before /work/main --after . [--queries 0,1,2,3,4] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+WORKER = r"""
+import os, sys, time
+root, data, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path[:0] = [root, os.path.join(root, "bench")]
+import duckdb, pyarrow as pa
+if threads:
+    pa.set_cpu_count(threads)
+from pathlib import Path
+import bench_sql
+from tidal.sql import plan
+events, users = bench_sql.ensure_events(1_000_000, Path(data))
+os.chdir(data)
+con = duckdb.connect()
+con.execute("SET threads=1")
+queries = bench_sql.event_queries(events, users)
+print("ready", flush=True)
+for line in sys.stdin:
+    kind, i = line.split()
+    _, sql, duck_sql, _, _ = queries[int(i)]
+    fn = (lambda: plan(sql).result()) if kind == "tidal" else (lambda: con.sql(duck_sql or sql).to_arrow_table())
+    start = time.process_time()
+    fn()
+    print(time.process_time() - start, flush=True)
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", required=True, help="root of the checkout measured as 'before'")
+    ap.add_argument("--after", default=".", help="root of the checkout measured as 'after'")
+    ap.add_argument("--queries", default="0,1,2,3,4")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--arrow-threads", type=int, default=1)
+    ap.add_argument("--data", default=str(Path(__file__).parent / ".data"))
+    args = ap.parse_args(argv)
+    Path(args.data).mkdir(parents=True, exist_ok=True)
+    procs = {}
+    for name, root in (("before", args.before), ("after", args.after)):
+        cmd = [
+            sys.executable,
+            "-c",
+            WORKER,
+            str(Path(root).resolve()),
+            str(Path(args.data).resolve()),
+            str(args.arrow_threads),
+        ]
+        procs[name] = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+        )
+        assert procs[name].stdout.readline().strip() == "ready"
+
+    def ask(name: str, kind: str, q: int) -> float:
+        p = procs[name]
+        p.stdin.write(f"{kind} {q}\n")
+        p.stdin.flush()
+        return float(p.stdout.readline())
+
+    names = [q[0] for q in __import__("bench_sql").event_queries(Path("e"), Path("u"))]
+    for q in map(int, args.queries.split(",")):
+        for name in procs:  # warm-up: kernels loaded, files in the page cache
+            ask(name, "tidal", q)
+        runs: dict[str, list[float]] = {"before": [], "after": [], "duckdb": []}
+        for _ in range(args.repeat):
+            runs["before"].append(ask("before", "tidal", q))
+            runs["after"].append(ask("after", "tidal", q))
+            runs["duckdb"].append(ask("after", "duckdb", q))
+        m = {k: statistics.median(v) for k, v in runs.items()}
+        print(
+            f"{names[q]}: CPU s before {m['before']:.3f}, after {m['after']:.3f}, DuckDB {m['duckdb']:.3f}; "
+            f"DuckDB/tidal before {m['duckdb'] / m['before']:.2f}, after {m['duckdb'] / m['after']:.2f}",
+            flush=True,
+        )
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    sys.exit(main())
