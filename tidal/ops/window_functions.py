@@ -2,7 +2,8 @@
 
 Temporal semantics: at every instant ``T`` the output snapshot is the input snapshot at ``T`` with
 one more column per call, each computed over the row's partition of that snapshot as SQL defines
-it (see :mod:`.recomputed` for how ticks are applied and differences emitted). Rows tied on the
+it (see :mod:`.recomputed` for how ticks are applied and differences emitted; with ``at_end``, for a
+consumer that reads only the final snapshot, the calls are computed once, at end of input). Rows tied on the
 ORDER BY keys are peers; a frame without an explicit clause is the partition up to the row's last
 peer when there is an ORDER BY, else the whole partition. For the numbering functions rows tied
 on the keys are ordered by all their columns, so a snapshot always gets the same answer.
@@ -256,11 +257,12 @@ class WindowFunctionsOp(RecomputedSnapshot):
 
     name = "WindowFunctions"
 
-    def __init__(self, schema: pa.Schema, calls: list[WindowCall], out_schema: pa.Schema):
-        super().__init__(schema, out_schema)
+    def __init__(self, schema: pa.Schema, calls: list[WindowCall], out_schema: pa.Schema, at_end: bool = False):
+        super().__init__(schema, out_schema, at_end)
         self.calls = list(calls)
         self.types = {f.name: f.type for f in out_schema}
-        self.variant = "; ".join(c.describe() for c in calls) + "; recomputed per changed tick"
+        when = "computed once at end of input" if at_end else "recomputed per changed tick"
+        self.variant = "; ".join(c.describe() for c in calls) + f"; {when}"
 
     def recompute(self) -> list[tuple]:
         rows = list(self.snapshot_rows.elements())
