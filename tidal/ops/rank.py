@@ -54,6 +54,7 @@ class RowNumberOp(TickedChanges):
     """Each partition's rows numbered in order, up to ``limit`` (see the module docstring)."""
 
     name = "RowNumber"
+    keep_at_least = KEEP_AT_LEAST  # (at_end, in Arrow) rows kept before the first cut
 
     def __init__(
         self,
@@ -98,12 +99,12 @@ class RowNumberOp(TickedChanges):
         self.last = int(batch.sync[-1]) if self.last is None else max(self.last, int(batch.sync[-1]))
         self.kept.append(pa.table({n: batch.columns[n] for n in self.names}))
         self.kept_rows += len(batch)
-        if self.kept_rows >= max(2 * self.cut_rows, KEEP_AT_LEAST):
+        if self.kept_rows >= max(2 * self.cut_rows, self.keep_at_least):
             self._cut()
 
     def _windows(self) -> tuple[pa.Table, np.ndarray]:
         """The kept rows cut to each partition's first ``limit``, and each one's number."""
-        table = pa.concat_tables(self.kept).combine_chunks() if self.kept else pa.table({}, schema=self.schema)
+        table = pa.concat_tables(self.kept).combine_chunks() if self.kept else self.schema.empty_table()
         n = table.num_rows
         if n == 0 or self.limit == 0:
             return table.slice(0, 0), np.zeros(0, np.int64)
