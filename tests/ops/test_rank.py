@@ -125,7 +125,9 @@ def alive_input(events) -> list[tuple]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(data=inputs(ends=False), limit=st.sampled_from([1, 2, 3]), desc=st.booleans(), keep=st.sampled_from([1, 4, 1000]))
+@given(
+    data=inputs(ends=False), limit=st.sampled_from([1, 2, 3]), desc=st.booleans(), keep=st.sampled_from([1, 4, 1000])
+)
 def test_top_n_at_end_over_start_edges_numbers_in_arrow(data, limit, desc, keep):
     events, cuts = data
 

@@ -179,9 +179,7 @@ class WindowFunctions(PlanNode):
         # rows are retracted and re-emitted as their ranks change, and every partition meets in one place;
         # computed once at end of input (``at_end``), the rows are start edges
         props = Properties(start_edge_only=at_end)
-        super().__init__(
-            (input,), pa.schema(fields), props, calls=tuple(calls), at_end=at_end, partitioning=((),)
-        )
+        super().__init__((input,), pa.schema(fields), props, calls=tuple(calls), at_end=at_end, partitioning=((),))
 
     def make(self) -> Operator:
         return WindowFunctionsOp(self.inputs[0].schema, list(self.calls), self.schema, self.at_end)
@@ -215,9 +213,7 @@ class RowNumber(PlanNode):
 
     def make(self) -> Operator:
         partition, order, starts_only = list(self.partition), list(self.order), self.inputs[0].props.start_edge_only
-        return RowNumberOp(
-            self.inputs[0].schema, partition, order, self.limit, self.number, starts_only, self.at_end
-        )
+        return RowNumberOp(self.inputs[0].schema, partition, order, self.limit, self.number, starts_only, self.at_end)
 
 
 class WatermarkTap(PlanNode):
