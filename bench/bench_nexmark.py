@@ -240,7 +240,9 @@ def main(argv=None) -> int:
         if "events_per_cpu_s" in r:
             flink = FLINK_PER_CORE.get(r["workload"])
             ratio = f"{r['events_per_cpu_s'] / flink:>14.1f}" if flink else f"{'-':>14}"
-            print(f"{r['workload']:<10}{r['engine']:<14}{r['events_per_cpu_s']:>24,.0f}{r['events_per_s']:>16,.0f}{ratio}")
+            print(
+                f"{r['workload']:<10}{r['engine']:<14}{r['events_per_cpu_s']:>24,.0f}{r['events_per_s']:>16,.0f}{ratio}"
+            )
     return 0
 
 
