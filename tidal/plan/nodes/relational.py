@@ -12,7 +12,7 @@ from ...ops.base import Operator
 from ...ops.rank import RowNumberOp
 from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
 from ...ops.topk import TopKOp
-from ...ops.trigger import FinalValuesOp, TriggerOp
+from ...ops.trigger import FinalValuesOp, TriggerOp, TriggerSpec
 from ...ops.tumble import TumbleOp, WindowRowsOp
 from ...ops.window_functions import WindowFunctionsOp
 from ..node import PlanNode
@@ -92,10 +92,14 @@ class Trigger(PlanNode):
 
     def __init__(self, input: PlanNode, spec, keys: tuple, event_time, count_field, has_clock: bool = True):
         schema = pa.schema([f for f in input.schema if f.name != count_field])
+        # without rules each key fires once, at end of input; over an aggregate of start edges a key's value
+        # never leaves, so nothing materialised is ever retracted: start edges only
+        in_props = getattr(input, "in_props", None)
+        once = spec == TriggerSpec() and count_field is None and in_props is not None and in_props.start_edge_only
         super().__init__(
             (input,),
             schema,
-            input.props,
+            input.props.but(start_edge_only=True) if once else input.props,
             spec=spec,
             in_schema=input.schema,
             keys=keys,
