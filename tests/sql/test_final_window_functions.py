@@ -51,6 +51,11 @@ QUERIES = {
     # a Top-N's changes feeding an aggregate (its retractions must be counted)
     "aggregate over top-1": "SELECT seller, count(*) AS n, sum(price) AS s FROM ({w}) AS q"
     " WHERE rn <= 1 GROUP BY seller",
+    # an aggregate of an aggregate (NEXMark q4's shape): both compute final values
+    "aggregate of aggregate": "SELECT seller, count(*) AS n, avg(top) AS a"
+    " FROM (SELECT i.id, i.seller, max(b.price) AS top"
+    " FROM {items} AS i JOIN {bids} AS b ON i.id = b.item WHERE b.bid_time BETWEEN i.opened AND i.closes"
+    " GROUP BY i.id, i.seller) AS q GROUP BY seller",
     # a window function over a Top-N of a join (NEXMark q6's shape)
     "window over top-1": "SELECT seller, id, AVG(price) OVER (PARTITION BY seller ORDER BY bid_time, id"
     " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS a FROM ({w}) AS q WHERE rn <= 1",
@@ -64,7 +69,7 @@ QUERIES = {
 def _sql(name: str, timed: bool) -> str:
     items, bids = (_wm("items", "opened"), _wm("bids", "bid_time")) if timed else ("'items.parquet'", "'bids.parquet'")
     w = WINNERS.format(items=items, bids=bids)
-    return QUERIES[name].format(w=w, bids=bids)
+    return QUERIES[name].format(w=w, items=items, bids=bids)
 
 
 def _rows(table: pa.Table) -> list:
