@@ -100,3 +100,15 @@ def test_window_functions_over_event_time_emit_each_final_row_once(tmp_path, mon
     assert not any(log.column("undo").to_pylist())  # no revision: computed once
     assert len(set(log.column("time").to_pylist())) == 1  # at the last input tick
     assert log.num_rows == q.result().num_rows
+
+
+def test_input_that_may_never_end_keeps_window_functions_per_tick(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.csv").write_text("t,k,v\n2024-06-01 18:00:00,a,1\n2024-06-01 18:00:05,a,2\n")
+    src = "max_diff_watermark(source => TABLE(tail(path => 'a.csv', stop => 'eof')), time_field => DESCRIPTOR(t),"
+    src += " offset => INTERVAL 1 SECONDS)"
+    q = tidal.sql.plan(f"SELECT k, v, SUM(v) OVER (PARTITION BY k ORDER BY t) AS s FROM {src}")
+    assert "computed once at end of input" not in q.explain()  # a growing file: rows as they come
+    assert sorted(r["s"] for r in q.result().to_pylist()) == [1, 3]
+    finite = tidal.sql.plan(q.text.replace("tail(path => 'a.csv', stop => 'eof')", "'a.csv'"))
+    assert "computed once at end of input" in finite.explain()

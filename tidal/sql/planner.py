@@ -75,7 +75,7 @@ from .logical import (
     event_time_field,
     user_message,
 )
-from .topn import top_n
+from .topn import endless, top_n, top_n_filters
 
 BATCH_ROWS = 65_536
 
@@ -219,10 +219,11 @@ class Translator:
             return left.full_outer_join(right, lk, rk)
         if isinstance(node, WindowFunctions):
             # over event time, as a grouped aggregate without a TRIGGER, computed at end of input (a live
-            # view: at every tick); a Top-N read only through filters and projections then numbers once too
-            at_end = not self.live and has_event_time(node.input)
+            # view, or input that may never end: at every tick); a Top-N read only through filters and
+            # projections then numbers once too
+            at_end = not self.live and has_event_time(node.input) and not endless(node.input)
             if at_end:
-                self.final_only |= _top_n_filters(node.input)
+                self.final_only |= top_n_filters(node.input)
             inner = self.stream(node.input, time)
             types = node.types[len(node.input.names) :]
             return Stream(rel.WindowFunctions(inner.node, node.calls, types, at_end))
@@ -515,18 +516,6 @@ def _naming_file(messages, path: str):
 
 DISTINCT_COUNT = "__distinct_count"
 TRIGGER_ROWS = "__trigger_rows"
-
-
-def _top_n_filters(node: Node) -> set[int]:
-    """The Top-N filters (``WHERE rn <= N`` over ROW_NUMBER) reached from ``node`` through filters and
-    projections only: a consumer of ``node`` that reads its final snapshot reads theirs."""
-    found = set()
-    while isinstance(node, Filter | Project):
-        if isinstance(node, Filter) and top_n(node) is not None:
-            found.add(id(node))
-            return found
-        node = node.input
-    return found
 
 
 def trigger_spec(trigger: tuple) -> TriggerSpec:
