@@ -25,6 +25,9 @@ QUERIES = [
     "time_field => DESCRIPTOR(t), window_length => INTERVAL 10 SECONDS) e GROUP BY window_start, k",
     "SELECT COUNT(*) AS n, MAX(v) AS hi FROM {src} e WHERE v IS NOT NULL",
     "SELECT DISTINCT k FROM {src} e",
+    # an aggregate of final values: start edges once per key at end of input, so final values again
+    "SELECT n, COUNT(*) AS c, SUM(s) AS total FROM (SELECT k, COUNT(*) AS n, SUM(v) AS s FROM {src} e GROUP BY k) g"
+    " GROUP BY n",
 ]
 
 

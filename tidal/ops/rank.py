@@ -16,6 +16,12 @@ every one that entered (a row whose number changes leaves under the old number a
 new). A change that sorts after a full window's last row changes nothing and costs no recomputation.
 When the input is start edges only and there is a limit, a row outside its partition's window can never
 enter it later, so only the window's rows are kept.
+
+With ``at_end`` (a consumer that reads only the final snapshot, see :mod:`.recomputed`) the numbers are
+given once, at end of input, at the last input tick. Start edges of flat, non-floating columns with a limit
+are then kept as Arrow batches and numbered by one sort per partition order (Arrow's, in the same order as
+the tuples: ``tidal.ops.topk.order_indices``), cut to each partition's first ``limit`` rows whenever the
+kept rows double, so the state stays one window per partition; other input takes the per-row path.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ import pyarrow as pa
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from .recomputed import TickedChanges
-from .topk import row_order
+from .topk import order_indices, row_order
+from .window_functions import _changes
+
+KEEP_AT_LEAST = 1 << 18  # rows kept (at_end) before the first cut to each partition's window
 
 
 class _Partition:
@@ -45,6 +54,7 @@ class RowNumberOp(TickedChanges):
     """Each partition's rows numbered in order, up to ``limit`` (see the module docstring)."""
 
     name = "RowNumber"
+    keep_at_least = KEEP_AT_LEAST  # (at_end, in Arrow) rows kept before the first cut
 
     def __init__(
         self,
@@ -54,8 +64,9 @@ class RowNumberOp(TickedChanges):
         limit: int | None,
         number: str,
         start_edges_only: bool = False,
+        at_end: bool = False,
     ):
-        super().__init__(schema.names)
+        super().__init__(schema.names, at_end)
         self.out_schema = schema.append(pa.field(number, pa.int64()))
         self.part = [self.names.index(p) for p in partition]
         positions = [(self.names.index(n), desc, bool(nf)) for n, desc, nf in order]
@@ -65,6 +76,72 @@ class RowNumberOp(TickedChanges):
         self.partitions: dict[tuple, _Partition] = {}
         keys = ", ".join(f"{n} {'desc' if d else 'asc'}" for n, d, _ in order) or "(all columns)"
         self.variant = f"partition by {', '.join(partition) or '()'}; order by {keys}; numbers up to {limit}"
+        self.schema = schema
+        self.partition_names, self.order = list(partition), list(order)
+        flat = all(not (pa.types.is_nested(f.type) or pa.types.is_floating(f.type)) for f in schema)
+        self.columnar = at_end and self.prune and flat  # numbered in Arrow at end of input
+        self.kept: list[pa.Table] = []  # (columnar) start edges not yet numbered
+        self.kept_rows = 0
+        self.cut_rows = 0  # rows left by the last cut
+        if at_end:
+            self.variant += "; numbered once at end of input" + (" (Arrow sort)" if self.columnar else "")
+
+    # -- at end of input, in Arrow ---------------------------------------------------------------
+    def on_batch(self, batch: EventBatch) -> None:
+        if not self.columnar:
+            return super().on_batch(batch)
+        batch = batch.compact()
+        if len(batch) == 0:
+            return
+        if not bool((batch.other == INFINITY).all()):
+            self._leave_columnar()
+            return super().on_batch(batch)
+        self.last = int(batch.sync[-1]) if self.last is None else max(self.last, int(batch.sync[-1]))
+        self.kept.append(pa.table({n: batch.columns[n] for n in self.names}))
+        self.kept_rows += len(batch)
+        if self.kept_rows >= max(2 * self.cut_rows, self.keep_at_least):
+            self._cut()
+
+    def _windows(self) -> tuple[pa.Table, np.ndarray]:
+        """The kept rows cut to each partition's first ``limit``, and each one's number."""
+        table = pa.concat_tables(self.kept).combine_chunks() if self.kept else self.schema.empty_table()
+        n = table.num_rows
+        if n == 0 or self.limit == 0:
+            return table.slice(0, 0), np.zeros(0, np.int64)
+        order = [(p, False, False) for p in self.partition_names] + self.order
+        index = order_indices(table, order).to_numpy()
+        ordered = table.take(index)
+        new_part = _changes(ordered, tuple(self.partition_names), n)
+        pos = np.arange(n)
+        number = pos - np.maximum.accumulate(np.where(new_part, pos, 0)) + 1
+        keep = number <= self.limit
+        return ordered.filter(pa.array(keep)), number[keep]
+
+    def _cut(self) -> None:
+        table, _ = self._windows()
+        self.kept, self.kept_rows = [table], table.num_rows
+        self.cut_rows = table.num_rows
+
+    def _leave_columnar(self) -> None:
+        """Input that is not start edges: the kept rows join the per-row changes (one tick at the end)."""
+        self.columnar = False
+        for table in self.kept:
+            rows = list(zip(*[table.column(n).to_pylist() for n in self.names], strict=True))
+            for row in rows:
+                self._push(self.last or 0, 1, row)
+        self.kept, self.kept_rows = [], 0
+
+    def on_completed(self) -> None:
+        if not self.columnar:
+            return super().on_completed()
+        table, number = self._windows()
+        self.kept, self.kept_rows = [], 0
+        if table.num_rows:
+            cols = {n: table.column(n).combine_chunks() for n in self.names}
+            cols[self.out_schema.names[-1]] = pa.array(number, pa.int64())
+            at = np.full(table.num_rows, self.last, np.int64)
+            self.emit(EventBatch(at, np.full(table.num_rows, INFINITY, np.int64), cols))
+        self.emit_completed()
 
     def _reaches_window(self, state: _Partition, row: tuple) -> bool:
         if self.limit == 0:
@@ -136,9 +213,17 @@ class RowNumberOp(TickedChanges):
             ],
             "changes": list(self.changes),
             "seq": self._seq,
+            "last": self.last,
+            "columnar": self.columnar,
+            "kept": [list(zip(*[t.column(n).to_pylist() for n in self.names], strict=True)) for t in self.kept],
         }
 
     def restore(self, state: dict) -> None:
+        self.last, self.columnar = state.get("last"), state.get("columnar", False)
+        kept = [r for rows in state.get("kept", []) for r in rows]
+        self.kept = [pa.table({n: pa.array([r[i] for r in kept], self.schema.field(n).type)
+                               for i, n in enumerate(self.names)})] if kept else []  # fmt: skip
+        self.kept_rows = self.cut_rows = len(kept)
         self.partitions = {}
         for part, rows, window, started in state["partitions"]:
             s = self.partitions[part] = _Partition()

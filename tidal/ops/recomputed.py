@@ -8,6 +8,12 @@ applied to the snapshot (a multiset of row tuples) and, if a subclass says they 
 ``f`` is recomputed and the difference from the previous output is emitted at ``t``: an end edge
 for each output row that left (a retraction of the row as emitted), a start edge for each row
 that entered.
+
+With ``at_end`` (a consumer reads only the final snapshot: SQL over event time without a live view,
+as a grouped aggregate without a TRIGGER fires only at end of input) no tick is closed on the way:
+the changes are kept, punctuations are held back, and at end of input every change is applied as one
+tick, the last input tick, so ``f`` runs once. The final snapshot is the same; the changelog holds the
+final rows only, stamped with the last input tick.
 """
 
 from __future__ import annotations
@@ -45,11 +51,25 @@ class TickedChanges(Operator):
 
     bulk_inserts = False
 
-    def __init__(self, names: list[str]):
+    def __init__(self, names: list[str], at_end: bool = False):
         super().__init__()
         self.names = list(names)
         self.changes: list[tuple[int, int, int, tuple]] = []  # heap of (tick, seq, +1/-1, row)
         self._seq = 0
+        self.at_end = at_end  # apply every change at end of input, as one tick (module docstring)
+        self.last: int | None = None  # the last input tick (at_end)
+
+    def _closing(self, bound: int) -> None:
+        if not self.at_end:
+            self._close(bound)
+
+    def _close_at_end(self) -> None:
+        """Every kept change moved to the last input tick, then applied (``at_end``)."""
+        if self.changes:
+            last = self.last if self.last is not None else 0
+            self.changes = [(last, seq, delta, row) for _, seq, delta, row in self.changes]
+            heapq.heapify(self.changes)
+        self._close(INFINITY)
 
     def admit(self, batch: EventBatch) -> EventBatch:
         """The part of a (compacted) batch worth keeping; all of it by default."""
@@ -70,7 +90,8 @@ class TickedChanges(Operator):
         if len(batch) == 0:
             return
         sync, other = batch.sync, batch.other
-        self._close(int(sync[0]))  # every tick before this batch's first is complete
+        self.last = int(sync[-1]) if self.last is None else max(self.last, int(sync[-1]))
+        self._closing(int(sync[0]))  # every tick before this batch's first is complete
         rows = list(zip(*[_values(batch.columns[n]) for n in self.names], strict=True))
         if self.bulk_inserts and bool((other == INFINITY).all()):
             bounds = np.flatnonzero(np.diff(sync)) + 1
@@ -78,7 +99,7 @@ class TickedChanges(Operator):
             for lo, hi in zip(starts, stops, strict=True):
                 self._seq += 1
                 heapq.heappush(self.changes, (int(sync[lo]), self._seq, BULK, rows[lo:hi]))
-            self._close(int(sync[-1]))
+            self._closing(int(sync[-1]))
             return
         for t, o, row in zip(sync.tolist(), other.tolist(), rows, strict=True):
             if o == INFINITY:
@@ -88,14 +109,19 @@ class TickedChanges(Operator):
             else:
                 self._push(t, 1, row)
                 self._push(o, -1, row)
-        self._close(int(sync[-1]))
+        self._closing(int(sync[-1]))
 
     def on_punctuation(self, time: int) -> None:
+        if self.at_end:
+            return  # held back: the rows come out at end of input, at the last input tick
         self._close(time)
         self.emit_punctuation(time)
 
     def on_completed(self) -> None:
-        self._close(INFINITY)
+        if self.at_end:
+            self._close_at_end()
+        else:
+            self._close(INFINITY)
         self.emit_completed()
 
 
@@ -104,8 +130,8 @@ class RecomputedSnapshot(TickedChanges):
 
     bulk_inserts = True
 
-    def __init__(self, schema: pa.Schema, out_schema: pa.Schema):
-        super().__init__(schema.names)
+    def __init__(self, schema: pa.Schema, out_schema: pa.Schema, at_end: bool = False):
+        super().__init__(schema.names, at_end)
         self.schema, self.out_schema = schema, out_schema
         self.snapshot_rows: Counter = Counter()
         self.output: list[tuple] = []  # the output rows emitted and alive
@@ -167,9 +193,11 @@ class RecomputedSnapshot(TickedChanges):
             "started": {k: list(v) for k, v in self.started.items()},
             "changes": list(self.changes),
             "seq": self._seq,
+            "last": self.last,
         }
 
     def restore(self, state: dict) -> None:
+        self.last = state.get("last")
         self.snapshot_rows = Counter(dict(state["rows"]))
         self.output = list(state["output"])
         self.started = {k: list(v) for k, v in state["started"].items()}

@@ -2,7 +2,8 @@
 
 Temporal semantics: at every instant ``T`` the output snapshot is the input snapshot at ``T`` with
 one more column per call, each computed over the row's partition of that snapshot as SQL defines
-it (see :mod:`.recomputed` for how ticks are applied and differences emitted). Rows tied on the
+it (see :mod:`.recomputed` for how ticks are applied and differences emitted; with ``at_end``, for a
+consumer that reads only the final snapshot, the calls are computed once, at end of input). Rows tied on the
 ORDER BY keys are peers; a frame without an explicit clause is the partition up to the row's last
 peer when there is an ORDER BY, else the whole partition. For the numbering functions rows tied
 on the keys are ordered by all their columns, so a snapshot always gets the same answer.
@@ -14,14 +15,17 @@ ranks for frame minima and maxima.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.batch import EventBatch
 from ..core.errors import TidalError
-from .recomputed import RecomputedSnapshot
+from ..core.time import INFINITY
+from .recomputed import BULK, RecomputedSnapshot
 from .topk import _nan_largest
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -277,11 +281,63 @@ class WindowFunctionsOp(RecomputedSnapshot):
 
     name = "WindowFunctions"
 
-    def __init__(self, schema: pa.Schema, calls: list[WindowCall], out_schema: pa.Schema):
-        super().__init__(schema, out_schema)
+    def __init__(self, schema: pa.Schema, calls: list[WindowCall], out_schema: pa.Schema, at_end: bool = False):
+        super().__init__(schema, out_schema, at_end)
         self.calls = list(calls)
         self.types = {f.name: f.type for f in out_schema}
-        self.variant = "; ".join(c.describe() for c in calls) + "; recomputed per changed tick"
+        when = "computed once at end of input" if at_end else "recomputed per changed tick"
+        self.variant = "; ".join(c.describe() for c in calls) + f"; {when}"
+
+        # at end of input, over start edges only: the batches kept in Arrow and computed in one pass
+        self.columnar = at_end
+        self.kept: list[pa.Table] = []
+
+    def on_batch(self, batch: EventBatch) -> None:
+        if not self.columnar:
+            return super().on_batch(batch)
+        batch = batch.compact()
+        if len(batch) == 0:
+            return
+        if not bool((batch.other == INFINITY).all()):
+            self._leave_columnar()
+            return super().on_batch(batch)
+        self.last = int(batch.sync[-1]) if self.last is None else max(self.last, int(batch.sync[-1]))
+        self.kept.append(pa.table({n: batch.columns[n] for n in self.names}))
+
+    def _leave_columnar(self) -> None:
+        """Input that is not start edges: the kept rows become row changes (one tick at the end)."""
+        self.columnar = False
+        for table in self.kept:
+            rows = list(zip(*[table.column(n).to_pylist() for n in self.names], strict=True))
+            self._seq += 1
+            heapq.heappush(self.changes, (self.last or 0, self._seq, BULK, rows))
+        self.kept = []
+
+    def on_completed(self) -> None:
+        if not self.columnar:
+            return super().on_completed()
+        kept, self.kept = self.kept, []
+        if kept:
+            table = pa.concat_tables(kept).combine_chunks()
+            extra = compute(table, self.calls, self.types)
+            cols = {n: table.column(n).combine_chunks() for n in self.names}
+            cols.update({c.output: extra[c.output].cast(self.types[c.output]) for c in self.calls})
+            n = table.num_rows
+            self.emit(EventBatch(np.full(n, self.last, np.int64), np.full(n, INFINITY, np.int64), cols))
+        self.emit_completed()
+
+    def snapshot(self) -> dict:
+        state = super().snapshot()
+        state["columnar"] = self.columnar
+        state["kept"] = [list(zip(*[t.column(n).to_pylist() for n in self.names], strict=True)) for t in self.kept]
+        return state
+
+    def restore(self, state: dict) -> None:
+        super().restore(state)
+        self.columnar = state.get("columnar", False)
+        kept = [r for rows in state.get("kept", []) for r in rows]
+        self.kept = [pa.table({n: pa.array([r[i] for r in kept], self.schema.field(n).type)
+                               for i, n in enumerate(self.names)})] if kept else []  # fmt: skip
 
     def recompute(self) -> list[tuple]:
         rows = list(self.snapshot_rows.elements())

@@ -76,7 +76,7 @@ from .logical import (
     user_message,
 )
 from .stats import RunStats  # noqa: F401  (where the runners have always found it)
-from .topn import top_n
+from .topn import endless, top_n, top_n_filters
 
 BATCH_ROWS = 65_536
 
@@ -119,6 +119,7 @@ class Translator:
         live: bool = False,
     ):
         self.live = live  # the live table: keys without a TRIGGER fire as they change (same final answer)
+        self.final_only: set[int] = set()  # ids of Top-N filters whose changes only the final snapshot reads
         self.batch_latency = batch_latency  # seconds; None: the live reader's default
         self.batch_rows = batch_rows
         self.progressive = progressive
@@ -140,7 +141,9 @@ class Translator:
             else:  # WHERE rn <= N over ROW_NUMBER(): a Top-N per partition, then the filter
                 window, call, limit = found
                 below = self.stream(window.input, time).node
-                inner = Stream(rel.RowNumber(below, list(call.partition), list(call.order), limit, call.output))
+                at_end = id(node) in self.final_only  # read only by a window function computed at the end
+                rn = rel.RowNumber(below, list(call.partition), list(call.order), limit, call.output, at_end)
+                inner = Stream(rn)
             filtered = self._filter(inner, node.condition, node.input)
             return Stream(filtered.node.but(schema=node.schema(), props=inner.properties.but(grouping=())))
         if isinstance(node, Project):
@@ -200,9 +203,15 @@ class Translator:
                 return left.where_not_exists(right, lk, rk)
             return left.full_outer_join(right, lk, rk)
         if isinstance(node, WindowFunctions):
+            # over event time, as a grouped aggregate without a TRIGGER, computed at end of input (a live
+            # view, or input that may never end: at every tick); a Top-N read only through filters and
+            # projections then numbers once too
+            at_end = not self.live and has_event_time(node.input) and not endless(node.input)
+            if at_end:
+                self.final_only |= top_n_filters(node.input)
             inner = self.stream(node.input, time)
             types = node.types[len(node.input.names) :]
-            return Stream(rel.WindowFunctions(inner.node, node.calls, types))
+            return Stream(rel.WindowFunctions(inner.node, node.calls, types, at_end))
         if isinstance(node, Limit):
             if time.column is not None:
                 raise PlanError("an event time over a subquery with LIMIT/OFFSET is not supported")

@@ -42,6 +42,8 @@ def final_snapshot(events: pa.Table) -> pa.Table:
     starts = other == INFINITY
     ends = (other < sync) & ~starts
     if not ends.any():
+        if starts.all():  # every event a start edge: the payloads as they are, no copy
+            return payload
         return payload.filter(pa.array(starts))
     # an end edge retracts one copy of the start edge with the same payload (the latest one): of a
     # payload's start edges, the first (start edges - end edges) in event order survive

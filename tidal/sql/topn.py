@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .logical import Filter, WindowFunctions
+from .logical import Filter, Node, Project, Scan, WindowFunctions
 from .logical.exprs import _conjuncts
 
 _MIRROR = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT, exp.EQ: exp.EQ}
@@ -49,3 +49,22 @@ def top_n(node: Filter):
         return None
     bounds = [b for b in (_bound(p, call.output) for p in _conjuncts(node.condition)) if b is not None]
     return (window, call, min(bounds)) if bounds else None
+
+
+def endless(node: Node) -> bool:
+    """Whether ``node`` reads an input that may never end (a topic, a stream, a growing file or stdin)."""
+    if isinstance(node, Scan):
+        return bool(node.live) or node.format in ("kafka", "redis")
+    return any(endless(i) for i in node.inputs)
+
+
+def top_n_filters(node: Node) -> set[int]:
+    """The Top-N filters (``WHERE rn <= N`` over ROW_NUMBER) reached from ``node`` through filters and
+    projections only: a consumer of ``node`` that reads its final snapshot reads theirs."""
+    found = set()
+    while isinstance(node, Filter | Project):
+        if isinstance(node, Filter) and top_n(node) is not None:
+            found.add(id(node))
+            return found
+        node = node.input
+    return found

@@ -16,8 +16,9 @@ def _grow_rows(a: np.ndarray, n: int, fill) -> np.ndarray:
     if a.shape[-1] >= n:
         return a
     size = max(n, 2 * a.shape[-1], 64)
-    out = np.full(a.shape[:-1] + (size,), fill, a.dtype)
+    out = np.empty(a.shape[:-1] + (size,), a.dtype)  # each element written once: the old rows, then the fill
     out[..., : a.shape[-1]] = a
+    out[..., a.shape[-1] :] = fill
     return out
 
 

@@ -12,7 +12,7 @@ from ...ops.base import Operator
 from ...ops.rank import RowNumberOp
 from ...ops.shape import RowIdentityOp, SessionColumnsOp, ShapeOp
 from ...ops.topk import TopKOp
-from ...ops.trigger import FinalValuesOp, TriggerOp
+from ...ops.trigger import FinalValuesOp, TriggerOp, TriggerSpec
 from ...ops.tumble import TumbleOp, WindowRowsOp
 from ...ops.window_functions import WindowFunctionsOp
 from ..node import PlanNode
@@ -111,10 +111,14 @@ class Trigger(PlanNode):
 
     def __init__(self, input: PlanNode, spec, keys: tuple, event_time, count_field, has_clock: bool = True):
         schema = pa.schema([f for f in input.schema if f.name != count_field])
+        # without rules each key fires once, at end of input; over an aggregate of start edges a key's value
+        # never leaves, so nothing materialised is ever retracted: start edges only
+        in_props = getattr(input, "in_props", None)
+        once = spec == TriggerSpec() and count_field is None and in_props is not None and in_props.start_edge_only
         super().__init__(
             (input,),
             schema,
-            input.props,
+            input.props.but(start_edge_only=True) if once else input.props,
             spec=spec,
             in_schema=input.schema,
             keys=keys,
@@ -193,16 +197,18 @@ class WindowFunctions(PlanNode):
 
     label = "WindowFunctions"
 
-    def __init__(self, input: PlanNode, calls: tuple, types: tuple):
+    def __init__(self, input: PlanNode, calls: tuple, types: tuple, at_end: bool = False):
         fields = list(input.schema) + [pa.field(c.output, t) for c, t in zip(calls, types, strict=True)]
-        # rows are retracted and re-emitted as their ranks change, and every partition meets in one place
-        super().__init__((input,), pa.schema(fields), Properties(), calls=tuple(calls), partitioning=((),))
+        # rows are retracted and re-emitted as their ranks change, and every partition meets in one place;
+        # computed once at end of input (``at_end``), the rows are start edges
+        props = Properties(start_edge_only=at_end)
+        super().__init__((input,), pa.schema(fields), props, calls=tuple(calls), at_end=at_end, partitioning=((),))
 
     def make(self) -> Operator:
-        return WindowFunctionsOp(self.inputs[0].schema, list(self.calls), self.schema)
+        return WindowFunctionsOp(self.inputs[0].schema, list(self.calls), self.schema, self.at_end)
 
     def describe(self) -> str:
-        return "; ".join(c.describe() for c in self.calls)
+        return "; ".join(c.describe() for c in self.calls) + ("; computed once at end of input" if self.at_end else "")
 
 
 class RowNumber(PlanNode):
@@ -211,22 +217,26 @@ class RowNumber(PlanNode):
 
     label = "RowNumber"
 
-    def __init__(self, input: PlanNode, partition: list, order: list, limit: int | None, number: str):
+    def __init__(
+        self, input: PlanNode, partition: list, order: list, limit: int | None, number: str, at_end: bool = False
+    ):
         schema = input.schema.append(pa.field(number, pa.int64()))
+        # a row is retracted when another overtakes it: start edges only when numbered once, at end of input
         super().__init__(
             (input,),
             schema,
-            input.props.but(grouping=()),
+            Properties(start_edge_only=at_end),
             partition=tuple(partition),
             order=tuple(order),
             limit=limit,
             number=number,
+            at_end=at_end,
             partitioning=(tuple(partition),),
         )
 
     def make(self) -> Operator:
-        partition, order, starts_only = list(self.partition), list(self.order), self.props.start_edge_only
-        return RowNumberOp(self.inputs[0].schema, partition, order, self.limit, self.number, starts_only)
+        partition, order, starts_only = list(self.partition), list(self.order), self.inputs[0].props.start_edge_only
+        return RowNumberOp(self.inputs[0].schema, partition, order, self.limit, self.number, starts_only, self.at_end)
 
 
 class WatermarkTap(PlanNode):

@@ -1,10 +1,28 @@
-"""Rule: read from each file only the columns the query uses."""
+"""Rule: read from each file only the columns the query uses.
+
+Window functions pass on the columns read above them and the ones their calls read (partition, order,
+arguments): rows tied on a call's ORDER BY keys are then ordered by the columns the query reads, which
+gives the same answer for those columns whichever hidden columns the rows carried (SQL leaves the
+order of tied rows open; tidal keeps it a function of the rows read)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..logical import Aggregate, EventTime, Filter, Join, MatchRecognize, Node, Project, Scan, Session, Tumble, UnionAll
+from ..logical import (
+    Aggregate,
+    EventTime,
+    Filter,
+    Join,
+    MatchRecognize,
+    Node,
+    Project,
+    Scan,
+    Session,
+    Tumble,
+    UnionAll,
+    WindowFunctions,
+)
 from ..logical.exprs import _columns
 
 
@@ -57,6 +75,20 @@ def prune_columns(root: Node) -> Node:
             by_name = dict(zip(node.names, node.scope, strict=True))
             scope = tuple(by_name[n] for n in (*pruned.names, "window_start", "window_end"))
             return replace(node, input=pruned, scope=scope)
+        if isinstance(node, WindowFunctions) and needed is not None and len(node.scope) == len(node.names):
+            outputs = {c.output for c in node.calls}
+            uses = set(needed) - outputs
+            for c in node.calls:
+                uses |= {*c.partition, *(o[0] for o in c.order), *c.args}
+            pruned = visit(node.input, uses & set(node.input.names))
+            names = (*pruned.names, *(c.output for c in node.calls))
+            scope, types = (
+                dict(zip(node.names, node.scope, strict=True)),
+                dict(zip(node.names, node.types, strict=True)),
+            )
+            return replace(
+                node, input=pruned, scope=tuple(scope[n] for n in names), types=tuple(types[n] for n in names)
+            )
         if isinstance(node, UnionAll):
             return node.with_inputs((visit(node.left, None), visit(node.right, None)))
         if isinstance(node, MatchRecognize):  # every column the rows are matched or measured by
