@@ -88,17 +88,10 @@ class RowNumberOp(TickedChanges):
 
     # -- at end of input, in Arrow ---------------------------------------------------------------
     def on_batch(self, batch: EventBatch) -> None:
-        if not self.columnar:
+        kept = self._keep_in_arrow(batch)
+        if kept is None:
             return super().on_batch(batch)
-        batch = batch.compact()
-        if len(batch) == 0:
-            return
-        if not bool((batch.other == INFINITY).all()):
-            self._leave_columnar()
-            return super().on_batch(batch)
-        self.last = int(batch.sync[-1]) if self.last is None else max(self.last, int(batch.sync[-1]))
-        self.kept.append(pa.table({n: batch.columns[n] for n in self.names}))
-        self.kept_rows += len(batch)
+        self.kept_rows += kept
         if self.kept_rows >= max(2 * self.cut_rows, self.keep_at_least):
             self._cut()
 

@@ -49,6 +49,8 @@ class TickedChanges(Operator):
     A subclass that sets ``bulk_inserts`` takes a batch of start edges as one entry per tick
     (``BULK``, a list of rows) instead of one entry per row."""
 
+    columnar = False  # subclasses that keep start edges in Arrow until end of input set it (``_keep_in_arrow``)
+
     bulk_inserts = False
 
     def __init__(self, names: list[str], at_end: bool = False):
@@ -123,6 +125,22 @@ class TickedChanges(Operator):
         else:
             self._close(INFINITY)
         self.emit_completed()
+
+    def _keep_in_arrow(self, batch: EventBatch) -> int | None:
+        """At end of input over start edges only (``self.columnar``): keep the batch's rows in Arrow
+        (``self.kept``) and return how many; None when the batch must take the per-row way
+        (``super().on_batch``): not columnar, or this batch holds other edges (then columnar mode ends)."""
+        if not self.columnar:
+            return None
+        batch = batch.compact()
+        if len(batch) == 0:
+            return 0
+        if not bool((batch.other == INFINITY).all()):
+            self._leave_columnar()
+            return None
+        self.last = int(batch.sync[-1]) if self.last is None else max(self.last, int(batch.sync[-1]))
+        self.kept.append(pa.table({n: batch.columns[n] for n in self.names}))
+        return len(batch)
 
 
 class RecomputedSnapshot(TickedChanges):

@@ -293,16 +293,8 @@ class WindowFunctionsOp(RecomputedSnapshot):
         self.kept: list[pa.Table] = []
 
     def on_batch(self, batch: EventBatch) -> None:
-        if not self.columnar:
+        if self._keep_in_arrow(batch) is None:
             return super().on_batch(batch)
-        batch = batch.compact()
-        if len(batch) == 0:
-            return
-        if not bool((batch.other == INFINITY).all()):
-            self._leave_columnar()
-            return super().on_batch(batch)
-        self.last = int(batch.sync[-1]) if self.last is None else max(self.last, int(batch.sync[-1]))
-        self.kept.append(pa.table({n: batch.columns[n] for n in self.names}))
 
     def _leave_columnar(self) -> None:
         """Input that is not start edges: the kept rows become row changes (one tick at the end)."""
