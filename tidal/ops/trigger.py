@@ -38,7 +38,8 @@ once, at end of input, at the last tick its aggregate changed, which for start e
 input tick (every row changes its group's count); its values are the aggregates over all rows.
 So the operator feeds the aggregate every row at one tick (no per-tick changes to emit or to
 discard) and stamps the trigger's firings with the last input tick: the same output as the two
-operators apart, without a change per input tick in between. Punctuations pass through.
+operators apart, without a change per input tick in between. Punctuations pass through up to the last
+input tick (the firings' time).
 
 Without rules, as long as the input holds only start edges (new values, no retractions), the
 batches are kept as they are and the final value of each key (its last row, keys in the order
@@ -128,6 +129,9 @@ class TriggerOp(Operator):
         self._stale: set[int] = set()  # blocks with a key touched since then
         self.tick: int | None = None  # the tick whose changes are buffered (not yet complete)
         self.changed: dict[tuple, None] = {}  # keys changed at ``tick`` (insertion ordered)
+        # keys whose value differs from the materialised one: end of input fires them (at the latest), stamped
+        # max(last_out, last_tick), so no punctuation beyond that may pass while one is left (see on_punctuation)
+        self._unfired: set[tuple] = set()
         self.timers: list[tuple[int, int, tuple]] = []  # (tick, seq, key) heap of watermark/delay deadlines
         self._seq = 0
         self.last_out = 0
@@ -184,6 +188,7 @@ class TriggerOp(Operator):
                     if state.current == rows[i]:
                         state.current = None
                     self.changed[key] = None
+                    self._mark(key, state)
             for i in range(lo, hi):
                 if is_start[i]:
                     row = rows[i]
@@ -193,13 +198,25 @@ class TriggerOp(Operator):
                     if counts is not None:
                         state.rows = int(counts[i])
                     self.changed[key] = None
+                    self._mark(key, state)
         self._flush_out()
+
+    def _mark(self, key: tuple, state: _Key) -> None:
+        if state.current != state.emitted:
+            self._unfired.add(key)
+        else:
+            self._unfired.discard(key)
 
     def on_punctuation(self, time: int) -> None:
         if self.tick is not None and self.tick < time:
             self._close_tick()
         self._fire_timers(before=time)
         self._flush_out()
+        if self._unfired or self._held:
+            # a value not materialised yet fires at end of input at the latest, at max(last_out, last_tick):
+            # a punctuation beyond that would let a consumer (a join) finish that time before the firing
+            # arrives, so it passes only up to there (a punctuation at t promises no event before t follows)
+            time = min(time, max(self.last_out, self.last_tick))
         self.emit_punctuation(time)
 
     def on_completed(self) -> None:
@@ -286,6 +303,7 @@ class TriggerOp(Operator):
 
     def _fire(self, key: tuple, state: _Key, at: int) -> None:
         self._reset(state)
+        self._unfired.discard(key)
         if state.current == state.emitted:
             return
         if state.emitted is not None:
@@ -371,6 +389,7 @@ class TriggerOp(Operator):
             s.current, s.rows, s.emitted, s.emitted_at = cur, n, em, em_at
             s.rows_at_fire, s.event_time, s.deadline, s.waiting = at_fire, et, dl, waiting
         self._blocks = list(blocks) if blocks is not None else []
+        self._unfired = {k for k, s in self.keys.items() if s.current != s.emitted}
         self.tick = state["tick"]
         self.changed = dict.fromkeys(tuple(k) for k in state["changed"])
         self.timers = [tuple(t) for t in state["timers"]]
@@ -433,6 +452,11 @@ class FinalValuesOp(Operator):
         self.last = int(batch.sync[-1])
         at_one_tick = np.zeros(len(batch), np.int64)
         self.aggregate.on_batch(EventBatch(at_one_tick, batch.other, batch.columns, key=batch.key, hash=batch.hash))
+
+    def on_punctuation(self, time: int) -> None:
+        # every value fires at end of input, stamped with the last input tick: a punctuation passes only up to
+        # there (one beyond would let a consumer finish that time before the values arrive)
+        self.emit_punctuation(time if self.last is None else min(time, self.last))
 
     def on_completed(self) -> None:
         self.aggregate.on_completed()  # the aggregate emits, the trigger fires, then completes through _Stamped

@@ -228,22 +228,26 @@ class MultisetState(PyState):
     def _item(self, t, v):
         if self.kind in ("list_agg", "string_agg") and isinstance(v, dict):  # ORDER BY keys, then the value
             return (t, tuple(v.values()))
-        return (t, v) if self.kind in ("first", "last", "string_agg", "list_agg") else v
+        if self.kind in ("first", "last"):
+            # FIRST/LAST return the first/last value, NULL or not (as DuckDB): a NULL is kept, after every
+            # value at its tick (plain data, ordered as tuples)
+            return (t, v is None, v)
+        return (t, v) if self.kind in ("string_agg", "list_agg") else v
 
     def _value(self, v):
         """The value as counted (None: skipped); over distinct values a NaN is one value, as in DuckDB."""
         if isinstance(v, float) and math.isnan(v) and self.kind != "count":
-            return math.nan if self.kind in _DISTINCT_NUMBERS else None
+            return math.nan if self.kind in _DISTINCT_NUMBERS or self.kind in ("first", "last") else None
         return v
 
     def add(self, t, v) -> None:
         v = self._value(v)
-        if v is not None:
+        if v is not None or self.kind in ("first", "last"):
             self.items[self._item(t, v)] += 1
 
     def remove(self, t, v) -> None:
         v = self._value(v)
-        if v is not None:
+        if v is not None or self.kind in ("first", "last"):
             key = self._item(t, v)
             self.items[key] -= 1
             if self.items[key] == 0:
@@ -256,7 +260,10 @@ class MultisetState(PyState):
         return list(self.items.items())
 
     def load(self, data) -> None:
-        self.items = Counter(dict((tuple(k) if isinstance(k, list) else k, c) for k, c in data))
+        items = ((tuple(k) if isinstance(k, list) else k, c) for k, c in data)
+        if self.kind in ("first", "last"):  # (state saved before NULLs were kept: (t, v) items)
+            items = (((k[0], k[1] is None, k[1]) if len(k) == 2 else k, c) for k, c in items)
+        self.items = Counter(dict(items))
 
 
 def multiset_result(kind: str, param, items: Counter):
@@ -294,9 +301,9 @@ def multiset_result(kind: str, param, items: Counter):
     if kind == "max":
         return max(items)
     if kind == "first":
-        return min(items)[1]
+        return min(items)[-1]
     if kind == "last":
-        return max(items)[1]
+        return max(items)[-1]
     if kind == "string_agg" and isinstance(param, tuple):  # (separator, ORDER BY spec)
         sep, order = param
         values = [row[-1] for row in _ordered(items, order) if row[-1] is not None]

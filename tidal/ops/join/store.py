@@ -76,6 +76,14 @@ class _Store:
 
     def _append(self, cols: dict[str, pa.Array], n: int, present: np.ndarray | None) -> tuple[int, bool]:
         base = self.rows
+        if not cols:
+            # no payload columns (a side whose fields are all pruned): the rows are only numbered. An Arrow
+            # batch without columns has no rows, so storing one would leave the count behind the row numbers
+            # the kernels use (their per-row arrays are sized by it)
+            if self.schema is None:
+                self.schema = pa.schema([])
+            self.rows += n if present is None else len(present)
+            return base, present is not None
         if self.schema is None:
             self.schema = pa.schema([pa.field(k, v.type) for k, v in cols.items()])
             if cols and all(_fixed_width(v.type) for v in cols.values()):
