@@ -83,6 +83,20 @@ def test_subqueries_as_duckdb(where, sql):
     assert_same(sql, where)
 
 
+def test_keys_no_outer_row_has_may_hold_several_rows(tmp_path):
+    """The one-row rule is checked on the outer rows only: inner keys that no outer row matches (a NULL
+    key, or a value absent outside) may hold several rows, as DuckDB evaluates the subquery per outer row."""
+    pq.write_table(pa.table({"id": [0, 1, 2], "k": pa.array([None, 1, 5], pa.int64())}), tmp_path / "o.parquet")
+    inner = {"k": pa.array([None, None, 2, 2, 1, 5], pa.int64()), "y": pa.array([5, 6, 7, 8, 3, 4], pa.int64())}
+    pq.write_table(pa.table(inner), tmp_path / "i.parquet")
+    for sql in (
+        f"SELECT id, (SELECT y FROM {IT} i WHERE i.k = o.k) AS v FROM {OT} o",
+        f"SELECT id, (SELECT y FROM {IT} i WHERE i.k = o.k AND i.y > 0) AS v FROM {OT} o",
+        f"SELECT id, (SELECT y FROM {IT} i WHERE i.k = o.k - 4 AND o.k > 1) AS v FROM {OT} o",
+    ):
+        assert_same(sql, tmp_path)
+
+
 @pytest.mark.parametrize(
     "sql",
     [

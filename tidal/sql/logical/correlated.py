@@ -298,13 +298,17 @@ class CorrelatedSubqueries:
                 raise PlanError(
                     f"an aggregate of only the outer query's columns in a subquery is not supported: {text}"
                 )
-        value, mark = self.fresh("sv"), self.fresh("sm")
+        # ``single``: the row count per key travels with the value and is checked after the join, on the
+        # outer rows only (a key no outer row has may hold several rows: no error, as in DuckDB)
+        value, mark, counted = self.fresh("sv"), self.fresh("sm"), self.fresh("sn") if single else None
         if all(sides) and not in_values:  # inner = outer equalities: q grouped by its inner sides
             inner_keys = [s[0] for s in sides]
             outer_keys = [self._outer_expr(s[1], refs, pending.outer_map) for s in sides]
             keys = [self.fresh("ck") for _ in inner_keys]
             key_types = [self.check(k, rows) for k in inner_keys]
-            inner = self._grouped_value(rows, pre, agg, top, inner_keys, keys, key_types, (value, mark), single)
+            inner = self._grouped_value(
+                rows, pre, agg, top, inner_keys, keys, key_types, (value, mark, counted), single
+            )
             join_on = [exp.EQ(this=o, expression=_col(k)) for o, k in zip(outer_keys, keys, strict=True)]
             pending.joins.append((inner, _and(join_on)))
             to_outer = {}
@@ -331,7 +335,7 @@ class CorrelatedSubqueries:
                 distinct = Aggregate(values, tuple(keys), (), scope=values.scope, types=values.types)
                 joined = self._join_on(distinct, rows, "inner", None, None, bound_on=cond)
                 inner = self._grouped_value(
-                    joined, pre, agg, top, [_col(k) for k in keys], keys, types, (value, mark), single
+                    joined, pre, agg, top, [_col(k) for k in keys], keys, types, (value, mark, counted), single
                 )
                 join_on = []
                 for o, k in zip(outer, keys, strict=True):
@@ -348,13 +352,13 @@ class CorrelatedSubqueries:
         empty = self._outer_expr(_renamed(_over_no_rows(top.exprs[0][1], agg), to_outer), refs, pending.outer_map)
         return exp.Case(
             ifs=[exp.If(this=exp.Is(this=_col(mark), expression=exp.Null()), true=empty)],
-            default=_col(value),
+            default=_one_row(counted, value) if single else _col(value),
         )
 
     def _grouped_value(self, rows, pre, agg, top, inner_keys, keys, key_types, out, single) -> Project:
         """q's value per key: q's aggregate over ``rows`` grouped by ``inner_keys`` (named ``keys``), as
         (value, keys..., mark = TRUE); ``single``: at most one row per key, or DuckDB's error."""
-        value, mark = out
+        value, mark, counted = out
         pre2 = Project(
             rows,
             (*pre.exprs, *zip(keys, inner_keys, strict=True)),
@@ -369,15 +373,16 @@ class CorrelatedSubqueries:
             types=(*key_types, *agg.types),
         )
         expr = top.exprs[0][1]
+        extra: tuple = ()
         if single:
             count, first = (c.output for c in agg.aggs)
-            expr = _one_row(count, first)
-        out_names = (value, *keys, mark)
+            expr, extra = _col(first), ((counted, _col(count)),)
+        out_names = (value, *keys, mark, *(n for n, _ in extra))
         return Project(
             agg2,
-            ((value, expr), *((k, _col(k)) for k in keys), (mark, exp.true())),
+            ((value, expr), *((k, _col(k)) for k in keys), (mark, exp.true()), *extra),
             scope=tuple((None, n) for n in out_names),
-            types=(top.types[0], *key_types, pa.bool_()),
+            types=(top.types[0], *key_types, pa.bool_(), *((pa.int64(),) if extra else ())),
         )
 
     def exists_value(self, e: exp.Exists) -> exp.Expression:
