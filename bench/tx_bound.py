@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/bench_tx_bound.py [--events 200000] [--repeat 9]
+    python bench/tx_bound.py [--events 200000] [--repeat 9]
 
 Three numba kernels over the GS events of ``tidal.tx.apps.gs`` (10 reads or 10 writes per
 event), each timed by the CPU time of the thread running it (median of ``--repeat``):
@@ -65,7 +65,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     n = args.events
     scope: dict = {"numba": numba, "np": np}
-    exec(compile(_source(), "<bench_tx_bound>", "exec"), scope)
+    exec(compile(_source(), "<tx_bound>", "exec"), scope)
     data = gs.generate(n, partitions=2)
     kind, w = data["kind"].to_numpy(), data["w"].to_numpy()
     keys = [data[f"k{s}"].to_numpy() for s in range(gs.LENGTH)]
