@@ -67,7 +67,7 @@ _INT64 = (-(2**63), 2**63 - 1)
 def _bounds(node: Node, columns: dict, cache: dict) -> tuple[int, int] | None:
     """The smallest and largest value an integer expression can take over these columns (interval
     arithmetic in Python integers, exact), or None when it is not an integer expression."""
-    key = id(node)
+    key = ("column", node.name) if isinstance(node, Col) else id(node)  # one pass per column, however often named
     if key in cache:
         return cache[key]
     out = None
