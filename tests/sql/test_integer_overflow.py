@@ -98,3 +98,40 @@ def test_bounds_of_integer_expressions_decide_which_batches_leave_the_kernels(tm
     sql = "SELECT i, a * 3 - i AS v FROM 't.parquet' WHERE a * 2 > 100"
     got, want = tidal_and_duckdb(sql, table, tmp_path)
     assert canonical(got) == canonical(want)
+
+
+def test_integer_averages_divide_the_exact_sum_on_every_path(tmp_path):
+    """AVG of BIGINT divides the exact sum (DuckDB sums in HUGEINT): a float sum of 2**62-sized values
+    loses the small ones (CI found AVG = 0 where DuckDB says 1/14), and a sum may leave BIGINT's range
+    in the middle and come back, or stay out of it (an average, not an overflow)."""
+    import contextlib
+    from fractions import Fraction
+
+    import tidal
+    from tidal import agg
+    from tidal.sql import plan
+    from tidal.sql.query import final_snapshot
+
+    big = 2**62
+    groups = {1: [0, 1, big, big, -big, -big], 2: [big, big, big, 5], 3: [2**63 - 1, 2**63 - 1, None], 4: [7, 8]}
+    rows = [(k, v) for k, vs in groups.items() for v in vs]
+    table = pa.table({"t": list(range(len(rows))), "k": [k for k, _ in rows], "i": [v for _, v in rows]})
+    valid = {k: [v for v in vs if v is not None] for k, vs in groups.items()}
+    want = {k: float(Fraction(sum(vs), len(vs))) for k, vs in valid.items()}
+    pq.write_table(table, tmp_path / "t.parquet")
+    with contextlib.chdir(tmp_path):
+        q = plan("SELECT k, AVG(i) AS a FROM 't.parquet' GROUP BY k")
+        relational = q.result()
+        streamed = q.finish(final_snapshot(q.events()))
+    duck = duckdb.connect()
+    duck.register("t_arrow", table)
+    windowed = tidal.from_arrow(table, time="t").tumbling_window(1000)
+    answers = {
+        "relational": relational,
+        "stream engine": streamed,
+        "fused window": windowed.group_aggregate("k", a=agg.average("i")).to_arrow(),
+        "window engine": windowed.group_aggregate("k", a=agg.average("i"), variant="window").to_arrow(),
+        "duckdb": duck.sql("SELECT k, AVG(i) AS a FROM t_arrow GROUP BY k").to_arrow_table(),
+    }
+    for path, got in answers.items():
+        assert dict(zip(got.column("k").to_pylist(), got.column("a").to_pylist(), strict=True)) == want, path

@@ -104,6 +104,19 @@ def _nulls_as(values):
     return [pc.cast(v, target) if pa.types.is_null(v.type) or _temporal(target) else v for v in values]
 
 
+def _greatest(values):
+    """DuckDB's ``greatest``: NaN is larger than every number (Arrow's maximum passes over NaN)."""
+    top = pc.max_element_wise(*values, skip_nulls=True)
+    if not pa.types.is_floating(top.type):
+        return top
+    nan = None
+    for v in values:
+        if pa.types.is_floating(v.type):
+            v_nan = pc.fill_null(pc.is_nan(v), False)
+            nan = v_nan if nan is None else pc.or_(nan, v_nan)
+    return top if nan is None else pc.if_else(nan, pa.scalar(float("nan"), top.type), top)
+
+
 def const_scalar(value) -> pa.Scalar:
     """A SQL literal's Arrow scalar: integers are BIGINT, reals DOUBLE, NULL of the null type."""
     if value is None:
@@ -567,7 +580,7 @@ _FUNCS = (
         "part": _part,
         "date": _date,
         # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
-        "greatest": lambda ev, node: pc.max_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
+        "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node))),
         "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
         "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero

@@ -122,7 +122,10 @@ def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
     error it always did).
 
     The filter is pushed into the scan only where it sees the types it would after the times are
-    normalised (or ``filter_any_types``: Parquet, filtered at read as before).
+    normalised (or ``filter_any_types``: Parquet, filtered at read as before), and never over a file
+    with floating-point columns: Parquet's statistics leave NaN out, and the scanner takes a row
+    group whose minimum equals its maximum for a constant, so NaN rows vanish from ``is_nan(f)`` and
+    from SQL's ``f > 0`` (NaN is the largest number in DuckDB). Such tables are filtered as read.
     """
     import pyarrow.dataset as ds  # only here: it imports pandas (about half a second)
     import pyarrow.fs as pafs
@@ -134,8 +137,10 @@ def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
             dataset = ds.FileSystemDataset([fragment], fragment.physical_schema, file_format)
         else:  # a local file (never taken for a URI)
             dataset = ds.dataset(os.path.abspath(source), format=file_format, filesystem=pafs.LocalFileSystem())
-        push = predicate is not None and (
-            filter_any_types or not any(_needs_normalising(t) for t in dataset.schema.types)
+        push = (
+            predicate is not None
+            and (filter_any_types or not any(_needs_normalising(t) for t in dataset.schema.types))
+            and not any(pa.types.is_floating(t) for t in dataset.schema.types)
         )
         table = dataset.to_table(columns=columns, filter=predicate if push else None)
     except (pa.ArrowException, OSError):
@@ -530,7 +535,7 @@ def read_file(
             elif fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                table = pq.read_table(source, columns=columns, filters=predicate)
+                table = pq.read_table(source, columns=columns)  # filtered below (statistics drop NaN)
             else:
                 import pyarrow.ipc as ipc
 
@@ -556,7 +561,7 @@ def read_file(
     if got.table.num_columns == 0 and columns is None:
         raise InputError(f"{path}: the file has no columns (is it empty?)")
     got.table = _normalise_times(got.table)
-    if predicate is not None and not filtered and fmt != "parquet":
+    if predicate is not None and not filtered:
         got.table = got.table.filter(predicate)
     return got
 

@@ -22,6 +22,7 @@ anything else on the stream engine.
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -222,6 +223,22 @@ def _int_sums(codes: np.ndarray, size: int, values: np.ndarray, rows: np.ndarray
     return [t - (int(c) << 64) for t, c in zip(total, negative, strict=True)]
 
 
+def _float_exact(arg: _Argument) -> bool:
+    """Whether float sums of the integer argument are exact (every partial sum below 2**53)."""
+    col = arg.col
+    if pa.types.is_boolean(col.type) or len(col) == col.null_count:
+        return True
+    low, high = pc.min_max(col).values()
+    return max(abs(low.as_py()), abs(high.as_py())) * len(col) < 2**53
+
+
+def _ordered_int_sums(arg: _Argument, codes: np.ndarray, size: int, rows: np.ndarray, order) -> list[int]:
+    """Exact sums of an integer argument's valid values, one per group in ``order``."""
+    ok, vals = arg.valid(), arg.ints()
+    totals = _int_sums(codes, size, vals, rows) if ok is None else _int_sums(codes[ok], size, vals[ok])
+    return [totals[g] for g in order]
+
+
 _FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
@@ -309,13 +326,7 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
         if function == "count_not_null":
             out[name] = pa.array(valid, pa.int64())
         elif function == "sum" and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
-            ok = arg.valid()
-            vals = arg.ints()
-            if ok is None:
-                totals = _int_sums(codes, size, vals, rows)
-            else:
-                totals = _int_sums(codes[ok], size, vals[ok])
-            exact = [totals[g] for g in order]
+            exact = _ordered_int_sums(arg, codes, size, rows, order)
             for s in exact:
                 if not -(2**63) <= s < 2**63:
                     from ..ops.aggregate.functions import SumOverflowError  # the engine's error (loads numba)
@@ -327,6 +338,11 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
             out[name] = pa.array(np.array(exact, np.int64), mask=mask)
         elif function == "sum":
             out[name] = pa.array(float_sum(arg)[order], mask=mask)
+        elif function == "average" and (pa.types.is_integer(t) or pa.types.is_boolean(t)) and not _float_exact(arg):
+            # the exact sum over the count (DuckDB's HUGEINT sum): float sums lose digits past 2**53
+            exact = _ordered_int_sums(arg, codes, size, rows, order)
+            averages = [s / int(n) if n else math.nan for s, n in zip(exact, valid, strict=True)]
+            out[name] = pa.array(np.array(averages, np.float64), mask=mask)
         elif function == "average":
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[name] = pa.array(float_sum(arg)[order] / valid, mask=mask)

@@ -31,6 +31,20 @@ def _check_int_sum(name: str, fn: AggregateFunction, wrapped: np.ndarray, approx
         )
 
 
+def exact_int_average(wrapped: np.ndarray, approx: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Integer averages from exact sums: ``wrapped`` (int64 sums, wrapping) plus the multiple of
+    2**64 that ``approx`` (the float sums) says they wrapped by, divided by ``count`` (0: NaN, masked
+    by the caller). Where a sum needs more than 53 bits the quotient is Python's correctly rounded
+    ``int / int`` (as DuckDB divides its HUGEINT sum); elsewhere one numpy division, exact already."""
+    out = np.full(len(wrapped), np.nan)
+    has = count > 0
+    out[has] = wrapped[has].astype(np.float64) / count[has]
+    wraps = np.rint((approx - wrapped.astype(np.float64)) / 2.0**64)
+    for i in np.flatnonzero(has & ((np.abs(wrapped) >= 2**53) | (wraps != 0))):
+        out[i] = (int(wrapped[i]) + int(wraps[i]) * 2**64) / int(count[i])
+    return out
+
+
 class CompiledEngine(_Engine):
     """Numeric built-ins: running sums and sorted multisets in numba kernels (a variant subclass gives the
     sweep kernel and its endpoint queue's upkeep)."""
@@ -87,7 +101,8 @@ class CompiledEngine(_Engine):
                 self.plan.append((name, fn, {"ms": len(self.ms_slots) - 1, "valid": valid, "arg": a}))
                 continue
             parts = {"valid": valid}
-            if fn.kind in ("sum",) and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
+            # an integer AVG divides the exact sum too (DuckDB's HUGEINT sum): floats lose the low digits past 2**53
+            if fn.kind in ("sum", "average") and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
                 parts["isum"] = self._slot(self.int_slots, ("value", a))
                 # the same sum in floats: an int64 sum that wrapped is 2**64 away from it (never silently wrong)
                 parts["fsum"] = self._slot(self.flt_slots, ("value", a))
@@ -250,6 +265,8 @@ class CompiledEngine(_Engine):
                 if "isum" in parts:
                     _check_int_sum(name, fn, vals, of[:, parts["fsum"]])
                 cols[name] = pa.array(vals, mask=none)
+            elif kind == "average" and "isum" in parts:
+                cols[name] = pa.array(exact_int_average(oi[:, parts["isum"]], of[:, parts["fsum"]], valid), mask=none)
             elif kind == "average":
                 with np.errstate(invalid="ignore", divide="ignore"):
                     cols[name] = pa.array(of[:, parts["fsum"]] / valid, mask=none)
