@@ -2,6 +2,10 @@ import os
 
 from hypothesis import settings
 
-settings.register_profile("ci", max_examples=60, deadline=None)
+# "ci" (the default) draws the same examples every run, so a red CI names a defect that anyone can
+# reproduce, not a draw; "explore" draws new ones each run and more of them: run it to hunt for bugs
+# (what it finds becomes a fixed test), e.g. HYPOTHESIS_PROFILE=explore pytest tests/sql
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True)
+settings.register_profile("explore", max_examples=400, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
