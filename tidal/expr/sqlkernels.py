@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlmore import FUNCS as MORE_FUNCS
-from .sqlmore import _date, _epoch, _round, _to_decimal, as_text, float_text, text_to_time, time_to_text
+from .sqlmore import _date, _epoch, _greatest, _round, _to_decimal, as_text, float_text, text_to_time, time_to_text
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
 
@@ -102,19 +102,6 @@ def _nulls_as(values):
     if _temporal(target):
         target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
     return [pc.cast(v, target) if pa.types.is_null(v.type) or _temporal(target) else v for v in values]
-
-
-def _greatest(values):
-    """DuckDB's ``greatest``: NaN is larger than every number (Arrow's maximum passes over NaN)."""
-    top = pc.max_element_wise(*values, skip_nulls=True)
-    if not pa.types.is_floating(top.type):
-        return top
-    nan = None
-    for v in values:
-        if pa.types.is_floating(v.type):
-            v_nan = pc.fill_null(pc.is_nan(v), False)
-            nan = v_nan if nan is None else pc.or_(nan, v_nan)
-    return top if nan is None else pc.if_else(nan, pa.scalar(float("nan"), top.type), top)
 
 
 def const_scalar(value) -> pa.Scalar:

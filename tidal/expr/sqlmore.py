@@ -323,3 +323,16 @@ def _date(ev, node):
     if pa.types.is_timestamp(v.type):
         return pc.cast(pc.floor_temporal(v, unit="day"), pa.date32())
     return pc.cast(v, pa.date32())
+
+
+def _greatest(values):
+    """DuckDB's ``greatest``: NaN is larger than every number (Arrow's maximum passes over NaN)."""
+    top = pc.max_element_wise(*values, skip_nulls=True)
+    if not pa.types.is_floating(top.type):
+        return top
+    nan = None
+    for v in values:
+        if pa.types.is_floating(v.type):
+            v_nan = pc.fill_null(pc.is_nan(v), False)
+            nan = v_nan if nan is None else pc.or_(nan, v_nan)
+    return top if nan is None else pc.if_else(nan, pa.scalar(float("nan"), top.type), top)

@@ -1,14 +1,12 @@
 """File sources: CSV, TSV, JSON lines, Parquet and Arrow IPC, chosen by extension.
 
-Parquet is read with ``pyarrow.parquet`` (by ``pyarrow.dataset`` when a filter is pushed down; imported only then: it
-imports pandas), Arrow IPC by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv``/``pyarrow.json``, which infer
-types (JSON dates as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` (any extension after ``stdin.``) read
-standard input. Times are normalised to microseconds (``timestamp[us]``), tidal's SQL time unit. CSV's compiled scans
-(:mod:`.csvscan`, numba) load with the first CSV read only. Malformed CSV rows (wrong number of fields) stop the read
-with an error naming the file, line and column, unless ``on_error="skip"``: then they are skipped and counted in
-:attr:`FileRead.skipped`. Nothing is dropped silently. Pushdown: ``columns`` limits the columns read (CSV, JSON,
-Parquet, IPC); ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan (Parquet row groups are skipped
-by their statistics); for JSON, and where times must be normalised first, it filters the table as it is read.
+Parquet is read with ``pyarrow.parquet`` (by ``pyarrow.dataset``, which imports pandas, when a filter is pushed down),
+Arrow IPC by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv``/``pyarrow.json``, which infer types (JSON dates
+as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` read standard input. Times are normalised to
+microseconds, tidal's SQL time unit. CSV's compiled scans (:mod:`.csvscan`, numba) load with the first CSV read only.
+Malformed CSV rows stop the read with an error naming the file, line and column, unless ``on_error="skip"``: then they
+are skipped and counted in :attr:`FileRead.skipped`; nothing is dropped silently. Pushdown: ``columns`` limits the
+columns read; ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan or the table as read.
 """
 
 from __future__ import annotations
@@ -121,11 +119,9 @@ def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
     None when the scanner cannot read it: then the format's own reader reads it (or raises the
     error it always did).
 
-    The filter is pushed into the scan only where it sees the types it would after the times are
-    normalised (or ``filter_any_types``: Parquet, filtered at read as before), and never over a file
-    with floating-point columns: Parquet's statistics leave NaN out, and the scanner takes a row
-    group whose minimum equals its maximum for a constant, so NaN rows vanish from ``is_nan(f)`` and
-    from SQL's ``f > 0`` (NaN is the largest number in DuckDB). Such tables are filtered as read.
+    The filter is pushed only where it sees the types it would after the times are normalised (or
+    ``filter_any_types``: Parquet), never over float columns: Parquet's statistics leave NaN out, and
+    the scanner took a row group of NaN and -inf for the constant -inf (NaN > 0 is true in DuckDB).
     """
     import pyarrow.dataset as ds  # only here: it imports pandas (about half a second)
     import pyarrow.fs as pafs
@@ -137,11 +133,9 @@ def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
             dataset = ds.FileSystemDataset([fragment], fragment.physical_schema, file_format)
         else:  # a local file (never taken for a URI)
             dataset = ds.dataset(os.path.abspath(source), format=file_format, filesystem=pafs.LocalFileSystem())
-        push = (
-            predicate is not None
-            and (filter_any_types or not any(_needs_normalising(t) for t in dataset.schema.types))
-            and not any(pa.types.is_floating(t) for t in dataset.schema.types)
-        )
+        types = dataset.schema.types
+        push = predicate is not None and not any(pa.types.is_floating(t) for t in types)
+        push = push and (filter_any_types or not any(_needs_normalising(t) for t in types))
         table = dataset.to_table(columns=columns, filter=predicate if push else None)
     except (pa.ArrowException, OSError):
         return None
