@@ -80,6 +80,8 @@ class Groups:
 
     def __init__(self, codes: np.ndarray, size: int, order: np.ndarray, keys: list[pa.Array]):
         self.codes, self.size, self.order, self.keys = codes, size, order, keys
+        self.rows: np.ndarray | None = None  # rows per code, when the grouping pass counted them
+        self.sums: dict[int, np.ndarray] = {}  # id(argument) -> its row-order float sums, likewise
 
 
 def no_keys(rows: int) -> Groups:
@@ -149,6 +151,57 @@ def group_ids(columns: list[pa.Array]) -> Groups:
         rest //= k
     keys.reverse()
     return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
+
+
+def _fused_key(col: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """``(int64 bits, the same memory as float64, is_float)`` of a key column the compiled grouping
+    pass takes (floats, integers, times), or None."""
+    t = col.type
+    if pa.types.is_floating(t):
+        if not pa.types.is_float64(t):
+            col = col.cast(pa.float64())
+        is_float = True
+    elif _int_like(t):
+        col = _as_int64(col)
+        is_float = False
+    else:
+        return None
+    data = col.buffers()[1]
+    bits = np.frombuffer(data, np.int64, count=len(col) + col.offset)[col.offset :] if data else np.zeros(0, np.int64)
+    return bits, bits.view(np.float64), is_float
+
+
+def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None]]) -> tuple[Groups, dict]:
+    """``(groups, {output: column})``: :func:`group_ids` then :func:`aggregate`, or, where numba is
+    loaded and there is one numeric key, the group ids, row counts and the first float SUM/AVG in
+    one compiled pass (:func:`.hashagg_jit.key_groups`): the same groups, order, keys and bits."""
+    jit = _jit()
+    fused = _fused_key(columns[0]) if jit is not None and len(columns) == 1 and len(columns[0]) else None
+    if fused is None:
+        groups = group_ids(columns)
+        return groups, aggregate(groups, calls)
+    key = columns[0]
+    first_sum = _first_float_sum(calls)
+    args: dict[int, _Argument] = {}
+    weights = arg = None
+    if first_sum is not None:
+        arg = args.setdefault(id(first_sum), _Argument(first_sum))
+        weights = arg.floats() if arg.valid() is None else None
+    validity = key.buffers()[0] if key.null_count else None
+    bitmap = np.frombuffer(validity, np.uint8) if validity is not None else np.zeros(1, np.uint8)
+    bits, floats, is_float = fused
+    # the row codes are written only for the aggregates that read them (not COUNT(*) nor this sum's)
+    done = ("count",) if weights is None else ("count", "sum", "average")
+    want_codes = any(f not in done or (f != "count" and c is not first_sum) for _, f, c in calls)
+    codes, size, first, rows, sums = jit.key_groups(
+        bits, floats, is_float, bitmap, key.offset, validity is not None,
+        weights if weights is not None else np.zeros(1), weights is not None, want_codes,
+    )  # fmt: skip
+    groups = Groups(codes if want_codes else None, int(size), np.arange(size, dtype=np.int64), [key.take(pa.array(first))])
+    groups.rows = rows
+    if weights is not None:
+        groups.sums[id(arg)] = sums  # as aggregate() keys its sums: by the argument's _Argument
+    return groups, aggregate(groups, calls, args)
 
 
 def _first_float_sum(calls) -> pa.Array | None:
@@ -279,16 +332,21 @@ def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
     return np.bincount(codes, weights=weights, minlength=size)
 
 
-def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> dict[str, pa.Array]:
+def aggregate(
+    groups: Groups, calls: list[tuple[str, str, pa.Array | None]], args: dict | None = None
+) -> dict[str, pa.Array]:
     """``{output: column}`` for ``(output, function, argument column)`` calls, one row per group in
-    ``groups.order``."""
-    codes, size, order = groups.codes, groups.size, groups.order
+    ``groups.order`` (``args``: the :class:`_Argument` of a column by its id, where made already)."""
+    codes, size, order = groups.codes, groups.size, groups.order  # codes None: the grouping pass did all
     jit = _jit()
-    first_sum = _first_float_sum(calls) if jit is not None and groups.keys and len(codes) else None
-    args: dict[int, _Argument] = {}
-    sums: dict[tuple, np.ndarray] = {}
+    done = groups.rows is not None
+    first_sum = _first_float_sum(calls) if not done and jit is not None and groups.keys and len(codes) else None
+    args = {} if args is None else args
+    sums: dict[tuple, np.ndarray] = {("sum", k): v for k, v in groups.sums.items()}
     out = {}
-    if first_sum is not None and (arg := args.setdefault(id(first_sum), _Argument(first_sum))).valid() is None:
+    if done:
+        rows = groups.rows
+    elif first_sum is not None and (arg := args.setdefault(id(first_sum), _Argument(first_sum))).valid() is None:
         # the rows and the first float sum (AVG's) in one compiled pass
         rows, sums[("sum", id(arg))] = jit.counts_and_sums(codes, size, arg.floats())
     elif groups.keys or not len(codes):
