@@ -197,7 +197,8 @@ def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None
         bits, floats, is_float, bitmap, key.offset, validity is not None,
         weights if weights is not None else np.zeros(1), weights is not None, want_codes,
     )  # fmt: skip
-    groups = Groups(codes if want_codes else None, int(size), np.arange(size, dtype=np.int64), [key.take(pa.array(first))])
+    order = np.arange(size, dtype=np.int64)
+    groups = Groups(codes if want_codes else None, int(size), order, [key.take(pa.array(first))])
     groups.rows = rows
     if weights is not None:
         groups.sums[id(arg)] = sums  # as aggregate() keys its sums: by the argument's _Argument

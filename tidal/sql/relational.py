@@ -154,8 +154,9 @@ class _Runner:
         self.zeros = zeros  # this table's (a Project above replaces the set: it may reuse a name)
         # a bare column of its own type is that column (a rename): taken as it is, not evaluated
         types = dict(zip(node.input.names, node.input.types, strict=True))
-        bare = {n: e.name for n, e, t in zip(names, (e for _, e in node.exprs), node.types, strict=True)
-                if _bare(e) and e.name in table.column_names and types.get(e.name) == t == table.column(e.name).type}  # fmt: skip
+        have = dict(zip(table.column_names, table.schema.types, strict=True))
+        bare = {n: e.name for (n, e), t in zip(node.exprs, node.types, strict=True)
+                if _bare(e) and e.name in have and types.get(e.name) == t == have[e.name]}  # fmt: skip
         exprs = tuple((n, e) for n, e in node.exprs if n not in zeros and n not in bare)
         cols = {n: pa.array(np.zeros(table.num_rows, np.int64)) for n in zeros - unmade}
         cols.update((n, table.column(c)) for n, c in bare.items())
