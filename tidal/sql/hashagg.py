@@ -104,7 +104,7 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
     by first appearance). One hash pass in Arrow: its dictionary lists values by first appearance."""
     enc = pc.dictionary_encode(col, null_encoding="encode")
     dictionary = enc.dictionary
-    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False)).astype(np.intp)  # numpy's index type, once
     size = len(dictionary)
     order = np.arange(size, dtype=np.int64)
     if pa.types.is_floating(col.type) and size:
@@ -125,7 +125,7 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
 def _dense(combined: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense codes of int64 values by first appearance, and the value of each code."""
     enc = pc.dictionary_encode(pa.array(combined, pa.int64()))
-    return np.asarray(enc.indices.to_numpy()), np.asarray(enc.dictionary.to_numpy())
+    return np.asarray(enc.indices.to_numpy()).astype(np.intp), np.asarray(enc.dictionary.to_numpy())
 
 
 def group_ids(columns: list[pa.Array]) -> Groups:
@@ -330,7 +330,12 @@ def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
         if weights is None:
             return jit.counts(codes, size)
         return jit.sums(codes, size, np.ascontiguousarray(weights, np.float64))
-    return np.bincount(codes, weights=weights, minlength=size)
+    if weights is None or not len(codes):
+        return np.bincount(codes, weights=weights, minlength=size)
+    # np.add.at adds in row order from 0.0, as bincount does (the same bits), in fewer passes
+    out = np.zeros(size, np.float64)
+    np.add.at(out, codes, np.asarray(weights, np.float64))
+    return out
 
 
 def aggregate(

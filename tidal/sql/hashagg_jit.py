@@ -52,12 +52,15 @@ def _slot(key, mask):
 
 
 @numba.njit(cache=True, nogil=True)
-def _rehash(group_keys, groups, cap):
-    """A hash table of ``cap`` slots holding the ``groups`` keys so far."""
+def _rehash(group_keys, groups, cap, null_group, nan_group):
+    """A hash table of ``cap`` slots holding the keys of the ``groups`` so far (the null and NaN groups
+    are not in the table: their ``group_keys`` are not keys)."""
     keys = np.zeros(cap, np.int64)
     ids = np.full(cap, _EMPTY, np.int64)
     mask = cap - 1
     for g in range(groups):
+        if g == null_group or g == nan_group:
+            continue
         slot = _slot(group_keys[g], mask)
         while ids[slot] != _EMPTY:
             slot = (slot + 1) & mask
@@ -144,7 +147,7 @@ def key_groups(bits, floats, is_float, validity, offset, has_validity, weights, 
     group_keys = np.zeros(room, np.int64)
     counts = np.zeros(room, np.int64)
     sums = np.zeros(room, np.float64)
-    table_keys, table_ids = _rehash(group_keys, 0, 4 * room)
+    table_keys, table_ids = _rehash(group_keys, 0, 4 * room, -1, -1)
     state = np.array([0, -1, -1], np.int64)
     i = 0
     while True:
@@ -158,6 +161,6 @@ def key_groups(bits, floats, is_float, validity, offset, has_validity, weights, 
             first, group_keys = _longer(first, room), _longer(group_keys, room)
             counts, sums = _longer(counts, room), _longer(sums, room)
         if 2 * (groups + 1) > len(table_keys):
-            table_keys, table_ids = _rehash(group_keys, groups, 2 * len(table_keys))
+            table_keys, table_ids = _rehash(group_keys, groups, 2 * len(table_keys), state[1], state[2])
     groups = state[0]
     return codes, groups, first[:groups].copy(), counts[:groups].copy(), sums[:groups].copy()
