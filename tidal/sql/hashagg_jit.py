@@ -102,9 +102,8 @@ def _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, h
                 first[g] = i
                 groups += 1
         else:
-            key = bits[i]
-            if is_float and floats[i] == 0.0:
-                key = 0  # -0.0 is 0.0
+            f = floats[i]
+            key = 0 if is_float and f == 0.0 else bits[i]  # -0.0 is 0.0
             slot = _slot(key, mask)
             while True:
                 g = table_ids[slot]
