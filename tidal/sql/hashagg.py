@@ -29,6 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.arrow import from_numpy
+
 FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
 
 
@@ -111,7 +113,7 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
         # one group per value: -0.0 joins 0.0 and every NaN one NaN (Arrow hashes their bits apart);
         # the group's key is its earliest entry's (the first row's value)
         valid = np.flatnonzero(np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False)))
-        f = np.asarray(dictionary.cast(pa.float64()).take(pa.array(valid)).to_numpy(zero_copy_only=False)) + 0.0
+        f = np.asarray(dictionary.cast(pa.float64()).take(from_numpy(valid)).to_numpy(zero_copy_only=False)) + 0.0
         bits = np.where(np.isnan(f), np.float64("nan"), f).view(np.int64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
         if len(first) < len(valid):
@@ -124,7 +126,7 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
 
 def _dense(combined: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense codes of int64 values by first appearance, and the value of each code."""
-    enc = pc.dictionary_encode(pa.array(combined, pa.int64()))
+    enc = pc.dictionary_encode(from_numpy(combined, pa.int64()))
     return np.asarray(enc.indices.to_numpy()).astype(np.intp), np.asarray(enc.dictionary.to_numpy())
 
 
@@ -135,7 +137,7 @@ def group_ids(columns: list[pa.Array]) -> Groups:
     parts = [_column_codes(c) for c in columns]
     if len(parts) == 1:
         codes, size, keys, order = parts[0]
-        return Groups(codes, size, order, [keys.take(pa.array(order))])
+        return Groups(codes, size, order, [keys.take(from_numpy(order))])
     combined, size = parts[0][0].astype(np.int64), parts[0][1]
     for codes, k, _, _ in parts[1:]:
         if size * k >= 1 << 62:  # compact the codes so far before they outgrow int64 (order is kept)
@@ -147,7 +149,7 @@ def group_ids(columns: list[pa.Array]) -> Groups:
     keys = []
     rest = group_codes.copy()
     for _, k, values, _ in reversed(parts):  # peel each column's code off the combined one, last first
-        keys.append(values.take(pa.array(rest % k)))
+        keys.append(values.take(from_numpy(rest % k)))
         rest //= k
     keys.reverse()
     return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
@@ -198,7 +200,7 @@ def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None
         weights if weights is not None else np.zeros(1), weights is not None, want_codes,
     )  # fmt: skip
     order = np.arange(size, dtype=np.int64)
-    groups = Groups(codes if want_codes else None, int(size), order, [key.take(pa.array(first))])
+    groups = Groups(codes if want_codes else None, int(size), order, [key.take(from_numpy(first))])
     groups.rows = rows
     if weights is not None:
         groups.sums[id(arg)] = sums  # as aggregate() keys its sums: by the argument's _Argument
@@ -380,7 +382,7 @@ def aggregate(
 
     for name, function, col in calls:
         if function == "count":
-            out[name] = pa.array(rows[order], pa.int64())
+            out[name] = from_numpy(rows[order], pa.int64())
             continue
         arg = args.setdefault(id(col), _Argument(col))
         valid = counted(arg)[order]
@@ -388,7 +390,7 @@ def aggregate(
         mask = none if none.any() else None
         t = col.type
         if function == "count_not_null":
-            out[name] = pa.array(valid, pa.int64())
+            out[name] = from_numpy(valid, pa.int64())
         elif function == "sum" and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
             exact = _ordered_int_sums(arg, codes, size, rows, order)
             for s in exact:
@@ -399,34 +401,34 @@ def aggregate(
                         f"SUM of an integer column: the sum (about {float(s):.6g}) is out of BIGINT's range; "
                         "integer sums beyond 64 bits (DuckDB's HUGEINT) are not supported"
                     )
-            out[name] = pa.array(np.array(exact, np.int64), mask=mask)
+            out[name] = from_numpy(np.array(exact, np.int64), mask=mask)
         elif function == "sum":
-            out[name] = pa.array(float_sum(arg)[order], mask=mask)
+            out[name] = from_numpy(float_sum(arg)[order], mask=mask)
         elif function == "average" and (pa.types.is_integer(t) or pa.types.is_boolean(t)) and not _float_exact(arg):
             # the exact sum over the count (DuckDB's HUGEINT sum): float sums lose digits past 2**53
             exact = _ordered_int_sums(arg, codes, size, rows, order)
             averages = [s / int(n) if n else math.nan for s, n in zip(exact, valid, strict=True)]
-            out[name] = pa.array(np.array(averages, np.float64), mask=mask)
+            out[name] = from_numpy(np.array(averages, np.float64), mask=mask)
         elif function == "average":
             with np.errstate(invalid="ignore", divide="ignore"):
-                out[name] = pa.array(float_sum(arg)[order] / valid, mask=mask)
+                out[name] = from_numpy(float_sum(arg)[order] / valid, mask=mask)
         elif function in ("variance", "stddev"):
             s, sq = float_sum(arg)[order], float_sum(arg, True)[order]
             with np.errstate(invalid="ignore", divide="ignore"):
                 var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
             few = valid < 2
-            out[name] = pa.array(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
+            out[name] = from_numpy(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
         else:  # min, max
             res = _extreme(function, codes, size, arg, arg.valid(), t)[order]
             res = np.where(none, 0, res)
             if pa.types.is_floating(t):
-                arr = pa.array(np.where(res < 0, res ^ _FLIP, res).view(np.float64), mask=mask).cast(t)
+                arr = from_numpy(np.where(res < 0, res ^ _FLIP, res).view(np.float64), mask=mask).cast(t)
             elif _time_like(t):
-                arr = pa.array(res, mask=mask)
+                arr = from_numpy(res, mask=mask)
                 arr = arr.view(t) if t.bit_width == 64 else arr.cast(pa.int32()).view(t)
             elif pa.types.is_boolean(t):
-                arr = pa.array(res, mask=mask).cast(pa.bool_())
+                arr = from_numpy(res, mask=mask).cast(pa.bool_())
             else:
-                arr = pa.array(res, mask=mask).cast(t)
+                arr = from_numpy(res, mask=mask).cast(t)
             out[name] = arr
     return out

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from ..core.arrow import from_numpy
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from ..io.files import read_file
@@ -126,7 +127,7 @@ class _Runner:
                 return table
             if table.num_columns == 0:
                 return table.slice(0, int(np.count_nonzero(keep)))  # no columns: the row count
-            return table.filter(pa.array(keep))
+            return table.filter(from_numpy(keep))
         if isinstance(node, Project):
             needed = {c.name for _, e in node.exprs for c in e.find_all(exp.Column)}
             table = self.run(node.input, needed)
@@ -158,7 +159,7 @@ class _Runner:
         bare = {n: e.name for (n, e), t in zip(node.exprs, node.types, strict=True)
                 if _bare(e) and e.name in have and types.get(e.name) == t == have[e.name]}  # fmt: skip
         exprs = tuple((n, e) for n, e in node.exprs if n not in zeros and n not in bare)
-        cols = {n: pa.array(np.zeros(table.num_rows, np.int64)) for n in zeros - unmade}
+        cols = {n: from_numpy(np.zeros(table.num_rows, np.int64)) for n in zeros - unmade}
         cols.update((n, table.column(c)) for n, c in bare.items())
         if exprs:
             fn = compiled(translate_record(exprs), truth=False, schema=node.input.schema(),
@@ -180,7 +181,7 @@ class _Runner:
         else:
             groups = hashagg.no_keys(table.num_rows)
             out = hashagg.aggregate(groups, calls)
-        out.update((n, pa.array(np.zeros(len(groups.order), np.int64))) for n in zero_sums)
+        out.update((n, from_numpy(np.zeros(len(groups.order), np.int64))) for n in zero_sums)
         names = [*node.keys, *(c.output for c in node.aggs)]
         return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
 
