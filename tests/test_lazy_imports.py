@@ -114,3 +114,24 @@ assert rows == [{"k": None, "n": 1, "a": 2.0}, {"k": -0.0, "n": 2, "a": 3.5}, {"
     engine = code.replace('GROUP BY k",', 'GROUP BY k LIMIT 5",')
     engine = engine.replace("assert rows ==", "assert len(rows) == 3 or")
     assert "numba" in _loaded(engine, cwd=tmp_path)
+
+
+def test_a_grouped_parquet_query_loads_no_numpy_ma_and_collects_garbage_after_planning(tmp_path):
+    """``pyarrow.array(ndarray)`` imports numpy.ma (5% of the start-up): the relational path makes its
+    arrays with tidal.core.arrow instead; ``tidal query`` pauses the garbage collector until planned."""
+    pq.write_table(pa.table({"k": [1.0, None, 1.0, -0.0], "v": [1.0, 2.0, 3.0, 4.0]}), tmp_path / "t.parquet")
+    code = """
+import contextlib, gc, io, json, sys
+from tidal.cli import main as cli, startup
+out = io.StringIO()
+startup.pause()
+assert not gc.isenabled()
+with contextlib.redirect_stdout(out):
+    assert cli.main(["query", "SELECT k, COUNT(*) AS n, AVG(v) AS a FROM 't.parquet' GROUP BY k",
+                     "--format", "batch-json"]) == 0
+assert gc.isenabled()  # collecting again once the query was planned
+rows = [json.loads(line) for line in out.getvalue().splitlines()]
+assert rows == [{"k": 1.0, "n": 2, "a": 2.0}, {"k": None, "n": 1, "a": 2.0}, {"k": -0.0, "n": 1, "a": 4.0}], rows
+assert "numpy.ma" not in sys.modules
+"""
+    assert _loaded(code, tmp_path) == []

@@ -22,6 +22,8 @@ import signal
 import sys
 import time
 
+from tidal.cli import startup
+
 
 def _demo(args) -> int:
     from tidal.cli import demo
@@ -185,6 +187,7 @@ def _query(args) -> int:
         catalog=getattr(args, "catalog", None),
     )
     _sink_columns(q, getattr(args, "columns", None))
+    startup.resume()
     if args.state:
         return _durable(q, fmt, args)
     if args.output and args.output.startswith(("postgresql://", "postgres://")) and not args.state:
@@ -535,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     from tidal.cli.report import show_warnings
 
     show_warnings()
+    if args.run is not _query:  # only a query re-enables it itself, once planned
+        startup.resume()
     try:
         return args.run(args)
     except KeyboardInterrupt as exc:
@@ -564,6 +569,7 @@ def entry() -> None:
     work (atexit handlers, weakref finalizers), flushes its output and ends with `os._exit`.
     """
     status = 1
+    startup.pause()
     try:
         status = main()
     except SystemExit as exc:  # argparse's --help and usage errors

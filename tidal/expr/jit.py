@@ -21,12 +21,10 @@ own cache files the same way. Without a writable cache directory kernels compile
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import math
 import os
 import sys
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +167,8 @@ def cache_dir() -> Path:
 
 
 def _module_name(body: str) -> str:
+    import hashlib  # here, not at import: a query that compiles nothing does not load it
+
     import numba
 
     stamp = f"{body}\n{numba.__version__}\n{sys.version}"
@@ -179,6 +179,8 @@ def _write_once(path: Path, text: str) -> None:
     """Create ``path`` holding ``text`` unless it exists; never exposes a partly written file."""
     if path.exists():
         return
+    import uuid
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.write_text(text)
     try:

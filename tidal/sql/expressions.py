@@ -14,6 +14,7 @@ the failing node, found at plan time by evaluating over empty columns of the inp
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -551,8 +552,13 @@ def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
 
 def output_type(node: exp.Expression, schema: pa.Schema) -> pa.DataType:
     """The Arrow type of ``node`` over ``schema``: evaluates it on empty columns (finds type errors)."""
-    ev = Evaluator({f.name: pa.array([], f.type) for f in schema}, 0)
+    ev = Evaluator({f.name: _empty(f.type) for f in schema}, 0)
     return ev.array(node).type
+
+
+@functools.cache
+def _empty(t: pa.DataType) -> pa.Array:
+    return pa.array([], t)  # made once per type: arrays are immutable
 
 
 def pushable_predicate(node: exp.Expression) -> pc.Expression | None:

@@ -29,6 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.arrow import from_numpy
+
 FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
 
 
@@ -80,6 +82,8 @@ class Groups:
 
     def __init__(self, codes: np.ndarray, size: int, order: np.ndarray, keys: list[pa.Array]):
         self.codes, self.size, self.order, self.keys = codes, size, order, keys
+        self.rows: np.ndarray | None = None  # rows per code, when the grouping pass counted them
+        self.sums: dict[int, np.ndarray] = {}  # id(argument) -> its row-order float sums, likewise
 
 
 def no_keys(rows: int) -> Groups:
@@ -102,14 +106,14 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
     by first appearance). One hash pass in Arrow: its dictionary lists values by first appearance."""
     enc = pc.dictionary_encode(col, null_encoding="encode")
     dictionary = enc.dictionary
-    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False))
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False)).astype(np.intp)  # numpy's index type, once
     size = len(dictionary)
     order = np.arange(size, dtype=np.int64)
     if pa.types.is_floating(col.type) and size:
         # one group per value: -0.0 joins 0.0 and every NaN one NaN (Arrow hashes their bits apart);
         # the group's key is its earliest entry's (the first row's value)
         valid = np.flatnonzero(np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False)))
-        f = np.asarray(dictionary.cast(pa.float64()).take(pa.array(valid)).to_numpy(zero_copy_only=False)) + 0.0
+        f = np.asarray(dictionary.cast(pa.float64()).take(from_numpy(valid)).to_numpy(zero_copy_only=False)) + 0.0
         bits = np.where(np.isnan(f), np.float64("nan"), f).view(np.int64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
         if len(first) < len(valid):
@@ -122,8 +126,8 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
 
 def _dense(combined: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense codes of int64 values by first appearance, and the value of each code."""
-    enc = pc.dictionary_encode(pa.array(combined, pa.int64()))
-    return np.asarray(enc.indices.to_numpy()), np.asarray(enc.dictionary.to_numpy())
+    enc = pc.dictionary_encode(from_numpy(combined, pa.int64()))
+    return np.asarray(enc.indices.to_numpy()).astype(np.intp), np.asarray(enc.dictionary.to_numpy())
 
 
 def group_ids(columns: list[pa.Array]) -> Groups:
@@ -133,7 +137,7 @@ def group_ids(columns: list[pa.Array]) -> Groups:
     parts = [_column_codes(c) for c in columns]
     if len(parts) == 1:
         codes, size, keys, order = parts[0]
-        return Groups(codes, size, order, [keys.take(pa.array(order))])
+        return Groups(codes, size, order, [keys.take(from_numpy(order))])
     combined, size = parts[0][0].astype(np.int64), parts[0][1]
     for codes, k, _, _ in parts[1:]:
         if size * k >= 1 << 62:  # compact the codes so far before they outgrow int64 (order is kept)
@@ -145,10 +149,62 @@ def group_ids(columns: list[pa.Array]) -> Groups:
     keys = []
     rest = group_codes.copy()
     for _, k, values, _ in reversed(parts):  # peel each column's code off the combined one, last first
-        keys.append(values.take(pa.array(rest % k)))
+        keys.append(values.take(from_numpy(rest % k)))
         rest //= k
     keys.reverse()
     return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
+
+
+def _fused_key(col: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """``(int64 bits, the same memory as float64, is_float)`` of a key column the compiled grouping
+    pass takes (floats, integers, times), or None."""
+    t = col.type
+    if pa.types.is_floating(t):
+        if not pa.types.is_float64(t):
+            col = col.cast(pa.float64())
+        is_float = True
+    elif _int_like(t):
+        col = _as_int64(col)
+        is_float = False
+    else:
+        return None
+    data = col.buffers()[1]
+    bits = np.frombuffer(data, np.int64, count=len(col) + col.offset)[col.offset :] if data else np.zeros(0, np.int64)
+    return bits, bits.view(np.float64), is_float
+
+
+def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None]]) -> tuple[Groups, dict]:
+    """``(groups, {output: column})``: :func:`group_ids` then :func:`aggregate`, or, where numba is
+    loaded and there is one numeric key, the group ids, row counts and the first float SUM/AVG in
+    one compiled pass (:func:`.hashagg_jit.key_groups`): the same groups, order, keys and bits."""
+    jit = _jit()
+    fused = _fused_key(columns[0]) if jit is not None and len(columns) == 1 and len(columns[0]) else None
+    if fused is None:
+        groups = group_ids(columns)
+        return groups, aggregate(groups, calls)
+    key = columns[0]
+    first_sum = _first_float_sum(calls)
+    args: dict[int, _Argument] = {}
+    weights = arg = None
+    if first_sum is not None:
+        arg = args.setdefault(id(first_sum), _Argument(first_sum))
+        weights = arg.floats() if arg.valid() is None else None
+    validity = key.buffers()[0] if key.null_count else None
+    bitmap = np.frombuffer(validity, np.uint8) if validity is not None else np.zeros(1, np.uint8)
+    bits, floats, is_float = fused
+    # the row codes are written only for the aggregates that read them (not COUNT(*) nor this sum's)
+    done = ("count",) if weights is None else ("count", "sum", "average")
+    want_codes = any(f not in done or (f != "count" and c is not first_sum) for _, f, c in calls)
+    codes, size, first, rows, sums = jit.key_groups(
+        bits, floats, is_float, bitmap, key.offset, validity is not None,
+        weights if weights is not None else np.zeros(1), weights is not None, want_codes,
+    )  # fmt: skip
+    order = np.arange(size, dtype=np.int64)
+    groups = Groups(codes if want_codes else None, int(size), order, [key.take(from_numpy(first))])
+    groups.rows = rows
+    if weights is not None:
+        groups.sums[id(arg)] = sums  # as aggregate() keys its sums: by the argument's _Argument
+    return groups, aggregate(groups, calls, args)
 
 
 def _first_float_sum(calls) -> pa.Array | None:
@@ -276,19 +332,29 @@ def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
         if weights is None:
             return jit.counts(codes, size)
         return jit.sums(codes, size, np.ascontiguousarray(weights, np.float64))
-    return np.bincount(codes, weights=weights, minlength=size)
+    if weights is None or not len(codes):
+        return np.bincount(codes, weights=weights, minlength=size)
+    # np.add.at adds in row order from 0.0, as bincount does (the same bits), in fewer passes
+    out = np.zeros(size, np.float64)
+    np.add.at(out, codes, np.asarray(weights, np.float64))
+    return out
 
 
-def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> dict[str, pa.Array]:
+def aggregate(
+    groups: Groups, calls: list[tuple[str, str, pa.Array | None]], args: dict | None = None
+) -> dict[str, pa.Array]:
     """``{output: column}`` for ``(output, function, argument column)`` calls, one row per group in
-    ``groups.order``."""
-    codes, size, order = groups.codes, groups.size, groups.order
+    ``groups.order`` (``args``: the :class:`_Argument` of a column by its id, where made already)."""
+    codes, size, order = groups.codes, groups.size, groups.order  # codes None: the grouping pass did all
     jit = _jit()
-    first_sum = _first_float_sum(calls) if jit is not None and groups.keys and len(codes) else None
-    args: dict[int, _Argument] = {}
-    sums: dict[tuple, np.ndarray] = {}
+    done = groups.rows is not None
+    first_sum = _first_float_sum(calls) if not done and jit is not None and groups.keys and len(codes) else None
+    args = {} if args is None else args
+    sums: dict[tuple, np.ndarray] = {("sum", k): v for k, v in groups.sums.items()}
     out = {}
-    if first_sum is not None and (arg := args.setdefault(id(first_sum), _Argument(first_sum))).valid() is None:
+    if done:
+        rows = groups.rows
+    elif first_sum is not None and (arg := args.setdefault(id(first_sum), _Argument(first_sum))).valid() is None:
         # the rows and the first float sum (AVG's) in one compiled pass
         rows, sums[("sum", id(arg))] = jit.counts_and_sums(codes, size, arg.floats())
     elif groups.keys or not len(codes):
@@ -316,7 +382,7 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
 
     for name, function, col in calls:
         if function == "count":
-            out[name] = pa.array(rows[order], pa.int64())
+            out[name] = from_numpy(rows[order], pa.int64())
             continue
         arg = args.setdefault(id(col), _Argument(col))
         valid = counted(arg)[order]
@@ -324,7 +390,7 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
         mask = none if none.any() else None
         t = col.type
         if function == "count_not_null":
-            out[name] = pa.array(valid, pa.int64())
+            out[name] = from_numpy(valid, pa.int64())
         elif function == "sum" and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
             exact = _ordered_int_sums(arg, codes, size, rows, order)
             for s in exact:
@@ -335,34 +401,34 @@ def aggregate(groups: Groups, calls: list[tuple[str, str, pa.Array | None]]) -> 
                         f"SUM of an integer column: the sum (about {float(s):.6g}) is out of BIGINT's range; "
                         "integer sums beyond 64 bits (DuckDB's HUGEINT) are not supported"
                     )
-            out[name] = pa.array(np.array(exact, np.int64), mask=mask)
+            out[name] = from_numpy(np.array(exact, np.int64), mask=mask)
         elif function == "sum":
-            out[name] = pa.array(float_sum(arg)[order], mask=mask)
+            out[name] = from_numpy(float_sum(arg)[order], mask=mask)
         elif function == "average" and (pa.types.is_integer(t) or pa.types.is_boolean(t)) and not _float_exact(arg):
             # the exact sum over the count (DuckDB's HUGEINT sum): float sums lose digits past 2**53
             exact = _ordered_int_sums(arg, codes, size, rows, order)
             averages = [s / int(n) if n else math.nan for s, n in zip(exact, valid, strict=True)]
-            out[name] = pa.array(np.array(averages, np.float64), mask=mask)
+            out[name] = from_numpy(np.array(averages, np.float64), mask=mask)
         elif function == "average":
             with np.errstate(invalid="ignore", divide="ignore"):
-                out[name] = pa.array(float_sum(arg)[order] / valid, mask=mask)
+                out[name] = from_numpy(float_sum(arg)[order] / valid, mask=mask)
         elif function in ("variance", "stddev"):
             s, sq = float_sum(arg)[order], float_sum(arg, True)[order]
             with np.errstate(invalid="ignore", divide="ignore"):
                 var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
             few = valid < 2
-            out[name] = pa.array(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
+            out[name] = from_numpy(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
         else:  # min, max
             res = _extreme(function, codes, size, arg, arg.valid(), t)[order]
             res = np.where(none, 0, res)
             if pa.types.is_floating(t):
-                arr = pa.array(np.where(res < 0, res ^ _FLIP, res).view(np.float64), mask=mask).cast(t)
+                arr = from_numpy(np.where(res < 0, res ^ _FLIP, res).view(np.float64), mask=mask).cast(t)
             elif _time_like(t):
-                arr = pa.array(res, mask=mask)
+                arr = from_numpy(res, mask=mask)
                 arr = arr.view(t) if t.bit_width == 64 else arr.cast(pa.int32()).view(t)
             elif pa.types.is_boolean(t):
-                arr = pa.array(res, mask=mask).cast(pa.bool_())
+                arr = from_numpy(res, mask=mask).cast(pa.bool_())
             else:
-                arr = pa.array(res, mask=mask).cast(t)
+                arr = from_numpy(res, mask=mask).cast(t)
             out[name] = arr
     return out

@@ -36,3 +36,130 @@ def sums(codes, size, weights):
     for i in range(len(codes)):
         out[codes[i]] += weights[i]
     return out
+
+
+_EMPTY = -1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _slot(key, mask):
+    """The first slot of ``key`` (murmur3's 64-bit finaliser: a float's bits hash apart too)."""
+    h = np.uint64(key)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    return np.int64(h & np.uint64(mask))
+
+
+@numba.njit(cache=True, nogil=True)
+def _rehash(group_keys, groups, cap, null_group, nan_group):
+    """A hash table of ``cap`` slots holding the keys of the ``groups`` so far (the null and NaN groups
+    are not in the table: their ``group_keys`` are not keys)."""
+    keys = np.zeros(cap, np.int64)
+    ids = np.full(cap, _EMPTY, np.int64)
+    mask = cap - 1
+    for g in range(groups):
+        if g == null_group or g == nan_group:
+            continue
+        slot = _slot(group_keys[g], mask)
+        while ids[slot] != _EMPTY:
+            slot = (slot + 1) & mask
+        keys[slot] = group_keys[g]
+        ids[slot] = g
+    return keys, ids
+
+
+@numba.njit(cache=True, nogil=True)
+def _longer(a, size):
+    out = np.zeros(size, a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, has_weights, start, state,
+              want_codes, codes, first, group_keys, counts, sums, table_keys, table_ids):  # fmt: skip
+    """Rows from ``start`` on into the groups (``state``: groups so far, the null group, the NaN
+    group); returns the row it stopped before: ``len(bits)``, or where the arrays must grow. No array
+    is reassigned in the loop (numba would count references on every row)."""
+    n = len(bits)
+    mask = len(table_keys) - 1
+    groups, null_group, nan_group = state[0], state[1], state[2]
+    i = start
+    while i < n:
+        if groups == len(first) or 2 * (groups + 1) > len(table_keys):
+            break
+        if has_validity and not (validity[(offset + i) >> 3] >> ((offset + i) & 7)) & 1:
+            g = null_group
+            if g < 0:
+                g = null_group = groups
+                first[g] = i
+                groups += 1
+        elif is_float and floats[i] != floats[i]:
+            g = nan_group
+            if g < 0:
+                g = nan_group = groups
+                first[g] = i
+                groups += 1
+        else:
+            f = floats[i]
+            key = 0 if is_float and f == 0.0 else bits[i]  # -0.0 is 0.0
+            slot = _slot(key, mask)
+            while True:
+                g = table_ids[slot]
+                if g == _EMPTY:
+                    g = groups
+                    table_keys[slot] = key
+                    table_ids[slot] = g
+                    group_keys[g] = key
+                    first[g] = i
+                    groups += 1
+                    break
+                if table_keys[slot] == key:
+                    break
+                slot = (slot + 1) & mask
+        if want_codes:
+            codes[i] = g
+        counts[g] += 1
+        if has_weights:
+            sums[g] += weights[i]
+        i += 1
+    state[0], state[1], state[2] = groups, null_group, nan_group
+    return i
+
+
+@numba.njit(cache=True, nogil=True)
+def key_groups(bits, floats, is_float, validity, offset, has_validity, weights, has_weights, want_codes):
+    """Group ids of one key column in one pass, with each group's row count and (``has_weights``) the
+    row-order sum of ``weights`` (from 0.0, as ``numpy.bincount`` adds).
+
+    ``bits`` are the key's int64 values (a float key's bits: ``floats`` is the same memory as float64);
+    ``validity`` is Arrow's validity bitmap (bit ``offset + i`` for row ``i``) when ``has_validity``.
+    Nulls are one group; for a float key -0.0 is 0.0 and every NaN one NaN. Groups are numbered by
+    first appearance; ``first[g]`` is the first row of group ``g`` (its key is that row's value).
+    Returns ``(codes, groups, first, counts, sums)``, the last three cut to ``groups``; ``codes`` is
+    empty unless ``want_codes``."""
+    n = len(bits)
+    codes = np.empty(n if want_codes else 0, np.int64)
+    room = 1024  # per-group arrays grow by doubling (allocating n of each costs more than the pass)
+    first = np.zeros(room, np.int64)
+    group_keys = np.zeros(room, np.int64)
+    counts = np.zeros(room, np.int64)
+    sums = np.zeros(room, np.float64)
+    table_keys, table_ids = _rehash(group_keys, 0, 4 * room, -1, -1)
+    state = np.array([0, -1, -1], np.int64)
+    i = 0
+    while True:
+        i = _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, has_weights, i, state,
+                      want_codes, codes, first, group_keys, counts, sums, table_keys, table_ids)  # fmt: skip
+        if i == n:
+            break
+        groups = state[0]
+        if groups == room:
+            room *= 2
+            first, group_keys = _longer(first, room), _longer(group_keys, room)
+            counts, sums = _longer(counts, room), _longer(sums, room)
+        if 2 * (groups + 1) > len(table_keys):
+            table_keys, table_ids = _rehash(group_keys, groups, 2 * len(table_keys), state[1], state[2])
+    groups = state[0]
+    return codes, groups, first[:groups].copy(), counts[:groups].copy(), sums[:groups].copy()

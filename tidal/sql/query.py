@@ -18,8 +18,6 @@ import pyarrow as pa
 from ..core.canonical_columnar import payload_ids, sort_order
 from ..core.errors import PlanError
 from ..core.time import INFINITY
-from ..io.egress import CollectSink, changelog_from_table
-from ..ops.topk import order_indices
 from .dialect import SqlSyntaxError, parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
@@ -124,6 +122,8 @@ class SqlQuery:
         if table.num_rows == 0 and _global_aggregate(self.optimized):
             table = _empty_aggregate_row(self.optimized, table.schema)
         if q.order and ordered:
+            from ..ops.topk import order_indices
+
             table = table.take(order_indices(table, q.order))
         if (q.offset or q.limit is not None) and not limited:
             table = table.slice(q.offset, q.limit if q.limit is not None else None)
@@ -175,6 +175,8 @@ class SqlQuery:
 
     def events(self) -> pa.Table:
         """The physical output events (``sync_time``, ``other_time``, payload)."""
+        from ..io.egress import CollectSink
+
         sink = CollectSink(None)
         stream = self.run(sink)
         sink.schema = stream.schema
@@ -212,6 +214,8 @@ class SqlQuery:
         # payload columns by position while the log is built: a result column may be named time or undo
         width = events.num_columns - 2
         events = events.rename_columns([*events.column_names[:2], *(f"__c{i}" for i in range(width))])
+        from ..io.egress import changelog_from_table
+
         log = changelog_from_table(events)
         out = log.select(["time", "undo", *(f"__c{i}" for i in range(width - q.hidden))])
         return out.rename_columns(["time", "undo", *q.output_names])

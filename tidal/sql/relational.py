@@ -17,6 +17,7 @@ the stream engine: :func:`relational_answer` returns None for it before reading 
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from ..core.arrow import from_numpy
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from ..io.files import read_file
@@ -76,6 +78,7 @@ class _Runner:
         self.stats = sql_query.stats
         self.subresults = subresults
         self.labels = sql_query.query.labels
+        self.zeros: set[str] = set()  # columns known to be all zeros (the NaN counts of NaN-free columns)
 
     def _rewrite(self, node: Node):
         """An error message in the user's terms (the column labels are made only for an error)."""
@@ -124,39 +127,61 @@ class _Runner:
                 return table
             if table.num_columns == 0:
                 return table.slice(0, int(np.count_nonzero(keep)))  # no columns: the row count
-            return table.filter(pa.array(keep))
+            return table.filter(from_numpy(keep))
         if isinstance(node, Project):
             needed = {c.name for _, e in node.exprs for c in e.find_all(exp.Column)}
             table = self.run(node.input, needed)
-        else:
-            needed = {*node.keys, *(c.argument for c in node.aggs)} - {None}
-            table = self.run(node.input, needed)
-        if isinstance(node, Project):
             return self.project(node, table)
+        needed = {*node.keys, *(c.argument for c in node.aggs)} - {None}
+        if isinstance(node.input, Project):  # a column only SUM reads need not be made when it is all zeros
+            others = {*node.keys, *(c.argument for c in node.aggs if c.function != "sum")}
+            below = {c.name for _, e in node.input.exprs for c in e.find_all(exp.Column)}
+            table = self.project(node.input, self.run(node.input.input, below), needed - others)
+        else:
+            table = self.run(node.input, needed)
         return self.aggregate(node, table)
 
-    def project(self, node: Project, table: pa.Table) -> pa.Table:
+    def project(self, node: Project, table: pa.Table, unmade: set = frozenset()) -> pa.Table:
+        """``node``'s columns over ``table``; those in ``unmade`` found all zeros are left out (in ``zeros``)."""
         names = [n for n, _ in node.exprs]
+        self.zeros = set()
         if not names:  # no columns (COUNT(*)'s input): the rows still count
             return table.select([])
         # the NaN count the SQL builder adds beside each aggregate of a DOUBLE column (CASE WHEN
         # isnan(x) THEN 1 ELSE 0 END) is all zeros when x holds no NaN: made without evaluating it
         zeros = {n for n, e in node.exprs if table.num_rows and _no_nan(_nan_indicator(e), table)}
-        exprs = tuple((n, e) for n, e in node.exprs if n not in zeros)
-        cols = {n: pa.array(np.zeros(table.num_rows, np.int64)) for n in zeros}
+        if not set(names) - (zeros & unmade):
+            unmade = frozenset()  # a table of no columns would lose its row count
+        self.zeros = zeros  # this table's (a Project above replaces the set: it may reuse a name)
+        # a bare column of its own type is that column (a rename): taken as it is, not evaluated
+        types = dict(zip(node.input.names, node.input.types, strict=True))
+        have = dict(zip(table.column_names, table.schema.types, strict=True))
+        bare = {n: e.name for (n, e), t in zip(node.exprs, node.types, strict=True)
+                if _bare(e) and e.name in have and types.get(e.name) == t == have[e.name]}  # fmt: skip
+        exprs = tuple((n, e) for n, e in node.exprs if n not in zeros and n not in bare)
+        cols = {n: from_numpy(np.zeros(table.num_rows, np.int64)) for n in zeros - unmade}
+        cols.update((n, table.column(c)) for n, c in bare.items())
         if exprs:
             fn = compiled(translate_record(exprs), truth=False, schema=node.input.schema(),
                           subresults=self.subresults, rewrite=self._rewrite(node.input))  # fmt: skip
             batch = _batch(table)
             got = fn.project(batch) if table.num_rows else None
             cols.update(got if got is not None else fn.project_rows(batch))
+        names = [n for n in names if n not in zeros or n not in unmade]
         return pa.table([_array(cols[n]) for n in names], names=names)
 
     def aggregate(self, node: Aggregate, table: pa.Table) -> pa.Table:
-        cols = {n: _array(table.column(n)) for n in {*node.keys, *(c.argument for c in node.aggs)} - {None}}
-        groups = hashagg.group_ids([cols[k] for k in node.keys]) if node.keys else hashagg.no_keys(table.num_rows)
-        calls = [(c.output, c.function, cols.get(c.argument)) for c in node.aggs]
-        out = hashagg.aggregate(groups, calls)
+        cols = {n: _array(table.column(n)) for n in {*node.keys, *(c.argument for c in node.aggs)} - {None}
+                if n in table.column_names}  # fmt: skip
+        # SUM of an all-zeros column (the NaN count of a column without NaN) is 0 in every group
+        zero_sums = {c.output for c in node.aggs if c.function == "sum" and c.argument in self.zeros}
+        calls = [(c.output, c.function, cols.get(c.argument)) for c in node.aggs if c.output not in zero_sums]
+        if node.keys:
+            groups, out = hashagg.grouped([cols[k] for k in node.keys], calls)
+        else:
+            groups = hashagg.no_keys(table.num_rows)
+            out = hashagg.aggregate(groups, calls)
+        out.update((n, from_numpy(np.zeros(len(groups.order), np.int64))) for n in zero_sums)
         names = [*node.keys, *(c.output for c in node.aggs)]
         return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
 
@@ -174,6 +199,11 @@ def _nan_indicator(e: exp.Expression) -> str | None:
     return test.expressions[0].name
 
 
+def _bare(e: exp.Expression) -> bool:
+    """Whether ``e`` is a plain column reference (no table: the plan's physical names are unique)."""
+    return isinstance(e, exp.Column) and not e.table and isinstance(e.this, exp.Identifier)
+
+
 def _literal(e, text: str) -> bool:
     return isinstance(e, exp.Literal) and not e.is_string and e.this == text
 
@@ -181,7 +211,9 @@ def _literal(e, text: str) -> bool:
 def _no_nan(name: str | None, table: pa.Table) -> bool:
     if name is None or name not in table.column_names or not pa.types.is_floating(table.column(name).type):
         return False
-    return not pc.any(pc.is_nan(table.column(name))).as_py()
+    col = table.column(name)
+    total = pc.sum(col).as_py()  # NaN when a value is NaN (or +inf meets -inf: then look at each value)
+    return (total is None or not math.isnan(total)) or not pc.any(pc.is_nan(col)).as_py()
 
 
 def _keep(fn, batch: EventBatch) -> np.ndarray:

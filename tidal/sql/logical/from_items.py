@@ -12,7 +12,6 @@ from sqlglot import exp
 from ...core.errors import PlanError
 from ...io.files import FORMATS as FILE_FORMATS
 from ...io.files import file_format, file_schema, is_stdin
-from ...io.live import LIVE_FORMATS, input_schema
 from ..expressions import Evaluator, SqlTypeError, arrow_type, has_subquery
 from .exprs import (
     FILE_FUNCTIONS,
@@ -285,6 +284,8 @@ class FromItems:
         fmt = file_format(path, fmt)
         if fmt == "tsv" and "sep" not in options:
             options = {**options, "sep": "\t"}
+        if live or is_stdin(path):  # growing inputs (their reader is imported only for them)
+            from ...io.live import LIVE_FORMATS, input_schema
         if not live and is_stdin(path) and fmt in LIVE_FORMATS:
             live = (("kind", "stdin"),)  # standard input is read as it arrives
         if live:

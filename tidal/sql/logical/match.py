@@ -15,16 +15,18 @@ match is a row (a start edge) at the time of its last row.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from ...ops.pattern.conditions import Measure, Ref
-from ...ops.pattern.syntax import parse_pattern, variables
 from ..expressions import SqlTypeError, interval_micros
 from .exprs import _col, _const_int, _transform
 from .nodes import Node, Project, Unary
 from .types import is_condition_type, sql_type_name
+
+if TYPE_CHECKING:
+    from ...ops.pattern.conditions import Measure, Ref
 
 _AGGS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max", exp.Count: "count"}
 _REFUSED = {"NEXT": "NEXT(...)", "CLASSIFIER": "CLASSIFIER()", "MATCH_NUMBER": "MATCH_NUMBER()"}
@@ -75,6 +77,8 @@ class MatchItems:
     """Part of :class:`~.builder.Builder`: ``FROM item MATCH_RECOGNIZE (...)``."""
 
     def match_recognize(self, node: Node, m: exp.MatchRecognize) -> Node:
+        from ...ops.pattern.syntax import parse_pattern, variables  # imported by the queries that use it
+
         rows = m.args.get("rows")
         if rows is not None and rows.name != "ONE ROW PER MATCH":
             raise PlanError(f"MATCH_RECOGNIZE {rows.name} is not supported (only ONE ROW PER MATCH)")
@@ -159,6 +163,8 @@ class MatchItems:
         return None, self.resolve(col, node)
 
     def _define(self, node: Node, var: str, upper: dict, cond: exp.Expression) -> tuple:
+        from ...ops.pattern.conditions import Ref
+
         refs: list[Ref] = []
 
         def ref(r: Ref) -> exp.Expression:
@@ -210,6 +216,8 @@ class MatchItems:
         return var, bound, tuple(refs)
 
     def _measure(self, node: Node, upper: dict, e: exp.Expression, measures: list) -> exp.Expression:
+        from ...ops.pattern.conditions import Measure
+
         def prim(m: Measure) -> exp.Expression:
             for name, known in measures:
                 if known == m:

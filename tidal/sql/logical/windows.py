@@ -7,13 +7,17 @@ call's inputs (arguments, partition and order keys) become columns of a projecti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from ...ops.window_functions import WindowCall, result_type
 from .exprs import _col, _const_int, _transform
 from .nodes import Node, Project, WindowFunctions
+
+if TYPE_CHECKING:
+    from ...ops.window_functions import WindowCall
 
 _RANKING = {
     exp.RowNumber: "row_number",
@@ -138,6 +142,8 @@ class WindowList:
             scope = tuple(node.scope) + tuple((None, n) for n, _ in extra)
             types = tuple(node.types) + tuple(self.check(e, node) for _, e in extra)
             inner = Project(node, exprs, scope=scope, types=types)
+        from ...ops.window_functions import result_type  # imported by the queries that have windows
+
         in_types = dict(zip(inner.names, inner.types, strict=True))
         out_types = []
         for c in calls:
@@ -162,6 +168,8 @@ def _check_argument(call: WindowCall, arg: pa.DataType | None) -> None:
 
 
 def _call(w: exp.Window, column, output: str) -> WindowCall:
+    from ...ops.window_functions import WindowCall
+
     fn = w.this
     if isinstance(fn, exp.IgnoreNulls | exp.RespectNulls):
         raise PlanError(f"IGNORE/RESPECT NULLS in a window function is not supported: {_short(w)}")

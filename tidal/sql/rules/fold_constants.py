@@ -26,7 +26,19 @@ def _contents(tree: exp.Expression) -> dict[int, tuple[bool, bool]]:
     return out
 
 
+_KEPT = (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Interval, exp.DataType)
+
+
+def _foldable(expr: exp.Expression) -> bool:
+    """Whether ``expr`` has a column-free, subquery-free subexpression that is not a constant already
+    (most have none: then it is kept as it is, not copied and compared)."""
+    contents = _contents(expr)
+    return any(not isinstance(n, _KEPT) and contents[id(n)] == (False, False) for n in expr.walk())
+
+
 def _fold(expr: exp.Expression) -> exp.Expression:
+    if not _foldable(expr):
+        return expr
     copied = expr.copy()
     contents = _contents(copied)
 
@@ -55,9 +67,13 @@ def fold_constants(root: Node) -> Node:
             cond = _fold(node.condition)
             if isinstance(cond, exp.Boolean) and cond.this:
                 return node.input
+            if cond is node.condition:
+                return node
             return replace(node, condition=cond) if cond.sql() != node.condition.sql() else node
         if isinstance(node, Project):
             exprs = tuple((n, _fold(e)) for n, e in node.exprs)
+            if all(a is b for (_, a), (_, b) in zip(exprs, node.exprs, strict=True)):
+                return node
             if [e.sql() for _, e in exprs] != [e.sql() for _, e in node.exprs]:
                 return replace(node, exprs=exprs)
         return node
