@@ -1,0 +1,91 @@
+"""A sort whose consumers read no payload (a count): the released events carry their times only, and they
+are the very events, in the very order, that a payload-reading consumer receives.
+
+The reference: the plain event-at-a-time punctuation rule of ``test_reorder_fast_paths`` (an event is late
+below ``late_bounds_model``; the others sorted by (time, arrival))."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tidal
+from tidal.core.batch import EventBatch
+from tidal.core.time import INFINITY
+from tidal.io.disorder import DisorderPolicy
+
+from .test_reorder_fast_paths import Sink, _batch, _expected, _op, batch_sizes, punctuations, streams
+
+
+class CountSink(Sink):
+    """Reads the events' times only, as a count does."""
+
+    reads_payload = False
+
+    def on_batch(self, b: EventBatch) -> None:
+        assert not b.columns, "a consumer that reads no payload was handed columns"
+        assert (np.diff(b.sync) >= 0).all()
+        self.batches.append(b)
+        other = (b.sync + 1 if b.points else b.other).tolist()
+        self.rows.extend(zip(b.sync.tolist(), other, strict=True))
+
+
+def _counted_op(policy: DisorderPolicy, slack: int, counted: set[int]):
+    op, sinks = _op(policy, slack)
+    for j in counted:
+        sinks[j] = CountSink(j)
+    op.downstream[:] = sinks
+    return op, sinks
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    streams(),
+    st.sampled_from([(0,), (5,), (40,), (0, 5, 30)]),
+    punctuations,
+    batch_sizes,
+    st.booleans(),
+    st.sampled_from([0, 65_536]),
+    st.integers(0, 20),
+    st.sampled_from([{0}, {0, 1}, {1, 2}]),
+)
+def test_counted_bands_get_the_reference_events_without_columns(
+    times, latencies, punct, batch_size, points, slack, split, counted
+):
+    policy = DisorderPolicy(latencies, "drop", **punct)
+    counted = {j for j in counted if j < len(latencies)}
+    op, sinks = _counted_op(policy, slack, counted)
+    for b, start in enumerate(range(0, len(times), batch_size)):
+        if b == split:  # checkpoint (a store that keeps no columns) and go on from a fresh operator
+            state = op.snapshot()
+            old = sinks
+            op, sinks = _counted_op(policy, slack, counted)
+            op.restore(state)
+            for s, o in zip(sinks, old, strict=True):
+                s.rows, s.puncts = o.rows, o.puncts
+        op.on_batch(_batch(times[start : start + batch_size], start, points, False))
+    op.on_completed()
+    want, late = _expected(times.tolist(), policy, points, False)
+    for j in range(len(latencies)):
+        expect = [r[:2] for r in want[j]] if j in counted else want[j]
+        assert sinks[j].rows == expect, j
+        assert sinks[j].puncts[-1] == INFINITY
+    assert sorted(sinks[-1].rows, key=lambda r: (r[0], r[2])) == late  # late events keep their columns
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(), st.sampled_from([0, 5, 40]), st.sampled_from(["drop", "adjust"]), st.sampled_from([1, 7, 1000]))
+def test_count_of_a_sorted_stream_equals_its_collected_rows(times, latency, disorder, batch_size):
+    """``count()`` (no payload read) against the rows ``to_arrow()`` collects (every column gathered)."""
+    table = pa.table({"t": times, "v": np.arange(len(times)), "s": [f"r{i}" for i in range(len(times))]})
+
+    def stream():
+        return tidal.from_arrow(table, time="t", disorder=disorder, reorder_latency=latency, batch_size=batch_size)
+
+    collected = stream().to_arrow()
+    want, late = _expected(times.tolist(), DisorderPolicy((latency,), disorder), True, False)
+    if disorder == "drop":
+        assert collected.num_rows == len(want[0])
+    assert stream().count() == collected.num_rows
