@@ -340,3 +340,91 @@ def _fused_kernel(times, ends, puncts, seg, i, late, pool, meta, st, out_t, out_
         written += c
         seg += 1
     return seg, i, written
+
+
+_DIGIT = 11  # bits per radix pass: 2048 buckets
+_MAX_PASSES = 3  # a batch whose times span more than 2**33 is placed into runs instead
+
+
+@nb.njit(cache=True, nogil=True)
+def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
+    """The elements of ``times`` at or above ``wm`` sorted by (time, row id) into ``out_t``/``out_r``
+    (room for all of them; ``tmp_*`` as large): a stable LSD radix sort of the times above their minimum,
+    so equal times keep arrival order, which is row id order. Element ``i`` has row id ``ids[i]``, or
+    ``row0 + i`` when ``ids`` is empty. Returns how many, or -1 (nothing written) when the times span
+    more than ``_MAX_PASSES`` digits."""
+    n = times.shape[0]
+    given = ids.shape[0] > 0
+    lo = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    m = 0
+    ordered = True
+    prev = hi
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            m += 1
+            lo = min(lo, x)
+            hi = max(hi, x)
+            if x < prev:
+                ordered = False
+            prev = x
+    if m == 0:
+        return 0
+    passes = 0
+    span = np.uint64(hi) - np.uint64(lo)
+    while span > 0:
+        passes += 1
+        span >>= np.uint64(_DIGIT)
+    if ordered or passes == 0:
+        j = 0
+        for i in range(n):
+            if times[i] >= wm:
+                out_t[j] = times[i]
+                out_r[j] = ids[i] if given else row0 + i
+                j += 1
+        return m
+    if passes > _MAX_PASSES:
+        return -1
+    size = 1 << _DIGIT
+    mask = np.uint64(size - 1)
+    ulo = np.uint64(lo)
+    hist = np.zeros((passes, size), dtype=np.int64)
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            k = np.uint64(x) - ulo
+            for p in range(passes):
+                hist[p, (k >> np.uint64(p * _DIGIT)) & mask] += 1
+    for p in range(passes):
+        s = 0
+        for b in range(size):
+            c = hist[p, b]
+            hist[p, b] = s
+            s += c
+    # the last pass must land in out_*: alternate between the two buffers backwards from it
+    odd = passes % 2 == 1
+    dst_t = out_t if odd else tmp_t
+    dst_r = out_r if odd else tmp_r
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            b = (np.uint64(x) - ulo) & mask
+            d = hist[0, b]
+            hist[0, b] = d + 1
+            dst_t[d] = x
+            dst_r[d] = ids[i] if given else row0 + i
+    for p in range(1, passes):
+        src_t, src_r = dst_t, dst_r
+        into_out = (passes - p) % 2 == 1
+        dst_t = out_t if into_out else tmp_t
+        dst_r = out_r if into_out else tmp_r
+        shift = np.uint64(p * _DIGIT)
+        for i in range(m):
+            x = src_t[i]
+            b = ((np.uint64(x) - ulo) >> shift) & mask
+            d = hist[p, b]
+            hist[p, b] = d + 1
+            dst_t[d] = x
+            dst_r[d] = src_r[i]
+    return m
