@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-import numba as nb
 import numpy as np
 
 from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
@@ -37,6 +36,7 @@ from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
 from .impatience import ImpatienceSorter
 from .impatience_kernels import _merge2
+from .reorder_kernels import _ingest
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
@@ -244,36 +244,6 @@ class LateTap(Operator):
 
     def restore(self, state: dict) -> None:
         self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
-
-
-@nb.njit(cache=True, nogil=True)
-def _ingest(times, high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late):
-    """One latency ``lat``, a punctuation after every event (never below ``prev``): event ``i`` is late
-    below ``max(prev, high before it - lat)``; an event at or above the high watermark before it is in
-    arrival order (``ord_*``: times, row ids ``first + i``), any other goes to the sorter (``oth_*``);
-    ``late`` gets the late events' positions. Returns the counts and the high watermark after."""
-    floor = MIN_TIME + lat
-    no = 0
-    nu = 0
-    nl = 0
-    for i in range(times.shape[0]):
-        t = times[i]
-        bound = max(high, floor) - lat
-        if bound < prev:
-            bound = prev
-        if t < bound:
-            late[nl] = i
-            nl += 1
-        elif t >= high:
-            ord_t[no] = t
-            ord_r[no] = first + i
-            no += 1
-            high = t
-        else:
-            oth_t[nu] = t
-            oth_r[nu] = first + i
-            nu += 1
-    return no, nu, nl, high
 
 
 def _queued(queue) -> tuple[np.ndarray, np.ndarray]:
