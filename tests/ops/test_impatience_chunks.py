@@ -101,3 +101,33 @@ def test_wide_times_are_placed():
     assert s.num_runs == 1  # one chunk
     t, r = s.punctuate(4)
     assert t.tolist() == [4, 4] and r.tolist() == [6, 7]
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([3, 50, 5_000, 2**40]),
+    st.sampled_from([1, 7, 200]),
+    st.sampled_from([600, 3000]),
+)
+def test_many_runs_released_at_once_match_a_stable_sort(seed, spread, batch, every):
+    """Placed batches building many runs (times drawn from a range, ties everywhere), released a few
+    thousand at a time: the release radix sorts the runs' prefixes (or merges them: one long run, or
+    times too wide) and puts ties in row id order."""
+    rng = np.random.default_rng(seed)
+    n = 6000
+    t = np.arange(n, dtype=np.int64) // 4 * (1 + spread // 1000) + rng.integers(0, spread, n)
+    s = ImpatienceSorter(chunk_min=10**9)
+    got_t, got_r, late = [], [], []
+    for pos in range(0, n, batch):
+        late.append(s.push(t[pos : pos + batch]))
+        if (pos // batch) % max(1, every // batch) == 0:
+            a, b = s.punctuate(int(t[: pos + batch].max()) - spread)
+            got_t.append(a)
+            got_r.append(b)
+    a, b = s.flush_all()
+    late = np.concatenate(late)
+    keep = np.flatnonzero(~late)
+    order = keep[np.lexsort((keep, t[keep]))]
+    np.testing.assert_array_equal(np.concatenate([*got_r, b]), order)
+    np.testing.assert_array_equal(np.concatenate([*got_t, a]), t[order])

@@ -38,6 +38,10 @@ the batch's times (its arrival order is its row id order, so ties stay stable) m
 *chunk* in a few linear passes, where placing a badly disordered batch costs a search per element among
 many runs.  Chunks live beside the runs; a punctuation cuts each chunk's prefix ``<= t`` too, and the
 pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.
+
+A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
+of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
+predict); :func:`~tidal.ops.impatience_kernels._radix_heads` picks by the merge tree's cost.
 """
 
 from __future__ import annotations

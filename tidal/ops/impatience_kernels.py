@@ -220,6 +220,81 @@ def _punctuate_kernel(t, pool, meta, st):
     return out_t, out_r
 
 
+_RADIX_MIN = 512  # released elements from which many runs' prefixes may be radix sorted instead of merged
+_HEAD_DIGIT = 8  # bits per radix pass over released prefixes
+
+
+@nb.njit(cache=True, nogil=True)
+def _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
+    """Sort the runs' released prefixes into ``out_*`` with a radix sort unless merging them is cheaper:
+    the merge tree moves each element about ``log2(total / its prefix's length)`` times, a radix pass
+    once, and a move of the merge costs about three of a radix pass (measured: a merge compares (time,
+    row) with branches it cannot predict, and each merge of the tree allocates). Returns False, touching
+    nothing, when the merge is chosen (one dominant prefix, or times spanning more than 32 bits). The
+    prefixes are read in run order and LSD passes are stable, so equal times come out in run order, which
+    is row id order: a later row with the same time can never sit in an earlier run (that run's tail was
+    above the time when the earlier row was placed, tails only grow, and runs keep their order)."""
+    lo = pool_t[hstart[0]]
+    for i in range(1, nh):
+        lo = min(lo, pool_t[hstart[i]])
+    hi = lo
+    for i in range(nh):
+        hi = max(hi, pool_t[hstart[i] + hlen[i] - 1])
+    passes = 0
+    span = np.uint64(hi) - np.uint64(lo)
+    while span > 0:
+        passes += 1
+        span >>= np.uint64(_HEAD_DIGIT)
+    moves = 0.0  # the merge tree's cost in element moves, about sum(len * log2(total / len))
+    for i in range(nh):
+        moves += hlen[i] * np.log2(total / hlen[i])
+    if passes == 0 or passes > 4 or 3.0 * moves < passes * total:
+        return False
+    size = 1 << _HEAD_DIGIT
+    mask = np.uint64(size - 1)
+    ulo = np.uint64(lo)
+    hist = np.zeros((passes, size), dtype=np.int64)
+    for i in range(nh):
+        s = hstart[i]
+        for j in range(s, s + hlen[i]):
+            key = np.uint64(pool_t[j]) - ulo
+            for p in range(passes):
+                hist[p, (key >> np.uint64(p * _HEAD_DIGIT)) & mask] += 1
+    for p in range(passes):
+        acc = 0
+        for b in range(size):
+            c = hist[p, b]
+            hist[p, b] = acc
+            acc += c
+    # pass p writes into out_* when passes - p is odd, so that the last pass lands there
+    a_t = out_t if passes % 2 == 1 else np.empty(total, dtype=np.int64)
+    a_r = out_r if passes % 2 == 1 else np.empty(total, dtype=np.int64)
+    for i in range(nh):  # pass 0 reads the prefixes in the pool
+        s = hstart[i]
+        for j in range(s, s + hlen[i]):
+            x = pool_t[j]
+            bucket = (np.uint64(x) - ulo) & mask
+            d = hist[0, bucket]
+            hist[0, bucket] = d + 1
+            a_t[d] = x
+            a_r[d] = pool_r[j]
+    if passes > 1:
+        b_t = np.empty(total, dtype=np.int64) if passes % 2 == 1 else out_t
+        b_r = np.empty(total, dtype=np.int64) if passes % 2 == 1 else out_r
+        for p in range(1, passes):
+            src_t, src_r = (a_t, a_r) if p % 2 == 1 else (b_t, b_r)
+            dst_t, dst_r = (b_t, b_r) if p % 2 == 1 else (a_t, a_r)
+            shift = np.uint64(p * _HEAD_DIGIT)
+            for i in range(total):
+                x = src_t[i]
+                bucket = ((np.uint64(x) - ulo) >> shift) & mask
+                d = hist[p, bucket]
+                hist[p, bucket] = d + 1
+                dst_t[d] = x
+                dst_r[d] = src_r[i]
+    return True
+
+
 @nb.njit(cache=True, nogil=True)
 def _release_into(t, pool, meta, st, out_t, out_r):
     """Like ``_punctuate_kernel``, writing the released elements to the front of ``out_t``/``out_r``
@@ -252,6 +327,8 @@ def _release_into(t, pool, meta, st, out_t, out_r):
             out_r[j] = pool_r[s + j]
     elif nh == 2:
         _merge2(pool_t, pool_r, hstart[0], hlen[0], pool_t, pool_r, hstart[1], hlen[1], out_t, out_r)
+    elif total >= _RADIX_MIN and _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
+        pass
     else:
         # ---- Huffman merge: repeatedly merge the two shortest segments --------------------------
         # segment id < nh: head run in the pool; id >= nh: merged array bufs[id - nh]
