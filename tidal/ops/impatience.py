@@ -41,7 +41,8 @@ pieces are merged shortest first.  A batch whose times span more than 2**33 is p
 
 A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
 of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
-predict); :func:`~tidal.ops.impatience_kernels._radix_heads` picks by the merge tree's cost.
+predict); :func:`~tidal.ops.impatience_kernels._radix_heads` picks by the merge tree's cost.  A release
+of at most 128 elements is insertion sorted in place (a merge tree would allocate for each merge).
 """
 
 from __future__ import annotations

@@ -220,7 +220,30 @@ def _punctuate_kernel(t, pool, meta, st):
     return out_t, out_r
 
 
-_RADIX_MIN = 512  # released elements from which many runs' prefixes may be radix sorted instead of merged
+_SMALL_RELEASE = 128  # released elements up to which the prefixes are insertion sorted (no merge tree)
+
+
+@nb.njit(cache=True, nogil=True)
+def _insertion_heads(pool_t, pool_r, hstart, hlen, nh, out_t, out_r):
+    """A few released elements: the runs' prefixes one after the other, then an insertion sort by
+    (time, row id); nothing allocated, where a merge tree allocates for each merge."""
+    k = 0
+    for i in range(nh):
+        s = hstart[i]
+        for j in range(s, s + hlen[i]):
+            x = pool_t[j]
+            r = pool_r[j]
+            q = k - 1
+            while q >= 0 and (out_t[q] > x or (out_t[q] == x and out_r[q] > r)):
+                out_t[q + 1] = out_t[q]
+                out_r[q + 1] = out_r[q]
+                q -= 1
+            out_t[q + 1] = x
+            out_r[q + 1] = r
+            k += 1
+
+
+_RADIX_MIN = 128  # released elements from which many runs' prefixes may be radix sorted instead of merged
 _HEAD_DIGIT = 8  # bits per radix pass over released prefixes
 
 
@@ -327,6 +350,8 @@ def _release_into(t, pool, meta, st, out_t, out_r):
             out_r[j] = pool_r[s + j]
     elif nh == 2:
         _merge2(pool_t, pool_r, hstart[0], hlen[0], pool_t, pool_r, hstart[1], hlen[1], out_t, out_r)
+    elif total <= _SMALL_RELEASE:
+        _insertion_heads(pool_t, pool_r, hstart, hlen, nh, out_t, out_r)
     elif total >= _RADIX_MIN and _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
         pass
     else:
