@@ -1,5 +1,6 @@
 """A sort whose consumers read no payload (a count): the released events carry their times only, and they
-are the very events, in the very order, that a payload-reading consumer receives.
+are the very events, in the very order, that a payload-reading consumer receives. And a sort whose
+Impatience sorters make chunks of the pushed batches (radix sorted, not placed) gives the same output.
 
 The reference: the plain event-at-a-time punctuation rule of ``test_reorder_fast_paths`` (an event is late
 below ``late_bounds_model``; the others sorted by (time, arrival))."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +17,7 @@ import tidal
 from tidal.core.batch import EventBatch
 from tidal.core.time import INFINITY
 from tidal.io.disorder import DisorderPolicy
+from tidal.ops.impatience import ImpatienceSorter
 
 from .test_reorder_fast_paths import Sink, _batch, _expected, _op, batch_sizes, punctuations, streams
 
@@ -89,3 +92,40 @@ def test_count_of_a_sorted_stream_equals_its_collected_rows(times, latency, diso
     if disorder == "drop":
         assert collected.num_rows == len(want[0])
     assert stream().count() == collected.num_rows
+
+
+@pytest.mark.parametrize("latencies", [(0,), (40,), (0, 5, 30)])
+@pytest.mark.parametrize("punct", [{}, {"punctuate_every_events": 10}, {"punctuate_every": 4}])
+@pytest.mark.parametrize("batch_size,split", [(7, 3), (50, 2), (1000, 5)])
+@pytest.mark.parametrize("points", [True, False])
+def test_sorters_making_chunks_give_the_reference_output(latencies, punct, batch_size, split, points):
+    """The sort's Impatience sorters radix sort every pushed batch of 2 or more into a chunk (a batch of
+    8192 out-of-order events does so by default): the output is the reference's, before and after a
+    checkpoint."""
+    rng = np.random.default_rng(batch_size + len(latencies))
+    n = 600
+    times = np.arange(n, dtype=np.int64) // 2 - (rng.random(n) < 0.3) * rng.integers(0, 60, n)
+    policy = DisorderPolicy(latencies, "drop", **punct)
+
+    def make():
+        op, sinks = _op(policy, 65_536)
+        op.sorters = [ImpatienceSorter(chunk_min=2) for _ in op.sorters]
+        return op, sinks
+
+    op, sinks = make()
+    for b, start in enumerate(range(0, len(times), batch_size)):
+        if b == split:
+            state = op.snapshot()
+            old = sinks
+            op, sinks = make()
+            op.restore(state)
+            for sorter in op.sorters:  # (restored sorters take the default chunk size)
+                sorter._chunk_min = 2
+            for s, o in zip(sinks, old, strict=True):
+                s.rows, s.puncts = o.rows, o.puncts
+        op.on_batch(_batch(times[start : start + batch_size], start, points, True))
+    op.on_completed()
+    want, late = _expected(times.tolist(), policy, points, True)
+    for j in range(len(latencies)):
+        assert sinks[j].rows == want[j], j
+    assert sorted(sinks[-1].rows, key=lambda r: (r[0], r[2])) == late
