@@ -35,7 +35,8 @@ per punctuation.
 
 Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: a stable radix sort of
 the batch's times (its arrival order is its row id order, so ties stay stable) makes it one sorted
-*chunk* in a few linear passes, where placing a badly disordered batch costs a search per element among
+*chunk* in a few linear passes (a batch mostly in order: its in-order elements stay, the others are
+radix sorted and merged in), where placing a badly disordered batch costs a search per element among
 many runs.  Chunks live beside the runs; a punctuation cuts each chunk's prefix ``<= t`` too, and the
 pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.
 
@@ -71,6 +72,7 @@ from .impatience_kernels import (
     _punctuate_kernel,
     _push_kernel,
     _radix_chunk,
+    _split_ordered,
 )
 
 INT64_MIN = np.iinfo(np.int64).min
@@ -156,19 +158,33 @@ class ImpatienceSorter:
         return late
 
     def _push_chunk(self, times: np.ndarray, ids: np.ndarray) -> bool:
-        """Radix sort the batch's elements that are not late into a new chunk; False when its times span
-        too widely (nothing done: the caller places it)."""
+        """Sort the batch's elements that are not late into a new chunk; False when their times span too
+        widely for a radix sort (nothing done: the caller places them). The elements at or above every
+        earlier one are in order already: when they are most of the batch, only the others are radix
+        sorted, then merged with them (input that is nearly sorted costs two linear passes)."""
         n = times.shape[0]
         out_t, out_r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        if self._scratch.shape[0] < 2 * n:
-            self._scratch = np.empty(2 * n, dtype=np.int64)
-        m = _radix_chunk(
-            times, self._next_row, ids, self._watermark, out_t, out_r, self._scratch[:n], self._scratch[n : 2 * n]
-        )
-        if m < 0:
-            return False
+        if self._scratch.shape[0] < 6 * n:
+            self._scratch = np.empty(6 * n, dtype=np.int64)
+        oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
+        wm = self._watermark
+        no, nu = _split_ordered(times, self._next_row, ids, wm, out_t, out_r, oth_t, oth_r)
+        if 4 * nu > no + nu:  # much disorder: radix sort the whole batch
+            m = _radix_chunk(times, self._next_row, ids, wm, out_t, out_r, s_t, s_r)
+            if m < 0:
+                return False
+            chunk = (out_t[:m], out_r[:m])
+        elif nu:
+            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
+                return False
+            m = no + nu
+            chunk = (np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
+            _merge2(out_t, out_r, 0, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
+        else:
+            m = no
+            chunk = (out_t[:m], out_r[:m])
         if m:
-            self._chunks.append([out_t[:m], out_r[:m], 0])
+            self._chunks.append([chunk[0], chunk[1], 0])
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += m

@@ -530,3 +530,29 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
             dst_t[d] = x
             dst_r[d] = src_r[i]
     return m
+
+
+@nb.njit(cache=True, nogil=True)
+def _split_ordered(times, row0, ids, wm, ord_t, ord_r, oth_t, oth_r):
+    """The elements of ``times`` at or above ``wm``, split: those at or above every earlier one (in order:
+    already sorted by (time, row id)) into ``ord_*``, the others into ``oth_*``. Row ids as in
+    ``_radix_chunk``. Returns both counts."""
+    given = ids.shape[0] > 0
+    high = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    no = 0
+    nu = 0
+    for i in range(times.shape[0]):
+        x = times[i]
+        if x < wm:
+            continue
+        r = ids[i] if given else row0 + i
+        if x >= high:
+            high = x
+            ord_t[no] = x
+            ord_r[no] = r
+            no += 1
+        else:
+            oth_t[nu] = x
+            oth_r[nu] = r
+            nu += 1
+    return no, nu
