@@ -444,7 +444,7 @@ def _fused_kernel(times, ends, puncts, seg, i, late, pool, meta, st, out_t, out_
     return seg, i, written
 
 
-_DIGIT = 11  # bits per radix pass: 2048 buckets
+_DIGIT = 11  # bits per radix pass at most: 2048 buckets
 _MAX_PASSES = 3  # a batch whose times span more than 2**33 is placed into runs instead
 
 
@@ -473,11 +473,13 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
             prev = x
     if m == 0:
         return 0
-    passes = 0
+    bits = 0
     span = np.uint64(hi) - np.uint64(lo)
     while span > 0:
-        passes += 1
-        span >>= np.uint64(_DIGIT)
+        bits += 1
+        span >>= np.uint64(1)
+    passes = (bits + _DIGIT - 1) // _DIGIT
+    digit = (bits + passes - 1) // passes if passes else 1  # as few buckets as the passes allow
     if ordered or passes == 0:
         j = 0
         for i in range(n):
@@ -488,7 +490,7 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
         return m
     if passes > _MAX_PASSES:
         return -1
-    size = 1 << _DIGIT
+    size = 1 << digit
     mask = np.uint64(size - 1)
     ulo = np.uint64(lo)
     hist = np.zeros((passes, size), dtype=np.int64)
@@ -497,7 +499,7 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
         if x >= wm:
             k = np.uint64(x) - ulo
             for p in range(passes):
-                hist[p, (k >> np.uint64(p * _DIGIT)) & mask] += 1
+                hist[p, (k >> np.uint64(p * digit)) & mask] += 1
     for p in range(passes):
         s = 0
         for b in range(size):
@@ -521,7 +523,7 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
         into_out = (passes - p) % 2 == 1
         dst_t = out_t if into_out else tmp_t
         dst_r = out_r if into_out else tmp_r
-        shift = np.uint64(p * _DIGIT)
+        shift = np.uint64(p * digit)
         for i in range(m):
             x = src_t[i]
             b = ((np.uint64(x) - ulo) >> shift) & mask
