@@ -18,6 +18,7 @@ from tidal.core.batch import EventBatch
 from tidal.core.time import INFINITY
 from tidal.io.disorder import DisorderPolicy
 from tidal.ops.impatience import ImpatienceSorter
+from tidal.ops.reorder import BandTap
 
 from .test_reorder_fast_paths import Sink, _batch, _expected, _op, batch_sizes, punctuations, streams
 
@@ -129,3 +130,25 @@ def test_sorters_making_chunks_give_the_reference_output(latencies, punct, batch
     for j in range(len(latencies)):
         assert sinks[j].rows == want[j], j
     assert sorted(sinks[-1].rows, key=lambda r: (r[0], r[2])) == late
+
+
+def test_a_band_tap_reads_the_payload_as_its_consumers_do():
+    """Each band of a multi-latency sort behind its tap: the counted band keeps no columns, the other
+    band gets the reference's rows with their columns."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    times = np.arange(n, dtype=np.int64) - (rng.random(n) < 0.2) * rng.integers(0, 80, n)
+    policy = DisorderPolicy((5, 40), "drop")
+    op, sinks = _op(policy, 65_536)
+    taps = [BandTap(0), BandTap(1)]
+    counted = CountSink(0)
+    taps[0].downstream.append(counted)
+    taps[1].downstream.append(sinks[1])
+    op.downstream[:] = [*taps, sinks[-1]]
+    assert not taps[0].reads_payload and taps[1].reads_payload
+    for start in range(0, n, 300):
+        op.on_batch(_batch(times[start : start + 300], start, False, True))
+    op.on_completed()
+    want, _ = _expected(times.tolist(), policy, False, True)
+    assert counted.rows == [r[:2] for r in want[0]] and counted.batches
+    assert sinks[1].rows == want[1] and sinks[1].rows

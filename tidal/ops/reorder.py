@@ -211,6 +211,10 @@ class BandTap(PassThrough):
         super().__init__()
         self.band = band
 
+    @property
+    def reads_payload(self) -> bool:  # as its consumers do (a band only counted keeps no columns)
+        return self.payload_read()
+
 
 class LateTap(Operator):
     """Receives late events (original times, arrival order) and emits them sorted at the end."""
