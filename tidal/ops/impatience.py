@@ -32,9 +32,25 @@ contiguous region ``[start, stop)`` with an allocation limit; a full region is r
 the pool with doubled capacity, and a full pool is compacted into a fresh one.  Per-element work (the
 placement loop, cutting and merging) runs in numba-compiled functions; Python only runs per batch and
 per punctuation.
+
+Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: a stable radix sort of
+the batch's times (its arrival order is its row id order, so ties stay stable) makes it one sorted
+*chunk* in a few linear passes (a batch mostly in order: its in-order elements stay, the others are
+radix sorted and merged in), where placing a badly disordered batch costs a search per element among
+many runs.  Chunks live beside the runs; a punctuation cuts each chunk's prefix ``<= t`` too, and the
+pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.  (The
+radix sort is compiled here: numpy's stable argsort of int64 is a comparison sort, timsort, about half
+as fast on such batches.)
+
+A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
+of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
+predict); :func:`~tidal.ops.impatience_kernels._radix_heads` picks by the merge tree's cost.  A release
+of at most 128 elements is insertion sorted in place (a merge tree would allocate for each merge).
 """
 
 from __future__ import annotations
+
+import heapq
 
 import numpy as np
 
@@ -54,12 +70,16 @@ from .impatience_kernels import (
     _WM,
     _compact_pool,
     _fused_kernel,
+    _merge2,
     _punctuate_kernel,
     _push_kernel,
+    _radix_chunk,
+    _split_ordered,
 )
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
+_CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
 # --------------------------------------------------------------------------------------------------
@@ -70,9 +90,20 @@ _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separ
 class ImpatienceSorter:
     """Incremental sorter of int64 times; see the module docstring for the guarantees."""
 
-    __slots__ = ("_pool", "_spare", "_meta", "_st", "_watermark", "_next_row", "_buffered")
+    __slots__ = (
+        "_pool",
+        "_spare",
+        "_meta",
+        "_st",
+        "_watermark",
+        "_next_row",
+        "_buffered",
+        "_chunks",
+        "_chunk_min",
+        "_scratch",
+    )
 
-    def __init__(self, initial_capacity: int = 1024):
+    def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
         cap = max(int(initial_capacity), 64)
         self._pool = np.empty((2, cap), dtype=np.int64)  # row 0: times, row 1: row ids
         self._spare = np.empty((2, 0), dtype=np.int64)
@@ -82,6 +113,9 @@ class ImpatienceSorter:
         self._st[_WM] = self._watermark
         self._next_row = 0
         self._buffered = 0
+        self._chunks: list[list] = []  # [times, row ids, consumed]: sorted by (time, row id)
+        self._chunk_min = max(int(chunk_min), 1)
+        self._scratch = _NO_IDS
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -104,6 +138,8 @@ class ImpatienceSorter:
             ids = _NO_IDS
         elif len(ids) != n or (n and int(ids[0]) < self._next_row):
             raise ValueError("ids must give each element an increasing row id from next_row_id on")
+        if n >= self._chunk_min and self._push_chunk(times, ids):
+            return times < self._watermark
         i = _push_kernel(times, 0, late, self._pool, self._meta, st, ids)
         while st[_NEED] != 0:
             if st[_NEED] < 0:
@@ -122,6 +158,39 @@ class ImpatienceSorter:
         self._next_row = int(st[_ROW0])
         self._buffered += n - int(st[_NLATE])
         return late
+
+    def _push_chunk(self, times: np.ndarray, ids: np.ndarray) -> bool:
+        """Sort the batch's elements that are not late into a new chunk; False when their times span too
+        widely for a radix sort (nothing done: the caller places them). The elements at or above every
+        earlier one are in order already: when they are most of the batch, only the others are radix
+        sorted, then merged with them (input that is nearly sorted costs two linear passes)."""
+        n = times.shape[0]
+        out_t, out_r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        if self._scratch.shape[0] < 6 * n:
+            self._scratch = np.empty(6 * n, dtype=np.int64)
+        oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
+        wm = self._watermark
+        no, nu = _split_ordered(times, self._next_row, ids, wm, out_t, out_r, oth_t, oth_r)
+        if 4 * nu > no + nu:  # much disorder: radix sort the whole batch
+            m = _radix_chunk(times, self._next_row, ids, wm, out_t, out_r, s_t, s_r)
+            if m < 0:
+                return False
+            chunk = (out_t[:m], out_r[:m])
+        elif nu:
+            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
+                return False
+            m = no + nu
+            chunk = (np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
+            _merge2(out_t, out_r, 0, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
+        else:
+            m = no
+            chunk = (out_t[:m], out_r[:m])
+        if m:
+            self._chunks.append([chunk[0], chunk[1], 0])
+        self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
+        self._st[_ROW0] = self._next_row
+        self._buffered += m
+        return True
 
     def skip_to(self, row: int) -> None:
         """Row ids below ``row`` are never given (the next element pushed gets ``row`` or more)."""
@@ -153,7 +222,8 @@ class ImpatienceSorter:
         n = times.shape[0]
         if ends.shape != puncts.shape or ends.ndim != 1 or (len(ends) and (ends[-1] > n or (np.diff(ends) < 0).any())):
             raise ValueError("ends and puncts must be one increasing end per punctuation, within the times")
-        if len(ends) and n >= _LONG_SEGMENTS * len(ends):  # few long segments: nothing to save per call
+        # few long segments: nothing to save per call; chunks: the compiled release knows only the runs
+        if len(ends) and (n >= _LONG_SEGMENTS * len(ends) or self._chunks):
             return self._push_punctuate_calls(times, ends, puncts)
         late = np.zeros(n, dtype=np.bool_)
         out_t = np.empty(self._buffered + n, dtype=np.int64)
@@ -221,8 +291,25 @@ class ImpatienceSorter:
         if self._buffered == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         out_t, out_r = _punctuate_kernel(t, self._pool, self._meta, self._st)
+        if self._chunks:
+            out_t, out_r = _merge_parts([(out_t, out_r), *self._cut_chunks(t)])
         self._buffered -= out_t.shape[0]
         return out_t, out_r
+
+    def _cut_chunks(self, t: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each chunk's prefix with time ``<= t``; emptied chunks are dropped, and a chunk mostly given up is
+        copied smaller (so that a few late-released elements do not pin a large batch)."""
+        parts, kept = [], []
+        for ch in self._chunks:
+            ct, cr, s = ch
+            c = int(np.searchsorted(ct[s:], t, side="right"))
+            if c:
+                parts.append((ct[s : s + c], cr[s : s + c]))
+                s += c
+            if s < len(ct):
+                kept.append([ct[s:].copy(), cr[s:].copy(), 0] if s > len(ct) // 2 else [ct, cr, s])
+        self._chunks = kept
+        return parts
 
     # -- introspection ----------------------------------------------------------------------------
     @property
@@ -232,7 +319,8 @@ class ImpatienceSorter:
 
     @property
     def num_runs(self) -> int:
-        return int(self._st[_NRUNS])
+        """Sorted runs held: the placement runs and the chunks."""
+        return int(self._st[_NRUNS]) + len(self._chunks)
 
     @property
     def watermark(self) -> int:
@@ -246,7 +334,7 @@ class ImpatienceSorter:
     # -- checkpointing ----------------------------------------------------------------------------
     def snapshot(self) -> dict:
         """State as plain numpy arrays and ints: the runs in placement order, concatenated."""
-        k = self.num_runs
+        k = int(self._st[_NRUNS])  # the placement runs (chunks apart)
         meta = self._meta[:k]
         lengths = (meta[:, _STOP] - meta[:, _START]).astype(np.int64)
         if k:
@@ -261,6 +349,9 @@ class ImpatienceSorter:
             "last_run": int(self._st[_LAST]),
             "watermark": int(self._watermark),
             "next_row_id": int(self._next_row),
+            "chunk_times": _cat([ch[0][ch[2] :] for ch in self._chunks]),
+            "chunk_rows": _cat([ch[1][ch[2] :] for ch in self._chunks]),
+            "chunk_lengths": np.array([len(ch[0]) - ch[2] for ch in self._chunks], dtype=np.int64),
         }
 
     @classmethod
@@ -293,4 +384,35 @@ class ImpatienceSorter:
         last = int(state["last_run"]) if k else 0
         self._st[:] = (int(caps.sum()), k, last, self._next_row, self._watermark, 0, 0)
         self._buffered = int(times.shape[0])
+        chunk_t = np.asarray(state.get("chunk_times", _NO_IDS), dtype=np.int64)
+        chunk_r = np.asarray(state.get("chunk_rows", _NO_IDS), dtype=np.int64)
+        ends = np.cumsum(np.asarray(state.get("chunk_lengths", _NO_IDS), dtype=np.int64))
+        if chunk_t.shape != chunk_r.shape or (len(ends) and ends[-1] != len(chunk_t)):
+            raise ValueError("inconsistent ImpatienceSorter snapshot")
+        starts = [0, *ends[:-1].tolist()] if len(ends) else []
+        self._chunks = [
+            [chunk_t[a:b].copy(), chunk_r[a:b].copy(), 0] for a, b in zip(starts, ends.tolist(), strict=True)
+        ]
+        self._buffered += len(chunk_t)
         return self
+
+
+def _cat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else _NO_IDS.copy()
+
+
+def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (time, row id) parts merged into one, the two shortest first."""
+    heap = [(len(p[0]), i, p) for i, p in enumerate(parts) if len(p[0])]
+    if not heap:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    heapq.heapify(heap)
+    serial = len(parts)
+    while len(heap) > 1:
+        na, _, (at, ar) = heapq.heappop(heap)
+        nb, _, (bt, br) = heapq.heappop(heap)
+        ot, orr = np.empty(na + nb, dtype=np.int64), np.empty(na + nb, dtype=np.int64)
+        _merge2(at, ar, 0, na, bt, br, 0, nb, ot, orr)
+        heapq.heappush(heap, (na + nb, serial, (ot, orr)))
+        serial += 1
+    return heap[0][2]

@@ -220,6 +220,104 @@ def _punctuate_kernel(t, pool, meta, st):
     return out_t, out_r
 
 
+_SMALL_RELEASE = 128  # released elements up to which the prefixes are insertion sorted (no merge tree)
+
+
+@nb.njit(cache=True, nogil=True)
+def _insertion_heads(pool_t, pool_r, hstart, hlen, nh, out_t, out_r):
+    """A few released elements: the runs' prefixes one after the other, then an insertion sort by
+    (time, row id); nothing allocated, where a merge tree allocates for each merge."""
+    k = 0
+    for i in range(nh):
+        s = hstart[i]
+        for j in range(s, s + hlen[i]):
+            x = pool_t[j]
+            r = pool_r[j]
+            q = k - 1
+            while q >= 0 and (out_t[q] > x or (out_t[q] == x and out_r[q] > r)):
+                out_t[q + 1] = out_t[q]
+                out_r[q + 1] = out_r[q]
+                q -= 1
+            out_t[q + 1] = x
+            out_r[q + 1] = r
+            k += 1
+
+
+_RADIX_MIN = 128  # released elements from which many runs' prefixes may be radix sorted instead of merged
+_HEAD_DIGIT = 8  # bits per radix pass over released prefixes
+
+
+@nb.njit(cache=True, nogil=True)
+def _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
+    """Sort the runs' released prefixes into ``out_*`` with a radix sort unless merging them is cheaper:
+    the merge tree moves each element about ``log2(total / its prefix's length)`` times, a radix pass
+    once, and a move of the merge costs about three of a radix pass (measured: a merge compares (time,
+    row) with branches it cannot predict, and each merge of the tree allocates). Returns False, touching
+    nothing, when the merge is chosen (one dominant prefix, or times spanning more than 32 bits). The
+    prefixes are read in run order and LSD passes are stable, so equal times come out in run order, which
+    is row id order: a later row with the same time can never sit in an earlier run (that run's tail was
+    above the time when the earlier row was placed, tails only grow, and runs keep their order)."""
+    lo = pool_t[hstart[0]]
+    for i in range(1, nh):
+        lo = min(lo, pool_t[hstart[i]])
+    hi = lo
+    for i in range(nh):
+        hi = max(hi, pool_t[hstart[i] + hlen[i] - 1])
+    passes = 0
+    span = np.uint64(hi) - np.uint64(lo)
+    while span > 0:
+        passes += 1
+        span >>= np.uint64(_HEAD_DIGIT)
+    moves = 0.0  # the merge tree's cost in element moves, about sum(len * log2(total / len))
+    for i in range(nh):
+        moves += hlen[i] * np.log2(total / hlen[i])
+    if passes == 0 or passes > 4 or 3.0 * moves < passes * total:
+        return False
+    size = 1 << _HEAD_DIGIT
+    mask = np.uint64(size - 1)
+    ulo = np.uint64(lo)
+    hist = np.zeros((passes, size), dtype=np.int64)
+    for i in range(nh):
+        s = hstart[i]
+        for j in range(s, s + hlen[i]):
+            key = np.uint64(pool_t[j]) - ulo
+            for p in range(passes):
+                hist[p, (key >> np.uint64(p * _HEAD_DIGIT)) & mask] += 1
+    for p in range(passes):
+        acc = 0
+        for b in range(size):
+            c = hist[p, b]
+            hist[p, b] = acc
+            acc += c
+    # pass p writes into out_* when passes - p is odd, so that the last pass lands there
+    a_t = out_t if passes % 2 == 1 else np.empty(total, dtype=np.int64)
+    a_r = out_r if passes % 2 == 1 else np.empty(total, dtype=np.int64)
+    for i in range(nh):  # pass 0 reads the prefixes in the pool
+        s = hstart[i]
+        for j in range(s, s + hlen[i]):
+            x = pool_t[j]
+            bucket = (np.uint64(x) - ulo) & mask
+            d = hist[0, bucket]
+            hist[0, bucket] = d + 1
+            a_t[d] = x
+            a_r[d] = pool_r[j]
+    if passes > 1:
+        b_t = np.empty(total, dtype=np.int64) if passes % 2 == 1 else out_t
+        b_r = np.empty(total, dtype=np.int64) if passes % 2 == 1 else out_r
+        for p in range(1, passes):
+            src_t, src_r = (a_t, a_r) if p % 2 == 1 else (b_t, b_r)
+            dst_t, dst_r = (b_t, b_r) if p % 2 == 1 else (a_t, a_r)
+            shift = np.uint64(p * _HEAD_DIGIT)
+            for i in range(total):
+                x = src_t[i]
+                bucket = ((np.uint64(x) - ulo) >> shift) & mask
+                d = hist[p, bucket]
+                hist[p, bucket] = d + 1
+                dst_t[d] = x
+                dst_r[d] = src_r[i]
+    return True
+
+
 @nb.njit(cache=True, nogil=True)
 def _release_into(t, pool, meta, st, out_t, out_r):
     """Like ``_punctuate_kernel``, writing the released elements to the front of ``out_t``/``out_r``
@@ -252,6 +350,10 @@ def _release_into(t, pool, meta, st, out_t, out_r):
             out_r[j] = pool_r[s + j]
     elif nh == 2:
         _merge2(pool_t, pool_r, hstart[0], hlen[0], pool_t, pool_r, hstart[1], hlen[1], out_t, out_r)
+    elif total <= _SMALL_RELEASE:
+        _insertion_heads(pool_t, pool_r, hstart, hlen, nh, out_t, out_r)
+    elif total >= _RADIX_MIN and _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
+        pass
     else:
         # ---- Huffman merge: repeatedly merge the two shortest segments --------------------------
         # segment id < nh: head run in the pool; id >= nh: merged array bufs[id - nh]
@@ -340,3 +442,119 @@ def _fused_kernel(times, ends, puncts, seg, i, late, pool, meta, st, out_t, out_
         written += c
         seg += 1
     return seg, i, written
+
+
+_DIGIT = 11  # bits per radix pass at most: 2048 buckets
+_MAX_PASSES = 3  # a batch whose times span more than 2**33 is placed into runs instead
+
+
+@nb.njit(cache=True, nogil=True)
+def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
+    """The elements of ``times`` at or above ``wm`` sorted by (time, row id) into ``out_t``/``out_r``
+    (room for all of them; ``tmp_*`` as large): a stable LSD radix sort of the times above their minimum,
+    so equal times keep arrival order, which is row id order. Element ``i`` has row id ``ids[i]``, or
+    ``row0 + i`` when ``ids`` is empty. Returns how many, or -1 (nothing written) when the times span
+    more than ``_MAX_PASSES`` digits."""
+    n = times.shape[0]
+    given = ids.shape[0] > 0
+    lo = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    m = 0
+    ordered = True
+    prev = hi
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            m += 1
+            lo = min(lo, x)
+            hi = max(hi, x)
+            if x < prev:
+                ordered = False
+            prev = x
+    if m == 0:
+        return 0
+    bits = 0
+    span = np.uint64(hi) - np.uint64(lo)
+    while span > 0:
+        bits += 1
+        span >>= np.uint64(1)
+    passes = (bits + _DIGIT - 1) // _DIGIT
+    digit = (bits + passes - 1) // passes if passes else 1  # as few buckets as the passes allow
+    if ordered or passes == 0:
+        j = 0
+        for i in range(n):
+            if times[i] >= wm:
+                out_t[j] = times[i]
+                out_r[j] = ids[i] if given else row0 + i
+                j += 1
+        return m
+    if passes > _MAX_PASSES:
+        return -1
+    size = 1 << digit
+    mask = np.uint64(size - 1)
+    ulo = np.uint64(lo)
+    hist = np.zeros((passes, size), dtype=np.int64)
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            k = np.uint64(x) - ulo
+            for p in range(passes):
+                hist[p, (k >> np.uint64(p * digit)) & mask] += 1
+    for p in range(passes):
+        s = 0
+        for b in range(size):
+            c = hist[p, b]
+            hist[p, b] = s
+            s += c
+    # the last pass must land in out_*: alternate between the two buffers backwards from it
+    odd = passes % 2 == 1
+    dst_t = out_t if odd else tmp_t
+    dst_r = out_r if odd else tmp_r
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            b = (np.uint64(x) - ulo) & mask
+            d = hist[0, b]
+            hist[0, b] = d + 1
+            dst_t[d] = x
+            dst_r[d] = ids[i] if given else row0 + i
+    for p in range(1, passes):
+        src_t, src_r = dst_t, dst_r
+        into_out = (passes - p) % 2 == 1
+        dst_t = out_t if into_out else tmp_t
+        dst_r = out_r if into_out else tmp_r
+        shift = np.uint64(p * digit)
+        for i in range(m):
+            x = src_t[i]
+            b = ((np.uint64(x) - ulo) >> shift) & mask
+            d = hist[p, b]
+            hist[p, b] = d + 1
+            dst_t[d] = x
+            dst_r[d] = src_r[i]
+    return m
+
+
+@nb.njit(cache=True, nogil=True)
+def _split_ordered(times, row0, ids, wm, ord_t, ord_r, oth_t, oth_r):
+    """The elements of ``times`` at or above ``wm``, split: those at or above every earlier one (in order:
+    already sorted by (time, row id)) into ``ord_*``, the others into ``oth_*``. Row ids as in
+    ``_radix_chunk``. Returns both counts."""
+    given = ids.shape[0] > 0
+    high = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    no = 0
+    nu = 0
+    for i in range(times.shape[0]):
+        x = times[i]
+        if x < wm:
+            continue
+        r = ids[i] if given else row0 + i
+        if x >= high:
+            high = x
+            ord_t[no] = x
+            ord_r[no] = r
+            no += 1
+        else:
+            oth_t[nu] = x
+            oth_r[nu] = r
+            nu += 1
+    return no, nu

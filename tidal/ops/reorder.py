@@ -19,7 +19,8 @@ Cost: an event at or above the high watermark before it extends its band's in-or
 sorted; only the others go through the Impatience sorter, and each release merges the sorter's output
 with the queue's prefix by (time, arrival). Payloads stay in the input batches until released
 (:mod:`tidal.ops.reorder_store`). With one latency, a punctuation after every event and ``"drop"``, one
-compiled pass per batch finds the late events and splits the others.
+compiled pass per batch finds the late events and splits the others. A band whose consumers read no
+payload (a count) keeps and releases times only: no column is stored or gathered.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-import numba as nb
 import numpy as np
 
 from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
@@ -36,6 +36,7 @@ from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
 from .impatience import ImpatienceSorter
 from .impatience_kernels import _merge2
+from .reorder_kernels import _ingest
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
@@ -210,6 +211,10 @@ class BandTap(PassThrough):
         super().__init__()
         self.band = band
 
+    @property
+    def reads_payload(self) -> bool:  # as its consumers do (a band only counted keeps no columns)
+        return self.payload_read()
+
 
 class LateTap(Operator):
     """Receives late events (original times, arrival order) and emits them sorted at the end."""
@@ -245,36 +250,6 @@ class LateTap(Operator):
         self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
 
 
-@nb.njit(cache=True, nogil=True)
-def _ingest(times, high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late):
-    """One latency ``lat``, a punctuation after every event (never below ``prev``): event ``i`` is late
-    below ``max(prev, high before it - lat)``; an event at or above the high watermark before it is in
-    arrival order (``ord_*``: times, row ids ``first + i``), any other goes to the sorter (``oth_*``);
-    ``late`` gets the late events' positions. Returns the counts and the high watermark after."""
-    floor = MIN_TIME + lat
-    no = 0
-    nu = 0
-    nl = 0
-    for i in range(times.shape[0]):
-        t = times[i]
-        bound = max(high, floor) - lat
-        if bound < prev:
-            bound = prev
-        if t < bound:
-            late[nl] = i
-            nl += 1
-        elif t >= high:
-            ord_t[no] = t
-            ord_r[no] = first + i
-            no += 1
-            high = t
-        else:
-            oth_t[nu] = t
-            oth_r[nu] = first + i
-            nu += 1
-    return no, nu, nl, high
-
-
 def _queued(queue) -> tuple[np.ndarray, np.ndarray]:
     if not queue:
         return _EMPTY, _EMPTY
@@ -304,6 +279,7 @@ class ReorderOp(Operator):
         self.generator = PunctuationGenerator(policy)
         self.emitted = [None] * k  # last punctuation emitted per band
         self.queues = [deque() for _ in range(k)]  # per band: (times, row ids) that arrived in order
+        self._reads: list[bool] | None = None  # per band: whether a consumer reads the payload columns
         self._simple = (
             k == 1
             and policy.punctuate_every is None
@@ -325,6 +301,14 @@ class ReorderOp(Operator):
     # -- routing -------------------------------------------------------------------------------
     def _consumers(self, band: int):
         return [d for d in self.downstream if getattr(d, "band", 0) == band]
+
+    def _kept_columns(self, band: int, batch: EventBatch) -> dict:
+        """The columns the band's store keeps of ``batch``: none when no consumer of the band reads them
+        (a count): the released events then carry their times only, and nothing is gathered."""
+        if self._reads is None:
+            bands = range(len(self.policy.latencies))
+            self._reads = [any(getattr(d, "reads_payload", True) for d in self._consumers(j)) for j in bands]
+        return batch.columns if self._reads[band] else {}
 
     def _send(self, band: int, batch: EventBatch) -> None:
         if len(batch):
@@ -420,7 +404,8 @@ class ReorderOp(Operator):
             sorter.skip_to(first)
             sorter.push(oth_t[:nu], oth_r[:nu])
         if n > nl:
-            store.add(None if batch.points else batch.other, batch.columns, None, sync, late[:nl] if nl else None)
+            cols = self._kept_columns(0, batch)
+            store.add(None if batch.points else batch.other, cols, None, sync, late[:nl] if nl else None)
             if store.held > stats.peak_buffered:
                 stats.peak_buffered = store.held
         if end > prev:
@@ -450,7 +435,7 @@ class ReorderOp(Operator):
             sorter = self.sorters[j]
             sorter.skip_to(first)
             sorter.push(times[pos_out], first + out)
-        store.add(None if batch.points else batch.other, batch.columns, idx, batch.sync)
+        store.add(None if batch.points else batch.other, self._kept_columns(j, batch), idx, batch.sync)
         held = sum(s.held for s in self.stores)
         if held > self.stats.peak_buffered:
             self.stats.peak_buffered = held
