@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, fused, gather, locked, runs, schedule
+from . import codegen, fused, gather, locked, runs, schedule, split
 from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
@@ -154,6 +154,8 @@ class Engine:
         self.fused_kernels = {"serial": fused.load_serial(grid_walk)}
         if self.scheduler in ("lock", "pat"):  # the same transactions' code, handed on by ordered locks
             self.fused_kernels["locked"] = locked.load(locked.source(grid_walk, fused._args(events)))
+        if self.scheduler == "chains":  # components of each interval on threads (tidal.tx.split)
+            self.fused_kernels["split"] = split.load(split.source(grid_walk, fused._args(events)))
         self.serial_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
             every = dict(events)
@@ -196,6 +198,10 @@ class Engine:
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
                 return done
+        if self.scheduler == "chains" and self._nthreads > 1 and not small and split.CHAINS == "components":
+            done = runs.split_run(self, grids(), cols, n, sync, position)
+            self.stats["state_access_s"] += _time.perf_counter() - t0
+            return done
         if fused_path and self.scheduler == "chains" and self._nthreads > 1 and not small:
             done = runs.owner_from_events(self, cols, n, sync, position, grids)
             if done is not None:

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from . import fused
+from . import fused, split
 from .errors import TransactionError
 
 MAX_ROUNDS = 4
@@ -113,6 +113,22 @@ def serial_from_events(engine, cols, n: int):
     st["waves"] += 1
     st["largest_group"] = max(st["largest_group"], int(count[0]))
     return _finish(engine, aborted, out_i, out_f, rissued, n, int(count[0]))
+
+
+def split_run(engine, grids, cols, n: int, sync, position: int):
+    """``chains`` by components (``tidal.tx.split``) over compute mode's grids."""
+    args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
+    done = split.run(engine, grids, args, n)
+    if done is None:  # a division by zero: the serial walk names the first one
+        return fused_run(engine, *grids[:3], args, n, sync, position, serial_only=True)
+    aborted, out_i, out_f, m, per_thread = done
+    st = engine.stats
+    st["split_walks"] = st.get("split_walks", 0) + 1
+    st["thread_share"] = max(st.get("thread_share", 0.0), float(per_thread.max() / max(1, n)))
+    st["groups"] += engine._nthreads
+    st["waves"] += 1
+    st["largest_group"] = max(st["largest_group"], int(per_thread.max()))
+    return _finish(engine, aborted, out_i, out_f, _read_rows(engine, grids[0]), n, m)
 
 
 def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, serial_only: bool = False):
