@@ -158,8 +158,11 @@ def main(argv=None) -> None:
         line = ", ".join(f"{k} {v / n * 1e9:.1f}" for k, v in figures.items())
         bound = figures["walk fused"] / max(figures["stream"], figures["walk grids"])
         comp = _largest_component(issued, cell2d, args.interval, max(len(engine.icells), len(engine.fcells)))
-        print(f"{app}: CPU ns/event: {line}; pipeline bound {bound:.2f}x the fused walk; "
-              f"largest component {comp:.0%} of an interval of {args.interval}", flush=True)
+        print(
+            f"{app}: CPU ns/event: {line}; pipeline bound {bound:.2f}x the fused walk; "
+            f"largest component {comp:.0%} of an interval of {args.interval}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

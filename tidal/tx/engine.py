@@ -155,14 +155,20 @@ class Engine:
         if self.scheduler in ("lock", "pat"):  # the same transactions' code, handed on by ordered locks
             self.fused_kernels["locked"] = locked.load(locked.source(grid_walk, fused._args(events)))
         if self.scheduler == "chains":  # components of each interval on threads (tidal.tx.split)
-            self.fused_kernels["split"] = split.load(split.source(grid_walk, fused._args(events)))
+            self.fused_kernels["split"] = split.load(split.source(grid_walk, split.GRID_HEAD + fused._args(events)))
         self.serial_events = None
+        self.split_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
             every = dict(events)
             for col in made[1]:
                 every.setdefault(col, f"E{len(every)}")
             walk = fused.serial_source(live, target_int, source_int, slots, every, places)
             self.serial_events = (fused.load_serial(walk), sorted(every, key=lambda c: int(every[c][1:])))
+            if self.scheduler == "chains":
+                head = split.EVENTS_HEAD + fused._args(every)
+                self.fused_kernels["split_events"] = split.load(split.source(walk, head))
+                plan = split.plan_source(live, kinds, places, every, len(self.icells))
+                self.split_events = (split.load_plan(plan), self.serial_events[1])
         self.regions = None
         if self.scheduler == "chains" and self.owner_ok:
             self.fused_kernels["owner"] = fused.load_owner(
@@ -199,7 +205,7 @@ class Engine:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
                 return done
         if self.scheduler == "chains" and self._nthreads > 1 and not small and split.CHAINS == "components":
-            done = runs.split_run(self, grids(), cols, n, sync, position)
+            done = runs.split_run(self, cols, n, sync, position, grids)
             self.stats["state_access_s"] += _time.perf_counter() - t0
             return done
         if fused_path and self.scheduler == "chains" and self._nthreads > 1 and not small:

@@ -115,20 +115,26 @@ def serial_from_events(engine, cols, n: int):
     return _finish(engine, aborted, out_i, out_f, rissued, n, int(count[0]))
 
 
-def split_run(engine, grids, cols, n: int, sync, position: int):
-    """``chains`` by components (``tidal.tx.split``) over compute mode's grids."""
-    args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
-    done = split.run(engine, grids, args, n)
-    if done is None:  # a division by zero: the serial walk names the first one
-        return fused_run(engine, *grids[:3], args, n, sync, position, serial_only=True)
-    aborted, out_i, out_f, m, per_thread = done
+def split_run(engine, cols, n: int, sync, position: int, grids):
+    """``chains`` by components (``tidal.tx.split``): from the events when compute mode compiles,
+    else over its grids (``grids()``, which also names a bad event's error)."""
+    done = split.run_events(engine, cols, n)
+    args = None
+    if done is None:
+        grid = grids()
+        args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
+        done = split.run(engine, grid, args, n)
+    if done is split.RESTART:  # a division by zero: the serial walk names the first one
+        args = args or [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
+        return fused_run(engine, *grids()[:3], args, n, sync, position, serial_only=True)
+    aborted, out_i, out_f, rissued, per_thread, m = done
     st = engine.stats
     st["split_walks"] = st.get("split_walks", 0) + 1
     st["thread_share"] = max(st.get("thread_share", 0.0), float(per_thread.max() / max(1, n)))
     st["groups"] += engine._nthreads
     st["waves"] += 1
     st["largest_group"] = max(st["largest_group"], int(per_thread.max()))
-    return _finish(engine, aborted, out_i, out_f, _read_rows(engine, grids[0]), n, m)
+    return _finish(engine, aborted, out_i, out_f, rissued, n, m)
 
 
 def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, serial_only: bool = False):

@@ -31,22 +31,33 @@ import numba
 import numpy as np
 
 from ..expr.jit import load_kernel
+from .codegen import _Source
 
 _DECORATOR = (
     "from tidal.tx.sync import SPINS, load_acquire, pause, sched_yield, store_release\n\n\n"
     "@numba.njit(cache={cache}, nogil=True, error_model='numpy')\n"
 )
+_PLAN = (
+    "from tidal.tx.split import assign\n\n\n"
+    "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n"
+)
 CHAINS = "components"  # or "lists": owner lists of chains (tidal.tx.runs), for every parallel run
 WAIT_CELLS = 1 << 22  # at most this many (thread, window, thread) waits: short intervals share a window
 
 
-def source(serial_src: str, events_args: str) -> str:
-    """A thread's walk of its segments around the serial walk's transaction code (``serial_src``)."""
+def source(serial_src: str, head: str) -> str:
+    """A thread's walk of its segments around the serial walk's transaction code (``serial_src``, a
+    ``def kernel(lo, hi, <head>)``: over compute mode's grids, or deciding the operations from the
+    events, with a ``count`` of them, then kept per thread)."""
     txn = serial_src.replace("def kernel(", "def txn(", 1)
-    head = "issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f" + events_args
+    own = head.replace("count", "counts")
     lines = [
-        f"def kernel(me, nwin, lists, seg_end, wait, done, stop, errs, {head}):",
+        f"def kernel(me, nwin, lists, seg_end, wait, done, stop, errs, {own}):",
         "    p = 0",
+    ]
+    if own != head:
+        lines.append("    count = counts[me : me + 1]")
+    lines += [
         "    for w in range(nwin):",
         "        for u in range(len(done)):",
         "            q = wait[me, w, u]",
@@ -66,7 +77,7 @@ def source(serial_src: str, events_args: str) -> str:
         "            i = lists[me, p]",
         f"            r = txn(i, i + 1, {head})",
         "            p += 1",
-        "            if r >= 0:",
+        "            if r != -1:",
         "                errs[me] = r",
         "                store_release(stop, 0, 1)",
         "                break",
@@ -79,11 +90,15 @@ def source(serial_src: str, events_args: str) -> str:
     return "\n".join(lines) + "\n" + txn
 
 
+GRID_HEAD = "issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f"
+EVENTS_HEAD = "icells, fcells, aborted, out_i, out_f, rissued, count"
+
+
 def load(src: str):
     return load_kernel(src, decorator=_DECORATOR)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _find(parent, x):
     while parent[x] != x:
         parent[x] = parent[parent[x]]
@@ -91,114 +106,220 @@ def _find(parent, x):
     return x
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _unit(issued, cell2d, src2d, tshift, sshift, i, j, nk):
-    """The unit (cell of the whole engine) of the ``j``-th slot of event ``i``, or -1: targets are
-    slots ``0..nk-1``, sources ``nk..2nk-1``."""
-    k = j if j < nk else j - nk
-    if not issued[i, k]:
-        return -1
-    if j < nk:
-        return cell2d[i, k] + tshift[k]
-    s = src2d[i, k]
-    return -1 if s < 0 else s + sshift[k]
+def _touch_lines(pad: str, unit: str) -> list[str]:
+    """Event ``i`` touches unit ``u`` (a cell of the engine: int cells, then float cells): joined with
+    the window's previous event on it (``last[u]``, when at least ``lo``). Written out: numba does
+    not inline a call to a helper, which costs more than this work."""
+    return [
+        f"{pad}u = {unit}",
+        f"{pad}o = last[u]",
+        f"{pad}if o >= lo:",
+        f"{pad}    ra = i - lo",
+        f"{pad}    while parent[ra] != ra:",
+        f"{pad}        parent[ra] = parent[parent[ra]]",
+        f"{pad}        ra = parent[ra]",
+        f"{pad}    rb = o - lo",
+        f"{pad}    while parent[rb] != rb:",
+        f"{pad}        parent[rb] = parent[parent[rb]]",
+        f"{pad}        rb = parent[rb]",
+        f"{pad}    if ra != rb:",
+        f"{pad}        parent[ra] = rb",
+        f"{pad}last[u] = i",
+    ]
 
 
 @numba.njit(cache=True, nogil=True)
-def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, lists, seg_end, wait, stats):
-    """Components, threads and waits for every window of ``window`` events (see the module's
-    docstring). ``lists[t, :seg_end[t, w]]``: thread ``t``'s events up to the end of window ``w``;
-    ``wait[t, w, u]``: the window of thread ``u`` that ``t`` must see finished before its segment of
-    ``w`` (-1: none). ``stats``: components, largest component's operations, waits."""
+def assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats):
+    """The window's components (``parent``, after the union of events touching a unit) to threads:
+    each, in the order of its first event, to the least loaded thread (``evops``: each event's
+    operations): ``ev_thr`` per event, ``cnt[w, t]`` events per thread; ``stats``: components, the
+    largest one's operations."""
+    m = hi - lo
+    total = 0
+    for j in range(m):
+        ops[j] = 0
+        thr[j] = -1
+    for j in range(m):
+        r = _find(parent, j)
+        parent[j] = r
+        ops[r] += evops[j]
+        total += evops[j]
+    for t in range(nthreads):
+        load[t] = 0
+    for j in range(m):
+        r = parent[j]
+        if thr[r] < 0:
+            stats[0] += 1
+            stats[1] = max(stats[1], ops[r])
+            best = 0
+            for q in range(1, nthreads):
+                if load[q] < load[best]:
+                    best = q
+            thr[r] = best
+            load[best] += ops[r]
+        t = thr[r]
+        ev_thr[lo + j] = t
+        cnt[w, t] += 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks, ev_thr, cnt, stats):
+    """Components and threads of every window of ``window`` events from compute mode's grids (a
+    target's unit is ``cell2d + tshift[k]``, a source's ``src2d + sshift[k]``), the windows cut into
+    ``blocks`` runs planned in parallel (``stats[b]``: see ``assign``)."""
     n, nk = issued.shape
-    slots = 2 * nk if src2d.shape[0] > 1 else nk
-    last = np.full(nunits, -1, np.int64)
-    own_t = np.full(nunits, -1, np.int64)
-    own_w = np.full(nunits, -1, np.int64)
-    parent = np.empty(window, np.int64)
-    root = np.empty(window, np.int64)
-    ops = np.empty(window, np.int64)
-    pref_t = np.empty(window, np.int64)
-    pref_w = np.empty(window, np.int64)
-    thr = np.empty(window, np.int64)
-    load = np.zeros(nthreads, np.int64)
-    fill = np.zeros(nthreads, np.int64)
+    sourced = src2d.shape[0] > 1
     nwin = (n + window - 1) // window
-    for w in range(nwin):
-        lo = w * window
-        hi = min(n, lo + window)
-        m = hi - lo
-        for j in range(m):
-            parent[j] = j
-            ops[j] = 0
-            pref_t[j] = -1
-            pref_w[j] = -1
-            thr[j] = -1
-        for i in range(lo, hi):
-            for j in range(slots):
-                u = _unit(issued, cell2d, src2d, tshift, sshift, i, j, nk)
-                if u < 0:
-                    continue
-                o = last[u]
-                if o >= lo:
-                    a = _find(parent, i - lo)
-                    b = _find(parent, o - lo)
-                    if a != b:
-                        parent[a] = b
-                last[u] = i
-        total = 0
-        for i in range(lo, hi):
-            r = _find(parent, i - lo)
-            root[i - lo] = r
-            for j in range(slots):
-                u = _unit(issued, cell2d, src2d, tshift, sshift, i, j, nk)
-                if u < 0:
-                    continue
-                ops[r] += 1
-                total += 1
-                if own_w[u] > pref_w[r]:
-                    pref_w[r] = own_w[u]
-                    pref_t[r] = own_t[u]
-        share = (total + nthreads - 1) // nthreads
-        for t in range(nthreads):
-            load[t] = 0
-        for i in range(lo, hi):
-            r = root[i - lo]
-            if thr[r] < 0:
-                stats[0] += 1
-                stats[1] = max(stats[1], ops[r])
-                t = pref_t[r]
-                if t < 0 or load[t] + ops[r] > share:
-                    best = 0 if t < 0 else t
-                    for q in range(nthreads):
-                        if load[q] < load[best]:
-                            best = q
-                    t = best
-                thr[r] = t
-                load[t] += ops[r]
-            t = thr[r]
-            lists[t, fill[t]] = i
-            fill[t] += 1
-            for j in range(slots):
-                u = _unit(issued, cell2d, src2d, tshift, sshift, i, j, nk)
-                if u < 0:
-                    continue
-                q = own_t[u]
-                if q >= 0 and q != t and own_w[u] > wait[t, w, q]:
-                    if wait[t, w, q] < 0:
-                        stats[2] += 1
-                    wait[t, w, q] = own_w[u]
-                own_t[u] = t
-                own_w[u] = w
-        for t in range(nthreads):
-            seg_end[t, w] = fill[t]
-    return nwin
+    for b in numba.prange(blocks):
+        last = np.full(nunits, -1, np.int64)
+        parent, evops = np.empty(window, np.int64), np.empty(window, np.int64)
+        ops, thr, load = np.empty(window, np.int64), np.empty(window, np.int64), np.zeros(nthreads, np.int64)
+        for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):
+            lo = w * window
+            hi = min(n, lo + window)
+            for j in range(hi - lo):
+                parent[j] = j
+            for i in range(lo, hi):
+                c = 0
+                for k in range(nk):
+                    if not issued[i, k]:
+                        continue
+                    c += 1
+                    for side in range(2 if sourced else 1):
+                        if side == 1 and src2d[i, k] < 0:
+                            continue
+                        u = cell2d[i, k] + tshift[k] if side == 0 else src2d[i, k] + sshift[k]
+                        o = last[u]  # touch(), written out: numba does not inline the call
+                        if o >= lo:
+                            ra = i - lo
+                            while parent[ra] != ra:
+                                parent[ra] = parent[parent[ra]]
+                                ra = parent[ra]
+                            rb = o - lo
+                            while parent[rb] != rb:
+                                parent[rb] = parent[parent[rb]]
+                                rb = parent[rb]
+                            if ra != rb:
+                                parent[ra] = rb
+                        last[u] = i
+                evops[i - lo] = c
+            assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b])
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def lay_out(ev_thr, cnt, window, blocks, lists, seg_end, wait):
+    """Each thread's events in timestamp order (``lists[t, :seg_end[t, w]]``: up to the end of window
+    ``w``), and the waits: a thread starts window ``w`` once every other thread has finished ``w - 1``
+    (``wait[t, w, u]``; -1: none)."""
+    nwin, nthreads = cnt.shape
+    n = len(ev_thr)
+    at = np.zeros((nwin, nthreads), np.int64)
+    for t in range(nthreads):
+        run = 0
+        for w in range(nwin):
+            at[w, t] = run
+            run += cnt[w, t]
+            seg_end[t, w] = run
+            for u in range(nthreads):
+                wait[t, w, u] = w - 1 if (u != t and w > 0) else -1
+    for b in numba.prange(blocks):
+        for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):
+            for i in range(w * window, min(n, (w + 1) * window)):
+                t = ev_thr[i]
+                lists[t, at[w, t]] = i
+                at[w, t] += 1
+
+
+def plan_source(templates, kinds: dict, places: list, every: dict[str, str], ni: int) -> str:
+    """``plan`` straight from the events (no grids): the template's keys and ``when`` compiled, over
+    the columns ``every`` names (as the serial walk from the events takes them). ``err[i]``: event
+    ``i`` has a key outside its table or a ``when`` that divides by zero (compute mode names it)."""
+    gen = _Source(every)
+    args = "".join(f", {a}" for a in sorted(every.values(), key=lambda a: int(a[1:])))
+    lines = [
+        f"def kernel(n, window, nthreads, blocks, nunits, ev_thr, cnt, stats, err{args}):",
+        "    nwin = (n + window - 1) // window",
+        "    for b in numba.prange(blocks):",
+        "        last = np.full(nunits, -1, np.int64)",
+        "        parent, evops = np.empty(window, np.int64), np.empty(window, np.int64)",
+        "        ops, thr, load = np.empty(window, np.int64), np.empty(window, np.int64), np.zeros(nthreads, np.int64)",
+        "        for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):",
+        "            lo = w * window",
+        "            hi = min(n, lo + window)",
+        "            for j in range(hi - lo):",
+        "                parent[j] = j",
+        "            for i in range(lo, hi):",
+        "                c = 0",
+    ]
+    for k, t in enumerate(templates):
+        (cbase, _rbase, size), src = places[k]
+        pad = " " * 16
+        if t.when is not None:
+            bad = gen.bad(t.when)
+            if bad is not None:
+                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1"]
+            lines.append(f"{pad}if {gen.src(t.when)}:")
+            pad += "    "
+        checks = [(gen.bad(t.key), gen.src(t.key), size)]
+        if src is not None:
+            checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
+        for j, (bad, text, limit) in enumerate(checks):
+            if bad is not None:
+                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1", f"{pad}    continue"]
+            lines += [f"{pad}key{j} = {text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
+            lines += [f"{pad}    err[i] = 1", f"{pad}    continue"]
+        tint = t.table.columns[t.column].dtype.kind == "i"
+        lines += [f"{pad}c += 1"] + _touch_lines(pad, f"{cbase + (0 if tint else ni)} + key0")
+        if src is not None:
+            sint = t.source[0].columns[t.source[2]].dtype.kind == "i"
+            lines += _touch_lines(pad, f"{src[0] + (0 if sint else ni)} + key1")
+    lines += [
+        "                evops[i - lo] = c",
+        "            assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b])",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def load_plan(src: str):
+    return load_kernel(src, decorator=_PLAN)
+
+
+def _window(engine, n: int) -> int:
+    return max(engine.interval, -(-n * engine._nthreads**2 // WAIT_CELLS), 1)
+
+
+def run_events(engine, cols, n: int):
+    """``chains`` by components with the plan and the walk deciding the operations from the events
+    (``engine.split_events``); None when that does not apply or the plan found an error to name (the
+    tables are untouched), ``RESTART`` after a division by zero (the tables are put back)."""
+    if engine.split_events is None:
+        return None
+    fn, names = engine.split_events
+    if any(cols[c].null_count for c in names):
+        return None
+    t0 = time.process_time()
+    ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
+    nthreads = engine._nthreads
+    window = _window(engine, n)
+    nwin = (n + window - 1) // window
+    blocks = min(nwin, nthreads)
+    ev_thr = np.empty(n, np.int64)
+    cnt = np.zeros((nwin, nthreads), np.int64)
+    stats = np.zeros((blocks, 2), np.int64)
+    err = np.zeros(n, np.uint8)
+    nunits = len(engine.icells) + len(engine.fcells)
+    fn(n, window, nthreads, blocks, nunits, ev_thr, cnt, stats, err, *ecols)
+    if err.any():
+        return None
+    nr = len(engine.read_slots)
+    rissued = np.zeros((nr, n), np.bool_)
+    counts = np.zeros(nthreads, np.int64)
+    tail = (engine.icells, engine.fcells, None, None, None, rissued, counts, *ecols)
+    return _walk(engine, "split_events", ev_thr, cnt, window, blocks, stats, tail, n, t0)
 
 
 def run(engine, grids, args, n: int):
-    """Walk the run's transactions by components on ``engine._nthreads`` threads; returns (aborted,
-    out_i, out_f, operations, events per thread), or None after a division by zero (the tables are
-    put back: the serial walk then names the event)."""
+    """``chains`` by components over compute mode's grids; returns what ``run_events`` returns."""
     issued, cell2d, src2d, _ = grids
     t0 = time.process_time()
     nk = len(engine.templates)
@@ -210,24 +331,45 @@ def run(engine, grids, args, n: int):
             st, _, sc = t.source
             sshift[k] = 0 if st.columns[sc].dtype.kind == "i" else ni
     nthreads = engine._nthreads
-    window = max(engine.interval, -(-n * nthreads * nthreads // WAIT_CELLS), 1)
+    window = _window(engine, n)
     nwin = (n + window - 1) // window
+    blocks = min(nwin, nthreads)
+    ev_thr = np.empty(n, np.int64)
+    cnt = np.zeros((nwin, nthreads), np.int64)
+    stats = np.zeros((blocks, 2), np.int64)
+    nunits = ni + len(engine.fcells)
+    plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks, ev_thr, cnt, stats)
+    rissued = _read_rows(engine, issued)
+    tail = (issued, cell2d, src2d, engine.icells, engine.fcells, None, None, None, *args)
+    return _walk(engine, "split", ev_thr, cnt, window, blocks, stats, tail, n, t0, rissued)
+
+
+def _read_rows(engine, issued):
+    kcols = list(engine.read_slots.values())
+    return np.ascontiguousarray(issued[:, kcols].T) if kcols else np.zeros((0, len(issued)), np.bool_)
+
+
+def _walk(engine, kernel_name, ev_thr, cnt, window, blocks, stats, tail, n, t0, rissued=None):
+    nwin, nthreads = cnt.shape
     lists = np.empty((nthreads, n), np.int64)
     seg_end = np.empty((nthreads, nwin), np.int64)
-    wait = np.full((nthreads, nwin, nthreads), -1, np.int64)
-    stats = np.zeros(3, np.int64)
-    nunits = ni + len(engine.fcells)
-    plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, lists, seg_end, wait, stats)
+    wait = np.empty((nthreads, nwin, nthreads), np.int64)
+    lay_out(ev_thr, cnt, window, blocks, lists, seg_end, wait)
     t1 = time.process_time()
     nr = len(engine.read_slots)
     out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
     aborted = np.zeros(n, np.uint8)
+    grid = kernel_name == "split"
+    tail = list(tail)
+    at = 5 if grid else 2  # where aborted, out_i, out_f go in the transaction's arguments
+    tail[at : at + 3] = [aborted, out_i, out_f]
+    if not grid:
+        rissued = tail[5]
     done = np.zeros(nthreads, np.int64)
     stop = np.zeros(1, np.int64)
     errs = np.full(nthreads, -1, np.int64)
     saved = (engine.icells.copy(), engine.fcells.copy())
-    kernel = engine.fused_kernels["split"]
-    tail = (issued, cell2d, src2d, engine.icells, engine.fcells, aborted, out_i, out_f, *args)
+    kernel = engine.fused_kernels[kernel_name]
     common = (lists, seg_end, wait, done, stop, errs, *tail)
     kernel(0, 0, *common)  # compiles (or loads) the kernel here, once: no window to walk
     threads = [threading.Thread(target=kernel, args=(me, nwin, *common)) for me in range(nthreads)]
@@ -239,10 +381,14 @@ def run(engine, grids, args, n: int):
     phases["components"] = phases.get("components", 0.0) + t1 - t0
     phases["walk"] = phases.get("walk", 0.0) + time.process_time() - t1
     st = engine.stats
-    st["components"] = st.get("components", 0) + int(stats[0])
-    st["largest_component"] = max(st.get("largest_component", 0), int(stats[1]))
-    st["component_waits"] = st.get("component_waits", 0) + int(stats[2])
-    if (errs >= 0).any():
+    st["components"] = st.get("components", 0) + int(stats[:, 0].sum())
+    st["largest_component"] = max(st.get("largest_component", 0), int(stats[:, 1].max(initial=0)))
+    if (errs != -1).any():
         engine.icells[:], engine.fcells[:] = saved
-        return None
-    return aborted, out_i, out_f, int(issued.sum()), seg_end[:, -1].copy() if nwin else np.zeros(nthreads, np.int64)
+        return RESTART
+    per_thread = seg_end[:, -1].copy() if nwin else np.zeros(nthreads, np.int64)
+    m = int(tail[0].sum()) if grid else int(tail[6].sum())  # operations: issued, or counted by the walk
+    return aborted, out_i, out_f, rissued, per_thread, m
+
+
+RESTART = "restart"
