@@ -34,7 +34,7 @@ from ..expr.jit import load_kernel
 from .codegen import _Source
 
 _DECORATOR = (
-    "from tidal.tx.sync import SPINS, load_acquire, pause, sched_yield, store_release\n\n\n"
+    "from tidal.tx.sync import SPINS, YIELDS, load_acquire, pause, sched_yield, store_release, usleep\n\n\n"
     "@numba.njit(cache={cache}, nogil=True, error_model='numpy')\n"
 )
 _PLAN = (
@@ -49,45 +49,49 @@ def source(serial_src: str, head: str) -> str:
     """A thread's walk of its segments around the serial walk's transaction code (``serial_src``, a
     ``def kernel(lo, hi, <head>)``: over compute mode's grids, or deciding the operations from the
     events, with a ``count`` of them, then kept per thread)."""
-    txn = serial_src.replace("def kernel(", "def txn(", 1)
+    first, loop, body = serial_src.split("\n", 2)
+    if not (first.startswith("def kernel(lo, hi, ") and loop == "    for i in range(lo, hi):"):
+        raise AssertionError("the serial walk's source changed shape")
+    # the walk of one segment: the serial walk's body over the events of a list (one call per segment:
+    # a call per event would copy every array argument per event, which costs more than the event)
+    seg = f"def seg(me, p, end, lists, {head}):\n    for pp in range(p, end):\n        i = lists[me, pp]\n" + body
     own = head.replace("count", "counts")
     lines = [
         f"def kernel(me, nwin, lists, seg_end, wait, done, stop, errs, {own}):",
         "    p = 0",
     ]
     if own != head:
-        lines.append("    count = counts[me : me + 1]")
+        lines.append("    count = counts[me * 16 : me * 16 + 1]  # a cache line (or two) apart: no false sharing")
     lines += [
         "    for w in range(nwin):",
-        "        for u in range(len(done)):",
+        "        for u in range(wait.shape[2]):",
         "            q = wait[me, w, u]",
         "            if q < 0:",
         "                continue",
         "            spins = 0",
-        "            while load_acquire(done, u) <= q and load_acquire(stop, 0) == 0:",
+        "            while load_acquire(done, u * 16) <= q and load_acquire(stop, 0) == 0:",
         "                spins += 1",
         "                if spins < SPINS:",
         "                    pause()",
-        "                else:",
+        "                elif spins < SPINS + YIELDS:",
         "                    sched_yield()",
+        "                else:",
+        "                    usleep(20)",
         "        if load_acquire(stop, 0) != 0:",
         "            break",
         "        end = seg_end[me, w]",
-        "        while p < end:",
-        "            i = lists[me, p]",
-        f"            r = txn(i, i + 1, {head})",
-        "            p += 1",
-        "            if r != -1:",
-        "                errs[me] = r",
-        "                store_release(stop, 0, 1)",
-        "                break",
-        "        store_release(done, me, w + 1)",
+        f"        r = seg(me, p, end, lists, {head})",
+        "        p = end",
+        "        if r != -1:",
+        "            errs[me] = r",
+        "            store_release(stop, 0, 1)",
+        "        store_release(done, me * 16, w + 1)",
         "    return 0",
         "",
         "",
         "@numba.njit(cache=True, nogil=True, error_model='numpy')",
     ]
-    return "\n".join(lines) + "\n" + txn
+    return "\n".join(lines) + "\n" + seg
 
 
 GRID_HEAD = "issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f"
@@ -313,7 +317,7 @@ def run_events(engine, cols, n: int):
         return None
     nr = len(engine.read_slots)
     rissued = np.zeros((nr, n), np.bool_)
-    counts = np.zeros(nthreads, np.int64)
+    counts = np.zeros(nthreads * 16, np.int64)  # each thread's count of operations, 128 bytes apart
     tail = (engine.icells, engine.fcells, None, None, None, rissued, counts, *ecols)
     return _walk(engine, "split_events", ev_thr, cnt, window, blocks, stats, tail, n, t0)
 
@@ -365,7 +369,7 @@ def _walk(engine, kernel_name, ev_thr, cnt, window, blocks, stats, tail, n, t0, 
     tail[at : at + 3] = [aborted, out_i, out_f]
     if not grid:
         rissued = tail[5]
-    done = np.zeros(nthreads, np.int64)
+    done = np.zeros(nthreads * 16, np.int64)  # windows finished per thread, 128 bytes apart
     stop = np.zeros(1, np.int64)
     errs = np.full(nthreads, -1, np.int64)
     saved = (engine.icells.copy(), engine.fcells.copy())
