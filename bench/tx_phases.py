@@ -109,8 +109,7 @@ def main(argv=None) -> None:
         s = query()
         engine = s.node.box["last"]
         cols = {"e." + k: data[k].combine_chunks() for k in data.column_names}
-        kinds = {k: ("i" if v.type.id in (7, 9) else "f") for k, v in cols.items()}
-        kinds = engine.kernel_kinds and dict(engine.kernel_kinds)
+        kinds = dict(engine.kernel_kinds)
         sourced = any(t.source is not None for t in engine.templates)
         grids = engine._decompose_compiled(cols, n, sourced)
         issued, cell2d, src2d, _ = grids
@@ -142,7 +141,7 @@ def main(argv=None) -> None:
             engine._decompose_compiled(cols, n, sourced)
 
         def compile_():
-            engine.kernel = None
+            engine.kernel_kinds = None
             engine._compile(kinds)
 
         numba.set_num_threads(1)

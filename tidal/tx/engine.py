@@ -98,7 +98,7 @@ class Engine:
     # -- compiling ----------------------------------------------------------------------------
     def _compile(self, kinds: dict[str, str]) -> None:
         signature = tuple(sorted(kinds.items()))
-        if self.kernel is not None and self.kernel_kinds == signature:
+        if self.kernel_kinds == signature:
             return
         events: dict[str, str] = {}
         target_int, source_int = [], []
@@ -133,8 +133,10 @@ class Engine:
             for k, t in enumerate(self.templates)
         ]
         self.event_args = events
-        self.source = codegen.kernel_source(live, target_int, source_int, events)
-        self.kernel = codegen.load(self.source)
+        # the waves' kernel (chains whose operations read other records, in owner-list mode): made when
+        # first needed, as generating it costs more than many a run
+        self.kernel = None
+        self._wave = lambda: codegen.load(codegen.kernel_source(live, target_int, source_int, events))
         places = []
         for t in self.templates:
             target = (self.cell_base[(id(t.table), t.column)][1], self.rec_base[id(t.table)], t.table.size)
@@ -145,7 +147,6 @@ class Engine:
             places.append((target, src))
         made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places)
         self.decomposer = None if made is None else (codegen.load_decompose(made[0]), made[1])
-        self.kernel_kinds = signature
         slots = [int(x) for x in self.slot]
         self.owner_ok = all(
             t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
@@ -179,6 +180,7 @@ class Engine:
             self.regions = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
+        self.kernel_kinds = signature  # compiled (last: a failure above compiles again next time)
 
     # -- one batch ----------------------------------------------------------------------------
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
@@ -259,6 +261,8 @@ class Engine:
         op_err = np.zeros(m, np.uint8)
         g_err = np.zeros(len(group_ptr) - 1, np.bool_)
         args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+        if self.kernel is None:
+            self.kernel = self._wave()
         stopped = self.kernel(
             wave_ptr, self._nthreads, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, self.t_write, self.t_int,
             self.icells, self.fcells, old_i, old_f, rd_i, rd_f, aborted, op_err, g_err, *args,

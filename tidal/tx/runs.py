@@ -252,10 +252,12 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
 def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     t0 = time.process_time()
     committed = aborted == 0
+    naborted = int(n - np.count_nonzero(committed))
     reads = {}
     if len(rissued):
-        bits = np.packbits(rissued & committed, axis=1, bitorder="little")
-        nulls = n - np.count_nonzero(rissued & committed, axis=1) if n else np.zeros(len(rissued), np.int64)
+        present = rissued & committed if naborted else rissued  # a read of an aborted transaction is null
+        bits = np.packbits(present, axis=1, bitorder="little")
+        nulls = n - np.count_nonzero(present, axis=1) if n else np.zeros(len(rissued), np.int64)
         for s, (name, k) in enumerate(engine.read_slots.items()):
             values = out_i[s] if engine.t_int[k] else out_f[s]
             valid = None if nulls[s] == 0 else pa.py_buffer(bits[s])
@@ -265,7 +267,7 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     st["events"] += n
     st["batches"] += 1
     st["operations"] += m
-    st["aborted"] += int(n - committed.sum())
+    st["aborted"] += naborted
     st["intervals"] += (n + engine.interval - 1) // engine.interval
     _phase(engine, "finish", t0)
     return committed, reads
