@@ -117,6 +117,17 @@ def test_a_large_run_spreads_components_over_the_threads(keyed):
     assert stats["thread_share"] < 0.9  # neither thread walked (nearly) everything
 
 
+@pytest.mark.parametrize("keyed", [False, True])
+def test_intervals_of_one_component_run_on_one_thread_mostly_unexamined(keyed):
+    rng = np.random.default_rng(6)
+    n, size = 4_000, 3  # three records: every interval is (nearly) one component
+    rows = [(1, int(rng.integers(0, 5)), int(rng.integers(0, 41)), int(rng.integers(0, 41)), int(rng.integers(0, 4)),
+             int(rng.integers(0, 26)), 1.5) for _ in range(n)]  # fmt: skip
+    stats = run(to_table(rows, size), size, 2, 10, keyed)
+    assert stats["unexamined_windows"] >= (n // 10) * split.PROBE // (split.PROBE + 1) - 2
+    assert stats["thread_share"] > 0.9
+
+
 def _dividing(d):
     a = tx.Table("a", 8, {"n": np.full(8, 100, dtype=np.int64)})
     access = lambda e, t: t.read_modify(a, e.k, "n", lambda v: v // e.d + 1)  # noqa: E731

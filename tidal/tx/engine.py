@@ -415,7 +415,17 @@ class Engine:
         text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
         if self.scheduler == "pat":
             text += f", {self.partitions} partitions"
-        if st["batches"] and (st.get("lists") or st.get("serial_walks") or st.get("locked_walks")):  # fused walks
+        if st["batches"] and st.get("split_walks"):  # components of intervals on threads (tidal.tx.split)
+            text += (
+                f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
+                f"({st['split_walks']} runs split into {st['components']} components, largest "
+                f"{st['largest_component']} operations, on {self._nthreads} threads, largest share "
+                f"{st['thread_share']:.0%} of the events), {st['aborted']} aborted; "
+                f"state access {st['state_access_s']:.3f} s"
+            )
+            if st.get("phases"):
+                text += " (CPU: " + ", ".join(f"{k} {v:.3f} s" for k, v in st["phases"].items()) + ")"
+        elif st["batches"] and (st.get("lists") or st.get("serial_walks") or st.get("locked_walks")):  # fused walks
             how = (
                 f"{st['lists']} owner lists in {st['batches']} runs, {st['waves']} rounds "
                 f"({st.get('rewalked', 0)} operations walked again, {st.get('serial_rest', 0)} events serially)"

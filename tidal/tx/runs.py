@@ -1,5 +1,8 @@
 """State access for the ``serial`` scheduler and for ``chains`` by owner threads (``tidal.tx.fused``).
 
+(``chains`` runs by components, ``tidal.tx.split``, unless ``split.CHAINS`` is ``"lists"``: then by
+the owner lists below. ``split_run`` here hands a run to ``tidal.tx.split``.)
+
 ``serial`` runs the fused serial kernel over the batch's events. ``chains`` (when no operation
 reads another record) gives each record to one owner list (``LISTS`` per worker thread, handed
 out to the threads one at a time), and walks every thread's operations

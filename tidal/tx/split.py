@@ -38,10 +38,12 @@ _DECORATOR = (
     "@numba.njit(cache={cache}, nogil=True, error_model='numpy')\n"
 )
 _PLAN = (
-    "from tidal.tx.split import assign\n\n\n"
+    "from tidal.tx.split import assign, one_thread\n\n\n"
     "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n"
 )
 CHAINS = "components"  # or "lists": owner lists of chains (tidal.tx.runs), for every parallel run
+HOPELESS = 0.75  # a window whose largest component holds more of its operations than this share ...
+PROBE = 15  # ... puts this many windows after it on one thread, unexamined; then the plan looks again
 WAIT_CELLS = 1 << 22  # at most this many (thread, window, thread) waits: short intervals share a window
 
 
@@ -64,6 +66,9 @@ def source(serial_src: str, head: str) -> str:
         lines.append("    count = counts[me * 16 : me * 16 + 1]  # a cache line (or two) apart: no false sharing")
     lines += [
         "    for w in range(nwin):",
+        "        if seg_end[me, w] == p:  # nothing to walk here: no need to wait for anyone",
+        "            store_release(done, me * 16, w + 1)",
+        "            continue",
         "        for u in range(wait.shape[2]):",
         "            q = wait[me, w, u]",
         "            if q < 0:",
@@ -137,9 +142,11 @@ def assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stat
     """The window's components (``parent``, after the union of events touching a unit) to threads:
     each, in the order of its first event, to the least loaded thread (``evops``: each event's
     operations): ``ev_thr`` per event, ``cnt[w, t]`` events per thread; ``stats``: components, the
-    largest one's operations."""
+    largest one's operations. True when the largest component holds most of the window's operations
+    (``HOPELESS``): then the plan puts the next ``PROBE`` windows whole on one thread unexamined."""
     m = hi - lo
     total = 0
+    largest = 0
     for j in range(m):
         ops[j] = 0
         thr[j] = -1
@@ -155,6 +162,7 @@ def assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stat
         if thr[r] < 0:
             stats[0] += 1
             stats[1] = max(stats[1], ops[r])
+            largest = max(largest, ops[r])
             best = 0
             for q in range(1, nthreads):
                 if load[q] < load[best]:
@@ -164,6 +172,16 @@ def assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stat
         t = thr[r]
         ev_thr[lo + j] = t
         cnt[w, t] += 1
+    return total > 0 and largest > HOPELESS * total
+
+
+@numba.njit(cache=True, nogil=True)
+def one_thread(lo, hi, ev_thr, cnt, w, stats):
+    """A window whole on thread 0, unexamined (a superset of components: the serial order there)."""
+    for i in range(lo, hi):
+        ev_thr[i] = 0
+    cnt[w, 0] += hi - lo
+    stats[2] += 1
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -178,9 +196,14 @@ def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks
         last = np.full(nunits, -1, np.int64)
         parent, evops = np.empty(window, np.int64), np.empty(window, np.int64)
         ops, thr, load = np.empty(window, np.int64), np.empty(window, np.int64), np.zeros(nthreads, np.int64)
+        skip = 0
         for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):
             lo = w * window
             hi = min(n, lo + window)
+            if skip > 0:
+                skip -= 1
+                one_thread(lo, hi, ev_thr, cnt, w, stats[b])
+                continue
             for j in range(hi - lo):
                 parent[j] = j
             for i in range(lo, hi):
@@ -207,7 +230,8 @@ def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks
                                 parent[ra] = rb
                         last[u] = i
                 evops[i - lo] = c
-            assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b])
+            if assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b]):
+                skip = PROBE
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -247,9 +271,14 @@ def plan_source(templates, kinds: dict, places: list, every: dict[str, str], ni:
         "        last = np.full(nunits, -1, np.int64)",
         "        parent, evops = np.empty(window, np.int64), np.empty(window, np.int64)",
         "        ops, thr, load = np.empty(window, np.int64), np.empty(window, np.int64), np.zeros(nthreads, np.int64)",
+        "        skip = 0",
         "        for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):",
         "            lo = w * window",
         "            hi = min(n, lo + window)",
+        "            if skip > 0:",
+        "                skip -= 1",
+        "                one_thread(lo, hi, ev_thr, cnt, w, stats[b])",
+        "                continue",
         "            for j in range(hi - lo):",
         "                parent[j] = j",
         "            for i in range(lo, hi):",
@@ -279,7 +308,8 @@ def plan_source(templates, kinds: dict, places: list, every: dict[str, str], ni:
             lines += _touch_lines(pad, f"{src[0] + (0 if sint else ni)} + key1")
     lines += [
         "                evops[i - lo] = c",
-        "            assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b])",
+        "            if assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b]):",
+        f"                skip = {PROBE}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -309,7 +339,7 @@ def run_events(engine, cols, n: int):
     blocks = min(nwin, nthreads)
     ev_thr = np.empty(n, np.int64)
     cnt = np.zeros((nwin, nthreads), np.int64)
-    stats = np.zeros((blocks, 2), np.int64)
+    stats = np.zeros((blocks, 3), np.int64)
     err = np.zeros(n, np.uint8)
     nunits = len(engine.icells) + len(engine.fcells)
     fn(n, window, nthreads, blocks, nunits, ev_thr, cnt, stats, err, *ecols)
@@ -340,7 +370,7 @@ def run(engine, grids, args, n: int):
     blocks = min(nwin, nthreads)
     ev_thr = np.empty(n, np.int64)
     cnt = np.zeros((nwin, nthreads), np.int64)
-    stats = np.zeros((blocks, 2), np.int64)
+    stats = np.zeros((blocks, 3), np.int64)
     nunits = ni + len(engine.fcells)
     plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks, ev_thr, cnt, stats)
     rissued = _read_rows(engine, issued)
@@ -387,6 +417,7 @@ def _walk(engine, kernel_name, ev_thr, cnt, window, blocks, stats, tail, n, t0, 
     st = engine.stats
     st["components"] = st.get("components", 0) + int(stats[:, 0].sum())
     st["largest_component"] = max(st.get("largest_component", 0), int(stats[:, 1].max(initial=0)))
+    st["unexamined_windows"] = st.get("unexamined_windows", 0) + int(stats[:, 2].sum())
     if (errs != -1).any():
         engine.icells[:], engine.fcells[:] = saved
         return RESTART
