@@ -42,8 +42,9 @@ _PLAN = (
     "@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n"
 )
 CHAINS = "components"  # or "lists": owner lists of chains (tidal.tx.runs), for every parallel run
-HOPELESS = 0.75  # a window whose largest component holds more of its operations than this share ...
-PROBE = 15  # ... puts this many windows after it on one thread, unexamined; then the plan looks again
+HOPELESS = 0.75  # a window whose largest component holds more of its operations than this share puts
+PROBE = 15  # the next 1, 3, 7, then this many windows (one more hopeless window each time) on one thread,
+# unexamined; then the plan looks again
 WAIT_CELLS = 1 << 22  # at most this many (thread, window, thread) waits: short intervals share a window
 
 
@@ -143,7 +144,7 @@ def assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stat
     each, in the order of its first event, to the least loaded thread (``evops``: each event's
     operations): ``ev_thr`` per event, ``cnt[w, t]`` events per thread; ``stats``: components, the
     largest one's operations. True when the largest component holds most of the window's operations
-    (``HOPELESS``): then the plan puts the next ``PROBE`` windows whole on one thread unexamined."""
+    (``HOPELESS``): then the plan puts the next windows whole on one thread unexamined (``PROBE``)."""
     m = hi - lo
     total = 0
     largest = 0
@@ -197,6 +198,7 @@ def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks
         parent, evops = np.empty(window, np.int64), np.empty(window, np.int64)
         ops, thr, load = np.empty(window, np.int64), np.empty(window, np.int64), np.zeros(nthreads, np.int64)
         skip = 0
+        streak = 0
         for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):
             lo = w * window
             hi = min(n, lo + window)
@@ -231,7 +233,10 @@ def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks
                         last[u] = i
                 evops[i - lo] = c
             if assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b]):
-                skip = PROBE
+                streak += 1
+                skip = min(PROBE, (1 << streak) - 1)
+            else:
+                streak = 0
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -272,6 +277,7 @@ def plan_source(templates, kinds: dict, places: list, every: dict[str, str], ni:
         "        parent, evops = np.empty(window, np.int64), np.empty(window, np.int64)",
         "        ops, thr, load = np.empty(window, np.int64), np.empty(window, np.int64), np.zeros(nthreads, np.int64)",
         "        skip = 0",
+        "        streak = 0",
         "        for w in range(b * nwin // blocks, (b + 1) * nwin // blocks):",
         "            lo = w * window",
         "            hi = min(n, lo + window)",
@@ -309,7 +315,10 @@ def plan_source(templates, kinds: dict, places: list, every: dict[str, str], ni:
     lines += [
         "                evops[i - lo] = c",
         "            if assign(lo, hi, nthreads, parent, evops, ops, thr, load, ev_thr, cnt, w, stats[b]):",
-        f"                skip = {PROBE}",
+        "                streak += 1",
+        f"                skip = min({PROBE}, (1 << streak) - 1)",
+        "            else:",
+        "                streak = 0",
     ]
     return "\n".join(lines) + "\n"
 
