@@ -1,25 +1,30 @@
-"""State access for ``chains`` by components: each interval's events split into sets that share no record.
+"""State access for ``chains`` by components: each interval's events split into sets that share no cell.
 
-TStream's dual mode, with the stream phase doing the grouping: compute mode decides every event's
-operations and the cells they address (the grids); then, per punctuation interval, the events that
-touch a common cell (as target, or as the ``source=`` record an operation reads) are joined into one
-*component* (union-find over the interval's cells). Components of one interval share no cell, so
-two threads can walk two components with no synchronisation at all, each in timestamp order; a
-transaction lies wholly in one component (its operations are joined by the event), so its abort
-is decided and undone there, with the serial walk's code (``tidal.tx.fused``), exactly as the
+TStream's dual mode, with the stream phase doing the grouping: per punctuation interval (a
+*window*; intervals so short that their waits would not fit ``WAIT_CELLS`` share one), the events
+that touch a common cell (a record's column: as target, or as the ``source=`` cell an operation
+reads) are joined into one *component* (union-find over the window's cells). Components of one
+window share no cell, so threads walk them with no synchronisation, each in timestamp order, with
+the serial walk's code (``tidal.tx.fused``); a transaction lies wholly in one component (its
+operations are joined by the event), so its abort is decided and undone there, exactly as the
 serial run decides it.
 
-Each component goes to one thread: the thread that last touched its cells (so that it waits for
-no one) unless that thread already holds its share of the interval's operations, else the least
-loaded thread; a component bigger than a share runs whole on one thread. A thread walks, interval
-after interval, its events of the interval in timestamp order (its *segment*). Across intervals a
-cell may change threads: the segment then first waits until the thread that last touched the cell
-has finished the interval where it did (a counter per thread, ``tidal.tx.sync``: acquire loads,
-release stores). Every wait points to an earlier interval, so the walk always ends, and every
-cell sees its operations in timestamp order: the outcome, the reads and the aborts are the serial
-ones. A division by zero stops every thread; the tables are put back and the serial walk names the
-event (as for the other parallel schedulers). The plan (components, threads, waits) is one
-sequential compiled pass over the grids.
+The plan is one compiled pass per window, the windows cut into runs planned in parallel: from the
+events themselves when compute mode compiles (``plan_source``: the keys and ``when`` of the
+access function, checked as compute mode checks them), else from compute mode's grids (``plan``).
+Each component goes, in the order of its first event, to the least loaded thread; a component
+bigger than a thread's share runs whole on one. A window whose largest component holds most of its
+operations (``HOPELESS``) puts the next 1, 3, 7, then ``PROBE`` windows whole on one thread without
+looking at them (a superset of components: still the serial order), so a workload whose intervals
+never fall apart (Grep and Sum at the seed's skew) pays little for planning.
+
+A thread walks, window after window, its events of the window in timestamp order (its *segment*);
+before a segment it waits until every other thread has finished the window before (a counter per
+thread, ``tidal.tx.sync``: acquire loads, release stores; a thread with an empty segment waits for
+no one). Every wait points to an earlier window, so the walk always ends, and every cell sees its
+operations in timestamp order: the outcome, the reads and the aborts are the serial ones. A
+division by zero (or, from the events, a key the plan did not look at that is outside its table)
+stops every thread; the tables are put back and the serial walk names the event.
 """
 
 from __future__ import annotations
