@@ -150,12 +150,13 @@ def test_a_division_by_zero_on_either_thread_names_the_first_event(scheduler):
     assert a.to_dict() == before  # nothing half-applied
 
 
-def test_a_key_outside_the_table_names_the_event_before_any_walk():
+@pytest.mark.parametrize("lead", [20, 60])  # 60: the bad key lies in a window the plan left unexamined
+def test_a_key_outside_the_table_names_the_event_and_nothing_is_applied(lead):
     a = tx.Table("a", 8, {"n": np.zeros(8, dtype=np.int64)})
-    data = pa.table({"t": np.arange(30), "k": [1] * 20 + [9] + [2] * 9})
+    data = pa.table({"t": np.arange(lead + 10), "k": [1] * lead + [9] + [2] * 9})
     s = tidal.from_arrow(data, time="t").transact(
         lambda e, t: t.read_modify(a, e.k, "n", lambda v: v + 1), scheduler="chains", interval=3, workers=2
     )
-    with pytest.raises(tx.TransactionError, match=r"event 20 \(time 20\).*outside table 'a'"):
+    with pytest.raises(tx.TransactionError, match=rf"event {lead} \(time {lead}\).*outside table 'a'"):
         s.to_arrow()
     assert a.to_dict()["n"] == [0] * 8
