@@ -17,9 +17,9 @@ Throughput is input events per second of the median run, through the transact op
 without the Sum stage). The engine ``tidal`` is ``chains`` on the largest worker count.
 Printed at the end: chains over serial, lock, pat and the Python loop, from this one run, and each
 configuration's CPU time per event (all its threads; the median run), and, for the runs walked
-from the events, that CPU time by phase (``tidal.tx.runs``: for ``chains``, count and place the
-operations in their owner lists, walk the lists; for both, finish the output columns; "other" is
-the rest of the query: ingress, batching, the operator).
+from the events, that CPU time by phase (``tidal.tx.runs``, ``tidal.tx.split``: for ``chains``,
+plan each interval's components and their threads, walk them; for both, finish the output columns;
+"other" is the rest of the query: ingress, batching, the operator).
 ``--aims`` (for a quiet machine) measures 1 and 2 workers and every core, and ends with each aim of
 the issue (chains on every core at least 1.8x serial for GS and SL, ahead of lock and pat at every
 point of the sweeps, at least 50x the Python loop) and whether this run met it.

@@ -6,15 +6,16 @@ import pytest
 
 import tidal
 from tidal import tx
-from tidal.tx import runs
+from tidal.tx import runs, split
 from tidal.tx.apps import APPS
 
 
-@pytest.mark.parametrize("scheduler", [*tx.SCHEDULERS, "chains-lists"])
+@pytest.mark.parametrize("scheduler", [*tx.SCHEDULERS, "chains-components", "chains-lists"])
 @pytest.mark.parametrize("app", sorted(APPS))
 def test_each_application_equals_plain_python(app, scheduler, monkeypatch):
-    if scheduler == "chains-lists":  # owner lists however small the run (else small runs walk serially)
+    if scheduler.startswith("chains-"):  # threads however small the run (else small runs walk serially)
         monkeypatch.setattr(runs, "PARALLEL_FROM", 0)
+        monkeypatch.setattr(split, "CHAINS", scheduler.split("-")[1])  # components, or owner lists
         scheduler = "chains"
     mod = APPS[app]
     size = 300 if app != "tp" else 100

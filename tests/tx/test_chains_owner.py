@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import tidal
 from tidal import tx
-from tidal.tx import runs
+from tidal.tx import runs, split
 
 
 def make_tables(size: int, keyed: bool = False):
@@ -75,10 +75,12 @@ def to_table(rows, size: int) -> pa.Table:
 
 def check(data: pa.Table, size: int, workers: int, interval: int, keyed: bool = False):
     saved, runs.PARALLEL_FROM = runs.PARALLEL_FROM, 0  # owner lists even for the smallest runs
+    mode, split.CHAINS = split.CHAINS, "lists"  # owner lists, not components (tests/tx/test_chains_split.py)
     try:
         return _check(data, size, workers, interval, keyed)
     finally:
         runs.PARALLEL_FROM = saved
+        split.CHAINS = mode
 
 
 def _check(data: pa.Table, size: int, workers: int, interval: int, keyed: bool):

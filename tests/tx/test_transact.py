@@ -188,10 +188,24 @@ def test_explain_shows_the_scheduler_and_chain_statistics():
     assert "50 events, 5 intervals" in text and "chains" in text and "groups in 5 waves" in text
 
 
-@pytest.mark.parametrize("scheduler", ["chains", "lock", "pat"])
-def test_the_parallel_schedulers_cut_work_into_many_groups(scheduler):
+@pytest.mark.parametrize("scheduler", ["chains", "chains-lists", "lock", "pat"])
+def test_the_parallel_schedulers_cut_work_into_many_groups(scheduler, monkeypatch):
+    from tidal.tx import split
     from tidal.tx.apps import gs
 
+    if scheduler.startswith("chains"):  # components of each interval, or owner lists of chains
+        monkeypatch.setattr(split, "CHAINS", "lists" if scheduler == "chains-lists" else "components")
+    if scheduler == "chains":
+        tabs = gs.tables(100_000)  # records enough for Grep and Sum's intervals to fall apart
+        data = gs.generate(2_000, size=100_000, skew=0.0, multi=0.25, partitions=2)
+        s = tidal.from_arrow(data, time="t").transact(gs.access_for(tabs), scheduler="chains", workers=2)
+        s.count()
+        stats = s.node.box["last"].stats
+        # one walk per run on both threads (tidal.tx.split), each with its share of the events
+        assert stats["split_walks"] == stats["batches"] and stats["components"] > 1_000
+        assert 0.5 <= stats["thread_share"] < 0.6
+        return
+    scheduler = scheduler.split("-")[0]
     tabs = gs.tables(1_000)
     data = gs.generate(2_000, size=1_000, skew=0.3, multi=0.25, partitions=2)
     s = tidal.from_arrow(data, time="t").transact(gs.access_for(tabs), scheduler=scheduler, workers=2, partitions=2)

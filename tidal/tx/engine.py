@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, fused, gather, locked, runs, schedule
+from . import codegen, fused, gather, locked, runs, schedule, split
 from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
@@ -98,7 +98,7 @@ class Engine:
     # -- compiling ----------------------------------------------------------------------------
     def _compile(self, kinds: dict[str, str]) -> None:
         signature = tuple(sorted(kinds.items()))
-        if self.kernel is not None and self.kernel_kinds == signature:
+        if self.kernel_kinds == signature:
             return
         events: dict[str, str] = {}
         target_int, source_int = [], []
@@ -133,8 +133,10 @@ class Engine:
             for k, t in enumerate(self.templates)
         ]
         self.event_args = events
-        self.source = codegen.kernel_source(live, target_int, source_int, events)
-        self.kernel = codegen.load(self.source)
+        # the waves' kernel (chains whose operations read other records, in owner-list mode): made when
+        # first needed, as generating it costs more than many a run
+        self.kernel = None
+        self._wave = lambda: codegen.load(codegen.kernel_source(live, target_int, source_int, events))
         places = []
         for t in self.templates:
             target = (self.cell_base[(id(t.table), t.column)][1], self.rec_base[id(t.table)], t.table.size)
@@ -145,7 +147,6 @@ class Engine:
             places.append((target, src))
         made = None if self.type_errors else codegen.decompose_source(self.templates, kinds, places)
         self.decomposer = None if made is None else (codegen.load_decompose(made[0]), made[1])
-        self.kernel_kinds = signature
         slots = [int(x) for x in self.slot]
         self.owner_ok = all(
             t.source is None or (t.source[0] is t.table and str(t.source[1]) == str(t.key)) for t in self.templates
@@ -154,13 +155,21 @@ class Engine:
         self.fused_kernels = {"serial": fused.load_serial(grid_walk)}
         if self.scheduler in ("lock", "pat"):  # the same transactions' code, handed on by ordered locks
             self.fused_kernels["locked"] = locked.load(locked.source(grid_walk, fused._args(events)))
+        if self.scheduler == "chains":  # components of each interval on threads (tidal.tx.split)
+            self.fused_kernels["split"] = split.load(split.source(grid_walk, split.GRID_HEAD + fused._args(events)))
         self.serial_events = None
+        self.split_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
             every = dict(events)
             for col in made[1]:
                 every.setdefault(col, f"E{len(every)}")
             walk = fused.serial_source(live, target_int, source_int, slots, every, places)
             self.serial_events = (fused.load_serial(walk), sorted(every, key=lambda c: int(every[c][1:])))
+            if self.scheduler == "chains":
+                head = split.EVENTS_HEAD + fused._args(every)
+                self.fused_kernels["split_events"] = split.load(split.source(walk, head))
+                plan = split.plan_source(live, kinds, places, every, len(self.icells))
+                self.split_events = (split.load_plan(plan), self.serial_events[1])
         self.regions = None
         if self.scheduler == "chains" and self.owner_ok:
             self.fused_kernels["owner"] = fused.load_owner(
@@ -171,6 +180,7 @@ class Engine:
             self.regions = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
+        self.kernel_kinds = signature  # compiled (last: a failure above compiles again next time)
 
     # -- one batch ----------------------------------------------------------------------------
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
@@ -196,6 +206,10 @@ class Engine:
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
                 return done
+        if self.scheduler == "chains" and self._nthreads > 1 and not small and split.CHAINS == "components":
+            done = runs.split_run(self, cols, n, sync, position, grids)
+            self.stats["state_access_s"] += _time.perf_counter() - t0
+            return done
         if fused_path and self.scheduler == "chains" and self._nthreads > 1 and not small:
             done = runs.owner_from_events(self, cols, n, sync, position, grids)
             if done is not None:
@@ -247,6 +261,8 @@ class Engine:
         op_err = np.zeros(m, np.uint8)
         g_err = np.zeros(len(group_ptr) - 1, np.bool_)
         args = [self._event_array(cols, name, n, position, sync) for name in self.event_args]
+        if self.kernel is None:
+            self.kernel = self._wave()
         stopped = self.kernel(
             wave_ptr, self._nthreads, group_ptr, order, op_ev, op_tmpl, op_cell, op_src, self.t_write, self.t_int,
             self.icells, self.fcells, old_i, old_f, rd_i, rd_f, aborted, op_err, g_err, *args,
@@ -399,7 +415,17 @@ class Engine:
         text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
         if self.scheduler == "pat":
             text += f", {self.partitions} partitions"
-        if st["batches"] and (st.get("lists") or st.get("serial_walks") or st.get("locked_walks")):  # fused walks
+        if st["batches"] and st.get("split_walks"):  # components of intervals on threads (tidal.tx.split)
+            text += (
+                f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
+                f"({st['split_walks']} runs split into {st['components']} components, largest "
+                f"{st['largest_component']} operations, on {self._nthreads} threads, largest share "
+                f"{st['thread_share']:.0%} of the events), {st['aborted']} aborted; "
+                f"state access {st['state_access_s']:.3f} s"
+            )
+            if st.get("phases"):
+                text += " (CPU: " + ", ".join(f"{k} {v:.3f} s" for k, v in st["phases"].items()) + ")"
+        elif st["batches"] and (st.get("lists") or st.get("serial_walks") or st.get("locked_walks")):  # fused walks
             how = (
                 f"{st['lists']} owner lists in {st['batches']} runs, {st['waves']} rounds "
                 f"({st.get('rewalked', 0)} operations walked again, {st.get('serial_rest', 0)} events serially)"

@@ -91,16 +91,29 @@ class TransactOp(Operator):
             self._process(self.count - self.count % interval)
 
     def _process(self, upto: int | None = None) -> None:
-        if not self.count:
-            return
-        whole = concat_batches(self.pending) if len(self.pending) > 1 else self.pending[0]
-        upto = len(whole) if upto is None else upto
-        now = whole.slice(0, upto) if upto < len(whole) else whole
-        rest = whole.slice(upto, len(whole)) if upto < len(whole) else None
+        """Run the first ``upto`` buffered events (all by default). A short batch at the head (what
+        the last run left) is joined with just enough of the next to fill an interval, not with the
+        whole next batch: the rest of that one runs as it came, with no copy of its columns."""
+        upto = self.count if upto is None else upto
+        pending, done, interval = self.pending, 0, self.engine.interval
+        while done < upto:
+            first, want = pending[0], min(interval, upto - done)
+            if len(first) < want and len(pending) > 1:
+                nxt = pending[1]
+                take = min(want - len(first), len(nxt))
+                rest = [nxt.slice(take, len(nxt))] if take < len(nxt) else []
+                pending = [concat_batches([first, nxt.slice(0, take)]), *rest, *pending[2:]]
+                continue
+            k = min(len(first), upto - done)
+            now = first if k == len(first) else first.slice(0, k)
+            pending = pending[1:] if k == len(first) else [first.slice(k, len(first)), *pending[1:]]
+            self._run(now)  # an error leaves every event not yet run pending
+            self.pending, self.count = pending, self.count - k
+            done += k
+
+    def _run(self, now: EventBatch) -> None:
         committed, reads = self.engine.run(now.columns, now.sync, self.position)
         self.position += len(now)
-        self.pending = [rest] if rest is not None else []
-        self.count = 0 if rest is None else len(rest)
         n = len(now)
         if self.post is None:
             payload = {**now.columns, "committed": pa.array(committed)}

@@ -1,5 +1,8 @@
 """State access for the ``serial`` scheduler and for ``chains`` by owner threads (``tidal.tx.fused``).
 
+(``chains`` runs by components, ``tidal.tx.split``, unless ``split.CHAINS`` is ``"lists"``: then by
+the owner lists below. ``split_run`` here hands a run to ``tidal.tx.split``.)
+
 ``serial`` runs the fused serial kernel over the batch's events. ``chains`` (when no operation
 reads another record) gives each record to one owner list (``LISTS`` per worker thread, handed
 out to the threads one at a time), and walks every thread's operations
@@ -26,7 +29,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from . import fused
+from . import fused, split
 from .errors import TransactionError
 
 MAX_ROUNDS = 4
@@ -113,6 +116,28 @@ def serial_from_events(engine, cols, n: int):
     st["waves"] += 1
     st["largest_group"] = max(st["largest_group"], int(count[0]))
     return _finish(engine, aborted, out_i, out_f, rissued, n, int(count[0]))
+
+
+def split_run(engine, cols, n: int, sync, position: int, grids):
+    """``chains`` by components (``tidal.tx.split``): from the events when compute mode compiles,
+    else over its grids (``grids()``, which also names a bad event's error)."""
+    done = split.run_events(engine, cols, n)
+    args = None
+    if done is None:
+        grid = grids()
+        args = [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
+        done = split.run(engine, grid, args, n)
+    if done is split.RESTART:  # a division by zero: the serial walk names the first one
+        args = args or [engine._event_array(cols, name, n, position, sync) for name in engine.event_args]
+        return fused_run(engine, *grids()[:3], args, n, sync, position, serial_only=True)
+    aborted, out_i, out_f, rissued, per_thread, m = done
+    st = engine.stats
+    st["split_walks"] = st.get("split_walks", 0) + 1
+    st["thread_share"] = max(st.get("thread_share", 0.0), float(per_thread.max() / max(1, n)))
+    st["groups"] += engine._nthreads
+    st["waves"] += 1
+    st["largest_group"] = max(st["largest_group"], int(per_thread.max()))
+    return _finish(engine, aborted, out_i, out_f, rissued, n, m)
 
 
 def fused_run(engine, issued, cell2d, src2d, args, n: int, sync, position: int, serial_only: bool = False):
@@ -230,10 +255,12 @@ def _owner_walk(engine, lists, ptr, cells, srcs, spread, rissued, args, n, sync,
 def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     t0 = time.process_time()
     committed = aborted == 0
+    naborted = int(n - np.count_nonzero(committed))
     reads = {}
     if len(rissued):
-        bits = np.packbits(rissued & committed, axis=1, bitorder="little")
-        nulls = n - np.count_nonzero(rissued & committed, axis=1) if n else np.zeros(len(rissued), np.int64)
+        present = rissued & committed if naborted else rissued  # a read of an aborted transaction is null
+        bits = np.packbits(present, axis=1, bitorder="little")
+        nulls = n - np.count_nonzero(present, axis=1) if n else np.zeros(len(rissued), np.int64)
         for s, (name, k) in enumerate(engine.read_slots.items()):
             values = out_i[s] if engine.t_int[k] else out_f[s]
             valid = None if nulls[s] == 0 else pa.py_buffer(bits[s])
@@ -243,7 +270,7 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     st["events"] += n
     st["batches"] += 1
     st["operations"] += m
-    st["aborted"] += int(n - committed.sum())
+    st["aborted"] += naborted
     st["intervals"] += (n + engine.interval - 1) // engine.interval
     _phase(engine, "finish", t0)
     return committed, reads

@@ -63,3 +63,7 @@ def pause(typingctx):
 # the C library's sched_yield (resolved in the process when compiled: no address in the cache)
 sched_yield = types.ExternalFunction("sched_yield", types.int32())
 SPINS = 64  # pauses before a waiting thread gives its core away (another thread, maybe the one it waits for)
+# the C library's usleep: a thread that has waited long (``YIELDS`` yields) sleeps, so that on a machine
+# busy with other work it stops taking turns from the thread it waits for
+usleep = types.ExternalFunction("usleep", types.int32(types.uint32))
+YIELDS = 64
