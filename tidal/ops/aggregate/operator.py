@@ -14,7 +14,7 @@ from ...expr.kernels import Evaluator, Fallback, to_arrow_column
 from ..base import Operator, OutputBuffer
 from ..keys import KeyIndex
 from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW, VARIANTS, ArgumentColumn, _Engine, choose_mode
-from .compiled import CompiledEngine
+from .compiled import _ONE_EACH, CompiledEngine
 from .fifo import FifoEngine, PythonFifoEngine
 from .functions import AggregateFunction
 from .heap import HeapEngine, PythonHeapEngine
@@ -140,7 +140,25 @@ class SnapshotAggregateOp(Operator):
 
     def _run(self, batch: EventBatch, upto: int) -> None:
         gids = self._gids(batch) if len(batch) else np.zeros(0, np.int64)
-        got = self.engine.run(batch, gids, upto)
+        self._emit_results(self.engine.run(batch, gids, upto))
+
+    def on_folded(self, sync, key, weight, ints, floats, orders) -> None:
+        """Rows a filter-and-accumulate loop made (``tidal.ops.filter_aggregate``): times, group key values
+        (integers), how many events each stands for (None: one each) and their contributions."""
+        n = len(sync)
+        if n == 0:
+            return
+        if self.key_fields:
+            if self.keys is None:
+                self.keys = KeyIndex(self.key_fields)
+            gids = self.keys.ids([pa.array(key).cast(self.schema.field(self.key_fields[0]).type)])
+        else:
+            gids = np.zeros(n, np.int64)
+        other = np.full(n, INFINITY, np.int64)  # no endpoint queue in the variants that take folded rows
+        wt = _ONE_EACH if weight is None else weight
+        self._emit_results(self.engine.sweep(sync, other, gids, ints, floats, orders, wt, np.iinfo(np.int64).min))
+
+    def _emit_results(self, got) -> None:
         if got is None:
             return
         sync, other, gid, cols = got
