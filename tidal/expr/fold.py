@@ -72,7 +72,12 @@ def fold_body(predicate: Node, spec: FoldSpec, dtypes: dict[str, np.dtype], with
     lines += [f"        key = {key}"]
     body = []
     if merge:
-        lines += ["        if k == 0 or t != cur:", "            cur = t", "            stamp += 1", "            first = k"]
+        lines += [
+            "        if k == 0 or t != cur:",
+            "            cur = t",
+            "            stamp += 1",
+            "            first = k",
+        ]
         if spec.key:
             lines += [
                 "        slot = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))",
@@ -96,7 +101,12 @@ def fold_body(predicate: Node, spec: FoldSpec, dtypes: dict[str, np.dtype], with
         else:
             lines += ["        new = k == first", "        if new:", "            r = k", "            k += 1"]
             lines += ["        else:", "            r = first"]
-        lines += ["        if new:", "            o_sync[r] = t", "            o_key[r] = key", "            o_wt[r] = 0"]
+        lines += [
+            "        if new:",
+            "            o_sync[r] = t",
+            "            o_key[r] = key",
+            "            o_wt[r] = 0",
+        ]
         lines += [f"            o_ic[r, {j}] = 0" for j in range(len(spec.ints))]
         lines += [f"            o_fc[r, {j}] = 0.0" for j in range(len(spec.floats))]
         lines += [

@@ -3,12 +3,13 @@
 Temporal semantics: exactly those of a where (keep the events whose payload satisfies the
 predicate; lifetimes untouched) followed by the snapshot aggregate (``tidal.ops.aggregate``):
 at every instant, per group, the aggregates of the kept events alive then. Only the physical
-plan differs: for an aggregate whose variant has no endpoint queue (start edges only, or
-tumbling windows), of count, count_not_null, sum, average, variance, stddev, min, max and the
-order aggregates, over plain numeric fields, grouped by at most one integer field, one compiled
-loop (:mod:`tidal.expr.fold`) reads only the columns the predicate and the aggregates use, tests
-each row and adds what it contributes, and the aggregate's sweep takes the compact result (one
-row per time and group where every contribution adds exactly, else one per kept event). No
+plan differs: for an aggregate over start edges (its variant has no endpoint queue: results
+change only where events start, as in SQL's plans over rows), of count, count_not_null, sum,
+average, variance, stddev, min, max and the order aggregates, over plain numeric fields, grouped
+by at most one integer field, one compiled loop (:mod:`tidal.expr.fold`) reads only the columns
+the predicate and the aggregates use, tests each row and adds what it contributes, and the
+aggregate's sweep takes the compact result (one row per time and group where every contribution
+adds exactly, else one per kept event). No
 positions array and no batch of kept rows exists between the two.
 
 A batch that this loop does not take (a column with nulls, a NaN comparison or an integer
@@ -24,7 +25,7 @@ import pyarrow as pa
 
 from ..core.batch import EventBatch
 from ..expr.fold import FoldKernel, FoldSpec
-from .aggregate.base import MODE_NONE, MODE_WINDOW
+from .aggregate.base import MODE_NONE
 from .aggregate.compiled import CompiledEngine
 from .aggregate.operator import SnapshotAggregateOp
 from .base import Consumer, Operator
@@ -36,9 +37,9 @@ _ORDER_KINDS = {"min": 0, "max": 1}  # order kinds merged in the loop; other ord
 def _plain_numeric(t: pa.DataType | None) -> bool:
     if t is None:
         return False
-    return (pa.types.is_signed_integer(t) or pa.types.is_floating(t) or t in (pa.uint8(), pa.uint16(), pa.uint32())) and (
-        not pa.types.is_float16(t)
-    )
+    return (
+        pa.types.is_signed_integer(t) or pa.types.is_floating(t) or t in (pa.uint8(), pa.uint16(), pa.uint32())
+    ) and (not pa.types.is_float16(t))
 
 
 def foldable(aggregate: SnapshotAggregateOp, predicate, renames: dict[str, str], schema: pa.Schema | None) -> bool:
@@ -46,14 +47,16 @@ def foldable(aggregate: SnapshotAggregateOp, predicate, renames: dict[str, str],
     aggregate's name -> the where's input field) can run as one loop, from the plan alone."""
     if schema is None or predicate.mode != "columnar" or aggregate.user_results:
         return False
-    if not isinstance(aggregate.engine, CompiledEngine) or aggregate.mode not in (MODE_NONE, MODE_WINDOW):
+    if not isinstance(aggregate.engine, CompiledEngine) or aggregate.mode != MODE_NONE:
         return False
     if len(aggregate.key_fields) > 1:
         return False
     fields = [*aggregate.key_fields, *(fn.arg for _, fn in aggregate.fns if fn.arg is not None)]
     if any(not isinstance(f, str) or renames.get(f, f) not in schema.names for f in fields):
         return False
-    if aggregate.key_fields and not pa.types.is_integer(schema.field(renames.get(aggregate.key_fields[0], aggregate.key_fields[0])).type):
+    if aggregate.key_fields and not pa.types.is_integer(
+        schema.field(renames.get(aggregate.key_fields[0], aggregate.key_fields[0])).type
+    ):
         return False
     return all(_plain_numeric(schema.field(renames.get(f, f)).type) for f in fields[len(aggregate.key_fields) :])
 
@@ -83,7 +86,9 @@ class FilterAggregatePort(Consumer):
         if self._spec is None:
             args = self.aggregate.args
             col = {a: self._source(arg.arg) for a, arg in enumerate(args) if arg.arg is not None}
-            orders = tuple((col[a], _ORDER_KINDS.get(_kind_name(engine, j), 2)) for j, (a, _, _) in enumerate(engine.ms_slots))
+            orders = tuple(
+                (col[a], _ORDER_KINDS.get(_kind_name(engine, j), 2)) for j, (a, _, _) in enumerate(engine.ms_slots)
+            )
             key = self._source(self.aggregate.key_fields[0]) if self.aggregate.key_fields else None
             self._spec = FoldSpec(
                 ints=tuple((what, col[a]) for what, a in engine.int_slots),
@@ -122,7 +127,9 @@ class FilterAggregatePort(Consumer):
         return kernel
 
     def _build(self, spec: FoldSpec, names: list[str], cols: list[pa.Array], with_absent: bool) -> FoldKernel | None:
-        if any(c.null_count for c in cols) or not self.predicate.kernel_ok({n: c.type for n, c in zip(names, cols, strict=True)}):
+        if any(c.null_count for c in cols) or not self.predicate.kernel_ok(
+            {n: c.type for n, c in zip(names, cols, strict=True)}
+        ):
             return None
         if not all(_plain_numeric(c.type) for c in cols):
             return None
@@ -177,4 +184,3 @@ def link(where: WhereOp, middle: Operator | None, aggregate: SnapshotAggregateOp
     port = FilterAggregatePort(where, aggregate, renames)
     aggregate.ports = [port]
     return port
-

@@ -16,7 +16,6 @@ from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _ord
 from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
 from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
 
-
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
 
 

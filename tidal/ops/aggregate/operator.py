@@ -154,7 +154,7 @@ class SnapshotAggregateOp(Operator):
             gids = self.keys.ids([pa.array(key).cast(self.schema.field(self.key_fields[0]).type)])
         else:
             gids = np.zeros(n, np.int64)
-        other = np.full(n, INFINITY, np.int64)  # no endpoint queue in the variants that take folded rows
+        other = np.full(n, INFINITY, np.int64)  # start edges: the only variant that takes folded rows
         wt = _ONE_EACH if weight is None else weight
         self._emit_results(self.engine.sweep(sync, other, gids, ints, floats, orders, wt, np.iinfo(np.int64).min))
 
