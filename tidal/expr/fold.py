@@ -29,6 +29,7 @@ from .nodes import Node
 
 _INT64_MAX = 2**63 - 1
 _INT64_MIN = -(2**63)
+_NO_ABSENT = np.zeros(0, np.bool_)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ class FoldKernel:
         self.fn = None
         self.stamp = np.zeros(1, np.int64)
         self._table(1024)
+        self._cap = -1
 
     def _table(self, size: int) -> None:
         self.tk = np.zeros(size, np.int64)
@@ -175,20 +177,29 @@ class FoldKernel:
     def compile(self) -> None:
         self.fn = load_kernel(self.body)
 
+    def _room(self, n: int) -> None:
+        """Output buffers for ``n`` rows, kept between batches (the caller copies what it keeps)."""
+        if n <= self._cap:
+            return
+        spec, cap = self.spec, max(n, 2 * self._cap)
+        self._cap = cap
+        self.o_sync = np.empty(cap, np.int64)
+        self.o_key = np.empty(cap, np.int64)
+        self.o_wt = np.empty(cap if self.merge else 0, np.int64)
+        self.o_ic = np.empty((cap, len(spec.ints)), np.int64)
+        self.o_fc = np.empty((cap, len(spec.floats)), np.float64)
+        self.o_mv = np.empty((cap, len(spec.orders)), np.int64)
+
     def run(self, columns, n: int, absent, sync: np.ndarray):
+        """The batch's compact rows: views of buffers that the next call overwrites."""
         inputs = [_numpy(columns[c]) for c in self.cols]
-        absent = np.zeros(0, np.bool_) if absent is None else absent
-        spec = self.spec
+        absent = _NO_ABSENT if absent is None else absent
+        self._room(n)
         while True:
-            o_sync = np.empty(n, np.int64)
-            o_key = np.empty(n, np.int64)
-            o_wt = np.empty(n if self.merge else 0, np.int64)
-            o_ic = np.empty((n, len(spec.ints)), np.int64)
-            o_fc = np.empty((n, len(spec.floats)), np.float64)
-            o_mv = np.empty((n, len(spec.orders)), np.int64)
             k = self.fn(n, absent, sync, *inputs, self.tk, self.tr, self.ts, self.stamp, self.shift,
-                        o_sync, o_key, o_wt, o_ic, o_fc, o_mv)  # fmt: skip
+                        self.o_sync, self.o_key, self.o_wt, self.o_ic, self.o_fc, self.o_mv)  # fmt: skip
             if k >= 0:
                 break
             self._table(4 * len(self.tk))  # more groups in one run than the table holds at half load
-        return o_sync[:k], o_key[:k], (o_wt[:k] if self.merge else None), o_ic[:k], o_fc[:k], o_mv[:k]
+        weight = self.o_wt[:k] if self.merge else None
+        return self.o_sync[:k], self.o_key[:k], weight, self.o_ic[:k], self.o_fc[:k], self.o_mv[:k]

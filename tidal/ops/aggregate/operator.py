@@ -151,12 +151,14 @@ class SnapshotAggregateOp(Operator):
         if self.key_fields:
             if self.keys is None:
                 self.keys = KeyIndex(self.key_fields)
-            gids = self.keys.ids([pa.array(key).cast(self.schema.field(self.key_fields[0]).type)])
+            keys = pa.array(key.copy())  # the loop's buffers are reused: the index may keep what it is given
+            t = self.schema.field(self.key_fields[0]).type
+            gids = self.keys.ids([keys if t == keys.type else keys.cast(t)])
         else:
             gids = np.zeros(n, np.int64)
         other = np.full(n, INFINITY, np.int64)  # start edges: the only variant that takes folded rows
         wt = _ONE_EACH if weight is None else weight
-        self._emit_results(self.engine.sweep(sync, other, gids, ints, floats, orders, wt, np.iinfo(np.int64).min))
+        self._emit_results(self.engine.sweep(sync, other, gids, ints, floats, orders, wt, _NO_TIME))
 
     def _emit_results(self, got) -> None:
         if got is None:
@@ -242,4 +244,5 @@ class SnapshotAggregateOp(Operator):
         self.out.count = sum(len(b) for b in self.out.pending)
 
 
+_NO_TIME = int(np.iinfo(np.int64).min)  # progress before any time: the sweep emits only what time passed
 _EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})
