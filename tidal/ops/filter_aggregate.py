@@ -9,8 +9,8 @@ average, variance, stddev, min, max and the order aggregates, over plain numeric
 by at most one integer field, one compiled loop (:mod:`tidal.expr.fold`) reads only the columns
 the predicate and the aggregates use, tests each row and adds what it contributes, and the
 aggregate's sweep takes the compact result (one row per time and group where every contribution
-adds exactly, else one per kept event). No
-positions array and no batch of kept rows exists between the two.
+adds exactly, else one per kept event). No positions array and no batch of kept rows exists
+between the two.
 
 A batch that this loop does not take (a column with nulls, a NaN comparison or an integer
 overflow that SQL treats otherwise, a row grouped by ``group_apply``, a predicate not yet worth
