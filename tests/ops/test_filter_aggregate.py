@@ -258,3 +258,22 @@ def test_sql_on_the_engine_path_matches_duckdb(tmp_path_factory, rows, cut):
             got_rows = list(zip(*(got.column(c).to_pylist() for c in names), strict=True))
             assert sorted(got_rows, key=repr) == sorted(want, key=repr), sql
     assert loops or not rows or any(r[0] is None for r in rows)  # nulls in k: the general path
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    values=st.lists(st.tuples(st.integers(0, 3), st.integers(-20, 20)), max_size=200),
+    batch=st.sampled_from([3, 64, 80_000]),
+)
+def test_a_filter_after_a_filter_skips_the_rows_the_first_one_dropped(values, batch):
+    # the first where marks dropped rows absent (most rows stay): the loop reads the absence vector
+    times = np.cumsum([t // 3 for t, _ in values], dtype=np.int64)
+    table = pa.table({"t": times, "v": pa.array([v for _, v in values], pa.int64())})
+    stream = tidal.from_arrow(table, time="t", kind="start", batch_size=batch)
+    fused = stream.where(lambda e: e.v != 3).where(lambda e: e.v > -15).aggregate(n=agg.count(), total=agg.sum("v"))
+    with compiled():
+        got, port = run(fused)
+    assert port is not None and (port.folded > 0 or not values)
+    ref = Reference(("v",), [(int(t), 2**63 - 1, (v,)) for t, (_, v) in zip(times.tolist(), values, strict=True)])
+    want = ref.where(lambda r: r.v != 3).where(lambda r: r.v > -15).aggregate(n=agg.count(), total=agg.sum("v"))
+    assert_same_snapshots(got, want)
