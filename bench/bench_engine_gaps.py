@@ -74,7 +74,7 @@ FILTER_SQL_TEXT = "SELECT COUNT(*) AS n, SUM(c1) AS total FROM '{path}' WHERE c2
 FILTER_GROUP_SQL_TEXT = "SELECT k, COUNT(*) AS n, SUM(c1) AS total FROM '{path}' WHERE c2 % 100 < 5 GROUP BY k"
 
 
-def _sql_runs(sql: str, path: str, api, con) -> dict:
+def _sql_runs(sql: str, path: str, api, con, where=lambda e: e.c2 % 100 < 5) -> dict:
     """Issue 19: SQL and the same query in the Python API within 1.3x. ``tidal``: ``plan(sql).result()``
     (the relational path); ``tidal, engine path``: the stream plan's final snapshot (Where+Aggregate);
     ``tidal python api``: the file read with pyarrow, then ``where(lambda ...)`` and the aggregate; DuckDB."""
@@ -89,9 +89,7 @@ def _sql_runs(sql: str, path: str, api, con) -> dict:
     def python_api():
         table = pq.read_table(path)
         table = table.append_column("t0", pa.array(np.zeros(table.num_rows, np.int64)))
-        out = final_snapshot(
-            api(tidal.from_arrow(table, time="t0", kind="start").where(lambda e: e.c2 % 100 < 5)).to_arrow()
-        )
+        out = final_snapshot(api(tidal.from_arrow(table, time="t0", kind="start").where(where)).to_arrow())
         return sorted(out.select([c for c in out.column_names if c in ("k", "n", "total")]).to_pylist(), key=repr)
 
     def duckdb_sql():
