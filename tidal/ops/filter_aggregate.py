@@ -54,10 +54,10 @@ def foldable(aggregate: SnapshotAggregateOp, predicate, renames: dict[str, str],
     fields = [*aggregate.key_fields, *(fn.arg for _, fn in aggregate.fns if fn.arg is not None)]
     if any(not isinstance(f, str) or renames.get(f, f) not in schema.names for f in fields):
         return False
-    if aggregate.key_fields and not pa.types.is_integer(
-        schema.field(renames.get(aggregate.key_fields[0], aggregate.key_fields[0])).type
-    ):
-        return False
+    if aggregate.key_fields:
+        t = schema.field(renames.get(aggregate.key_fields[0], aggregate.key_fields[0])).type
+        if not (pa.types.is_integer(t) and _plain_numeric(t)):  # not uint64: the loop keys by int64
+            return False
     return all(_plain_numeric(schema.field(renames.get(f, f)).type) for f in fields[len(aggregate.key_fields) :])
 
 
