@@ -59,6 +59,8 @@ class SnapshotAggregateOp(Operator):
         self.engine: _Engine = self._make_engine(use_compiled)
         self.keys: KeyIndex | None = None
         self.out = OutputBuffer(self)
+        self._folded: list[tuple] = []  # rows of a filter-and-accumulate loop not yet swept (see on_folded)
+        self._folded_rows = 0
 
     def _make_engine(self, compiled: bool) -> _Engine:
         compiled_engine, python_engine = ENGINES[self.mode]
@@ -139,19 +141,45 @@ class SnapshotAggregateOp(Operator):
         return np.zeros(len(batch), np.int64)
 
     def _run(self, batch: EventBatch, upto: int) -> None:
+        self._sweep_folded()
         gids = self._gids(batch) if len(batch) else np.zeros(0, np.int64)
         self._emit_results(self.engine.run(batch, gids, upto))
 
     def on_folded(self, sync, key, weight, ints, floats, orders) -> None:
         """Rows a filter-and-accumulate loop made (``tidal.ops.filter_aggregate``): times, group key values
-        (integers), how many events each stands for (None: one each) and their contributions."""
+        (integers), how many events each stands for (None: one each) and their contributions. They are
+        kept (copied: the loop reuses its buffers) and swept in one call before anything else reaches the
+        engine, before a punctuation, a flush or a checkpoint, or once ``FOLDED_ROWS`` wait: the rows and
+        their order are the same, so the results are, with one sweep and one key lookup per run of
+        batches instead of per batch."""
         n = len(sync)
         if n == 0:
             return
+        copy = [a.copy() if a is not None else None for a in (sync, key, weight, ints, floats, orders)]
+        self._folded.append(tuple(copy))
+        self._folded_rows += n
+        if self._folded_rows >= FOLDED_ROWS:
+            self._sweep_folded()
+
+    def _sweep_folded(self) -> None:
+        if not self._folded:
+            return
+        parts, self._folded, self._folded_rows = self._folded, [], 0
+        if len(parts) == 1:
+            sync, key, weight, ints, floats, orders = parts[0]
+        else:
+            sync, key, ints, floats, orders = (np.concatenate([p[j] for p in parts]) for j in (0, 1, 3, 4, 5))
+            weighted = any(p[2] is not None for p in parts)
+            weight = (
+                np.concatenate([p[2] if p[2] is not None else np.ones(len(p[0]), np.int64) for p in parts])
+                if weighted
+                else None
+            )
+        n = len(sync)
         if self.key_fields:
             if self.keys is None:
                 self.keys = KeyIndex(self.key_fields)
-            keys = pa.array(key.copy())  # the loop's buffers are reused: the index may keep what it is given
+            keys = pa.array(key)
             t = self.schema.field(self.key_fields[0]).type
             gids = self.keys.ids([keys if t == keys.type else keys.cast(t)])
         else:
@@ -219,6 +247,7 @@ class SnapshotAggregateOp(Operator):
         self.emit_punctuation(time)
 
     def on_flush(self) -> None:
+        self._sweep_folded()
         self.out.flush(punctuated=False)
         self.emit_flush()
 
@@ -228,6 +257,7 @@ class SnapshotAggregateOp(Operator):
         self.emit_completed()
 
     def snapshot(self) -> dict:
+        self._sweep_folded()  # the checkpoint holds their results (pending output), not the rows
         return {
             "engine": self.engine.snapshot(),
             "keys": None if self.keys is None else self.keys.snapshot(),
@@ -244,5 +274,6 @@ class SnapshotAggregateOp(Operator):
         self.out.count = sum(len(b) for b in self.out.pending)
 
 
+FOLDED_ROWS = 1 << 16  # folded rows kept before a sweep
 _NO_TIME = int(np.iinfo(np.int64).min)  # progress before any time: the sweep emits only what time passed
 _EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})
