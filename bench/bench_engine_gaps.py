@@ -11,8 +11,12 @@ round, then ``--repeat`` rounds of every engine) so that a busy machine slows th
   every column (a sort with no latency bound, no late events, no punctuations).
 * ``filter 5% + count``: ``where(c2 % 100 < 5).count()``; peer: Polars' filter and height.
 * ``filter 5% + sum`` / ``filter 5% + sum by key``: the same filter, then ``aggregate(sum(c1))`` or
-  ``group_aggregate("k", sum(c1))`` over 100 keys (the filter hands the kept positions to the aggregate,
-  which gathers only its key and argument); peer: Polars' filter then sum / group_by sum.
+  ``group_aggregate("k", sum(c1))`` over 100 keys (one compiled loop tests and accumulates each row:
+  Where+Aggregate; ``tidal, two passes``: the plan without that loop, the filter handing the kept
+  positions to the aggregate); peer: Polars' filter then sum / group_by sum.
+* ``SQL filter 5% + COUNT, SUM`` (and ``by key``): the same over a Parquet file in SQL, as
+  ``plan(sql).result()`` (the relational path), on the stream engine's path, and in the Python API
+  (the file read with pyarrow); peer: DuckDB.
 * ``temporal join count, 10-min windows``: two inputs of ``--rows`` events each (one day, 10,000
   keys), each in 10-minute tumbling windows, joined on the key and counted; peer: DuckDB's equi-join on
   the key and the 10-minute bucket (the same pairs).
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 
 os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
@@ -38,10 +43,17 @@ import duckdb  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 from harness import Results, add_common_args  # noqa: E402
 
 import tidal  # noqa: E402
 from tidal import agg  # noqa: E402
+from tidal.io.egress import CollectSink  # noqa: E402
+from tidal.plan.rules import RULES  # noqa: E402
+from tidal.plan.rules.fuse_where_aggregate import fuse_where_aggregate  # noqa: E402
+from tidal.sql import plan  # noqa: E402
+from tidal.sql.query import final_snapshot  # noqa: E402
+from tidal.stream.query import Query  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_sessions import SESSION_LIFETIME_SQL, TIMEOUT  # noqa: E402
@@ -56,6 +68,42 @@ SESSIONS = "session lifetimes, to_intervals()"
 TUPLES = "ingress from_records (tuples)"
 DICTS = "ingress from_records (dicts)"
 BUCKET = 600  # seconds
+FILTER_SQL = "SQL filter 5% + COUNT, SUM (Parquet file)"
+FILTER_GROUP_SQL = "SQL filter 5% + COUNT, SUM by key (Parquet file)"
+FILTER_SQL_TEXT = "SELECT COUNT(*) AS n, SUM(c1) AS total FROM '{path}' WHERE c2 % 100 < 5"
+FILTER_GROUP_SQL_TEXT = "SELECT k, COUNT(*) AS n, SUM(c1) AS total FROM '{path}' WHERE c2 % 100 < 5 GROUP BY k"
+
+
+def _sql_runs(sql: str, path: str, api, con, where=lambda e: e.c2 % 100 < 5) -> dict:
+    """Issue 19: SQL and the same query in the Python API within 1.3x. ``tidal``: ``plan(sql).result()``
+    (the relational path); ``tidal, engine path``: the stream plan's final snapshot (Where+Aggregate);
+    ``tidal python api``: the file read with pyarrow, then ``where(lambda ...)`` and the aggregate; DuckDB."""
+
+    def relational():
+        return sorted(plan(sql).result().to_pylist(), key=repr)
+
+    def engine_path():
+        q = plan(sql)
+        return sorted(q.finish(final_snapshot(q.events())).to_pylist(), key=repr)
+
+    def python_api():
+        table = pq.read_table(path)
+        table = table.append_column("t0", pa.array(np.zeros(table.num_rows, np.int64)))
+        out = final_snapshot(api(tidal.from_arrow(table, time="t0", kind="start").where(where)).to_arrow())
+        return sorted(out.select([c for c in out.column_names if c in ("k", "n", "total")]).to_pylist(), key=repr)
+
+    def duckdb_sql():
+        return sorted(con.sql(sql).to_arrow_table().to_pylist(), key=repr)
+
+    runs = {
+        "tidal": relational,
+        "tidal, engine path": engine_path,
+        "tidal python api": python_api,
+        "duckdb": duckdb_sql,
+    }
+    answers = {engine: fn() for engine, fn in runs.items()}
+    assert all(a == answers["duckdb"] for a in answers.values()), answers
+    return runs
 
 
 def disorder_data(n: int, seed: int = 0) -> pa.Table:
@@ -135,17 +183,49 @@ def main(argv=None) -> int:
         out = frame.filter(pl.col("c2") % 100 < 5).group_by("k").agg(pl.col("c1").sum())
         return sorted(out.iter_rows())
 
-    assert tidal_filter_sum() == polars_filter_sum()
-    assert tidal_filter_group_sum() == polars_filter_group_sum()
+    def two_passes(stream) -> pa.Table:
+        """The same plan without the Where+Aggregate loop: the filter hands kept positions to the aggregate."""
+        sink = CollectSink(stream.schema)
+        Query([stream.node], [sink], rules=tuple(r for r in RULES if r is not fuse_where_aggregate)).run()
+        return sink.table()
+
+    def tidal_filter_sum_two_passes():
+        out = two_passes(fs.where(lambda e: e.c2 % 100 < 5).aggregate(total=agg.sum("c1")))
+        return out.column("total")[-1].as_py()
+
+    def tidal_filter_group_sum_two_passes():
+        out = two_passes(fs.where(lambda e: e.c2 % 100 < 5).group_aggregate("k", total=agg.sum("c1")))
+        return sorted(zip(out.column("k").to_pylist(), out.column("total").to_pylist(), strict=True))
+
+    assert tidal_filter_sum() == polars_filter_sum() == tidal_filter_sum_two_passes()
+    assert tidal_filter_group_sum() == polars_filter_group_sum() == tidal_filter_group_sum_two_passes()
     results.run_interleaved(
         [
             (FILTER_SUM, "tidal", tidal_filter_sum, n),
+            (FILTER_SUM, "tidal, two passes (filter, then aggregate)", tidal_filter_sum_two_passes, n),
             (FILTER_SUM, "polars", polars_filter_sum, n),
             (FILTER_GROUP_SUM, "tidal", tidal_filter_group_sum, n),
+            (FILTER_GROUP_SUM, "tidal, two passes (filter, then aggregate)", tidal_filter_group_sum_two_passes, n),
             (FILTER_GROUP_SUM, "polars", polars_filter_group_sum, n),
         ],
         args.repeat,
     )
+
+    # -- the same aggregate over a filter in SQL, over a Parquet file -------------------------------
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "filter.parquet")
+        pq.write_table(ft.drop_columns(["t"]), path)
+        for workload, sql, api in (
+            (FILTER_SQL, FILTER_SQL_TEXT, lambda s: s.aggregate(n=agg.count(), total=agg.sum("c1"))),
+            (
+                FILTER_GROUP_SQL,
+                FILTER_GROUP_SQL_TEXT,
+                lambda s: s.group_aggregate("k", n=agg.count(), total=agg.sum("c1")),
+            ),
+        ):
+            sql = sql.format(path=path)
+            runs = _sql_runs(sql, path, api, con)
+            results.run_interleaved([(workload, engine, fn, n) for engine, fn in runs.items()], args.repeat)
 
     # -- temporal join count ------------------------------------------------------------------------
     left, right = join_side(n, 1), join_side(n, 2)

@@ -17,8 +17,12 @@ from hypothesis import strategies as st
 
 import tidal
 from tidal import agg
+from tidal.io.egress import CollectSink
 from tidal.ops.aggregate.operator import SnapshotAggregateOp
+from tidal.plan.rules import RULES
+from tidal.plan.rules.fuse_where_aggregate import fuse_where_aggregate
 from tidal.sql import plan
+from tidal.stream.query import Query
 from tidal.testing import Reference, assert_same_snapshots
 
 
@@ -91,7 +95,12 @@ def test_the_filter_hands_positions_to_an_aggregate_and_gathers_for_others():
 
     SnapshotAggregateOp.on_rows = spy
     try:
-        total = s.where(lambda e: e.v % 10 == 0).aggregate(total=agg.sum("v")).to_arrow().column("total")
+        # the general path: without the rule that runs the filter and the aggregate as one loop (that loop
+        # takes a batch once its kernel is compiled; tests/ops/test_filter_aggregate.py)
+        summed = s.where(lambda e: e.v % 10 == 0).aggregate(total=agg.sum("v"))
+        sink = CollectSink(summed.schema)
+        Query([summed.node], [sink], rules=tuple(r for r in RULES if r is not fuse_where_aggregate)).run()
+        total = sink.table().column("total")
         rows = s.where(lambda e: e.v % 10 == 0).to_arrow()
     finally:
         SnapshotAggregateOp.on_rows = original

@@ -16,6 +16,8 @@ from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _ord
 from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
 from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
 
+_ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
+
 
 def _check_int_sum(name: str, fn: AggregateFunction, wrapped: np.ndarray, approx: np.ndarray) -> None:
     """The exact sum is ``wrapped + k * 2**64`` (int64 arithmetic wraps) and near ``approx`` (a float
@@ -207,14 +209,20 @@ class CompiledEngine(_Engine):
         n = len(batch)
         if not self._layout_from(batch):
             return None
-        self._grow_groups(int(gids.max()) + 1 if n else 0)
-        self._prepare_queue(n)
         if n:
             ic, fc, mv = self._contributions(batch, n)
         else:
             ic = np.zeros((0, len(self.int_slots)), np.int64)
             fc = np.zeros((0, len(self.flt_slots)), np.float64)
             mv = np.zeros((0, len(self.ms_slots)), np.int64)
+        return self.sweep(batch.sync, batch.other, gids, ic, fc, mv, _ONE_EACH, upto)
+
+    def sweep(self, sync, other, gids, ic, fc, mv, wt, upto):
+        """Run the variant's sweep over rows given by their contributions (``wt``: how many events each
+        row stands for, or empty: one each); the slots must be laid out."""
+        n = len(sync)
+        self._grow_groups(int(gids.max()) + 1 if n else 0)
+        self._prepare_queue(n)
         # rows: at most two per group touch; touches: events, queued ends (old and pushed now), held groups
         cap = 2 * (2 * n + int(self.st[QSIZE]) + int(self.st[NHELD])) + 1
         ki, kf, km = ic.shape[1], fc.shape[1], mv.shape[1]
@@ -233,7 +241,7 @@ class CompiledEngine(_Engine):
         room = (2 * n + int(self.st[QSIZE]) + 1) * km
         stage = (np.empty((2, room), np.int64), np.empty((2, room), np.int64), np.zeros(2, np.int64))
         self.kernel(
-            batch.sync, batch.other, gids, ic, fc, mv, upto, self.window_len,
+            sync, other, gids, ic, fc, mv, wt, upto, self.window_len,
             self.st, self.held, self.held_flag, self.g_int, self.g_flt, self.g_cnt,
             self.ms, self.ms_len, self.ms_sorted, self.md, self.md_len,
             self.m_kind, self.m_param, self.m_valid, self.m_float,

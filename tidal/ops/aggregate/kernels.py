@@ -239,7 +239,7 @@ def make_sweep(mode: int):
     queued = fifo or heap
 
     def sweep(
-        sync, other, gid, ic, fc, mv, upto, window_len,
+        sync, other, gid, ic, fc, mv, wt, upto, window_len,
         st, held, held_flag, g_int, g_flt, g_cnt, ms, ms_len, ms_sorted, md, md_len,
         m_kind, m_param, m_valid, m_float,
         q_time, q_gid, q_int, q_flt, q_mv,
@@ -248,6 +248,10 @@ def make_sweep(mode: int):
         stage_idx, stage_val, stage_n,
     ):  # fmt: skip
         """Feed one batch (sorted by sync time), then let progress reach ``upto``.
+
+        ``wt``: empty when each row is one event, else how many events each row stands for (rows that
+        a filter-and-accumulate loop merged: equal times and group, contributions added up; only the
+        variants without an endpoint queue take them).
 
         Each step applies one delta: the earliest queued end if it is due, else the next event;
         when time moves on, the held groups' results are emitted first. It is written out in this
@@ -261,6 +265,7 @@ def make_sweep(mode: int):
         ki = ic.shape[1]
         kf = fc.shape[1]
         n = len(sync)
+        weighted = len(wt) > 0
         res = np.empty(km, np.int64)  # the current group's order-aggregate results
         fbuf = np.empty(1, np.float64)
         ibuf = fbuf.view(np.int64)
@@ -383,6 +388,7 @@ def make_sweep(mode: int):
                         pos = child
                 g = q_gid[row]
                 sign = -1
+                w = 1
                 for j in range(ki):
                     g_int[g, j] -= q_int[row, j]
                 for j in range(kf):
@@ -395,6 +401,7 @@ def make_sweep(mode: int):
                 g = gid[row]
                 o = other[row]
                 sign = -1 if o < t else 1
+                w = wt[row] if weighted else 1
                 if queued and sign > 0 and o != 9223372036854775807:
                     size = st[QSIZE]
                     pos = st[QHEAD] + size if fifo else size
@@ -420,7 +427,7 @@ def make_sweep(mode: int):
                     g_flt[g, j] += sign * fc[row, j]
                 if km > 0:
                     _apply_multisets(g, sign, mv, ic, row, km, m_valid, stage_idx, stage_val, stage_n)
-            g_cnt[g] += sign
+            g_cnt[g] += sign * w
             if not held_flag[g]:
                 held_flag[g] = True
                 held[st[NHELD]] = g

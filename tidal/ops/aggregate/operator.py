@@ -14,7 +14,7 @@ from ...expr.kernels import Evaluator, Fallback, to_arrow_column
 from ..base import Operator, OutputBuffer
 from ..keys import KeyIndex
 from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW, VARIANTS, ArgumentColumn, _Engine, choose_mode
-from .compiled import CompiledEngine
+from .compiled import _ONE_EACH, CompiledEngine
 from .fifo import FifoEngine, PythonFifoEngine
 from .functions import AggregateFunction
 from .heap import HeapEngine, PythonHeapEngine
@@ -59,6 +59,8 @@ class SnapshotAggregateOp(Operator):
         self.engine: _Engine = self._make_engine(use_compiled)
         self.keys: KeyIndex | None = None
         self.out = OutputBuffer(self)
+        self._folded: list[tuple] = []  # rows of a filter-and-accumulate loop not yet swept (see on_folded)
+        self._folded_rows = 0
 
     def _make_engine(self, compiled: bool) -> _Engine:
         compiled_engine, python_engine = ENGINES[self.mode]
@@ -139,8 +141,54 @@ class SnapshotAggregateOp(Operator):
         return np.zeros(len(batch), np.int64)
 
     def _run(self, batch: EventBatch, upto: int) -> None:
+        self._sweep_folded()
         gids = self._gids(batch) if len(batch) else np.zeros(0, np.int64)
-        got = self.engine.run(batch, gids, upto)
+        self._emit_results(self.engine.run(batch, gids, upto))
+
+    def on_folded(self, sync, key, weight, ints, floats, orders) -> None:
+        """Rows a filter-and-accumulate loop made (``tidal.ops.filter_aggregate``): times, group key values
+        (integers), how many events each stands for (None: one each) and their contributions. They are
+        kept (copied: the loop reuses its buffers) and swept in one call before anything else reaches the
+        engine, before a punctuation, a flush or a checkpoint, or once ``FOLDED_ROWS`` wait: the rows and
+        their order are the same, so the results are, with one sweep and one key lookup per run of
+        batches instead of per batch."""
+        n = len(sync)
+        if n == 0:
+            return
+        copy = [a.copy() if a is not None else None for a in (sync, key, weight, ints, floats, orders)]
+        self._folded.append(tuple(copy))
+        self._folded_rows += n
+        if self._folded_rows >= FOLDED_ROWS:
+            self._sweep_folded()
+
+    def _sweep_folded(self) -> None:
+        if not self._folded:
+            return
+        parts, self._folded, self._folded_rows = self._folded, [], 0
+        if len(parts) == 1:
+            sync, key, weight, ints, floats, orders = parts[0]
+        else:
+            sync, key, ints, floats, orders = (np.concatenate([p[j] for p in parts]) for j in (0, 1, 3, 4, 5))
+            weighted = any(p[2] is not None for p in parts)
+            weight = (
+                np.concatenate([p[2] if p[2] is not None else np.ones(len(p[0]), np.int64) for p in parts])
+                if weighted
+                else None
+            )
+        n = len(sync)
+        if self.key_fields:
+            if self.keys is None:
+                self.keys = KeyIndex(self.key_fields)
+            keys = pa.array(key)
+            t = self.schema.field(self.key_fields[0]).type
+            gids = self.keys.ids([keys if t == keys.type else keys.cast(t)])
+        else:
+            gids = np.zeros(n, np.int64)
+        other = np.full(n, INFINITY, np.int64)  # start edges: the only variant that takes folded rows
+        wt = _ONE_EACH if weight is None else weight
+        self._emit_results(self.engine.sweep(sync, other, gids, ints, floats, orders, wt, _NO_TIME))
+
+    def _emit_results(self, got) -> None:
         if got is None:
             return
         sync, other, gid, cols = got
@@ -199,6 +247,7 @@ class SnapshotAggregateOp(Operator):
         self.emit_punctuation(time)
 
     def on_flush(self) -> None:
+        self._sweep_folded()
         self.out.flush(punctuated=False)
         self.emit_flush()
 
@@ -208,6 +257,7 @@ class SnapshotAggregateOp(Operator):
         self.emit_completed()
 
     def snapshot(self) -> dict:
+        self._sweep_folded()  # the checkpoint holds their results (pending output), not the rows
         return {
             "engine": self.engine.snapshot(),
             "keys": None if self.keys is None else self.keys.snapshot(),
@@ -224,4 +274,6 @@ class SnapshotAggregateOp(Operator):
         self.out.count = sum(len(b) for b in self.out.pending)
 
 
+FOLDED_ROWS = 1 << 16  # folded rows kept before a sweep
+_NO_TIME = int(np.iinfo(np.int64).min)  # progress before any time: the sweep emits only what time passed
 _EMPTY = EventBatch(np.empty(0, np.int64), np.empty(0, np.int64), {})

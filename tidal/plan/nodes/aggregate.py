@@ -152,3 +152,37 @@ def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema 
             return None
         fields.append(pa.field(name, t))
     return pa.schema(fields)
+
+
+class WhereAggregate(PlanNode):
+    """A where (and a select of renamed fields after it) whose only consumer is an aggregate: one compiled
+    loop tests each row and accumulates it (``tidal.ops.filter_aggregate``). ``renames``: the aggregate's
+    field -> the where's input field."""
+
+    label = "Where+Aggregate"
+
+    def __init__(self, where, select, aggregate: Aggregate, renames: dict[str, str]):
+        super().__init__(
+            where.inputs,
+            aggregate.schema,
+            aggregate.props,
+            where=where,
+            select=select,
+            aggregate=aggregate,
+            renames=dict(renames),
+            partitioning=aggregate.partitioning,
+        )
+
+    def make(self) -> Operator:
+        from ...ops.filter_aggregate import link
+
+        aggregate = self.aggregate.make()
+        link(self.where.make(), None if self.select is None else self.select.make(), aggregate, self.renames)
+        return aggregate
+
+    def describe(self) -> str:
+        select = "" if self.select is None else f"; select: {self.select.describe()}"
+        return (
+            f"one loop: the predicate tested and the aggregates accumulated per row, no kept positions; "
+            f"where: {self.where.describe()}{select}; aggregate: {self.aggregate.describe()}"
+        )

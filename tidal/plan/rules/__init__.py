@@ -13,12 +13,19 @@ from collections.abc import Callable, Sequence
 from ..node import PlanNode, walk
 from .filter_below_window import filter_below_window
 from .final_values import final_values
+from .fuse_where_aggregate import fuse_where_aggregate
 from .fuse_where_select import fuse_where_select
 from .fuse_window_aggregate import fuse_window_aggregate
 
 Rule = Callable[[PlanNode, dict[int, int]], PlanNode]
 
-RULES: tuple[Rule, ...] = (filter_below_window, fuse_window_aggregate, fuse_where_select, final_values)
+RULES: tuple[Rule, ...] = (
+    filter_below_window,
+    fuse_window_aggregate,
+    final_values,  # before the where fusions: it takes an aggregate under a trigger whole
+    fuse_where_aggregate,
+    fuse_where_select,
+)
 # a distributed backend fuses by itself (it cuts the plan at stateful nodes); it takes only the rewrites of meaning
 PORTABLE_RULES: tuple[Rule, ...] = (filter_below_window,)
 
