@@ -4,6 +4,11 @@ of each query (``time.process_time``: every thread of the process, so Arrow's re
 than wall time on a shared machine). DuckDB runs with ``threads=1``, Arrow with ``--arrow-threads``.
 
     python bench/ab_events.py --before /work/main --after . [--queries 0,1,2,3,4] [--repeat 7]
+
+``--before-env NAME=VALUE`` (repeatable) sets environment variables of the "before" process only: e.g.
+``--before . --before-env TIDAL_MALLOC=default`` measures one checkout with glibc's own mmap threshold
+against tidal's fixed one (tidal/core/memory.py). The queries run one after another in each process,
+so each query runs after the others, as in a user's session.
 """
 
 from __future__ import annotations
@@ -49,7 +54,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--arrow-threads", type=int, default=1)
     ap.add_argument("--data", default=str(Path(__file__).parent / ".data"))
+    ap.add_argument("--before-env", action="append", default=[], help="NAME=VALUE for the 'before' process")
     args = ap.parse_args(argv)
+    before_env = dict(item.split("=", 1) for item in args.before_env)
     Path(args.data).mkdir(parents=True, exist_ok=True)
     procs = {}
     for name, root in (("before", args.before), ("after", args.after)):
@@ -62,7 +69,11 @@ def main(argv=None) -> int:
             str(args.arrow_threads),
         ]
         procs[name] = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **(before_env if name == "before" else {})),
         )
         assert procs[name].stdout.readline().strip() == "ready"
 

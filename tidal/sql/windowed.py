@@ -11,10 +11,11 @@ rows to the same trigger, which sees one change per window and group instead of 
 
 It applies when the aggregate's input is the window's rows through projections (the keys columns;
 an argument may be computed from the rows' columns, such as the NaN count SQL's SUM keeps beside
-the sum: it is then computed before the window), the keys name the window, no aggregate depends on input order (FIRST, LAST, STRING_AGG), the trigger
-is the default or ``ON WATERMARK`` (both fire a window's group once its value is final), and the
-engine gives one result per window: any aggregate after a tumbling window; after a hopping window
-whose hop divides its length, the fused linear aggregates over integers (floating sums would be
+the sum, over a tumbling window: it is then computed before the window), the keys name the window,
+no aggregate depends on input order (FIRST, LAST, STRING_AGG), the trigger is the default or
+``ON WATERMARK`` (both fire a window's group once its value is final), and the engine gives one
+result per window: any aggregate after a tumbling window; after a hopping window whose hop divides
+its length, the fused linear aggregates over integers (floating sums would be
 added in another order). Otherwise :func:`windowed_aggregate` returns None and the literal
 translation runs. The answer is the same either way; a trigger without rules still fires every
 group at end of input (then at the last window's end rather than the last row's time).
