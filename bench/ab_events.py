@@ -4,6 +4,13 @@ of each query (``time.process_time``: every thread of the process, so Arrow's re
 than wall time on a shared machine). DuckDB runs with ``threads=1``, Arrow with ``--arrow-threads``.
 
     python bench/ab_events.py --before /work/main --after . [--queries 0,1,2,3,4] [--repeat 7]
+
+``--before-env NAME=VALUE`` (repeatable) sets environment variables of the "before" process only: e.g.
+``--before . --before-env MALLOC_MMAP_THRESHOLD_=33554432`` measures one checkout with glibc's mmap
+threshold fixed against its dynamic one (two processes of the same checkout also differ by up to 20%
+on a shared machine: compare such runs several times). The queries run one after another in each process,
+so each query runs after the others, as in a user's session. ``--engine`` runs tidal's queries on the
+stream engine even where the relational path (tidal/sql/relational.py) would answer them.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pathlib import Path
 
 WORKER = r"""
 import os, sys, time
-root, data, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+root, data, threads, engine = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 sys.path[:0] = [root, os.path.join(root, "bench")]
 import duckdb, pyarrow as pa
 if threads:
@@ -25,6 +32,7 @@ if threads:
 from pathlib import Path
 import bench_sql
 from tidal.sql import plan
+from tidal.sql.query import final_snapshot
 events, users = bench_sql.ensure_events(1_000_000, Path(data))
 os.chdir(data)
 con = duckdb.connect()
@@ -34,7 +42,12 @@ print("ready", flush=True)
 for line in sys.stdin:
     kind, i = line.split()
     _, sql, duck_sql, _, _ = queries[int(i)]
-    fn = (lambda: plan(sql).result()) if kind == "tidal" else (lambda: con.sql(duck_sql or sql).to_arrow_table())
+    if kind == "duckdb":
+        fn = lambda: con.sql(duck_sql or sql).to_arrow_table()
+    elif engine:  # the stream engine's answer, also where the relational path would take the query
+        fn = lambda: (lambda q: q.finish(final_snapshot(q.events())))(plan(sql))
+    else:
+        fn = lambda: plan(sql).result()
     start = time.process_time()
     fn()
     print(time.process_time() - start, flush=True)
@@ -49,7 +62,12 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--arrow-threads", type=int, default=1)
     ap.add_argument("--data", default=str(Path(__file__).parent / ".data"))
+    ap.add_argument("--before-env", action="append", default=[], help="NAME=VALUE for the 'before' process")
+    ap.add_argument(
+        "--engine", action="store_true", help="tidal's queries on the stream engine only (no relational path)"
+    )
     args = ap.parse_args(argv)
+    before_env = dict(item.split("=", 1) for item in args.before_env)
     Path(args.data).mkdir(parents=True, exist_ok=True)
     procs = {}
     for name, root in (("before", args.before), ("after", args.after)):
@@ -60,9 +78,14 @@ def main(argv=None) -> int:
             str(Path(root).resolve()),
             str(Path(args.data).resolve()),
             str(args.arrow_threads),
+            "1" if args.engine else "0",
         ]
         procs[name] = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **(before_env if name == "before" else {})),
         )
         assert procs[name].stdout.readline().strip() == "ready"
 

@@ -110,8 +110,8 @@ assert rows == [{"k": None, "n": 1, "a": 2.0}, {"k": -0.0, "n": 2, "a": 3.5}, {"
 """
     loaded = _loaded(code, cwd=tmp_path)
     assert not any(m.split(".")[0] in ("numba", "llvmlite") for m in loaded), loaded
-    # the same query with a LIMIT runs on the stream engine (its TopK), which loads numba: the check can fail
-    engine = code.replace('GROUP BY k",', 'GROUP BY k LIMIT 5",')
+    # the same query with a MEDIAN runs on the stream engine, which loads numba: the check can fail
+    engine = code.replace("AVG(v) AS a", "MEDIAN(v) AS a")
     engine = engine.replace("assert rows ==", "assert len(rows) == 3 or")
     assert "numba" in _loaded(engine, cwd=tmp_path)
 

@@ -228,8 +228,14 @@ class Translator:
                 def rows_of(tumble: Tumble) -> Stream:
                     return self.stream(tumble.input, TimeSpec(tumble.time_field, None, (), time.ordinal))
 
+                def project(rows: Stream, below: Node, exprs: tuple, schema: pa.Schema) -> Stream:
+                    record = translate_record(exprs)
+                    added = nodes.SqlProject(rows.node, record, below.schema(), self.subresults, self._rewrite(below))
+                    return Stream(added.but(schema=schema, props=rows.properties.but(grouping=())))
+
                 distinct = None if node.aggs else DISTINCT_COUNT
-                windowed = windowed_aggregate(rows_of, node, trigger_spec(node.trigger), distinct, time)
+                spec = trigger_spec(node.trigger)
+                windowed = windowed_aggregate(rows_of, node, spec, distinct, time, project)
                 if windowed is not None:
                     return windowed
             inner_time = TimeSpec(time.column, time.generator, time.params, True) if ordinal else time

@@ -115,17 +115,23 @@ class SqlQuery:
         )
         return with_limit(translator.stream(self.optimized), self.query)
 
-    def finish(self, table: pa.Table, ordered: bool = True, limited: bool = True) -> pa.Table:
+    def finish(self, table: pa.Table, ordered: bool = True, limited: bool = True, grouped: bool = False) -> pa.Table:
         """The answer from a snapshot of the plan's output: ordered, visible columns under their
-        display names (``limited=False``: also LIMIT/OFFSET, for a snapshot taken before the TopK)."""
+        display names (``limited=False``: also LIMIT/OFFSET, for a snapshot taken before the TopK;
+        ``grouped``: the snapshot is an aggregate's, whose TopK without ORDER BY orders by every column)."""
         q = self.query
         if table.num_rows == 0 and _global_aggregate(self.optimized):
             table = _empty_aggregate_row(self.optimized, table.schema)
-        if q.order and ordered:
+        cut = (q.offset or q.limit is not None) and not limited
+        if cut and q.order and ordered and q.limit is not None and q.offset + q.limit < table.num_rows:
+            from ..ops.topk import first_rows
+
+            table = table.take(first_rows(table, q.order, q.offset + q.limit))  # the window's rows, any order
+        if (q.order and ordered) or (cut and grouped):
             from ..ops.topk import order_indices
 
             table = table.take(order_indices(table, q.order))
-        if (q.offset or q.limit is not None) and not limited:
+        if cut:
             table = table.slice(q.offset, q.limit if q.limit is not None else None)
         visible = table.column_names[: table.num_columns - q.hidden]
         return table.select(visible).rename_columns(list(q.output_names))
@@ -185,8 +191,8 @@ class SqlQuery:
     def result(self) -> pa.Table:
         """The final answer (the batch view), in SELECT order, ordered and limited."""
         table = self.relational()
-        if table is not None:
-            return self.finish(table)
+        if table is not None:  # the whole snapshot: LIMIT/OFFSET cut it here (the engine's TopK did it above)
+            return self.finish(table, limited=False, grouped=_grouped(self.optimized))
         return self.finish(final_snapshot(self.events()))
 
     def relational(self) -> pa.Table | None:
@@ -241,6 +247,13 @@ class SqlQuery:
                 + ("; the changelog carries the limited window as it changes (TopK)" if q.limit is not None else "")
             )
         return "\n".join(parts)
+
+
+def _grouped(node: Node) -> bool:
+    """Whether the answer is an aggregate's (rows in no arrival order: a TopK orders them by every column)."""
+    while isinstance(node, Project | Filter):
+        node = node.input
+    return isinstance(node, Aggregate)
 
 
 def _global_aggregate(node: Node) -> Aggregate | None:

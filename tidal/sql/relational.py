@@ -10,7 +10,9 @@ SQL's null rules), and the aggregate groups rows with :mod:`.hashagg` (numpy and
 Nothing on this path imports numba, so ``tidal query`` over a Parquet file starts in the time
 of its imports of pyarrow and sqlglot.
 
-Anything else (event time, windows, joins, TRIGGER, LIMIT/OFFSET, aggregates outside that list,
+Inner lookup joins on one key (:mod:`.relational_join`) may sit below the aggregate; ``LIMIT``/``OFFSET``
+cut the final answer (:meth:`~tidal.sql.query.SqlQuery.result`). Anything else (event time, windows,
+other joins, TRIGGER, aggregates outside that list,
 key or argument types :mod:`.hashagg` does not take, live inputs, databases and topics) runs on
 the stream engine: :func:`relational_answer` returns None for it before reading anything.
 """
@@ -29,17 +31,17 @@ from ..core.arrow import from_numpy
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
 from ..io.files import read_file
-from . import hashagg
+from . import hashagg, relational_join
 from .expressions import compiled, pushable_predicate, translate, translate_record
-from .logical import Aggregate, Filter, Node, Project, Scan, column_labels, user_message
+from .logical import Aggregate, Filter, Join, Node, Project, Scan, column_labels, user_message
 
 _NOT_FILES = ("postgres", "kafka", "redis")
 
 
-def _chain(node: Node) -> list[Node] | None:
-    """The plan's nodes from the root down to its scan, when it is a relational chain; else None."""
+def _chain(node: Node, aggregates: int = 0) -> list[Node] | None:
+    """The plan's nodes from the root down to its scans, when it is a relational tree (filters,
+    projections, at most one aggregate, lookup joins of :mod:`.relational_join` below it); else None."""
     chain = []
-    aggregates = 0
     while True:
         chain.append(node)
         if isinstance(node, Scan):
@@ -48,6 +50,11 @@ def _chain(node: Node) -> list[Node] | None:
         if isinstance(node, Filter | Project):
             node = node.input
             continue
+        if isinstance(node, Join):
+            if not relational_join.supported(node):
+                return None
+            sides = [_chain(side, 1) for side in (node.left, node.right)]  # no aggregate below a join
+            return None if None in sides else chain + sides[0] + sides[1]
         if isinstance(node, Aggregate):
             aggregates += 1
             if aggregates > 1 or node.trigger:  # over a changing result: the engine's running sums
@@ -65,9 +72,9 @@ def _chain(node: Node) -> list[Node] | None:
 
 
 def applies(sql_query) -> bool:
-    """Whether ``sql_query`` (a :class:`~tidal.sql.query.SqlQuery`) runs on this path."""
-    q = sql_query.query
-    if sql_query.progressive or sql_query.live or q.limit is not None or q.offset:
+    """Whether ``sql_query`` (a :class:`~tidal.sql.query.SqlQuery`) runs on this path (its final answer:
+    LIMIT/OFFSET then cut the whole snapshot, as the engine's TopK does at the end)."""
+    if sql_query.progressive or sql_query.live:
         return False
     return _chain(sql_query.optimized) is not None
 
@@ -128,6 +135,11 @@ class _Runner:
             if table.num_columns == 0:
                 return table.slice(0, int(np.count_nonzero(keep)))  # no columns: the row count
             return table.filter(from_numpy(keep))
+        if isinstance(node, Join):
+            keys = {*node.left_keys, *node.right_keys}
+            inner = None if wanted is None else wanted | keys
+            left, right = self.run(node.left, inner), self.run(node.right, inner)
+            return relational_join.join(node, left, right, wanted)
         if isinstance(node, Project):
             needed = {c.name for _, e in node.exprs for c in e.find_all(exp.Column)}
             table = self.run(node.input, needed)

@@ -9,11 +9,13 @@ fused with the window for linear aggregates), turns each result into a row at it
 with ``window_start``/``window_end`` (:class:`~tidal.ops.tumble.WindowRowsOp`), and hands those
 rows to the same trigger, which sees one change per window and group instead of one per row.
 
-It applies when the aggregate's input is the window's rows through column-only projections, the
-keys name the window, no aggregate depends on input order (FIRST, LAST, STRING_AGG), the trigger
-is the default or ``ON WATERMARK`` (both fire a window's group once its value is final), and the
-engine gives one result per window: any aggregate after a tumbling window; after a hopping window
-whose hop divides its length, the fused linear aggregates over integers (floating sums would be
+It applies when the aggregate's input is the window's rows through projections (the keys columns;
+an argument may be computed from the rows' columns, such as the NaN count SQL's SUM keeps beside
+the sum, over a tumbling window: it is then computed before the window), the keys name the window,
+no aggregate depends on input order (FIRST, LAST, STRING_AGG), the trigger is the default or
+``ON WATERMARK`` (both fire a window's group once its value is final), and the engine gives one
+result per window: any aggregate after a tumbling window; after a hopping window whose hop divides
+its length, the fused linear aggregates over integers (floating sums would be
 added in another order). Otherwise :func:`windowed_aggregate` returns None and the literal
 translation runs. The answer is the same either way; a trigger without rules still fires every
 group at end of input (then at the last window's end rather than the last row's time).
@@ -35,26 +37,44 @@ WINDOW_COLUMNS = ("window_start", "window_end")
 ORDERED = ("first", "last", "string_agg")
 
 
-def _source_names(node: Aggregate, wanted: set[str]) -> tuple[Tumble, dict[str, str]] | None:
-    """The window under ``node`` and, for each wanted input column, its name in the window's rows."""
-    names = {n: n for n in wanted}
+def _source_names(node: Aggregate, wanted: set[str]) -> tuple[Tumble, dict[str, exp.Expression]] | None:
+    """The window under ``node`` and, for each wanted input column, its expression over the window's
+    rows (a column, or a value computed from them by the projections between)."""
+    names: dict[str, exp.Expression] = {n: exp.column(n) for n in wanted}
     cur = node.input
     while isinstance(cur, Project):
-        columns = {n: e.name for n, e in cur.exprs if isinstance(e, exp.Column)}
-        if any(here not in columns for here in names.values()):
-            return None  # a computed column
-        names = {top: columns[here] for top, here in names.items()}
+        defs = dict(cur.exprs)
+        if any(c.name not in defs for e in names.values() for c in e.find_all(exp.Column)):
+            return None
+        names = {
+            top: e.transform(lambda x, defs=defs: defs[x.name].copy() if isinstance(x, exp.Column) else x)
+            for top, e in names.items()
+        }
         cur = cur.input
     if not isinstance(cur, Tumble):
         return None
     return cur, names
 
 
-def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, time) -> Stream | None:
+def _computed_arguments(names: dict, arguments: set[str], types: dict, project):
+    """Computed arguments (not windows' columns: e.g. SQL's NaN count beside a SUM) as columns
+    ``__w0, __w1, ...`` of the rows before the window, computed there by ``project``; None when
+    one reads the window's bounds or cannot be computed there."""
+    computed = {a: names[a] for a in sorted(arguments) if not isinstance(names[a], exp.Column)}
+    if not computed:
+        return {}, None
+    if project is None or any(c.name in WINDOW_COLUMNS for e in computed.values() for c in e.find_all(exp.Column)):
+        return None
+    return {a: (f"__w{i}", e, types[a]) for i, (a, e) in enumerate(computed.items())}, project
+
+
+def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, time, project=None) -> Stream | None:
     """The aggregate ``node`` over window rows on the engine's windows, or None when it does not apply.
 
     ``rows_of(tumble)`` translates the window's input (its rows in event-time order); ``distinct`` is the
-    name of the hidden count a ``GROUP BY`` without aggregates groups with (None when it has some)."""
+    name of the hidden count a ``GROUP BY`` without aggregates groups with (None when it has some);
+    ``project(rows, below, exprs, schema)`` adds computed columns to the rows of the logical node
+    ``below`` (None: arguments must be columns)."""
     from .. import agg
 
     if time.column is not None or any(t != ("watermark",) for t in node.trigger):
@@ -65,7 +85,16 @@ def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, tim
     found = _source_names(node, set(node.keys) | arguments)
     if found is None:
         return None
-    tumble, names = found
+    tumble, found_names = found
+    types = dict(zip(node.input.names, node.input.types, strict=True))
+    extra = _computed_arguments(found_names, arguments, types, project)
+    if extra is None:
+        return None
+    extra, project = extra
+    names = {n: e.name for n, e in found_names.items() if isinstance(e, exp.Column)}
+    names.update({a: name for a, (name, _, _) in extra.items()})
+    if any(k not in names or k in extra for k in node.keys):
+        return None  # a computed key: the literal translation
     window_keys = [k for k in node.keys if names[k] in WINDOW_COLUMNS]
     other_keys = [k for k in node.keys if names[k] not in WINDOW_COLUMNS]
     if not window_keys or any(names[k] != k for k in node.keys):
@@ -75,7 +104,7 @@ def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, tim
         return None
     length = tumble.length
     hop = length if tumble.hop is None else tumble.hop
-    if length % hop:
+    if length % hop or (extra and hop != length):
         return None
     makers = {}
     for call in node.aggs:
@@ -86,6 +115,11 @@ def windowed_aggregate(rows_of, node: Aggregate, spec, distinct: str | None, tim
     if distinct:
         makers[distinct] = agg.count()
     rows = rows_of(tumble)
+    if extra:
+        exprs = tuple((f.name, exp.column(f.name)) for f in rows.schema)
+        exprs += tuple((name, e) for name, e, _ in extra.values())
+        schema = pa.schema([*rows.schema, *(pa.field(name, t) for name, _, t in extra.values())])
+        rows = project(rows, tumble.input, exprs, schema)
     windowed = rows.hopping_window(length, hop, tumble.offset, tumble.align)
     out = windowed.group_aggregate(other_keys, **makers) if other_keys else windowed.aggregate(**makers)
     if hop == length:
