@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import select
 import signal
@@ -366,7 +365,7 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
     """A final answer in one of the batch formats."""
     import pyarrow.csv as pv
 
-    from tidal.sql.output import csv_ready, unique_names
+    from tidal.sql.output import csv_ready, json_text, unique_names
 
     if fmt == "batch-csv":
         buf = io.BytesIO()
@@ -375,7 +374,7 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
     elif fmt == "batch-json":
         table = table.rename_columns(unique_names(table.column_names))  # keys of one object
         for row in table.to_pylist():
-            out.write(json.dumps({k: _json_value(v) for k, v in row.items()}) + "\n")
+            out.write(json_text({k: _json_value(v) for k, v in row.items()}) + "\n")
     elif fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -390,7 +389,7 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
 
 def _progressive(q, percent: float, fmt: str, out) -> None:
     """Refined answers after every ``percent``% of the input, then the exact answer (Trill's progressive mode)."""
-    from tidal.sql.output import csv_ready, unique_names
+    from tidal.sql.output import csv_ready, json_text, unique_names
     from tidal.sql.progressive import run_progressive
 
     def report(fraction: float, table) -> None:
@@ -399,7 +398,7 @@ def _progressive(q, percent: float, fmt: str, out) -> None:
             for row in table.to_pylist():
                 record = {k: _json_value(v) for k, v in row.items()}
                 record["sys.progress"] = round(fraction, 6)
-                out.write(json.dumps(record) + "\n")
+                out.write(json_text(record) + "\n")
         else:
             header = f"-- after {fraction:.0%} of the input" if fraction < 1 else "-- exact answer (all input)"
             out.write(header + "\n")

@@ -15,52 +15,42 @@ from __future__ import annotations
 
 import datetime as dt
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlmore import FUNCS as MORE_FUNCS
-from .sqlmore import _date, _epoch, _greatest, _round, _to_decimal, as_text, float_text, text_to_time, time_to_text
+from .sqlmore import (
+    _align,
+    _date,
+    _divided,
+    _greatest,
+    _numeric,
+    _round,
+    _temporal,
+    _to_decimal,
+    as_text,
+    cast_to,
+    decimal_rounded,
+    float_text,
+    floor_ceil,
+    reverse_text,
+    sign,
+    text_to_time,
+    time_to_text,
+)
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
-
-
-def _numeric(t) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-
-
-def _temporal(t) -> bool:
-    return pa.types.is_timestamp(t) or pa.types.is_date(t)
-
-
-def _align(a, b):
-    """Implicit casts SQL makes in comparisons and arithmetic: a string literal next to a time."""
-    ta, tb = a.type, b.type
-    if _temporal(ta) and pa.types.is_string(tb):
-        return a, pc.cast(b, ta if pa.types.is_timestamp(ta) else pa.date32())
-    if _temporal(tb) and pa.types.is_string(ta):
-        return pc.cast(a, tb if pa.types.is_timestamp(tb) else pa.date32()), b
-    if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
-        return a, pc.cast(b, ta)
-    if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
-        return pc.cast(a, tb), b
-    if pa.types.is_null(ta) and not pa.types.is_null(tb):
-        return pc.cast(a, tb), b
-    if pa.types.is_null(tb) and not pa.types.is_null(ta):
-        return a, pc.cast(b, ta)
-    if pa.types.is_null(ta) and pa.types.is_null(tb):  # NULL op NULL: DuckDB's NULL casts to (BIG)INT
-        return pc.cast(a, pa.int64()), pc.cast(b, pa.int64())
-    return a, b
+from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_int
 
 
 def compare_values(op: str, a, b):
     """``a op b`` (aligned): a boolean next to a number compares as that number (DuckDB's 0 and 1)."""
     if pa.types.is_boolean(a.type) and _numeric(b.type):
-        a = pc.cast(a, b.type)
+        a = cast_to(a, b.type)
     elif pa.types.is_boolean(b.type) and _numeric(a.type):
-        b = pc.cast(b, a.type)
+        b = cast_to(b, a.type)
     if pa.types.is_floating(a.type) or pa.types.is_floating(b.type):
         return _compare_floats(op, a, b)
     return _CMP[op](a, b)
@@ -90,7 +80,7 @@ def _truth(v):
     left as they are (the boolean kernels then refuse them)."""
     t = v.type
     if pa.types.is_null(t):
-        return pc.cast(v, pa.bool_())
+        return cast_to(v, pa.bool_())
     if _numeric(t):
         return pc.not_equal(v, pa.scalar(0, t))
     return v
@@ -101,7 +91,10 @@ def _nulls_as(values):
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
     if _temporal(target):
         target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
-    return [pc.cast(v, target) if pa.types.is_null(v.type) or _temporal(target) else v for v in values]
+    if _numeric(target):  # integers beside reals: DOUBLE (Arrow's own cast refuses integers beyond 2**53)
+        target = next((v.type for v in values if pa.types.is_floating(v.type)), target)
+    cast = [pa.types.is_null(v.type) or _temporal(target) or pa.types.is_floating(target) for v in values]
+    return [cast_to(v, target) if c and v.type != target else v for v, c in zip(values, cast, strict=True)]
 
 
 def const_scalar(value) -> pa.Scalar:
@@ -142,16 +135,16 @@ _PARTS = {
     "doy": pc.day_of_year,
     "week": pc.iso_week,
     "quarter": pc.quarter,
-    "millisecond": pc.millisecond,
-    "microsecond": pc.microsecond,
+    "millisecond": milliseconds,  # within the minute, as DuckDB counts them
+    "microsecond": microseconds,
 }
 _UNARY_FNS = {
-    "floor": pc.floor,
-    "ceil": pc.ceil,
-    "sign": pc.sign,
+    "floor": floor_ceil("floor"),
+    "ceil": floor_ceil("ceil"),
+    "sign": sign,
     "upper": pc.utf8_upper,
     "lower": pc.utf8_lower,
-    "reverse": pc.utf8_reverse,
+    "reverse": reverse_text,  # by grapheme clusters
 } | {k: _PARTS[k] for k in ("year", "month", "day", "hour", "minute", "second")}
 _FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
 # the type an untyped NULL first argument takes (DuckDB casts its NULL type to the parameter's type);
@@ -215,7 +208,7 @@ class SqlEvaluator:
             raise self._error(exc, self.sql(node)) from None
         want = self._want.get(id(node))
         if want is not None and pa.types.is_null(v.type):
-            v = pc.cast(v, want)
+            v = cast_to(v, want)
         return v
 
     @staticmethod
@@ -235,12 +228,14 @@ class SqlEvaluator:
         if isinstance(node, BinOp):
             a, b = _align(self.eval(node.left), self.eval(node.right))
             if node.op != "/":
+                if (dated := date_arith(node.op, a, b)) is not None:
+                    return dated
                 if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):  # DuckDB: overflow is an error
                     return self._checked(_ARITH_CHECKED[node.op], node, a, b)
                 return _ARITH[node.op](a, b)
             if not (_numeric(a.type) and _numeric(b.type)):
                 raise SqlTypeError(f"type error in {self.sql(node)}: cannot divide {a.type} by {b.type}")
-            return pc.divide(pc.cast(a, pa.float64()), pc.cast(b, pa.float64()))
+            return pc.divide(cast_to(a, pa.float64()), cast_to(b, pa.float64()))
         if isinstance(node, Compare):
             return self.compare(node.op, self.eval(node.left), self.eval(node.right))
         if isinstance(node, BoolOp):
@@ -249,15 +244,15 @@ class SqlEvaluator:
             v = self.eval(node.operand)
             if node.op == "not":
                 return pc.invert(_truth(v))
-            return self._checked(pc.negate_checked, node, pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
+            return self._checked(pc.negate_checked, node, cast_to(v, pa.int64()) if pa.types.is_null(v.type) else v)
         if isinstance(node, Call) and node.func == "abs":
             v = self.eval(node.args[0])
-            return self._checked(pc.abs_checked, node, pc.cast(v, pa.int64()) if pa.types.is_null(v.type) else v)
+            return self._checked(pc.abs_checked, node, cast_to(v, pa.int64()) if pa.types.is_null(v.type) else v)
         if isinstance(node, IsNull):
             return pc.is_null(self.eval(node.operand))
         if isinstance(node, Like):
             v = self.eval(node.operand)
-            return like(pc.cast(v, pa.string()) if pa.types.is_null(v.type) else v, node.pattern, node.ignore_case)
+            return like(cast_to(v, pa.string()) if pa.types.is_null(v.type) else v, node.pattern, node.ignore_case)
         if isinstance(node, Case):
             conds, values = [], []
             reach = None  # the rows no earlier WHEN took (None: every row)
@@ -279,7 +274,7 @@ class SqlEvaluator:
             if node.func in _UNARY_FNS:
                 return _UNARY_FNS[node.func](self.eval(node.args[0]))
             if node.func in _FLOAT_FNS:
-                return _FLOAT_FNS[node.func](pc.cast(self.eval(node.args[0]), pa.float64()))
+                return _FLOAT_FNS[node.func](cast_to(self.eval(node.args[0]), pa.float64()))
         raise PlanError(f"unsupported SQL expression: {self.sql(node)}")
 
     def _branch(self, node: Node, rows):
@@ -344,10 +339,12 @@ class SqlEvaluator:
                 continue
             if target is None or (pa.types.is_integer(target) and pa.types.is_floating(t)):
                 target = t
+            elif pa.types.is_integer(target) and pa.types.is_integer(t) and t != target:
+                target = pa.int64()  # integers of two widths: BIGINT holds both
             elif pa.types.is_date(target) and pa.types.is_timestamp(t):  # a date and a timestamp: timestamps
                 target = t
         target = target or pa.null()
-        values = [pc.cast(v, target) if v.type != target else v for v in values]
+        values = [cast_to(v, target) if v.type != target else v for v in values]
         if len(conds) == 1 and isinstance(conds[0], pa.Array) and len(values) == 2:
             # one WHEN: an if_else over the condition (null is false), constants never made into columns
             cond = conds[0].fill_null(False) if conds[0].null_count else conds[0]
@@ -369,12 +366,16 @@ class SqlEvaluator:
         if pa.types.is_floating(v.type) and pa.types.is_string(target):
             return float_text(v)
         if pa.types.is_timestamp(v.type) and pa.types.is_date(target):
-            return pc.cast(pc.floor_temporal(v, unit="day"), target)
+            return cast_to(pc.floor_temporal(v, unit="day"), target)
         if pa.types.is_string(v.type) and pa.types.is_boolean(target):
-            return pc.equal(pc.utf8_lower(v), "true")
+            return text_to_bool(v, text)
+        if pa.types.is_string(v.type) and pa.types.is_integer(target):
+            return text_to_int(v, target, text)
         if pa.types.is_floating(v.type) and pa.types.is_integer(target):
-            v = pc.round(v)  # SQL rounds to the nearest integer when casting a float
-        return pc.cast(v, target)
+            v = pc.round(v)  # DuckDB rounds a DOUBLE half to even when casting it to an integer
+        if pa.types.is_decimal(v.type) and pa.types.is_integer(target):
+            v = decimal_rounded(v, 0, "half_towards_infinity")  # a DECIMAL half away from zero
+        return cast_to(v, target)
 
     def _try_cast(self, node: Cast):
         try:
@@ -396,7 +397,7 @@ class SqlEvaluator:
         value_set = pa.array([s.as_py() for s in non_null]) if non_null else pa.array([], target)
         if _temporal(target) or pa.types.is_null(value_set.type) is False and value_set.type != target:
             try:
-                value_set = value_set.cast(target)
+                v, value_set = _in_types(v, value_set)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 pass
         hit = pc.is_in(*_zero_signless(v, value_set))
@@ -415,12 +416,23 @@ class SqlEvaluator:
         has_null = values.null_count > 0
         values = values.drop_null()
         if values.type != v.type:
-            values = values.cast(v.type)
+            v, values = _in_types(v, values)
         hit = pc.is_in(*_zero_signless(v, values))
         hit = pc.if_else(pc.is_null(v), pa.scalar(None, pa.bool_()), hit)
         if has_null:
             hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
         return hit
+
+
+def _in_types(v, values):
+    """``v`` and the ``values`` it is looked up in, in one type as DuckDB compares them: a DATE among
+    TIMESTAMPs as the timestamp of its midnight, an integer among reals as a DOUBLE; else the values
+    cast to ``v``'s type."""
+    if pa.types.is_date(v.type) and pa.types.is_timestamp(values.type):
+        return cast_to(v, values.type), values
+    if pa.types.is_integer(v.type) and pa.types.is_floating(values.type):
+        return cast_to(v, pa.float64()), cast_to(values, pa.float64())
+    return v, cast_to(values, v.type)
 
 
 def _zero_signless(v, values):
@@ -432,32 +444,6 @@ def _zero_signless(v, values):
 
 
 # -- SQL functions: (evaluator, node) -> value ------------------------------------------------------
-def _divided(ev: SqlEvaluator, node, what: str):
-    """``a // b`` or ``a % b`` over integers (truncated division, as DuckDB's): a zero divisor is an
-    error, as is ``-2**63 // -1``; over reals ``//`` is ``/`` and ``%`` is ``fmod`` (DuckDB's)."""
-    a, b = _align(*ev._args(node))
-    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
-        return pa.scalar(None, b.type if pa.types.is_null(a.type) else a.type)
-    if not (_numeric(a.type) and _numeric(b.type)):
-        raise SqlTypeError(f"type error in {ev.sql(node)}: not defined for {a.type}, {b.type}")
-    if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
-        try:
-            q = pc.divide_checked(a, b)  # truncates toward zero
-        except pa.ArrowInvalid as exc:
-            problem = "division by zero" if "zero" in str(exc) else "integer overflow"
-            raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {problem}") from None
-        return q if what == "//" else pc.subtract(a, pc.multiply(q, b))
-    a, b = pc.cast(a, pa.float64()), pc.cast(b, pa.float64())
-    if what == "//":
-        if pc.any(pc.equal(b, 0.0)).as_py():
-            raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: division by zero")
-        return pc.divide(a, b)
-    fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), np.float64) for x in (a, b))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.fmod(fa, fb)
-    return pa.array(r, mask=np.asarray(pc.or_(ev._broadcast(pc.is_null(a)), ev._broadcast(pc.is_null(b)))))
-
-
 def _intdiv(ev: SqlEvaluator, node):
     return _divided(ev, node, "//")
 
@@ -510,8 +496,10 @@ def _coalesce(ev: SqlEvaluator, node):
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
         target = pa.float64()
+    elif pa.types.is_integer(target) and any(pa.types.is_integer(a.type) and a.type != target for a in args):
+        target = pa.int64()  # integers of two widths: BIGINT holds both
     target = next((a.type for a in args if pa.types.is_timestamp(a.type)), target) if _temporal(target) else target
-    return pc.coalesce(*[ev._broadcast(pc.cast(a, target)) for a in args])
+    return pc.coalesce(*[ev._broadcast(cast_to(a, target)) for a in args])
 
 
 def _nullif(ev: SqlEvaluator, node):
@@ -529,8 +517,8 @@ def _part(ev: SqlEvaluator, node):
     v = ev.eval(node.args[0])
     if unit == "dow":
         return pc.day_of_week(v, count_from_zero=True, week_start=7)
-    if unit == "epoch":
-        return pc.divide(pc.cast(pc.cast(v, pa.timestamp("us")), pa.int64()), 1_000_000)
+    if unit == "epoch":  # seconds with their fraction (DuckDB's DOUBLE)
+        return epoch(ev, SqlCall("epoch", node.args))
     if unit not in _PARTS:
         raise PlanError(f"unsupported date part {unit!r}")
     return _PARTS[unit](v)
@@ -561,25 +549,26 @@ _FUNCS = (
         "coalesce": _coalesce,
         "nullif": _nullif,
         "concat": _concat,
-        "epoch_us": _epoch,
-        "epoch_ms": _epoch,
-        "epoch": _epoch,
+        "epoch_us": epoch,
+        "epoch_ms": epoch,
+        "epoch_ns": epoch,
+        "epoch": epoch,
         "part": _part,
         "date": _date,
         # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
         "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node))),
         "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
-        "pow": lambda ev, node: pc.power(*(pc.cast(x, pa.float64()) for x in _align(*ev._args(node)))),
+        "pow": lambda ev, node: pc.power(*(cast_to(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
         "to_decimal": _first(_to_decimal, pa.float64()),
-        "length": _first(lambda v: pc.cast(pc.utf8_length(v), pa.int64())),
+        "length": _first(lambda v: cast_to(pc.utf8_length(v), pa.int64())),
         "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
         "strptime": _first(
-            lambda v, fmt: pc.cast(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")
+            lambda v, fmt: cast_to(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")
         ),
-        "strftime": _first(pc.strftime, pa.string()),
-        "to_date": _first(lambda v: pc.cast(v, pa.date32())),
+        "strftime": _first(strftime, pa.string()),
+        "to_date": _first(lambda v: cast_to(v, pa.date32())),
         "current_timestamp": lambda ev, node: pa.scalar(
             dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")
         ),

@@ -13,6 +13,46 @@ import pyarrow.compute as pc
 
 from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid
 
+
+def _numeric(t) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _temporal(t) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+
+
+def _align(a, b):
+    """Implicit casts SQL makes in comparisons and arithmetic: a string literal next to a time."""
+    ta, tb = a.type, b.type
+    if _temporal(ta) and pa.types.is_string(tb):
+        return a, cast_to(b, ta if pa.types.is_timestamp(ta) else pa.date32())
+    if _temporal(tb) and pa.types.is_string(ta):
+        return cast_to(a, tb if pa.types.is_timestamp(tb) else pa.date32()), b
+    if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
+        return a, cast_to(b, ta)
+    if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
+        return cast_to(a, tb), b
+    if pa.types.is_null(ta) and not pa.types.is_null(tb):
+        return cast_to(a, tb), b
+    if pa.types.is_null(tb) and not pa.types.is_null(ta):
+        return a, cast_to(b, ta)
+    if pa.types.is_null(ta) and pa.types.is_null(tb):  # NULL op NULL: DuckDB's NULL casts to (BIG)INT
+        return cast_to(a, pa.int64()), cast_to(b, pa.int64())
+    if pa.types.is_floating(ta) != pa.types.is_floating(tb) and _numeric(ta) and _numeric(tb):  # ints beyond 2**53
+        return (a, cast_to(b, ta)) if pa.types.is_floating(ta) else (cast_to(a, tb), b)
+    return a, b
+
+
+def cast_to(v, target: pa.DataType, safe=None):
+    """``pc.cast``, but an integer (or decimal) becomes floating point as SQL converts it: rounded to the
+    nearest DOUBLE. Arrow's checked cast refuses integers beyond 2**53, and its compute functions cast
+    implicitly that way, so integers meet reals only after this."""
+    if pa.types.is_floating(target) and (pa.types.is_integer(v.type) or pa.types.is_decimal(v.type)):
+        return pc.cast(v, target, safe=False)
+    return pc.cast(v, target, safe=safe)
+
+
 # the text DuckDB casts to a TIMESTAMP: YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]
 _TIMESTAMP_TEXT = r"^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?\s*$"
 
@@ -130,7 +170,7 @@ def _translated(s: str, source: str, target: str) -> str:
 
 def _log(ev, node):
     """``log(b, x)``/``log2``/``log10``: DuckDB's (0 gives -inf, a negative number NaN)."""
-    base, x = (pc.cast(ev.eval(a), pa.float64()) for a in node.args)
+    base, x = (cast_to(ev.eval(a), pa.float64()) for a in node.args)
     if isinstance(base, pa.Scalar) and base.is_valid and base.as_py() in (2.0, 10.0):
         return (pc.log2 if base.as_py() == 2.0 else pc.log10)(x)
     return pc.logb(x, base)
@@ -153,6 +193,21 @@ def _clusters(s: str) -> list[str]:
 
 def _grapheme_count(s: str) -> int:
     return len(s) if s.isascii() else len(_clusters(s))
+
+
+def reverse_text(v):
+    """DuckDB's ``reverse``: by grapheme clusters (an accent stays on its letter, an emoji with its
+    modifier), bytes when the text is ASCII."""
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(None if v.as_py() is None else _reversed(v.as_py()), pa.string())
+    if pc.all(pc.string_is_ascii(v)).as_py() is not False:
+        return pc.utf8_reverse(v)
+    encoded = pc.dictionary_encode(v)
+    return pa.array([_reversed(s) for s in encoded.dictionary.to_pylist()], pa.string()).take(encoded.indices)
+
+
+def _reversed(s: str) -> str:
+    return s[::-1] if s.isascii() else "".join(reversed(_clusters(s)))
 
 
 def _substring_grapheme(s: str, offset: int, length: int) -> str:
@@ -285,18 +340,51 @@ def as_text(v):
     return pc.cast(v, pa.string())
 
 
+def decimal_rounded(v, digits: int, mode: str):
+    """A DECIMAL(p, s) rounded to ``digits`` places (``mode``: Arrow's round mode) as DuckDB's ROUND, FLOOR and
+    CEIL: a DECIMAL(p, min(s, max(digits, 0))). Rounded in one more digit of width: Arrow's rounding in place
+    gives 0 for a value that grows out of its width (99999.99 -> 100000.00 in DECIMAL(7,2)) when the
+    array holds a NULL; the cast back is checked (an error, never a wrong value)."""
+    t = v.type
+    wide = pa.decimal128(t.precision + 1, t.scale) if t.precision < 38 else pa.decimal256(t.precision + 1, t.scale)
+    rounded = pc.round(pc.cast(v, wide), ndigits=digits, round_mode=mode)
+    return pc.cast(rounded, pa.decimal128(t.precision, max(0, min(digits, t.scale))))
+
+
+def floor_ceil(func: str):
+    """SQL's FLOOR or CEIL (DECIMAL: :func:`decimal_rounded`)."""
+    mode, arrow = ("down", pc.floor) if func == "floor" else ("up", pc.ceil)
+    return lambda v: decimal_rounded(v, 0, mode) if pa.types.is_decimal(v.type) else arrow(v)
+
+
+def sign(v):
+    """DuckDB's SIGN: a TINYINT, 0 for NaN (and for -0.0)."""
+    if pa.types.is_floating(v.type):
+        v = pc.if_else(pc.is_nan(v), pa.scalar(0.0, v.type), v)
+    return pc.cast(pc.sign(v), pa.int8())
+
+
 def _round(v, digits: int):
     """SQL's ROUND: half away from zero; rounding to more tens than the type holds gives 0 (DuckDB's)."""
+    if pa.types.is_decimal(v.type):
+        return decimal_rounded(v, max(digits, -v.type.precision), "half_towards_infinity")
     limit = -18 if pa.types.is_integer(v.type) else -308
     if digits < limit:
         return pc.if_else(pc.is_valid(v), pa.scalar(0, v.type), pa.scalar(None, v.type))
+    if pa.types.is_floating(v.type) and digits >= 0:  # |v| >= 2**52 is whole already: Arrow's v * 10**digits
+        whole = pc.fill_null(pc.greater_equal(pc.abs(v), 2.0**52), False)  # would overflow (an error) near 1e308
+        if pc.any(whole).as_py():
+            inner = pc.round(
+                pc.if_else(whole, pa.scalar(0.0, v.type), v), ndigits=digits, round_mode="half_towards_infinity"
+            )
+            return pc.if_else(whole, v, inner)
     return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")
 
 
 def _to_decimal(v, precision: int, scale: int):
     """CAST(v AS DECIMAL(precision, scale)), computed as DOUBLE: rounded to ``scale`` digits, and an error for a
     value with more than ``precision - scale`` digits before the point, NaN or infinity (DuckDB's cast fails)."""
-    rounded = _round(pc.cast(v, pa.float64()), scale)
+    rounded = _round(cast_to(v, pa.float64()), scale)
     values = np.asarray(ev_values(rounded), dtype=np.float64)
     bad = ~(np.abs(values) < 10.0 ** (precision - scale))  # NaN compares false: it is refused too
     if bad.any():
@@ -309,13 +397,6 @@ def ev_values(v) -> np.ndarray:
     if isinstance(v, pa.Scalar):
         return np.array([] if v.as_py() is None else [v.as_py()])
     return pc.drop_null(v).to_numpy(zero_copy_only=False)
-
-
-def _epoch(ev, node):
-    v = pc.cast(pc.cast(ev.eval(node.args[0]), pa.timestamp("us")), pa.int64())
-    if node.func == "epoch_ms":
-        return pc.divide(v, 1000)
-    return v if node.func == "epoch_us" else pc.divide(pc.cast(v, pa.float64()), 1e6)
 
 
 def _date(ev, node):
@@ -336,3 +417,29 @@ def _greatest(values):
             v_nan = pc.fill_null(pc.is_nan(v), False)
             nan = v_nan if nan is None else pc.or_(nan, v_nan)
     return top if nan is None else pc.if_else(nan, pa.scalar(float("nan"), top.type), top)
+
+
+def _divided(ev, node, what: str):
+    """``a // b`` or ``a % b`` over integers (truncated division, as DuckDB's): a zero divisor is an
+    error, as is ``-2**63 // -1``; over reals ``//`` is ``/`` and ``%`` is ``fmod`` (DuckDB's)."""
+    a, b = _align(*ev._args(node))
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return pa.scalar(None, b.type if pa.types.is_null(a.type) else a.type)
+    if not (_numeric(a.type) and _numeric(b.type)):
+        raise SqlTypeError(f"type error in {ev.sql(node)}: not defined for {a.type}, {b.type}")
+    if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
+        try:
+            q = pc.divide_checked(a, b)  # truncates toward zero
+        except pa.ArrowInvalid as exc:
+            problem = "division by zero" if "zero" in str(exc) else "integer overflow"
+            raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {problem}") from None
+        return q if what == "//" else pc.subtract(a, pc.multiply(q, b))
+    a, b = cast_to(a, pa.float64()), cast_to(b, pa.float64())
+    if what == "//":
+        if pc.any(pc.equal(b, 0.0)).as_py():
+            raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: division by zero")
+        return pc.divide(a, b)
+    fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), np.float64) for x in (a, b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.fmod(fa, fb)
+    return pa.array(r, mask=np.asarray(pc.or_(ev._broadcast(pc.is_null(a)), ev._broadcast(pc.is_null(b)))))

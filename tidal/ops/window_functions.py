@@ -126,6 +126,8 @@ def _changes(table: pa.Table, columns: tuple, n: int) -> np.ndarray:
         return out
     for c in columns:
         col = table.column(c).combine_chunks()
+        if pa.types.is_null(col.type):  # NULLs only: one run
+            continue
         a, b = col.slice(1), col.slice(0, n - 1)
         null_a, null_b = a.is_null().to_numpy(zero_copy_only=False), b.is_null().to_numpy(zero_copy_only=False)
         differ = pc.fill_null(pc.not_equal(a, b), False).to_numpy(zero_copy_only=False)
@@ -215,7 +217,30 @@ def _sorted_result(lay: _Layout, call: WindowCall, out_type: pa.DataType) -> pa.
     return _frame_extreme(arg, valid, fs, fe, lay.pstart, count, fn == "min", out_type)
 
 
+def _range_sums(vals: np.ndarray, fs: np.ndarray, fe: np.ndarray) -> np.ndarray:
+    """``vals[fs[i]:fe[i]].sum()`` for every i, from a segment tree of pairwise sums (O(n log n)): a
+    difference of float prefix sums loses a frame's small values to a large one before it (after
+    1e17, prefix[k + 2] - prefix[k] of 1.0 and 1.0 is 0.0)."""
+    out = np.zeros(len(fs))
+    lo, hi = np.asarray(fs, np.int64).copy(), np.asarray(fe, np.int64).copy()
+    level = vals.astype(np.float64)
+    while (active := lo < hi).any():
+        left = active & (lo & 1 == 1)
+        out[left] += level[lo[left]]
+        lo[left] += 1
+        right = active & (hi & 1 == 1)
+        hi[right] -= 1
+        out[right] += level[hi[right]]
+        lo >>= 1
+        hi >>= 1
+        level = np.append(level, 0.0) if len(level) % 2 else level
+        level = level[0::2] + level[1::2]
+    return out
+
+
 def _frame_sum(arg, valid, fs, fe, count, fn, out_type) -> pa.Array:
+    if pa.types.is_null(arg.type):  # a column of NULLs only: every frame's sum is NULL
+        return pa.nulls(len(arg), out_type if not pa.types.is_null(out_type) else pa.float64())
     integer = pa.types.is_integer(arg.type)
     vals = np.where(valid, arg.fill_null(0).to_numpy(zero_copy_only=False), 0)
     vals = vals.astype(np.int64 if integer else np.float64)
@@ -230,8 +255,11 @@ def _frame_sum(arg, valid, fs, fe, count, fn, out_type) -> pa.Array:
         special = np.where(nan | (pos & neg), np.nan, np.where(pos, np.inf, -np.inf))
         has_special = nan | pos | neg
         vals = np.where(np.isfinite(vals), vals, 0.0)
-    prefix = np.concatenate([np.zeros(1, vals.dtype), np.cumsum(vals)])
-    sums = prefix[fe] - prefix[fs]
+    if integer:  # exact: prefix sums of integers
+        prefix = np.concatenate([np.zeros(1, vals.dtype), np.cumsum(vals)])
+        sums = prefix[fe] - prefix[fs]
+    else:
+        sums = _range_sums(vals, fs, fe)
     if special is not None:
         sums = np.where(has_special, special, sums)
     if integer:  # an int64 prefix sum that wrapped is far from the same sum in floats
@@ -248,8 +276,8 @@ def _frame_sum(arg, valid, fs, fe, count, fn, out_type) -> pa.Array:
 def _frame_extreme(arg, valid, fs, fe, pstart, count, smallest: bool, out_type) -> pa.Array:
     """MIN/MAX over each frame, on dense ranks of the values (any orderable type)."""
     n = len(arg)
-    if n == 0:
-        return pa.array([], out_type)
+    if n == 0 or pa.types.is_null(arg.type):  # nothing, or a column of NULLs only (no order to rank by)
+        return pa.nulls(n, out_type)
     ranks = pc.rank(arg, sort_keys="ascending", tiebreaker="dense").to_numpy()
     ranks = ranks.astype(np.int64)
     sentinel = np.iinfo(np.int64).max if smallest else np.iinfo(np.int64).min

@@ -169,6 +169,20 @@ class Tidal(DuckDB):
 
         _parse_match_recognize = _parse_match_recognize
 
+        def _parse_interval(self, require_interval: bool = True, parse_function_unit: bool = True):
+            # sqlglot reads INTERVAL '1 day 2' as INTERVAL '1' DAY (the rest dropped): text with a unit
+            # is whole 'number unit' parts, or an error
+            ahead = self._tokens[self._index : self._index + 2]
+            if (
+                len(ahead) == 2
+                and ahead[0].token_type == TokenType.INTERVAL
+                and ahead[1].token_type == TokenType.STRING
+            ):
+                text = ahead[1].text
+                if re.search(r"[a-zA-Z]", text) and not re.fullmatch(r"(\s*-?[0-9]+(\.[0-9]+)?\s*[a-zA-Z]+\s*)+", text):
+                    self.raise_error(f"INTERVAL '{text}' is not supported: write numbers and units ('1 day 2 hours')")
+            return super()._parse_interval(require_interval, parse_function_unit)
+
         def _parse_using_identifiers(self):
             # USING (a, b): plain names; sqlglot would drop a qualifier (USING (t.a)), DuckDB rejects it
             def name():

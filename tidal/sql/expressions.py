@@ -26,40 +26,7 @@ from ..core.errors import PlanError
 from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from ..expr.sqlcompile import CompiledSql
 from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
-from .exprmore import MoreTranslations
-
-_UNIT_US = {
-    "MICROSECOND": 1,
-    "MILLISECOND": 1_000,
-    "SECOND": 1_000_000,
-    "MINUTE": 60_000_000,
-    "HOUR": 3_600_000_000,
-    "DAY": 86_400_000_000,
-    "WEEK": 7 * 86_400_000_000,
-}
-
-
-def interval_micros(node: exp.Expression) -> int:
-    """The length of an ``INTERVAL n UNIT`` literal (or a plain integer) in microseconds."""
-    if isinstance(node, exp.Interval):
-        unit = node.args.get("unit")
-        value = node.this.name if isinstance(node.this, exp.Literal) else node.this.sql()
-        unit_name = unit.name.upper() if unit is not None else ""
-        if not unit_name:  # INTERVAL '5 seconds'
-            parts = value.split()
-            value, unit_name = parts[0], (parts[1].upper() if len(parts) > 1 else "SECOND")
-        unit_name = unit_name.rstrip("S") if unit_name.endswith("S") else unit_name
-        if unit_name not in _UNIT_US:
-            raise PlanError(f"unsupported interval unit {unit_name!r} in {node.sql()}")
-        try:
-            number = float(value)
-        except ValueError:
-            raise PlanError(f"an INTERVAL of a value that is not a constant is not supported: {node.sql()}") from None
-        return int(round(number * _UNIT_US[unit_name]))
-    if isinstance(node, exp.Literal) and not node.is_string:
-        return int(node.name)
-    raise PlanError(f"expected an INTERVAL literal, got {node.sql()}")
-
+from .exprmore import MoreTranslations, interval_micros  # noqa: F401  (interval_micros: imported from here)
 
 _TYPES = {
     "INT": pa.int32(),
@@ -442,17 +409,25 @@ class _Translator(MoreTranslations):
             return self._call(IN_SUBQUERY, e, [args[0]], [int(args[1].name)])
         if name == SCALAR_SUBQUERY:
             return self._call(SCALAR_SUBQUERY, e, [], [int(args[0].name)])
-        if name in ("strlen", "epoch_us", "epoch_ms", "epoch") and len(args) != 1:
+        if name in ("strlen", "epoch_us", "epoch_ms", "epoch_ns", "epoch") and len(args) != 1:
             raise PlanError(f"{e.sql()}: {name}() takes one argument, got {len(args)}")
         if name == "strlen":
             return self._call("length", e, [args[0]])
-        if name in ("epoch_us", "epoch_ms", "epoch"):
+        if name in ("epoch_us", "epoch_ms", "epoch_ns", "epoch"):
             return self._call(name, e, [args[0]])
         if (node := self.more_function(name, e)) is not None:
             return node
         raise PlanError(f"unknown function {e.sql()}")
 
     # -- date and time -------------------------------------------------------------------------
+    def t_TimeToUnix(self, e):  # DuckDB's epoch(t)
+        return self._call("epoch", e, [e.this])
+
+    def t_UnixToTime(self, e):  # epoch_ms(t) as sqlglot reads it (scale 3); to_timestamp/make_timestamp are not
+        if e.args.get("scale") is None or e.args["scale"].name != "3":
+            raise PlanError(f"{e.sql(dialect='duckdb')} is not supported")
+        return self._call("epoch_ms", e, [e.this])
+
     def t_Extract(self, e):
         return self._call("part", e, [e.expression], [e.this.name])
 

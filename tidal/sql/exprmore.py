@@ -1,5 +1,5 @@
 """Translation of more of DuckDB's scalar functions and predicates (evaluated by
-:mod:`tidal.expr.sqlmore`): a mixin of :mod:`tidal.sql.expressions`' translator."""
+:mod:`tidal.expr.sqlmore`): a mixin of :mod:`tidal.sql.expressions`' translator; the length of INTERVAL literals."""
 
 from __future__ import annotations
 
@@ -7,6 +7,43 @@ from sqlglot import exp
 
 from ..core.errors import PlanError
 from ..expr.nodes import SqlCall, Unary
+
+_UNIT_US = {
+    "MICROSECOND": 1,
+    "MILLISECOND": 1_000,
+    "SECOND": 1_000_000,
+    "MINUTE": 60_000_000,
+    "HOUR": 3_600_000_000,
+    "DAY": 86_400_000_000,
+    "WEEK": 7 * 86_400_000_000,
+}
+
+
+def interval_micros(node: exp.Expression) -> int:
+    """The length of an ``INTERVAL n UNIT`` literal (``INTERVAL '1 day 2 hours'``: every part), or a plain
+    integer, in microseconds."""
+    if isinstance(node, exp.Interval):
+        unit = node.args.get("unit")
+        value = node.this.name if isinstance(node.this, exp.Literal) else node.this.sql()
+        parts = [value, unit.name] if unit is not None and unit.name else value.split()
+        parts = parts + ["SECOND"] if len(parts) == 1 else parts  # INTERVAL '5': seconds
+        if len(parts) % 2:
+            raise PlanError(f"an INTERVAL of {value!r} is not supported (write 'n unit', e.g. '1 day 2 hours')")
+        total = 0
+        for text, unit_name in zip(parts[::2], parts[1::2], strict=True):
+            unit_name = unit_name.upper()[:-1] if unit_name.upper().endswith("S") else unit_name.upper()
+            if unit_name not in _UNIT_US:
+                raise PlanError(f"unsupported interval unit {unit_name!r} in {node.sql()}")
+            try:
+                total += int(round(float(text) * _UNIT_US[unit_name]))
+            except ValueError:
+                raise PlanError(
+                    f"an INTERVAL of a value that is not a constant is not supported: {node.sql()}"
+                ) from None
+        return total
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return int(node.name)
+    raise PlanError(f"expected an INTERVAL literal, got {node.sql()}")
 
 
 class MoreTranslations:

@@ -14,6 +14,7 @@ import datetime as dt
 import heapq
 import json
 from collections import Counter
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -95,6 +96,28 @@ def interval_text(v: dt.timedelta) -> str:
 
 
 json_value = temporal_text  # JSON has no dates: they are written as DuckDB's text
+
+
+def json_text(record: dict) -> str:
+    """``record`` as one JSON object, a DECIMAL as a JSON number with its exact digits (as DuckDB writes
+    it; the json module knows no Decimal, and a float would round one of more than 15 digits)."""
+    exact: dict[str, str] = {}
+
+    def swap(v):
+        if isinstance(v, Decimal):
+            key = json.dumps(f"\x00{len(exact)}\x00")
+            exact[key] = format(v, "f")
+            return f"\x00{len(exact) - 1}\x00"
+        if isinstance(v, list | tuple):
+            return [swap(x) for x in v]
+        if isinstance(v, dict):
+            return {k: swap(x) for k, x in v.items()}
+        return v
+
+    text = json.dumps({k: swap(v) for k, v in record.items()})
+    for key, digits in exact.items():
+        text = text.replace(key, digits, 1)
+    return text
 
 
 def _is_temporal(t: pa.DataType) -> bool:
@@ -203,7 +226,7 @@ class StreamJson:
         record = {k: json_value(v) for k, v in zip(self.labels, row, strict=True)}
         if undo:
             record["sys.undo"] = True
-        self.out.write(json.dumps(record) + "\n")
+        self.out.write(json_text(record) + "\n")
         self.out.flush()
 
 

@@ -257,7 +257,9 @@ def _grouped(node: Node) -> bool:
 
 
 def _global_aggregate(node: Node) -> Aggregate | None:
-    while isinstance(node, Project | Filter):
+    """The global aggregate under a chain of projections: an empty answer then means it saw no rows.
+    (Under a filter, HAVING may have dropped its row: the plan itself makes the row of no input.)"""
+    while isinstance(node, Project):
         node = node.input
     return node if isinstance(node, Aggregate) and not node.keys and node.aggs else None
 

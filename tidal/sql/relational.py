@@ -194,6 +194,9 @@ class _Runner:
             groups = hashagg.no_keys(table.num_rows)
             out = hashagg.aggregate(groups, calls)
         out.update((n, from_numpy(np.zeros(len(groups.order), np.int64))) for n in zero_sums)
+        if not node.keys and table.num_rows == 0:  # over no rows SQL still has a row: counts 0, the rest NULL
+            counts = ("count", "count_not_null", "count_distinct")
+            out = {c.output: pa.array([0 if c.function in counts else None], out[c.output].type) for c in node.aggs}
         names = [*node.keys, *(c.output for c in node.aggs)]
         return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
 

@@ -83,7 +83,7 @@ class ArgumentValues:
         if a not in self._floats:
             col = self.cols[a]
             if _orderable_as_int(col.type):
-                col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
+                col = col.view(pa.int64()) if col.type.bit_width == 64 else _as_int64(col)
             if not pa.types.is_float64(col.type):
                 col = col.cast(pa.float64(), safe=False)  # big integers: the nearest float, as numpy would
             if col.null_count:
@@ -98,7 +98,7 @@ class ArgumentValues:
         if float_keyed(col.type):
             return float_keys(self.floats(a))
         if _orderable_as_int(col.type):
-            col = col.view(pa.int64()) if col.type.bit_width == 64 else col.cast(pa.int64())
+            col = col.view(pa.int64()) if col.type.bit_width == 64 else _as_int64(col)
         elif not pa.types.is_int64(col.type):
             col = col.cast(pa.int64())
         return as_numpy(col.fill_null(0) if col.null_count else col)
@@ -172,3 +172,10 @@ class _Engine:
 
     def restore(self, state: dict) -> None:
         raise NotImplementedError
+
+
+def _as_int64(col: pa.Array) -> pa.Array:
+    """A narrower integer-like column (a DATE is 32 bits) as int64: its bits read as a signed integer."""
+    if pa.types.is_integer(col.type):
+        return col.cast(pa.int64())
+    return col.view(getattr(pa, f"int{col.type.bit_width}")()).cast(pa.int64())

@@ -119,7 +119,7 @@ class CompiledEngine(_Engine):
         self.m_valid = np.array(self.ms_valid, np.int64)
         self.m_float = np.array([float_keyed(self.arg_types[a]) for a, _, _ in self.ms_slots], np.bool_)
         self.g_int = np.zeros((0, ki), np.int64)
-        self.g_flt = np.zeros((0, kf), np.float64)
+        self.g_flt = np.zeros((0, 2 * kf), np.float64)  # running sums, then their compensations
         self.g_cnt = np.zeros(0, np.int64)
         self.held = np.zeros(0, np.int64)
         self.held_flag = np.zeros(0, np.bool_)
@@ -332,6 +332,11 @@ class CompiledEngine(_Engine):
         self._layout(state["types"])
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
+        kf = len(self.flt_slots)
+        for name in ("g_flt", "tot_flt"):  # saved before the sums had compensations: none yet
+            sums = getattr(self, name, None)
+            if sums is not None and kf and sums.shape[1] == kf:
+                setattr(self, name, np.concatenate([sums, np.zeros_like(sums)], axis=1))
         return True
 
     def restore(self, state: dict) -> None:

@@ -26,6 +26,7 @@ import inspect
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from ...core.errors import TidalError, TidalTypeError
 
@@ -266,6 +267,25 @@ class MultisetState(PyState):
         self.items = Counter(dict(items))
 
 
+def _fsum(pairs) -> float:
+    """The sum of ``value * count`` over ``pairs`` by ``math.fsum``, or as DuckDB answers where fsum
+    refuses: inf + -inf is NaN, and finite values whose running sum overflows are summed exactly."""
+    pairs = list(pairs)
+    try:
+        total = math.fsum(v * c for v, c in pairs)
+        if not math.isinf(total) or any(math.isinf(v) for v, _ in pairs):
+            return total
+    except ValueError:  # inf + -inf
+        return math.nan
+    except OverflowError:
+        pass
+    exact = sum(Fraction(v) * c for v, c in pairs)
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
 def multiset_result(kind: str, param, items: Counter):
     n = sum(items.values())
     if kind == "count_not_null":
@@ -274,27 +294,23 @@ def multiset_result(kind: str, param, items: Counter):
         return len(items)
     if n == 0:
         return [] if kind in ("distinct", "top_k") else None
-    if kind == "sum":
-        return math.fsum(v * c for v, c in items.items()) if _any_float(items) else sum(v * c for v, c in items.items())
-    if kind == "average":
-        return math.fsum(v * c for v, c in items.items()) / n
-    if kind == "sum_distinct":
+    if kind in ("sum", "average", "sum_distinct", "average_distinct"):
+        counted = items.items() if kind in ("sum", "average") else ((v, 1) for v in items)
         if _any_float(items):
-            return math.fsum(items)
-        total = sum(int(v) for v in items)
-        if not -(2**63) <= total < 2**63:
-            raise SumOverflowError(
-                f"SUM(DISTINCT ...): the sum ({total}) is out of BIGINT's range; integer sums beyond 64 bits "
-                "(DuckDB's HUGEINT) are not supported"
-            )
-        return total
-    if kind == "average_distinct":
-        return math.fsum(items) / len(items)
+            total = _fsum(counted)
+        else:  # integers: the exact sum (an average divides it once, rounding once)
+            total = sum(int(v) * c for v, c in counted)
+            if kind.startswith("sum") and not -(2**63) <= total < 2**63:
+                raise SumOverflowError(
+                    f"SUM: the sum ({total}) is out of BIGINT's range; integer sums beyond 64 bits "
+                    "(DuckDB's HUGEINT) are not supported"
+                )
+        return total / (n if kind == "average" else len(items)) if kind.startswith("average") else total
     if kind in ("variance", "stddev"):
         if n < 2:
             return None
-        mean = math.fsum(v * c for v, c in items.items()) / n
-        var = math.fsum(c * (v - mean) ** 2 for v, c in items.items()) / (n - 1)
+        mean = _fsum(items.items()) / n
+        var = _fsum(((v - mean) * (v - mean), c) for v, c in items.items()) / (n - 1)
         return var if kind == "variance" else math.sqrt(var)
     if kind == "min":
         return min(items)
@@ -322,7 +338,10 @@ def multiset_result(kind: str, param, items: Counter):
     pos = param * (n - 1)
     lo = math.floor(pos)
     hi = math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    a, b, d = ordered[lo], ordered[hi], pos - lo
+    if a == b:  # DuckDB's quantile_cont: infinities too (a + (b - a) * d would be NaN)
+        return a
+    return a + (b - a) * d if math.isfinite(a) and math.isfinite(b) else a * (1.0 - d) + b * d
 
 
 def _ordered(items: Counter, order) -> list[tuple]:

@@ -82,7 +82,7 @@ class FusedWindowEngine(CompiledEngine):
         self.q_start, self.q_gid, self.q_cnt = (np.zeros(0, np.int64) for _ in range(3))
         self.q_int, self.q_flt = np.zeros((ki, 0), np.int64), np.zeros((kf, 0), np.float64)
         self.tot_cnt = np.zeros(0, np.int64)
-        self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, kf), np.float64)
+        self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, 2 * kf), np.float64)  # + compensations
         self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def _grow_groups(self, count: int) -> None:

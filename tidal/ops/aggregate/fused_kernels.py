@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numba
 
+from .kernels import _add_flt, _flt_value
+
 # scalar slots of the kernel's persistent state
 CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
 
@@ -121,7 +123,7 @@ def slide_hops(
     called again with more room, it goes on where it stopped.
     """
     ki = tot_int.shape[1]
-    kf = tot_flt.shape[1]
+    kf = q_flt.shape[0]  # tot_flt holds the totals, then their compensations (see kernels._add_flt)
     head, add, tail = st[QHEAD], st[QADD], st[QTAIL]
     nact = st[NACTIVE]
     p = st[NEXT_P]
@@ -148,9 +150,9 @@ def slide_hops(
                 for j in range(ki):
                     tot_int[g, j] -= q_int[j, head]
                 for j in range(kf):
-                    tot_flt[g, j] -= q_flt[j, head]
+                    _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
                 if tot_cnt[g] == 0:  # swap the last active group into its place
-                    for j in range(kf):
+                    for j in range(2 * kf):
                         tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
                     last = active[nact - 1]
                     active[pos[g]] = last
@@ -168,7 +170,7 @@ def slide_hops(
                 for j in range(ki):
                     tot_int[g, j] += q_int[j, add]
                 for j in range(kf):
-                    tot_flt[g, j] += q_flt[j, add]
+                    _add_flt(tot_flt, g, j, kf, q_flt[j, add])
                 add += 1
             prepared = True
         if o + nact > cap:
@@ -182,7 +184,7 @@ def slide_hops(
             for j in range(ki):
                 out_int[j, o] = tot_int[g, j]
             for j in range(kf):
-                out_flt[j, o] = tot_flt[g, j]
+                out_flt[j, o] = _flt_value(tot_flt, g, j, kf)
             o += 1
         prepared = False
         p += hop

@@ -122,6 +122,39 @@ def _key_value(key, isfloat, fbuf, ibuf):
 
 
 @numba.njit(cache=True, inline="always")
+def _add_flt(g_flt, g, j, kf, v):
+    """Add ``v`` to a group's running float sum ``j`` with Neumaier's compensation (column ``kf + j``
+    collects what each addition rounds away): events leave a snapshot by subtraction, and a large
+    value that enters and leaves would otherwise take the small ones added meanwhile with it."""
+    s = g_flt[g, j]
+    t = s + v
+    if np.isfinite(t):
+        if abs(s) >= abs(v):
+            g_flt[g, kf + j] += (s - t) + v
+        else:
+            g_flt[g, kf + j] += (v - t) + s
+    g_flt[g, j] = t
+
+
+@numba.njit(cache=True, inline="always")
+def _flt_value(g_flt, g, j, kf):
+    """A group's running float sum ``j``: the sum and its compensation (an infinity or NaN as it is)."""
+    s = g_flt[g, j]
+    return s + g_flt[g, kf + j] if np.isfinite(s) else s
+
+
+@numba.njit(cache=True, inline="always")
+def _interpolate(a, b, d):
+    """``a`` to ``b`` at ``d`` in [0, 1) as DuckDB's quantile_cont: equal values (infinities too) are
+    themselves, an infinity beside a finite value wins (``a + (b - a) * d`` would be NaN)."""
+    if a == b:
+        return a
+    if np.isfinite(a) and np.isfinite(b):
+        return a + (b - a) * d
+    return a * (1.0 - d) + b * d
+
+
+@numba.njit(cache=True, inline="always")
 def _ms_result(arr, n, kind, p, isfloat, fbuf, ibuf):
     """An order aggregate of the sorted ``arr[:n]`` as int64: a count, an order key, or (percentile_cont)
     a float64's bits. An empty multiset's result is never read (the group's valid count is 0)."""
@@ -143,7 +176,7 @@ def _ms_result(arr, n, kind, p, isfloat, fbuf, ibuf):
         hi = int(np.ceil(pos))
         a = _key_value(arr[lo], isfloat, fbuf, ibuf)
         b = _key_value(arr[hi], isfloat, fbuf, ibuf)
-        fbuf[0] = a + (b - a) * (pos - lo)
+        fbuf[0] = _interpolate(a, b, pos - lo)
         return ibuf[0]
     k = int(np.ceil(p * n)) - 1
     return arr[max(k, 0)]
@@ -302,14 +335,14 @@ def make_sweep(mode: int):
                             for j in range(ki):
                                 out_int[o, j] = g_int[g, j]
                             for j in range(kf):
-                                out_flt[o, j] = g_flt[g, j]
+                                out_flt[o, j] = _flt_value(g_flt, g, j, kf)
                             out_cnt[o] = g_cnt[g]
                             for j in range(km):
                                 out_res[o, j] = res[j]
                             o += 1
                         for j in range(ki):
                             g_int[g, j] = 0
-                        for j in range(kf):
+                        for j in range(2 * kf):
                             g_flt[g, j] = 0.0
                         g_cnt[g] = 0
                         for j in range(km):
@@ -322,7 +355,7 @@ def make_sweep(mode: int):
                         for j in range(ki):
                             same = same and g_int[g, j] == o_int[g, j]
                         for j in range(kf):
-                            same = same and g_flt[g, j] == o_flt[g, j]
+                            same = same and _flt_value(g_flt, g, j, kf) == o_flt[g, j]
                         for j in range(km):
                             same = same and res[j] == o_res[g, j]
                         if same:  # touched, but the result did not change
@@ -349,8 +382,8 @@ def make_sweep(mode: int):
                             o_int[g, j] = g_int[g, j]
                             out_int[o, j] = g_int[g, j]
                         for j in range(kf):
-                            o_flt[g, j] = g_flt[g, j]
-                            out_flt[o, j] = g_flt[g, j]
+                            o_flt[g, j] = _flt_value(g_flt, g, j, kf)
+                            out_flt[o, j] = o_flt[g, j]
                         o_cnt[g] = g_cnt[g]
                         out_cnt[o] = g_cnt[g]
                         for j in range(km):
@@ -392,7 +425,7 @@ def make_sweep(mode: int):
                 for j in range(ki):
                     g_int[g, j] -= q_int[row, j]
                 for j in range(kf):
-                    g_flt[g, j] -= q_flt[row, j]
+                    _add_flt(g_flt, g, j, kf, -q_flt[row, j])
                 if km > 0:
                     _apply_multisets(g, sign, q_mv, q_int, row, km, m_valid, stage_idx, stage_val, stage_n)
             else:
@@ -424,7 +457,7 @@ def make_sweep(mode: int):
                 for j in range(ki):
                     g_int[g, j] += sign * ic[row, j]
                 for j in range(kf):
-                    g_flt[g, j] += sign * fc[row, j]
+                    _add_flt(g_flt, g, j, kf, sign * fc[row, j])
                 if km > 0:
                     _apply_multisets(g, sign, mv, ic, row, km, m_valid, stage_idx, stage_val, stage_n)
             g_cnt[g] += sign * w

@@ -69,10 +69,11 @@ _NAN_FIXES = ("count_not_null", "count_distinct", "sum", "average", "max", "min"
 _NAN = exp.Cast(this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE"))
 
 
-def _nan_fix(fn: str, out: str, nans: str) -> exp.Expression:
+def _nan_fix(fn: str, out: str, nans: str, others: str | None = None) -> exp.Expression:
     """The value of aggregate ``out`` as DuckDB computes it, from the engine's value (which skips NaN
     like NULL) and ``nans``, the group's count of NaN: NaN is a value, larger than every number, so
-    COUNT counts it, SUM/AVG/MAX/variance are NaN with one, MIN is NaN when there is nothing else."""
+    COUNT counts it, SUM/AVG/MAX/variance are NaN with one, MIN is NaN when there is nothing else; ``others``
+    (the count of the other values) keeps a sample variance of one value NULL."""
     value, n = _col(out), _col(nans)
     some = exp.GT(this=n.copy(), expression=exp.Literal.number(0))
     if fn == "count_not_null":
@@ -84,4 +85,7 @@ def _nan_fix(fn: str, out: str, nans: str) -> exp.Expression:
         )
     if fn == "min":
         some = exp.And(this=exp.Is(this=value.copy(), expression=exp.Null()), expression=some)
+    if others is not None:  # a sample variance of fewer than two values (NaN counted) stays NULL
+        total = exp.Add(this=n.copy(), expression=_col(others))
+        some = exp.And(this=some, expression=exp.GTE(this=total, expression=exp.Literal.number(2)))
     return exp.Case(ifs=[exp.If(this=some, true=_NAN.copy())], default=value)

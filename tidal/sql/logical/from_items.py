@@ -9,7 +9,7 @@ from dataclasses import replace
 import pyarrow as pa
 from sqlglot import exp
 
-from ...core.errors import PlanError
+from ...core.errors import InputError, PlanError
 from ...io.files import FORMATS as FILE_FORMATS
 from ...io.files import file_format, file_schema, is_stdin
 from ..expressions import Evaluator, SqlTypeError, arrow_type, has_subquery
@@ -294,6 +294,11 @@ class FromItems:
             schema = input_schema(path, "csv" if fmt == "tsv" else fmt, options, dict(live))
         else:
             schema = file_schema(path, format="csv" if fmt == "tsv" else fmt, options=options)
+        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if twice:  # columns are read by name: DuckDB's renaming (x, x_1) is not supported
+            raise InputError(
+                f"{path}: the file names more than one column {', '.join(map(repr, twice))} (not supported)"
+            )
         return Scan(
             path=path,
             format="csv" if fmt == "tsv" else fmt,

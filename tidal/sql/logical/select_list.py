@@ -356,7 +356,10 @@ class SelectList:
                 pre.append((nan_phys, counted))
                 nans = self.fresh("g")
                 calls.append(AggCall(nans, "sum", nan_phys))
-                nan_fixes[out] = _nan_fix(fn, out, nans)
+                others = self.fresh("g") if fn in ("variance", "stddev") else None
+                if others is not None:
+                    calls.append(AggCall(others, "count_not_null", arg_phys))
+                nan_fixes[out] = _nan_fix(fn, out, nans, others)
             calls.append(AggCall(out, fn, arg_phys, param))
             self._label(out, e)
             agg_map[text] = out

@@ -46,11 +46,11 @@ def push_filters(root: Node) -> Node:
         if isinstance(child, Scan):
             parts = _conjuncts(node.condition)
             file_of = dict(zip(child.names, child.file_columns, strict=True))
-            bools = {n for n, t in zip(child.names, child.types, strict=False) if pa.types.is_boolean(t)}
+            types = dict(zip(child.names, child.types, strict=False))
             pushable = [
                 p
                 for p in parts
-                if pushable_predicate(p) is not None and _columns(p) <= set(file_of) and not _bool_number(p, bools)
+                if pushable_predicate(p) is not None and _columns(p) <= set(file_of) and _reader_casts_alike(p, types)
             ]
             if child.format == "postgres":  # a database: the filter becomes part of its SQL
                 from .. import postgres
@@ -67,9 +67,21 @@ def push_filters(root: Node) -> Node:
     return bottom_up(root, push)
 
 
-def _bool_number(p: exp.Expression, bools: set) -> bool:
-    """A boolean column next to a number compares as a number: the file reader would not cast it."""
-    return bool(_columns(p) & bools) and any(isinstance(x, exp.Literal) and not x.is_string for x in p.walk())
+def _reader_casts_alike(p: exp.Expression, types: dict) -> bool:
+    """Whether the file reader compares each ``column op number`` in ``p`` as SQL does: an integer
+    column with an integer, a floating-point column with any number. Others it would cast its own
+    way (a boolean is no number to it; an integer column beside a real turns into DOUBLE by Arrow's
+    checked cast, which fails on integers beyond 2**53 that SQL converts), so they stay in SQL."""
+    for x in p.walk():
+        if not isinstance(x, exp.Binary) or not isinstance(x.this, exp.Column):
+            continue
+        lit = x.expression
+        if not isinstance(lit, exp.Literal) or lit.is_string:
+            continue
+        t = types.get(x.this.name)
+        if t is None or not (pa.types.is_floating(t) or pa.types.is_integer(t) and lit.is_int):
+            return False
+    return True
 
 
 def _push_into_join(node: Filter, join: Join, push) -> Node:

@@ -1,0 +1,209 @@
+"""SQL functions of times as DuckDB defines them: ``strftime``'s format codes and date arithmetic.
+
+``strftime(t, format)``: Arrow's own ``strftime`` differs from DuckDB's on several codes (its ``%S``
+carries the fraction of the second, it knows no ``%f``/``%g``/``%n`` nor the unpadded ``%-d``
+forms, its ``%c`` is C's), so the format is split at those codes: the rest is formatted by Arrow
+over whole seconds, the others are computed per row, and the pieces joined. A code DuckDB does not
+know is an error naming it, never text passed through.
+
+``date - date`` is the number of days between them (a BIGINT, DuckDB's), ``date ± integer`` a date.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .sqlstrings import SqlTypeError
+
+# codes Arrow formats as DuckDB does (over a timestamp in whole seconds)
+_SAME = set("aAwdbBhmyYHIpMSjUWGVuT%")
+# codes written out in others DuckDB spells as Arrow does
+_SPELLED = {"c": "%Y-%m-%d %H:%M:%S", "x": "%Y-%m-%d", "X": "%H:%M:%S"}
+_CODE = re.compile(r"%(-?)(.)", re.S)
+
+
+def _fraction(v, digits: int):
+    """The fraction of the second in ``digits`` digits (3: %g, 6: %f, 9: %n), zero-padded."""
+    us = pc.add(pc.multiply(pc.cast(pc.millisecond(v), pa.int64()), 1000), pc.cast(pc.microsecond(v), pa.int64()))
+    value = pc.divide(us, 1000) if digits == 3 else pc.multiply(us, 1000) if digits == 9 else us
+    return pc.utf8_lpad(pc.cast(value, pa.string()), digits, "0")
+
+
+_UNPADDED = {
+    "d": pc.day,
+    "m": pc.month,
+    "H": pc.hour,
+    "M": pc.minute,
+    "S": pc.second,
+    "j": pc.day_of_year,
+    "y": lambda v: pc.subtract(pc.year(v), pc.multiply(pc.floor(pc.divide(pc.year(v), 100.0)), 100)),
+    "I": lambda v: pc.add(
+        pc.subtract(pc.hour(v), pc.multiply(pc.floor(pc.divide(pc.add(pc.hour(v), 11), 12)), 12)), 12
+    ),
+}
+
+
+def strftime(v, fmt: str):
+    """``strftime(v, fmt)`` with DuckDB's format codes (see the module's docstring)."""
+    if pa.types.is_date(v.type):
+        v = pc.cast(v, pa.timestamp("us"))
+    if pa.types.is_timestamp(v.type) and v.type.unit != "us":
+        v = pc.cast(v, pa.timestamp("us", v.type.tz))
+    seconds = pc.cast(pc.floor_temporal(v, unit="second"), pa.timestamp("s", v.type.tz))
+    pieces, arrow_fmt, at = [], [], 0
+
+    def flush():
+        if arrow_fmt:
+            pieces.append(pc.strftime(seconds, "".join(arrow_fmt)))
+            arrow_fmt.clear()
+
+    for m in _CODE.finditer(fmt):
+        arrow_fmt.append(fmt[at : m.start()].replace("%", "%%"))
+        at = m.end()
+        dash, code = m.groups()
+        if not dash and code in _SAME:
+            arrow_fmt.append(m.group(0))
+        elif not dash and code in _SPELLED:
+            arrow_fmt.append(_SPELLED[code])
+        elif not dash and code in "fgn":
+            flush()
+            pieces.append(_fraction(v, {"g": 3, "f": 6, "n": 9}[code]))
+        elif not dash and code in "zZ" and v.type.tz is None:
+            arrow_fmt.append("+00" if code == "z" else "")  # DuckDB's for a time without a zone
+        elif dash and code in _UNPADDED:
+            flush()
+            pieces.append(pc.cast(pc.cast(_UNPADDED[code](v), pa.int64()), pa.string()))
+        else:
+            raise SqlTypeError(f"strftime: the format code {m.group(0)!r} (in {fmt!r}) is not supported")
+    arrow_fmt.append(fmt[at:].replace("%", "%%"))
+    flush()
+    if len(pieces) == 1:
+        return pieces[0]
+    return pc.binary_join_element_wise(*pieces, "")
+
+
+def date_arith(op: str, a, b):
+    """``a op b`` when it is date arithmetic DuckDB defines apart from Arrow's, else None."""
+    da, db = pa.types.is_date(a.type), pa.types.is_date(b.type)
+    if op == "-" and da and db:  # the days between two dates
+        return pc.subtract(_days(a), _days(b))
+    if op in "+-" and da and pa.types.is_integer(b.type) or op == "+" and db and pa.types.is_integer(a.type):
+        date, days = (a, b) if da else (b, a)
+        moved = (pc.add_checked if op == "+" else pc.subtract_checked)(_days(date), pc.cast(days, pa.int64()))
+        return pc.cast(pc.cast(moved, pa.int32()), pa.date32())  # checked: a date out of range is an error
+    return None
+
+
+def _days(v):
+    """A date's days since 1970-01-01, as BIGINT."""
+    return pc.cast(pc.cast(pc.cast(v, pa.date32()), pa.int32()), pa.int64())
+
+
+def epoch(ev, node):
+    """DuckDB's ``epoch`` (seconds, DOUBLE), ``epoch_ms`` (milliseconds rounded half away from zero, as
+    DuckDB rounds them; of an integer, the TIMESTAMP that many milliseconds from 1970), ``epoch_us`` and
+    ``epoch_ns`` (BIGINT) of a timestamp or date; ``extract(epoch from t)`` is ``epoch``."""
+    v = ev.eval(node.args[0])
+    if node.func == "epoch_ms" and pa.types.is_integer(v.type):
+        return pc.cast(pc.multiply_checked(pc.cast(v, pa.int64()), 1000), pa.timestamp("us"))
+    if not (pa.types.is_timestamp(v.type) or pa.types.is_date(v.type) or pa.types.is_null(v.type)):
+        raise SqlTypeError(f"type error in {ev.sql(node)}: {node.func}() takes a TIMESTAMP or DATE, not {v.type}")
+    us = pc.cast(pc.cast(v, pa.timestamp("us")), pa.int64())
+    if node.func == "epoch_us":
+        return us
+    if node.func == "epoch_ns":
+        return pc.multiply_checked(us, 1000)
+    if node.func == "epoch_ms":
+        whole = pc.divide(us, 1000)  # toward zero
+        rest = pc.subtract(us, pc.multiply(whole, 1000))
+        up = pc.cast(pc.greater_equal(rest, 500), pa.int64())
+        down = pc.cast(pc.less_equal(rest, -500), pa.int64())
+        return pc.subtract(pc.add(whole, up), down)
+    return pc.divide(pc.cast(us, pa.float64(), safe=False), 1e6)
+
+
+def milliseconds(v):
+    """DuckDB's ``millisecond`` part: the milliseconds within the minute (seconds included), 0-59999."""
+    return pc.add(pc.multiply(pc.second(v), 1000), pc.millisecond(v))
+
+
+def microseconds(v):
+    """DuckDB's ``microsecond`` part: the microseconds within the minute, 0-59999999."""
+    return pc.add(pc.multiply(milliseconds(v), 1000), pc.microsecond(v))
+
+
+# -- text cast to BOOLEAN or an integer, as DuckDB reads it -------------------------------------------
+_TRUE, _FALSE = {"true", "t", "yes", "y", "1"}, {"false", "f", "no", "n", "0"}
+
+
+def _per_value(v, parse, target: pa.DataType, text: str, named: pa.DataType | None = None):
+    """``parse`` over the distinct strings of ``v`` (a scalar or an array), NULL kept; a value it refuses
+    (ValueError) is an error naming it and the expression."""
+    values = [v.as_py()] if isinstance(v, pa.Scalar) else pc.unique(v).to_pylist()
+    parsed = {}
+    for s in values:
+        if s is None:
+            continue
+        try:
+            parsed[s] = parse(s)
+        except (ValueError, ArithmeticError):
+            raise SqlTypeError(f"cannot evaluate {text}: could not convert {s!r} to {named or target}") from None
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(parsed.get(v.as_py()), target)
+    keys = pa.array(list(parsed), v.type)
+    return pc.take(pa.array(list(parsed.values()), target), pc.index_in(v, keys))
+
+
+def _text_bool(s: str) -> bool:
+    low = s.lower()
+    if low in _TRUE or low in _FALSE:
+        return low in _TRUE
+    raise ValueError(s)
+
+
+def _text_int(s: str) -> int:
+    """An integer's text as DuckDB casts it: spaces around, a sign, ``_`` between digits, ``0x`` hex, and a
+    decimal or exponent rounded half away from zero ('2.5' is 3)."""
+    t = s.strip()
+    if not t.isascii() or not t:
+        raise ValueError(s)
+    sign, body = (-1, t[1:]) if t[0] == "-" else (1, t[1:] if t[0] == "+" else t)
+    if body != body.strip():
+        raise ValueError(s)
+    if body[:2].lower() == "0x":
+        return sign * int(body[2:], 16)
+    try:
+        return sign * int(body)
+    except ValueError:
+        pass
+    number = Decimal(body)  # InvalidOperation is an ArithmeticError
+    if not number.is_finite():
+        raise ValueError(s)
+    return sign * int(number.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def text_to_bool(v, text: str):
+    """CAST(text AS BOOLEAN): true/t/yes/y/1 and false/f/no/n/0 in any case; other text is an error."""
+    return _per_value(v, _text_bool, pa.bool_(), text)
+
+
+def text_to_int(v, target: pa.DataType, text: str):
+    """CAST(text AS an integer type) as DuckDB (see :func:`_text_int`); out of the type's range an error."""
+    try:
+        return pc.cast(v, target)
+    except pa.ArrowInvalid as exc:
+        refused = exc
+    try:
+        wide = _per_value(
+            v, _text_int, pa.decimal128(38, 0), text, target
+        )  # (DECIMAL: no int64 overflow while parsing)
+    except SqlTypeError:
+        raise refused from None  # Arrow's words for text that is no number ("... as INTEGER")
+    try:
+        return pc.cast(wide, target)
+    except pa.ArrowInvalid:
+        raise SqlTypeError(f"cannot evaluate {text}: a value is out of {target}'s range") from None
