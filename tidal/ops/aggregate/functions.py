@@ -296,8 +296,8 @@ def multiset_result(kind: str, param, items: Counter):
         return [] if kind in ("distinct", "top_k") else None
     if kind in ("sum", "average", "sum_distinct", "average_distinct"):
         counted = items.items() if kind in ("sum", "average") else ((v, 1) for v in items)
-        if _any_float(items):
-            total = _fsum(counted)
+        if not all(isinstance(v, int) for v in items):  # floats and decimals (averaged as DOUBLE)
+            total = _fsum((float(v), c) for v, c in counted)
         else:  # integers: the exact sum (an average divides it once, rounding once)
             total = sum(int(v) * c for v, c in counted)
             if kind.startswith("sum") and not -(2**63) <= total < 2**63:
@@ -354,10 +354,6 @@ def _ordered(items: Counter, order) -> list[tuple]:
         absent = [r for r in rows if r[i] is None]
         rows = absent + present if nulls_first else present + absent
     return rows
-
-
-def _any_float(items) -> bool:
-    return any(isinstance(v, float) for v in items)
 
 
 class CountState(PyState):
