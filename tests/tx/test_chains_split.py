@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import tidal
 from tidal import tx
 from tidal.tx import runs, split
+from tx.test_chains_owner import events, post, to_table
 
 
 def make_tables(size: int, keyed: bool = False):
@@ -41,34 +42,6 @@ def make_access(a, b, keyed: bool = False):
         t.read(a, e.k2, "m", name="am")
 
     return access
-
-
-def post(e, r):
-    return {"ok": r.committed, "a1": r.a1, "bx": r.bx, "am": r.am}
-
-
-events = st.lists(
-    st.tuples(
-        st.integers(0, 3),  # time step
-        st.integers(0, 4),  # kind
-        st.integers(0, 40),  # keys: drawn so that a few are hot
-        st.integers(0, 40),
-        st.integers(0, 3),
-        st.integers(0, 25),
-        st.sampled_from([0.25, 1.5, -2.0, 3.0]),
-    ),
-    min_size=1,
-    max_size=120,
-)
-
-
-def to_table(rows, size: int) -> pa.Table:
-    t = np.cumsum([r[0] for r in rows])
-    cols = list(zip(*rows, strict=True))
-    hot = lambda ks: [k % 3 if k < 20 else k % size for k in ks]  # noqa: E731
-    return pa.table(
-        {"t": t, "kind": cols[1], "k1": hot(cols[2]), "k2": hot(cols[3]), "k3": cols[4], "amt": cols[5], "x": cols[6]}
-    )
 
 
 @pytest.fixture(autouse=True)

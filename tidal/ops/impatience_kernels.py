@@ -23,6 +23,19 @@ _START, _STOP, _LIMIT, _TAIL = 0, 1, 2, 3
 
 
 @nb.njit(cache=True, nogil=True)
+def _radix_pass(src_t, src_r, dst_t, dst_r, n, counts, ulo, shift, mask):
+    """One stable scatter pass of a least-significant-digit radix sort: the first ``n`` times (and
+    their row ids) to the slots ``counts`` (the digit's running offsets) give them."""
+    for i in range(n):
+        x = src_t[i]
+        bucket = ((np.uint64(x) - ulo) >> shift) & mask
+        d = counts[bucket]
+        counts[bucket] = d + 1
+        dst_t[d] = x
+        dst_r[d] = src_r[i]
+
+
+@nb.njit(cache=True, nogil=True)
 def _compact_pool(pool, spare, meta, nruns, extra):
     """Copy every run into a fresh pool, each with capacity max(2 * live, _MIN_CAP).
 
@@ -307,14 +320,7 @@ def _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
         for p in range(1, passes):
             src_t, src_r = (a_t, a_r) if p % 2 == 1 else (b_t, b_r)
             dst_t, dst_r = (b_t, b_r) if p % 2 == 1 else (a_t, a_r)
-            shift = np.uint64(p * _HEAD_DIGIT)
-            for i in range(total):
-                x = src_t[i]
-                bucket = ((np.uint64(x) - ulo) >> shift) & mask
-                d = hist[p, bucket]
-                hist[p, bucket] = d + 1
-                dst_t[d] = x
-                dst_r[d] = src_r[i]
+            _radix_pass(src_t, src_r, dst_t, dst_r, total, hist[p], ulo, np.uint64(p * _HEAD_DIGIT), mask)
     return True
 
 
@@ -523,14 +529,7 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
         into_out = (passes - p) % 2 == 1
         dst_t = out_t if into_out else tmp_t
         dst_r = out_r if into_out else tmp_r
-        shift = np.uint64(p * digit)
-        for i in range(m):
-            x = src_t[i]
-            b = ((np.uint64(x) - ulo) >> shift) & mask
-            d = hist[p, b]
-            hist[p, b] = d + 1
-            dst_t[d] = x
-            dst_r[d] = src_r[i]
+        _radix_pass(src_t, src_r, dst_t, dst_r, m, hist[p], ulo, np.uint64(p * digit), mask)
     return m
 
 

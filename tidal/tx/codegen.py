@@ -311,21 +311,8 @@ def decompose_source(
         ]
     for k, t in enumerate(templates):
         (cbase, rbase, size), src = places[k]
-        pad = "        "
-        if t.when is not None:
-            bad = gen.bad(t.when)
-            if bad is not None:
-                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1"]
-            lines.append(f"{pad}if {gen.src(t.when)}:")
-            pad += "    "
-        checks = [(gen.bad(t.key), gen.src(t.key), size)]
-        if src is not None:
-            checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
-        for j, (bad, src_text, limit) in enumerate(checks):
-            if bad is not None:
-                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1", f"{pad}    continue"]
-            lines += [f"{pad}key{j} = {src_text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
-            lines += [f"{pad}    err[i] = 1", f"{pad}    continue"]
+        opened, pad = guarded_keys(gen, t, size, src, "        ", ["err[i] = 1"], ["err[i] = 1", "continue"])
+        lines += opened
         if owners is not None:  # the record's owner thread: a hash of its block of 16 (fused._owner)
             lines += [
                 f"{pad}blk = ({rbase} + key0) >> 4",
@@ -350,3 +337,26 @@ def decompose_source(
 
 def load_decompose(source: str):
     return load_kernel(source, decorator="@numba.njit(cache={cache}, nogil=True, parallel=True, error_model='numpy')\n")
+
+
+def guarded_keys(gen: _Source, t: OpTemplate, size: int, src, pad: str, flag: list[str], stop: list[str]):
+    """Lines that open template ``t`` in a generated loop, and the indentation inside them: its ``when``
+    guard, then ``key0`` (its record, below ``size``) and ``key1`` (its source record, when ``src``),
+    each checked: a value that cannot be computed runs ``flag`` (``when``) or ``stop`` (keys), a key out
+    of its table runs ``stop``."""
+    lines = []
+    if t.when is not None:
+        bad = gen.bad(t.when)
+        if bad is not None:
+            lines += [f"{pad}if {bad}:", *(f"{pad}    {x}" for x in flag)]
+        lines.append(f"{pad}if {gen.src(t.when)}:")
+        pad += "    "
+    checks = [(gen.bad(t.key), gen.src(t.key), size)]
+    if src is not None:
+        checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
+    for j, (bad, text, limit) in enumerate(checks):
+        if bad is not None:
+            lines += [f"{pad}if {bad}:", *(f"{pad}    {x}" for x in stop)]
+        lines += [f"{pad}key{j} = {text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
+        lines += [f"{pad}    {x}" for x in stop]
+    return lines, pad

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from ..expr.jit import load_kernel
-from .codegen import _Source
+from .codegen import _Source, guarded_keys
 from .trace import READ, WRITE, OpTemplate, V
 
 _DECORATOR = "@numba.njit(cache={cache}, nogil=True, error_model='numpy')\n"
@@ -123,20 +123,8 @@ def serial_source(templates, target_int, source_int, slots, events, places=None)
             lines.append(f"        if issued[i, {k}]:")
         else:
             (cbase, _rbase, size), src = places[k]
-            pad = " " * 8
-            if t.when is not None:
-                bad = gen.bad(t.when)
-                if bad is not None:
-                    lines += [f"{pad}if {bad}:", f"{pad}    return -2"]
-                lines.append(f"{pad}if {gen.src(t.when)}:")
-                pad += "    "
-            checks = [(gen.bad(t.key), gen.src(t.key), size)]
-            if src is not None:
-                checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
-            for j, (bad, text, limit) in enumerate(checks):
-                if bad is not None:
-                    lines += [f"{pad}if {bad}:", f"{pad}    return -2"]
-                lines += [f"{pad}key{j} = {text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:", f"{pad}    return -2"]
+            opened, pad = guarded_keys(gen, t, size, src, " " * 8, ["return -2"], ["return -2"])
+            lines += opened
             on["cell"] = lambda k, base=cbase: f"{base} + key0"
             if src is not None:
                 on["src"] = lambda k, base=src[0]: f"{base} + key1"

@@ -36,7 +36,7 @@ import numba
 import numpy as np
 
 from ..expr.jit import load_kernel
-from .codegen import _Source
+from .codegen import _Source, guarded_keys
 
 _DECORATOR = (
     "from tidal.tx.sync import SPINS, YIELDS, load_acquire, pause, sched_yield, store_release, usleep\n\n\n"
@@ -297,21 +297,8 @@ def plan_source(templates, kinds: dict, places: list, every: dict[str, str], ni:
     ]
     for k, t in enumerate(templates):
         (cbase, _rbase, size), src = places[k]
-        pad = " " * 16
-        if t.when is not None:
-            bad = gen.bad(t.when)
-            if bad is not None:
-                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1"]
-            lines.append(f"{pad}if {gen.src(t.when)}:")
-            pad += "    "
-        checks = [(gen.bad(t.key), gen.src(t.key), size)]
-        if src is not None:
-            checks.append((gen.bad(t.source[1]), gen.src(t.source[1]), src[2]))
-        for j, (bad, text, limit) in enumerate(checks):
-            if bad is not None:
-                lines += [f"{pad}if {bad}:", f"{pad}    err[i] = 1", f"{pad}    continue"]
-            lines += [f"{pad}key{j} = {text}", f"{pad}if key{j} < 0 or key{j} >= {limit}:"]
-            lines += [f"{pad}    err[i] = 1", f"{pad}    continue"]
+        opened, pad = guarded_keys(gen, t, size, src, " " * 16, ["err[i] = 1"], ["err[i] = 1", "continue"])
+        lines += opened
         tint = t.table.columns[t.column].dtype.kind == "i"
         lines += [f"{pad}c += 1"] + _touch_lines(pad, f"{cbase + (0 if tint else ni)} + key0")
         if src is not None:
@@ -347,13 +334,7 @@ def run_events(engine, cols, n: int):
         return None
     t0 = time.process_time()
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
-    nthreads = engine._nthreads
-    window = _window(engine, n)
-    nwin = (n + window - 1) // window
-    blocks = min(nwin, nthreads)
-    ev_thr = np.empty(n, np.int64)
-    cnt = np.zeros((nwin, nthreads), np.int64)
-    stats = np.zeros((blocks, 3), np.int64)
+    nthreads, window, blocks, ev_thr, cnt, stats = _plan_arrays(engine, n)
     err = np.zeros(n, np.uint8)
     nunits = len(engine.icells) + len(engine.fcells)
     fn(n, window, nthreads, blocks, nunits, ev_thr, cnt, stats, err, *ecols)
@@ -364,6 +345,17 @@ def run_events(engine, cols, n: int):
     counts = np.zeros(nthreads * 16, np.int64)  # each thread's count of operations, 128 bytes apart
     tail = (engine.icells, engine.fcells, None, None, None, rissued, counts, *ecols)
     return _walk(engine, "split_events", ev_thr, cnt, window, blocks, stats, tail, n, t0)
+
+
+def _plan_arrays(engine, n: int):
+    """``(threads, window, blocks, ev_thr, cnt, stats)``: a plan's sizes and the arrays it fills (each
+    event's thread, events per window and thread, per-block statistics)."""
+    nthreads = engine._nthreads
+    window = _window(engine, n)
+    nwin = (n + window - 1) // window
+    blocks = min(nwin, nthreads)
+    cnt = np.zeros((nwin, nthreads), np.int64)
+    return nthreads, window, blocks, np.empty(n, np.int64), cnt, np.zeros((blocks, 3), np.int64)
 
 
 def run(engine, grids, args, n: int):
@@ -378,13 +370,7 @@ def run(engine, grids, args, n: int):
         if t.source is not None:
             st, _, sc = t.source
             sshift[k] = 0 if st.columns[sc].dtype.kind == "i" else ni
-    nthreads = engine._nthreads
-    window = _window(engine, n)
-    nwin = (n + window - 1) // window
-    blocks = min(nwin, nthreads)
-    ev_thr = np.empty(n, np.int64)
-    cnt = np.zeros((nwin, nthreads), np.int64)
-    stats = np.zeros((blocks, 3), np.int64)
+    nthreads, window, blocks, ev_thr, cnt, stats = _plan_arrays(engine, n)
     nunits = ni + len(engine.fcells)
     plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks, ev_thr, cnt, stats)
     rissued = _read_rows(engine, issued)
