@@ -394,6 +394,13 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
         return state if u.compute_result is None else u.compute_result(state)
     arg = fn.arg
     pairs = [(s, getattr(r, arg) if isinstance(arg, str) else arg(r)) for s, r in alive]
+    if kind in ("first", "last"):
+        # FIRST/LAST take the value of the earliest/latest start, NULL or not (as DuckDB's first/last);
+        # at one start time a NULL comes after every value
+        if not pairs:
+            return None
+        ordered = [(s, v is None, v) for s, v in pairs]
+        return (min(ordered) if kind == "first" else max(ordered))[2]
     pairs = [(s, v) for s, v in pairs if v is not None and not (isinstance(v, float) and math.isnan(v))]
     values = [v for _, v in pairs]
     if kind == "count_not_null":

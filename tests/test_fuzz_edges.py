@@ -1,0 +1,134 @@
+"""Random streams at the edges against the reference evaluator: times near the ends of the range,
+NULL keys and values, batch size 1, a punctuation after every event, start and end edges of
+different keys at the same tick. (``HYPOTHESIS_PROFILE=explore`` draws new ones.)"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tidal
+from tidal import INFINITY, agg
+from tidal.core.time import EARLIEST, LATEST
+from tidal.testing import Reference, assert_same_snapshots
+from tidal.testing.reference import check_physical
+
+NAMES = ("k", "v")
+BASES = [0, EARLIEST, LATEST - 200, -(2**40)]
+
+
+@st.composite
+def edge_events(draw, max_events=12, base=None):
+    base = draw(st.sampled_from(BASES)) if base is None else base
+    n = draw(st.integers(0, max_events))
+    out = []
+    for _ in range(n):
+        s = base + draw(st.integers(0, 30))
+        kind = draw(st.integers(0, 5))
+        if kind == 0:
+            e = INFINITY
+        else:
+            e = s + draw(st.sampled_from([1, 1, 2, 3, 5, 30, 100]))
+        edges = e == INFINITY or draw(st.booleans())
+        k = draw(st.one_of(st.none(), st.integers(0, 2)))
+        v = draw(st.one_of(st.none(), st.integers(-3, 3)))
+        out.append((s, e, (k, v), edges))
+    return base, out
+
+
+def table_of(events) -> pa.Table:
+    rows = []
+    for s, e, p, edges in events:
+        if edges:
+            rows.append((s, INFINITY, p))
+            if e != INFINITY:
+                rows.append((e, s, p))
+        else:
+            rows.append((s, e, p))
+    rows.sort(key=lambda r: r[0])
+    return pa.table(
+        {
+            "sync_time": pa.array([r[0] for r in rows], pa.int64()),
+            "other_time": pa.array([r[1] for r in rows], pa.int64()),
+            "k": pa.array([r[2][0] for r in rows], pa.int64()),
+            "v": pa.array([r[2][1] for r in rows], pa.int64()),
+        }
+    )
+
+
+@st.composite
+def cases(draw, base=None):
+    base, events = draw(edge_events(base=base))
+    batch_size = draw(st.sampled_from([1, 2, 5, 80_000]))
+    punct = draw(st.sampled_from([None, 1, 3]))
+    stream = tidal.from_arrow(
+        table_of(events), time="sync_time", other="other_time", batch_size=batch_size, punctuate_every_events=punct
+    )
+    return base, stream, Reference(NAMES, [(s, e, p) for s, e, p, _ in events])
+
+
+def _nn(x):
+    return x is not None
+
+
+UNARY = {
+    "where_null": lambda s, b: s.where(lambda e: e.k == 1),
+    "shift": lambda s, b: s.shift_lifetime(3),
+    "alter_duration": lambda s, b: s.alter_duration(4),
+    "tumbling": lambda s, b: s.tumbling_window(5),
+    "tumbling_offset": lambda s, b: s.tumbling_window(7, offset=3),
+    "hopping": lambda s, b: s.hopping_window(6, 2),
+    "hopping_gap": lambda s, b: s.hopping_window(2, 5),
+    "hopping_end": lambda s, b: s.hopping_window(6, 3, align="end"),
+    "clip_duration": lambda s, b: s.clip_duration(2),
+    "extend": lambda s, b: s.extend_lifetime(4),
+    "quantize": lambda s, b: s.quantize_lifetime(4),
+    "point_at_end": lambda s, b: s.point_at_end(),
+    "chop": lambda s, b: s.chop(3),
+    "session": lambda s, b: s.session_window(3),
+    "session_max": lambda s, b: s.session_window(3, max_duration=7),
+    "stitch": lambda s, b: s.stitch(),
+    "distinct": lambda s, b: s.distinct(),
+    "count_sum": lambda s, b: s.aggregate(n=agg.count(), s=agg.sum("v"), c=agg.count_not_null("v")),
+    "minmax": lambda s, b: s.aggregate(lo=agg.min("v"), hi=agg.max("v")),
+    "group_count": lambda s, b: s.group_aggregate("k", n=agg.count(), s=agg.sum("v")),
+    "group_minmax": lambda s, b: s.group_aggregate("k", lo=agg.min("v"), hi=agg.max("v"), d=agg.count_distinct("v")),
+    "group_avg": lambda s, b: s.group_aggregate("k", a=agg.average("v")),
+    "first_last": lambda s, b: s.group_aggregate("k", f=agg.first("v"), la=agg.last("v")),
+}
+BINARY = {
+    "union": lambda a, b: a.union(b),
+    "join": lambda a, b: a.join(b, "k", "k"),
+    "join_v": lambda a, b: a.join(b, "v", "v"),
+    "join_small": lambda a, b: a.join(b, "k", "k", left_is_small=True),
+    "left_outer": lambda a, b: a.left_outer_join(b, "k", "k"),
+    "full_outer": lambda a, b: a.full_outer_join(b, "k", "k"),
+    "exists": lambda a, b: a.where_exists(b, "k", "k"),
+    "not_exists": lambda a, b: a.where_not_exists(b, "k", "k"),
+    "clip": lambda a, b: a.clip(b, "k", "k"),
+}
+
+
+@given(case=cases(), op=st.sampled_from(sorted(UNARY)))
+def test_unary_at_the_edges(case, op):
+    base, stream, ref = case
+    fn = UNARY[op]
+    result = fn(stream, base).to_arrow()
+    check_physical(result)
+    assert_same_snapshots(result, fn(ref, base), digits=6)
+
+
+@st.composite
+def pairs(draw):
+    base = draw(st.sampled_from(BASES))
+    return draw(cases(base=base)), draw(cases(base=base))
+
+
+@given(pair=pairs(), op=st.sampled_from(sorted(BINARY)))
+def test_binary_at_the_edges(pair, op):
+    (_, left, lref), (_, right, rref) = pair
+    fn = BINARY[op]
+    result = fn(left, right).to_arrow()
+    check_physical(result)
+    assert_same_snapshots(result, fn(lref, rref), digits=6)

@@ -1,0 +1,56 @@
+"""Small fixed cases for wrong answers found by random testing (tests/test_fuzz_edges.py), each against
+the reference evaluator."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import tidal
+from tidal import INFINITY, agg
+from tidal.core.time import EARLIEST
+from tidal.testing import Reference, assert_same_snapshots
+
+NAMES = ("k", "v")
+
+
+def _physical(rows) -> pa.Table:
+    """``rows`` are physical (sync, other, k, v) in sync order."""
+    cols = list(zip(*rows)) if rows else [[], [], [], []]
+    return pa.table({n: pa.array(c, pa.int64()) for n, c in zip(("sync_time", "other_time", "k", "v"), cols)})
+
+
+def _stream(rows, batch_size=None):
+    return tidal.from_arrow(_physical(rows), time="sync_time", other="other_time", batch_size=batch_size)
+
+
+@pytest.mark.parametrize("base", [-20, EARLIEST])
+def test_build_once_join_keeps_left_intervals_that_end_before_zero(base):
+    # the built left marked end edges by an end of -1 and kept only ends >= 0: a left interval
+    # ending at a negative time vanished from ``join(..., left_is_small=True)``
+    left = [(base, base + 5, 1, 0)]
+    right = [(base + 2, base + 30, 1, 7)]
+    out = _stream(left).join(_stream(right), "k", "k", left_is_small=True).to_arrow()
+    ref = Reference(NAMES, [(s, e, (k, v)) for s, e, k, v in left]).join(
+        Reference(NAMES, [(s, e, (k, v)) for s, e, k, v in right]), "k", "k"
+    )
+    assert len(ref.events) == 1
+    assert_same_snapshots(out, ref)
+
+
+def test_build_once_join_with_left_edges_at_negative_times():
+    # a start edge and its end edge, both before zero, on the built side
+    left = [(-9, INFINITY, 1, 0), (-4, -9, 1, 0)]
+    right = [(-7, 3, 1, 5)]
+    out = _stream(left).join(_stream(right), "k", "k", left_is_small=True).to_arrow()
+    assert out.to_pylist() == [{"sync_time": -7, "other_time": -4, "k": 1, "v": 0, "k_right": 1, "v_right": 5}]
+
+
+@pytest.mark.parametrize("batch_size", [1, None])
+def test_first_and_last_keep_a_null_after_the_values_at_its_tick(batch_size):
+    # the reference evaluator skipped NULLs in FIRST/LAST while the engine keeps them (as DuckDB does)
+    rows = [(0, INFINITY, None, None), (0, INFINITY, None, 0)]
+    out = _stream(rows, batch_size).group_aggregate("k", f=agg.first("v"), la=agg.last("v")).to_arrow()
+    assert [(r["f"], r["la"]) for r in out.to_pylist()] == [(0, None)]
+    ref = Reference(NAMES, [(0, INFINITY, (None, None)), (0, INFINITY, (None, 0))])
+    assert_same_snapshots(out, ref.group_aggregate("k", f=agg.first("v"), la=agg.last("v")))
