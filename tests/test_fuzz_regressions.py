@@ -16,8 +16,9 @@ NAMES = ("k", "v")
 
 def _physical(rows) -> pa.Table:
     """``rows`` are physical (sync, other, k, v) in sync order."""
-    cols = list(zip(*rows)) if rows else [[], [], [], []]
-    return pa.table({n: pa.array(c, pa.int64()) for n, c in zip(("sync_time", "other_time", "k", "v"), cols)})
+    cols = list(zip(*rows, strict=True)) if rows else [[], [], [], []]
+    names = ("sync_time", "other_time", "k", "v")
+    return pa.table({n: pa.array(c, pa.int64()) for n, c in zip(names, cols, strict=True)})
 
 
 def _stream(rows, batch_size=None):
@@ -54,3 +55,10 @@ def test_first_and_last_keep_a_null_after_the_values_at_its_tick(batch_size):
     assert [(r["f"], r["la"]) for r in out.to_pylist()] == [(0, None)]
     ref = Reference(NAMES, [(0, INFINITY, (None, None)), (0, INFINITY, (None, 0))])
     assert_same_snapshots(out, ref.group_aggregate("k", f=agg.first("v"), la=agg.last("v")))
+
+
+def test_a_physical_event_with_other_time_equal_to_sync_time_is_refused():
+    # it passed through as an empty lifetime that no operator's edge tests read the same way
+    table = _physical([(1, 1, 0, 0), (2, 5, 0, 0)])
+    with pytest.raises(tidal.InputError, match="row 0: other time 1 equals the sync time"):
+        tidal.from_arrow(table, time="sync_time", other="other_time").to_arrow()

@@ -162,7 +162,14 @@ def other_times(rb: pa.RecordBatch, sync: np.ndarray, offset: int, *, end=None, 
     """The other time of each row: a physical ``other`` field, an interval ``end``, a start edge, or
     ``None`` for points (the batch makes ``sync + 1`` if something reads it)."""
     if other is not None:
-        return _time_column(rb, other, "other", offset)
+        oth = _time_column(rb, other, "other", offset)
+        bad = np.flatnonzero(oth == sync)
+        if len(bad):  # neither an interval (other > sync), a start edge (INFINITY) nor an end edge (other < sync)
+            i = int(bad[0])
+            raise InputError(
+                f"row {offset + i}: other time {int(oth[i])} equals the sync time: an empty lifetime is not an event"
+            )
+        return oth
     if end is not None:
         oth = _time_column(rb, end, "end", offset)
         bad = np.flatnonzero(oth <= sync)
