@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import tidal
 from tidal import INFINITY, agg
+from tidal.core.canonical import freeze
 from tidal.core.time import EARLIEST, LATEST
 from tidal.testing import Reference, assert_same_snapshots
 from tidal.testing.reference import check_physical
@@ -34,6 +35,9 @@ def edge_events(draw, max_events=12, base=None):
         k = draw(st.one_of(st.none(), st.integers(0, 2)))
         v = draw(st.one_of(st.none(), st.integers(-3, 3)))
         out.append((s, e, (k, v), edges))
+    if draw(st.integers(0, 3)) == 0:  # a float payload, NaN included
+        nan = float("nan")
+        out = [(s, e, (k, None if v is None else nan if v == 3 else v / 2), ed) for s, e, (k, v), ed in out]
     return base, out
 
 
@@ -52,7 +56,9 @@ def table_of(events) -> pa.Table:
             "sync_time": pa.array([r[0] for r in rows], pa.int64()),
             "other_time": pa.array([r[1] for r in rows], pa.int64()),
             "k": pa.array([r[2][0] for r in rows], pa.int64()),
-            "v": pa.array([r[2][1] for r in rows], pa.int64()),
+            "v": pa.array(
+                [r[2][1] for r in rows], pa.float64() if any(isinstance(r[2][1], float) for r in rows) else pa.int64()
+            ),
         }
     )
 
@@ -163,7 +169,7 @@ SELF_BINARY = {
 
 
 def _rows(table: pa.Table) -> list[tuple]:
-    return sorted(zip(*(c.to_pylist() for c in table.columns), strict=True), key=repr)
+    return sorted((freeze(r) for r in zip(*(c.to_pylist() for c in table.columns), strict=True)), key=repr)
 
 
 @given(

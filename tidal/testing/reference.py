@@ -491,7 +491,7 @@ def _events_of(result):
 
 def _round(v, digits):
     if isinstance(v, float):
-        return round(v, digits) + 0.0
+        return math.nan if v != v else round(v, digits) + 0.0
     if isinstance(v, list):
         return tuple(_round(x, digits) for x in v)
     return v
