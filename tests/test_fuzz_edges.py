@@ -71,11 +71,16 @@ def cases(draw, base=None):
     stream = tidal.from_arrow(
         table_of(events), time="sync_time", other="other_time", batch_size=batch_size, punctuate_every_events=punct
     )
-    return base, stream, Reference(NAMES, [(s, e, p) for s, e, p, _ in events])
+    return base, stream, Reference(NAMES, [(s, e, p) for s, e, p, _ in events]), (batch_size, punct, events)
 
 
-def _nn(x):
-    return x is not None
+def _engine(s, **opts):
+    """Options only the engine takes (a physical variant)."""
+    return opts if isinstance(s, tidal.Stream) else {}
+
+
+def _doubled(e):
+    return None if e.v is None else e.v * 2 - 1
 
 
 UNARY = {
@@ -102,6 +107,24 @@ UNARY = {
     "group_minmax": lambda s, b: s.group_aggregate("k", lo=agg.min("v"), hi=agg.max("v"), d=agg.count_distinct("v")),
     "group_avg": lambda s, b: s.group_aggregate("k", a=agg.average("v")),
     "first_last": lambda s, b: s.group_aggregate("k", f=agg.first("v"), la=agg.last("v")),
+    "window_fused": lambda s, b: s.tumbling_window(4).group_aggregate(
+        "k", n=agg.count(), a=agg.sum("v"), **_engine(s, variant="fused")
+    ),
+    "hopping_fused": lambda s, b: s.hopping_window(6, 2).aggregate(
+        n=agg.count(), sd=agg.stddev("v"), **_engine(s, variant="fused")
+    ),
+    "gap_fused": lambda s, b: s.hopping_window(2, 5, 1).aggregate(su=agg.sum("v"), **_engine(s, variant="fused")),
+    "fifo": lambda s, b: s.alter_duration(3).group_aggregate("k", n=agg.count(), hi=agg.max("v")),
+    "percentiles": lambda s, b: s.group_aggregate(
+        "k", p=agg.percentile_cont("v", 0.5), q=agg.percentile_disc("v", 0.9)
+    ),
+    "lists": lambda s, b: s.aggregate(t=agg.top_k("v", 2), d=agg.distinct("v")),
+    "group_apply": lambda s, b: s.group_apply("k", lambda g: g.hopping_window(4, 2).aggregate(n=agg.count())),
+    "group_apply_v": lambda s, b: s.group_apply("v", lambda g: g.session_window(2).distinct()),
+    "select": lambda s, b: (
+        s.select(k="k", w=_doubled) if isinstance(s, tidal.Stream) else s.select(lambda e: {"k": e.k, "w": _doubled(e)})
+    ),
+    "chained": lambda s, b: s.extend_lifetime(-1).clip_duration(3).stitch().point_at_end(),
 }
 BINARY = {
     "union": lambda a, b: a.union(b),
@@ -132,7 +155,7 @@ def _run(query, expected: Reference) -> pa.Table | None:
 
 @given(case=cases(), op=st.sampled_from(sorted(UNARY)))
 def test_unary_at_the_edges(case, op):
-    base, stream, ref = case
+    base, stream, ref, _ = case
     fn = UNARY[op]
     result = _run(fn(stream, base), fn(ref, base))
     if result is None:
@@ -149,7 +172,7 @@ def pairs(draw):
 
 @given(pair=pairs(), op=st.sampled_from(sorted(BINARY)))
 def test_binary_at_the_edges(pair, op):
-    (_, left, lref), (_, right, rref) = pair
+    (_, left, lref, _), (_, right, rref, _) = pair
     fn = BINARY[op]
     result = fn(left, right).to_arrow()
     check_physical(result)
@@ -180,7 +203,7 @@ def _rows(table: pa.Table) -> list[tuple]:
 def test_checkpoint_in_the_middle_at_the_edges(case, op, cut):
     import pickle
 
-    base, stream, ref = case
+    base, stream, ref, _ = case
     fn = UNARY.get(op) or (lambda s, b: SELF_BINARY[op](s))
     q = fn(stream, base)
     whole = _run(q, fn(ref, base))
