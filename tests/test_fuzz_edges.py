@@ -20,7 +20,7 @@ BASES = [0, EARLIEST, LATEST - 200, -(2**40)]
 
 
 @st.composite
-def edge_events(draw, max_events=12, base=None):
+def edge_events(draw, max_events=12, base=None, floats=None):
     base = draw(st.sampled_from(BASES)) if base is None else base
     n = draw(st.integers(0, max_events))
     out = []
@@ -35,13 +35,13 @@ def edge_events(draw, max_events=12, base=None):
         k = draw(st.one_of(st.none(), st.integers(0, 2)))
         v = draw(st.one_of(st.none(), st.integers(-3, 3)))
         out.append((s, e, (k, v), edges))
-    if draw(st.integers(0, 3)) == 0:  # a float payload, NaN included
+    if (draw(st.integers(0, 3)) == 0) if floats is None else floats:  # a float payload, NaN included
         nan = float("nan")
         out = [(s, e, (k, None if v is None else nan if v == 3 else v / 2), ed) for s, e, (k, v), ed in out]
     return base, out
 
 
-def table_of(events) -> pa.Table:
+def table_of(events, floats: bool = False) -> pa.Table:
     rows = []
     for s, e, p, edges in events:
         if edges:
@@ -56,20 +56,22 @@ def table_of(events) -> pa.Table:
             "sync_time": pa.array([r[0] for r in rows], pa.int64()),
             "other_time": pa.array([r[1] for r in rows], pa.int64()),
             "k": pa.array([r[2][0] for r in rows], pa.int64()),
-            "v": pa.array(
-                [r[2][1] for r in rows], pa.float64() if any(isinstance(r[2][1], float) for r in rows) else pa.int64()
-            ),
+            "v": pa.array([r[2][1] for r in rows], pa.float64() if floats else pa.int64()),
         }
     )
 
 
 @st.composite
-def cases(draw, base=None):
-    base, events = draw(edge_events(base=base))
+def cases(draw, base=None, floats=None):
+    base, events = draw(edge_events(base=base, floats=floats))
     batch_size = draw(st.sampled_from([1, 2, 5, 80_000]))
     punct = draw(st.sampled_from([None, 1, 3]))
     stream = tidal.from_arrow(
-        table_of(events), time="sync_time", other="other_time", batch_size=batch_size, punctuate_every_events=punct
+        table_of(events, any(isinstance(p[1], float) for _, _, p, _ in events) or bool(floats)),
+        time="sync_time",
+        other="other_time",
+        batch_size=batch_size,
+        punctuate_every_events=punct,
     )
     return base, stream, Reference(NAMES, [(s, e, p) for s, e, p, _ in events]), (batch_size, punct, events)
 
@@ -166,8 +168,8 @@ def test_unary_at_the_edges(case, op):
 
 @st.composite
 def pairs(draw):
-    base = draw(st.sampled_from(BASES))
-    return draw(cases(base=base)), draw(cases(base=base))
+    base, floats = draw(st.sampled_from(BASES)), draw(st.integers(0, 3)) == 0  # both sides: one type
+    return draw(cases(base=base, floats=floats)), draw(cases(base=base, floats=floats))
 
 
 @given(pair=pairs(), op=st.sampled_from(sorted(BINARY)))

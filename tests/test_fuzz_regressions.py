@@ -108,3 +108,13 @@ def test_shortening_edges_with_a_nan_payload_empties_them(cut):
         {"sync_time": 0, "other_time": INFINITY, "k": 1, "v": 1.0},
         {"sync_time": 4, "other_time": 0, "k": 1, "v": 1.0},
     ]
+
+
+def test_a_lambda_whose_first_batches_are_all_none_then_floats():
+    # the sink cast every batch to the first one's schema: null (all None) could not take doubles
+    table = pa.table({"t": [0, 1, 2], "v": pa.array([None, 0.0, 1.5])})
+    s = tidal.from_arrow(table, time="t", batch_size=1).select(w=lambda e: None if e.v is None else e.v * 2 - 1)
+    out = s.to_arrow()
+    assert out.column("w").to_pylist() == [None, -1.0, 2.0]
+    expected = Reference(("t", "v"), [(0, 1, (0, None)), (1, 2, (1, 0.0)), (2, 3, (2, 1.5))])
+    assert_same_snapshots(out, expected.select(lambda e: {"w": None if e.v is None else e.v * 2 - 1}))
