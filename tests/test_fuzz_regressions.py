@@ -118,3 +118,29 @@ def test_a_lambda_whose_first_batches_are_all_none_then_floats():
     assert out.column("w").to_pylist() == [None, -1.0, 2.0]
     expected = Reference(("t", "v"), [(0, 1, (0, None)), (1, 2, (1, 0.0)), (2, 3, (2, 1.5))])
     assert_same_snapshots(out, expected.select(lambda e: {"w": None if e.v is None else e.v * 2 - 1}))
+
+
+@pytest.mark.parametrize("as_edges", [False, True])
+@pytest.mark.parametrize("op", ["stitch", "distinct", "count"])
+def test_an_end_at_the_time_after_the_last_is_an_end_time(as_edges, op):
+    # an event may end at LATEST + 1; operators that emit edges (stitch, distinct) refused its end edge
+    # there, and so did ingress, which took the same event as an interval
+    from tidal.core.time import LATEST
+
+    s, e = LATEST - 2, LATEST + 1
+    rows = [(s, INFINITY, 1, 1), (e, s, 1, 1)] if as_edges else [(s, e, 1, 1)]
+    stream = _stream(rows)
+    ref = Reference(NAMES, [(s, e, (1, 1))])
+    run = {
+        "stitch": lambda x: x.stitch(),
+        "distinct": lambda x: x.distinct(),
+        "count": lambda x: x.aggregate(n=agg.count()),
+    }[op]
+    assert_same_snapshots(run(stream).to_arrow(), run(ref))
+
+
+def test_only_an_end_edge_may_stand_at_the_time_after_the_last():
+    from tidal.core.time import LATEST
+
+    with pytest.raises(tidal.InputError, match="row 0: sync time .* only an end edge"):
+        _stream([(LATEST + 1, INFINITY, 1, 1)]).to_arrow()
