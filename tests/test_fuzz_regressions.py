@@ -144,3 +144,18 @@ def test_only_an_end_edge_may_stand_at_the_time_after_the_last():
 
     with pytest.raises(tidal.InputError, match="row 0: sync time .* only an end edge"):
         _stream([(LATEST + 1, INFINITY, 1, 1)]).to_arrow()
+
+
+def test_nan_keys_meet_as_one_key_in_the_reference_too():
+    # the reference compared NaN keys with ==, so the answer hung on whether two NaNs were one object
+    nan = float("nan")
+    table = pa.table(
+        {"sync_time": [0, 1], "other_time": [5, 6], "k": [1, 2], "v": pa.array([nan, float("nan")], pa.float64())}
+    )
+    s = tidal.from_arrow(table, time="sync_time", other="other_time")
+    ref = Reference(NAMES, [(0, 5, (1, nan)), (1, 6, (2, float("nan")))])
+    joined = s.join(s, "v", "v").to_arrow()
+    assert joined.num_rows == 4
+    assert_same_snapshots(joined, ref.join(ref, "v", "v"))
+    counted = s.group_aggregate("v", n=agg.count()).to_arrow()
+    assert_same_snapshots(counted, ref.group_aggregate("v", n=agg.count()))

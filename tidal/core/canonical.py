@@ -83,4 +83,5 @@ def layers(deltas: dict[tuple, dict[int, int]]) -> list[tuple[int, int, tuple]]:
 
 
 def _sort_key(payload: tuple):
-    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in payload)
+    # NaN sorts after every number of its type (it compares neither less nor greater)
+    return tuple((v is None, type(v).__name__, v != v, v if v is not None and v == v else 0) for v in payload)
