@@ -159,3 +159,13 @@ def test_nan_keys_meet_as_one_key_in_the_reference_too():
     assert_same_snapshots(joined, ref.join(ref, "v", "v"))
     counted = s.group_aggregate("v", n=agg.count()).to_arrow()
     assert_same_snapshots(counted, ref.group_aggregate("v", n=agg.count()))
+
+
+def test_a_fused_hopping_aggregate_at_the_first_time_agrees_with_the_window_operator():
+    # the fused window+aggregate refused an event at EARLIEST because an earlier window (that shows
+    # nothing, as the output starts at floor(s)) began before it; the window operator takes it
+    rows = [(EARLIEST, INFINITY, 2, 2), (EARLIEST, EARLIEST + 3, 1, 1)]
+    ref = Reference(NAMES, [(EARLIEST, INFINITY, (2, 2)), (EARLIEST, EARLIEST + 3, (1, 1))]).hopping_window(4, 2)
+    for variant in ("fused", "general"):
+        out = _stream(rows).hopping_window(4, 2).aggregate(n=agg.count(), s=agg.sum("v"), variant=variant)
+        assert_same_snapshots(out.to_arrow(), ref.aggregate(n=agg.count(), s=agg.sum("v")))
