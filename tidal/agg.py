@@ -126,7 +126,8 @@ def stddev(x) -> AggregateFunction:
 
 
 def first(x) -> AggregateFunction:
-    """The value of the alive event that started earliest (ties: the smallest value)."""
+    """The value of the alive event that started earliest (ties: the smallest value); a NULL value
+    counts (as in DuckDB), after every value at its start time."""
     return AggregateFunction("first", x)
 
 
@@ -137,5 +138,6 @@ def string_agg(x, separator: str | None = ",") -> AggregateFunction:
 
 
 def last(x) -> AggregateFunction:
-    """The value of the alive event that started latest (ties: the largest value)."""
+    """The value of the alive event that started latest (ties: the largest value); a NULL value
+    counts (as in DuckDB), after every value at its start time."""
     return AggregateFunction("last", x)

@@ -10,13 +10,17 @@ when their canonical forms are equal.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from .time import INFINITY
 
 
 def freeze(payload: tuple) -> tuple:
-    """Payload values made hashable: list results (top_k, distinct) become tuples."""
+    """Payload values made hashable: list results (top_k, distinct) become tuples; every float NaN
+    becomes the one ``math.nan`` object, so that payloads holding NaN compare equal (by identity)."""
+    if any(isinstance(v, float) and v != v for v in payload):
+        payload = tuple(math.nan if isinstance(v, float) and v != v else v for v in payload)
     if any(isinstance(v, list | dict) for v in payload):
         return tuple(
             tuple(v) if isinstance(v, list) else tuple(sorted(v.items())) if isinstance(v, dict) else v for v in payload
@@ -79,4 +83,5 @@ def layers(deltas: dict[tuple, dict[int, int]]) -> list[tuple[int, int, tuple]]:
 
 
 def _sort_key(payload: tuple):
-    return tuple((v is None, type(v).__name__, v if v is not None else 0) for v in payload)
+    # NaN sorts after every number of its type (it compares neither less nor greater)
+    return tuple((v is None, type(v).__name__, v != v, v if v is not None and v == v else 0) for v in payload)

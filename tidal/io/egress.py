@@ -60,6 +60,9 @@ class CollectSink(Consumer):
     def table(self) -> pa.Table:
         if self.batches:
             schema = self.batches[0].schema
+            if any(b.schema != schema for b in self.batches):
+                # a lambda's type is read per batch: an all-None batch is null, a later one double
+                schema = pa.unify_schemas([b.schema for b in self.batches], promote_options="permissive")
             batches = [b if b.schema == schema else b.cast(schema) for b in self.batches]
             return pa.Table.from_batches(batches)
         fields = [pa.field(SYNC_FIELD, pa.int64()), pa.field(OTHER_FIELD, pa.int64())]

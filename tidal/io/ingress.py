@@ -62,7 +62,9 @@ class IngressPolicy:
         return BatchSizer(default=default, adaptive=self.adaptive and periodic)
 
 
-def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int, ordered: bool = False) -> np.ndarray:
+def _time_column(
+    rb: pa.RecordBatch, spec, role: str, row_offset: int, ordered: bool = False, latest: int | None = None
+) -> np.ndarray:
     """The int64 values of a time field or lambda for this record batch. ``ordered``: the caller proves
     the values non-decreasing (or calls again without it before reporting that they are not), so the
     range check reads only the first and last value."""
@@ -94,9 +96,11 @@ def _time_column(rb: pa.RecordBatch, spec, role: str, row_offset: int, ordered: 
     else:
         raise InputError(f"{role} ({name}) must be an integer or timestamp, got {t}")
     values = arr.to_numpy(zero_copy_only=True)
-    if ordered and EARLIEST <= values[0] and values[-1] <= LATEST:
+    if latest is None:
+        latest = LATEST if role == "time" else LATEST + 1
+    if ordered and EARLIEST <= values[0] and values[-1] <= latest:
         return values
-    bad = first_out_of_range(values, allow_infinity=role != "time", latest=LATEST if role == "time" else LATEST + 1)
+    bad = first_out_of_range(values, allow_infinity=role != "time", latest=latest)
     if bad >= 0:
         row = {n: rb.column(j)[bad].as_py() for j, n in enumerate(rb.schema.names)}
         raise InputError(
@@ -162,7 +166,21 @@ def other_times(rb: pa.RecordBatch, sync: np.ndarray, offset: int, *, end=None, 
     """The other time of each row: a physical ``other`` field, an interval ``end``, a start edge, or
     ``None`` for points (the batch makes ``sync + 1`` if something reads it)."""
     if other is not None:
-        return _time_column(rb, other, "other", offset)
+        oth = _time_column(rb, other, "other", offset)
+        bad = np.flatnonzero(oth == sync)
+        if len(bad):  # neither an interval (other > sync), a start edge (INFINITY) nor an end edge (other < sync)
+            i = int(bad[0])
+            raise InputError(
+                f"row {offset + i}: other time {int(oth[i])} equals the sync time: an empty lifetime is not an event"
+            )
+        bad = np.flatnonzero((sync > LATEST) & (oth > sync))
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(
+                f"row {offset + i}: sync time {int(sync[i])} is outside the range of event times {TIME_RANGE_TEXT}: "
+                "only an end edge (other time < sync time) may end at the time after the last"
+            )
+        return oth
     if end is not None:
         oth = _time_column(rb, end, "end", offset)
         bad = np.flatnonzero(oth <= sync)
@@ -209,12 +227,14 @@ def arrow_messages(
     for rb in batches():
         if rb.num_rows == 0:
             continue
-        sync = _time_column(rb, time, "time", offset, ordered=True)
+        # physical events: an end edge's sync time is an end time (up to LATEST + 1; other_times checks)
+        top = LATEST + 1 if other is not None else None
+        sync = _time_column(rb, time, "time", offset, ordered=True, latest=top)
         if check:
             try:
                 _check_order(sync, previous, offset, rb, time)
             except InputError:
-                _time_column(rb, time, "time", offset)  # a time out of range is reported before disorder
+                _time_column(rb, time, "time", offset, latest=top)  # a time out of range is reported before disorder
                 raise
         oth = other_times(rb, sync, offset, end=end, kind=kind, other=other)
         batch = EventBatch(sync, oth, dict(zip(rb.schema.names, rb.columns, strict=True)))

@@ -24,7 +24,10 @@ def check_time_range(out: EventBatch, what: str) -> None:
     present = out.present_mask() if out.absent is not None else None
     sync = out.sync if present is None else out.sync[present]
     other = out.other if present is None else out.other[present]
-    bad_sync = first_out_of_range(sync)
+    bad_sync = first_out_of_range(sync, latest=LATEST + 1)  # an end edge's sync time is an end time
+    if bad_sync < 0 and len(sync) and int(sync.max()) == LATEST + 1:
+        found = np.flatnonzero((sync == LATEST + 1) & (other >= sync))  # only end edges may stand there
+        bad_sync = int(found[0]) if len(found) else -1
     bad_other = first_out_of_range(other, allow_infinity=True, latest=LATEST + 1)
     if bad_sync < 0 and bad_other < 0:
         return

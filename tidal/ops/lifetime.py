@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 from ..core.batch import EventBatch, concat_batches, event_kinds
+from ..core.canonical import freeze
 from ..core.errors import InputError, PlanError, ResourceError, describe_row
 from ..core.time import INFINITY, MAX_SPAN, MIN_TIME, align_down, check_span
 from ..expr.compile import rows_of
@@ -438,6 +439,12 @@ class PointAtEndOp(LifetimeOp):
         return batch.replace(sync=at, other=at + 1).with_absent(absent)
 
 
+def _frozen_match(vs: int, key, row) -> tuple:
+    """The match key of an edge; every NaN is one object (NaN != NaN kept an end edge from its start)."""
+    frozen = freeze((key, *row))
+    return (vs, frozen[0], frozen[1:])
+
+
 class _OpenEdges:
     """Start edges still open, matched to their end edges by (start, key, payload).
 
@@ -454,7 +461,7 @@ class _OpenEdges:
     def _match_key(batch: EventBatch, i: int, vs: int) -> tuple:
         row = rows_of(batch.slice(i, i + 1))[0]
         key = None if batch.key is None else batch.key[i].as_py()
-        return (vs, key, tuple(row))
+        return _frozen_match(vs, key, row)
 
     def open(self, batch: EventBatch, i: int, due: int, state) -> None:
         match = self._match_key(batch, i, int(batch.sync[i]))
@@ -501,6 +508,7 @@ class _OpenEdges:
     def restore(self, state: dict) -> None:
         self.__init__()
         for due, st, rb, match in state["entries"]:
+            match = _frozen_match(*match)  # a NaN read back is a new object
             entry = [due, st, EventBatch.from_record_batch(rb), match, True]
             self.by_match.setdefault(match, []).append(entry)
             heapq.heappush(self.heap, (due, next(self.seq), entry))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..core.canonical import deltas_from_intervals, deltas_from_physical, layers
+from ..core.canonical import deltas_from_intervals, deltas_from_physical, freeze, layers
 from ..core.time import INFINITY
 from ..expr.compile import row_class
 
@@ -210,10 +210,11 @@ class Reference:
         return self._aggregate(specs, self._key_fn(key))
 
     def _key_fn(self, key):
+        # freeze: NaN keys are one group (as in the engine and DuckDB)
         if callable(key):
-            return (("key",), lambda r: (key(r),))
+            return (("key",), lambda r: freeze((key(r),)))
         fields = (key,) if isinstance(key, str) else tuple(key)
-        return (fields, lambda r: tuple(getattr(r, f) for f in fields))
+        return (fields, lambda r: freeze(tuple(getattr(r, f) for f in fields)))
 
     def _aggregate(self, specs, keyed) -> Reference:
         key_names, key_of = keyed if keyed else ((), lambda r: ())
@@ -255,7 +256,8 @@ class Reference:
 
     # -- joins: written from the per-instant definitions in tidal/ops/join/ -------------
     def _key_of(self, key):
-        """A function from a row to its key tuple, or None when a key field is null."""
+        """A function from a row to its key tuple, or None when a key field is null. A NaN key equals
+        a NaN key (as the engine's key codes, and DuckDB, have it)."""
         if key is None:
             return lambda r: ()
         if isinstance(key, str):
@@ -268,7 +270,7 @@ class Reference:
 
         def of(r):
             k = fn(r)
-            return None if any(v is None for v in k) else k
+            return None if any(v is None for v in k) else freeze(k)
 
         return of
 
@@ -394,6 +396,13 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
         return state if u.compute_result is None else u.compute_result(state)
     arg = fn.arg
     pairs = [(s, getattr(r, arg) if isinstance(arg, str) else arg(r)) for s, r in alive]
+    if kind in ("first", "last"):
+        # FIRST/LAST take the value of the earliest/latest start, NULL or not (as DuckDB's first/last);
+        # at one start time a NULL comes after every value
+        if not pairs:
+            return None
+        ordered = [(s, v is None, v) for s, v in pairs]
+        return (min(ordered) if kind == "first" else max(ordered))[2]
     pairs = [(s, v) for s, v in pairs if v is not None and not (isinstance(v, float) and math.isnan(v))]
     values = [v for _, v in pairs]
     if kind == "count_not_null":
@@ -484,7 +493,7 @@ def _events_of(result):
 
 def _round(v, digits):
     if isinstance(v, float):
-        return round(v, digits) + 0.0
+        return math.nan if v != v else round(v, digits) + 0.0
     if isinstance(v, list):
         return tuple(_round(x, digits) for x in v)
     return v

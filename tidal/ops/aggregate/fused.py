@@ -309,7 +309,11 @@ class FusedWindowAggregateOp(SnapshotAggregateOp):
         if len(batch):  # every event's windows lie in the range of event times (what the window operator checks)
             size, hop, offset = self.window
             starts = align_down(batch.sync[[0, -1]], hop, offset)
-            lowest, highest = int(starts[0]) - (size - hop if size > hop else 0), int(starts[1]) + size
+            # the window operator's lifetimes: [floor(s), floor(s) + size), or up to floor(s + size) when
+            # size is not a multiple of hop (its first instant is floor(s): the earlier windows need no time)
+            lowest, highest = int(starts[0]), int(starts[1]) + size
+            if hop < size and size % hop:
+                highest = int(align_down(int(batch.sync[-1]) + size, hop, offset))
             if lowest < EARLIEST or highest > LATEST + 1:
                 at = 0 if lowest < EARLIEST else len(batch) - 1
                 check_time_range(

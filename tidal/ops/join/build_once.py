@@ -63,9 +63,10 @@ class BuildOnceJoin(HashJoin):
         kid = self._key_ids(0, whole)
         sync, other = whole.sync, whole.other
         rows = np.arange(base, base + len(whole), dtype=np.int64)
-        end = np.where(other < sync, -1, other)  # intervals keep their end; start edges: INFINITY for now
+        is_end = other < sync
+        end = other.copy()  # intervals keep their end; start edges: INFINITY for now (times may be negative)
         starts = np.flatnonzero(other == INFINITY)
-        ends = np.flatnonzero(other < sync)
+        ends = np.flatnonzero(is_end)
         if len(ends):
             # an end edge closes a start edge with the same key, start time and payload
             ph = payload_hash(whole.columns, len(whole))
@@ -82,7 +83,8 @@ class BuildOnceJoin(HashJoin):
             order = np.argsort(code_s)
             at = order[np.searchsorted(code_s[order], ge * width + rank_e)]
             end[starts[at]] = sync[ends]
-        keep = (end >= 0) & (kid >= 0)
+        keep = ~is_end & (kid >= 0)
+
         g, s_, e, row = kid[keep], sync[keep], end[keep], rows[keep]
         by_key = np.lexsort((s_, g))
         self.built = {"g": g[by_key], "s": s_[by_key], "e": e[by_key], "row": row[by_key]}
