@@ -146,3 +146,14 @@ def test_the_command_line_prints_a_warning_as_one_line(tmp_path, monkeypatch, ca
     assert got.out.splitlines()[1:] == ["2024-01-01 00:00:00,60"]
     warned = [line for line in got.err.splitlines() if "warning" in line]
     assert len(warned) == 1 and warned[0].startswith("tidal: warning: session_window(timeout 5000000): 60 events")
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_join_keys_of_different_kinds_are_refused_by_name(flip):
+    """An integer key against a real one: the first batch's type used to win (2.5 could not be cast:
+    a crash one way round; integers past 2**53 taken as reals the other): refused at plan time."""
+    ints = tidal.from_arrow(pa.table({"t": [0, 1], "k": [1, 2], "x": [1, 2]}), time="t").alter_duration(10)
+    reals = tidal.from_arrow(pa.table({"t": [0, 1], "k": [2.5, 2.0], "y": [1, 2]}), time="t").alter_duration(10)
+    left, right = (reals, ints) if flip else (ints, reals)
+    with pytest.raises(tidal.errors.PlanError, match="join keys 'k' .* different kinds: not supported"):
+        left.join(right, "k", "k")

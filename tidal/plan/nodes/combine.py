@@ -42,6 +42,28 @@ _LABELS = {
 }
 
 
+def _key_kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_floating(t):
+        return "floating-point"
+    return "text" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
+
+
+def _check_key_types(left_fields, right_fields, ls: pa.Schema, rs: pa.Schema) -> None:
+    """Key fields of different kinds (an integer against a real: which side's type wins, and integers
+    past 2**53 as reals, would decide the answer) are refused by name rather than compared."""
+    for lf, rf in zip(left_fields, right_fields, strict=True):
+        if lf not in ls.names or rf not in rs.names:
+            continue  # the operator names a missing field
+        lt, rt = ls.field(lf).type, rs.field(rf).type
+        if _key_kind(lt) != _key_kind(rt):
+            raise PlanError(
+                f"join keys {lf!r} ({lt}) and {rf!r} ({rt}) are of different kinds: not supported; "
+                "cast one side first (e.g. select(lambda e: {..., 'k': float(e.k)}))"
+            )
+
+
 class Join(PlanNode):
     """At every instant, the key-equal pairs of alive events (or, by ``mode``: outer rows, semi-,
     anti-join, clip); ``tidal.ops.join`` states the semantics and picks the physical variant."""
@@ -56,6 +78,8 @@ class Join(PlanNode):
             raise PlanError("give both join keys or neither (a cross join)")
         if lk[0] == "fields" and rk[0] == "fields" and len(lk[1]) != len(rk[1]):
             raise PlanError(f"join keys have different numbers of fields: {list(lk[1])} vs {list(rk[1])}")
+        if lk[0] == "fields" and rk[0] == "fields" and ls is not None and rs is not None:
+            _check_key_types(lk[1], rk[1], ls, rs)
         if mode in ("exists", "not_exists", "clip"):
             schema = ls
         elif result is not None:
