@@ -27,7 +27,7 @@ def lifetimes(draw, max_events=25, allow_edges=True):
     return out
 
 
-def physical_table(events, names=NAMES, key_sorted: bool = False) -> pa.Table:
+def physical_table(events, names=NAMES, key_sorted: bool = False, value_type: pa.DataType | None = None) -> pa.Table:
     """The physical rows of logical events, in sync-time order (and, with ``key_sorted``, in order
     of the first field, nulls last, within each sync time: a ``sorted_by`` stream)."""
     rows = []
@@ -47,7 +47,7 @@ def physical_table(events, names=NAMES, key_sorted: bool = False) -> pa.Table:
             "sync_time": pa.array([r[0] for r in rows], pa.int64()),
             "other_time": pa.array([r[1] for r in rows], pa.int64()),
             names[0]: pa.array([r[2][0] for r in rows], pa.int64()),
-            names[1]: pa.array([r[2][1] for r in rows], pa.int64()),
+            names[1]: pa.array([r[2][1] for r in rows], value_type or pa.int64()),
         }
     )
 
@@ -77,3 +77,17 @@ def check_against_reference(case, engine_op, ref_op) -> None:
     result = engine_op(stream).to_arrow()
     check_physical(result)
     assert_same_snapshots(result, ref_op(ref))
+
+
+def run_with_restart(q, cut: int) -> pa.Table:
+    """``q`` run for ``cut`` messages, checkpointed (through pickle), restored in a new query and run
+    to the end: both parts' output, concatenated."""
+    import pickle
+
+    first = q.query()
+    first.run(max_messages=cut)
+    state = pickle.loads(pickle.dumps(first.checkpoint()))
+    second = q.query()
+    second.restore(state)
+    assert second.run()
+    return pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
+from streams import physical_table, run_with_restart
 
 import tidal
 from tidal import INFINITY, agg
@@ -42,23 +43,7 @@ def edge_events(draw, max_events=12, base=None, floats=None):
 
 
 def table_of(events, floats: bool = False) -> pa.Table:
-    rows = []
-    for s, e, p, edges in events:
-        if edges:
-            rows.append((s, INFINITY, p))
-            if e != INFINITY:
-                rows.append((e, s, p))
-        else:
-            rows.append((s, e, p))
-    rows.sort(key=lambda r: r[0])
-    return pa.table(
-        {
-            "sync_time": pa.array([r[0] for r in rows], pa.int64()),
-            "other_time": pa.array([r[1] for r in rows], pa.int64()),
-            "k": pa.array([r[2][0] for r in rows], pa.int64()),
-            "v": pa.array([r[2][1] for r in rows], pa.float64() if floats else pa.int64()),
-        }
-    )
+    return physical_table(events, value_type=pa.float64() if floats else pa.int64())
 
 
 @st.composite
@@ -203,7 +188,6 @@ def _rows(table: pa.Table) -> list[tuple]:
     cut=st.integers(0, 30),
 )
 def test_checkpoint_in_the_middle_at_the_edges(case, op, cut):
-    import pickle
 
     base, stream, ref, _ = case
     fn = UNARY.get(op) or (lambda s, b: SELF_BINARY[op](s))
@@ -211,12 +195,6 @@ def test_checkpoint_in_the_middle_at_the_edges(case, op, cut):
     whole = _run(q, fn(ref, base))
     if whole is None:
         return
-    first = q.query()
-    first.run(max_messages=cut)
-    state = pickle.loads(pickle.dumps(first.checkpoint()))
-    second = q.query()
-    second.restore(state)
-    assert second.run()
-    combined = pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")
+    combined = run_with_restart(q, cut)
     assert _rows(combined) == _rows(whole)
     assert_same_snapshots(combined, fn(ref, base), digits=6)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from streams import lifetimes, physical_table, stream_cases
+from streams import lifetimes, physical_table, run_with_restart, stream_cases
 
 import tidal
 from tidal import INFINITY, agg
@@ -317,13 +317,7 @@ def test_restored_query_continues_exactly(case, which, cut):
     stream, _ = case
     q = QUERIES[which](stream)
     whole = q.to_arrow()
-    first = q.query()
-    first.run(max_messages=cut)
-    state = pickle.loads(pickle.dumps(first.checkpoint()))
-    second = q.query()
-    second.restore(state)
-    assert second.run()
-    combined = pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")
+    combined = run_with_restart(q, cut)
     assert combined.to_pylist() == whole.to_pylist()  # the same events in the same order
 
 
