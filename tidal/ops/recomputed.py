@@ -181,6 +181,9 @@ class RecomputedSnapshot(TickedChanges):
                 moved = moved or self.matters(row)
             if moved:
                 self._emit_difference(tick, self.recompute(), out_sync, out_other, out_rows)
+        self._emit_rows(out_sync, out_other, out_rows)
+
+    def _emit_rows(self, out_sync: list, out_other: list, out_rows: list) -> None:
         if out_rows:
             cols = {
                 n: pa.array([r[i] for r in out_rows], self.out_schema.field(n).type)
@@ -189,7 +192,13 @@ class RecomputedSnapshot(TickedChanges):
             self.emit(EventBatch(np.array(out_sync, np.int64), np.array(out_other, np.int64), cols))
 
     def _emit_difference(self, tick: int, new_output: list[tuple], out_sync, out_other, out_rows) -> None:
-        old, new = Counter(self.output), Counter(new_output)
+        self._emit_changes(tick, self.output, new_output, out_sync, out_other, out_rows)
+        self.output = new_output
+
+    def _emit_changes(self, tick: int, old_output: list, new_output: list, out_sync, out_other, out_rows) -> None:
+        """An end edge for each output row that left (a retraction of the copy emitted last), a start
+        edge for each row that entered."""
+        old, new = Counter(old_output), Counter(new_output)
         for row, n in (old - new).items():
             for _ in range(n):
                 out_sync.append(tick)
@@ -201,7 +210,6 @@ class RecomputedSnapshot(TickedChanges):
                 out_sync.append(tick)
                 out_other.append(INFINITY)
                 out_rows.append(row)
-        self.output = new_output
 
     # -- checkpoints ------------------------------------------------------------------------
     def snapshot(self) -> dict:

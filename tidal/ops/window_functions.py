@@ -16,6 +16,7 @@ ranks for frame minima and maxima.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 from ..core.batch import EventBatch
 from ..core.errors import TidalError
 from ..core.time import INFINITY
-from .recomputed import BULK, RecomputedSnapshot
+from .recomputed import BULK, NAN, RecomputedSnapshot
 from .topk import _nan_largest
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -320,6 +321,17 @@ class WindowFunctionsOp(RecomputedSnapshot):
         self.columnar = at_end
         self.kept: list[pa.Table] = []
 
+        # Columns every call partitions by: a change can alter only its own partition of them, so a
+        # tick recomputes the partitions it touched, not the whole snapshot (which made a live view's
+        # cost grow with the square of its input). Then the snapshot and the output are kept per
+        # partition (``parts``, ``part_output``) instead of in ``snapshot_rows`` and ``output``.
+        common = set.intersection(*(set(c.partition) for c in calls)) if calls else set()
+        self.partition_index = tuple(i for i, n in enumerate(self.names) if n in common)
+        self.parts: dict[tuple, Counter] = {}
+        self.part_output: dict[tuple, list[tuple]] = {}
+        if self.partition_index:
+            self.variant += "; only the partitions a tick changes"
+
     def on_batch(self, batch: EventBatch) -> None:
         if self._keep_in_arrow(batch) is None:
             return super().on_batch(batch)
@@ -346,21 +358,63 @@ class WindowFunctionsOp(RecomputedSnapshot):
             self.emit(EventBatch(np.full(n, self.last, np.int64), np.full(n, INFINITY, np.int64), cols))
         self.emit_completed()
 
+    def _partition_of(self, row: tuple) -> tuple:
+        return tuple(NAN if row[i] != row[i] else row[i] for i in self.partition_index)  # NaN: one key
+
+    def _close(self, bound: int) -> None:
+        """Apply every tick before ``bound``; recompute and diff only the partitions each one touched."""
+        if not self.partition_index:
+            return super()._close(bound)
+        out_sync, out_other, out_rows = [], [], []
+        while self.changes and self.changes[0][0] < bound:
+            tick = self.changes[0][0]
+            touched = set()
+            while self.changes and self.changes[0][0] == tick:
+                _, _, delta, change = heapq.heappop(self.changes)
+                for row in change if delta == BULK else (change,):
+                    key = self._partition_of(row)
+                    part = self.parts.setdefault(key, Counter())
+                    part[row] += 1 if delta == BULK else delta
+                    if part[row] == 0:
+                        del part[row]
+                        if not part:
+                            del self.parts[key]
+                    touched.add(key)
+            old = [r for key in touched for r in self.part_output.pop(key, ())]
+            new = self._computed([r for key in touched if key in self.parts for r in self.parts[key].elements()])
+            self._emit_changes(tick, old, new, out_sync, out_other, out_rows)
+            for row in new:
+                self.part_output.setdefault(self._partition_of(row), []).append(row)
+        self._emit_rows(out_sync, out_other, out_rows)
+
     def snapshot(self) -> dict:
         state = super().snapshot()
+        if self.partition_index:  # the checkpoint's format does not depend on how the rows are kept
+            state["rows"] = [item for part in self.parts.values() for item in part.items()]
+            state["output"] = [row for rows in self.part_output.values() for row in rows]
         state["columnar"] = self.columnar
         state["kept"] = [list(zip(*[t.column(n).to_pylist() for n in self.names], strict=True)) for t in self.kept]
         return state
 
     def restore(self, state: dict) -> None:
         super().restore(state)
+        if self.partition_index:
+            self.parts, self.part_output = {}, {}
+            for row, count in self.snapshot_rows.items():
+                self.parts.setdefault(self._partition_of(row), Counter())[row] = count
+            for row in self.output:
+                self.part_output.setdefault(self._partition_of(row), []).append(row)
+            self.snapshot_rows, self.output = Counter(), []
         self.columnar = state.get("columnar", False)
         kept = [r for rows in state.get("kept", []) for r in rows]
         self.kept = [pa.table({n: pa.array([r[i] for r in kept], self.schema.field(n).type)
                                for i, n in enumerate(self.names)})] if kept else []  # fmt: skip
 
     def recompute(self) -> list[tuple]:
-        rows = list(self.snapshot_rows.elements())
+        return self._computed(list(self.snapshot_rows.elements()))
+
+    def _computed(self, rows: list[tuple]) -> list[tuple]:
+        """``rows`` with each call's value appended (rows that are whole partitions of every call)."""
         table = pa.table(
             {n: pa.array([r[i] for r in rows], self.schema.field(n).type) for i, n in enumerate(self.names)}
         )
