@@ -259,11 +259,12 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     reads = {}
     if len(rissued):
         present = rissued & committed if naborted else rissued  # a read of an aborted transaction is null
-        bits = np.packbits(present, axis=1, bitorder="little")
-        nulls = n - np.count_nonzero(present, axis=1) if n else np.zeros(len(rissued), np.int64)
+        # row by row: numpy's count_nonzero along an axis sums integers (10x slower than per row); a
+        # read that every event issued needs no validity bitmap at all
+        nulls = [n - np.count_nonzero(row) for row in present]
         for s, (name, k) in enumerate(engine.read_slots.items()):
             values = out_i[s] if engine.t_int[k] else out_f[s]
-            valid = None if nulls[s] == 0 else pa.py_buffer(bits[s])
+            valid = None if nulls[s] == 0 else pa.py_buffer(np.packbits(present[s], bitorder="little"))
             dtype = pa.int64() if engine.t_int[k] else pa.float64()
             reads[name] = pa.Array.from_buffers(dtype, n, [valid, pa.py_buffer(values)], null_count=int(nulls[s]))
     st = engine.stats
