@@ -37,6 +37,14 @@ def _kind_of_array(col: pa.Array) -> str:
     return "s"
 
 
+# the kernels of compiled transactions, by ``Engine._fingerprint``; the attributes they are kept in
+_BUILT: dict[str, dict] = {}
+_BUILT_ATTRS = (
+    "type_errors", "event_args", "_wave", "decomposer", "owner_ok", "fused_kernels", "serial_events",
+    "split_events", "regions", "t_write", "t_int",
+)  # fmt: skip
+
+
 class Engine:
     """The compiled transactions of one ``transact`` node: tables' storage, kernel, statistics."""
 
@@ -97,9 +105,42 @@ class Engine:
 
     # -- compiling ----------------------------------------------------------------------------
     def _compile(self, kinds: dict[str, str]) -> None:
+        """The kernels for events of these field kinds: made once per process for each set of
+        transactions (a new query over the same access function, tables' shapes and kinds finds
+        them in ``_BUILT``: generating their source costs up to 1 ms a query)."""
         signature = tuple(sorted(kinds.items()))
         if self.kernel_kinds == signature:
             return
+        key = self._fingerprint(signature)
+        made = _BUILT.get(key) if key is not None else None
+        if made is None:
+            self._build(kinds)
+            made = {a: getattr(self, a) for a in _BUILT_ATTRS}
+            if key is not None:
+                _BUILT[key] = made
+        for a, v in made.items():
+            setattr(self, a, v)
+        self.kernel = None
+        self.kernel_kinds = signature
+
+    def _fingerprint(self, signature) -> str | None:
+        """Everything the kernels are made from, as text: the scheduler, the kinds, and per template its
+        expressions (dataclass reprs, complete) and the places of its cells; None when some part is
+        known only by identity (a Python function's repr, whose address a later one may reuse)."""
+
+        def place(table, col):
+            at = self.cell_base[(id(table), col)]
+            return (table.name, col, table.size, table.columns[col].dtype.str, at, self.rec_base[id(table)])
+
+        parts: list = [self.scheduler, signature, len(self.icells), len(self.fcells)]
+        for t in self.templates:
+            src = None if t.source is None else (place(t.source[0], t.source[2]), repr(t.source[1]))
+            exprs = (repr(t.key), repr(t.when), repr(t.value), repr(t.condition))
+            parts.append((t.seq, t.kind, place(t.table, t.column), exprs, src, t.name))
+        text = repr(parts)
+        return None if " at 0x" in text else text
+
+    def _build(self, kinds: dict[str, str]) -> None:
         events: dict[str, str] = {}
         target_int, source_int = [], []
         self.type_errors = {}
@@ -180,7 +221,6 @@ class Engine:
             self.regions = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
-        self.kernel_kinds = signature  # compiled (last: a failure above compiles again next time)
 
     # -- one batch ----------------------------------------------------------------------------
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):

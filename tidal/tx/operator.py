@@ -64,6 +64,12 @@ class Post:
         return records_to_columns(results)
 
 
+def _bools(values: np.ndarray) -> pa.Array:
+    """A numpy bool array as an Arrow one, packed by numpy (``pa.array`` packs it 10x slower)."""
+    bits = np.packbits(values, bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)], null_count=0)
+
+
 class TransactOp(Operator):
     name = "Transact"
 
@@ -116,11 +122,11 @@ class TransactOp(Operator):
         self.position += len(now)
         n = len(now)
         if self.post is None:
-            payload = {**now.columns, "committed": pa.array(committed)}
+            payload = {**now.columns, "committed": _bools(committed)}
             for name, dtype in self.read_names.items():
                 payload[name] = reads.get(name, pa.nulls(n, dtype))
         else:
-            r = {"committed": pa.array(committed)}
+            r = {"committed": _bools(committed)}
             for name in self.read_names:
                 r[name] = reads.get(name, pa.nulls(n, self.read_names[name]))
             payload = self.post(now.columns, r, n)
