@@ -84,8 +84,7 @@ class Engine:
         self.slot = np.full(len(templates), -1, np.int64)
         for s, k in enumerate(self.read_slots.values()):
             self.slot[k] = s
-        self.parent = np.full(n_rec, -1, np.int64)
-        self.gmap = np.full(n_rec, -1, np.int64)
+        self.n_rec = n_rec  # records of all tables: the units of chains' grouped layout and of lock
         self.kernel = None
         self.kernel_kinds = None
         self.type_errors: dict[int, str] = {}
@@ -288,7 +287,7 @@ class Engine:
         # here only chains whose operations read other records (serial, lock, pat and chains by
         # owner lists returned above): groups of dependent chains per interval, in waves
         op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
-            op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, len(self.parent), self._nthreads
+            op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, self.n_rec, self._nthreads
         )
         self.stats["chains"] += int(chains)
         order = np.arange(len(op_ev), dtype=np.int64)
@@ -452,9 +451,7 @@ class Engine:
 
     def describe(self) -> str:
         st = self.stats
-        text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
-        if self.scheduler == "pat":
-            text += f", {self.partitions} partitions"
+        text = describe_setup(self.scheduler, self.interval, self.workers, self.partitions)
         if st["batches"] and st.get("split_walks"):  # components of intervals on threads (tidal.tx.split)
             text += (
                 f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
@@ -491,6 +488,12 @@ class Engine:
                 f"state access {st['state_access_s']:.3f} s"
             )
         return text
+
+
+def describe_setup(scheduler: str, interval: int, workers: int, partitions: int) -> str:
+    """What an engine that has not run yet says about itself (no engine is built to say it)."""
+    text = f"{scheduler}, interval {interval}, {workers} worker(s)"
+    return text + (f", {partitions} partitions" if scheduler == "pat" else "")
 
 
 def _py(value):

@@ -9,7 +9,7 @@ import pyarrow as pa
 from ..core.errors import PlanError
 from ..ops.base import Operator
 from ..plan.node import PlanNode
-from .engine import Engine
+from .engine import Engine, describe_setup
 from .operator import Post, TransactOp
 from .schedule import SCHEDULERS
 from .trace import trace
@@ -65,10 +65,15 @@ class Transact(PlanNode):
         return TransactOp(engine, self.post, self.read_names)
 
     def describe(self, measured: bool = True) -> str:
-        engine = (self.box.get("last") if measured else None) or self.probe.engine
+        engine = self.box.get("last") if measured else None
+        head = (
+            engine.describe()
+            if engine
+            else describe_setup(self.scheduler, self.interval, self.workers, self.partitions)
+        )
         ops = "; ".join(t.describe() for t in self.templates)
         post = "" if self.post is None else f"; {self.post.describe()}"
-        return f"{engine.describe()}; operations: {ops}{post}"
+        return f"{head}; operations: {ops}{post}"
 
     def describe_plan(self) -> str:
         return self.describe(measured=False)
