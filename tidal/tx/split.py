@@ -58,11 +58,15 @@ def source(serial_src: str, head: str) -> str:
     ``def kernel(lo, hi, <head>)``: over compute mode's grids, or deciding the operations from the
     events, with a ``count`` of them, then kept per thread)."""
     first, loop, body = serial_src.split("\n", 2)
+    init = ""
+    if loop == "    cnt = 0":  # the walk from the events counts its operations in a local
+        init = loop + "\n"
+        loop, body = body.split("\n", 1)
     if not (first.startswith("def kernel(lo, hi, ") and loop == "    for i in range(lo, hi):"):
         raise AssertionError("the serial walk's source changed shape")
     # the walk of one segment: the serial walk's body over the events of a list (one call per segment:
     # a call per event would copy every array argument per event, which costs more than the event)
-    seg = f"def seg(me, p, end, lists, {head}):\n    for pp in range(p, end):\n        i = lists[me, pp]\n" + body
+    seg = f"def seg(me, p, end, lists, {head}):\n{init}    for pp in range(p, end):\n        i = lists[me, pp]\n" + body
     own = head.replace("count", "counts")
     lines = [
         f"def kernel(me, nwin, lists, seg_end, wait, done, stop, errs, {own}):",
