@@ -30,9 +30,7 @@ class Transact(PlanNode):
         partitions: int | None = None,
     ):
         if scheduler not in (*SCHEDULERS, AUTO):
-            raise PlanError(
-                f"transact: scheduler {scheduler!r} is not supported; choose one of {[AUTO, *SCHEDULERS]}"
-            )
+            raise PlanError(f"transact: scheduler {scheduler!r} is not supported; choose one of {[AUTO, *SCHEDULERS]}")
         if not isinstance(interval, int) or interval < 1:
             raise PlanError(f"transact: interval must be a positive number of events, not {interval!r}")
         workers = workers or os.cpu_count() or 1
