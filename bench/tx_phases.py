@@ -130,7 +130,7 @@ def main(argv=None) -> None:
 
         fn, names = engine.serial_events
         ecols = [cols[c].to_numpy() for c in names]
-        rissued = np.zeros((nr, n), np.bool_)
+        rissued = np.zeros((nr, (n + 7) // 8), np.uint8)  # validity bits
         count = np.zeros(1, np.int64)
 
         def walk_fused():

@@ -81,6 +81,8 @@ class Engine:
             [self.rec_base[id(t.table)] - self.cell_base[(id(t.table), t.column)][1] for t in templates], np.int64
         )
         self.read_slots = {t.name: k for k, t in enumerate(templates) if t.kind == READ}
+        # per read: issued by every event (no when): the serial walk sets no validity bits for it
+        self.read_always = [templates[k].when is None for k in self.read_slots.values()]
         self.slot = np.full(len(templates), -1, np.int64)
         for s, k in enumerate(self.read_slots.values()):
             self.slot[k] = s
@@ -204,7 +206,8 @@ class Engine:
             for col in made[1]:
                 every.setdefault(col, f"E{len(every)}")
             walk = fused.serial_source(live, target_int, source_int, slots, every, places)
-            self.serial_events = (fused.load_serial(walk), sorted(every, key=lambda c: int(every[c][1:])))
+            packed = fused.serial_source(live, target_int, source_int, slots, every, places, bits=True)
+            self.serial_events = (fused.load_serial(packed), sorted(every, key=lambda c: int(every[c][1:])))
             if self.scheduler == "chains":
                 head = split.EVENTS_HEAD + fused._args(every)
                 self.fused_kernels["split_events"] = split.load(split.source(walk, head))

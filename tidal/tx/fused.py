@@ -79,13 +79,16 @@ def _args(events: dict[str, str]) -> str:
     return "".join(f", {a}" for a in names)
 
 
-def serial_source(templates, target_int, source_int, slots, events, places=None) -> str:
+def serial_source(templates, target_int, source_int, slots, events, places=None, bits: bool = False) -> str:
     """The serial kernel: events ``lo..hi-1`` in order; returns -1, or the operation that divided by
     zero. With ``places`` (per template: (cell base, record base, size) of the target and of the
     source or None; ``events`` then names the key and ``when`` columns too), the kernel decides the
     operations itself, from the events, instead of reading compute mode's grids; it returns -2 at
     the first key outside its table or ``when`` it cannot evaluate (the caller lets compute mode
-    name it)."""
+    name it). With ``bits`` (one thread only), a read sets its event's bit in ``rissued``, a row of
+    bytes per read holding 8 events each (Arrow's validity layout: no packing afterwards), instead
+    of a byte per event; a read without a ``when`` sets none (every event that reaches it issues it:
+    its row is made whole afterwards, then masked by the commits)."""
     shared = _shared_fields(templates, events)
     gen = _Source(events, {c: f"x{events[c]}" for c in shared})
     nk = len(templates)
@@ -134,7 +137,10 @@ def serial_source(templates, target_int, source_int, slots, events, places=None)
             if src is not None:
                 on["src"] = lambda k, base=src[0]: f"{base} + key1"
             lines.append(f"{pad}cnt += 1")
-            if slots[k] >= 0:
+            if slots[k] >= 0 and bits:  # without a when, every event issues it (``runs._finish``)
+                if t.when is not None:
+                    lines.append(f"{pad}rissued[{slots[k]}, i >> 3] |= np.uint8(1 << (i & 7))")
+            elif slots[k] >= 0:
                 lines.append(f"{pad}rissued[{slots[k]}, i] = True")
         lines += _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
     if places:
