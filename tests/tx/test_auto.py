@@ -31,7 +31,8 @@ def _access(acc):
     def access(e, t):
         t.read_modify(acc, e.a, "n", lambda v: v - e.x, condition=lambda v: v >= e.x)
         t.read_modify(acc, e.b, "n", lambda v: v + e.x)
-        t.read(acc, e.b, "n", name="nb")
+        t.read(acc, e.b, "n", name="nb")  # every event: null only where the transaction aborted
+        t.read(acc, e.a, "n", name="na", when=e.x > 10)  # some events: the walk's validity bits
 
     return access
 
@@ -48,7 +49,7 @@ def test_auto_is_the_default_and_gives_the_serial_answer(workers):
     acc = _table()
     s = tidal.from_arrow(data, time="t").transact(_access(acc), workers=workers)
     got = s.to_arrow()
-    assert got.select(["committed", "nb"]).to_pylist() == want
+    assert got.select(["committed", "nb", "na"]).to_pylist() == want
     assert acc.to_dict() == ref_acc.to_dict()
     picked, why = pick(AUTO, min(workers, numba.config.NUMBA_NUM_THREADS))
     assert f"Transact [{picked}, interval 500" in s.explain() and why in s.explain()
