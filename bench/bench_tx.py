@@ -22,7 +22,8 @@ plan each interval's components and their threads, walk them; for both, finish t
 "other" is the rest of the query: ingress, batching, the operator).
 ``--aims`` (for a quiet machine) measures 1 and 2 workers and every core, and ends with each aim of
 the issue (chains on every core at least 1.8x serial for GS and SL, ahead of lock and pat at every
-point of the sweeps, at least 50x the Python loop) and whether this run met it.
+point of the sweeps, at least 50x the Python loop, by chains and by the default ``auto``) and whether
+this run met it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import harness  # noqa: E402
 import tidal  # noqa: E402
 from tidal import tx  # noqa: E402
 from tidal.tx.apps import APPS  # noqa: E402
+from tidal.tx.schedule import AUTO, pick  # noqa: E402
 
 CPU: dict = {}  # (app, scheduler, workers) -> CPU seconds of each run (all threads): what a run costs
 PHASES: dict = {}  # (app, scheduler, workers) -> per run, {phase: CPU seconds} (tidal.tx.runs)
@@ -192,6 +194,11 @@ def aims(res, rates: dict, sweep_worst: dict, top: int, n: int) -> None:
     load = os.getloadavg()[0]
     if load > 0.3 * (os.cpu_count() or 1):
         res.note(f"WARNING: load average {load:.1f} at the end: not a quiet machine")
+    picked = pick(AUTO, top)[0]  # the default scheduler on this many workers
+    for app in APPS:
+        python = rates[(app, picked, top)] / rates[(app, "python", 1)]
+        met = "met" if python >= 50 else "NOT met"
+        res.note(f"aim >= 50x python loop by the default (auto: {picked} on {top}w): {app} {python:.1f}x {met}")
     for app in APPS:
         speedup = rates[(app, "chains", top)] / rates[(app, "serial", 1)]
         need = " (aim for gs and sl)" if app in ("gs", "sl") else ""

@@ -10,7 +10,8 @@ timed alone (CPU time of this thread, median of ``--repeat``, in ns per event):
 
 - ``query``: the whole query (``from_arrow(...).transact(...).count()``: planning, compiling,
   ingress, batching, the walk, the output);
-- ``compile``: building the engine's kernels for a new query (generating and loading their source);
+- ``compile``: building the engine's kernels for new transactions (generating and loading their source;
+  a later query over the same transactions finds them made);
 - ``stream``: TStream's stream phase alone: per event, which operations it issues and the cells
   they address (compute mode's compiled kernel, ``issued``/``cell2d`` grids: the compact arrays a
   walk reads), run on one thread;
@@ -129,7 +130,7 @@ def main(argv=None) -> None:
 
         fn, names = engine.serial_events
         ecols = [cols[c].to_numpy() for c in names]
-        rissued = np.zeros((nr, n), np.bool_)
+        rissued = np.zeros((nr, (n + 7) // 8), np.uint8)  # validity bits
         count = np.zeros(1, np.int64)
 
         def walk_fused():
@@ -140,9 +141,8 @@ def main(argv=None) -> None:
         def stream():
             engine._decompose_compiled(cols, n, sourced)
 
-        def compile_():
-            engine.kernel_kinds = None
-            engine._compile(kinds)
+        def compile_():  # generating the kernels' source and loading them (a query finds them made)
+            engine._build(dict(kinds))
 
         numba.set_num_threads(1)
         figures = {

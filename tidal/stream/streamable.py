@@ -152,13 +152,14 @@ class Stream:
 
     # -- shared state under transactions (tidal.tx) --------------------------------------
     def transact(
-        self, access, post=None, scheduler: str = "chains", interval: int = 500, workers=None, partitions=None
+        self, access, post=None, scheduler: str = "auto", interval: int = 500, workers=None, partitions=None
     ) -> Stream:
         """Each event runs ``access(e, t)``: a transaction of ``t.read``/``t.write``/``t.read_modify`` on
         ``tx.Table``s, with the outcome of running them one by one in event-time order (ties by arrival).
         Output: each event with ``committed``, or ``post(e, r)`` (``r.committed``, ``r.<read name>``).
         ``scheduler``: ``"chains"`` (TStream's operation chains, parallel), ``"serial"``, ``"lock"``,
-        ``"pat"``; ``interval``: events per state-access batch (the punctuation interval)."""
+        ``"pat"``, or ``"auto"`` (the default: the fastest known for the worker threads,
+        ``tidal.tx.schedule.pick``); ``interval``: events per state-access batch (the punctuation interval)."""
         from ..tx.node import Transact
 
         return Stream(Transact(self.node, access, post, scheduler, interval, workers, partitions))

@@ -95,15 +95,16 @@ def kind_of(node: Node, kinds: dict[str, str]) -> str:
 
 
 class _Source:
-    def __init__(self, events: dict[str, str]):
+    def __init__(self, events: dict[str, str], loaded: dict[str, str] | None = None):
         self.events = events  # "e.field" -> the kernel's argument name
+        self.loaded = loaded or {}  # "e.field" -> a local the kernel loaded the event's value into
 
     def col(self, name: str) -> str:
         if name == V:
             return "v"
         if name == S:
             return "s"
-        return f"{self.events[name]}[i]"
+        return self.loaded.get(name) or f"{self.events[name]}[i]"
 
     def src(self, n: Node) -> str:
         if isinstance(n, Col):

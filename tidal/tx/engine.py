@@ -37,6 +37,14 @@ def _kind_of_array(col: pa.Array) -> str:
     return "s"
 
 
+# the kernels of compiled transactions, by ``Engine._fingerprint``; the attributes they are kept in
+_BUILT: dict[str, dict] = {}
+_BUILT_ATTRS = (
+    "type_errors", "event_args", "_wave", "decomposer", "owner_ok", "fused_kernels", "serial_events",
+    "split_events", "regions", "t_write", "t_int",
+)  # fmt: skip
+
+
 class Engine:
     """The compiled transactions of one ``transact`` node: tables' storage, kernel, statistics."""
 
@@ -73,11 +81,12 @@ class Engine:
             [self.rec_base[id(t.table)] - self.cell_base[(id(t.table), t.column)][1] for t in templates], np.int64
         )
         self.read_slots = {t.name: k for k, t in enumerate(templates) if t.kind == READ}
+        # per read: issued by every event (no when): the serial walk sets no validity bits for it
+        self.read_always = [templates[k].when is None for k in self.read_slots.values()]
         self.slot = np.full(len(templates), -1, np.int64)
         for s, k in enumerate(self.read_slots.values()):
             self.slot[k] = s
-        self.parent = np.full(n_rec, -1, np.int64)
-        self.gmap = np.full(n_rec, -1, np.int64)
+        self.n_rec = n_rec  # records of all tables: the units of chains' grouped layout and of lock
         self.kernel = None
         self.kernel_kinds = None
         self.type_errors: dict[int, str] = {}
@@ -97,9 +106,42 @@ class Engine:
 
     # -- compiling ----------------------------------------------------------------------------
     def _compile(self, kinds: dict[str, str]) -> None:
+        """The kernels for events of these field kinds: made once per process for each set of
+        transactions (a new query over the same access function, tables' shapes and kinds finds
+        them in ``_BUILT``: generating their source costs up to 1 ms a query)."""
         signature = tuple(sorted(kinds.items()))
         if self.kernel_kinds == signature:
             return
+        key = self._fingerprint(signature)
+        made = _BUILT.get(key) if key is not None else None
+        if made is None:
+            self._build(kinds)
+            made = {a: getattr(self, a) for a in _BUILT_ATTRS}
+            if key is not None:
+                _BUILT[key] = made
+        for a, v in made.items():
+            setattr(self, a, v)
+        self.kernel = None
+        self.kernel_kinds = signature
+
+    def _fingerprint(self, signature) -> str | None:
+        """Everything the kernels are made from, as text: the scheduler, the kinds, and per template its
+        expressions (dataclass reprs, complete) and the places of its cells; None when some part is
+        known only by identity (a Python function's repr, whose address a later one may reuse)."""
+
+        def place(table, col):
+            at = self.cell_base[(id(table), col)]
+            return (table.name, col, table.size, table.columns[col].dtype.str, at, self.rec_base[id(table)])
+
+        parts: list = [self.scheduler, signature, len(self.icells), len(self.fcells)]
+        for t in self.templates:
+            src = None if t.source is None else (place(t.source[0], t.source[2]), repr(t.source[1]))
+            exprs = (repr(t.key), repr(t.when), repr(t.value), repr(t.condition))
+            parts.append((t.seq, t.kind, place(t.table, t.column), exprs, src, t.name))
+        text = repr(parts)
+        return None if " at 0x" in text else text
+
+    def _build(self, kinds: dict[str, str]) -> None:
         events: dict[str, str] = {}
         target_int, source_int = [], []
         self.type_errors = {}
@@ -164,7 +206,8 @@ class Engine:
             for col in made[1]:
                 every.setdefault(col, f"E{len(every)}")
             walk = fused.serial_source(live, target_int, source_int, slots, every, places)
-            self.serial_events = (fused.load_serial(walk), sorted(every, key=lambda c: int(every[c][1:])))
+            packed = fused.serial_source(live, target_int, source_int, slots, every, places, bits=True)
+            self.serial_events = (fused.load_serial(packed), sorted(every, key=lambda c: int(every[c][1:])))
             if self.scheduler == "chains":
                 head = split.EVENTS_HEAD + fused._args(every)
                 self.fused_kernels["split_events"] = split.load(split.source(walk, head))
@@ -180,7 +223,6 @@ class Engine:
             self.regions = None if made is None else (codegen.load_decompose(made[0]), made[1])
         self.t_write = np.array([t.kind != READ for t in live], np.uint8)
         self.t_int = np.array(target_int, np.uint8)
-        self.kernel_kinds = signature  # compiled (last: a failure above compiles again next time)
 
     # -- one batch ----------------------------------------------------------------------------
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
@@ -248,7 +290,7 @@ class Engine:
         # here only chains whose operations read other records (serial, lock, pat and chains by
         # owner lists returned above): groups of dependent chains per interval, in waves
         op_ev, op_tmpl, op_cell, op_src, group_ptr, wave_ptr, chains = schedule.chain_layout(
-            op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, len(self.parent), self._nthreads
+            op_ev, op_tmpl, op_cell, op_src, op_rec, op_srec, ev_cond, self.interval, self.n_rec, self._nthreads
         )
         self.stats["chains"] += int(chains)
         order = np.arange(len(op_ev), dtype=np.int64)
@@ -412,9 +454,7 @@ class Engine:
 
     def describe(self) -> str:
         st = self.stats
-        text = f"{self.scheduler}, interval {self.interval}, {self.workers} worker(s)"
-        if self.scheduler == "pat":
-            text += f", {self.partitions} partitions"
+        text = describe_setup(self.scheduler, self.interval, self.workers, self.partitions)
         if st["batches"] and st.get("split_walks"):  # components of intervals on threads (tidal.tx.split)
             text += (
                 f"; last run: {st['events']} events, {st['intervals']} intervals, {st['operations']} operations "
@@ -451,6 +491,12 @@ class Engine:
                 f"state access {st['state_access_s']:.3f} s"
             )
         return text
+
+
+def describe_setup(scheduler: str, interval: int, workers: int, partitions: int) -> str:
+    """What an engine that has not run yet says about itself (no engine is built to say it)."""
+    text = f"{scheduler}, interval {interval}, {workers} worker(s)"
+    return text + (f", {partitions} partitions" if scheduler == "pat" else "")
 
 
 def _py(value):

@@ -79,19 +79,27 @@ def _args(events: dict[str, str]) -> str:
     return "".join(f", {a}" for a in names)
 
 
-def serial_source(templates, target_int, source_int, slots, events, places=None) -> str:
+def serial_source(templates, target_int, source_int, slots, events, places=None, bits: bool = False) -> str:
     """The serial kernel: events ``lo..hi-1`` in order; returns -1, or the operation that divided by
     zero. With ``places`` (per template: (cell base, record base, size) of the target and of the
     source or None; ``events`` then names the key and ``when`` columns too), the kernel decides the
     operations itself, from the events, instead of reading compute mode's grids; it returns -2 at
     the first key outside its table or ``when`` it cannot evaluate (the caller lets compute mode
-    name it)."""
-    gen = _Source(events)
+    name it). With ``bits`` (one thread only), a read sets its event's bit in ``rissued``, a row of
+    bytes per read holding 8 events each (Arrow's validity layout: no packing afterwards), instead
+    of a byte per event; a read without a ``when`` sets none (every event that reaches it issues it:
+    its row is made whole afterwards, then masked by the commits)."""
+    shared = _shared_fields(templates, events)
+    gen = _Source(events, {c: f"x{events[c]}" for c in shared})
     nk = len(templates)
     writes = [k for k, t in enumerate(templates) if t.kind != READ]
     head = "lo, hi, icells, fcells, aborted, out_i, out_f, rissued, count" if places else None
     head = head or "lo, hi, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f"
-    lines = [f"def kernel({head}{_args(events)}):", "    for i in range(lo, hi):"]
+    # the count of operations in a local (an array element would be stored and loaded again at every
+    # operation: numba cannot tell that ``count`` is no table's array); event fields that several
+    # templates read loaded once per event, for the same reason
+    lines = [f"def kernel({head}{_args(events)}):"] + (["    cnt = 0"] if places else [])
+    lines += ["    for i in range(lo, hi):"] + [f"        x{events[c]} = {events[c]}[i]" for c in shared]
     conds = [k for k, t in enumerate(templates) if t.condition is not None]
     saved = [k for k in writes if k < max(conds, default=-1)]
     for k in saved:
@@ -128,12 +136,27 @@ def serial_source(templates, target_int, source_int, slots, events, places=None)
             on["cell"] = lambda k, base=cbase: f"{base} + key0"
             if src is not None:
                 on["src"] = lambda k, base=src[0]: f"{base} + key1"
-            lines.append(f"{pad}count[0] += 1")
-            if slots[k] >= 0:
+            lines.append(f"{pad}cnt += 1")
+            if slots[k] >= 0 and bits:  # without a when, every event issues it (``runs._finish``)
+                if t.when is not None:
+                    lines.append(f"{pad}rissued[{slots[k]}, i >> 3] |= np.uint8(1 << (i & 7))")
+            elif slots[k] >= 0:
                 lines.append(f"{pad}rissued[{slots[k]}, i] = True")
         lines += _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
+    if places:
+        lines.append("    count[0] += cnt")
     lines.append("    return -1")
     return "\n".join(lines) + "\n"
+
+
+def _shared_fields(templates, events) -> list[str]:
+    """The event fields (of ``events``) that the ``when`` of two templates or more reads: every event
+    reads them (a field read under a ``when`` only is better loaded where it is needed)."""
+    uses: dict[str, int] = {}
+    for t in templates:
+        for c in set() if t.when is None else t.when.columns():
+            uses[c] = uses.get(c, 0) + 1
+    return sorted(c for c, k in uses.items() if k > 1 and c in events)
 
 
 def owner_source(templates, target_int, source_int, slots, events) -> str:

@@ -125,7 +125,7 @@ def run(engine, grids, args, n: int):
             sshift[k] = -sbase if pat else engine.rec_base[id(st)] - sbase
     nthreads = engine._nthreads
     parts = max(1, engine.partitions)
-    nunits = parts if pat else len(engine.parent)
+    nunits = parts if pat else engine.n_rec
     bound = int(issued.sum()) * (2 if src2d.shape[0] > 1 else 1)
     ptr, units, ords = np.empty(n + 1, np.int64), np.empty(bound, np.int64), np.empty(bound, np.int64)
     owner = np.empty(n, np.int64)

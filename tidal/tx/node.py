@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 
+import numba
 import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..ops.base import Operator
 from ..plan.node import PlanNode
-from .engine import Engine
+from .engine import Engine, describe_setup
 from .operator import Post, TransactOp
-from .schedule import SCHEDULERS
+from .schedule import AUTO, SCHEDULERS, pick
 from .trace import trace
 
 
@@ -23,19 +24,20 @@ class Transact(PlanNode):
         input: PlanNode,
         access,
         post=None,
-        scheduler: str = "chains",
+        scheduler: str = AUTO,
         interval: int = 500,
         workers: int | None = None,
         partitions: int | None = None,
     ):
-        if scheduler not in SCHEDULERS:
-            raise PlanError(f"transact: scheduler {scheduler!r} is not supported; choose one of {list(SCHEDULERS)}")
+        if scheduler not in (*SCHEDULERS, AUTO):
+            raise PlanError(f"transact: scheduler {scheduler!r} is not supported; choose one of {[AUTO, *SCHEDULERS]}")
         if not isinstance(interval, int) or interval < 1:
             raise PlanError(f"transact: interval must be a positive number of events, not {interval!r}")
         workers = workers or os.cpu_count() or 1
         partitions = partitions or workers
         if workers < 1 or partitions < 1:
             raise PlanError("transact: workers and partitions must be at least 1")
+        scheduler, chosen = pick(scheduler, min(workers, numba.config.NUMBA_NUM_THREADS))
         fields = None if input.schema is None else list(input.schema.names)
         tracer = trace(access, fields)
         reads = {
@@ -55,7 +57,7 @@ class Transact(PlanNode):
             schema, props, post_fn = None, input.props.but(sorted_by=()), Post(post)
         super().__init__(
             (input,), schema, props, partitioning=((),), access=access, post=post_fn, templates=tracer.ops,
-            read_names=reads, scheduler=scheduler, interval=interval, workers=workers,
+            read_names=reads, scheduler=scheduler, chosen=chosen, interval=interval, workers=workers,
             partitions=partitions, box={},
         )  # fmt: skip
 
@@ -65,10 +67,16 @@ class Transact(PlanNode):
         return TransactOp(engine, self.post, self.read_names)
 
     def describe(self, measured: bool = True) -> str:
-        engine = (self.box.get("last") if measured else None) or self.probe.engine
+        engine = self.box.get("last") if measured else None
+        head = (
+            engine.describe()
+            if engine
+            else describe_setup(self.scheduler, self.interval, self.workers, self.partitions)
+        )
         ops = "; ".join(t.describe() for t in self.templates)
         post = "" if self.post is None else f"; {self.post.describe()}"
-        return f"{engine.describe()}; operations: {ops}{post}"
+        chosen = f" ({self.chosen})" if self.chosen else ""
+        return f"{head}{chosen}; operations: {ops}{post}"
 
     def describe_plan(self) -> str:
         return self.describe(measured=False)

@@ -20,6 +20,26 @@ import numba
 import numpy as np
 
 SCHEDULERS = ("chains", "serial", "lock", "pat")
+AUTO = "auto"  # the default: picks one of SCHEDULERS (``pick``)
+CHAINS_FROM = 3  # ``auto`` runs chains from this many worker threads, the serial walk below
+
+
+def pick(scheduler: str, threads: int) -> tuple[str, str]:
+    """The scheduler that runs, and why, for ``scheduler`` (``auto`` or one of ``SCHEDULERS``, which
+    runs as asked) on ``threads`` worker threads.
+
+    ``auto``'s rule, from the measured phases (``bench/tx_phases.py``, ``bench/bench_tx.py``; the
+    figures in ``tidal.tx.split``'s docstring): on fewer than ``CHAINS_FROM`` threads the serial walk
+    is the fastest known. What chains adds to it there (the component plan: 2 to 5 times the walk it
+    plans; waiting at window ends) is more than a second thread takes off the walk, and the walk is
+    about half of a query's time; ``lock`` and ``pat`` cost 3 to 40 times the serial walk. From
+    ``CHAINS_FROM`` threads on, ``chains`` (TStream's choice: the seed's machines have many cores;
+    not measured here)."""
+    if scheduler != AUTO:
+        return scheduler, ""
+    if threads < CHAINS_FROM:
+        return "serial", f"auto: serial on {threads} thread(s), chains from {CHAINS_FROM}"
+    return "chains", f"auto: chains on {threads} threads"
 
 
 @numba.njit(cache=True, nogil=True)

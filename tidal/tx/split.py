@@ -25,6 +25,28 @@ no one). Every wait points to an earlier window, so the walk always ends, and ev
 operations in timestamp order: the outcome, the reads and the aborts are the serial ones. A
 division by zero (or, from the events, a key the plan did not look at that is outside its table)
 stops every thread; the tables are put back and the serial walk names the event.
+
+What two cores can give (Amdahl; CPU ns per event, medians, 200k events, the seed's parameters,
+``bench/tx_phases.py`` and ``bench/bench_tx.py --aims`` on the 2-core machine, 24 Nov, loaded):
+serial's query is ``S + W``: ``W`` the fused walk (the part threads can share: GS 15.5, SL 6.7,
+OB 15.2, TP 5.7) and ``S`` the rest, which stays on one thread (ingress and batching, the output
+columns, and per query tracing, planning and the kernels' lookup, 0.5-1.5 ms: GS 12.6 of 28.1, SL
+8.4 of 15.1, OB 15.0 of 30.2, TP 10.2 of 15.9). With the walk split perfectly over ``k`` threads and
+nothing added, the speedup is ``(S + W) / (S + W / k)``: on 2 cores at most GS 1.38x, SL 1.29x, OB
+1.34x, TP 1.22x; on any number of cores at most GS 2.2x, SL 1.8x, OB 2.0x, TP 1.6x. 1.8x on 2 cores
+needs ``S <= W / 8`` (GS: S under 2 ns per event; the ingress alone costs about 2). What chains adds
+(``X``) is work too, shared by the threads: ``S + (W + X) / k``, so it gains only where ``X < (k - 1) W``.
+Measured ``X``: the component plan, SL 31, TP 27 (4-5x the walk it plans), OB 15 (1x), GS 14
+(probing windows that are one component: 100% of an interval at Zipf 0.6), plus waiting at window
+ends. On 2 cores ``X > W`` for every application, so chains costs more than serial (2w CPU: GS 52,
+SL 58, OB 54, TP 57 against serial's 29, 14, 29, 18); ``lock`` and ``pat`` cost more still (83-776).
+Owner threads instead of a plan (every thread walks every event and applies the operations on its
+records: no plan, no waits; possible when nothing aborts and no operation reads another record, GS
+and TP) were measured too and dropped: a thread's owner test is a branch that mispredicts on half
+the operations (keys are random), about 15 cycles against an operation's 4, so each of two threads
+cost 4x the serial walk (as ``bench/tx_bound.py`` found with hand-written kernels). With cheap operations (1-2 ns each) the walk is memory- and branch-bound,
+and parallel state access pays only on many cores (``tidal.tx.schedule.pick``: ``auto`` runs the
+serial walk below 3 threads).
 """
 
 from __future__ import annotations
@@ -58,11 +80,15 @@ def source(serial_src: str, head: str) -> str:
     ``def kernel(lo, hi, <head>)``: over compute mode's grids, or deciding the operations from the
     events, with a ``count`` of them, then kept per thread)."""
     first, loop, body = serial_src.split("\n", 2)
+    init = ""
+    if loop == "    cnt = 0":  # the walk from the events counts its operations in a local
+        init = loop + "\n"
+        loop, body = body.split("\n", 1)
     if not (first.startswith("def kernel(lo, hi, ") and loop == "    for i in range(lo, hi):"):
         raise AssertionError("the serial walk's source changed shape")
     # the walk of one segment: the serial walk's body over the events of a list (one call per segment:
     # a call per event would copy every array argument per event, which costs more than the event)
-    seg = f"def seg(me, p, end, lists, {head}):\n    for pp in range(p, end):\n        i = lists[me, pp]\n" + body
+    seg = f"def seg(me, p, end, lists, {head}):\n{init}    for pp in range(p, end):\n        i = lists[me, pp]\n" + body
     own = head.replace("count", "counts")
     lines = [
         f"def kernel(me, nwin, lists, seg_end, wait, done, stop, errs, {own}):",
