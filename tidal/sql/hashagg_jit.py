@@ -168,3 +168,31 @@ def key_groups(bits, floats, is_float, validity, offset, has_validity, weights, 
                       want_codes, codes, first, group_keys, counts, sums, table_keys, table_ids)  # fmt: skip
     groups = state[0]
     return codes, groups, first[:groups].copy(), counts[:groups].copy(), sums[:groups].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def key_groups_more(bits, floats, is_float, validity, offset, has_validity, weights, has_weights, base,
+                    first, group_keys, counts, sums, table_keys, table_ids, state):  # fmt: skip
+    """:func:`key_groups` over the next rows of a column read in pieces: the groups so far are in the
+    arrays passed in (``state``: their number, the null group, the NaN group), and this piece's rows
+    are rows ``base ...`` of the whole column (``first`` holds whole-column rows). Returns the arrays,
+    grown where they had to be; the sums keep adding in row order, so the pieces one after another
+    give the bits of one pass over the whole column."""
+    n = len(bits)
+    before = state[0]
+    codes = np.empty(0, np.int64)
+    i = _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, has_weights, 0, state,
+                  False, codes, first, group_keys, counts, sums, table_keys, table_ids)  # fmt: skip
+    while i < n:
+        groups = state[0]
+        if groups >= len(first):
+            room = 2 * len(first)
+            first, group_keys = _longer(first, room), _longer(group_keys, room)
+            counts, sums = _longer(counts, room), _longer(sums, room)
+        if groups >= len(table_keys) // 2:
+            table_keys, table_ids = _rehash(group_keys, groups, 2 * len(table_keys), state[1], state[2])
+        i = _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, has_weights, i, state,
+                      False, codes, first, group_keys, counts, sums, table_keys, table_ids)  # fmt: skip
+    for g in range(before, state[0]):
+        first[g] += base
+    return first, group_keys, counts, sums, table_keys, table_ids
