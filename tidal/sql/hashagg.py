@@ -263,6 +263,18 @@ class PieceGroups:
         self.rows += n
         return True
 
+    def _first_keys(self, first: np.ndarray) -> pa.Array:
+        """The key of each group: its first row's (``first`` rises: groups are numbered by first
+        appearance), taken from the pieces that hold them (a take from the chunked column would
+        concatenate every piece first)."""
+        starts = np.cumsum([0] + [len(k) for k in self.keys])
+        parts = []
+        at = np.searchsorted(starts, first, side="right") - 1  # the piece of each first row
+        for piece in np.unique(at):
+            rows = first[at == piece] - starts[piece]
+            parts.append(self.keys[piece].take(from_numpy(rows)))
+        return pa.concat_arrays(parts) if parts else pa.array([], self.keys[0].type)
+
     def result(self, calls: list[tuple[str, str, pa.Array | None]]) -> tuple[Groups, dict] | None:
         """``(groups, {output: column})`` as :func:`grouped` makes them (the calls' argument columns may
         be any arrays of the argument's type: only their identity is read), or None when a NaN reached
@@ -271,7 +283,7 @@ class PieceGroups:
         sums = self.sums[:size]
         if not self.ok or np.isnan(sums).any():  # a NaN anywhere makes its group's sum NaN
             return None
-        key = pa.chunked_array(self.keys, self.keys[0].type).take(from_numpy(self.first[:size])).combine_chunks()
+        key = self._first_keys(self.first[:size])
         groups = Groups(None, size, np.arange(size, dtype=np.int64), [key])
         groups.rows = self.counts[:size].copy()
         args: dict[int, _Argument] = {}
