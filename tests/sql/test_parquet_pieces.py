@@ -105,6 +105,28 @@ def test_a_null_or_nan_argument_falls_back_to_the_whole_columns(tmp_path, monkey
     assert sorted(map(repr, got)) == sorted(map(repr, expected))
 
 
+def test_columns_in_another_order_than_the_files(tmp_path, monkeypatch):
+    # two float64 columns, the argument before the key in the file: each is read as itself
+    table = pa.table({"v": [1.0, 2.0, 4.0, 8.0, 16.0], "k": [1.0, 1.0, 2.0, 2.0, 2.0]})
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=2)
+    monkeypatch.chdir(tmp_path)
+    for sql in (
+        "SELECT k, AVG(v) AS a FROM 't.parquet' GROUP BY k",
+        "SELECT v, AVG(k) AS a FROM 't.parquet' GROUP BY v",
+    ):
+        used: list = []
+        piecewise, whole = _answers(sql, used)
+        assert used == [True]
+        _same(piecewise, whole)
+        assert sorted(map(repr, piecewise.to_pylist())) == sorted(
+            map(repr, duckdb.sql(sql).to_arrow_table().to_pylist())
+        )
+    assert plan("SELECT k, AVG(v) AS a FROM 't.parquet' GROUP BY k").result().to_pylist() == [
+        {"k": 1.0, "a": 1.5},
+        {"k": 2.0, "a": 28.0 / 3},
+    ]
+
+
 def test_many_groups_across_pieces_grow_the_table(tmp_path, monkeypatch):
     rng = np.random.default_rng(7)
     n = 50_000

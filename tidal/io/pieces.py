@@ -47,7 +47,7 @@ def parquet_pieces(path: str, columns: list[str], rows: int | None = None) -> It
 
     def read() -> Iterator[pa.RecordBatch]:
         for run in runs:
-            yield from reader.read_row_groups(run, columns=columns).to_batches()
+            yield from reader.read_row_groups(run, columns=columns).select(columns).to_batches()  # in this order
 
     pieces = read()
     handoff: queue.Queue = queue.Queue(AHEAD)

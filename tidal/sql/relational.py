@@ -186,7 +186,7 @@ class _Runner:
                 pieces.append(piece)
                 if acc.ok:
                     acc.add(piece.column(k), piece.column(a) if a is not None else None)
-        except (pa.ArrowException, OSError):  # read again, whole: its errors are the scan's
+        except (pa.ArrowException, OSError, KeyError, ValueError):  # read again, whole: its errors are the scan's
             return None
         if not pieces:
             return None
@@ -265,7 +265,7 @@ def _piece_shape(node: Aggregate) -> tuple[Scan, str, str | None, set[str]] | No
     scan = project.input if project is not None else below
     if len(node.keys) != 1 or not isinstance(scan, Scan) or scan.rows is not None or scan.predicate is not None:
         return None
-    if scan.format != "parquet" or scan.live or _is_stdin(scan.path):
+    if scan.format != "parquet" or scan.live or scan.options or _is_stdin(scan.path):
         return None
     types = dict(zip(scan.names, scan.types, strict=True))
     source = {n: (n, False) for n in scan.names}  # the aggregate's input column -> (scan column, NaN count)
