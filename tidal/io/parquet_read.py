@@ -23,7 +23,10 @@ def _reader(source):
     except ImportError:
         return None
     reader = ParquetReader()
-    reader.open(source, arrow_extensions_enabled=True)  # ParquetFile's defaults
+    try:
+        reader.open(source, arrow_extensions_enabled=True)  # ParquetFile's defaults
+    except (TypeError, AttributeError):  # a pyarrow whose class takes other arguments: pyarrow.parquet reads it
+        return None
     return reader
 
 
@@ -36,6 +39,10 @@ def read_schema(path: str) -> pa.Schema:
         return pq.read_schema(path)
     try:
         return reader.schema_arrow
+    except AttributeError:  # (as above)
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(path)
     finally:
         reader.close()
 
@@ -58,5 +65,9 @@ def read_columns(source, columns: list[str] | None) -> pa.Table:
             paths = reader.column_paths
             indices = [i for name in columns for i, path in enumerate(paths) if _under(path, name)]
         return reader.read_all(column_indices=indices, use_threads=True)
+    except (TypeError, AttributeError):  # (as above)
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(source).read(columns=columns)
     finally:
         reader.close()
