@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from ..core.errors import InputError, ResourceError, TidalError
 from .csv_nulls import CSV_NULLS
 from .json_dates import json_dates
+from .parquet_read import read_columns, read_schema
 
 
 def _csvscan():
@@ -143,11 +144,9 @@ def _scan(source, fmt: str, columns, predicate, filter_any_types: bool):
 
 
 def _read_parquet(source, columns):
-    """``(table, False)`` from ``pyarrow.parquet``, or None: then the dataset scanner (and its errors) read it."""
-    import pyarrow.parquet as pq
-
+    """``(table, False)`` from pyarrow's Parquet reader, or None: then the dataset scanner (and its errors) read it."""
     try:
-        table = pq.ParquetFile(source).read(columns=columns)
+        table = read_columns(source, columns)
     except (pa.ArrowException, OSError, KeyError, ValueError):
         return None
     if isinstance(source, io.BytesIO):
@@ -566,11 +565,9 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
     if fmt == NO_FROM:
         return pa.schema([pa.field("__one", pa.int8())])
     if fmt == "parquet" and not _is_stdin(path):
-        import pyarrow.parquet as pq
-
         _open(path)
         try:
-            schema = pq.read_schema(path)
+            schema = read_schema(path)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"{path}: cannot read as parquet (is it empty, truncated or damaged?): {exc}") from None
         return _normalise_times(schema.empty_table()).schema

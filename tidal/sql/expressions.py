@@ -101,7 +101,8 @@ def translate_record(exprs) -> SqlExpr:
 
     tr = _Translator()
     fields = tuple((name, tr.visit(e)) for name, e in exprs)
-    text = ", ".join(e.sql() if e.sql() == f'"{n}"' else f"{e.sql()} AS {n}" for n, e in exprs)
+    texts = [(n, e.sql()) for n, e in exprs]  # each expression's SQL made once
+    text = ", ".join(t if t == f'"{n}"' else f"{t} AS {n}" for n, t in texts)
     return SqlExpr(Record(fields), tr.texts, text)
 
 

@@ -207,6 +207,94 @@ def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None
     return groups, aggregate(groups, calls, args)
 
 
+class PieceGroups:
+    """:func:`grouped` of one numeric key over a column read in pieces (the compiled pass, numba loaded),
+    for calls that pass needs no row codes for: ``COUNT(*)`` and the SUM/AVG of one float64 column.
+    :meth:`add` takes the next piece's key and argument arrays; :meth:`result` the calls' answer, the
+    groups, order, keys and bits of :func:`grouped` over the whole columns. Where that pass does not
+    apply (an argument with nulls or NaN) :meth:`add` returns False and the caller groups the whole
+    columns with :func:`grouped` instead."""
+
+    def __init__(self):
+        self.jit = _jit()
+        self.keys: list[pa.Array] = []
+        self.rows = 0
+        self.ok = True
+        room = 1024
+        self.first = np.zeros(room, np.int64)
+        self.group_keys = np.zeros(room, np.int64)
+        self.counts = np.zeros(room, np.int64)
+        self.sums = np.zeros(room, np.float64)
+        self.table_keys = np.zeros(4 * room, np.int64)
+        self.table_ids = np.full(4 * room, -1, np.int64)
+        self.state = np.array([0, -1, -1], np.int64)
+
+    @staticmethod
+    def applies(key_type: pa.DataType, calls: list[tuple[str, str | None, pa.DataType | None]]) -> bool:
+        """Whether the pieces' pass computes ``calls`` (``(function, argument name, argument type)``): a
+        float or integer key (numba loaded), COUNT(*), and SUM/AVG of one float64 column."""
+        if _jit() is None or not (pa.types.is_floating(key_type) or _int_like(key_type)) or _time_like(key_type):
+            return False
+        summed = {a for f, a, _ in calls if f != "count"}
+        return len(summed) <= 1 and all(
+            f == "count" or (f in ("sum", "average") and t is not None and pa.types.is_float64(t)) for f, _, t in calls
+        )
+
+    def add(self, key: pa.Array, argument: pa.Array | None) -> bool:
+        """Group the next piece (False, and nothing more is grouped, once the argument has a null)."""
+        self.keys.append(key)
+        n = len(key)
+        if not self.ok or not n:
+            self.rows += n
+            return self.ok
+        if argument is not None and argument.null_count:
+            self.ok = False
+            return False
+        bits, floats, is_float = _fused_key(key)
+        validity = key.buffers()[0] if key.null_count else None
+        bitmap = np.frombuffer(validity, np.uint8) if validity is not None else np.zeros(1, np.uint8)
+        weights = np.zeros(1) if argument is None else _Argument(argument).floats()
+        got = self.jit.key_groups_more(
+            bits, floats, is_float, bitmap, key.offset, validity is not None, weights, argument is not None,
+            self.rows, self.first, self.group_keys, self.counts, self.sums, self.table_keys, self.table_ids,
+            self.state,
+        )  # fmt: skip
+        self.first, self.group_keys, self.counts, self.sums, self.table_keys, self.table_ids = got
+        self.rows += n
+        return True
+
+    def _first_keys(self, first: np.ndarray) -> pa.Array:
+        """The key of each group: its first row's (``first`` rises: groups are numbered by first
+        appearance), taken from the pieces that hold them (a take from the chunked column would
+        concatenate every piece first)."""
+        starts = np.cumsum([0] + [len(k) for k in self.keys])
+        parts = []
+        at = np.searchsorted(starts, first, side="right") - 1  # the piece of each first row
+        for piece in np.unique(at):
+            rows = first[at == piece] - starts[piece]
+            parts.append(self.keys[piece].take(from_numpy(rows)))
+        return pa.concat_arrays(parts) if parts else pa.array([], self.keys[0].type)
+
+    def result(self, calls: list[tuple[str, str, pa.Array | None]]) -> tuple[Groups, dict] | None:
+        """``(groups, {output: column})`` as :func:`grouped` makes them (the calls' argument columns may
+        be any arrays of the argument's type: only their identity is read), or None when a NaN reached
+        the sums (SQL does not count it: the caller groups the whole columns instead)."""
+        size = int(self.state[0])
+        sums = self.sums[:size]
+        if not self.ok or np.isnan(sums).any():  # a NaN anywhere makes its group's sum NaN
+            return None
+        key = self._first_keys(self.first[:size])
+        groups = Groups(None, size, np.arange(size, dtype=np.int64), [key])
+        groups.rows = self.counts[:size].copy()
+        args: dict[int, _Argument] = {}
+        first_sum = _first_float_sum(calls)
+        if first_sum is not None:
+            arg = args.setdefault(id(first_sum), _Argument(first_sum))
+            arg._valid = None  # no null (add() saw every piece) and no NaN (the sums)
+            groups.sums[id(arg)] = sums.copy()
+        return groups, aggregate(groups, calls, args)
+
+
 def _first_float_sum(calls) -> pa.Array | None:
     """The argument of the first SUM/AVG of a floating-point column, if any."""
     for _, function, col in calls:

@@ -30,7 +30,8 @@ from sqlglot import exp
 from ..core.arrow import from_numpy
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
-from ..io.files import read_file
+from ..io.files import _is_stdin, read_file
+from ..io.pieces import parquet_pieces
 from . import hashagg, relational_join
 from .expressions import compiled, pushable_predicate, translate, translate_record
 from .logical import Aggregate, Filter, Join, Node, Project, Scan, column_labels, user_message
@@ -86,6 +87,7 @@ class _Runner:
         self.subresults = subresults
         self.labels = sql_query.query.labels
         self.zeros: set[str] = set()  # columns known to be all zeros (the NaN counts of NaN-free columns)
+        self.read: dict[int, pa.Table] = {}  # id(scan) -> its table, read already (in pieces)
 
     def _rewrite(self, node: Node):
         """An error message in the user's terms (the column labels are made only for an error)."""
@@ -93,6 +95,12 @@ class _Runner:
 
     def scan(self, scan: Scan) -> pa.Table:
         names = list(scan.file_columns)
+        if id(scan) in self.read:  # read already, in pieces (:meth:`in_pieces`)
+            table = self.read.pop(id(scan))
+            self.stats.rows_total += table.num_rows
+            self.stats.rows_read += table.num_rows
+            self.stats.progress()
+            return table
         if scan.rows is not None:  # VALUES / range: the rows are in the plan
             table = scan.rows.select(names)
             if scan.predicate is not None:
@@ -144,6 +152,9 @@ class _Runner:
             needed = {c.name for _, e in node.exprs for c in e.find_all(exp.Column)}
             table = self.run(node.input, needed)
             return self.project(node, table)
+        piecewise = self.in_pieces(node)
+        if piecewise is not None:
+            return piecewise
         needed = {*node.keys, *(c.argument for c in node.aggs)} - {None}
         if isinstance(node.input, Project):  # a column only SUM reads need not be made when it is all zeros
             others = {*node.keys, *(c.argument for c in node.aggs if c.function != "sum")}
@@ -152,6 +163,48 @@ class _Runner:
         else:
             table = self.run(node.input, needed)
         return self.aggregate(node, table)
+
+    def in_pieces(self, node: Aggregate) -> pa.Table | None:
+        """The aggregate grouped as its Parquet file is read, piece by piece (:class:`.hashagg.PieceGroups`:
+        the compiled pass over each piece while the next one is decoded), or None: then the file is read
+        whole. Only for one numeric key, COUNT(*) and SUM/AVG of one float64 column (with the NaN
+        counts the builder adds beside them) straight from the file; a null or NaN in that column ends
+        the pieces: the whole columns go on to :meth:`project` and :meth:`aggregate`, as the scan's."""
+        shape = _piece_shape(node)
+        if shape is None:
+            return None
+        scan, key, argument, zero = shape
+        columns = list(scan.file_columns)
+        at = {name: i for i, name in enumerate(scan.names)}
+        k, a = at[key], (at[argument] if argument is not None else None)
+        acc = hashagg.PieceGroups()
+        pieces = []
+        try:
+            for piece in parquet_pieces(scan.path, columns):
+                if list(piece.schema.types) != list(scan.types):  # times to normalise: read whole
+                    return None
+                pieces.append(piece)
+                if acc.ok:
+                    acc.add(piece.column(k), piece.column(a) if a is not None else None)
+        except (pa.ArrowException, OSError, KeyError, ValueError):  # read again, whole: its errors are the scan's
+            return None
+        if not pieces:
+            return None
+        arg = pieces[-1].column(a) if a is not None else None
+        calls = [(c.output, c.function, arg if c.argument is not None else None) for c in node.aggs]
+        got = acc.result([c for c in calls if c[0] not in zero])
+        if got is None:  # a null or NaN in the argument: the whole columns, as the scan reads them
+            table = pa.Table.from_batches(pieces, pieces[0].schema)
+            self.read[id(scan)] = table.rename_columns(list(scan.names)).combine_chunks()
+            return None
+        rows = sum(len(p) for p in pieces)
+        self.stats.rows_total += rows
+        self.stats.rows_read += rows
+        self.stats.progress()
+        groups, out = got
+        out.update((n, from_numpy(np.zeros(len(groups.order), np.int64))) for n in zero)
+        names = [*node.keys, *(c.output for c in node.aggs)]
+        return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
 
     def project(self, node: Project, table: pa.Table, unmade: set = frozenset()) -> pa.Table:
         """``node``'s columns over ``table``; those in ``unmade`` found all zeros are left out (in ``zeros``)."""
@@ -199,6 +252,51 @@ class _Runner:
             out = {c.output: pa.array([0 if c.function in counts else None], out[c.output].type) for c in node.aggs}
         names = [*node.keys, *(c.output for c in node.aggs)]
         return pa.table([*groups.keys, *(out[c.output] for c in node.aggs)], names=names)
+
+
+def _piece_shape(node: Aggregate) -> tuple[Scan, str, str | None, set[str]] | None:
+    """``(scan, key, argument, NaN counts)`` (the key and argument as the scan names them; the outputs
+    that sum the argument's NaN counts) when ``node`` groups a Parquet file's rows
+    as :class:`.hashagg.PieceGroups` can, piece by piece: one key, COUNT(*) and SUM/AVG of one float64
+    column, read straight from the file (or through a projection of bare columns and the NaN counts
+    of that column, whose sums are 0 when the argument's sums show no NaN); else None."""
+    below = node.input
+    project = below if isinstance(below, Project) else None
+    scan = project.input if project is not None else below
+    if len(node.keys) != 1 or not isinstance(scan, Scan) or scan.rows is not None or scan.predicate is not None:
+        return None
+    if scan.format != "parquet" or scan.live or scan.options or _is_stdin(scan.path):
+        return None
+    types = dict(zip(scan.names, scan.types, strict=True))
+    source = {n: (n, False) for n in scan.names}  # the aggregate's input column -> (scan column, NaN count)
+    if project is not None:
+        source = {}
+        for (n, e), t in zip(project.exprs, project.types, strict=True):
+            if _bare(e) and types.get(e.name) == t:
+                source[n] = (e.name, False)
+            elif _nan_indicator(e) in types:
+                source[n] = (_nan_indicator(e), True)
+            else:
+                return None
+    key = source.get(node.keys[0])
+    if key is None or key[1]:
+        return None
+    calls, counted, zero = [], set(), set()
+    for c in node.aggs:
+        if c.parameter is not None or (c.argument is not None and c.argument not in source):
+            return None
+        column, nan_count = source[c.argument] if c.argument is not None else (None, False)
+        if nan_count:
+            if c.function != "sum":
+                return None
+            counted.add(column)
+            zero.add(c.output)
+        else:
+            calls.append((c.function, column, types.get(column)))
+    summed = {a for f, a, _ in calls if f != "count"}
+    if not hashagg.PieceGroups.applies(types[key[0]], calls) or not counted <= summed:
+        return None
+    return scan, key[0], next(iter(summed), None), zero
 
 
 def _nan_indicator(e: exp.Expression) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from sqlglot import exp
 
 from ...core.errors import PlanError
@@ -108,8 +110,14 @@ def column_labels(node: Node, labels: dict[str, str]) -> dict[str, str]:
         if phys in labels:
             out[phys] = labels[phys]
         elif name and not name.startswith("__"):
-            out[phys] = exp.column(name, table=qual).sql(dialect="duckdb")
+            out[phys] = _column_sql(name, qual)
     return out
+
+
+@lru_cache(maxsize=4096)
+def _column_sql(name: str, qual: str | None) -> str:
+    """``qual.name`` as DuckDB's SQL writes it (made once per name: every plan labels its columns)."""
+    return exp.column(name, table=qual).sql(dialect="duckdb")
 
 
 def _fraction(node: exp.Expression, where: str) -> float:

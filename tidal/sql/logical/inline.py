@@ -6,8 +6,6 @@ filter pushdown, event time and every later stage treat them as they treat a fil
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
@@ -43,7 +41,10 @@ def _common_type(types: list[pa.DataType], where: str) -> pa.DataType:
 
 
 def _scan(label: str, table: pa.Table) -> Scan:
-    # the label names the rows (with a digest, so two different VALUES lists never compare equal)
+    # the label names the rows (with a digest, so two different VALUES lists never compare equal);
+    # hashlib loads OpenSSL: only here, not for every query
+    import hashlib
+
     digest = hashlib.sha256(repr(table.to_pydict()).encode()).hexdigest()[:8]
     return Scan(
         path=f"{label} #{digest}",

@@ -74,8 +74,8 @@ def fold_constants(root: Node) -> Node:
             exprs = tuple((n, _fold(e)) for n, e in node.exprs)
             if all(a is b for (_, a), (_, b) in zip(exprs, node.exprs, strict=True)):
                 return node
-            if [e.sql() for _, e in exprs] != [e.sql() for _, e in node.exprs]:
-                return replace(node, exprs=exprs)
+            if any(a is not b and a.sql() != b.sql() for (_, a), (_, b) in zip(exprs, node.exprs, strict=True)):
+                return replace(node, exprs=exprs)  # (the SQL of the expressions not folded is the same)
         return node
 
     return bottom_up(root, fn)

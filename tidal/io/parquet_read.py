@@ -1,0 +1,73 @@
+"""A local Parquet file's schema and columns without importing ``pyarrow.parquet``.
+
+``pyarrow.parquet``'s Python layer (its filesystems, and OpenSSL through ``pyarrow.fs``) takes about
+12 ms to import: more than ``tidal query`` spends reading a small file. Its ``ParquetFile`` wraps
+pyarrow's reader class (``pyarrow._parquet.ParquetReader``), which opens a local path itself:
+:func:`read_schema` and :func:`read_columns` use that class as ``ParquetFile`` does (the same options,
+the same column selection: a name picks every leaf under it), so the schema and the table are the
+ones ``pyarrow.parquet`` gives. Anything else (standard input's bytes) or a pyarrow release without
+that class goes through ``pyarrow.parquet``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def _reader(source):
+    """pyarrow's reader opened on the local path ``source`` (as ``ParquetFile`` opens it), or None."""
+    if not isinstance(source, str):
+        return None
+    try:
+        from pyarrow._parquet import ParquetReader
+    except ImportError:
+        return None
+    reader = ParquetReader()
+    try:
+        reader.open(source, arrow_extensions_enabled=True)  # ParquetFile's defaults
+    except (TypeError, AttributeError):  # a pyarrow whose class takes other arguments: pyarrow.parquet reads it
+        return None
+    return reader
+
+
+def read_schema(path: str) -> pa.Schema:
+    """The file's Arrow schema (``pyarrow.parquet.read_schema``)."""
+    reader = _reader(path)
+    if reader is None:
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(path)
+    try:
+        return reader.schema_arrow
+    except AttributeError:  # (as above)
+        import pyarrow.parquet as pq
+
+        return pq.read_schema(path)
+    finally:
+        reader.close()
+
+
+def _under(path: list[str], name: str) -> bool:
+    """Whether the leaf at ``path`` is ``name`` or under it (``name`` a dotted prefix, as ParquetFile takes)."""
+    return any(".".join(path[:k]) == name for k in range(1, len(path) + 1))
+
+
+def read_columns(source, columns: list[str] | None) -> pa.Table:
+    """The columns ``columns`` (None: all) of the file (``pyarrow.parquet.ParquetFile(source).read``)."""
+    reader = _reader(source)
+    if reader is None:
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(source).read(columns=columns)
+    try:
+        indices = None
+        if columns is not None:  # a name selects each leaf under it (a struct's fields), in file order
+            paths = reader.column_paths
+            indices = [i for name in columns for i, path in enumerate(paths) if _under(path, name)]
+        return reader.read_all(column_indices=indices, use_threads=True)
+    except (TypeError, AttributeError):  # (as above)
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(source).read(columns=columns)
+    finally:
+        reader.close()
