@@ -278,3 +278,16 @@ def test_subquery_order_limit_offset_like_duckdb(tmp_path_factory, rows, desc, n
     grouped = "count(" in outer
     sql = f"SELECT {outer} FROM ({inner})" + ("" if grouped else " ORDER BY p NULLS FIRST, q NULLS FIRST")
     same(sql)
+
+
+def test_a_csv_sampled_while_planning_and_changed_before_the_read_is_read_as_it_is(in_dir):
+    """The one-column check reuses the width the planner's sample saw only while the file is unchanged:
+    a file rewritten from two columns to one (empty lines then rows of NULL, as in DuckDB) is looked at again."""
+    from tidal.io.files import file_schema, read_file
+
+    (in_dir / "g.csv").write_text("a,b\n1,2\n3,4\n")
+    file_schema("g.csv")  # planning samples the two-column file
+    (in_dir / "g.csv").write_text("c\n1\n\n2\n\n\n")
+    got = read_file("g.csv").table.column("c").to_pylist()
+    assert got == [r[0] for r in duck_rows("SELECT c FROM 'g.csv'")]
+    same("SELECT count(*), count(c) FROM 'g.csv'")
