@@ -8,6 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tidal.core.time import INFINITY
 from tidal.ops.reorder_store import PayloadStore
 
 KINDS = ("numbers", "strings", "nulls later")
@@ -43,7 +44,7 @@ def programs(draw):
         if op == "add":
             k = draw(st.integers(0, 40))
             keep = draw(st.lists(st.booleans(), min_size=k, max_size=k)) if draw(st.booleans()) else None
-            steps.append(("add", k, keep, draw(st.booleans())))
+            steps.append(("add", k, keep, draw(st.sampled_from(["points", "intervals", "starts", "some starts"]))))
         elif op == "gather":
             steps.append(("gather", draw(st.floats(0, 1)), draw(st.randoms(use_true_random=False))))
         else:
@@ -59,10 +60,15 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
     made = 0  # source rows generated (values are a function of this index)
     for i, step in enumerate(program):
         if step[0] == "add":
-            _, k, keep, points = step
+            _, k, keep, shape = step
+            points = shape == "points"
             cols = _columns(kind, made, k, i)
             sync = np.arange(made, made + k, dtype=np.int64) * 10
             other = sync + 1 if points else sync * 3 + 7
+            if shape == "starts":  # start edges: every other time INFINITY (the store reads none back)
+                other = np.full(k, INFINITY, dtype=np.int64)
+            elif shape == "some starts":
+                other = np.where(sync % 20 == 0, INFINITY, other)
             present = None if keep is None else np.flatnonzero(np.array(keep, dtype=bool))
             first = store.add(None if points else other, cols, present, sync)
             for r in range(k) if present is None else present.tolist():

@@ -27,7 +27,7 @@ def head(source) -> bytes:
     return head
 
 
-_WIDTHS: dict[tuple, int] = {}  # a file's sampled column count (file_schema's sample), by sample_key
+_WIDTHS: dict[tuple, tuple[bytes, int]] = {}  # a file's sample and its column count, by sample_key
 _WIDTHS_KEPT = 64
 
 
@@ -43,34 +43,37 @@ def sample_key(source, sep: str, read_opts) -> tuple | None:
     return (os.path.abspath(source), st.st_size, st.st_mtime_ns, *settings)
 
 
-def remember_width(key: tuple | None, width: int) -> None:
+def remember_width(key: tuple | None, sample: bytes, width: int) -> None:
+    """Keep the column count read from ``sample`` (the file's :func:`head`)."""
     if key is None:
         return
     if len(_WIDTHS) >= _WIDTHS_KEPT:
         _WIDTHS.pop(next(iter(_WIDTHS)))
-    _WIDTHS[key] = width
+    _WIDTHS[key] = (sample, width)
 
 
 def one_column(source, sep: str, read_opts, columns=None) -> bool:
     """Whether the CSV file has a single column: then an empty line is a row (a NULL), as in DuckDB
     (in a wider file it is skipped). Known without a look when two columns are asked for, or from the
-    sample :func:`file_schema` took of the same file (unchanged since: same size and modification time)."""
+    sample :func:`file_schema` took of the same file when its first megabyte is still the same bytes (the
+    width is read from them: a file rewritten since is looked at again)."""
     import pyarrow.csv as pv
 
     if columns is not None and len(set(columns)) >= 2:
         return False
     key = sample_key(source, sep, read_opts)
-    if key in _WIDTHS:
-        return _WIDTHS[key] == 1
+    sample = head(source)
+    if key in _WIDTHS and _WIDTHS[key][0] == sample:
+        return _WIDTHS[key][1] == 1
     try:
         reader = pv.open_csv(
-            io.BytesIO(utf8_head(head(source))),
+            io.BytesIO(utf8_head(sample)),
             read_options=read_opts,
             parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
         )
     except (pa.ArrowInvalid, OSError):
         return False
-    remember_width(key, len(reader.schema))
+    remember_width(key, sample, len(reader.schema))
     return len(reader.schema) == 1
 
 

@@ -99,7 +99,8 @@ def _popcount(y):
 
 
 def text_scan(source) -> tuple[int, bool]:
-    """``(newline bytes, whether the file is all ASCII)``: one compiled pass over the mapped file that
+    """``(newline bytes, whether the file is all ASCII)`` of a file (path, bytes or :func:`mapped` buffer):
+    one compiled pass over the mapped file that
     :func:`is_utf8` (ASCII is UTF-8) and :func:`rows_are_lines` (the line count) then both use, instead of
     a pass each."""
     data = _data(source)
@@ -131,7 +132,15 @@ def _words(data: np.ndarray) -> np.ndarray:
 def _data(source) -> np.ndarray:
     if isinstance(source, io.BytesIO):
         return np.frombuffer(source.getbuffer(), np.uint8)
+    if isinstance(source, pa.Buffer):
+        return np.frombuffer(source, np.uint8)
     return np.frombuffer(pa.memory_map(source).read_buffer(), np.uint8)
+
+
+def mapped(source) -> pa.Buffer | None:
+    """A file's bytes, mapped (None for standard input, already in memory): :func:`text_scan` and the CSV
+    reader then read the same pages, mapped once (a second read of a file copies it from the page cache)."""
+    return None if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
 
 
 LAST_LINE_BYTES = 1 << 16

@@ -383,7 +383,8 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     header, _, read_opts, parse_opts, convert_opts = _csv_options(
         options, delimiter, columns, schema, on_invalid, source
     )
-    scan = _csvscan().text_scan(source)  # line ends and ASCII in one pass, for both checks below
+    given, mapped = source, _csvscan().mapped(source)  # the file mapped once: the scan and the reader share it
+    scan = _csvscan().text_scan(source if mapped is None else mapped)  # line ends and ASCII, for both checks below
     source, not_utf8 = _without_invalid_utf8(path, source, on_error, scan)
 
     def read(block_size: int, serial: bool = False) -> pa.Table:
@@ -393,7 +394,8 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
             block_size=block_size,
             use_threads=not serial and pa.cpu_count() > 1,  # one thread: the serial reader, without a pool's cost
         )
-        return pv.read_csv(source, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
+        data = pa.BufferReader(mapped) if source is given and mapped is not None else source
+        return pv.read_csv(data, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
 
     # read first: when rows and lines agree, no quote is left open and no need to scan every quote
     table = _read_whole_lines(source, read, path, options, delimiter, header, bad, scan) if not not_utf8 else None
@@ -542,7 +544,8 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
         sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
         source = _open(path)
         key = sample_key(source, sep, read_opts)
-        head = _utf8_head(_head(source))
+        raw_head = _head(source)
+        head = _utf8_head(raw_head)
         try:
             sample = pv.read_csv(
                 io.BytesIO(head),
@@ -554,7 +557,7 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
             raise InputError(f"{path}: {exc}") from None
         except UnicodeDecodeError:  # column names that are not UTF-8
             raise _utf8_error(path, _open(path)) or InputError(f"{path}: invalid UTF-8 text") from None
-        remember_width(key, sample.num_columns)  # the read's one-column check uses it (_one_column)
+        remember_width(key, raw_head, sample.num_columns)  # the read's one-column check uses it (_one_column)
         # a column with no value in the sample is VARCHAR, as in DuckDB (pyarrow's null type has no functions)
         schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in sample.schema])
         if not header:

@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
@@ -31,7 +32,7 @@ _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before 
 class _Piece:
     """Arrays of ``length`` rows: row ``i`` has id ``first + i``, or ``rows[i]`` (a compact piece)."""
 
-    __slots__ = ("first", "length", "rows", "other", "sync", "columns")
+    __slots__ = ("first", "length", "rows", "other", "sync", "columns", "starts")
 
     def __init__(self, first, length, rows, other, sync, columns):
         self.first = first
@@ -40,6 +41,8 @@ class _Piece:
         self.other = other  # None: points (other = sync + 1)
         self.sync = sync
         self.columns = columns
+        # start edges only (every other time INFINITY): a gather writes INFINITY, it reads no other time
+        self.starts = other is not None and len(other) > 0 and other[0] == INFINITY and bool((other == INFINITY).all())
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
@@ -104,6 +107,15 @@ def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
 
 
 _NONE = np.empty(0, dtype=np.int64)
+
+
+def _others(used: list[_Piece], index: np.ndarray) -> np.ndarray:
+    """The other times at ``index`` of the pieces one after the other (start edges: INFINITY, none read)."""
+    if all(p.starts for p in used):
+        return np.full(len(index), INFINITY, dtype=np.int64)
+    if len(used) == 1:
+        return used[0].other[index]
+    return np.concatenate([p.others(slice(None)) for p in used])[index]
 
 
 def _is_sync(col: pa.Array, sync: np.ndarray | None, times: np.ndarray | None) -> bool:
@@ -211,16 +223,13 @@ class PayloadStore:
                 other = None if piece.other is None else piece.other[a : a + n]
                 cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
             else:
-                other = None if piece.other is None else piece.other[index]
+                other = None if piece.other is None else _others([piece], index)
                 cols = {
                     k: _sync_column(v, times) if _is_sync(v, piece.sync, times) else _take([v], index)
                     for k, v in piece.columns.items()
                 }
         else:
-            if all(p.other is None for p in used):
-                other = None
-            else:
-                other = np.concatenate([p.others(slice(None)) for p in used])[index]
+            other = None if all(p.other is None for p in used) else _others(used, index)
             cols = {}
             for k in used[0].columns:
                 arrays = [p.columns[k] for p in used]
