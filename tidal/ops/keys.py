@@ -9,8 +9,9 @@ that mapping for whole batches at once:
 * an integer-like key column whose values fall in a modest range uses a direct lookup
   table (one gather per event);
 * other integer-like columns use a compiled hash map;
-* strings and other types are dictionary-encoded per batch, so Python only sees each
-  distinct value of a batch once;
+* a batch of short strings (at most 7 bytes, no null) is coded by one compiled pass
+  (:mod:`.text_keys`); other strings and other types are dictionary-encoded per batch, so
+  Python only sees each distinct value of a batch once;
 * several key columns are combined pairwise into one id through the same compiled map.
 
 Nulls are a key value of their own (as in SQL's GROUP BY). The hash is a deterministic
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 from ..core.batch import as_numpy
 from ..core.errors import PlanError
 from ..expr.lambdas import lambda_body, row_field
+from .text_keys import ShortTexts
 
 TUPLE_KEY_HINT = "give a list of field names (key=['a', 'b']), or select the key expressions as fields first"
 
@@ -293,9 +295,7 @@ class _ColumnCodes:
             t = col.type
             self.kind = "int" if _integer_like(t) else ("float" if pa.types.is_floating(t) else "other")
             if t in (pa.string(), pa.large_string()):
-                from .text_keys import ShortTexts  # it builds on this module's table
-
-                self.short = ShortTexts()
+                self.short = ShortTexts(IdTable())
         elif not col.type.equals(self.type):
             col = col.cast(self.type)
         if self.kind == "other":

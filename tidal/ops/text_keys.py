@@ -14,10 +14,25 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from .keys import IdTable, _slot_id
-
 SHORT = 7  # bytes: the value and its length fit one int64
 _TEXT = {pa.string(): np.int32, pa.large_string(): np.int64}
+
+
+@numba.njit(cache=True)
+def _slot_id(keys, ids, mask, v, next_id):
+    """The id of int64 ``v`` in the open-addressing table ``keys``/``ids`` (-1 = empty slot), or ``next_id``
+    after entering it: the probe of :class:`tidal.ops.keys.IdTable`, whose table this is."""
+    h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
+    slot = np.int64(h) & mask
+    while True:
+        got = ids[slot]
+        if got < 0:
+            keys[slot] = v
+            ids[slot] = next_id
+            return next_id
+        if keys[slot] == v:
+            return got
+        slot = (slot + 1) & mask
 
 
 @numba.njit(cache=True)
@@ -53,8 +68,8 @@ def _short_text_ids(offsets, data, keys, ids, next_id, out, new_rows):
 class ShortTexts:
     """Codes for the short text values of one key column: packed value -> table id -> the column's code."""
 
-    def __init__(self):
-        self.table = IdTable()
+    def __init__(self, table):
+        self.table = table  # a tidal.ops.keys.IdTable: packed value -> table id
         self.code_of = np.empty(0, np.int64)  # table id -> the column's code
 
     def codes(self, col: pa.Array, assign) -> np.ndarray | None:
