@@ -22,6 +22,8 @@ process runs' extra repeats. Files are written once into ``bench/.data/`` and re
   ``ORDER BY amount DESC LIMIT 10``; ``GROUP BY user_id ORDER BY SUM(amount) DESC LIMIT 10``. Each
   runs as SQL (engine ``tidal``), as the same query in the Python API (``tidal python api``: the CSV
   read with pyarrow, then the fluent API), and in DuckDB with ``threads=1``. Start-up is excluded.
+  ``the CSV read alone``: the tumble query's three columns read by tidal's reader and by DuckDB (how much
+  of each engine's time is the read).
 
 Every engine's answer is checked against DuckDB's before timing. ``--profile`` prints a cProfile of
 one SQL run of each workload. ``--arrow-threads N`` (default 1, as DuckDB's ``threads=1``; 0: every
@@ -256,6 +258,33 @@ def where_vs_lambda(path: str, con, results: Results, args) -> None:
     )
 
 
+READ_COLUMNS = ("ts", "category", "amount")  # what the tumble query reads
+
+
+def csv_read_alone(name: str, con, results: Results, args) -> None:
+    """How much of the CSV queries is the read: the tumble query's columns of the events file read alone,
+    by tidal's reader (``read_file`` with the types its planner samples: the checks and pyarrow's parse)
+    and by DuckDB (each column counted, so that every value is parsed)."""
+    from tidal.io.files import file_schema, read_file
+
+    def tidal_read():
+        schema = file_schema(name)
+        types = pa.schema([schema.field(c) for c in READ_COLUMNS])
+        return read_file(name, columns=list(READ_COLUMNS), schema=types).table.num_rows
+
+    duck_sql = f"SELECT COUNT(ts), COUNT(category), COUNT(amount) FROM '{name}'"
+    if tidal_read() != con.sql(duck_sql).fetchall()[0][0]:
+        raise SystemExit("the CSV read alone: tidal and DuckDB read different numbers of rows")
+    workload = "SQL events: the CSV read alone (ts, category, amount)"
+    results.run_interleaved(
+        [
+            (workload, "tidal", tidal_read, args.events),
+            (workload, "duckdb", lambda: con.sql(duck_sql).fetchall(), args.events),
+        ],
+        args.repeat,
+    )
+
+
 def _answer(table: pa.Table, columns: tuple[str, ...]) -> list[tuple]:
     """Rows of ``columns`` as sorted tuples, floats rounded (summation order differs between engines)."""
     rows = zip(*(table.column(c).to_pylist() for c in columns), strict=True)
@@ -353,6 +382,8 @@ def main(argv=None) -> int:
                 prof.runcall(lambda sql=sql: plan(sql).result())
                 print(f"== {workload}")
                 pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+        if events:
+            csv_read_alone(events.name, con, results, args)
     finally:
         os.chdir(cwd)
     threads = args.arrow_threads or pa.cpu_count()

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tidal
-from tidal.core.batch import BatchSizer
+from tidal.core.batch import BatchSizer, EventBatch
+from tidal.core.time import INFINITY
 from tidal.expr import compile as compile_mod
 from tidal.testing import Reference, assert_same_snapshots
 
@@ -293,3 +294,31 @@ def test_row_mode_builds_only_the_fields_a_lambda_reads():
 
 def _opaque_check(x):
     return x if not isinstance(x, int) else x > 0
+
+
+def test_start_edges_left_unmade_read_as_infinity_through_every_derivation():
+    """A batch of start edges given ``START_EDGES`` keeps them unmade through slice, take, concat, replace,
+    pickling and copying, and reads INFINITY for each event wherever its other times are read."""
+    import copy
+    import pickle
+
+    from tidal.core.batch import START_EDGES, concat_batches
+
+    sync = np.array([1, 4, 4, 9, 12], dtype=np.int64)
+    lazy = EventBatch(sync, START_EDGES, {"v": pa.array([10, 20, 30, 40, 50])})
+    made = EventBatch(sync, np.full(5, INFINITY, np.int64), {"v": pa.array([10, 20, 30, 40, 50])})
+    derived = [
+        (lazy.slice(1, 4), made.slice(1, 4)),
+        (lazy.take(np.array([4, 0, 2])), made.take(np.array([4, 0, 2]))),
+        (concat_batches([lazy, lazy.slice(2, 3)]), concat_batches([made, made.slice(2, 3)])),
+        (lazy.replace(sync=sync + 1), made.replace(sync=sync + 1)),
+        (pickle.loads(pickle.dumps(lazy)), made),
+        (copy.deepcopy(lazy), made),
+        (lazy.with_absent(np.array([False, True, False, False, True])).compact(), made.take(np.array([0, 2, 3]))),
+    ]
+    for got, want in derived:
+        assert got.starts and not got.points
+        assert got.to_record_batch().equals(want.to_record_batch())
+        assert got.other.tolist() == [INFINITY] * len(got) and not got.starts  # made when read, then kept
+    mixed = concat_batches([lazy, EventBatch(sync, sync + 3, {"v": pa.array([1, 2, 3, 4, 5])})])
+    assert mixed.other.tolist() == [INFINITY] * 5 + (sync + 3).tolist()

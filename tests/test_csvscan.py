@@ -84,3 +84,32 @@ def test_line_ends_are_counted_as_numpy_counts_them(data, lead):
 
     raw = np.frombuffer(b"x" * lead + data, np.uint8)[lead:]  # every alignment of the first byte
     assert int(_line_ends(raw, _words(raw))) == int(np.count_nonzero(raw == 10))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.binary(max_size=300)
+    | st.text(max_size=120).map(str.encode)
+    | st.text(alphabet="a\n,\r", max_size=300).map(str.encode),
+    st.integers(0, 7),
+)
+def test_the_text_scan_counts_line_ends_and_sees_any_byte_past_ascii(data, lead):
+    """One pass gives both the line count and whether the bytes are ASCII, at every alignment; with it,
+    ``is_utf8`` still answers as Python's decoder does (an ASCII file is UTF-8; any other is checked)."""
+    import numpy as np
+
+    from tidal.io.csvscan import _line_ends_ascii, _words, is_utf8, text_scan
+
+    raw = np.frombuffer(b"x" * lead + data, np.uint8)[lead:]
+    count, ascii = _line_ends_ascii(raw, _words(raw))
+    assert int(count) == data.count(b"\n") and bool(ascii) == data.isascii()
+    scan = text_scan(io.BytesIO(data))
+    assert scan == (data.count(b"\n"), data.isascii())
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert is_utf8(io.BytesIO(data), scan) is valid
+    rows = reference_rows(data)
+    assert rows_are_lines(io.BytesIO(data), rows, '"', ",", scan) == rows_are_lines(io.BytesIO(data), rows, '"', ",")

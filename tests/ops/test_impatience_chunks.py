@@ -131,3 +131,41 @@ def test_many_runs_released_at_once_match_a_stable_sort(seed, spread, batch, eve
     order = keep[np.lexsort((keep, t[keep]))]
     np.testing.assert_array_equal(np.concatenate([*got_r, b]), order)
     np.testing.assert_array_equal(np.concatenate([*got_t, a]), t[order])
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(st.integers(-50, 50), min_size=1, max_size=300),
+    st.sampled_from([1, 1000, 10**6]),
+    st.integers(-(2**40), 2**40),
+    st.booleans(),
+    st.integers(-60, 60),
+)
+def test_the_bucket_sort_is_a_stable_sort_or_declines(jitter, step, base, given_ids, wm):
+    """The nearly-in-order chunk sort gives (time, row id) order as a stable sort does, for jittered,
+    crowded or spread times, ids given or counted, elements under the watermark left out; or it
+    declines (-1) and writes nothing."""
+    from tidal.ops.impatience_bucket import _bucket_chunk
+
+    n = len(jitter)
+    times = base + np.arange(n, dtype=np.int64) * step // 10 + np.array(jitter, dtype=np.int64) * step
+    ids = np.arange(n, dtype=np.int64) * 3 + 7 if given_ids else np.empty(0, np.int64)
+    row0, cut = 11, base + wm * step
+    out_t, out_r = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    m = _bucket_chunk(times, row0, ids, cut, out_t, out_r)
+    rows = ids if given_ids else row0 + np.arange(n, dtype=np.int64)
+    keep = times >= cut
+    order = np.argsort(times[keep], kind="stable")
+    if m < 0:  # declined (the radix sort takes the chunk): nothing written
+        assert (out_t == -1).all() and (out_r == -1).all()
+        return
+    assert m == int(keep.sum())
+    assert out_t[:m].tolist() == times[keep][order].tolist() and out_r[:m].tolist() == rows[keep][order].tolist()
+
+
+def test_the_bucket_sort_declines_times_crowded_into_one_bucket():
+    from tidal.ops.impatience_bucket import _bucket_chunk
+
+    times = np.array([5] * 50 + [6] * 50 + [2**30], dtype=np.int64)
+    out = np.empty(len(times), np.int64), np.empty(len(times), np.int64)
+    assert _bucket_chunk(times, 0, np.empty(0, np.int64), INT64_MIN, *out) == -1

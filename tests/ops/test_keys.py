@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tidal.ops.keys import KeyIndex, stable_hash
@@ -103,3 +103,35 @@ def test_float_codes_in_one_pass_follow_first_appearance(batches):
             known[None] = len(known)
         assert got == [known[None if v is None else _norm(v)] for v in values]
     assert len(index) == len(known)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.one_of(
+                    st.none(), st.sampled_from(["a", "b", "", "ü", "a\x00", "\x00", "1234567", "12345678", "x" * 20])
+                ),
+                max_size=30,
+            ),
+            st.sampled_from([pa.string(), pa.large_string()]),
+            st.integers(0, 3),
+        ),
+        max_size=5,
+    )
+)
+@example([(["a", "a\x00", "", "\x00", "b"], pa.string(), 1), (["a\x00", None, "x" * 20, "c"], pa.large_string(), 0)])
+def test_text_codes_follow_first_appearance_whichever_path(batches):
+    """Text keys: a batch of values of at most 7 bytes and no null takes the compiled short-text pass, any
+    other batch Arrow's dictionary encoding; a value has one code whichever path met it, codes in order
+    of first appearance, and the values come back (string and large_string, sliced arrays)."""
+    index = KeyIndex(("k",))
+    known: dict = {}
+    for values, type_, lead in batches:
+        col = pa.array(["pad"] * lead + values, type_).slice(lead)  # offsets that do not start at 0
+        got = index.ids([col]).tolist()
+        for v in dict.fromkeys(values):
+            known.setdefault(v, len(known))
+        assert got == [known[v] for v in values]
+    assert len(index) == len(known)
+    assert index.key_columns(np.arange(len(index)))[0].to_pylist() == list(known)

@@ -8,6 +8,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tidal.core.batch import START_EDGES
+from tidal.core.time import INFINITY
 from tidal.ops.reorder_store import PayloadStore
 
 KINDS = ("numbers", "strings", "nulls later")
@@ -28,9 +30,12 @@ def _columns(kind: str, start: int, k: int, step: int) -> dict[str, pa.Array]:
 
 
 def _check_other(other, want: list[int]) -> None:
-    """None stands for points: every released row's other time is then its sync time (10 * i) + 1."""
+    """None stands for points: every released row's other time is then its sync time (10 * i) + 1;
+    START_EDGES for start edges (every other time INFINITY)."""
     if other is None:
         assert all(w % 10 == 1 for w in want)
+    elif other is START_EDGES:
+        assert all(w == INFINITY for w in want)
     else:
         assert other.tolist() == want
 
@@ -43,7 +48,9 @@ def programs(draw):
         if op == "add":
             k = draw(st.integers(0, 40))
             keep = draw(st.lists(st.booleans(), min_size=k, max_size=k)) if draw(st.booleans()) else None
-            steps.append(("add", k, keep, draw(st.booleans())))
+            steps.append(
+                ("add", k, keep, draw(st.sampled_from(["points", "intervals", "starts", "some starts", "lazy starts"])))
+            )
         elif op == "gather":
             steps.append(("gather", draw(st.floats(0, 1)), draw(st.randoms(use_true_random=False))))
         else:
@@ -59,12 +66,18 @@ def test_store_gives_back_each_row_once_with_its_values(program, kind, slack):
     made = 0  # source rows generated (values are a function of this index)
     for i, step in enumerate(program):
         if step[0] == "add":
-            _, k, keep, points = step
+            _, k, keep, shape = step
+            points = shape == "points"
             cols = _columns(kind, made, k, i)
             sync = np.arange(made, made + k, dtype=np.int64) * 10
             other = sync + 1 if points else sync * 3 + 7
+            if shape in ("starts", "lazy starts"):  # start edges: every other time INFINITY
+                other = np.full(k, INFINITY, dtype=np.int64)
+            elif shape == "some starts":
+                other = np.where(sync % 20 == 0, INFINITY, other)
             present = None if keep is None else np.flatnonzero(np.array(keep, dtype=bool))
-            first = store.add(None if points else other, cols, present, sync)
+            given = START_EDGES if shape == "lazy starts" else None if points else other  # START_EDGES: not made
+            first = store.add(given, cols, present, sync)
             for r in range(k) if present is None else present.tolist():
                 model[first + r] = (int(other[r]), {n: c[r].as_py() for n, c in cols.items()})
             made += k

@@ -278,3 +278,21 @@ def test_subquery_order_limit_offset_like_duckdb(tmp_path_factory, rows, desc, n
     grouped = "count(" in outer
     sql = f"SELECT {outer} FROM ({inner})" + ("" if grouped else " ORDER BY p NULLS FIRST, q NULLS FIRST")
     same(sql)
+
+
+def test_a_csv_sampled_while_planning_and_changed_before_the_read_is_read_as_it_is(in_dir):
+    """The one-column check reuses the width the planner's sample saw only while the file is unchanged:
+    a file rewritten from two columns to one (empty lines then rows of NULL, as in DuckDB) is looked at again."""
+    import os
+
+    from tidal.io.files import file_schema, read_file
+
+    for text in ("c\n1\n\n2\n\n\n", "c\n1\n\n22\n\n\n\n\n"):  # the second: as long as the first file
+        (in_dir / "g.csv").write_text("a,b\n1,2\n3,4\n")
+        stamp = os.stat(in_dir / "g.csv").st_mtime_ns
+        file_schema("g.csv")  # planning samples the two-column file
+        (in_dir / "g.csv").write_text(text)
+        os.utime(in_dir / "g.csv", ns=(stamp, stamp))  # rewritten within one tick of the file system's clock
+        got = read_file("g.csv").table.column("c").to_pylist()
+        assert got == [r[0] for r in duck_rows("SELECT c FROM 'g.csv'")]
+        same("SELECT count(*), count(c) FROM 'g.csv'")

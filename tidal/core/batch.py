@@ -14,7 +14,8 @@ Event kinds are encoded by the two timestamps, as in Trill:
 
 A batch of point events may leave ``other`` unset (``EventBatch(sync, None, ...)``): it is
 ``sync + 1`` and is computed only when something reads it, so a source of points that is
-filtered, counted or aggregated never allocates it.
+filtered, counted or aggregated never allocates it. A batch of start edges may likewise give
+``other`` as :data:`START_EDGES`: INFINITY for every event, made when first read.
 
 Batches are immutable once built: operators make new batches that share unchanged
 columns (a projection "swings the pointer"), so one batch can feed several consumers.
@@ -28,6 +29,21 @@ import numpy as np
 import pyarrow as pa
 
 from .time import INFINITY
+
+
+class _StartEdges:
+    """The other times of a batch of start edges, not made yet: INFINITY for every event."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "START_EDGES"
+
+    def __reduce__(self):  # one marker: a pickled or copied batch still has it
+        return "START_EDGES"
+
+
+START_EDGES = _StartEdges()
 
 SYNC_FIELD = "sync_time"
 OTHER_FIELD = "other_time"
@@ -82,7 +98,7 @@ class EventBatch:
         hash: np.ndarray | None = None,
     ):
         self.sync = sync
-        self._other = other  # None: point events, other = sync + 1 (made when first read)
+        self._other = other  # None: point events, other = sync + 1; START_EDGES: INFINITY (made when first read)
         self.columns = columns
         self.absent = absent
         self.key = key
@@ -93,12 +109,25 @@ class EventBatch:
         other = self._other
         if other is None:
             other = self._other = self.sync + 1
+        elif other is START_EDGES:
+            other = self._other = np.full(len(self.sync), INFINITY, dtype=np.int64)
         return other
 
     @property
     def points(self) -> bool:
         """True when every event is known to be a point without looking (``other`` was never given)."""
         return self._other is None
+
+    @property
+    def starts(self) -> bool:
+        """True when every event is known to be a start edge without looking (``other`` given as
+        :data:`START_EDGES` and not read yet)."""
+        return self._other is START_EDGES
+
+    def _other_at(self, index):
+        """``other`` at ``index`` (positions or a slice), left unmade for points and start edges."""
+        other = self._other
+        return other if other is None or other is START_EDGES else other[index]
 
     # -- size -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -145,7 +174,7 @@ class EventBatch:
         absent = None if self.absent is None else self.absent[np_idx]
         return EventBatch(
             sync=self.sync[np_idx],
-            other=None if self._other is None else self._other[np_idx],
+            other=self._other_at(np_idx),
             columns={k: gather(v, np_idx) for k, v in self.columns.items()},
             absent=absent if absent is not None and absent.any() else None,
             key=None if self.key is None else gather(self.key, np_idx),
@@ -156,7 +185,7 @@ class EventBatch:
         n = stop - start
         return EventBatch(
             sync=self.sync[start:stop],
-            other=None if self._other is None else self._other[start:stop],
+            other=self._other_at(slice(start, stop)),
             columns={k: v.slice(start, n) for k, v in self.columns.items()},
             absent=None if self.absent is None else self.absent[start:stop],
             key=None if self.key is None else self.key.slice(start, n),
@@ -220,12 +249,20 @@ def concat_batches(batches: Sequence[EventBatch]) -> EventBatch:
     keyed = first.key is not None
     return EventBatch(
         sync=np.concatenate([b.sync for b in batches]),
-        other=None if all(b.points for b in batches) else np.concatenate([b.other for b in batches]),
+        other=_concat_others(batches),
         columns={k: pa.concat_arrays([b.columns[k] for b in batches]) for k in first.columns},
         absent=np.concatenate([b.present_mask() for b in batches]) ^ True if any_absent else None,
         key=pa.concat_arrays([b.key for b in batches]) if keyed else None,
         hash=np.concatenate([b.hash for b in batches]) if keyed else None,
     )
+
+
+def _concat_others(batches: Sequence[EventBatch]):
+    if all(b.points for b in batches):
+        return None
+    if all(b.starts for b in batches):
+        return START_EDGES
+    return np.concatenate([b.other for b in batches])
 
 
 def event_kinds(sync: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from ..core.batch import EventBatch
 from ..core.errors import PlanError
 from .compile import Native, describe_columnar
 from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
-from .nodes import BinOp, BoolOp, Call, Col, Compare, Const, Node, Unary
+from .nodes import BinOp, BoolOp, Call, Case, Col, Compare, Const, Node, SqlCall, Unary
 from .sqlkernels import SqlEvaluator, SqlTypeError
 
 _SHARED_OPS = {"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not"}
@@ -62,6 +62,31 @@ def _nan_from_arithmetic(compare: Compare, types: dict[str, pa.DataType]) -> boo
 
 
 _INT64 = (-(2**63), 2**63 - 1)
+
+
+def _nan_count_of(node: Node) -> str | None:
+    """The column ``x`` when ``node`` is ``CASE WHEN isnan(x) THEN 1 ELSE 0 END`` (the NaN count the SQL
+    builder puts beside an aggregate of a DOUBLE column), else None."""
+    if not (isinstance(node, Case) and len(node.whens) == 1):
+        return None
+    (test, then), default = node.whens[0], node.default
+    if not (isinstance(test, SqlCall) and test.func == "isnan" and len(test.args) == 1 and not test.params):
+        return None
+    ones = [isinstance(c, Const) and type(c.value) is int and c.value == v for c, v in ((then, 1), (default, 0))]
+    return test.args[0].name if isinstance(test.args[0], Col) and all(ones) else None
+
+
+_FLOATS = {pa.float64(): np.float64, pa.float32(): np.float32}
+
+
+def _nan_count(col: pa.Array) -> pa.Array:
+    """``CASE WHEN isnan(col) THEN 1 ELSE 0 END`` over a float column (NULL is not NaN: 0), by numpy."""
+    n = len(col)
+    values = np.frombuffer(col.buffers()[1], _FLOATS[col.type], count=n, offset=col.offset * col.type.byte_width)
+    nan = np.isnan(values)
+    if col.null_count:
+        nan &= np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return pa.array(nan.astype(np.int64), pa.int64())
 
 
 def _bounds(node: Node, columns: dict, cache: dict) -> tuple[int, int] | None:
@@ -118,6 +143,7 @@ class CompiledSql:
         self.text = text or str(node)
         self.native = Native()
         self._fields = record_fields(node) if not truth else (("value", node),)
+        self._nan_counts = {name: c for name, n in self._fields if (c := _nan_count_of(n)) is not None}
         self._shared = tuple(_shared(n) for _, n in self._fields)
         self._ways: dict[tuple, tuple[bool, ...]] = {}  # input types -> per field: the lambdas' kernels?
         self._schema = schema
@@ -233,8 +259,11 @@ class CompiledSql:
         """Output columns for every event when the lambdas' kernels compute them all, else None (the
         operator then calls :meth:`project_rows` on the batch's present events)."""
         n = len(batch)
-        ways = self._kernels_for({c: a.type for c, a in batch.columns.items()})
-        if not all(ways) or self.sql_way(batch.columns):
+        types = {c: a.type for c, a in batch.columns.items()}
+        ways = self._kernels_for(types)
+        # a bare column (shared as it is, of any type) and a NaN count of a float column (numpy) need no kernel
+        direct = (isinstance(f, Col) or types.get(self._nan_counts.get(name)) in _FLOATS for name, f in self._fields)
+        if not all(w or d for w, d in zip(ways, direct, strict=True)) or self.sql_way(batch.columns):
             return None
         try:
             return self._columns(batch, n, ways)
@@ -258,6 +287,10 @@ class CompiledSql:
         for (name, node), fast in zip(self._fields, ways, strict=True):
             if isinstance(node, Col):
                 out[name] = batch.columns[node.name]  # pointer swing: share the column
+                continue
+            counted = batch.columns.get(self._nan_counts.get(name))
+            if counted is not None and counted.type in _FLOATS:
+                out[name] = _nan_count(counted)
                 continue
             if fast:
                 try:

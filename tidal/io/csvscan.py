@@ -68,6 +68,28 @@ def _line_ends(data, words):
     return count
 
 
+@numba.njit(cache=True, nogil=True)
+def _line_ends_ascii(data, words):
+    """``(newline bytes, whether every byte is ASCII)`` of ``data``: :func:`_line_ends`'s count, and the OR of
+    every word kept on the side (a byte is ASCII when its high bit is clear), in the same pass."""
+    pattern = _ONES * np.uint64(10)
+    lows = ~_HIGHS
+    count = 0
+    seen = np.uint64(0)
+    m = len(words)
+    for w in range(m):
+        word = words[w]
+        seen |= word
+        x = word ^ pattern
+        y = ~(((x & lows) + lows) | x | lows)
+        if y:
+            count += _popcount(y)
+    for i in range(m * 8, len(data)):
+        count += data[i] == 10
+        seen |= np.uint64(data[i])
+    return count, (seen & _HIGHS) == 0
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _popcount(y):
     y = y - ((y >> np.uint64(1)) & np.uint64(0x5555555555555555))
@@ -76,8 +98,21 @@ def _popcount(y):
     return (y * _ONES) >> np.uint64(56)
 
 
-def is_utf8(source) -> bool:
-    """Whether the whole file is UTF-8 (checked by Arrow over the mapped file: no copy, no Python str)."""
+def text_scan(source) -> tuple[int, bool]:
+    """``(newline bytes, whether the file is all ASCII)`` of a file (path, bytes or :func:`mapped` buffer):
+    one compiled pass over the mapped file that
+    :func:`is_utf8` (ASCII is UTF-8) and :func:`rows_are_lines` (the line count) then both use, instead of
+    a pass each."""
+    data = _data(source)
+    count, ascii = _line_ends_ascii(data, _words(data))
+    return int(count), bool(ascii)
+
+
+def is_utf8(source, scan: tuple[int, bool] | None = None) -> bool:
+    """Whether the whole file is UTF-8 (checked by Arrow over the mapped file: no copy, no Python str).
+    ``scan``: the file's :func:`text_scan`, when known: a file all ASCII is UTF-8 without another pass."""
+    if scan is not None and scan[1]:
+        return True
     data = pa.py_buffer(source.getvalue()) if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
     offsets = pa.py_buffer(np.array([0, data.size], np.int64).tobytes())
     try:
@@ -97,24 +132,34 @@ def _words(data: np.ndarray) -> np.ndarray:
 def _data(source) -> np.ndarray:
     if isinstance(source, io.BytesIO):
         return np.frombuffer(source.getbuffer(), np.uint8)
+    if isinstance(source, pa.Buffer):
+        return np.frombuffer(source, np.uint8)
     return np.frombuffer(pa.memory_map(source).read_buffer(), np.uint8)
+
+
+def mapped(source) -> pa.Buffer | None:
+    """A file's bytes, mapped (None for standard input, already in memory): :func:`text_scan` and the CSV
+    reader then read the same pages, mapped once (a second read of a file copies it from the page cache)."""
+    return None if isinstance(source, io.BytesIO) else pa.memory_map(source).read_buffer()
 
 
 LAST_LINE_BYTES = 1 << 16
 
 
-def rows_are_lines(source, rows: int, quote: str, delimiter: str) -> bool:
+def rows_are_lines(source, rows: int, quote: str, delimiter: str, scan: tuple[int, bool] | None = None) -> bool:
     """Whether the CSV ``source`` has exactly ``rows`` lines and its last line leaves no quote open.
 
     Then no quoted field spans lines (each line is one row), so every line starts outside a quote, and
     a quote left open could only be on the last line: checked there. True proves that no quote is
     left open; False proves nothing (multi-line fields, empty lines, a long last line): scan it all
-    with :func:`unterminated_quote`. One count of line ends instead of a pass over every quote."""
+    with :func:`unterminated_quote`. One count of line ends instead of a pass over every quote (none when
+    ``scan``, the file's :func:`text_scan`, gives it)."""
     data = _data(source)
     n = len(data)
     if n == 0:
         return rows == 0
-    lines = int(_line_ends(data, _words(data))) + (0 if data[-1] == 10 else 1)
+    ends = scan[0] if scan is not None else int(_line_ends(data, _words(data)))
+    lines = ends + (0 if data[-1] == 10 else 1)
     if lines != rows:
         return False
     end = n - 1 if data[-1] == 10 else n

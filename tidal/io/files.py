@@ -22,6 +22,10 @@ import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
 from .csv_nulls import CSV_NULLS
+from .csv_sample import head as _head
+from .csv_sample import one_column as _one_column
+from .csv_sample import remember_width, sample_key
+from .csv_sample import utf8_head as _utf8_head
 from .json_dates import json_dates
 from .parquet_read import read_columns, read_schema
 
@@ -43,7 +47,6 @@ FORMATS = {
     ".feather": "arrow",
 }
 # options accepted by read_csv(...) and friends, with the reader setting each one maps to
-SCHEMA_SAMPLE_BYTES = 1 << 20
 CSV_OPTIONS = {"sep", "delim", "delimiter", "header", "quote", "escape", "skip", "null", "nullstr"}
 
 
@@ -199,10 +202,11 @@ def _utf8_error(path: str, source) -> InputError | None:
     return None
 
 
-def _without_invalid_utf8(path: str, source, on_error: str):
+def _without_invalid_utf8(path: str, source, on_error: str, scan=None):
     """``(source, skipped lines)``: pyarrow cannot even report a malformed row that is not UTF-8, so such
-    lines are found first: an error naming the first (line, column), or with ``on_error="skip"`` skipped."""
-    if _csvscan().is_utf8(source):
+    lines are found first: an error naming the first (line, column), or with ``on_error="skip"`` skipped.
+    ``scan``: the file's ``csvscan.text_scan`` (an all-ASCII file needs no UTF-8 check)."""
+    if _csvscan().is_utf8(source, scan):
         return source, []
     if on_error == "fail":
         raise _utf8_error(path, source) or InputError(f"{path}: invalid UTF-8 text")
@@ -217,23 +221,6 @@ def _without_invalid_utf8(path: str, source, on_error: str):
             continue
         kept.append(line)
     return io.BytesIO(b"".join(kept)), skipped
-
-
-def _utf8_head(head: bytes) -> bytes:
-    """The sample a CSV's types are inferred from, without lines that are not UTF-8."""
-    try:
-        head.decode("utf-8")
-        return head
-    except UnicodeDecodeError:
-        return b"".join(line for line in head.splitlines(keepends=True) if _decodes(line))
-
-
-def _decodes(line: bytes) -> bool:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _long_line_error(path: str, source) -> TidalError:
@@ -295,9 +282,10 @@ def _without_unterminated(path: str, source, options: dict, on_error: str, delim
     return source, skipped
 
 
-def _read_whole_lines(source, read, path: str, options: dict, delimiter: str, header: bool, bad: list):
-    """The table when the CSV reads as one row per line, no quote left open (``csvscan.rows_are_lines``);
-    else None (``bad`` emptied, ``source`` rewound): the quote scan and the read run as for any file."""
+def _read_whole_lines(source, read, path: str, options: dict, delimiter: str, header: bool, bad: list, scan=None):
+    """The table when the CSV reads as one row per line, no quote left open (``csvscan.rows_are_lines``,
+    given the file's ``scan``); else None (``bad`` emptied, ``source`` rewound): the quote scan and the
+    read run as for any file."""
     quote = options.get("quote", '"')
     if not quote or options.get("escape"):
         return None  # no quote scan needed, or escapes the scan does not model: read as before
@@ -309,7 +297,7 @@ def _read_whole_lines(source, read, path: str, options: dict, delimiter: str, he
         source.seek(0)
     if table is not None:
         lines = table.num_rows + len(bad) + int(header) + int(options.get("skip", 0))
-        if _csvscan().rows_are_lines(source, lines, quote, _csv_settings(options, delimiter)[0]):
+        if _csvscan().rows_are_lines(source, lines, quote, _csv_settings(options, delimiter)[0], scan):
             return table
     bad.clear()
     return None
@@ -351,34 +339,6 @@ def _csv_settings(options: dict, delimiter: str):
     return sep, header, read_opts
 
 
-def _head(source) -> bytes:
-    """The file's first :data:`SCHEMA_SAMPLE_BYTES`, cut after its last whole line."""
-    if isinstance(source, io.BytesIO):
-        head = source.getvalue()[:SCHEMA_SAMPLE_BYTES]
-    else:
-        with open(source, "rb") as fh:
-            head = fh.read(SCHEMA_SAMPLE_BYTES)
-    if len(head) == SCHEMA_SAMPLE_BYTES and b"\n" in head:
-        head = head[: head.rindex(b"\n") + 1]
-    return head
-
-
-def _one_column(source, sep: str, read_opts) -> bool:
-    """Whether the CSV file has a single column: then an empty line is a row (a NULL), as in DuckDB
-    (in a wider file it is skipped)."""
-    import pyarrow.csv as pv
-
-    try:
-        reader = pv.open_csv(
-            io.BytesIO(_utf8_head(_head(source))),
-            read_options=read_opts,
-            parse_options=pv.ParseOptions(delimiter=sep, invalid_row_handler=lambda row: "skip"),
-        )
-    except (pa.ArrowInvalid, OSError):
-        return False
-    return len(reader.schema) == 1
-
-
 def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid, source):
     """``(header, raw, read, parse, convert)``: pyarrow's CSV reader options for these settings, and
     ``raw(name)``, the reader's name of a column."""
@@ -390,7 +350,7 @@ def _csv_options(options: dict, delimiter: str, columns, schema, on_invalid, sou
         quote_char=options.get("quote", '"'),
         escape_char=options.get("escape", False),
         invalid_row_handler=on_invalid,
-        ignore_empty_lines=not _one_column(source, sep, read_opts),
+        ignore_empty_lines=not _one_column(source, sep, read_opts, columns),
     )
     nulls = options.get("null", options.get("nullstr"))
     # without a header pyarrow names columns f0, f1, ...; tidal (like DuckDB) calls them column0, column1, ...
@@ -422,19 +382,22 @@ def _read_csv(path: str, source, options: dict, on_error: str, columns, delimite
     header, _, read_opts, parse_opts, convert_opts = _csv_options(
         options, delimiter, columns, schema, on_invalid, source
     )
-    source, not_utf8 = _without_invalid_utf8(path, source, on_error)
+    given, mapped = source, _csvscan().mapped(source)  # the file mapped once: the scan and the reader share it
+    scan = _csvscan().text_scan(source if mapped is None else mapped)  # line ends and ASCII, for both checks below
+    source, not_utf8 = _without_invalid_utf8(path, source, on_error, scan)
 
     def read(block_size: int, serial: bool = False) -> pa.Table:
         opts = pv.ReadOptions(
             autogenerate_column_names=read_opts.autogenerate_column_names,
             skip_rows=read_opts.skip_rows,
             block_size=block_size,
-            use_threads=not serial,
+            use_threads=not serial and pa.cpu_count() > 1,  # one thread: the serial reader, without a pool's cost
         )
-        return pv.read_csv(source, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
+        data = pa.BufferReader(mapped) if source is given and mapped is not None else source
+        return pv.read_csv(data, read_options=opts, parse_options=parse_opts, convert_options=convert_opts)
 
     # read first: when rows and lines agree, no quote is left open and no need to scan every quote
-    table = _read_whole_lines(source, read, path, options, delimiter, header, bad) if not not_utf8 else None
+    table = _read_whole_lines(source, read, path, options, delimiter, header, bad, scan) if not not_utf8 else None
     unterminated: list[int] = []
     if table is None:
         source, unterminated = _without_unterminated(path, source, options, on_error, delimiter)
@@ -576,7 +539,10 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
 
         # types are inferred from the first megabyte; the full read then uses them for every row
         sep, header, read_opts = _csv_settings(dict(options or {}), "\t" if fmt == "tsv" else ",")
-        head = _utf8_head(_head(_open(path)))
+        source = _open(path)
+        key = sample_key(source, sep, read_opts)
+        raw_head = _head(source)
+        head = _utf8_head(raw_head)
         try:
             sample = pv.read_csv(
                 io.BytesIO(head),
@@ -588,6 +554,7 @@ def file_schema(path: str, *, format: str | None = None, options: dict | None = 
             raise InputError(f"{path}: {exc}") from None
         except UnicodeDecodeError:  # column names that are not UTF-8
             raise _utf8_error(path, _open(path)) or InputError(f"{path}: invalid UTF-8 text") from None
+        remember_width(key, raw_head, sample.num_columns)  # the read's one-column check uses it (_one_column)
         # a column with no value in the sample is VARCHAR, as in DuckDB (pyarrow's null type has no functions)
         schema = pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in sample.schema])
         if not header:

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from ..core.batch import BatchSizer, EventBatch, concat_batches
+from ..core.batch import START_EDGES, BatchSizer, EventBatch, concat_batches
 from ..core.errors import InputError, describe_row
 from ..core.messages import Completed, Flush, Punctuation
 from ..core.time import EARLIEST, INFINITY, LATEST, MIN_TIME, TIME_RANGE_TEXT, align_down, first_out_of_range
@@ -189,7 +189,7 @@ def other_times(rb: pa.RecordBatch, sync: np.ndarray, offset: int, *, end=None, 
             raise InputError(f"row {offset + i}: end {int(oth[i])} is not after start {int(sync[i])}")
         return oth
     if kind == "start":
-        return np.full(len(sync), INFINITY, dtype=np.int64)
+        return START_EDGES  # INFINITY for every row, made when something reads it
     return None
 
 

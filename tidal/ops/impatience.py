@@ -38,7 +38,10 @@ the batch's times (its arrival order is its row id order, so ties stay stable) m
 *chunk* in a few linear passes (a batch mostly in order: its in-order elements stay, the others are
 radix sorted and merged in), where placing a badly disordered batch costs a search per element among
 many runs.  Chunks live beside the runs; a punctuation cuts each chunk's prefix ``<= t`` too, and the
-pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.  (The
+pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.  A batch
+mostly out of order is first tried with a scatter by the times' high bits and an insertion sort within each
+bucket (:mod:`.impatience_bucket`: times a bounded jitter from their place, as event times that arrive a few
+seconds late), which declines when the times crowd into few buckets.  (The
 radix sort is compiled here: numpy's stable argsort of int64 is a comparison sort, timsort, about half
 as fast on such batches.)
 
@@ -54,6 +57,7 @@ import heapq
 
 import numpy as np
 
+from .impatience_bucket import _bucket_chunk
 from .impatience_kernels import (
     _LAST,
     _LIMIT,
@@ -69,6 +73,7 @@ from .impatience_kernels import (
     _USED,
     _WM,
     _compact_pool,
+    _count_ordered,
     _fused_kernel,
     _merge2,
     _punctuate_kernel,
@@ -101,6 +106,7 @@ class ImpatienceSorter:
         "_chunks",
         "_chunk_min",
         "_scratch",
+        "_disordered",
     )
 
     def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
@@ -116,6 +122,7 @@ class ImpatienceSorter:
         self._chunks: list[list] = []  # [times, row ids, consumed]: sorted by (time, row id)
         self._chunk_min = max(int(chunk_min), 1)
         self._scratch = _NO_IDS
+        self._disordered = False  # the last chunk was mostly out of order (radix sorted whole)
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -170,9 +177,18 @@ class ImpatienceSorter:
             self._scratch = np.empty(6 * n, dtype=np.int64)
         oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
         wm = self._watermark
-        no, nu = _split_ordered(times, self._next_row, ids, wm, out_t, out_r, oth_t, oth_r)
-        if 4 * nu > no + nu:  # much disorder: radix sort the whole batch
-            m = _radix_chunk(times, self._next_row, ids, wm, out_t, out_r, s_t, s_r)
+        if self._disordered:  # likely again: count first (reads only), split only for a batch mostly in order
+            no, nu = _count_ordered(times, wm)
+            split = 4 * nu <= no + nu
+        else:
+            split = True
+        if split:
+            no, nu = _split_ordered(times, self._next_row, ids, wm, out_t, out_r, oth_t, oth_r)
+        self._disordered = 4 * nu > no + nu
+        if self._disordered:  # much disorder: sort the whole batch (bucket and insertion sort, else radix)
+            m = _bucket_chunk(times, self._next_row, ids, wm, out_t, out_r)
+            if m < 0:
+                m = _radix_chunk(times, self._next_row, ids, wm, out_t, out_r, s_t, s_r)
             if m < 0:
                 return False
             chunk = (out_t[:m], out_r[:m])

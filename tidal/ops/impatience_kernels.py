@@ -534,6 +534,24 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
 
 
 @nb.njit(cache=True, nogil=True)
+def _count_ordered(times, wm):
+    """``_split_ordered``'s two counts, without writing the split (a batch about to be radix sorted whole)."""
+    high = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    no = 0
+    nu = 0
+    for i in range(times.shape[0]):
+        x = times[i]
+        if x < wm:
+            continue
+        if x >= high:
+            high = x
+            no += 1
+        else:
+            nu += 1
+    return no, nu
+
+
+@nb.njit(cache=True, nogil=True)
 def _split_ordered(times, row0, ids, wm, ord_t, ord_r, oth_t, oth_r):
     """The elements of ``times`` at or above ``wm``, split: those at or above every earlier one (in order:
     already sorted by (time, row id)) into ``ord_*``, the others into ``oth_*``. Row ids as in

@@ -9,8 +9,9 @@ that mapping for whole batches at once:
 * an integer-like key column whose values fall in a modest range uses a direct lookup
   table (one gather per event);
 * other integer-like columns use a compiled hash map;
-* strings and other types are dictionary-encoded per batch, so Python only sees each
-  distinct value of a batch once;
+* a batch of short strings (at most 7 bytes, no null) is coded by one compiled pass
+  (:mod:`.text_keys`); other strings and other types are dictionary-encoded per batch, so
+  Python only sees each distinct value of a batch once;
 * several key columns are combined pairwise into one id through the same compiled map.
 
 Nulls are a key value of their own (as in SQL's GROUP BY). The hash is a deterministic
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 from ..core.batch import as_numpy
 from ..core.errors import PlanError
 from ..expr.lambdas import lambda_body, row_field
+from .text_keys import ShortTexts
 
 TUPLE_KEY_HINT = "give a list of field names (key=['a', 'b']), or select the key expressions as fields first"
 
@@ -282,6 +284,7 @@ class _ColumnCodes:
         self.direct: np.ndarray | None = None  # value - base -> code, -1 when unseen
         self.table: IdTable | None = None  # hash table for wide integer ranges
         self.lookup: dict = {}  # other types: python value -> code
+        self.short = None  # text: the codes of short values by one compiled pass (tidal.ops.text_keys)
         self.chunks: list[pa.Array] = []  # values of new codes, in code order
         self.values: pa.Array | None = None
         self.np_values: np.ndarray | None = None  # ``values`` as numpy, when plain numbers without nulls
@@ -291,6 +294,8 @@ class _ColumnCodes:
             self.type = col.type
             t = col.type
             self.kind = "int" if _integer_like(t) else ("float" if pa.types.is_floating(t) else "other")
+            if t in (pa.string(), pa.large_string()):
+                self.short = ShortTexts(IdTable())
         elif not col.type.equals(self.type):
             col = col.cast(self.type)
         if self.kind == "other":
@@ -428,6 +433,8 @@ class _ColumnCodes:
         check_key_column(col)
         if len(col) == 0:
             return np.empty(0, np.int64)
+        if self.short is not None and (got := self.short.codes(col, self._assign)) is not None:
+            return got  # short texts: one compiled pass (tidal.ops.text_keys)
         enc = pc.dictionary_encode(col, null_encoding="encode")
         dictionary = enc.dictionary
         local = np.empty(len(dictionary), np.int64)
@@ -445,6 +452,20 @@ class _ColumnCodes:
         if new:
             self._remember(dictionary.take(pa.array(new, pa.int64())))
         return local[as_numpy(enc.indices).astype(np.int64, copy=False)]
+
+    def _assign(self, firsts: pa.Array) -> list[int]:
+        """Codes of values the short-text path met for the first time (``firsts``, distinct, in order of
+        first appearance): a value the general path met already keeps its code, the others get new ones."""
+        codes, new = [], []
+        for i, v in enumerate(firsts.to_pylist()):
+            code = self.lookup.get(v)
+            if code is None:
+                code = self.lookup[v] = self.count + len(new)
+                new.append(i)
+            codes.append(code)
+        if new:
+            self._remember(firsts.take(pa.array(new, pa.int64())))
+        return codes
 
     def take(self, codes: np.ndarray) -> pa.Array:
         if self.values is None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.batch import DEFAULT_BATCH_SIZE, EventBatch, concat_batches
+from ..core.batch import DEFAULT_BATCH_SIZE, START_EDGES, EventBatch, concat_batches
 from ..core.errors import InputError, PlanError, describe_row
 from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
@@ -250,6 +250,12 @@ class LateTap(Operator):
         self.pending = [EventBatch.from_record_batch(rb) for rb in state["pending"]]
 
 
+def _others(batch: EventBatch):
+    """What the store keeps of the batch's other times: None for points, START_EDGES for start edges
+    (neither is made), else the times."""
+    return None if batch.points else START_EDGES if batch.starts else batch.other
+
+
 def _queued(queue) -> tuple[np.ndarray, np.ndarray]:
     if not queue:
         return _EMPTY, _EMPTY
@@ -328,7 +334,7 @@ class ReorderOp(Operator):
         if n == 0:
             return
         sync = batch.sync
-        if not batch.points and (batch.other < sync).any():
+        if not (batch.points or batch.starts) and (batch.other < sync).any():
             other = batch.other
             i = int(np.flatnonzero(other < sync)[0])
             raise PlanError(
@@ -405,7 +411,7 @@ class ReorderOp(Operator):
             sorter.push(oth_t[:nu], oth_r[:nu])
         if n > nl:
             cols = self._kept_columns(0, batch)
-            store.add(None if batch.points else batch.other, cols, None, sync, late[:nl] if nl else None)
+            store.add(_others(batch), cols, None, sync, late[:nl] if nl else None)
             if store.held > stats.peak_buffered:
                 stats.peak_buffered = store.held
         if end > prev:
@@ -435,7 +441,7 @@ class ReorderOp(Operator):
             sorter = self.sorters[j]
             sorter.skip_to(first)
             sorter.push(times[pos_out], first + out)
-        store.add(None if batch.points else batch.other, self._kept_columns(j, batch), idx, batch.sync)
+        store.add(_others(batch), self._kept_columns(j, batch), idx, batch.sync)
         held = sum(s.held for s in self.stores)
         if held > self.stats.peak_buffered:
             self.stats.peak_buffered = held

@@ -23,6 +23,8 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from ..core.batch import START_EDGES
+from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
@@ -31,20 +33,26 @@ _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before 
 class _Piece:
     """Arrays of ``length`` rows: row ``i`` has id ``first + i``, or ``rows[i]`` (a compact piece)."""
 
-    __slots__ = ("first", "length", "rows", "other", "sync", "columns")
+    __slots__ = ("first", "length", "rows", "other", "sync", "columns", "starts")
 
     def __init__(self, first, length, rows, other, sync, columns):
         self.first = first
         self.length = length
         self.rows = rows  # None: ids first, first + 1, ...; else the sorted ids of a compact piece
-        self.other = other  # None: points (other = sync + 1)
+        self.other = other  # None: points (other = sync + 1); START_EDGES: start edges (INFINITY, not made)
         self.sync = sync
         self.columns = columns
+        # start edges only (every other time INFINITY): a gather reads no other time, it hands on START_EDGES
+        self.starts = other is START_EDGES or (
+            other is not None and len(other) > 0 and other[0] == INFINITY and bool((other == INFINITY).all())
+        )
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
 
     def others(self, pos) -> np.ndarray:
+        if self.other is START_EDGES:
+            return np.full(len(range(self.length)[pos]) if isinstance(pos, slice) else len(pos), INFINITY, np.int64)
         return self.sync[pos] + 1 if self.other is None else self.other[pos]
 
     def ids(self, pos: np.ndarray) -> np.ndarray:
@@ -106,6 +114,15 @@ def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
 _NONE = np.empty(0, dtype=np.int64)
 
 
+def _others(used: list[_Piece], index: np.ndarray):
+    """The other times at ``index`` of the pieces one after the other (start edges: START_EDGES, none read)."""
+    if all(p.starts for p in used):
+        return START_EDGES
+    if len(used) == 1:
+        return used[0].other[index]
+    return np.concatenate([p.others(slice(None)) for p in used])[index]
+
+
 def _is_sync(col: pa.Array, sync: np.ndarray | None, times: np.ndarray | None) -> bool:
     """Whether ``col`` holds exactly the piece's sync times: the same memory, 8 bytes wide, no nulls."""
     if times is None or sync is None or col.null_count or len(col) != len(sync) or not _fixed_width(col.type):
@@ -151,7 +168,7 @@ class PayloadStore:
         """Keep the rows of a batch (those at ``present``, or all but those at ``absent``): the row at
         position ``i`` gets id ``first + i``; returns ``first``. Nothing is copied. ``other`` None: the
         rows are points (``sync + 1``; give the batch's ``sync``)."""
-        length = len(other) if other is not None else len(sync)
+        length = len(other) if other is not None and other is not START_EDGES else len(sync)
         first = self.next_row
         k = length if present is None else len(present)
         if absent is not None:
@@ -179,8 +196,9 @@ class PayloadStore:
     ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
         """Other times and columns of ``rows`` (in that order, ``increasing`` if the caller knows they
         are); the rows are then forgotten. The other times are None when every row is a point (its
-        other time is its sync time + 1). ``times``: the rows' sync times; a column that is the sync
-        times themselves (the same memory: the time column the events were read from) is not gathered."""
+        other time is its sync time + 1), START_EDGES when every row is a start edge. ``times``: the
+        rows' sync times; a column that is the sync times themselves (the same memory: the time column the
+        events were read from) is not gathered."""
         n = len(rows)
         pieces = self.pieces
         if not n:
@@ -208,19 +226,16 @@ class PayloadStore:
             piece = used[0]
             if index[0] + n - 1 == index[-1] and (increasing or n == 1 or bool((np.diff(index) > 0).all())):
                 a = int(index[0])  # one run, in order: zero-copy slices
-                other = None if piece.other is None else piece.other[a : a + n]
+                other = None if piece.other is None else START_EDGES if piece.starts else piece.other[a : a + n]
                 cols = {k: v.slice(a, n) for k, v in piece.columns.items()}
             else:
-                other = None if piece.other is None else piece.other[index]
+                other = None if piece.other is None else _others([piece], index)
                 cols = {
                     k: _sync_column(v, times) if _is_sync(v, piece.sync, times) else _take([v], index)
                     for k, v in piece.columns.items()
                 }
         else:
-            if all(p.other is None for p in used):
-                other = None
-            else:
-                other = np.concatenate([p.others(slice(None)) for p in used])[index]
+            other = None if all(p.other is None for p in used) else _others(used, index)
             cols = {}
             for k in used[0].columns:
                 arrays = [p.columns[k] for p in used]

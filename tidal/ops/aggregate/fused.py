@@ -141,8 +141,9 @@ class FusedWindowEngine(CompiledEngine):
         spare = len(bw) - 1
         before = bcnt[:m].copy()
         ev_row = self.ev_row[:n]
-        # the kernel reads ``other`` only to tell end edges (other < sync): points need no other column
-        other = batch.sync if batch.points else batch.other
+        # the kernel reads ``other`` only to tell end edges (other < sync): points and start edges need no
+        # other column
+        other = batch.sync if batch.points or batch.starts else batch.other
         window_rows(
             batch.sync, other, gids, upto, self.hop, self.offset, self.slice_len,
             self.st, self.row_of, self.held, bw, bgid, bcnt, ev_row,
