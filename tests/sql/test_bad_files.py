@@ -115,3 +115,25 @@ def test_a_json_file_of_one_empty_line(in_dir, capsys):
     (in_dir / "nl.json").write_bytes(b"\n")
     status, _, err = run(capsys, "SELECT * FROM 'nl.json'")
     assert status == 2 and err == "tidal: nl.json: the file has no columns (is it empty?)\n"
+
+
+def test_nanosecond_timestamps_finer_than_a_microsecond_are_refused_by_row(in_dir, capsys):
+    """tidal's SQL keeps timestamps in microseconds: a TIMESTAMP_NS value it would have to round is refused,
+    naming the column and row (it was an internal error); whole microseconds are read as DuckDB reads them."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    exact = [1717200000000000000, None, 1717200000000001000]
+    pq.write_table(pa.table({"t": pa.array(exact, pa.timestamp("ns"))}), in_dir / "exact.parquet")
+    pq.write_table(
+        pa.table({"t": pa.array([*exact, 1717200000000001123], pa.timestamp("ns"))}), in_dir / "fine.parquet"
+    )
+    sql = "SELECT count(t) AS n, epoch_us(max(t)) AS m FROM '{}'"
+    status, out, err = run(capsys, sql.format("exact.parquet"))
+    assert status == 0, err
+    want = duckdb.sql(sql.format(in_dir / "exact.parquet")).fetchall()[0]
+    assert tuple(json.loads(out).values()) == want
+    status, _, err = run(capsys, sql.format("fine.parquet"))
+    assert status == 2
+    assert "column 't' row 3" in err and "not supported" in err and err.count("\n") == 1

@@ -103,6 +103,23 @@ def _needs_normalising(t: pa.DataType) -> bool:
     return (pa.types.is_timestamp(t) and t.unit != "us") or pa.types.is_date64(t)
 
 
+def _to_microseconds(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A timestamp column in microseconds; a value finer than that is refused by row, not rounded."""
+    t = col.type
+    try:
+        return col.cast(pa.timestamp("us", t.tz))
+    except pa.ArrowInvalid:
+        import numpy as np
+
+        ticks = pc.fill_null(pc.cast(col, pa.int64()), 0).to_numpy()
+        row = int(np.flatnonzero(ticks % {"ns": 1000}.get(t.unit, 1))[0])
+        raise InputError(
+            f"column {name!r} row {row}: the timestamp {ticks[row]} ({t}) is finer than a microsecond; "
+            f"tidal's SQL keeps timestamps in microseconds, so sub-microsecond timestamps (TIMESTAMP_NS) "
+            f"are not supported: truncate them to microseconds first"
+        ) from None
+
+
 def _normalise_times(table: pa.Table) -> pa.Table:
     """Timestamps to microseconds (tidal's SQL tick), keeping their time zone."""
     if not any(_needs_normalising(t) for t in table.schema.types):
@@ -111,7 +128,7 @@ def _normalise_times(table: pa.Table) -> pa.Table:
     for col in table.columns:
         t = col.type
         if pa.types.is_timestamp(t) and t.unit != "us":
-            col = col.cast(pa.timestamp("us", t.tz))
+            col = _to_microseconds(table.column_names[len(cols)], col)
         elif pa.types.is_date64(t):
             col = col.cast(pa.date32())
         cols.append(col)
