@@ -38,6 +38,7 @@ def _loaded(code: str, cwd: Path = ROOT) -> list[str]:
 def test_help_imports_no_numba_pandas_or_spark():
     code = """
 from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
 try:
     main(["--help"])
 except SystemExit as exc:
@@ -70,6 +71,7 @@ def test_query_on_parquet_does_not_import_pandas(tmp_path):
     code = """
 import contextlib, io
 from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     assert main(["query", "SELECT k, COUNT(*) AS n, AVG(v) AS a FROM 't.parquet' GROUP BY k ORDER BY k",
@@ -88,6 +90,7 @@ def test_query_on_parquet_loads_no_pandas_before_asked(tmp_path):
     code = """
 import contextlib, io
 from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
 with contextlib.redirect_stdout(io.StringIO()):
     assert main(["query", "SELECT k, SUM(v) FROM 't.parquet' GROUP BY k", "--format", "batch-csv"]) == 0
 """
@@ -101,6 +104,7 @@ def test_relational_query_on_parquet_imports_no_numba(tmp_path):
     code = """
 import contextlib, io, json
 from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     assert main(["query", "SELECT k, COUNT(*) AS n, AVG(v) AS a FROM 't.parquet' WHERE v > 1 GROUP BY k",
@@ -123,6 +127,7 @@ def test_a_grouped_parquet_query_loads_no_numpy_ma_and_collects_garbage_after_pl
     code = """
 import contextlib, gc, io, json, sys
 from tidal.cli import main as cli, startup
+cli._OWN_PROCESS = True  # as the `tidal` command's entry
 out = io.StringIO()
 startup.pause()
 assert not gc.isenabled()
@@ -145,6 +150,7 @@ def test_a_parquet_query_reads_without_importing_pyarrow_parquet(tmp_path):
     code = """
 import contextlib, io, json, sys
 from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     assert main(["query", "SELECT k, AVG(v) AS a FROM 't.parquet' GROUP BY k", "--format", "batch-json"]) == 0

@@ -166,8 +166,11 @@ class _NoPandas:
         return None
 
 
+_OWN_PROCESS = False  # set by ``entry``: the process is the `tidal` command, not a caller of ``main``
+
+
 def _query(args) -> int:
-    if args.engine == "embedded":
+    if args.engine == "embedded" and _OWN_PROCESS:  # never change pyarrow for a program that called main()
         _pyarrow_without_pandas()
     from tidal.sql import plan
     from tidal.sql.output import ChangelogSink, LiveCsv, StreamJson
@@ -567,6 +570,8 @@ def entry() -> None:
     the answer was written, turning a success into SIGABRT. So the command runs Python's own exit
     work (atexit handlers, weakref finalizers), flushes its output and ends with `os._exit`.
     """
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     status = 1
     startup.pause()
     try:
