@@ -413,8 +413,27 @@ def typeof(ev, node):
     return pa.scalar(type_name(ev.eval(node.args[0]).type), pa.string())
 
 
-def unscaled_int64(v) -> np.ndarray:
-    """The unscaled integers of a DECIMAL array of at most 18 digits (its low 64 bits), as int64."""
-    buf = v.buffers()[1]
-    words = np.frombuffer(buf, dtype=np.int64, count=2 * (len(v) + v.offset))
-    return words[2 * v.offset :: 2]
+def _reinterpreted(v, t: pa.DataType):
+    """A DECIMAL array's 128-bit unscaled integers read as type ``t`` (another DECIMAL128 scale)."""
+    if isinstance(v, pa.Scalar):
+        return _reinterpreted(pa.array([v.as_py()], v.type), t)[0]
+    v = v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+    return pa.Array.from_buffers(t, len(v), v.buffers()[:2], null_count=v.null_count, offset=v.offset)
+
+
+def decimal_unscaled(ev, node):
+    """A DECIMAL of at most 18 digits as its unscaled BIGINT (1.25 in DECIMAL(5,2) is 125)."""
+    v = ev.eval(node.args[0])
+    if pa.types.is_null(v.type):
+        return pc.cast(v, pa.int64())
+    wide = pc.cast(v, pa.decimal128(MAX_WIDTH, v.type.scale))
+    return pc.cast(_reinterpreted(wide, pa.decimal128(MAX_WIDTH, 0)), pa.int64())
+
+
+def decimal_scaled(ev, node):
+    """A BIGINT of unscaled values as DECIMAL(38, scale): the exact sum of :func:`decimal_unscaled`'s."""
+    v = ev.eval(node.args[0])
+    target = pa.decimal128(MAX_WIDTH, node.params[0])
+    if pa.types.is_null(v.type):
+        return pc.cast(v, target)
+    return _reinterpreted(pc.cast(v, pa.decimal128(MAX_WIDTH, 0)), target)

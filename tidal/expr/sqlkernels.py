@@ -40,7 +40,7 @@ from .sqlmore import (
     text_to_time,
     time_to_text,
 )
-from .sqldecimal import DecimalLiteral, arithmetic, cast_decimal, common_type, null_or, typeof
+from .sqldecimal import DecimalLiteral, arithmetic, cast_decimal, common_type, decimal_scaled, decimal_unscaled, null_or, typeof
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
 from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_int
@@ -564,6 +564,8 @@ _FUNCS = (
         "coalesce": _coalesce,
         "typeof": typeof,
         "null_or": null_or,
+        "decimal_unscaled": decimal_unscaled,
+        "decimal_scaled": decimal_scaled,
         "nullif": _nullif,
         "concat": _concat,
         "epoch_us": epoch,
