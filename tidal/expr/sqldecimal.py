@@ -427,7 +427,12 @@ def decimal_unscaled(ev, node):
     if pa.types.is_null(v.type):
         return pc.cast(v, pa.int64())
     wide = pc.cast(v, pa.decimal128(MAX_WIDTH, v.type.scale))
-    return pc.cast(_reinterpreted(wide, pa.decimal128(MAX_WIDTH, 0)), pa.int64())
+    try:
+        return pc.cast(_reinterpreted(wide, pa.decimal128(MAX_WIDTH, 0)), pa.int64())
+    except pa.ArrowInvalid:
+        raise pa.ArrowInvalid(
+            f"a SUM of {type_name(v.type)} over a value with more than 18 digits is not supported"
+        ) from None
 
 
 def decimal_scaled(ev, node):
