@@ -14,6 +14,7 @@ the failing node, found at plan time by evaluating over empty columns of the inp
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import functools
 import re
 from dataclasses import dataclass
@@ -567,6 +568,8 @@ def pushable_predicate(node: exp.Expression) -> pc.Expression | None:
             col, lit = node.this, node.expression
             if isinstance(col, exp.Column) and isinstance(lit, exp.Literal):
                 value = Evaluator({}, 0).eval(lit).as_py()
+                if isinstance(value, decimal.Decimal):  # pushed only beside a DOUBLE column: DuckDB's DOUBLE
+                    value = float(value)
                 if lit.is_string:
                     return None  # string vs timestamp columns need a cast the reader would not make
                 pushed = getattr(pc.field(col.name), method)(value)
