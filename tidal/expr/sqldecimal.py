@@ -69,6 +69,17 @@ def number_literal(text: str) -> int | float | DecimalLiteral:
     return float(text)
 
 
+def decimal_text(value: Decimal, t: pa.DataType) -> str:
+    """A literal that :func:`number_literal` reads back as ``value`` of DECIMAL type ``t`` (zeros in front
+    make up its width: 0.3 in DECIMAL(3,1) is ``00.3``)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80
+        sign, digits, _ = value.quantize(Decimal(1).scaleb(-t.scale)).as_tuple()
+    text = "".join(map(str, digits)).rjust(t.precision, "0")
+    whole, fraction = text[: len(text) - t.scale], text[len(text) - t.scale :]
+    return ("-" if sign else "") + f"{whole}.{fraction}"
+
+
 def int_width(t: pa.DataType, literal: int | None = None) -> int:
     """The digits of an integer type as DuckDB casts it to DECIMAL (a literal: INTEGER when it fits)."""
     if literal is not None:

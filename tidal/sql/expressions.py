@@ -26,7 +26,7 @@ from sqlglot import exp
 from ..core.errors import PlanError
 from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from ..expr.sqlcompile import CompiledSql
-from ..expr.sqldecimal import DecimalLiteral, number_literal
+from ..expr.sqldecimal import DecimalLiteral, decimal_text, number_literal
 from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
 from .exprmore import MoreTranslations, interval_micros  # noqa: F401  (interval_micros: imported from here)
 
@@ -526,10 +526,21 @@ def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     if isinstance(py, int | float) and not isinstance(py, bool):
         if isinstance(py, float) and (py != py or py in (float("inf"), float("-inf"))):
             return None
-        return exp.Literal.number(repr(py) if isinstance(py, float) else py)
+        if isinstance(py, float):  # written with an exponent: a DOUBLE (with a point alone it would be a DECIMAL)
+            text = repr(py)
+            return _signed_number(text if "e" in text else f"{text}e0")
+        return exp.Literal.number(py)
+    if isinstance(py, decimal.Decimal) and pa.types.is_decimal128(value.type):
+        return _signed_number(decimal_text(py, value.type))
     if isinstance(py, str):
         return exp.Literal.string(py)
     return None
+
+
+def _signed_number(text: str) -> exp.Expression:
+    """A number literal of exactly this text (``Literal.number`` rewrites a negative one's digits)."""
+    positive = exp.Literal(this=text.lstrip("-"), is_string=False)
+    return exp.Neg(this=positive) if text.startswith("-") else positive
 
 
 def output_type(node: exp.Expression, schema: pa.Schema) -> pa.DataType:
