@@ -31,10 +31,12 @@ ROWS = pa.table(
         "i": pa.array([1, -7, None, 12, 0, 9007199254740993], pa.int64()),
         "n": pa.array([3, None, -2, 5, 0, 1], pa.int32()),
         "x": pa.array([1.5, -0.25, 100.5, None, 0.0, 2.675], pa.float64()),
-        "d": pa.array([Decimal(v) if v else None for v in ("1.10", "-2.25", None, "999.99", "0.00", "0.05")],
-                      pa.decimal128(5, 2)),  # fmt: skip
-        "e": pa.array([Decimal(v) if v else None for v in ("12.3456", None, "-0.0001", "7", "1", "-3.5")],
-                      pa.decimal128(12, 4)),  # fmt: skip
+        "d": pa.array(
+            [Decimal(v) if v else None for v in ("1.10", "-2.25", None, "999.99", "0.00", "0.05")], pa.decimal128(5, 2)
+        ),  # fmt: skip
+        "e": pa.array(
+            [Decimal(v) if v else None for v in ("12.3456", None, "-0.0001", "7", "1", "-3.5")], pa.decimal128(12, 4)
+        ),  # fmt: skip
     }
 )
 
@@ -82,9 +84,8 @@ def assert_same(sql: str, *, types: bool = True) -> None:
     if types:
         # an operation on an untyped NULL is of DuckDB's NULL type; tidal types it as the other operand
         kept = [not pa.types.is_null(t) for t in want.schema.types]
-        assert [_norm_type(t) for t, k in zip(got.schema.types, kept) if k] == [  # noqa: B905
-            _norm_type(t) for t, k in zip(want.schema.types, kept) if k  # noqa: B905
-        ], (
+        pairs = zip(got.schema.types, want.schema.types, kept, strict=True)
+        assert all(_norm_type(a) == _norm_type(b) for a, b, k in pairs if k), (
             f"{sql}\n tidal:  {got.schema}\n duckdb: {want.schema}"
         )
     g, w = ([tuple(r.values()) for r in t.to_pylist()] for t in (got, want))
@@ -106,14 +107,16 @@ def assert_same(sql: str, *, types: bool = True) -> None:
         "SELECT 1.50 AS a, 0.0000001 AS b, 00001.5 AS c, 1.500000000000000000000000000000000000000 AS d, "
         "1.5e0 AS e, -1.5 AS f, 5. AS g",
         # DECIMAL op DOUBLE is DOUBLE; DECIMAL / DECIMAL is DOUBLE; % keeps DECIMAL
-        "SELECT r, x + 0.1 AS a, d / 1.5 AS b, d % 0.4 AS c, i % 1.5 AS e, e * d AS f, -d AS g FROM 't.parquet' ORDER BY r",
+        "SELECT r, x + 0.1 AS a, d / 1.5 AS b, d % 0.4 AS c, i % 1.5 AS e, e * d AS f, -d AS g "
+        "FROM 't.parquet' ORDER BY r",
         "SELECT r, round(d, 1) a, ceil(d) b, floor(e) c, abs(d) f, round(1.55) g FROM 't.parquet' ORDER BY r",
         "SELECT r, coalesce(d, 1.5) a, coalesce(d, 2) b, coalesce(d, x) c, CASE WHEN i > 0 THEN d ELSE 2.5 END k, "
         "CASE WHEN i > 0 THEN 1.5 ELSE 2 END m, greatest(d, e) g, least(d, 1) l, nullif(d, 1.1) z "
         "FROM 't.parquet' ORDER BY r",
         "SELECT CAST(1.25 AS DECIMAL(3,1)) a, CAST(-1.25 AS DECIMAL(3,1)) b, CAST('2.675' AS DECIMAL(5,2)) c, "
         "CAST(2.675::DOUBLE AS DECIMAL(9,2)) d, CAST(1 AS DECIMAL) e, CAST(1.5 AS DOUBLE) f, CAST(2.5 AS INTEGER) g",
-        "SELECT r, d IN (1.1, 2) a, i IN (1, 2.5) b, x IN (1.5, 3) c, d = 1.10 e, d > 1 f, e < x g FROM 't.parquet' ORDER BY r",
+        "SELECT r, d IN (1.1, 2) a, i IN (1, 2.5) b, x IN (1.5, 3) c, d = 1.10 e, d > 1 f, e < x g "
+        "FROM 't.parquet' ORDER BY r",
     ],
 )
 def test_decimal_answers_and_types_are_duckdbs(table_dir, sql):
@@ -185,7 +188,9 @@ def test_csv_output_prints_the_scale_as_duckdb(table_dir, capsys):
 
 
 # -- random expressions ------------------------------------------------------------------------------
-_DEC_DIGITS = st.tuples(st.integers(0, 9999), st.integers(0, 4)).map(lambda p: f"{p[0] // 10**p[1]}.{p[0] % 10**p[1]:0{p[1]}d}" if p[1] else f"{p[0]}.")
+_DEC_DIGITS = st.tuples(st.integers(0, 9999), st.integers(0, 4)).map(
+    lambda p: f"{p[0] // 10 ** p[1]}.{p[0] % 10 ** p[1]:0{p[1]}d}" if p[1] else f"{p[0]}."
+)
 _LEAVES = st.one_of(
     st.sampled_from(["i", "n", "x", "d", "e", "NULL"]),
     st.integers(-20, 20).map(str),

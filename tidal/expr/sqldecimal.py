@@ -28,7 +28,6 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -154,7 +153,9 @@ def arithmetic(op: str, a, b, left=None, right=None):
     try:
         return pc.cast(out, target)
     except pa.ArrowInvalid:
-        raise pa.ArrowInvalid(f"Overflow in {op} of DECIMAL: the result does not fit in DECIMAL({target.precision},{target.scale})") from None
+        raise pa.ArrowInvalid(
+            f"Overflow in {op} of DECIMAL: the result does not fit in DECIMAL({target.precision},{target.scale})"
+        ) from None
 
 
 def _as_decimal(v, ws: tuple[int, int]):

@@ -20,6 +20,16 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
+from .sqldecimal import (
+    DecimalLiteral,
+    arithmetic,
+    cast_decimal,
+    common_type,
+    decimal_scaled,
+    decimal_unscaled,
+    null_or,
+    typeof,
+)
 from .sqlmore import FUNCS as MORE_FUNCS
 from .sqlmore import (
     _align,
@@ -40,7 +50,6 @@ from .sqlmore import (
     text_to_time,
     time_to_text,
 )
-from .sqldecimal import DecimalLiteral, arithmetic, cast_decimal, common_type, decimal_scaled, decimal_unscaled, null_or, typeof
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
 from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_int

@@ -126,7 +126,9 @@ class WindowList:
             call = _call(w, lambda e: column(e, bound), self.fresh("w"))
             calls.append(call)
             if scale is not None:  # DuckDB's exact DECIMAL(38, s) sum, of the unscaled BIGINTs
-                return exp.Anonymous(this="__decimal_scaled", expressions=[_col(call.output), exp.Literal.number(scale)])
+                return exp.Anonymous(
+                    this="__decimal_scaled", expressions=[_col(call.output), exp.Literal.number(scale)]
+                )
             return _col(call.output)
 
         new_items = []
