@@ -50,7 +50,7 @@ def _check(sql_tidal: str, source: str, table: pa.Table, directory):
         for c in EXACT:
             assert g[c] == w[c], (name, c)
         pct = w["null_percentage"]
-        assert (g["null_percentage"] is None) == (pct is None) and (pct is None or g["null_percentage"] == float(pct))
+        assert (g["null_percentage"] is None) == (pct is None) and (pct is None or g["null_percentage"] == pct)
         if w["std"] is None or g["std"] is None:
             assert g["std"] == w["std"], name
         else:

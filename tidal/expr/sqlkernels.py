@@ -19,17 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import PlanError
+from . import sqldecimal as dec
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
-from .sqldecimal import (
-    DecimalLiteral,
-    arithmetic,
-    cast_decimal,
-    common_type,
-    decimal_scaled,
-    decimal_unscaled,
-    null_or,
-    typeof,
-)
 from .sqlmore import FUNCS as MORE_FUNCS
 from .sqlmore import (
     _align,
@@ -99,7 +90,7 @@ def _truth(v):
 def _nulls_as(values, nodes=None):
     """Untyped NULLs among ``values`` cast to the first typed one's type (BIGINT when all are NULL)."""
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
-    if (exact := common_type([v.type for v in values], nodes)) is not None:
+    if (exact := dec.common_type([v.type for v in values], nodes)) is not None:
         return [cast_to(v, exact) if v.type != exact else v for v in values]
     if _temporal(target):
         target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
@@ -119,7 +110,7 @@ def const_scalar(value) -> pa.Scalar:
         return pa.scalar(value, pa.int64())
     if isinstance(value, float):
         return pa.scalar(value, pa.float64())
-    if isinstance(value, DecimalLiteral):
+    if isinstance(value, dec.DecimalLiteral):
         return value.scalar()
     if isinstance(value, str):
         return pa.scalar(value, pa.string())
@@ -242,7 +233,7 @@ class SqlEvaluator:
         if isinstance(node, BinOp):
             a, b = _align(self.eval(node.left), self.eval(node.right))
             if node.op != "/" and (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
-                exact = arithmetic(node.op, a, b, node.left, node.right)  # DuckDB's DECIMAL result type
+                exact = dec.arithmetic(node.op, a, b, node.left, node.right)  # DuckDB's DECIMAL result type
                 if exact is not None:
                     return exact
             if node.op != "/":
@@ -350,7 +341,7 @@ class SqlEvaluator:
         return v
 
     def _choose(self, conds, values, nodes=None):
-        target = common_type([v.type for v in values], nodes)
+        target = dec.common_type([v.type for v in values], nodes)
         values = [cast_to(v, target) if target is not None and v.type != target else v for v in values]
         target = None
         for v in values:
@@ -378,7 +369,7 @@ class SqlEvaluator:
     @staticmethod
     def _cast(v, target: pa.DataType, text: str = "CAST"):
         if pa.types.is_decimal(target):
-            return cast_decimal(v, target, text)
+            return dec.cast_decimal(v, target, text)
         if _temporal(target) and (pa.types.is_string(v.type) or pa.types.is_large_string(v.type)):
             return text_to_time(v, target, text)
         if _temporal(target) and not (_temporal(v.type) or pa.types.is_null(v.type)):
@@ -515,7 +506,7 @@ def _scalar_subquery(ev: SqlEvaluator, node):
 
 def _coalesce(ev: SqlEvaluator, node):
     args = ev._args(node)
-    if (exact := common_type([a.type for a in args], node.args)) is not None:
+    if (exact := dec.common_type([a.type for a in args], node.args)) is not None:
         return pc.coalesce(*[ev._broadcast(cast_to(a, exact)) for a in args])
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
@@ -571,10 +562,10 @@ _FUNCS = (
         "in_subquery": _in_subquery,
         "scalar_subquery": _scalar_subquery,
         "coalesce": _coalesce,
-        "typeof": typeof,
-        "null_or": null_or,
-        "decimal_unscaled": decimal_unscaled,
-        "decimal_scaled": decimal_scaled,
+        "typeof": dec.typeof,
+        "null_or": dec.null_or,
+        "decimal_unscaled": dec.decimal_unscaled,
+        "decimal_scaled": dec.decimal_scaled,
         "nullif": _nullif,
         "concat": _concat,
         "epoch_us": epoch,

@@ -358,7 +358,13 @@ def decimal_rounded(v, digits: int, mode: str):
 def floor_ceil(func: str):
     """SQL's FLOOR or CEIL (DECIMAL: :func:`decimal_rounded`)."""
     mode, arrow = ("down", pc.floor) if func == "floor" else ("up", pc.ceil)
-    return lambda v: decimal_rounded(v, 0, mode) if pa.types.is_decimal(v.type) else arrow(v)
+    def run(v):
+        if pa.types.is_decimal(v.type):
+            return decimal_rounded(v, 0, mode)
+        # an integer: DuckDB's DOUBLE of it (rounded to the nearest beyond 2**53, where Arrow's own cast refuses)
+        return arrow(cast_to(v, pa.float64()) if pa.types.is_integer(v.type) else v)
+
+    return run
 
 
 def sign(v):
