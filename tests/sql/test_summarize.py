@@ -159,7 +159,7 @@ def test_global_aggregates_over_no_rows_keep_their_row_inside_a_union(tmp_path):
 )
 def test_cast_to_decimal_keeps_its_scale_as_duckdb(tmp_path, expr):
     got = plan(f"SELECT {expr} AS x").result()
-    want = duckdb.execute(f"SELECT {expr} AS x").to_arrow_table()
+    want = duckdb.sql(f"SELECT {expr} AS x").to_arrow_table()
     assert got.schema.types == want.schema.types  # DECIMAL(p, s), not a DOUBLE
     assert got.to_pylist() == want.to_pylist()  # every digit
 

@@ -88,21 +88,44 @@ def int_width(t: pa.DataType, literal: int | None = None) -> int:
     return 20 if pa.types.is_uint64(t) else 19
 
 
-def as_decimal_type(t: pa.DataType, literal: int | None = None) -> tuple[int, int] | None:
-    """(width, scale) of a DECIMAL or integer operand; None for other types."""
+def as_decimal_type(t: pa.DataType, width: int | None = None) -> tuple[int, int] | None:
+    """(width, scale) of a DECIMAL or integer operand (``width``: its integer type's digits as DuckDB types
+    the expression, when known); None for other types."""
     if pa.types.is_decimal(t):
         return t.precision, t.scale
     if pa.types.is_integer(t):
-        return int_width(t, literal), 0
+        return width or int_width(t), 0
     return None
 
 
-def _int_literal(node) -> int | None:
-    from .nodes import Const
+_SAME_INT = {"coalesce", "greatest", "least", "nullif", "intdiv", "mod"}
 
-    if isinstance(node, Const) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
-    return None
+
+def expr_int_width(node, columns) -> int | None:
+    """The digits of the integer type DuckDB gives expression ``node`` (tidal computes integers as BIGINT;
+    DuckDB types an integer literal INTEGER, and INTEGER op INTEGER is an INTEGER): None when not known."""
+    from .nodes import BinOp, Call, Case, Col, Const, SqlCall, Unary
+
+    if node is None:
+        return None
+    if isinstance(node, Const):
+        v = node.value
+        return int_width(pa.int64(), v) if isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(node, Col):
+        col = columns.get(node.name) if columns is not None else None
+        return int_width(col.type) if col is not None and pa.types.is_integer(col.type) else None
+    if isinstance(node, BinOp) and node.op in ("+", "-", "*"):
+        parts = (node.left, node.right)
+    elif isinstance(node, Unary) and node.op == "-" or isinstance(node, Call) and node.func == "abs":
+        parts = node.children()
+    elif isinstance(node, SqlCall) and node.func in _SAME_INT:
+        parts = node.args
+    elif isinstance(node, Case):
+        parts = (*(v for _, v in node.whens), node.default)
+    else:
+        return None
+    widths = [w for p in parts if not (isinstance(p, Const) and p.value is None) for w in [expr_int_width(p, columns)]]
+    return max(widths) if widths and None not in widths else None
 
 
 def result_type(op: str, a: tuple[int, int], b: tuple[int, int]) -> pa.DataType:
@@ -133,11 +156,11 @@ def involves_decimal(a, b) -> bool:
     return pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)
 
 
-def arithmetic(op: str, a, b, left=None, right=None):
+def arithmetic(op: str, a, b, left=None, right=None, columns=None):
     """``a op b`` (``+ - * %``) where one side is a DECIMAL and the other a DECIMAL or an integer (the
     nodes ``left``/``right``: an integer literal's width is its own); None when DuckDB computes it
     otherwise (a DOUBLE or FLOAT beside it: the caller's floating-point way)."""
-    ta, tb = as_decimal_type(a.type, _int_literal(left)), as_decimal_type(b.type, _int_literal(right))
+    ta, tb = (as_decimal_type(v.type, expr_int_width(n, columns)) for v, n in ((a, left), (b, right)))
     if ta is None or tb is None:
         return None
     target = result_type(op, ta, tb)
@@ -186,7 +209,7 @@ def _modulo(a, b, target: pa.DataType):
     return arr[0] if scalar else arr
 
 
-def common_type(types: list[pa.DataType], nodes=None) -> pa.DataType | None:
+def common_type(types: list[pa.DataType], nodes=None, columns=None) -> pa.DataType | None:
     """The common type of branches when one is a DECIMAL: a DOUBLE/FLOAT beside it wins; DECIMALs and
     integers meet in a DECIMAL with the most integer digits and the largest scale (cut to 38 digits by
     dropping scale). None when no branch is a DECIMAL (the caller's own rule)."""
@@ -198,7 +221,7 @@ def common_type(types: list[pa.DataType], nodes=None) -> pa.DataType | None:
     digits, scale = 0, 0
     nodes = nodes if nodes is not None else [None] * len(types)
     for t, node in zip(types, nodes, strict=True):
-        ws = as_decimal_type(t, _int_literal(node))
+        ws = as_decimal_type(t, expr_int_width(node, columns))
         if ws is None:
             continue
         digits, scale = max(digits, ws[0] - ws[1]), max(scale, ws[1])
@@ -418,11 +441,11 @@ def type_name(t: pa.DataType) -> str:
 
 
 def typeof(ev, node):
-    """``typeof(x)``: DuckDB's name of x's type (an integer literal is an INTEGER when it fits one)."""
-    literal = _int_literal(node.args[0])
-    if literal is not None and -(2**31) <= literal < 2**31:
-        return pa.scalar("INTEGER", pa.string())
-    return pa.scalar(type_name(ev.eval(node.args[0]).type), pa.string())
+    """``typeof(x)``: DuckDB's name of x's type (an integer literal is an INTEGER when it fits one, and so
+    are INTEGER expressions tidal computes as BIGINT)."""
+    t = ev.eval(node.args[0]).type
+    width = expr_int_width(node.args[0], ev.columns) if pa.types.is_int64(t) else None
+    return pa.scalar("INTEGER" if width == 10 else type_name(t), pa.string())
 
 
 def _reinterpreted(v, t: pa.DataType):
@@ -454,3 +477,6 @@ def decimal_scaled(ev, node):
     if pa.types.is_null(v.type):
         return pc.cast(v, target)
     return _reinterpreted(pc.cast(v, pa.decimal128(MAX_WIDTH, 0)), target)
+
+
+FUNCS = {"typeof": typeof, "null_or": null_or, "decimal_unscaled": decimal_unscaled, "decimal_scaled": decimal_scaled}

@@ -87,10 +87,10 @@ def _truth(v):
     return v
 
 
-def _nulls_as(values, nodes=None):
+def _nulls_as(values, nodes=None, columns=None):
     """Untyped NULLs among ``values`` cast to the first typed one's type (BIGINT when all are NULL)."""
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
-    if (exact := dec.common_type([v.type for v in values], nodes)) is not None:
+    if (exact := dec.common_type([v.type for v in values], nodes, columns)) is not None:
         return [cast_to(v, exact) if v.type != exact else v for v in values]
     if _temporal(target):
         target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
@@ -232,8 +232,8 @@ class SqlEvaluator:
             return const_scalar(node.value)
         if isinstance(node, BinOp):
             a, b = _align(self.eval(node.left), self.eval(node.right))
-            if node.op != "/" and (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
-                exact = dec.arithmetic(node.op, a, b, node.left, node.right)  # DuckDB's DECIMAL result type
+            if node.op != "/" and (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):  # DuckDB's DECIMAL
+                exact = dec.arithmetic(node.op, a, b, node.left, node.right, self.columns)
                 if exact is not None:
                     return exact
             if node.op != "/":
@@ -341,7 +341,7 @@ class SqlEvaluator:
         return v
 
     def _choose(self, conds, values, nodes=None):
-        target = dec.common_type([v.type for v in values], nodes)
+        target = dec.common_type([v.type for v in values], nodes, self.columns)
         values = [cast_to(v, target) if target is not None and v.type != target else v for v in values]
         target = None
         for v in values:
@@ -506,7 +506,7 @@ def _scalar_subquery(ev: SqlEvaluator, node):
 
 def _coalesce(ev: SqlEvaluator, node):
     args = ev._args(node)
-    if (exact := dec.common_type([a.type for a in args], node.args)) is not None:
+    if (exact := dec.common_type([a.type for a in args], node.args, ev.columns)) is not None:
         return pc.coalesce(*[ev._broadcast(cast_to(a, exact)) for a in args])
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
@@ -562,10 +562,6 @@ _FUNCS = (
         "in_subquery": _in_subquery,
         "scalar_subquery": _scalar_subquery,
         "coalesce": _coalesce,
-        "typeof": dec.typeof,
-        "null_or": dec.null_or,
-        "decimal_unscaled": dec.decimal_unscaled,
-        "decimal_scaled": dec.decimal_scaled,
         "nullif": _nullif,
         "concat": _concat,
         "epoch_us": epoch,
@@ -575,8 +571,10 @@ _FUNCS = (
         "part": _part,
         "date": _date,
         # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
-        "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node), node.args)),
-        "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node), node.args), skip_nulls=True),
+        "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node), node.args, ev.columns)),
+        "least": lambda ev, node: pc.min_element_wise(
+            *_nulls_as(ev._args(node), node.args, ev.columns), skip_nulls=True
+        ),
         "pow": lambda ev, node: pc.power(*(cast_to(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
@@ -595,4 +593,5 @@ _FUNCS = (
     }
     | STRING_FUNCS
     | MORE_FUNCS
+    | dec.FUNCS
 )

@@ -358,6 +358,7 @@ def decimal_rounded(v, digits: int, mode: str):
 def floor_ceil(func: str):
     """SQL's FLOOR or CEIL (DECIMAL: :func:`decimal_rounded`)."""
     mode, arrow = ("down", pc.floor) if func == "floor" else ("up", pc.ceil)
+
     def run(v):
         if pa.types.is_decimal(v.type):
             return decimal_rounded(v, 0, mode)
@@ -464,6 +465,6 @@ def _decimal_mod(ev, node, a, b):
     from .sqldecimal import arithmetic
 
     try:
-        return arithmetic("%", a, b, node.args[0], node.args[1])
+        return arithmetic("%", a, b, node.args[0], node.args[1], ev.columns)
     except pa.ArrowInvalid as exc:
         raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {exc}") from None
