@@ -50,7 +50,11 @@ def cast_to(v, target: pa.DataType, safe=None):
     implicitly that way, so integers meet reals only after this."""
     if pa.types.is_floating(target) and (pa.types.is_integer(v.type) or pa.types.is_decimal(v.type)):
         return pc.cast(v, target, safe=False)
-    if pa.types.is_decimal(target) and (pa.types.is_integer(v.type) or pa.types.is_decimal(v.type)):
+    if (
+        pa.types.is_decimal(target)
+        and (_numeric(v.type) or pa.types.is_boolean(v.type))
+        and not pa.types.is_floating(v.type)
+    ):
         from .sqldecimal import cast_decimal  # rounded half away from zero where the scale drops (DuckDB's)
 
         return cast_decimal(v, target, "CAST")
