@@ -252,3 +252,12 @@ def test_integer_expressions_take_duckdbs_integer_width(table_dir):
     assert_same("SELECT r, coalesce(d, coalesce(NULL, 0)) AS v, greatest(d, i + 1) AS g, i % 1.5 AS m "
                 "FROM 't.parquet' ORDER BY r")  # fmt: skip
     assert_same("SELECT typeof(1 + 2) a, typeof(1) b, typeof(2147483648) c, typeof(1.5 * (1 + 2)) d, typeof(-1) f")
+
+
+def test_a_float_column_meets_a_decimal_literal_as_a_float(tmp_path):
+    # DuckDB casts 0.1 to FLOAT beside a FLOAT column: the row holding FLOAT 0.1 equals it (as DOUBLEs they differ)
+    pq.write_table(pa.table({"f": pa.array([0.1, 0.2, 1.5, None], pa.float32())}), tmp_path / "t.parquet")
+    with contextlib.chdir(tmp_path):
+        assert_same("SELECT f FROM 't.parquet' WHERE f = 0.1")
+        assert_same("SELECT f FROM 't.parquet' WHERE f > 0.1 AND f < 1.5")
+        assert_same("SELECT f + 0.1 AS g, f * 1.5 AS h, f = 0.2 AS e FROM 't.parquet'")

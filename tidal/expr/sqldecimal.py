@@ -316,8 +316,8 @@ class _Folder:
             t = self.types.get(node.name)
             if t is None:
                 return None
-            if pa.types.is_floating(t):
-                return "float"
+            if pa.types.is_floating(t):  # a FLOAT meets a DECIMAL as a FLOAT: left to the evaluator
+                return "float" if pa.types.is_float64(t) else None
             if pa.types.is_integer(t):
                 return "int"
             return "decimal" if pa.types.is_decimal(t) else None
