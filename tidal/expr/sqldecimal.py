@@ -31,6 +31,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import decimal_ints
+
 MAX_WIDTH = 38
 _INT_WIDTH = {8: 3, 16: 5, 32: 10}
 
@@ -166,6 +168,8 @@ def arithmetic(op: str, a, b, left=None, right=None, columns=None):
     target = result_type(op, ta, tb)
     if pa.types.is_floating(target):  # % too wide for a DECIMAL: fmod of DOUBLEs
         return None
+    if op != "%" and (fast := decimal_ints.arithmetic(op, a, b, target)) is not None:
+        return fast  # over int64 unscaled values, where every value fits
     a, b = _as_decimal(a, ta), _as_decimal(b, tb)
     if op == "%":
         return _modulo(a, b, target)
@@ -461,6 +465,9 @@ def decimal_unscaled(ev, node):
     v = ev.eval(node.args[0])
     if pa.types.is_null(v.type):
         return pc.cast(v, pa.int64())
+    if v.type.precision <= 18 and not isinstance(v, pa.Scalar):
+        values, mask, _ = decimal_ints.unscaled(v, len(v))
+        return pa.array(values, pa.int64(), mask=mask if mask.any() else None)
     wide = pc.cast(v, pa.decimal128(MAX_WIDTH, v.type.scale))
     try:
         return pc.cast(_reinterpreted(wide, pa.decimal128(MAX_WIDTH, 0)), pa.int64())
