@@ -261,3 +261,21 @@ def test_a_float_column_meets_a_decimal_literal_as_a_float(tmp_path):
         assert_same("SELECT f FROM 't.parquet' WHERE f = 0.1")
         assert_same("SELECT f FROM 't.parquet' WHERE f > 0.1 AND f < 1.5")
         assert_same("SELECT f + 0.1 AS g, f * 1.5 AS h, f = 0.2 AS e FROM 't.parquet'")
+
+
+def test_json_output_writes_decimals_as_duckdb(table_dir, capsys):
+    import json
+
+    from tidal.cli.main import main as cli
+
+    # DuckDB writes a DECIMAL of at most 15 digits as its DOUBLE (1.50 as 1.5), a wider one with its scale
+    sql = (
+        "SELECT CAST(5 AS DECIMAL(9,0)) a, 1.50 AS b, CAST(-0.001 AS DECIMAL(9,3)) c, "
+        "CAST(1e17 AS DECIMAL(38,2)) d, CAST(0.0000001 AS DECIMAL(18,9)) e, sum(d) AS s FROM 't.parquet'"
+    )
+    assert cli(["query", sql, "--format", "batch-json"]) == 0
+    got = json.loads(capsys.readouterr().out.splitlines()[-1], parse_float=str)
+    duckdb.sql(f"COPY ({sql}) TO 'o.json'")
+    want = json.loads((table_dir / "o.json").read_text().splitlines()[0], parse_float=str)
+    assert got == want == {"a": "5.0", "b": "1.5", "c": "-0.001", "d": "100000000000000000.00", "e": "0.000000100",
+                           "s": "998.89"}  # fmt: skip
