@@ -154,10 +154,6 @@ def result_type(op: str, a: tuple[int, int], b: tuple[int, int]) -> pa.DataType:
     return pa.float64()
 
 
-def involves_decimal(a, b) -> bool:
-    return pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)
-
-
 def arithmetic(op: str, a, b, left=None, right=None, columns=None):
     """``a op b`` (``+ - * %``) where one side is a DECIMAL and the other a DECIMAL or an integer (the
     nodes ``left``/``right``: an integer literal's width is its own); None when DuckDB computes it
