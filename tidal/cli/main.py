@@ -368,14 +368,14 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
     """A final answer in one of the batch formats."""
     import pyarrow.csv as pv
 
-    from tidal.sql.output import csv_ready, json_text, unique_names
+    from tidal.sql.output import csv_ready, json_ready, json_text, unique_names
 
     if fmt == "batch-csv":
         buf = io.BytesIO()
         pv.write_csv(csv_ready(table), buf)
         out.write(buf.getvalue().decode())
     elif fmt == "batch-json":
-        table = table.rename_columns(unique_names(table.column_names))  # keys of one object
+        table = json_ready(table.rename_columns(unique_names(table.column_names)))  # keys of one object
         for row in table.to_pylist():
             out.write(json_text({k: _json_value(v) for k, v in row.items()}) + "\n")
     elif fmt == "parquet":

@@ -26,6 +26,7 @@ from ..core.errors import PlanError
 from .compile import Native, describe_columnar
 from .kernels import Evaluator, Fallback, Unsupported, record_fields, to_arrow_column
 from .nodes import BinOp, BoolOp, Call, Case, Col, Compare, Const, Node, SqlCall, Unary
+from .sqldecimal import fold_for_types
 from .sqlkernels import SqlEvaluator, SqlTypeError
 
 _SHARED_OPS = {"+", "-", "*", "/", "==", "!=", "<", "<=", ">", ">=", "and", "or", "not"}
@@ -135,6 +136,8 @@ class CompiledSql:
     mode = "columnar"
 
     def __init__(self, node: Node, texts: dict, *, truth: bool, schema=None, subresults=None, rewrite=None, text=""):
+        if schema is not None:  # DECIMAL literals beside DOUBLEs made DOUBLEs, as DuckDB does (see sqldecimal)
+            node = fold_for_types(node, {f.name: f.type for f in schema})
         self.node = node
         self.texts = texts
         self.truth = truth

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import PlanError
+from . import sqldecimal as dec
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlmore import FUNCS as MORE_FUNCS
 from .sqlmore import (
@@ -86,9 +87,11 @@ def _truth(v):
     return v
 
 
-def _nulls_as(values):
+def _nulls_as(values, nodes=None, columns=None):
     """Untyped NULLs among ``values`` cast to the first typed one's type (BIGINT when all are NULL)."""
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
+    if (exact := dec.common_type([v.type for v in values], nodes, columns)) is not None:
+        return [cast_to(v, exact) if v.type != exact else v for v in values]
     if _temporal(target):
         target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
     if _numeric(target):  # integers beside reals: DOUBLE (Arrow's own cast refuses integers beyond 2**53)
@@ -107,6 +110,8 @@ def const_scalar(value) -> pa.Scalar:
         return pa.scalar(value, pa.int64())
     if isinstance(value, float):
         return pa.scalar(value, pa.float64())
+    if isinstance(value, dec.DecimalLiteral):
+        return value.scalar()
     if isinstance(value, str):
         return pa.scalar(value, pa.string())
     if isinstance(value, dt.timedelta):
@@ -227,6 +232,10 @@ class SqlEvaluator:
             return const_scalar(node.value)
         if isinstance(node, BinOp):
             a, b = _align(self.eval(node.left), self.eval(node.right))
+            if node.op != "/" and (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):  # DuckDB's DECIMAL
+                exact = dec.arithmetic(node.op, a, b, node.left, node.right, self.columns)
+                if exact is not None:
+                    return exact
             if node.op != "/":
                 if (dated := date_arith(node.op, a, b)) is not None:
                     return dated
@@ -262,7 +271,7 @@ class SqlEvaluator:
                 values.append(self._branch(value, taken if reach is None else pc.and_(reach, taken)))
                 reach = pc.invert(taken) if reach is None else pc.and_not(reach, taken)
             values.append(self._branch(node.default, reach))
-            return self._choose(conds, values)
+            return self._choose(conds, values, [v for _, v in node.whens] + [node.default])
         if isinstance(node, Cast):
             return self._try_cast(node) if node.safe else self._cast(self.eval(node.operand), node.to, self.sql(node))
         if isinstance(node, SqlCall):
@@ -331,7 +340,9 @@ class SqlEvaluator:
             return pa.repeat(v, self.n) if v.is_valid else pa.nulls(self.n, v.type)
         return v
 
-    def _choose(self, conds, values):
+    def _choose(self, conds, values, nodes=None):
+        target = dec.common_type([v.type for v in values], nodes, self.columns)
+        values = [cast_to(v, target) if target is not None and v.type != target else v for v in values]
         target = None
         for v in values:
             t = v.type
@@ -357,6 +368,8 @@ class SqlEvaluator:
 
     @staticmethod
     def _cast(v, target: pa.DataType, text: str = "CAST"):
+        if pa.types.is_decimal(target):
+            return dec.cast_decimal(v, target, text)
         if _temporal(target) and (pa.types.is_string(v.type) or pa.types.is_large_string(v.type)):
             return text_to_time(v, target, text)
         if _temporal(target) and not (_temporal(v.type) or pa.types.is_null(v.type)):
@@ -463,7 +476,7 @@ def _is_bool(ev: SqlEvaluator, node):
 
 def _in(ev: SqlEvaluator, node):
     v, *values = ev._args(node)
-    if not all(isinstance(x, pa.Scalar) for x in values):
+    if not all(isinstance(x, pa.Scalar) for x in values) or any(pa.types.is_decimal(x.type) for x in (v, *values)):
         out = None
         for x in values:
             eq = pc.equal(*_align(v, x))
@@ -493,6 +506,8 @@ def _scalar_subquery(ev: SqlEvaluator, node):
 
 def _coalesce(ev: SqlEvaluator, node):
     args = ev._args(node)
+    if (exact := dec.common_type([a.type for a in args], node.args, ev.columns)) is not None:
+        return pc.coalesce(*[ev._broadcast(cast_to(a, exact)) for a in args])
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
         target = pa.float64()
@@ -556,8 +571,10 @@ _FUNCS = (
         "part": _part,
         "date": _date,
         # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
-        "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node))),
-        "least": lambda ev, node: pc.min_element_wise(*_nulls_as(ev._args(node)), skip_nulls=True),
+        "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node), node.args, ev.columns)),
+        "least": lambda ev, node: pc.min_element_wise(
+            *_nulls_as(ev._args(node), node.args, ev.columns), skip_nulls=True
+        ),
         "pow": lambda ev, node: pc.power(*(cast_to(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
@@ -576,4 +593,5 @@ _FUNCS = (
     }
     | STRING_FUNCS
     | MORE_FUNCS
+    | dec.FUNCS
 )

@@ -50,6 +50,14 @@ def cast_to(v, target: pa.DataType, safe=None):
     implicitly that way, so integers meet reals only after this."""
     if pa.types.is_floating(target) and (pa.types.is_integer(v.type) or pa.types.is_decimal(v.type)):
         return pc.cast(v, target, safe=False)
+    if (
+        pa.types.is_decimal(target)
+        and (_numeric(v.type) or pa.types.is_boolean(v.type))
+        and not pa.types.is_floating(v.type)
+    ):
+        from .sqldecimal import cast_decimal  # rounded half away from zero where the scale drops (DuckDB's)
+
+        return cast_decimal(v, target, "CAST")
     return pc.cast(v, target, safe=safe)
 
 
@@ -354,7 +362,14 @@ def decimal_rounded(v, digits: int, mode: str):
 def floor_ceil(func: str):
     """SQL's FLOOR or CEIL (DECIMAL: :func:`decimal_rounded`)."""
     mode, arrow = ("down", pc.floor) if func == "floor" else ("up", pc.ceil)
-    return lambda v: decimal_rounded(v, 0, mode) if pa.types.is_decimal(v.type) else arrow(v)
+
+    def run(v):
+        if pa.types.is_decimal(v.type):
+            return decimal_rounded(v, 0, mode)
+        # an integer: DuckDB's DOUBLE of it (rounded to the nearest beyond 2**53, where Arrow's own cast refuses)
+        return arrow(cast_to(v, pa.float64()) if pa.types.is_integer(v.type) else v)
+
+    return run
 
 
 def sign(v):
@@ -427,6 +442,8 @@ def _divided(ev, node, what: str):
         return pa.scalar(None, b.type if pa.types.is_null(a.type) else a.type)
     if not (_numeric(a.type) and _numeric(b.type)):
         raise SqlTypeError(f"type error in {ev.sql(node)}: not defined for {a.type}, {b.type}")
+    if what == "%" and (exact := _decimal_mod(ev, node, a, b)) is not None:
+        return exact
     if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
         try:
             q = pc.divide_checked(a, b)  # truncates toward zero
@@ -443,3 +460,15 @@ def _divided(ev, node, what: str):
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.fmod(fa, fb)
     return pa.array(r, mask=np.asarray(pc.or_(ev._broadcast(pc.is_null(a)), ev._broadcast(pc.is_null(b)))))
+
+
+def _decimal_mod(ev, node, a, b):
+    """``a % b`` with a DECIMAL operand (and no DOUBLE): DuckDB's exact DECIMAL remainder, else None."""
+    if not (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
+        return None
+    from .sqldecimal import arithmetic
+
+    try:
+        return arithmetic("%", a, b, node.args[0], node.args[1], ev.columns)
+    except pa.ArrowInvalid as exc:
+        raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {exc}") from None

@@ -198,6 +198,10 @@ def _sorted_result(lay: _Layout, call: WindowCall, out_type: pa.DataType) -> pa.
         src = pos - offset if fn == "lag" else pos + offset
         ok = (src >= lay.pstart) & (src < lay.pend)
         taken = arg.take(pa.array(np.where(ok, src, 0))) if n else arg
+        if isinstance(default, float) and pa.types.is_decimal(out_type):  # 0.5 into a DECIMAL: DuckDB's cast
+            from ..expr.sqldecimal import cast_decimal
+
+            default = cast_decimal(pa.scalar(repr(default)), out_type, "lag/lead default").as_py()
         fill = pa.scalar(default, out_type) if default is not None else pa.scalar(None, out_type)
         return pc.if_else(pa.array(ok), taken, fill)
     fs, fe = lay.frame(call.frame)

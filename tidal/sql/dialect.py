@@ -284,7 +284,7 @@ def _check_literals(sql: str, tree: exp.Expression) -> None:
             excerpt = f"\n{caret(sql, where[0], where[1] - len(text) + 1)}" if where[0] else ""
             raise PlanError(
                 f"{at}the integer literal {shown} is out of BIGINT's range (-2**63 .. 2**63-1); larger integers"
-                f" (DuckDB's HUGEINT) are not supported; a DOUBLE is written with a decimal point{excerpt}"
+                f" (DuckDB's HUGEINT) are not supported; a DOUBLE is written with an exponent (1e20){excerpt}"
             )
 
 

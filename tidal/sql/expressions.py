@@ -14,6 +14,7 @@ the failing node, found at plan time by evaluating over empty columns of the inp
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import functools
 import re
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from sqlglot import exp
 from ..core.errors import PlanError
 from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from ..expr.sqlcompile import CompiledSql
+from ..expr.sqldecimal import DecimalLiteral, decimal_text, number_literal
 from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
 from .exprmore import MoreTranslations, interval_micros  # noqa: F401  (interval_micros: imported from here)
 
@@ -167,7 +169,7 @@ class _Translator(MoreTranslations):
     def t_Literal(self, e):
         if e.is_string:
             return Const(e.name)
-        return Const(int(e.name) if re.fullmatch(r"[+-]?\d+", e.name) else float(e.name))
+        return Const(number_literal(e.name))  # an integer, a DECIMAL or a DOUBLE, as DuckDB types it
 
     def t_Null(self, e):
         return Const(None)
@@ -210,7 +212,7 @@ class _Translator(MoreTranslations):
 
     def t_Neg(self, e):
         inner = self.visit(e.this)
-        if isinstance(e.this, exp.Literal) and isinstance(inner.value, int | float):
+        if isinstance(e.this, exp.Literal) and isinstance(inner.value, int | float | DecimalLiteral):
             return Const(-inner.value)  # a negative number, as Python's lambdas have it
         return Unary("-", inner)
 
@@ -352,19 +354,21 @@ class _Translator(MoreTranslations):
         return self._call("least", e, [e.this, *e.expressions])
 
     def t_Cast(self, e):
-        cast = Cast(self.visit(e.this), arrow_type(e.to))
-        if e.to.this == exp.DataType.Type.DECIMAL and not pa.types.is_decimal(cast.to):
-            # DECIMAL(p, s) is computed as DOUBLE: keep its s digits (DuckDB rounds half away from zero)
-            params = [int(p.name) for p in e.to.expressions]
-            precision = params[0] if params else 18  # DuckDB's DECIMAL is DECIMAL(18,3)
-            scale = params[1] if len(params) > 1 else (3 if not params else 0)
-            if not 0 <= scale <= precision <= 38:
-                raise PlanError(f"{e.sql()}: DECIMAL's width must be 1-38 and its scale at most its width")
-            return SqlCall("to_decimal", (cast,), (precision, scale))
-        return cast
+        return Cast(self.visit(e.this), self._cast_type(e))
 
     def t_TryCast(self, e):
-        return Cast(self.visit(e.this), arrow_type(e.to), safe=True)
+        return Cast(self.visit(e.this), self._cast_type(e), safe=True)
+
+    def _cast_type(self, e) -> pa.DataType:
+        if e.to.this != exp.DataType.Type.DECIMAL:
+            return arrow_type(e.to)
+        # DECIMAL(p, s): DuckDB's DECIMAL alone is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)
+        params = [int(p.name) for p in e.to.expressions]
+        precision = params[0] if params else 18
+        scale = params[1] if len(params) > 1 else (3 if not params else 0)
+        if not (0 <= scale <= precision <= 38 and precision >= 1):
+            raise PlanError(f"{e.sql()}: DECIMAL's width must be 1-38 and its scale at most its width")
+        return pa.decimal128(precision, scale)
 
     # -- numbers -------------------------------------------------------------------------------
     def t_Abs(self, e):
@@ -402,6 +406,9 @@ class _Translator(MoreTranslations):
 
     def t_Right(self, e):
         return self._call("right", e, [e.this, e.expression])
+
+    def t_Typeof(self, e):
+        return self._call("typeof", e, [e.this])
 
     def t_Anonymous(self, e):
         name = e.name.lower()
@@ -520,10 +527,21 @@ def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     if isinstance(py, int | float) and not isinstance(py, bool):
         if isinstance(py, float) and (py != py or py in (float("inf"), float("-inf"))):
             return None
-        return exp.Literal.number(repr(py) if isinstance(py, float) else py)
+        if isinstance(py, float):  # written with an exponent: a DOUBLE (with a point alone it would be a DECIMAL)
+            text = repr(py)
+            return _signed_number(text if "e" in text else f"{text}e0")
+        return exp.Literal.number(py)
+    if isinstance(py, decimal.Decimal) and pa.types.is_decimal128(value.type):
+        return _signed_number(decimal_text(py, value.type))
     if isinstance(py, str):
         return exp.Literal.string(py)
     return None
+
+
+def _signed_number(text: str) -> exp.Expression:
+    """A number literal of exactly this text (``Literal.number`` rewrites a negative one's digits)."""
+    positive = exp.Literal(this=text.lstrip("-"), is_string=False)
+    return exp.Neg(this=positive) if text.startswith("-") else positive
 
 
 def output_type(node: exp.Expression, schema: pa.Schema) -> pa.DataType:
@@ -562,6 +580,8 @@ def pushable_predicate(node: exp.Expression) -> pc.Expression | None:
             col, lit = node.this, node.expression
             if isinstance(col, exp.Column) and isinstance(lit, exp.Literal):
                 value = Evaluator({}, 0).eval(lit).as_py()
+                if isinstance(value, decimal.Decimal):  # pushed only beside a DOUBLE column: DuckDB's DOUBLE
+                    value = float(value)
                 if lit.is_string:
                     return None  # string vs timestamp columns need a cast the reader would not make
                 pushed = getattr(pc.field(col.name), method)(value)

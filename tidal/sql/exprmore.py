@@ -103,6 +103,8 @@ class MoreTranslations:
             return self._call("isnan", e, [args[0]])
         if name == "__nan_guard":  # an aggregate's argument that must hold no NaN (select_list)
             return self._call("nan_guard", e, [args[0]], [args[1].name])
+        if name in ("__decimal_unscaled", "__decimal_scaled"):  # a DECIMAL's exact sum (select_list)
+            return self._call(name[2:], e, [args[0]], [int(a.name) for a in args[1:]])
         if name == "__one_row":  # a correlated scalar subquery's value, at most one row each (correlated.py)
             return self._call("one_row", e, list(args))
         if name == "__pack":  # an ordered aggregate's keys and value as one struct (select_list._packed)

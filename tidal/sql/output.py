@@ -148,6 +148,15 @@ def temporal_as_text(table: pa.Table) -> pa.Table:
     return table
 
 
+def json_ready(table: pa.Table) -> pa.Table:
+    """``table`` for the JSON writer as DuckDB's: a DECIMAL of at most 15 digits is written as its DOUBLE
+    (``1.50`` as ``1.5``, ``5`` as ``5.0``), a wider one with every digit of its scale (:func:`json_text`)."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_decimal(field.type) and field.type.precision <= 15:
+            table = table.set_column(i, field.name, table.column(i).cast(pa.float64()))
+    return table
+
+
 def csv_ready(table: pa.Table) -> pa.Table:
     """``table`` for pyarrow's CSV writer, its dates and timestamps written as DuckDB's text.
 

@@ -13,6 +13,8 @@ everything else is evaluated by tidal after the read.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -74,7 +76,8 @@ class _Renderer:
             return "%s", "bool"
         if isinstance(node, exp.Literal):
             value = node.name if node.is_string else Evaluator({}, 0).eval(node).as_py()
-            if not node.is_string and (not isinstance(value, int | float) or isinstance(value, bool)):
+            # a DECIMAL literal is a numeric parameter: PostgreSQL compares it as DuckDB does (float8 beside a double)
+            if not node.is_string and (not isinstance(value, int | float | Decimal) or isinstance(value, bool)):
                 return None
             self.params.append(value)
             return "%s", "string" if node.is_string else "number"

@@ -10,6 +10,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...expr.sqldecimal import common_type
 from ..expressions import (
     IN_SUBQUERY,
     SCALAR_SUBQUERY,
@@ -205,6 +206,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
                 types.append(lt)
             elif lt is None or pa.types.is_null(lt):
                 types.append(rt)
+            elif (exact := common_type([lt, rt])) is not None and all(map(_is_number, (lt, rt))):
+                types.append(exact)  # a DECIMAL beside a number: DuckDB's common type
             elif (pa.types.is_integer(lt) or pa.types.is_floating(lt)) and (
                 pa.types.is_integer(rt) or pa.types.is_floating(rt)
             ):
@@ -409,3 +412,7 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
         return node
 
     return tree.transform(visit)
+
+
+def _is_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)

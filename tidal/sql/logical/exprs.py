@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import lru_cache
 
 from sqlglot import exp
@@ -125,6 +126,7 @@ def _fraction(node: exp.Expression, where: str) -> float:
         value = Evaluator({}, 0).eval(node).as_py()
     except Exception:
         value = None
+    value = float(value) if isinstance(value, Decimal) else value  # 0.25 is a DECIMAL literal
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
         raise PlanError(f"{where}: the fraction must be a constant between 0 and 1, got {node.sql()}")
     return float(value)

@@ -271,6 +271,7 @@ class FromItems:
             value = a.expression
             if isinstance(value, exp.Literal):
                 out[key] = value.name if value.is_string else Evaluator({}, 0).eval(value).as_py()
+                out[key] = float(out[key]) if type(out[key]).__name__ == "Decimal" else out[key]  # 1.5: a DECIMAL
             elif isinstance(value, exp.Boolean):
                 out[key] = bool(value.this)
             else:

@@ -6,11 +6,15 @@ filter pushdown, event time and every later stage treat them as they treat a fil
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...expr.sqldecimal import common_type
 from ..expressions import Evaluator, SqlTypeError
 from .nodes import Scan
 
@@ -26,14 +30,24 @@ def _constant(value: exp.Expression, where: str) -> pa.Scalar:
         raise PlanError(f"{where}: {err}") from None
 
 
-def _common_type(types: list[pa.DataType], where: str) -> pa.DataType:
+def _literal_type(s: pa.Scalar) -> pa.DataType:
+    """A constant's type as DuckDB types its literal: an integer that fits one is an INTEGER."""
+    if pa.types.is_int64(s.type) and s.is_valid and -(2**31) <= s.as_py() < 2**31:
+        return pa.int32()
+    return s.type
+
+
+def _common_type(types: list[pa.DataType], where: str, literal_types=None) -> pa.DataType:
     known = [t for t in types if not pa.types.is_null(t)]
+    literal_types = [t for t in literal_types or () if not pa.types.is_null(t)]
     if not known:
         return pa.null()
     if all(t == known[0] for t in known):
         return known[0]
     if all(pa.types.is_integer(t) for t in known):
         return pa.int64()
+    if (exact := common_type(literal_types or known)) is not None:  # DECIMALs (integers beside them): DuckDB's
+        return exact
     if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in known):
         return pa.float64()
     names = sorted({str(t) for t in known})
@@ -67,8 +81,15 @@ def inline_rows(values: exp.Values) -> Scan:
     for j in range(width):
         where = f"VALUES column {j + 1}"
         scalars = [_constant(r[j], where) for r in rows]
-        typ = _common_type([s.type for s in scalars], where)
-        columns[f"col{j}"] = pa.array([s.as_py() for s in scalars], typ)
+        typ = _common_type([s.type for s in scalars], where, [_literal_type(s) for s in scalars])
+        values = [s.as_py() for s in scalars]
+        if pa.types.is_floating(typ) or pa.types.is_decimal(typ):  # a DECIMAL among DOUBLEs, integers among DECIMALs
+            values = [v if v is None else float(v) if pa.types.is_floating(typ) else decimal.Decimal(v) for v in values]
+            columns[f"col{j}"] = (
+                pc.cast(pa.array(values), typ) if any(v is not None for v in values) else pa.nulls(len(values), typ)
+            )
+        else:
+            columns[f"col{j}"] = pa.array(values, typ)
     return _scan(f"VALUES ({len(rows)} rows)", pa.table(columns))
 
 

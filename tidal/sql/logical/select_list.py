@@ -335,6 +335,15 @@ class SelectList:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             arg_expr = dict(pre).get(arg_phys)
             arg_type = self.check(arg_expr, node) if arg_expr is not None else None
+            if arg_type is not None and pa.types.is_decimal(arg_type) and fn in ("sum", "sum_distinct"):
+                # DuckDB's exact DECIMAL(38, s) sum: the unscaled integers summed (BIGINT), scaled back after
+                arg_phys = self.fresh("a")
+                pre.append((arg_phys, exp.Anonymous(this="__decimal_unscaled", expressions=[arg_expr.copy()])))
+                scaled = exp.Literal.number(arg_type.scale)
+                nan_fixes[out] = exp.Anonymous(this="__decimal_scaled", expressions=[_col(out), scaled])
+            elif arg_type is not None and pa.types.is_decimal(arg_type) and fn in _OF_DOUBLES:
+                arg_phys = self.fresh("a")  # DuckDB's AVG, VARIANCE, STDDEV of a DECIMAL: a DOUBLE
+                pre.append((arg_phys, exp.Cast(this=arg_expr.copy(), to=exp.DataType.build("DOUBLE"))))
             if arg_type is not None and pa.types.is_floating(arg_type) and fn not in _NAN_AS_VALUE:
                 # the engine skips NaN as it skips NULL; DuckDB counts it, as the largest value
                 if fn not in _NAN_FIXES:  # a NaN in its values is an error when it comes (not supported)
@@ -527,6 +536,9 @@ class SelectList:
         self._label(phys, arg)
         pre.append((phys, bound))
         return phys
+
+
+_OF_DOUBLES = ("average", "average_distinct", "variance", "stddev")
 
 
 def _has_aggregate(e: exp.Expression) -> bool:

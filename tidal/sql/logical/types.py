@@ -158,6 +158,8 @@ def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None
 
 
 def _sql_type(t: pa.DataType) -> str:
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
     if pa.types.is_integer(t):
         return "BIGINT"
     if pa.types.is_floating(t):

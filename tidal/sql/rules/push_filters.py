@@ -7,6 +7,7 @@ from dataclasses import replace
 import pyarrow as pa
 from sqlglot import exp
 
+from ...expr.sqldecimal import DecimalLiteral, number_literal
 from ..expressions import has_subquery, pushable_predicate
 from ..logical import Filter, Join, Node, Project, Scan, UnionAll
 from ..logical.exprs import _and, _col, _columns, _conjuncts, _transform
@@ -81,6 +82,8 @@ def _reader_casts_alike(p: exp.Expression, types: dict) -> bool:
         t = types.get(x.this.name)
         if t is None or not (pa.types.is_floating(t) or pa.types.is_integer(t) and lit.is_int):
             return False
+        if pa.types.is_float32(t) and isinstance(number_literal(lit.name), DecimalLiteral):
+            return False  # a FLOAT meets a DECIMAL as a FLOAT (0.1 is the FLOAT 0.1), the reader as a DOUBLE
     return True
 
 
