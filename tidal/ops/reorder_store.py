@@ -23,7 +23,8 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from .join.store import _fixed_width, _pool_empty, _values
+from .join.store import _fixed_width, _values
+from .reorder_kernels import _merge_map
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
 
@@ -93,7 +94,7 @@ def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
     t = arrays[0].type
     if len(arrays) <= 2 and _fixed_width(t) and all(a.type == t and not a.null_count for a in arrays):
         width = np.dtype(f"i{t.bit_width // 8}")
-        out = _pool_empty((len(index),), width)
+        out = np.empty(len(index), dtype=width)  # glibc reuses freed blocks; Arrow's mimalloc pool faulted them in again
         first = _values(arrays[0], width)
         _gather2(first, _values(arrays[1], width) if len(arrays) == 2 else first[:0], index, out)
         return pa.Array.from_buffers(t, len(index), [None, pa.py_buffer(out)])
@@ -174,6 +175,15 @@ class PayloadStore:
         self.held += k
         return first
 
+    def _space(self) -> tuple[np.ndarray, int, int]:
+        """How row ids map to the pieces' index space: ids below ``split`` are in the compact piece at the
+        front (``compact``: its sorted ids), the others at ``id - base`` (pieces leave from the front only)."""
+        head = self.pieces[0]
+        if head.rows is None:
+            return _NONE, head.first, head.first
+        split = self.pieces[1].first if len(self.pieces) > 1 else self.next_row
+        return head.rows, split, split - head.length
+
     def gather(
         self, rows: np.ndarray, increasing: bool = False, times: np.ndarray | None = None
     ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
@@ -182,22 +192,55 @@ class PayloadStore:
         other time is its sync time + 1). ``times``: the rows' sync times; a column that is the sync
         times themselves (the same memory: the time column the events were read from) is not gathered."""
         n = len(rows)
-        pieces = self.pieces
         if not n:
             raise ValueError("gather needs at least one row")
-        # pieces leave from the front only, so ids after the compact piece (if any) map to the index
-        # space by one subtraction
-        head = pieces[0]
-        if head.rows is None:
-            compact, split, base = _NONE, head.first, head.first
-        else:
-            compact, split = head.rows, (pieces[1].first if len(pieces) > 1 else self.next_row)
-            base = split - head.length
         index = np.empty(n, dtype=np.int64)
-        lo, hi = _index(rows, compact, split, base, self.alive, index)
+        lo, hi = _index(rows, *self._space(), self.alive, index)
+        other, cols = self._select(index, lo, hi, increasing, times)
+        self._forget(n)
+        return other, cols
+
+    def release(
+        self, t1: np.ndarray, r1: np.ndarray, t2: np.ndarray, r2: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray | None, dict[str, pa.Array]]]:
+        """The rows of two sorted (time, row id) sequences, merged by (time, row id) and mapped to their
+        places in the pieces in one compiled pass, then one gather per column: parts ``(times, other times,
+        columns)`` (as :meth:`gather`; rows in increasing order, as input in order gives, make a part per
+        piece, so that a run of consecutive rows is handed on as zero-copy slices); the rows are then forgotten."""
+        n = len(t1) + len(t2)
+        if not n:
+            raise ValueError("release needs at least one row")
+        times, index = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        lo, hi, increasing = _merge_map(t1, r1, t2, r2, *self._space(), self.alive, times, index)
+        if increasing and hi >= self.offsets[1]:
+            a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+            b = int(np.searchsorted(self.offsets, hi, side="right")) - 1
+            cuts = [0, *np.searchsorted(index, self.offsets[a + 1 : b + 1]).tolist(), n]
+            parts = [
+                (times[s:e], *self._select(index[s:e], int(index[s]), int(index[e - 1]), True, times[s:e]))
+                for s, e in zip(cuts[:-1], cuts[1:], strict=True)
+                if e > s
+            ]
+        else:
+            parts = [(times, *self._select(index, lo, hi, increasing, times))]
+        self._forget(n)
+        return parts
+
+    def _forget(self, n: int) -> None:
+        """``n`` rows were handed back: drop the pieces they emptied, compact when few rows pin many."""
         self.held -= n
+        self._trim()
+        if self.pinned > 2 * self.held + self.slack:
+            self._compact()
+
+    def _select(
+        self, index: np.ndarray, lo: int, hi: int, increasing: bool, times: np.ndarray | None
+    ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
+        """Other times and columns at the positions ``index`` (``lo``..``hi``) of the index space."""
+        n = len(index)
+        pieces = self.pieces
         if hi < self.offsets[1]:  # one piece (the first)
-            used, start = [head], 0
+            used, start = [pieces[0]], 0
         else:
             a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
             b = int(np.searchsorted(self.offsets, hi, side="right")) - 1
@@ -228,9 +271,6 @@ class PayloadStore:
                     cols[k] = _sync_column(arrays[0], times)
                 else:
                     cols[k] = _take(arrays, index)
-        self._trim()
-        if self.pinned > 2 * self.held + self.slack:
-            self._compact()
         return other, cols
 
     def _trim(self) -> None:
