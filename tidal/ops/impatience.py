@@ -76,10 +76,12 @@ from .impatience_kernels import (
     _radix_chunk,
     _split_ordered,
 )
+from .reorder_queue import InOrderQueue, scratch
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 _CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
+_CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
 # --------------------------------------------------------------------------------------------------
@@ -101,6 +103,8 @@ class ImpatienceSorter:
         "_chunks",
         "_chunk_min",
         "_scratch",
+        "_queue",
+        "_qhigh",
     )
 
     def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
@@ -116,6 +120,8 @@ class ImpatienceSorter:
         self._chunks: list[list] = []  # [times, row ids, consumed]: sorted by (time, row id)
         self._chunk_min = max(int(chunk_min), 1)
         self._scratch = _NO_IDS
+        self._queue = InOrderQueue(0)  # chunk pushes' elements at or above everything before them
+        self._qhigh = int(INT64_MIN)  # the queue's last time (INT64_MIN: empty)
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -138,8 +144,15 @@ class ImpatienceSorter:
             ids = _NO_IDS
         elif len(ids) != n or (n and int(ids[0]) < self._next_row):
             raise ValueError("ids must give each element an increasing row id from next_row_id on")
-        if n >= self._chunk_min and self._push_chunk(times, ids):
-            return times < self._watermark
+        if n >= self._chunk_min:
+            if n > _CHUNK_MAX:  # radix sort pieces that stay in cache; a release merges them
+                step = -(-n // -(-n // _CHUNK_MAX))
+                given = len(ids) > 0
+                return np.concatenate(
+                    [self.push(times[a : a + step], ids[a : a + step] if given else None) for a in range(0, n, step)]
+                )
+            if self._push_chunk(times, ids):
+                return times < self._watermark
         i = _push_kernel(times, 0, late, self._pool, self._meta, st, ids)
         while st[_NEED] != 0:
             if st[_NEED] < 0:
@@ -160,36 +173,28 @@ class ImpatienceSorter:
         return late
 
     def _push_chunk(self, times: np.ndarray, ids: np.ndarray) -> bool:
-        """Sort the batch's elements that are not late into a new chunk; False when their times span too
-        widely for a radix sort (nothing done: the caller places them). The elements at or above every
-        earlier one are in order already: when they are most of the batch, only the others are radix
-        sorted, then merged with them (input that is nearly sorted costs two linear passes)."""
+        """Sort the batch's elements that are not late: those at or above every element before them (in the
+        queue and in the batch) extend the in-order queue, already sorted; the others are radix sorted into a
+        new chunk. False when their times span too widely for a radix sort (nothing done: the caller places
+        them). Input that is nearly sorted costs one linear pass here and one merge at the release."""
         n = times.shape[0]
-        out_t, out_r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        if self._scratch.shape[0] < 6 * n:
-            self._scratch = np.empty(6 * n, dtype=np.int64)
+        self._scratch = scratch(self._scratch, 6 * n)
         oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
         wm = self._watermark
-        no, nu = _split_ordered(times, self._next_row, ids, wm, out_t, out_r, oth_t, oth_r)
-        if 4 * nu > no + nu:  # much disorder: radix sort the whole batch
-            m = _radix_chunk(times, self._next_row, ids, wm, out_t, out_r, s_t, s_r)
-            if m < 0:
-                return False
-            chunk = (out_t[:m], out_r[:m])
-        elif nu:
+        queue = self._queue
+        at = queue.reserve(n)  # written in place; the tail moves only once the batch is taken
+        no, nu, high = _split_ordered(
+            times, self._next_row, ids, wm, self._qhigh, queue.times[at:], queue.rows[at:], oth_t, oth_r
+        )
+        if nu:
             if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
                 return False
-            m = no + nu
-            chunk = (np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
-            _merge2(out_t, out_r, 0, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
-        else:
-            m = no
-            chunk = (out_t[:m], out_r[:m])
-        if m:
-            self._chunks.append([chunk[0], chunk[1], 0])
+            self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
+        queue.tail = at + no
+        self._qhigh = int(high)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
-        self._buffered += m
+        self._buffered += no + nu
         return True
 
     def skip_to(self, row: int) -> None:
@@ -223,7 +228,7 @@ class ImpatienceSorter:
         if ends.shape != puncts.shape or ends.ndim != 1 or (len(ends) and (ends[-1] > n or (np.diff(ends) < 0).any())):
             raise ValueError("ends and puncts must be one increasing end per punctuation, within the times")
         # few long segments: nothing to save per call; chunks: the compiled release knows only the runs
-        if len(ends) and (n >= _LONG_SEGMENTS * len(ends) or self._chunks):
+        if len(ends) and (n >= _LONG_SEGMENTS * len(ends) or self._chunks or len(self._queue)):
             return self._push_punctuate_calls(times, ends, puncts)
         late = np.zeros(n, dtype=np.bool_)
         out_t = np.empty(self._buffered + n, dtype=np.int64)
@@ -291,8 +296,18 @@ class ImpatienceSorter:
         if self._buffered == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         out_t, out_r = _punctuate_kernel(t, self._pool, self._meta, self._st)
-        if self._chunks:
-            out_t, out_r = _merge_parts([(out_t, out_r), *self._cut_chunks(t)])
+        if self._chunks or len(self._queue):
+            parts = [(out_t, out_r), *self._cut_chunks(t)]
+            queue = self._queue
+            c = queue.count_le(t)
+            if c:
+                qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
+                one = not any(len(p[0]) for p in parts)
+                parts.append((qt.copy(), qr.copy()) if one else (qt, qr))
+                queue.pop(c)
+                if not len(queue):
+                    self._qhigh = int(INT64_MIN)
+            out_t, out_r = _merge_parts(parts)
         self._buffered -= out_t.shape[0]
         return out_t, out_r
 
@@ -352,6 +367,8 @@ class ImpatienceSorter:
             "chunk_times": _cat([ch[0][ch[2] :] for ch in self._chunks]),
             "chunk_rows": _cat([ch[1][ch[2] :] for ch in self._chunks]),
             "chunk_lengths": np.array([len(ch[0]) - ch[2] for ch in self._chunks], dtype=np.int64),
+            "queue_times": self._queue.live()[0],
+            "queue_rows": self._queue.live()[1],
         }
 
     @classmethod
@@ -394,6 +411,10 @@ class ImpatienceSorter:
             [chunk_t[a:b].copy(), chunk_r[a:b].copy(), 0] for a, b in zip(starts, ends.tolist(), strict=True)
         ]
         self._buffered += len(chunk_t)
+        queue_t = np.asarray(state.get("queue_times", _NO_IDS), dtype=np.int64)
+        self._queue.append(queue_t, np.asarray(state.get("queue_rows", _NO_IDS), dtype=np.int64))
+        self._qhigh = int(queue_t[-1]) if len(queue_t) else int(INT64_MIN)
+        self._buffered += len(queue_t)
         return self
 
 

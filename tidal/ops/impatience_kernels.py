@@ -534,12 +534,11 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
 
 
 @nb.njit(cache=True, nogil=True)
-def _split_ordered(times, row0, ids, wm, ord_t, ord_r, oth_t, oth_r):
-    """The elements of ``times`` at or above ``wm``, split: those at or above every earlier one (in order:
-    already sorted by (time, row id)) into ``ord_*``, the others into ``oth_*``. Row ids as in
-    ``_radix_chunk``. Returns both counts."""
+def _split_ordered(times, row0, ids, wm, high, ord_t, ord_r, oth_t, oth_r):
+    """The elements of ``times`` at or above ``wm``, split: those at or above ``high`` and every earlier one
+    (in order: already sorted by (time, row id), after anything held at or below ``high``) into ``ord_*``,
+    the others into ``oth_*``. Row ids as in ``_radix_chunk``. Returns both counts and the high after."""
     given = ids.shape[0] > 0
-    high = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
     no = 0
     nu = 0
     for i in range(times.shape[0]):
@@ -556,4 +555,4 @@ def _split_ordered(times, row0, ids, wm, ord_t, ord_r, oth_t, oth_r):
             oth_t[nu] = x
             oth_r[nu] = r
             nu += 1
-    return no, nu
+    return no, nu, high

@@ -35,7 +35,7 @@ from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
 from .impatience import ImpatienceSorter
 from .reorder_kernels import _ingest
-from .reorder_queue import InOrderQueue
+from .reorder_queue import InOrderQueue, scratch
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
@@ -379,8 +379,7 @@ class ReorderOp(Operator):
         lat = self.policy.latencies[0]
         queue = self.queues[0]
         at = queue.reserve(n)  # the events in arrival order are written into the queue directly
-        if len(self._scratch) < 3 * n:
-            self._scratch = np.empty(3 * n, dtype=np.int64)
+        self._scratch = scratch(self._scratch, 3 * n)
         oth_t, oth_r, late = self._scratch[:n], self._scratch[n : 2 * n], self._scratch[2 * n : 3 * n]
         no, nu, nl, high = _ingest(
             sync, gen.high, prev, lat, first, queue.times[at:], queue.rows[at:], oth_t, oth_r, late

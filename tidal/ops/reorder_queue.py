@@ -11,6 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+_HUGE = 1 << 19  # int64s in 4 MiB: numpy asks the kernel for huge pages from that size (far fewer page faults)
+
+
+def scratch(buffer: np.ndarray, n: int) -> np.ndarray:
+    """``buffer`` if it holds ``n`` int64s, else a larger one (kept by the caller and reused: fresh memory
+    costs a page fault per 4 KiB, so large buffers are made 4 MiB at least, where huge pages apply)."""
+    if len(buffer) >= n:
+        return buffer
+    return np.empty(max(n, 2 * len(buffer), _HUGE if n > _HUGE // 16 else 0), dtype=np.int64)
+
 
 class InOrderQueue:
     """(time, row id) pairs sorted by both, held in ``times[head:tail]`` and ``rows[head:tail]``."""
@@ -33,8 +43,7 @@ class InOrderQueue:
             return self.tail
         live = self.tail - self.head
         if 2 * (live + n) > len(self.times):
-            cap = max(2 * len(self.times), 2 * (live + n))
-            times, rows = np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+            times, rows = scratch(self.times, 2 * (live + n)), scratch(self.rows, 2 * (live + n))
             times[:live] = self.times[self.head : self.tail]
             rows[:live] = self.rows[self.head : self.tail]
             self.times, self.rows = times, rows

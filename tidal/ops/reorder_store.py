@@ -23,8 +23,9 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from .join.store import _fixed_width, _values
+from .join.store import _fixed_width, _pool_empty, _values
 from .reorder_kernels import _merge_map
+from .reorder_queue import scratch
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
 
@@ -94,7 +95,7 @@ def _take(arrays: list[pa.Array], index: np.ndarray) -> pa.Array:
     t = arrays[0].type
     if len(arrays) <= 2 and _fixed_width(t) and all(a.type == t and not a.null_count for a in arrays):
         width = np.dtype(f"i{t.bit_width // 8}")
-        out = np.empty(len(index), dtype=width)  # glibc reuses freed blocks; Arrow's mimalloc pool faulted them in again
+        out = _pool_empty((len(index),), width)
         first = _values(arrays[0], width)
         _gather2(first, _values(arrays[1], width) if len(arrays) == 2 else first[:0], index, out)
         return pa.Array.from_buffers(t, len(index), [None, pa.py_buffer(out)])
@@ -126,6 +127,7 @@ class PayloadStore:
     def __init__(self, slack: int = _SLACK):
         self.slack = slack
         self.next_row = 0
+        self._index = _NONE
         self._reset([])
 
     def _reset(self, pieces: list[_Piece], alive: np.ndarray | None = None) -> None:
@@ -210,7 +212,8 @@ class PayloadStore:
         n = len(t1) + len(t2)
         if not n:
             raise ValueError("release needs at least one row")
-        times, index = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        self._index = scratch(self._index, n)  # positions: reused; the times are handed on (Arrow's pool)
+        times, index = _pool_empty((n,)), self._index[:n]
         lo, hi, increasing = _merge_map(t1, r1, t2, r2, *self._space(), self.alive, times, index)
         if increasing and hi >= self.offsets[1]:
             a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
