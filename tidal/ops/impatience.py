@@ -33,14 +33,16 @@ the pool with doubled capacity, and a full pool is compacted into a fresh one.  
 placement loop, cutting and merging) runs in numba-compiled functions; Python only runs per batch and
 per punctuation.
 
-Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: a stable radix sort of
-the batch's times (its arrival order is its row id order, so ties stay stable) makes it one sorted
-*chunk* in a few linear passes (a batch mostly in order: its in-order elements stay, the others are
-radix sorted and merged in), where placing a badly disordered batch costs a search per element among
-many runs.  Chunks live beside the runs; a punctuation cuts each chunk's prefix ``<= t`` too, and the
-pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.  (The
-radix sort is compiled here: numpy's stable argsort of int64 is a comparison sort, timsort, about half
-as fast on such batches.)
+Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: the batch's elements at
+or above every element before them (those held in the in-order queue included) extend one *in-order
+queue* (already sorted by (time, row id): nothing to do), and a stable radix sort of the others (their
+arrival order is their row id order, so ties stay stable) makes them one sorted *chunk* in a few linear
+passes, where placing a badly disordered batch costs a search per element among many runs. A batch of more
+than 65,536 elements is cut into chunks of at most that many (a radix sort's buckets then stay in cache).
+Chunks and the queue live beside the runs; a punctuation cuts each one's prefix ``<= t`` too, and the
+pieces are merged shortest first (the queue's prefix, mostly the largest, last). A batch whose other
+times span more than 2**33 is placed as usual.  (The radix sort is compiled here: numpy's stable argsort
+of int64 is a comparison sort, timsort, about half as fast on such batches.)
 
 A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
 of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
@@ -334,7 +336,7 @@ class ImpatienceSorter:
 
     @property
     def num_runs(self) -> int:
-        """Sorted runs held: the placement runs and the chunks."""
+        """Sorted runs held: the placement runs and the chunks (the in-order queue apart)."""
         return int(self._st[_NRUNS]) + len(self._chunks)
 
     @property

@@ -1,25 +1,24 @@
-"""The in-order queue of the reorder operator: the events that arrived at or above every time before them.
+"""The in-order queue of the reorder operator and of the Impatience sorter's large pushes: the elements that
+arrived at or above every time before them.
 
-No temporal semantics of its own (:mod:`tidal.ops.reorder` states them). Such events are already sorted
-by (time, row id), so they skip the Impatience sorter: their (time, row id) pairs are appended to one
-growable buffer, written there directly by the ingest kernel, and a release reads the buffer's prefix up
-to the punctuation in place (no list of chunks to concatenate). The buffer is compacted (its live part
-moved to the front) or doubled when an append does not fit.
+No temporal semantics of its own (:mod:`tidal.ops.reorder` and :mod:`tidal.ops.impatience` state them).
+Such elements are already sorted by (time, row id), so they need no sorting: their (time, row id) pairs
+are appended to one growable buffer, written there directly by the splitting kernel, and a release reads
+the buffer's prefix up to the punctuation in place (no list of chunks to concatenate). The buffer is
+compacted (its live part moved to the front) or doubled when an append does not fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-_HUGE = 1 << 19  # int64s in 4 MiB: numpy asks the kernel for huge pages from that size (far fewer page faults)
-
 
 def scratch(buffer: np.ndarray, n: int) -> np.ndarray:
-    """``buffer`` if it holds ``n`` int64s, else a larger one (kept by the caller and reused: fresh memory
-    costs a page fault per 4 KiB, so large buffers are made 4 MiB at least, where huge pages apply)."""
+    """``buffer`` if it holds ``n`` int64s, else a larger one, for the caller to keep and reuse (fresh memory
+    costs a page fault per 4 KiB page touched: per batch, that was a large share of a release)."""
     if len(buffer) >= n:
         return buffer
-    return np.empty(max(n, 2 * len(buffer), _HUGE if n > _HUGE // 16 else 0), dtype=np.int64)
+    return np.empty(max(n, 2 * len(buffer)), dtype=np.int64)
 
 
 class InOrderQueue:
