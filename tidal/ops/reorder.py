@@ -514,11 +514,14 @@ class ReorderOp(Operator):
     def on_completed(self) -> None:
         for j in range(len(self.sorters)):
             self._release_rows(j, None)
+            self.queues[j] = InOrderQueue()  # everything is out: the buffers go back now, not at a collection
+            self.stores[j]._index = _EMPTY
             if self.policy.on_completed == "end_of_stream":
                 self._punctuate(j, INFINITY)
             elif self.policy.on_completed == "flush":
                 for d in self._consumers(j):
                     d.on_flush()
+        self._scratch = _EMPTY
         self.stats.completed = True
         for d in self.downstream:
             d.on_completed()
