@@ -161,3 +161,27 @@ def test_to_arrow_hands_its_memory_back_with_the_table():
         assert pa.total_allocated_bytes() - before < held // 4
     finally:
         gc.enable()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 30), max_size=40), min_size=1, max_size=12), st.booleans())
+def test_many_parts_merged_in_one_pass_match_a_sort(parts, disjoint):
+    """Sorted (time, row id) parts, ties across parts, empty parts, or parts one after another in time."""
+    from numba.typed import List
+
+    from tidal.ops.impatience_kernels import _merge_many
+
+    ts, rs, pairs, row = List(), List(), [], 0
+    for k, part in enumerate(parts):
+        times = sorted(t + (100 * k if disjoint else 0) for t in part)
+        rows = list(range(row, row + len(times)))[::-1] if not disjoint else list(range(row, row + len(times)))
+        rows = [r for _, r in sorted(zip(times, rows, strict=True))]  # sorted by (time, row id)
+        row += len(times)
+        ts.append(np.array(times, dtype=np.int64))
+        rs.append(np.array(rows, dtype=np.int64))
+        pairs += list(zip(times, rows, strict=True))
+    total = len(pairs)
+    out_t, out_r = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    stops = np.array([len(t) for t in ts], dtype=np.int64)
+    assert _merge_many(ts, rs, np.zeros(len(ts), dtype=np.int64), stops, out_t, out_r) == total
+    assert list(zip(out_t.tolist(), out_r.tolist(), strict=True)) == sorted(pairs)

@@ -55,6 +55,7 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+from numba.typed import List
 
 from .impatience_kernels import (
     _LAST,
@@ -73,6 +74,7 @@ from .impatience_kernels import (
     _compact_pool,
     _fused_kernel,
     _merge2,
+    _merge_many,
     _punctuate_kernel,
     _push_kernel,
     _radix_chunk,
@@ -83,6 +85,7 @@ from .reorder_queue import InOrderQueue, scratch
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 _CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
+_MANY_MIN = 65_536  # released elements from which three parts or more are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
@@ -177,8 +180,9 @@ class ImpatienceSorter:
     def _push_chunk(self, times: np.ndarray, ids: np.ndarray) -> bool:
         """Sort the batch's elements that are not late: those at or above every element before them (in the
         queue and in the batch) extend the in-order queue, already sorted; the others are radix sorted into a
-        new chunk. False when their times span too widely for a radix sort (nothing done: the caller places
-        them). Input that is nearly sorted costs one linear pass here and one merge at the release."""
+        new chunk (when they are more than a quarter of the batch, the whole batch is). False when their times
+        span too widely for a radix sort (nothing done: the caller places them). Input that is nearly sorted
+        costs one linear pass here and one merge at the release."""
         n = times.shape[0]
         self._scratch = scratch(self._scratch, 6 * n)
         oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
@@ -188,12 +192,19 @@ class ImpatienceSorter:
         no, nu, high = _split_ordered(
             times, self._next_row, ids, wm, self._qhigh, queue.times[at:], queue.rows[at:], oth_t, oth_r
         )
-        if nu:
-            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
+        if 4 * nu > no + nu:  # much disorder: the whole batch is one chunk (merging it with the queue
+            # would take a branch the processor cannot predict per element; chunks merge like runs)
+            m = _radix_chunk(times, self._next_row, ids, wm, s_t, s_r, tmp_t, tmp_r)
+            if m < 0:
                 return False
-            self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
-        queue.tail = at + no
-        self._qhigh = int(high)
+            self._chunks.append([s_t[:m].copy(), s_r[:m].copy(), 0])
+        else:
+            if nu:
+                if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
+                    return False
+                self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
+            queue.tail = at + no
+            self._qhigh = int(high)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
@@ -425,8 +436,21 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (time, row id) parts merged into one, the two shortest first."""
-    heap = [(len(p[0]), i, p) for i, p in enumerate(parts) if len(p[0])]
+    """Sorted (time, row id) parts merged into one: a large release from three parts or more in one pass over
+    a heap of the parts' heads (no intermediate arrays, each a page fault per 4 KiB page); else the two
+    shortest first."""
+    parts = [p for p in parts if len(p[0])]
+    total = sum(len(p[0]) for p in parts)
+    if len(parts) >= 3 and total >= _MANY_MIN:
+        ts, rs = List(), List()
+        for t, r in parts:
+            ts.append(np.ascontiguousarray(t))
+            rs.append(np.ascontiguousarray(r))
+        stops = np.array([len(t) for t, _ in parts], dtype=np.int64)
+        out_t, out_r = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+        _merge_many(ts, rs, np.zeros(len(parts), dtype=np.int64), stops, out_t, out_r)
+        return out_t, out_r
+    heap = [(len(p[0]), i, p) for i, p in enumerate(parts)]
     if not heap:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     heapq.heapify(heap)

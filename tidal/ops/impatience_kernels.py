@@ -556,3 +556,78 @@ def _split_ordered(times, row0, ids, wm, high, ord_t, ord_r, oth_t, oth_r):
             oth_r[nu] = r
             nu += 1
     return no, nu, high
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_many(ts, rs, starts, stops, out_t, out_r):
+    """Merge the sorted (time, row id) parts ``ts[p][starts[p]:stops[p]]`` (and their ``rs``) by (time, row id)
+    into ``out_*`` in one pass: a heap of the parts' heads, and the part on top copied on while it stays
+    below every other head (parts that hardly overlap, as chunks of successive batches, are copied)."""
+    k = len(ts)
+    heap = np.empty(k, dtype=np.int64)  # part indices, ordered by their head
+    pos = starts.copy()
+    h = 0
+    for p in range(k):
+        if pos[p] < stops[p]:
+            heap[h] = p
+            h += 1
+    # heapify (sift down from the middle)
+    for root in range(h // 2 - 1, -1, -1):
+        _sift(heap, h, root, ts, rs, pos)
+    w = 0
+    while h > 0:
+        p = heap[0]
+        a_t = ts[p]
+        a_r = rs[p]
+        i = pos[p]
+        e = stops[p]
+        if h == 1:
+            while i < e:
+                out_t[w] = a_t[i]
+                out_r[w] = a_r[i]
+                i += 1
+                w += 1
+            pos[p] = i
+            break
+        # the least head among the others: a child of the root
+        c = heap[1]
+        if h > 2:
+            d = heap[2]
+            if ts[d][pos[d]] < ts[c][pos[c]] or (ts[d][pos[d]] == ts[c][pos[c]] and rs[d][pos[d]] < rs[c][pos[c]]):
+                c = d
+        bt = ts[c][pos[c]]
+        br = rs[c][pos[c]]
+        while i < e and (a_t[i] < bt or (a_t[i] == bt and a_r[i] < br)):
+            out_t[w] = a_t[i]
+            out_r[w] = a_r[i]
+            i += 1
+            w += 1
+        pos[p] = i
+        if i == e:
+            h -= 1
+            heap[0] = heap[h]
+        _sift(heap, h, 0, ts, rs, pos)
+    return w
+
+
+@nb.njit(cache=True, nogil=True)
+def _sift(heap, h, root, ts, rs, pos):
+    """Restore the heap order below ``root`` (parts keyed by their head (time, row id))."""
+    while True:
+        c = 2 * root + 1
+        if c >= h:
+            return
+        if c + 1 < h:
+            a = heap[c]
+            b = heap[c + 1]
+            if ts[b][pos[b]] < ts[a][pos[a]] or (ts[b][pos[b]] == ts[a][pos[a]] and rs[b][pos[b]] < rs[a][pos[a]]):
+                c += 1
+        x = heap[root]
+        y = heap[c]
+        xt = ts[x][pos[x]]
+        yt = ts[y][pos[y]]
+        if xt < yt or (xt == yt and rs[x][pos[x]] < rs[y][pos[y]]):
+            return
+        heap[root] = y
+        heap[c] = x
+        root = c
