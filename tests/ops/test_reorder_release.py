@@ -169,7 +169,7 @@ def test_many_parts_merged_in_one_pass_match_a_sort(parts, disjoint):
     """Sorted (time, row id) parts, ties across parts, empty parts, or parts one after another in time."""
     from numba.typed import List
 
-    from tidal.ops.impatience_kernels import _merge_many
+    from tidal.ops.impatience_chunks import _merge_many
 
     ts, rs, pairs, row = List(), List(), [], 0
     for k, part in enumerate(parts):

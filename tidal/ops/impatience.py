@@ -57,6 +57,7 @@ import heapq
 import numpy as np
 from numba.typed import List
 
+from .impatience_chunks import _merge_many, _radix_chunk, _split_ordered
 from .impatience_kernels import (
     _LAST,
     _LIMIT,
@@ -74,18 +75,16 @@ from .impatience_kernels import (
     _compact_pool,
     _fused_kernel,
     _merge2,
-    _merge_many,
     _punctuate_kernel,
     _push_kernel,
-    _radix_chunk,
-    _split_ordered,
 )
 from .reorder_queue import InOrderQueue, scratch
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 _CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
-_MANY_MIN = 65_536  # released elements from which three parts or more are merged in one pass
+_DISORDERED = 0.25  # a chunk push with more of its elements out of order is sorted whole
+_MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
@@ -192,7 +191,7 @@ class ImpatienceSorter:
         no, nu, high = _split_ordered(
             times, self._next_row, ids, wm, self._qhigh, queue.times[at:], queue.rows[at:], oth_t, oth_r
         )
-        if 4 * nu > no + nu:  # much disorder: the whole batch is one chunk (merging it with the queue
+        if nu > _DISORDERED * (no + nu):  # much disorder: the whole batch is one chunk (merging it with the queue
             # would take a branch the processor cannot predict per element; chunks merge like runs)
             m = _radix_chunk(times, self._next_row, ids, wm, s_t, s_r, tmp_t, tmp_r)
             if m < 0:
@@ -436,12 +435,13 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (time, row id) parts merged into one: a large release from three parts or more in one pass over
-    a heap of the parts' heads (no intermediate arrays, each a page fault per 4 KiB page); else the two
-    shortest first."""
+    """Sorted (time, row id) parts merged into one: a large release from three parts or more, none of them
+    most of it (chunks of successive batches), in one pass over a heap of the parts' heads (no intermediate
+    arrays, each a page fault per 4 KiB page); else the two shortest first (a dominant part, as the in-order
+    queue's, is then merged once, with the rest: switching parts costs the heap more than a merge)."""
     parts = [p for p in parts if len(p[0])]
     total = sum(len(p[0]) for p in parts)
-    if len(parts) >= 3 and total >= _MANY_MIN:
+    if len(parts) >= 3 and total >= _MANY_MIN and 2 * max(len(p[0]) for p in parts) < total:
         ts, rs = List(), List()
         for t, r in parts:
             ts.append(np.ascontiguousarray(t))

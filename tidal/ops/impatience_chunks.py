@@ -1,0 +1,194 @@
+"""The compiled kernels of the Impatience sorter's chunks (:mod:`tidal.ops.impatience` holds the sorter and its
+guarantees): a large pushed batch split into the elements in arrival order and the others, a stable radix sort
+into a chunk, and the merge of many sorted parts in one pass. No temporal semantics here beyond the sorter's:
+everything is ordered by (time, row id).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .impatience_kernels import _radix_pass
+
+_DIGIT = 11  # bits per radix pass at most: 2048 buckets
+_MAX_PASSES = 3  # a batch whose times span more than 2**33 is placed into runs instead
+
+
+@nb.njit(cache=True, nogil=True)
+def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
+    """The elements of ``times`` at or above ``wm`` sorted by (time, row id) into ``out_t``/``out_r``
+    (room for all of them; ``tmp_*`` as large): a stable LSD radix sort of the times above their minimum,
+    so equal times keep arrival order, which is row id order. Element ``i`` has row id ``ids[i]``, or
+    ``row0 + i`` when ``ids`` is empty. Returns how many, or -1 (nothing written) when the times span
+    more than ``_MAX_PASSES`` digits."""
+    n = times.shape[0]
+    given = ids.shape[0] > 0
+    lo = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi = np.int64(-0x7FFFFFFFFFFFFFFF - 1)
+    m = 0
+    ordered = True
+    prev = hi
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            m += 1
+            lo = min(lo, x)
+            hi = max(hi, x)
+            if x < prev:
+                ordered = False
+            prev = x
+    if m == 0:
+        return 0
+    bits = 0
+    span = np.uint64(hi) - np.uint64(lo)
+    while span > 0:
+        bits += 1
+        span >>= np.uint64(1)
+    passes = (bits + _DIGIT - 1) // _DIGIT
+    digit = (bits + passes - 1) // passes if passes else 1  # as few buckets as the passes allow
+    if ordered or passes == 0:
+        j = 0
+        for i in range(n):
+            if times[i] >= wm:
+                out_t[j] = times[i]
+                out_r[j] = ids[i] if given else row0 + i
+                j += 1
+        return m
+    if passes > _MAX_PASSES:
+        return -1
+    size = 1 << digit
+    mask = np.uint64(size - 1)
+    ulo = np.uint64(lo)
+    hist = np.zeros((passes, size), dtype=np.int64)
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            k = np.uint64(x) - ulo
+            for p in range(passes):
+                hist[p, (k >> np.uint64(p * digit)) & mask] += 1
+    for p in range(passes):
+        s = 0
+        for b in range(size):
+            c = hist[p, b]
+            hist[p, b] = s
+            s += c
+    # the last pass must land in out_*: alternate between the two buffers backwards from it
+    odd = passes % 2 == 1
+    dst_t = out_t if odd else tmp_t
+    dst_r = out_r if odd else tmp_r
+    for i in range(n):
+        x = times[i]
+        if x >= wm:
+            b = (np.uint64(x) - ulo) & mask
+            d = hist[0, b]
+            hist[0, b] = d + 1
+            dst_t[d] = x
+            dst_r[d] = ids[i] if given else row0 + i
+    for p in range(1, passes):
+        src_t, src_r = dst_t, dst_r
+        into_out = (passes - p) % 2 == 1
+        dst_t = out_t if into_out else tmp_t
+        dst_r = out_r if into_out else tmp_r
+        _radix_pass(src_t, src_r, dst_t, dst_r, m, hist[p], ulo, np.uint64(p * digit), mask)
+    return m
+
+
+@nb.njit(cache=True, nogil=True)
+def _split_ordered(times, row0, ids, wm, high, ord_t, ord_r, oth_t, oth_r):
+    """The elements of ``times`` at or above ``wm``, split: those at or above ``high`` and every earlier one
+    (in order: already sorted by (time, row id), after anything held at or below ``high``) into ``ord_*``,
+    the others into ``oth_*``. Row ids as in ``_radix_chunk``. Returns both counts and the high after."""
+    given = ids.shape[0] > 0
+    no = 0
+    nu = 0
+    for i in range(times.shape[0]):
+        x = times[i]
+        if x < wm:
+            continue
+        r = ids[i] if given else row0 + i
+        if x >= high:
+            high = x
+            ord_t[no] = x
+            ord_r[no] = r
+            no += 1
+        else:
+            oth_t[nu] = x
+            oth_r[nu] = r
+            nu += 1
+    return no, nu, high
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_many(ts, rs, starts, stops, out_t, out_r):
+    """Merge the sorted (time, row id) parts ``ts[p][starts[p]:stops[p]]`` (and their ``rs``) by (time, row id)
+    into ``out_*`` in one pass: a heap of the parts' heads, and the part on top copied on while it stays
+    below every other head (parts that hardly overlap, as chunks of successive batches, are copied)."""
+    k = len(ts)
+    heap = np.empty(k, dtype=np.int64)  # part indices, ordered by their head
+    pos = starts.copy()
+    h = 0
+    for p in range(k):
+        if pos[p] < stops[p]:
+            heap[h] = p
+            h += 1
+    # heapify (sift down from the middle)
+    for root in range(h // 2 - 1, -1, -1):
+        _sift(heap, h, root, ts, rs, pos)
+    w = 0
+    while h > 0:
+        p = heap[0]
+        a_t = ts[p]
+        a_r = rs[p]
+        i = pos[p]
+        e = stops[p]
+        if h == 1:
+            while i < e:
+                out_t[w] = a_t[i]
+                out_r[w] = a_r[i]
+                i += 1
+                w += 1
+            pos[p] = i
+            break
+        # the least head among the others: a child of the root
+        c = heap[1]
+        if h > 2:
+            d = heap[2]
+            if ts[d][pos[d]] < ts[c][pos[c]] or (ts[d][pos[d]] == ts[c][pos[c]] and rs[d][pos[d]] < rs[c][pos[c]]):
+                c = d
+        bt = ts[c][pos[c]]
+        br = rs[c][pos[c]]
+        while i < e and (a_t[i] < bt or (a_t[i] == bt and a_r[i] < br)):
+            out_t[w] = a_t[i]
+            out_r[w] = a_r[i]
+            i += 1
+            w += 1
+        pos[p] = i
+        if i == e:
+            h -= 1
+            heap[0] = heap[h]
+        _sift(heap, h, 0, ts, rs, pos)
+    return w
+
+
+@nb.njit(cache=True, nogil=True)
+def _sift(heap, h, root, ts, rs, pos):
+    """Restore the heap order below ``root`` (parts keyed by their head (time, row id))."""
+    while True:
+        c = 2 * root + 1
+        if c >= h:
+            return
+        if c + 1 < h:
+            a = heap[c]
+            b = heap[c + 1]
+            if ts[b][pos[b]] < ts[a][pos[a]] or (ts[b][pos[b]] == ts[a][pos[a]] and rs[b][pos[b]] < rs[a][pos[a]]):
+                c += 1
+        x = heap[root]
+        y = heap[c]
+        xt = ts[x][pos[x]]
+        yt = ts[y][pos[y]]
+        if xt < yt or (xt == yt and rs[x][pos[x]] < rs[y][pos[y]]):
+            return
+        heap[root] = y
+        heap[c] = x
+        root = c
