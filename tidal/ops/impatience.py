@@ -184,7 +184,8 @@ class ImpatienceSorter:
         costs one linear pass here and one merge at the release."""
         n = times.shape[0]
         self._scratch = scratch(self._scratch, 6 * n)
-        oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
+        oth_t, oth_r, s_t, s_r = (self._scratch[k * n : (k + 1) * n] for k in range(4))
+        pairs = self._scratch[4 * n : 6 * n].reshape(n, 2)
         wm = self._watermark
         queue = self._queue
         at = queue.reserve(n)  # written in place; the tail moves only once the batch is taken
@@ -193,13 +194,13 @@ class ImpatienceSorter:
         )
         if nu > _DISORDERED * (no + nu):  # much disorder: the whole batch is one chunk (merging it with the queue
             # would take a branch the processor cannot predict per element; chunks merge like runs)
-            m = _radix_chunk(times, self._next_row, ids, wm, s_t, s_r, tmp_t, tmp_r)
+            m = _radix_chunk(times, self._next_row, ids, wm, s_t, s_r, pairs)
             if m < 0:
                 return False
             self._chunks.append([s_t[:m].copy(), s_r[:m].copy(), 0])
         else:
             if nu:
-                if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
+                if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
                     return False
                 self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
             queue.tail = at + no

@@ -9,19 +9,18 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .impatience_kernels import _radix_pass
-
 _DIGIT = 11  # bits per radix pass at most: 2048 buckets
 _MAX_PASSES = 3  # a batch whose times span more than 2**33 is placed into runs instead
 
 
 @nb.njit(cache=True, nogil=True)
-def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
+def _radix_chunk(times, row0, ids, wm, out_t, out_r, pairs):
     """The elements of ``times`` at or above ``wm`` sorted by (time, row id) into ``out_t``/``out_r``
-    (room for all of them; ``tmp_*`` as large): a stable LSD radix sort of the times above their minimum,
-    so equal times keep arrival order, which is row id order. Element ``i`` has row id ``ids[i]``, or
-    ``row0 + i`` when ``ids`` is empty. Returns how many, or -1 (nothing written) when the times span
-    more than ``_MAX_PASSES`` digits."""
+    (room for all of them; ``pairs``, an (n, 2) scratch, as large): a stable LSD radix sort of the times
+    above their minimum, so equal times keep arrival order, which is row id order. Element ``i`` has row id
+    ``ids[i]``, or ``row0 + i`` when ``ids`` is empty. Returns how many, or -1 (nothing written) when the
+    times span more than ``_MAX_PASSES`` digits. Passes before the last scatter (time, row id) pairs side by
+    side: one line of memory written per element, not two."""
     n = times.shape[0]
     given = ids.shape[0] > 0
     lo = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -73,24 +72,47 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, tmp_t, tmp_r):
             c = hist[p, b]
             hist[p, b] = s
             s += c
-    # the last pass must land in out_*: alternate between the two buffers backwards from it
-    odd = passes % 2 == 1
-    dst_t = out_t if odd else tmp_t
-    dst_r = out_r if odd else tmp_r
-    for i in range(n):
+    h = hist[0]
+    if passes == 1:
+        for i in range(n):
+            x = times[i]
+            if x >= wm:
+                b = (np.uint64(x) - ulo) & mask
+                d = h[b]
+                h[b] = d + 1
+                out_t[d] = x
+                out_r[d] = ids[i] if given else row0 + i
+        return m
+    for i in range(n):  # pass 0: into the pairs
         x = times[i]
         if x >= wm:
             b = (np.uint64(x) - ulo) & mask
-            d = hist[0, b]
-            hist[0, b] = d + 1
-            dst_t[d] = x
-            dst_r[d] = ids[i] if given else row0 + i
-    for p in range(1, passes):
-        src_t, src_r = dst_t, dst_r
-        into_out = (passes - p) % 2 == 1
-        dst_t = out_t if into_out else tmp_t
-        dst_r = out_r if into_out else tmp_r
-        _radix_pass(src_t, src_r, dst_t, dst_r, m, hist[p], ulo, np.uint64(p * digit), mask)
+            d = h[b]
+            h[b] = d + 1
+            pairs[d, 0] = x
+            pairs[d, 1] = ids[i] if given else row0 + i
+    h = hist[1]
+    shift = np.uint64(digit)
+    for i in range(m):  # pass 1: from the pairs into out_*
+        x = pairs[i, 0]
+        b = ((np.uint64(x) - ulo) >> shift) & mask
+        d = h[b]
+        h[b] = d + 1
+        out_t[d] = x
+        out_r[d] = pairs[i, 1]
+    if passes == 3:
+        h = hist[2]
+        shift = np.uint64(2 * digit)
+        for i in range(m):  # pass 2: back into the pairs, then copied out
+            x = out_t[i]
+            b = ((np.uint64(x) - ulo) >> shift) & mask
+            d = h[b]
+            h[b] = d + 1
+            pairs[d, 0] = x
+            pairs[d, 1] = out_r[i]
+        for i in range(m):
+            out_t[i] = pairs[i, 0]
+            out_r[i] = pairs[i, 1]
     return m
 
 
