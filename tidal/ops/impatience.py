@@ -435,14 +435,27 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else _NO_IDS.copy()
 
 
+def _apart(parts: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether the parts hardly overlap in time: taken in order of their first times, few elements of each lie
+    below the last time of the parts before it (chunks of successive batches of input with bounded lateness)."""
+    ordered = sorted(parts, key=lambda p: int(p[0][0]))
+    high, inside, total = int(ordered[0][0][-1]), 0, 0
+    for t, _ in ordered[1:]:
+        inside += int(np.searchsorted(t, high, side="right"))
+        high = max(high, int(t[-1]))
+        total += len(t)
+    return 32 * inside < total
+
+
 def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (time, row id) parts merged into one: a large release from three parts or more, none of them
-    most of it (chunks of successive batches), in one pass over a heap of the parts' heads (no intermediate
-    arrays, each a page fault per 4 KiB page); else the two shortest first (a dominant part, as the in-order
-    queue's, is then merged once, with the rest: switching parts costs the heap more than a merge)."""
+    """Sorted (time, row id) parts merged into one: a large release from four parts or more, none of them
+    most of it and hardly overlapping (chunks of successive batches), in one pass over a heap of the parts'
+    heads, copying runs (no intermediate arrays, each a page fault per 4 KiB page); else the two shortest
+    first (a dominant part, as the in-order queue's, is merged once, with the rest; parts that interleave
+    would make the heap switch parts at every element, which costs more than a merge)."""
     parts = [p for p in parts if len(p[0])]
     total = sum(len(p[0]) for p in parts)
-    if len(parts) >= 3 and total >= _MANY_MIN and 2 * max(len(p[0]) for p in parts) < total:
+    if len(parts) >= 4 and total >= _MANY_MIN and 2 * max(len(p[0]) for p in parts) < total and _apart(parts):
         ts, rs = List(), List()
         for t, r in parts:
             ts.append(np.ascontiguousarray(t))

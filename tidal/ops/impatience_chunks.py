@@ -148,15 +148,18 @@ def _merge_many(ts, rs, starts, stops, out_t, out_r):
     below every other head (parts that hardly overlap, as chunks of successive batches, are copied)."""
     k = len(ts)
     heap = np.empty(k, dtype=np.int64)  # part indices, ordered by their head
+    ht = np.empty(k, dtype=np.int64)  # each part's head (time, row id)
+    hr = np.empty(k, dtype=np.int64)
     pos = starts.copy()
     h = 0
     for p in range(k):
         if pos[p] < stops[p]:
             heap[h] = p
+            ht[p] = ts[p][pos[p]]
+            hr[p] = rs[p][pos[p]]
             h += 1
-    # heapify (sift down from the middle)
     for root in range(h // 2 - 1, -1, -1):
-        _sift(heap, h, root, ts, rs, pos)
+        _sift(heap, h, root, ht, hr)
     w = 0
     while h > 0:
         p = heap[0]
@@ -170,16 +173,14 @@ def _merge_many(ts, rs, starts, stops, out_t, out_r):
                 out_r[w] = a_r[i]
                 i += 1
                 w += 1
-            pos[p] = i
             break
-        # the least head among the others: a child of the root
-        c = heap[1]
+        c = heap[1]  # the least head among the others: a child of the root
         if h > 2:
             d = heap[2]
-            if ts[d][pos[d]] < ts[c][pos[c]] or (ts[d][pos[d]] == ts[c][pos[c]] and rs[d][pos[d]] < rs[c][pos[c]]):
+            if ht[d] < ht[c] or (ht[d] == ht[c] and hr[d] < hr[c]):
                 c = d
-        bt = ts[c][pos[c]]
-        br = rs[c][pos[c]]
+        bt = ht[c]
+        br = hr[c]
         while i < e and (a_t[i] < bt or (a_t[i] == bt and a_r[i] < br)):
             out_t[w] = a_t[i]
             out_r[w] = a_r[i]
@@ -189,13 +190,16 @@ def _merge_many(ts, rs, starts, stops, out_t, out_r):
         if i == e:
             h -= 1
             heap[0] = heap[h]
-        _sift(heap, h, 0, ts, rs, pos)
+        else:
+            ht[p] = a_t[i]
+            hr[p] = a_r[i]
+        _sift(heap, h, 0, ht, hr)
     return w
 
 
 @nb.njit(cache=True, nogil=True)
-def _sift(heap, h, root, ts, rs, pos):
-    """Restore the heap order below ``root`` (parts keyed by their head (time, row id))."""
+def _sift(heap, h, root, ht, hr):
+    """Restore the heap order below ``root`` (parts keyed by their head (time, row id): ``ht``, ``hr``)."""
     while True:
         c = 2 * root + 1
         if c >= h:
@@ -203,13 +207,11 @@ def _sift(heap, h, root, ts, rs, pos):
         if c + 1 < h:
             a = heap[c]
             b = heap[c + 1]
-            if ts[b][pos[b]] < ts[a][pos[a]] or (ts[b][pos[b]] == ts[a][pos[a]] and rs[b][pos[b]] < rs[a][pos[a]]):
+            if ht[b] < ht[a] or (ht[b] == ht[a] and hr[b] < hr[a]):
                 c += 1
         x = heap[root]
         y = heap[c]
-        xt = ts[x][pos[x]]
-        yt = ts[y][pos[y]]
-        if xt < yt or (xt == yt and rs[x][pos[x]] < rs[y][pos[y]]):
+        if ht[x] < ht[y] or (ht[x] == ht[y] and hr[x] < hr[y]):
             return
         heap[root] = y
         heap[c] = x
