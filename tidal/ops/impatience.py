@@ -83,6 +83,7 @@ from .reorder_queue import InOrderQueue, scratch
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 _CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
+_QUEUE_MAX = 1 << 18  # elements the in-order queue holds before a batch in order becomes a chunk instead
 _DISORDERED = 0.25  # a chunk push with more of its elements out of order is sorted whole
 _MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
@@ -199,12 +200,18 @@ class ImpatienceSorter:
                 return False
             self._chunks.append([s_t[:m].copy(), s_r[:m].copy(), 0])
         else:
-            if nu:
-                if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
-                    return False
-                self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
-            queue.tail = at + no
-            self._qhigh = int(high)
+            if nu and _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
+                return False
+            if len(queue) + no > _QUEUE_MAX:  # punctuations far apart: the batch is a chunk of its own (the
+                # queue would grow, copied each time; chunks of successive batches are merged in one pass)
+                chunk = (np.empty(no + nu, dtype=np.int64), np.empty(no + nu, dtype=np.int64))
+                _merge2(queue.times, queue.rows, at, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
+                self._chunks.append([chunk[0], chunk[1], 0])
+            else:
+                if nu:
+                    self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
+                queue.tail = at + no
+                self._qhigh = int(high)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
@@ -444,7 +451,7 @@ def _apart(parts: list[tuple[np.ndarray, np.ndarray]]) -> bool:
         inside += int(np.searchsorted(t, high, side="right"))
         high = max(high, int(t[-1]))
         total += len(t)
-    return 32 * inside < total
+    return 8 * inside < total
 
 
 def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
