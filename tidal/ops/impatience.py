@@ -84,6 +84,7 @@ INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 _CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
 _QUEUE_MAX = 1 << 18  # elements the in-order queue holds before a batch in order becomes a chunk instead
+_MERGED = 0.05  # a chunk push with more of its elements out of order is merged into a chunk of its own
 _DISORDERED = 0.25  # a chunk push with more of its elements out of order is sorted whole
 _MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
@@ -202,8 +203,9 @@ class ImpatienceSorter:
         else:
             if nu and _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
                 return False
-            if len(queue) + no > _QUEUE_MAX:  # punctuations far apart: the batch is a chunk of its own (the
-                # queue would grow, copied each time; chunks of successive batches are merged in one pass)
+            if nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
+                # others merged in now (merging many small chunks with the queue later costs more), or the queue
+                # would grow long (punctuations far apart), copied each time it grows
                 chunk = (np.empty(no + nu, dtype=np.int64), np.empty(no + nu, dtype=np.int64))
                 _merge2(queue.times, queue.rows, at, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
                 self._chunks.append([chunk[0], chunk[1], 0])
