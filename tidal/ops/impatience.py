@@ -37,7 +37,10 @@ Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: 
 or above every element before them (those held in the in-order queue included) extend one *in-order
 queue* (already sorted by (time, row id): nothing to do), and a stable radix sort of the others (their
 arrival order is their row id order, so ties stay stable) makes them one sorted *chunk* in a few linear
-passes, where placing a badly disordered batch costs a search per element among many runs. A batch of more
+passes, where placing a badly disordered batch costs a search per element among many runs. When more
+than 5% of the batch is out of order (or the queue is long: punctuations far apart), its in-order
+elements are merged with the sorted others into a chunk of their own instead; above 25%, the whole batch
+is radix sorted. A batch of more
 than 65,536 elements is cut into chunks of at most that many (a radix sort's buckets then stay in cache).
 Chunks and the queue live beside the runs; a punctuation cuts each one's prefix ``<= t`` too, and the
 pieces are merged shortest first (the queue's prefix, mostly the largest, last). A batch whose other
