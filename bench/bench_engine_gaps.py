@@ -9,6 +9,8 @@ round, then ``--repeat`` rounds of every engine) so that a busy machine slows th
   microseconds, 100 us apart, 5% of events delayed by an exponential of mean 200 ms (a few past the
   latency: dropped), three payload columns; peer: numpy's stable argsort of the times and one take of
   every column (a sort with no latency bound, no late events, no punctuations).
+* ``disorder end to end, every column read``: the same sort collected with ``to_arrow()`` (every payload
+  column gathered into the output, in time order); the same peer.
 * ``filter 5% + count``: ``where(c2 % 100 < 5).count()``; peer: Polars' filter and height.
 * ``filter 5% + sum`` / ``filter 5% + sum by key``: the same filter, then ``aggregate(sum(c1))`` or
   ``group_aggregate("k", sum(c1))`` over 100 keys (one compiled loop tests and accumulates each row:
@@ -60,6 +62,7 @@ from bench_sessions import SESSION_LIFETIME_SQL, TIMEOUT  # noqa: E402
 from bench_sessions import make_data as session_data  # noqa: E402
 
 DISORDER = "disorder end to end: from_arrow(drop, 1 s latency), 5% late, count"
+DISORDER_ALL = "disorder end to end, every column read: to_arrow()"
 FILTER = "filter 5% + count"
 FILTER_SUM = "filter 5% + sum"
 FILTER_GROUP_SUM = "filter 5% + sum by key"
@@ -142,10 +145,19 @@ def main(argv=None) -> int:
     def numpy_sort_take():
         return dis.take(pa.array(np.argsort(times, kind="stable"))).num_rows
 
+    def tidal_disorder_all():
+        return tidal.from_arrow(dis, time="t", disorder="drop", reorder_latency=1_000_000).to_arrow().num_rows
+
     kept = tidal_disorder()
-    assert n - kept < 0.01 * n and numpy_sort_take() == n, kept
+    assert n - kept < 0.01 * n and numpy_sort_take() == n and tidal_disorder_all() == kept, kept
     results.run_interleaved(
-        [(DISORDER, "tidal", tidal_disorder, n), (DISORDER, "numpy argsort + take", numpy_sort_take, n)], args.repeat
+        [
+            (DISORDER, "tidal", tidal_disorder, n),
+            (DISORDER, "numpy argsort + take", numpy_sort_take, n),
+            (DISORDER_ALL, "tidal", tidal_disorder_all, n),
+            (DISORDER_ALL, "numpy argsort + take", numpy_sort_take, n),
+        ],
+        args.repeat,
     )
 
     # -- filter + count -----------------------------------------------------------------------------

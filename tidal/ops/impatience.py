@@ -33,17 +33,21 @@ the pool with doubled capacity, and a full pool is compacted into a fresh one.  
 placement loop, cutting and merging) runs in numba-compiled functions; Python only runs per batch and
 per punctuation.
 
-Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: a stable radix sort of
-the batch's times (its arrival order is its row id order, so ties stay stable) makes it one sorted
-*chunk* in a few linear passes (a batch mostly in order: its in-order elements stay, the others are
-radix sorted and merged in), where placing a badly disordered batch costs a search per element among
-many runs.  Chunks live beside the runs; a punctuation cuts each chunk's prefix ``<= t`` too, and the
-pieces are merged shortest first.  A batch whose times span more than 2**33 is placed as usual.  A batch
-mostly out of order is first tried with a scatter by the times' high bits and an insertion sort within each
-bucket (:mod:`.impatience_bucket`: times a bounded jitter from their place, as event times that arrive a few
-seconds late), which declines when the times crowd into few buckets.  (The
-radix sort is compiled here: numpy's stable argsort of int64 is a comparison sort, timsort, about half
-as fast on such batches.)
+Large batches (``chunk_min`` elements or more, 8192 by default) skip placement: the batch's elements at
+or above every element before them (those held in the in-order queue included) extend one *in-order
+queue* (already sorted by (time, row id): nothing to do), and a stable radix sort of the others (their
+arrival order is their row id order, so ties stay stable) makes them one sorted *chunk* in a few linear
+passes, where placing a badly disordered batch costs a search per element among many runs. When more
+than 5% of the batch is out of order (or the queue is long: punctuations far apart), its in-order
+elements are merged with the sorted others into a chunk of their own instead; above 25%, the whole batch
+is sorted by a scatter on the times' high bits and an insertion sort within each bucket
+(:mod:`.impatience_bucket`: times a bounded jitter from their place, as event times that arrive a few
+seconds late), or, when that declines (the times crowd into few buckets), radix sorted. A batch of more
+than 65,536 elements is cut into chunks of at most that many (a radix sort's buckets then stay in cache).
+Chunks and the queue live beside the runs; a punctuation cuts each one's prefix ``<= t`` too, and the
+pieces are merged shortest first (the queue's prefix, mostly the largest, last). A batch whose other
+times span more than 2**33 is placed as usual.  (The radix sort is compiled here: numpy's stable argsort
+of int64 is a comparison sort, timsort, about half as fast on such batches.)
 
 A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
 of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
@@ -56,8 +60,10 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+from numba.typed import List
 
 from .impatience_bucket import _bucket_chunk
+from .impatience_chunks import _merge_many, _radix_chunk, _split_ordered
 from .impatience_kernels import (
     _LAST,
     _LIMIT,
@@ -73,18 +79,21 @@ from .impatience_kernels import (
     _USED,
     _WM,
     _compact_pool,
-    _count_ordered,
     _fused_kernel,
     _merge2,
     _punctuate_kernel,
     _push_kernel,
-    _radix_chunk,
-    _split_ordered,
 )
+from .reorder_queue import InOrderQueue, scratch
 
 INT64_MIN = np.iinfo(np.int64).min
 INT64_MAX = np.iinfo(np.int64).max
 _CHUNK_MIN = 8192  # a pushed batch of this many elements is radix sorted into a chunk, not placed
+_QUEUE_MAX = 1 << 18  # elements the in-order queue holds before a batch in order becomes a chunk instead
+_MERGED = 0.05  # a chunk push with more of its elements out of order is merged into a chunk of its own
+_DISORDERED = 0.25  # a chunk push with more of its elements out of order is sorted whole
+_MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
+_CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
 # --------------------------------------------------------------------------------------------------
@@ -106,7 +115,8 @@ class ImpatienceSorter:
         "_chunks",
         "_chunk_min",
         "_scratch",
-        "_disordered",
+        "_queue",
+        "_qhigh",
     )
 
     def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
@@ -122,7 +132,8 @@ class ImpatienceSorter:
         self._chunks: list[list] = []  # [times, row ids, consumed]: sorted by (time, row id)
         self._chunk_min = max(int(chunk_min), 1)
         self._scratch = _NO_IDS
-        self._disordered = False  # the last chunk was mostly out of order (radix sorted whole)
+        self._queue = InOrderQueue(0)  # chunk pushes' elements at or above everything before them
+        self._qhigh = int(INT64_MIN)  # the queue's last time (INT64_MIN: empty)
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -145,8 +156,15 @@ class ImpatienceSorter:
             ids = _NO_IDS
         elif len(ids) != n or (n and int(ids[0]) < self._next_row):
             raise ValueError("ids must give each element an increasing row id from next_row_id on")
-        if n >= self._chunk_min and self._push_chunk(times, ids):
-            return times < self._watermark
+        if n >= self._chunk_min:
+            if n > _CHUNK_MAX:  # radix sort pieces that stay in cache; a release merges them
+                step = -(-n // -(-n // _CHUNK_MAX))
+                given = len(ids) > 0
+                return np.concatenate(
+                    [self.push(times[a : a + step], ids[a : a + step] if given else None) for a in range(0, n, step)]
+                )
+            if self._push_chunk(times, ids):
+                return times < self._watermark
         i = _push_kernel(times, 0, late, self._pool, self._meta, st, ids)
         while st[_NEED] != 0:
             if st[_NEED] < 0:
@@ -167,45 +185,46 @@ class ImpatienceSorter:
         return late
 
     def _push_chunk(self, times: np.ndarray, ids: np.ndarray) -> bool:
-        """Sort the batch's elements that are not late into a new chunk; False when their times span too
-        widely for a radix sort (nothing done: the caller places them). The elements at or above every
-        earlier one are in order already: when they are most of the batch, only the others are radix
-        sorted, then merged with them (input that is nearly sorted costs two linear passes)."""
+        """Sort the batch's elements that are not late: those at or above every element before them (in the
+        queue and in the batch) extend the in-order queue, already sorted; the others are radix sorted into a
+        new chunk (when they are more than a quarter of the batch, the whole batch is). False when their times
+        span too widely for a radix sort (nothing done: the caller places them). Input that is nearly sorted
+        costs one linear pass here and one merge at the release."""
         n = times.shape[0]
-        out_t, out_r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        if self._scratch.shape[0] < 6 * n:
-            self._scratch = np.empty(6 * n, dtype=np.int64)
-        oth_t, oth_r, s_t, s_r, tmp_t, tmp_r = (self._scratch[k * n : (k + 1) * n] for k in range(6))
+        self._scratch = scratch(self._scratch, 6 * n)
+        oth_t, oth_r, s_t, s_r = (self._scratch[k * n : (k + 1) * n] for k in range(4))
+        pairs = self._scratch[4 * n : 6 * n].reshape(n, 2)
         wm = self._watermark
-        if self._disordered:  # likely again: count first (reads only), split only for a batch mostly in order
-            no, nu = _count_ordered(times, wm)
-            split = 4 * nu <= no + nu
-        else:
-            split = True
-        if split:
-            no, nu = _split_ordered(times, self._next_row, ids, wm, out_t, out_r, oth_t, oth_r)
-        self._disordered = 4 * nu > no + nu
-        if self._disordered:  # much disorder: sort the whole batch (bucket and insertion sort, else radix)
-            m = _bucket_chunk(times, self._next_row, ids, wm, out_t, out_r)
-            if m < 0:
-                m = _radix_chunk(times, self._next_row, ids, wm, out_t, out_r, s_t, s_r)
+        queue = self._queue
+        at = queue.reserve(n)  # written in place; the tail moves only once the batch is taken
+        no, nu, high = _split_ordered(
+            times, self._next_row, ids, wm, self._qhigh, queue.times[at:], queue.rows[at:], oth_t, oth_r
+        )
+        if nu > _DISORDERED * (no + nu):  # much disorder: the whole batch is one chunk (merging it with the queue
+            # would take a branch the processor cannot predict per element; chunks merge like runs)
+            m = _bucket_chunk(times, self._next_row, ids, wm, s_t, s_r)  # times a bounded jitter from their place
+            if m < 0:  # declined: the times crowd into few buckets
+                m = _radix_chunk(times, self._next_row, ids, wm, s_t, s_r, pairs)
             if m < 0:
                 return False
-            chunk = (out_t[:m], out_r[:m])
-        elif nu:
-            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, tmp_t, tmp_r) < 0:
-                return False
-            m = no + nu
-            chunk = (np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
-            _merge2(out_t, out_r, 0, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
+            self._chunks.append([s_t[:m].copy(), s_r[:m].copy(), 0])
         else:
-            m = no
-            chunk = (out_t[:m], out_r[:m])
-        if m:
-            self._chunks.append([chunk[0], chunk[1], 0])
+            if nu and _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
+                return False
+            if nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
+                # others merged in now (merging many small chunks with the queue later costs more), or the queue
+                # would grow long (punctuations far apart), copied each time it grows
+                chunk = (np.empty(no + nu, dtype=np.int64), np.empty(no + nu, dtype=np.int64))
+                _merge2(queue.times, queue.rows, at, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
+                self._chunks.append([chunk[0], chunk[1], 0])
+            else:
+                if nu:
+                    self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
+                queue.tail = at + no
+                self._qhigh = int(high)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
-        self._buffered += m
+        self._buffered += no + nu
         return True
 
     def skip_to(self, row: int) -> None:
@@ -239,7 +258,7 @@ class ImpatienceSorter:
         if ends.shape != puncts.shape or ends.ndim != 1 or (len(ends) and (ends[-1] > n or (np.diff(ends) < 0).any())):
             raise ValueError("ends and puncts must be one increasing end per punctuation, within the times")
         # few long segments: nothing to save per call; chunks: the compiled release knows only the runs
-        if len(ends) and (n >= _LONG_SEGMENTS * len(ends) or self._chunks):
+        if len(ends) and (n >= _LONG_SEGMENTS * len(ends) or self._chunks or len(self._queue)):
             return self._push_punctuate_calls(times, ends, puncts)
         late = np.zeros(n, dtype=np.bool_)
         out_t = np.empty(self._buffered + n, dtype=np.int64)
@@ -307,8 +326,18 @@ class ImpatienceSorter:
         if self._buffered == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         out_t, out_r = _punctuate_kernel(t, self._pool, self._meta, self._st)
-        if self._chunks:
-            out_t, out_r = _merge_parts([(out_t, out_r), *self._cut_chunks(t)])
+        if self._chunks or len(self._queue):
+            parts = [(out_t, out_r), *self._cut_chunks(t)]
+            queue = self._queue
+            c = queue.count_le(t)
+            if c:
+                qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
+                one = not any(len(p[0]) for p in parts)
+                parts.append((qt.copy(), qr.copy()) if one else (qt, qr))
+                queue.pop(c)
+                if not len(queue):
+                    self._qhigh = int(INT64_MIN)
+            out_t, out_r = _merge_parts(parts)
         self._buffered -= out_t.shape[0]
         return out_t, out_r
 
@@ -335,7 +364,7 @@ class ImpatienceSorter:
 
     @property
     def num_runs(self) -> int:
-        """Sorted runs held: the placement runs and the chunks."""
+        """Sorted runs held: the placement runs and the chunks (the in-order queue apart)."""
         return int(self._st[_NRUNS]) + len(self._chunks)
 
     @property
@@ -368,6 +397,8 @@ class ImpatienceSorter:
             "chunk_times": _cat([ch[0][ch[2] :] for ch in self._chunks]),
             "chunk_rows": _cat([ch[1][ch[2] :] for ch in self._chunks]),
             "chunk_lengths": np.array([len(ch[0]) - ch[2] for ch in self._chunks], dtype=np.int64),
+            "queue_times": self._queue.live()[0],
+            "queue_rows": self._queue.live()[1],
         }
 
     @classmethod
@@ -410,6 +441,10 @@ class ImpatienceSorter:
             [chunk_t[a:b].copy(), chunk_r[a:b].copy(), 0] for a, b in zip(starts, ends.tolist(), strict=True)
         ]
         self._buffered += len(chunk_t)
+        queue_t = np.asarray(state.get("queue_times", _NO_IDS), dtype=np.int64)
+        self._queue.append(queue_t, np.asarray(state.get("queue_rows", _NO_IDS), dtype=np.int64))
+        self._qhigh = int(queue_t[-1]) if len(queue_t) else int(INT64_MIN)
+        self._buffered += len(queue_t)
         return self
 
 
@@ -417,9 +452,36 @@ def _cat(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else _NO_IDS.copy()
 
 
+def _apart(parts: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether the parts hardly overlap in time: taken in order of their first times, few elements of each lie
+    below the last time of the parts before it (chunks of successive batches of input with bounded lateness)."""
+    ordered = sorted(parts, key=lambda p: int(p[0][0]))
+    high, inside, total = int(ordered[0][0][-1]), 0, 0
+    for t, _ in ordered[1:]:
+        inside += int(np.searchsorted(t, high, side="right"))
+        high = max(high, int(t[-1]))
+        total += len(t)
+    return 8 * inside < total
+
+
 def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (time, row id) parts merged into one, the two shortest first."""
-    heap = [(len(p[0]), i, p) for i, p in enumerate(parts) if len(p[0])]
+    """Sorted (time, row id) parts merged into one: a large release from four parts or more, none of them
+    most of it and hardly overlapping (chunks of successive batches), in one pass over a heap of the parts'
+    heads, copying runs (no intermediate arrays, each a page fault per 4 KiB page); else the two shortest
+    first (a dominant part, as the in-order queue's, is merged once, with the rest; parts that interleave
+    would make the heap switch parts at every element, which costs more than a merge)."""
+    parts = [p for p in parts if len(p[0])]
+    total = sum(len(p[0]) for p in parts)
+    if len(parts) >= 4 and total >= _MANY_MIN and 2 * max(len(p[0]) for p in parts) < total and _apart(parts):
+        ts, rs = List(), List()
+        for t, r in parts:
+            ts.append(np.ascontiguousarray(t))
+            rs.append(np.ascontiguousarray(r))
+        stops = np.array([len(t) for t, _ in parts], dtype=np.int64)
+        out_t, out_r = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+        _merge_many(ts, rs, np.zeros(len(parts), dtype=np.int64), stops, out_t, out_r)
+        return out_t, out_r
+    heap = [(len(p[0]), i, p) for i, p in enumerate(parts)]
     if not heap:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     heapq.heapify(heap)

@@ -15,17 +15,18 @@ event is sorted exactly once. Consumers choose what they receive by their ``band
 completes: a late event can be arbitrarily early, so no punctuation can be promised before).
 Plain consumers receive band 0.
 
-Cost: an event at or above the high watermark before it extends its band's in-order queue and is not
-sorted; only the others go through the Impatience sorter, and each release merges the sorter's output
-with the queue's prefix by (time, arrival). Payloads stay in the input batches until released
-(:mod:`tidal.ops.reorder_store`). With one latency, a punctuation after every event and ``"drop"``, one
-compiled pass per batch finds the late events and splits the others. A band whose consumers read no
-payload (a count) keeps and releases times only: no column is stored or gathered.
+Cost: an event at or above the high watermark before it extends its band's in-order queue
+(:mod:`tidal.ops.reorder_queue`) and is not sorted; only the others go through the Impatience sorter. A
+release is one compiled pass that merges the sorter's output with the queue's prefix by (time, arrival)
+and maps each row to its place in the payload store, then one gather per payload column. Payloads stay in
+the input batches until released (:mod:`tidal.ops.reorder_store`). With one latency, a punctuation after
+every event and ``"drop"``, one compiled pass per batch finds the late events and splits the others. A
+band whose consumers read no payload (a count) keeps and releases times only: no column is stored or
+gathered.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,8 +36,8 @@ from ..core.errors import InputError, PlanError, describe_row
 from ..core.time import INFINITY, MIN_TIME, align_up
 from .base import Operator, PassThrough
 from .impatience import ImpatienceSorter
-from .impatience_kernels import _merge2
 from .reorder_kernels import _ingest
+from .reorder_queue import InOrderQueue, scratch
 from .reorder_store import PayloadStore
 
 LATE = -1  # the band attribute of a late-events consumer
@@ -256,12 +257,6 @@ def _others(batch: EventBatch):
     return None if batch.points else START_EDGES if batch.starts else batch.other
 
 
-def _queued(queue) -> tuple[np.ndarray, np.ndarray]:
-    if not queue:
-        return _EMPTY, _EMPTY
-    return np.concatenate([t for t, _ in queue]), np.concatenate([r for _, r in queue])
-
-
 class ReorderOp(Operator):
     """Impatience sort of an arrival-ordered stream into one sorted stream per delay band."""
 
@@ -284,7 +279,8 @@ class ReorderOp(Operator):
         self.stores = [PayloadStore() for _ in range(k)]
         self.generator = PunctuationGenerator(policy)
         self.emitted = [None] * k  # last punctuation emitted per band
-        self.queues = [deque() for _ in range(k)]  # per band: (times, row ids) that arrived in order
+        self.queues = [InOrderQueue() for _ in range(k)]  # per band: (times, row ids) that arrived in order
+        self._scratch = _EMPTY  # the simple path's per-batch arrays (the sorter copies what it keeps)
         self._reads: list[bool] | None = None  # per band: whether a consumer reads the payload columns
         self._simple = (
             k == 1
@@ -389,8 +385,14 @@ class ReorderOp(Operator):
         first = store.next_row
         prev = gen.last[0]
         lat = self.policy.latencies[0]
-        ord_t, ord_r, oth_t, oth_r, late = (np.empty(n, dtype=np.int64) for _ in range(5))
-        no, nu, nl, high = _ingest(sync, gen.high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late)
+        queue = self.queues[0]
+        at = queue.reserve(n)  # the events in arrival order are written into the queue directly
+        self._scratch = scratch(self._scratch, 3 * n)
+        oth_t, oth_r, late = self._scratch[:n], self._scratch[n : 2 * n], self._scratch[2 * n : 3 * n]
+        no, nu, nl, high = _ingest(
+            sync, gen.high, prev, lat, first, queue.times[at:], queue.rows[at:], oth_t, oth_r, late
+        )
+        queue.tail = at + no
         gen.high = high
         gen.seen += n
         end = max(prev, int(_minus(np.array([high], dtype=np.int64), lat)[0]))
@@ -404,8 +406,6 @@ class ReorderOp(Operator):
             if self._consumers(LATE):
                 self._send(LATE, batch.take(late))
         stats.per_band[0] += n - nl
-        if no:
-            self.queues[0].append((ord_t[:no], ord_r[:no]))
         if nu:
             sorter.skip_to(first)
             sorter.push(oth_t[:nu], oth_r[:nu])
@@ -428,7 +428,7 @@ class ReorderOp(Operator):
         first = store.next_row
         if ordered.all():
             ids = first + (np.arange(len(times), dtype=np.int64) if idx is None else idx)
-            self.queues[j].append((times, ids))
+            self.queues[j].append(times, ids)
         else:
             at = np.flatnonzero(ordered)
             out = np.flatnonzero(~ordered)
@@ -437,7 +437,7 @@ class ReorderOp(Operator):
             else:
                 pos_out = out
             if len(at):
-                self.queues[j].append((times[ordered] if idx is not None else times[at], first + at))
+                self.queues[j].append(times[ordered] if idx is not None else times[at], first + at)
             sorter = self.sorters[j]
             sorter.skip_to(first)
             sorter.push(times[pos_out], first + out)
@@ -448,52 +448,20 @@ class ReorderOp(Operator):
         for p in releases:
             self._release(j, p)
 
-    def _dequeue(self, j: int, upto: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The prefix of band ``j``'s in-order queue with times <= ``upto``: (times, row ids) chunks."""
-        queue = self.queues[j]
-        out = []
-        while queue:
-            t, r = queue[0]
-            if t[-1] <= upto:
-                out.append(queue.popleft())
-                continue
-            c = int(np.searchsorted(t, upto, side="right"))
-            if c:
-                out.append((t[:c], r[:c]))
-                queue[0] = (t[c:], r[c:])
-            break
-        return out
-
-    def _sorted(self, j: int, upto: int | None) -> tuple[list[tuple[np.ndarray, np.ndarray]], bool]:
-        """Band ``j``'s events up to ``upto`` (None: all of them), sorted by (time, arrival): chunks of
-        (times, row ids), and whether the row ids increase (nothing came from the sorter)."""
-        if upto is None:
-            t1, r1 = self.sorters[j].flush_all()
-            queued = self._dequeue(j, INFINITY)
-        else:
-            t1, r1 = self.sorters[j].punctuate(upto)
-            queued = self._dequeue(j, upto)
-        if not len(t1):
-            return queued, True
-        if not queued:
-            return [(t1, r1)], False
-        t2, r2 = (
-            queued[0]
-            if len(queued) == 1
-            else (np.concatenate([q[0] for q in queued]), np.concatenate([q[1] for q in queued]))
-        )
-        n = len(t1) + len(t2)
-        t, r = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        _merge2(t1, r1, 0, len(t1), t2, r2, 0, len(t2), t, r)
-        return [(t, r)], False
-
-    def _emit_rows(self, band: int, chunks: list[tuple[np.ndarray, np.ndarray]], increasing: bool) -> None:
-        """Emit the events of the band's store at the chunks' row ids. Chunks of the in-order queue each
-        lie in one batch: a run of consecutive rows there is handed on as a slice, without a copy."""
-        store = self.stores[band]
-        for times, rows in chunks:
-            other, cols = store.gather(rows, increasing, times)
-            self._emit_sorted(band, EventBatch(times, other, cols))
+    def _release_rows(self, band: int, upto: int | None) -> None:
+        """Emit band ``band``'s events up to ``upto`` (None: all of them) in (time, arrival) order: the
+        sorter's output and the in-order queue's prefix are merged and mapped to the store's rows in one
+        compiled pass, then each payload column is gathered once (a run of consecutive rows in order, as
+        input that arrived in order gives, is handed on as zero-copy slices)."""
+        sorter, queue = self.sorters[band], self.queues[band]
+        t1, r1 = sorter.flush_all() if upto is None else sorter.punctuate(upto)
+        c = len(queue) if upto is None else queue.count_le(upto)
+        if len(t1) or c:
+            t2, r2 = queue.view(c)
+            parts = self.stores[band].release(t1, r1, t2, r2)
+            queue.pop(c)
+            for times, other, cols in parts:
+                self._emit_sorted(band, EventBatch(times, other, cols))
 
     def _late(self, batch: EventBatch, late: np.ndarray, bound: np.ndarray) -> None:
         idx = np.flatnonzero(late)
@@ -529,8 +497,7 @@ class ReorderOp(Operator):
     def _release(self, band: int, upto: int) -> None:
         if self.emitted[band] is not None and upto <= self.emitted[band]:
             return
-        chunks, increasing = self._sorted(band, upto)
-        self._emit_rows(band, chunks, increasing)
+        self._release_rows(band, upto)
         self.emitted[band] = upto
         self._punctuate(band, upto)
 
@@ -552,12 +519,15 @@ class ReorderOp(Operator):
 
     def on_completed(self) -> None:
         for j in range(len(self.sorters)):
-            self._emit_rows(j, *self._sorted(j, None))
+            self._release_rows(j, None)
+            self.queues[j] = InOrderQueue()  # everything is out: the buffers go back now, not at a collection
+            self.stores[j]._index = _EMPTY
             if self.policy.on_completed == "end_of_stream":
                 self._punctuate(j, INFINITY)
             elif self.policy.on_completed == "flush":
                 for d in self._consumers(j):
                     d.on_flush()
+        self._scratch = _EMPTY
         self.stats.completed = True
         for d in self.downstream:
             d.on_completed()
@@ -569,7 +539,7 @@ class ReorderOp(Operator):
             "stores": [s.snapshot() for s in self.stores],
             "generator": self.generator.snapshot(),
             "emitted": list(self.emitted),
-            "queues": [_queued(q) for q in self.queues],
+            "queues": [q.live() for q in self.queues],
         }
 
     def restore(self, state: dict) -> None:
@@ -578,7 +548,6 @@ class ReorderOp(Operator):
             store.restore(s)
         self.generator.restore(state["generator"])
         self.emitted = list(state["emitted"])
-        self.queues = [deque() for _ in self.sorters]
+        self.queues = [InOrderQueue() for _ in self.sorters]
         for queue, (times, rows) in zip(self.queues, state.get("queues", []), strict=False):
-            if len(times):
-                queue.append((np.asarray(times, dtype=np.int64), np.asarray(rows, dtype=np.int64)))
+            queue.append(np.asarray(times, dtype=np.int64), np.asarray(rows, dtype=np.int64))

@@ -1,6 +1,10 @@
-"""The compiled per-batch pass of the reorder operator's simplest policy (:mod:`tidal.ops.reorder` states the
-semantics: one latency, a punctuation after every event, late events dropped). No temporal semantics of its
-own beyond that rule: it splits a batch into late events, events in arrival order and the others.
+"""The compiled passes of the reorder operator (:mod:`tidal.ops.reorder` states the semantics).
+
+``_ingest``, for the simplest policy (one latency, a punctuation after every event, late events dropped),
+splits a batch into late events, events in arrival order and the others. ``_merge_map`` is a release:
+it merges the sorter's output with the in-order queue's prefix by (time, row id) and maps each row id to
+its position in the payload store (:mod:`tidal.ops.reorder_store`) in the same pass, so a release is this
+one pass and then one gather per payload column. No temporal semantics of their own beyond that rule.
 """
 
 from __future__ import annotations
@@ -38,3 +42,49 @@ def _ingest(times, high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late):
             oth_r[nu] = first + i
             nu += 1
     return no, nu, nl, high
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
+    """Merge the sorted (time, row id) pairs ``a`` and ``b`` by (time, row id): the times into ``out_t``, each
+    row's position in the store's index space into ``index`` (ids below ``split`` are in the compact piece
+    ``compact``, found by binary search; the others at ``id - base``), marking the rows released in
+    ``alive``. Returns the least and greatest position and whether the positions increase."""
+    na = at.shape[0]
+    nb_ = bt.shape[0]
+    m = compact.shape[0]
+    lo = alive.shape[0]
+    hi = -1
+    increasing = True
+    i = 0
+    j = 0
+    for k in range(na + nb_):
+        if j >= nb_ or (i < na and (at[i] < bt[j] or (at[i] == bt[j] and ar[i] < br[j]))):
+            x = at[i]
+            r = ar[i]
+            i += 1
+        else:
+            x = bt[j]
+            r = br[j]
+            j += 1
+        if r < split:
+            a, b = 0, m
+            while a < b:
+                mid = (a + b) >> 1
+                if compact[mid] < r:
+                    a = mid + 1
+                else:
+                    b = mid
+            p = a
+        else:
+            p = r - base
+        out_t[k] = x
+        index[k] = p
+        alive[p] = False
+        if p < hi:
+            increasing = False
+        if p < lo:
+            lo = p
+        if p > hi:
+            hi = p
+    return lo, hi, increasing

@@ -26,6 +26,8 @@ import pyarrow as pa
 from ..core.batch import START_EDGES
 from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
+from .reorder_kernels import _merge_map
+from .reorder_queue import scratch
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
 
@@ -142,6 +144,7 @@ class PayloadStore:
     def __init__(self, slack: int = _SLACK):
         self.slack = slack
         self.next_row = 0
+        self._index = _NONE
         self._reset([])
 
     def _reset(self, pieces: list[_Piece], alive: np.ndarray | None = None) -> None:
@@ -191,6 +194,15 @@ class PayloadStore:
         self.held += k
         return first
 
+    def _space(self) -> tuple[np.ndarray, int, int]:
+        """How row ids map to the pieces' index space: ids below ``split`` are in the compact piece at the
+        front (``compact``: its sorted ids), the others at ``id - base`` (pieces leave from the front only)."""
+        head = self.pieces[0]
+        if head.rows is None:
+            return _NONE, head.first, head.first
+        split = self.pieces[1].first if len(self.pieces) > 1 else self.next_row
+        return head.rows, split, split - head.length
+
     def gather(
         self, rows: np.ndarray, increasing: bool = False, times: np.ndarray | None = None
     ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
@@ -200,22 +212,56 @@ class PayloadStore:
         rows' sync times; a column that is the sync times themselves (the same memory: the time column the
         events were read from) is not gathered."""
         n = len(rows)
-        pieces = self.pieces
         if not n:
             raise ValueError("gather needs at least one row")
-        # pieces leave from the front only, so ids after the compact piece (if any) map to the index
-        # space by one subtraction
-        head = pieces[0]
-        if head.rows is None:
-            compact, split, base = _NONE, head.first, head.first
-        else:
-            compact, split = head.rows, (pieces[1].first if len(pieces) > 1 else self.next_row)
-            base = split - head.length
         index = np.empty(n, dtype=np.int64)
-        lo, hi = _index(rows, compact, split, base, self.alive, index)
+        lo, hi = _index(rows, *self._space(), self.alive, index)
+        other, cols = self._select(index, lo, hi, increasing, times)
+        self._forget(n)
+        return other, cols
+
+    def release(
+        self, t1: np.ndarray, r1: np.ndarray, t2: np.ndarray, r2: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray | None, dict[str, pa.Array]]]:
+        """The rows of two sorted (time, row id) sequences, merged by (time, row id) and mapped to their
+        places in the pieces in one compiled pass, then one gather per column: parts ``(times, other times,
+        columns)`` (as :meth:`gather`; rows in increasing order, as input in order gives, make a part per
+        piece, so that a run of consecutive rows is handed on as zero-copy slices); the rows are then forgotten."""
+        n = len(t1) + len(t2)
+        if not n:
+            raise ValueError("release needs at least one row")
+        self._index = scratch(self._index, n)  # positions: reused; the times are handed on (Arrow's pool)
+        times, index = _pool_empty((n,)), self._index[:n]
+        lo, hi, increasing = _merge_map(t1, r1, t2, r2, *self._space(), self.alive, times, index)
+        if increasing and hi >= self.offsets[1]:
+            a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+            b = int(np.searchsorted(self.offsets, hi, side="right")) - 1
+            cuts = [0, *np.searchsorted(index, self.offsets[a + 1 : b + 1]).tolist(), n]
+            parts = [
+                (times[s:e], *self._select(index[s:e], int(index[s]), int(index[e - 1]), True, times[s:e]))
+                for s, e in zip(cuts[:-1], cuts[1:], strict=True)
+                if e > s
+            ]
+        else:
+            parts = [(times, *self._select(index, lo, hi, increasing, times))]
+        self._forget(n)
+        return parts
+
+    def _forget(self, n: int) -> None:
+        """``n`` rows were handed back: drop the pieces they emptied, compact when few rows pin many."""
         self.held -= n
+        self._trim()
+        if self.pinned > 2 * self.held + self.slack:
+            self._compact()
+
+    def _select(
+        self, index: np.ndarray, lo: int, hi: int, increasing: bool, times: np.ndarray | None
+    ) -> tuple[np.ndarray | None, dict[str, pa.Array]]:
+        """Other times and columns at the positions ``index`` (``lo``..``hi``) of the index space."""
+        n = len(index)
+        pieces = self.pieces
         if hi < self.offsets[1]:  # one piece (the first)
-            used, start = [head], 0
+            used, start = [pieces[0]], 0
         else:
             a = int(np.searchsorted(self.offsets, lo, side="right")) - 1
             b = int(np.searchsorted(self.offsets, hi, side="right")) - 1
@@ -243,9 +289,6 @@ class PayloadStore:
                     cols[k] = _sync_column(arrays[0], times)
                 else:
                     cols[k] = _take(arrays, index)
-        self._trim()
-        if self.pinned > 2 * self.held + self.slack:
-            self._compact()
         return other, cols
 
     def _trim(self) -> None:

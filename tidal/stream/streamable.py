@@ -422,7 +422,9 @@ class Stream:
         """The physical events as an Arrow table: ``sync_time, other_time``, then payload fields."""
         sink = egress.CollectSink(self.schema)
         execute(self.node, sink)
-        return sink.table()
+        table = sink.table()
+        sink.batches = []  # the operators may form a cycle: the table alone keeps the data, freed with it
+        return table
 
     def to_events(self) -> list[egress.Event]:
         return egress.events_from_table(self.to_arrow())
