@@ -44,8 +44,9 @@ Owner threads instead of a plan (every thread walks every event and applies the 
 records: no plan, no waits; possible when nothing aborts and no operation reads another record, GS
 and TP) were measured too and dropped: a thread's owner test is a branch that mispredicts on half
 the operations (keys are random), about 15 cycles against an operation's 4, so each of two threads
-cost 4x the serial walk (as ``bench/tx_bound.py`` found with hand-written kernels). With cheap operations (1-2 ns each) the walk is memory- and branch-bound,
-and parallel state access pays only on many cores (``tidal.tx.schedule.pick``: ``auto`` runs the
+cost 4x the serial walk (as ``bench/tx_bound.py`` found with hand-written kernels). With cheap
+operations (1-2 ns each) the walk is memory- and branch-bound, and parallel state access pays only on
+many cores (``tidal.tx.schedule.pick``: ``auto`` runs the
 serial walk below 3 threads).
 """
 
