@@ -153,19 +153,21 @@ def mode(x) -> AggregateFunction:
     return AggregateFunction("mode", x)
 
 
-def _pair(name: str, x, by) -> tuple:
+def _pair(name: str, x, by) -> tuple | str:
+    if by is None and isinstance(x, str):  # a struct field {f0: by, f1: x} (SQL packs the two this way)
+        return x
     if not (isinstance(x, str) and isinstance(by, str)):
         raise TypeError(f"{name}(x, by) takes two field names (select computed values first), got {x!r}, {by!r}")
     return (by, x)
 
 
-def arg_min(x, by) -> AggregateFunction:
+def arg_min(x, by=None) -> AggregateFunction:
     """``x`` of the event with the smallest ``by`` (fields; events where either is null are skipped;
     ties: the earliest start, then the smallest ``x``). SQL's ``arg_min``/``min_by``."""
     return AggregateFunction("arg_min", _pair("arg_min", x, by))
 
 
-def arg_max(x, by) -> AggregateFunction:
+def arg_max(x, by=None) -> AggregateFunction:
     """``x`` of the event with the largest ``by`` (as :func:`arg_min`). SQL's ``arg_max``/``max_by``."""
     return AggregateFunction("arg_max", _pair("arg_max", x, by))
 

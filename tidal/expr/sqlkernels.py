@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
+from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
 from .sqlmore import (
     _align,
@@ -576,4 +577,5 @@ _FUNCS = (
     }
     | STRING_FUNCS
     | MORE_FUNCS
+    | EXTRA_FUNCS
 )

@@ -11,6 +11,7 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
+from . import aggregate_args as aggregate_args_
 from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
 from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
@@ -298,7 +299,7 @@ class SelectList:
                 order = None
                 if isinstance(arg, exp.Order):
                     order, arg = arg.expressions, arg.this
-                packed, spec = _packed(order or [], arg)
+                packed, spec = aggregate_args_.packed_list(order or [], arg)
                 fn, param = "list_agg", spec
                 arg_phys = self._agg_arg(packed, node, pre)
             elif isinstance(e, exp.LogicalOr | exp.LogicalAnd):
@@ -331,6 +332,9 @@ class SelectList:
                     )
                 param = _fraction(e.expression, e.sql())
                 arg_phys = self._agg_arg(arg, node, pre)
+            elif type(e) in aggregate_args_.PICKS:
+                fn, picked = aggregate_args_.pick_aggregate(e, distinct)
+                arg_phys = self._agg_arg(picked, node, pre)
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             arg_expr = dict(pre).get(arg_phys)
@@ -442,7 +446,7 @@ class SelectList:
                             f"a correlated column ({x.sql()}) outside the subquery's WHERE is not supported"
                         )
                 if isinstance(x, exp.Column):
-                    raise PlanError(f"column {x.sql()} must appear in GROUP BY or be used in an aggregate")
+                    raise aggregate_args_.grouped_column_error(x)
                 return None
 
             copied = e.copy()
