@@ -514,7 +514,10 @@ class Evaluator:
 
 def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     """A literal for a folded constant, or None when it has no plain literal form."""
-    py = value.as_py()
+    try:
+        py = value.as_py()
+    except (OverflowError, ValueError):  # a date or time Python cannot hold (before year 1, after 9999)
+        return None
     if py is None:  # a typed NULL (CAST(NULL AS VARCHAR)) keeps its type: a bare NULL has none
         return exp.Null() if pa.types.is_null(value.type) else None
     if isinstance(py, bool):
