@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.arrow import from_numpy
+from . import hashagg_picks
 
 FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
 
@@ -63,6 +64,8 @@ def supported(function: str, t: pa.DataType | None) -> bool:
     """Whether this module computes ``function`` over an argument of type ``t`` as the engine does."""
     if function == "count":
         return True
+    if function in hashagg_picks.PICK_FUNCTIONS:
+        return hashagg_picks.supported(function, t, key_supported)
     if t is None or function not in FUNCTIONS:
         return False
     if function == "count_not_null":
@@ -383,6 +386,9 @@ def aggregate(
     for name, function, col in calls:
         if function == "count":
             out[name] = from_numpy(rows[order], pa.int64())
+            continue
+        if function in hashagg_picks.PICK_FUNCTIONS:
+            out[name] = hashagg_picks.aggregate(function, codes, size, order, col, _column_codes)
             continue
         arg = args.setdefault(id(col), _Argument(col))
         valid = counted(arg)[order]
