@@ -95,14 +95,16 @@ class PickState(PyState):
         t, v = item
         if self.kind == "product":
             return (1.0 if state is None else state) * float(v)
-        if self.kind == "mode":  # value -> [count, first start, order key of the value, the value as first seen]
-            state = {} if state is None else state
-            entry = state.get(v)
+        if self.kind == "mode":  # (value -> [count, first start, order key, the value as first seen], the best)
+            entries, best = ({}, None) if state is None else state
+            entry = entries.get(v)
             if entry is None:
-                state[v] = [1, t, _order_key(v), v]
+                entry = entries[v] = [1, t, _order_key(v), v]
             else:
                 entry[0] += 1
-            return state
+            if best is None or (-entry[0], entry[1], entry[2]) < (-best[0], best[1], best[2]):
+                best = entry  # counts only grow while folding: the best changes only to the entry just counted
+            return entries, best
         by, x = v
         cand = (_order_key(by), t, _order_key(x), x)
         if state is None:
@@ -125,10 +127,7 @@ class PickState(PyState):
             self._rebuild()
         if self.kind == "product":
             return self.best
-        if self.kind == "mode":
-            count, first, key, value = min(self.best.values(), key=lambda e: (-e[0], e[1], e[2]))
-            return value
-        return self.best[3]
+        return self.best[1][3] if self.kind == "mode" else self.best[3]
 
     def dump(self):
         return list(self.items.items())
