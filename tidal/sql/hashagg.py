@@ -15,6 +15,7 @@ plan has no temporal operator. Every answer equals the stream engine's final sna
   engine's formula over the sums of values and squares; ``min``/``max`` over values ordered as
   the engine's keys order them (-0.0 is 0.0), in the argument's type.
 * a sum beyond BIGINT is the engine's error, ``SumOverflowError``, never a wrapped value.
+* ``mode``, ``arg_min``/``arg_max`` and ``product``: :mod:`.hashagg_picks`.
 
 :func:`supported` says which aggregate calls and key types this module takes; the caller runs
 anything else on the stream engine.
