@@ -25,8 +25,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from .functions import PyState
-
 PICKS = ("mode", "arg_min", "arg_max", "product")
 
 
@@ -42,10 +40,11 @@ def _norm(v):
     return math.nan if isinstance(v, float) and math.isnan(v) else v
 
 
-class PickState(PyState):
-    """Per-group state of one of :data:`PICKS`."""
+class PickState:
+    """Per-group state of one of :data:`PICKS` (the interface of :class:`.functions.PyState`)."""
 
     __slots__ = ("best", "items", "kind", "last")
+    invertible = True
 
     def __init__(self, kind: str):
         self.kind = kind
