@@ -66,11 +66,13 @@ class PickState:
             return
         self.items[item] += 1
         key = self._key(item)
-        if self.best is not None and self.last is not None and key >= self.last:
-            self.best = self._fold(self.best, item)
-            self.last = key
-        elif len(self.items) == 1 and self.items[item] == 1:
+        if len(self.items) == 1 and self.items[item] == 1:
             self.best, self.last = self._fold(None, item), key
+        elif self.best is not None and (self.kind != "product" or key >= self.last):
+            # mode and arg_min/arg_max pick by a total order: an add in any order updates them; a
+            # product only takes a factor that comes after the ones it holds
+            self.best = self._fold(self.best, item)
+            self.last = max(key, self.last)
         else:
             self.best = None
 
@@ -90,7 +92,7 @@ class PickState:
         return (t, _order_key(v))
 
     def _fold(self, state, item):
-        """The cache after ``item`` (one more event, ordered after every item folded before)."""
+        """The cache after one more ``item`` (a product's: ordered after every factor folded before)."""
         t, v = item
         if self.kind == "product":
             return (1.0 if state is None else state) * float(v)
@@ -101,6 +103,8 @@ class PickState:
                 entry = entries[v] = [1, t, _order_key(v), v]
             else:
                 entry[0] += 1
+                if t < entry[1]:  # an earlier first event (its value shown: -0.0 or 0.0)
+                    entry[1], entry[3] = t, v
             if best is None or (-entry[0], entry[1], entry[2]) < (-best[0], best[1], best[2]):
                 best = entry  # counts only grow while folding: the best changes only to the entry just counted
             return entries, best
@@ -108,6 +112,8 @@ class PickState:
         cand = (_order_key(by), t, _order_key(x), x)
         if state is None:
             return cand
+        if cand[0] == state[0]:  # tied on by: the earlier event, then the smaller x
+            return cand if cand[1:3] < state[1:3] else state
         better = cand[0] < state[0] if self.kind == "arg_min" else cand[0] > state[0]
         return cand if better else state
 
