@@ -69,6 +69,8 @@ def _pad(left: bool):
             if not f:
                 raise SqlTypeError(f"{ev.sql(node)}: insufficient padding in {'LPAD' if left else 'RPAD'}")
             need = count - len(value)
+            if need > 1 << 30:
+                raise SqlTypeError(f"{ev.sql(node)}: padding to {count} characters is not supported (at most 2**30)")
             pad = (f * (need // len(f) + 1))[:need]
             out.append(pad + value if left else value + pad)
         return pa.array(out, pa.string())
