@@ -305,6 +305,8 @@ def _norm_key(v):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(KEYS, INTS, FLOATS, TEXT), max_size=16), key=st.sampled_from(["f", "s", "i, s"]))
+# two NaN keys: the engine's per-key trigger made each NaN (a new float object) a key of its own
+@example(rows=[(0, None, math.nan, None), (0, None, math.nan, None)], key="f")
 def test_new_aggregates_by_float_and_text_keys(tmp_path, rows, key):
     """Keys of every kind (NaN and -0.0 are one group each as in DuckDB): relational == engine == DuckDB."""
     table = _table(rows)
