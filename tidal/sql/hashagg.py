@@ -340,7 +340,8 @@ def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
         return np.bincount(codes, weights=weights, minlength=size)
     # np.add.at adds in row order from 0.0, as bincount does (the same bits), in fewer passes
     out = np.zeros(size, np.float64)
-    np.add.at(out, codes, np.asarray(weights, np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, a sum past float64 inf: no warning
+        np.add.at(out, codes, np.asarray(weights, np.float64))
     return out
 
 
