@@ -13,6 +13,8 @@ from .ops.aggregate.functions import AggregateFunction, UserAggregate, user_defi
 __all__ = [
     "AggregateFunction",
     "UserAggregate",
+    "arg_max",
+    "arg_min",
     "average",
     "average_distinct",
     "count",
@@ -25,8 +27,10 @@ __all__ = [
     "max",
     "median",
     "min",
+    "mode",
     "percentile_cont",
     "percentile_disc",
+    "product",
     "stddev",
     "string_agg",
     "sum",
@@ -141,3 +145,33 @@ def last(x) -> AggregateFunction:
     """The value of the alive event that started latest (ties: the largest value); a NULL value
     counts (as in DuckDB), after every value at its start time."""
     return AggregateFunction("last", x)
+
+
+def mode(x) -> AggregateFunction:
+    """The most frequent non-null value (ties: the value seen first, by start time; then the smallest).
+    See :mod:`tidal.ops.aggregate.picks`."""
+    return AggregateFunction("mode", x)
+
+
+def _pair(name: str, x, by) -> tuple | str:
+    if by is None and isinstance(x, str):  # a struct field {f0: by, f1: x} (SQL packs the two this way)
+        return x
+    if not (isinstance(x, str) and isinstance(by, str)):
+        raise TypeError(f"{name}(x, by) takes two field names (select computed values first), got {x!r}, {by!r}")
+    return (by, x)
+
+
+def arg_min(x, by=None) -> AggregateFunction:
+    """``x`` of the event with the smallest ``by`` (fields; events where either is null are skipped;
+    ties: the earliest start, then the smallest ``x``). SQL's ``arg_min``/``min_by``."""
+    return AggregateFunction("arg_min", _pair("arg_min", x, by))
+
+
+def arg_max(x, by=None) -> AggregateFunction:
+    """``x`` of the event with the largest ``by`` (as :func:`arg_min`). SQL's ``arg_max``/``max_by``."""
+    return AggregateFunction("arg_max", _pair("arg_max", x, by))
+
+
+def product(x) -> AggregateFunction:
+    """The product of the non-null values as a float, multiplied in start-time order (null for none)."""
+    return AggregateFunction("product", x)

@@ -5,6 +5,7 @@ error naming the construct where tidal does not support it."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -12,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tidal.core.errors import TidalError
@@ -367,13 +368,20 @@ def _exprs(depth: int = 3):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(exprs=_exprs())
+# DuckDB's Parquet scan answers this WHERE wrongly (rows 1, 3, 4, 5: its filter pushdown; the same
+# expression selected, or over the rows as an Arrow table, is NULL for rows 1 and 4): the oracle reads Arrow
+@example(exprs=("a", "(IF(b, NULL, 'ab') LIKE 'a%')", "s"))
 def test_expressions_with_null_literals_match_duckdb(tmp_path, exprs):
     where = _write(tmp_path, NULLABLE)
     x, y, z = exprs
+    con = duckdb.connect()
+    con.register("t_arrow", NULLABLE)
     for sql in (f"SELECT i, {x} AS x, {y} AS y, {z} AS z FROM 't.parquet'", f"SELECT i FROM 't.parquet' WHERE {y}"):
         try:
-            duckdb.connect().sql(sql.replace("'t.parquet'", f"'{where}/t.parquet'")).fetchall()
+            expected = _rows(con.sql(sql.replace("'t.parquet'", "t_arrow")).to_arrow_table())
         except duckdb.Error:
             assert_unsupported(sql, where)
             continue
-        assert_same(sql, where)
+        with contextlib.chdir(where):
+            got = _rows(plan(sql).result())
+        assert got == expected, f"{sql}\n tidal:  {got}\n duckdb: {expected}"

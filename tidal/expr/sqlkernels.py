@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from ..core.errors import PlanError
 from . import sqldecimal as dec
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
+from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
 from .sqlmore import (
     _align,
@@ -594,4 +595,5 @@ _FUNCS = (
     | STRING_FUNCS
     | MORE_FUNCS
     | dec.FUNCS
+    | EXTRA_FUNCS
 )

@@ -30,7 +30,7 @@ class SqlTypeError(TidalTypeError):
     of :mod:`tidal.expr.sqlkernels` that raises it too)."""
 
 
-_NULL_TYPES = {"bool": pa.bool_(), "string": pa.string()}
+_NULL_TYPES = {"bool": pa.bool_(), "string": pa.string(), "double": pa.float64()}
 
 
 def null_of(ev, node):

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
+import math
 import pickle
 from dataclasses import dataclass
 
@@ -122,6 +123,8 @@ class TriggerOp(Operator):
         self.out_names = [n for n in schema.names if n != count_field]
         self.out_schema = pa.schema([schema.field(n) for n in self.out_names])
         self._key_pos = [self.out_names.index(k) for k in self.key_fields]
+        # float columns: every NaN as one object, so a NaN key is one key and a NaN value equals itself
+        self._floats = [i for i, n in enumerate(self.out_names) if pa.types.is_floating(self.out_schema.field(n).type)]
         self._time_pos = self.out_names.index(event_time_field) if event_time_field else None
         self.keys: dict[tuple, _Key] = {}
         self._order: list[tuple] = []  # keys in insertion order
@@ -170,6 +173,8 @@ class TriggerOp(Operator):
         is_start = other == INFINITY
         cols = [batch.columns[name].to_pylist() for name in self.out_names]
         counts = batch.columns[self.count_field].to_pylist() if self.count_field else None
+        for i in self._floats:
+            cols[i] = [math.nan if v != v else v for v in cols[i]]  # (v != v: NaN)
         rows = list(zip(*cols, strict=True))
         bounds = np.flatnonzero(np.diff(sync)) + 1
         starts = np.concatenate([[0], bounds])

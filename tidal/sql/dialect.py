@@ -139,6 +139,22 @@ def _at_most(name: str, n: int, build):
     return checked
 
 
+class Product(exp.Expression, exp.AggFunc):
+    """DuckDB's ``product(x)``: the product of the values (sqlglot has no class for it)."""
+
+    arg_types = {"this": True}
+    _sql_names = ["PRODUCT"]
+
+
+def _one_argument(name: str, build):
+    def checked(args, *rest):
+        if len(args) != 1:
+            raise PlanError(f"{name}() takes one argument, got {len(args)}: no function {name.lower()} matches")
+        return build(this=args[0])
+
+    return checked
+
+
 class Tidal(DuckDB):
     class Tokenizer(DuckDB.Tokenizer):
         # ``session(...)`` is a table function here (session windows), not the SESSION keyword
@@ -165,6 +181,8 @@ class Tidal(DuckDB):
                 for name in ("LTRIM", "RTRIM", "TRIM")
                 if name in DuckDB.Parser.FUNCTIONS
             },
+            "MEAN": _one_argument("MEAN", exp.Avg),  # DuckDB's alias of avg
+            "PRODUCT": _one_argument("PRODUCT", Product),
         }
 
         _parse_match_recognize = _parse_match_recognize

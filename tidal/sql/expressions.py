@@ -431,8 +431,11 @@ class _Translator(MoreTranslations):
     def t_TimeToUnix(self, e):  # DuckDB's epoch(t)
         return self._call("epoch", e, [e.this])
 
-    def t_UnixToTime(self, e):  # epoch_ms(t) as sqlglot reads it (scale 3); to_timestamp/make_timestamp are not
-        if e.args.get("scale") is None or e.args["scale"].name != "3":
+    def t_UnixToTime(self, e):  # epoch_ms(t) (scale 3) and to_timestamp(seconds) (no scale); make_timestamp is not
+        scale = e.args.get("scale")
+        if scale is None:
+            return self._duck(self._call("to_timestamp", e, [e.this]), e)
+        if scale.name != "3" or (isinstance(scale, exp.Literal) and scale.is_string):
             raise PlanError(f"{e.sql(dialect='duckdb')} is not supported")
         return self._call("epoch_ms", e, [e.this])
 
@@ -519,7 +522,10 @@ class Evaluator:
 
 def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     """A literal for a folded constant, or None when it has no plain literal form."""
-    py = value.as_py()
+    try:
+        py = value.as_py()
+    except (OverflowError, ValueError):  # a date or time Python cannot hold (before year 1, after 9999)
+        return None
     if py is None:  # a typed NULL (CAST(NULL AS VARCHAR)) keeps its type: a bare NULL has none
         return exp.Null() if pa.types.is_null(value.type) else None
     if isinstance(py, bool):

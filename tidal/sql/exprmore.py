@@ -46,6 +46,9 @@ def interval_micros(node: exp.Expression) -> int:
     raise PlanError(f"expected an INTERVAL literal, got {node.sql()}")
 
 
+_PLURAL_PARTS = {"year", "month", "day", "hour", "minute", "second", "millisecond", "microsecond", "quarter", "week"}
+
+
 class MoreTranslations:
     """``t_`` methods for sqlglot classes; ``self`` is the translator (``visit``, ``_call``, ``_const``...)."""
 
@@ -96,11 +99,45 @@ class MoreTranslations:
             return self._call("log", e, [exp.Literal.number(10), e.this])
         return self._call("log", e, [e.this, e.expression])
 
+    def _duck(self, node, e):
+        """``node`` named in errors by ``e`` as DuckDB writes it (make_date, not DATE_FROM_PARTS)."""
+        return self._made(node, e.sql(dialect="duckdb"))
+
+    def t_IsInf(self, e):
+        return self._duck(self._call("isinf", e, [e.this]), e)
+
+    def t_MD5(self, e):
+        return self._duck(self._call("md5", e, [e.this]), e)
+
+    def t_Pad(self, e):
+        name = "lpad" if e.args.get("is_left") else "rpad"
+        if e.args.get("fill_pattern") is None:  # DuckDB has no two-argument form
+            raise PlanError(f"{e.sql(dialect='duckdb')}: {name} takes a string, a length and a fill string")
+        return self._duck(self._call(name, e, [e.this, e.expression, e.args["fill_pattern"]]), e)
+
+    def t_DateFromParts(self, e):
+        parts = [e.args.get(k) for k in ("year", "month", "day")]
+        if None in parts or any(v is not None for k, v in e.args.items() if k not in ("year", "month", "day")):
+            raise PlanError(f"{e.sql(dialect='duckdb')}: make_date takes a year, a month and a day")
+        return self._duck(self._call("make_date", e, parts), e)
+
+    def _date_part(self, e, args):
+        unit = self._text(e, args[0], "date part")
+        if unit is None:  # DuckDB: a NULL part gives NULL (DOUBLE)
+            return SqlCall("null_of", (self.visit(args[1]),), ("double",))
+        unit = unit.strip().lower()
+        unit = unit[:-1] if unit.endswith("s") and unit[:-1] in _PLURAL_PARTS else unit  # 'years' as DuckDB reads it
+        return self._call("part", e, [args[1]], [unit])
+
     def more_function(self, name: str, e) -> SqlCall | None:
         """A function sqlglot leaves anonymous, or None when it is not one of these."""
         args = e.expressions
         if name == "isnan" and len(args) == 1:
             return self._call("isnan", e, [args[0]])
+        if name == "isfinite" and len(args) == 1:
+            return self._call("isfinite", e, [args[0]])
+        if name in ("date_part", "datepart") and len(args) == 2:
+            return self._date_part(e, args)
         if name == "__nan_guard":  # an aggregate's argument that must hold no NaN (select_list)
             return self._call("nan_guard", e, [args[0]], [args[1].name])
         if name in ("__decimal_unscaled", "__decimal_scaled"):  # a DECIMAL's exact sum (select_list)

@@ -15,6 +15,7 @@ plan has no temporal operator. Every answer equals the stream engine's final sna
   engine's formula over the sums of values and squares; ``min``/``max`` over values ordered as
   the engine's keys order them (-0.0 is 0.0), in the argument's type.
 * a sum beyond BIGINT is the engine's error, ``SumOverflowError``, never a wrapped value.
+* ``mode``, ``arg_min``/``arg_max`` and ``product``: :mod:`.hashagg_picks`.
 
 :func:`supported` says which aggregate calls and key types this module takes; the caller runs
 anything else on the stream engine.
@@ -30,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.arrow import from_numpy
+from . import hashagg_picks
 
 FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
 
@@ -63,6 +65,8 @@ def supported(function: str, t: pa.DataType | None) -> bool:
     """Whether this module computes ``function`` over an argument of type ``t`` as the engine does."""
     if function == "count":
         return True
+    if function in hashagg_picks.PICK_FUNCTIONS:
+        return hashagg_picks.supported(function, t, key_supported)
     if t is None or function not in FUNCTIONS:
         return False
     if function == "count_not_null":
@@ -424,7 +428,8 @@ def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
         return np.bincount(codes, weights=weights, minlength=size)
     # np.add.at adds in row order from 0.0, as bincount does (the same bits), in fewer passes
     out = np.zeros(size, np.float64)
-    np.add.at(out, codes, np.asarray(weights, np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, a sum past float64 inf: no warning
+        np.add.at(out, codes, np.asarray(weights, np.float64))
     return out
 
 
@@ -471,6 +476,9 @@ def aggregate(
     for name, function, col in calls:
         if function == "count":
             out[name] = from_numpy(rows[order], pa.int64())
+            continue
+        if function in hashagg_picks.PICK_FUNCTIONS:
+            out[name] = hashagg_picks.aggregate(function, codes, size, order, col, _column_codes)
             continue
         arg = args.setdefault(id(col), _Argument(col))
         valid = counted(arg)[order]

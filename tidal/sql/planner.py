@@ -78,6 +78,9 @@ from .logical import (
 from .stats import RunStats  # noqa: F401  (where the runners have always found it)
 from .topn import endless, top_n, top_n_filters
 
+# aggregates of values in input order (or ties broken by it): relational rows then need their row ordinal as time
+ORDERED_AGGS = ("first", "last", "string_agg", "list_agg", "mode", "arg_min", "arg_max", "product")
+
 BATCH_ROWS = 65_536
 
 
@@ -220,7 +223,7 @@ class Translator:
         if isinstance(node, Aggregate):
             timed = has_event_time(node.input)
             # FIRST/LAST mean first/last in input order: relational rows then need their row ordinal as time
-            ordered = any(c.function in ("first", "last", "string_agg", "list_agg") for c in node.aggs)
+            ordered = any(c.function in ORDERED_AGGS for c in node.aggs)
             ordinal = (bool(node.trigger) or ordered) and not timed
             if timed:  # GROUP BY a tumble's or hop's window: on the engine's windows where that applies
                 from .windowed import windowed_aggregate

@@ -34,7 +34,7 @@ from ..stream.streamable import Stream
 from .logical import Aggregate, Project, Tumble, event_time_field
 
 WINDOW_COLUMNS = ("window_start", "window_end")
-ORDERED = ("first", "last", "string_agg")
+ORDERED = ("first", "last", "string_agg", "mode", "arg_min", "arg_max", "product")  # ties/order by row times
 
 
 def _source_names(node: Aggregate, wanted: set[str]) -> tuple[Tumble, dict[str, exp.Expression]] | None:

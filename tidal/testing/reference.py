@@ -394,6 +394,8 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
         for s, r in sorted(alive, key=lambda a: a[0]):
             state = u.accumulate(state, s, r) if three else u.accumulate(state, r)
         return state if u.compute_result is None else u.compute_result(state)
+    if kind in ("mode", "arg_min", "arg_max", "product"):
+        return _reference_pick(fn, alive)
     arg = fn.arg
     pairs = [(s, getattr(r, arg) if isinstance(arg, str) else arg(r)) for s, r in alive]
     if kind in ("first", "last"):
@@ -439,6 +441,42 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
         lo, hi = math.floor(pos), math.ceil(pos)
         return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
     raise ValueError(f"the reference evaluator has no aggregate {kind!r}")
+
+
+def _nan_last(v) -> tuple:
+    return (1, 0.0) if isinstance(v, float) and math.isnan(v) else (0, v)
+
+
+def _reference_pick(fn, alive: list[tuple[int, object]]):
+    """mode / arg_min / arg_max / product by their definitions (tidal.ops.aggregate.picks' docstring)."""
+    if fn.kind in ("arg_min", "arg_max"):
+        by, x = fn.arg
+        rows = [(s, getattr(r, by), getattr(r, x)) for s, r in alive]
+        rows = [row for row in rows if row[1] is not None and row[2] is not None]
+        if not rows:
+            return None
+        pick = min if fn.kind == "arg_min" else max
+        best = pick(_nan_last(b) for _, b, _ in rows)
+        return min(((s, _nan_last(v), v) for s, b, v in rows if _nan_last(b) == best), key=lambda r: r[:2])[2]
+    values = sorted(
+        ((s, getattr(r, fn.arg)) for s, r in alive if getattr(r, fn.arg) is not None),
+        key=lambda sv: (sv[0], _nan_last(sv[1])),
+    )
+    if not values:
+        return None
+    if fn.kind == "product":
+        p = 1.0
+        for _, v in values:
+            p *= float(v)
+        return p
+    groups: list[list] = []  # [value as first seen, count, first start, order key]
+    for s, v in values:
+        same = next((g for g in groups if g[3] == _nan_last(v)), None)
+        if same is None:
+            groups.append([v, 1, s, _nan_last(v)])
+        else:
+            same[1] += 1
+    return min(groups, key=lambda g: (-g[1], g[2], g[3]))[0]
 
 
 class _NullRow:

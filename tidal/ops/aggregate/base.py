@@ -10,6 +10,7 @@ from ...core.errors import PlanError
 from ...expr.compile import CompiledLambda
 from ...expr.kernels import Evaluator, to_arrow_column
 from ...expr.nodes import Node
+from .picks import pair_column
 
 MODE_NONE, MODE_FIFO, MODE_HEAP, MODE_WINDOW = 0, 1, 2, 3
 VARIANTS = {
@@ -43,17 +44,18 @@ class ArgumentColumn:
     def __init__(self, arg, schema: pa.Schema | None):
         self.arg = arg
         self.node = arg if isinstance(arg, Node) else None  # a user aggregate's compiled contribution
-        plain = arg is None or isinstance(arg, str) or self.node is not None
+        plain = arg is None or isinstance(arg, str | tuple) or self.node is not None  # tuple: arg_min's (by, x)
         self.fn = None if plain else CompiledLambda(arg, schema, truth=False)
-        if isinstance(arg, str) and schema is not None and arg not in schema.names:
-            raise PlanError(f"aggregate argument {arg!r} is not a field; fields are {schema.names}")
+        for name in (arg,) if isinstance(arg, str) else arg if isinstance(arg, tuple) else ():
+            if schema is not None and name not in schema.names:
+                raise PlanError(f"aggregate argument {name!r} is not a field; fields are {schema.names}")
 
     def columns(self) -> set[str] | None:
         """The payload fields this argument reads (None: not known, a lambda run row by row)."""
         if self.arg is None:
             return set()
-        if isinstance(self.arg, str):
-            return {self.arg}
+        if isinstance(self.arg, str | tuple):
+            return {self.arg} if isinstance(self.arg, str) else set(self.arg)
         node = self.node if self.node is not None else getattr(self.fn, "node", None)
         if node is None or getattr(self.fn, "mode", "columnar") != "columnar":
             return None
@@ -62,6 +64,8 @@ class ArgumentColumn:
     def values(self, batch: EventBatch) -> pa.Array:
         if isinstance(self.arg, str):
             return batch.columns[self.arg]
+        if isinstance(self.arg, tuple):
+            return pair_column(self.arg, batch.columns)
         if self.node is not None:
             cols = dict(batch.columns)
             cols["__time"] = pa.array(batch.sync, pa.int64())

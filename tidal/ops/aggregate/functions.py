@@ -11,7 +11,8 @@ Each :class:`AggregateFunction` is a description, not code: the snapshot aggrega
   of its alive values.
 
 Everything else (``top_k``, ``distinct``, ``sum_distinct``, ``average_distinct`` (SQL's
-``SUM``/``AVG(DISTINCT x)``: over the set of alive values), ``first``, ``last``, non-numeric arguments, and
+``SUM``/``AVG(DISTINCT x)``: over the set of alive values), ``first``, ``last``, ``mode``, ``arg_min``,
+``arg_max``, ``product`` (:mod:`.picks`), non-numeric arguments, and
 user-defined aggregates with ``initial_state``/``accumulate``/``deaccumulate``/
 ``difference``/``compute_result``) runs through Python state objects, one per group.
 
@@ -128,6 +129,8 @@ class AggregateFunction:
         arg = self.arg if isinstance(self.arg, str) or self.arg is None else "λ"
         if hasattr(self.arg, "columns"):  # a compiled user aggregate's contribution
             arg = str(self.arg)
+        if isinstance(self.arg, tuple):  # arg_min/arg_max's (by, x)
+            arg = ", ".join(reversed(self.arg))
         inner = ", ".join(str(x) for x in (arg, self.param) if x is not None)
         return f"{self.kind}({inner})"
 
@@ -149,11 +152,12 @@ _FIXED_TYPES = {
     "stddev": "float64",
     "percentile_cont": "float64",
     "string_agg": "string",
+    "product": "float64",
 }
 
 
 # aggregates that do arithmetic on their argument: numbers only (exact decimal sums are not supported)
-_NUMERIC_ONLY = {"sum", "average", "variance", "stddev", "percentile_cont", "median", *_DISTINCT_NUMBERS}
+_NUMERIC_ONLY = {"sum", "average", "variance", "stddev", "percentile_cont", "median", "product", *_DISTINCT_NUMBERS}
 
 
 def _numeric(t, kind: str) -> bool:
@@ -182,6 +186,8 @@ def result_type(fn: AggregateFunction, arg_type):
         return pa.int64() if pa.types.is_integer(arg_type) or pa.types.is_boolean(arg_type) else pa.float64()
     if fn.kind in ("top_k", "distinct"):
         return pa.list_(arg_type)
+    if fn.kind in ("arg_min", "arg_max"):  # the argument packs (by, x): the result is x
+        return arg_type.field(1).type if pa.types.is_struct(arg_type) else None
     if fn.kind == "list_agg":  # the argument packs the ORDER BY keys and the value (last), or is the value
         return pa.list_(arg_type.field(arg_type.num_fields - 1).type if pa.types.is_struct(arg_type) else arg_type)
     return arg_type
@@ -435,4 +441,8 @@ def new_state(fn: AggregateFunction) -> PyState:
         return CountState()
     if fn.kind == "udf":
         return UserState(fn.udf)
+    if fn.kind in ("mode", "arg_min", "arg_max", "product"):
+        from .picks import PickState
+
+        return PickState(fn.kind)
     return MultisetState(fn.kind, fn.param)

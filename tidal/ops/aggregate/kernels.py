@@ -270,6 +270,9 @@ def make_sweep(mode: int):
     fifo = mode == MODE_FIFO
     heap = mode == MODE_HEAP
     queued = fifo or heap
+    # float sums carry Neumaier's compensation where events leave by subtraction (see _add_flt); with start
+    # edges only nothing leaves, and the sum is the plain one in row order, as DuckDB's SUM over rows
+    compensated = mode != MODE_NONE
 
     def sweep(
         sync, other, gid, ic, fc, mv, wt, upto, window_len,
@@ -457,7 +460,10 @@ def make_sweep(mode: int):
                 for j in range(ki):
                     g_int[g, j] += sign * ic[row, j]
                 for j in range(kf):
-                    _add_flt(g_flt, g, j, kf, sign * fc[row, j])
+                    if compensated:
+                        _add_flt(g_flt, g, j, kf, sign * fc[row, j])
+                    else:  # start edges only: nothing leaves, the plain running sum in row order (DuckDB's SUM)
+                        g_flt[g, j] += sign * fc[row, j]
                 if km > 0:
                     _apply_multisets(g, sign, mv, ic, row, km, m_valid, stage_idx, stage_val, stage_n)
             g_cnt[g] += sign * w

@@ -18,6 +18,7 @@ from .compiled import _ONE_EACH, CompiledEngine
 from .fifo import FifoEngine, PythonFifoEngine
 from .functions import AggregateFunction
 from .heap import HeapEngine, PythonHeapEngine
+from .picks import pair_type
 from .start_edge import PythonStartEdgeEngine, StartEdgeEngine
 from .window import PythonWindowEngine, WindowEngine
 
@@ -108,6 +109,8 @@ class SnapshotAggregateOp(Operator):
             return None
         if isinstance(fn.arg, str):
             return self.schema.field(fn.arg).type
+        if isinstance(fn.arg, tuple):
+            return pair_type(fn.arg, self.schema)
         if arg.node is not None:
             empty = EventBatch.empty(self.schema)
             try:

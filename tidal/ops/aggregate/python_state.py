@@ -7,6 +7,7 @@ variants' modules subclass it with their queue or their window results.
 
 from __future__ import annotations
 
+import math
 import pickle
 from collections import deque
 
@@ -26,6 +27,14 @@ def _row_error(name, fn, doing: str, start: int, value, exc: Exception) -> Lambd
     return LambdaError(
         f"aggregate {name}={fn.describe()} raised {type(exc).__name__}: {exc} while {doing} the event at time "
         f"{start}: {{{describe_row(row)}}}"
+    )
+
+
+def _same_result(a: tuple, b: tuple) -> bool:
+    """Equal results, a zero's sign included (-0.0 == 0.0 in Python: a product turning 0.0 would stay -0.0)."""
+    return a == b and all(
+        not isinstance(x, float) or x != 0.0 or math.copysign(1.0, x) == math.copysign(1.0, y)
+        for x, y in zip(a, b, strict=True)
     )
 
 
@@ -97,7 +106,7 @@ class PythonEngine(_Engine):
             n = self.counts[g]
             result = self._results(g, cur) if n > 0 else None
             prev = self.open.get(g)
-            if prev is not None and result is not None and prev[1] == result:
+            if prev is not None and result is not None and _same_result(prev[1], result):
                 continue
             if prev is not None:
                 out.append((cur, prev[0], g, prev[1]))

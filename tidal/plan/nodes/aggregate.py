@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from ...ops.aggregate import MODE_WINDOW, FusedWindowAggregateOp, SnapshotAggregateOp, choose_mode
 from ...ops.aggregate.functions import result_type
+from ...ops.aggregate.picks import pair_type
 from ...ops.base import Operator
 from ...ops.grouping import GroupOp, UngroupOp
 from ..node import PlanNode
@@ -147,6 +148,7 @@ def _aggregate_schema(specs, schema: pa.Schema | None, key_fields) -> pa.Schema 
     fields = [schema.field(k) for k in key_fields]
     for name, fn in specs:
         arg = schema.field(fn.arg).type if isinstance(fn.arg, str) else None
+        arg = pair_type(fn.arg, schema) if isinstance(fn.arg, tuple) else arg  # arg_min/arg_max's (by, x)
         t = result_type(fn, arg)
         if t is None:
             return None

@@ -9,7 +9,8 @@ from ..node import PlanNode
 from ..nodes.aggregate import Aggregate
 from ..nodes.relational import FinalValues, Trigger
 
-ORDERED_AGGREGATES = ("first", "last", "string_agg", "udf")  # results that may depend on the rows' times
+# results that may depend on the rows' times
+ORDERED_AGGREGATES = ("first", "last", "string_agg", "udf", "mode", "arg_min", "arg_max", "product")
 
 
 def final_values(node: PlanNode, consumers: dict[int, int]) -> PlanNode:

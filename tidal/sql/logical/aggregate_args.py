@@ -6,7 +6,26 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ..dialect import Product
 from .exprs import _AGGS, _col
+
+# DuckDB's mode, arg_min/argmin/min_by, arg_max/argmax/max_by and product: the engine's aggregates of those names
+PICKS = {exp.Mode: "mode", exp.ArgMin: "arg_min", exp.ArgMax: "arg_max", Product: "product"}
+
+
+def pick_aggregate(e: exp.Expression, distinct: bool) -> tuple[str, exp.Expression]:
+    """One of :data:`PICKS`: the engine's aggregate and its argument (arg_min's ``(by, x)`` packed as one struct)."""
+    fn = PICKS[type(e)]
+    text = e.sql(dialect="duckdb")
+    if distinct:
+        raise PlanError(f"DISTINCT in {fn.upper()} is not supported: {text}")
+    if e.this is None:
+        raise PlanError(f"{fn.upper()}() needs an argument: no function {fn} matches")
+    if e.args.get("count") is not None:
+        raise PlanError(f"{text}: {fn} with a count (a list of the n best rows) is not supported")
+    if fn in ("arg_min", "arg_max"):
+        return fn, exp.Anonymous(this="__pack", expressions=[e.expression.copy(), e.this.copy()])
+    return fn, e.this
 
 
 def _group_key(bound: exp.Expression, key_map: dict, labels: dict) -> exp.Expression:
@@ -18,11 +37,42 @@ def _group_key(bound: exp.Expression, key_map: dict, labels: dict) -> exp.Expres
     return _col(phys)
 
 
+def grouped_column_error(column: exp.Column) -> PlanError:
+    """The error for a column of a grouped query outside GROUP BY and aggregates: an unknown function
+    around it is named first (``product2(i)`` is not a column problem)."""
+    from ..expressions import translate
+
+    node = column.parent
+    while node is not None:
+        if isinstance(node, exp.Anonymous):
+            try:
+                translate(exp.Anonymous(this=node.this, expressions=[exp.Null() for _ in node.expressions]))
+            except Exception as exc:  # noqa: BLE001 - only "unknown function" is reported here
+                if str(exc).startswith("unknown function"):
+                    return PlanError(f"unknown function {node.sql(dialect='duckdb')}")
+        node = node.parent
+    return PlanError(f"column {column.sql()} must appear in GROUP BY or be used in an aggregate")
+
+
 def _packed(order: list, value: exp.Expression) -> tuple[exp.Expression, tuple]:
     """The ORDER BY keys and the value as one struct argument (``__pack``), and each key's
     (descending, nulls first) for the aggregate's parameter."""
     spec = tuple((bool(o.args.get("desc")), bool(o.args.get("nulls_first"))) for o in order)
     return exp.Anonymous(this="__pack", expressions=[o.this.copy() for o in order] + [value.copy()]), spec
+
+
+FILTERED = (
+    "__filtered"  # list(x) FILTER (WHERE c): __filtered(c, x), the whole packed argument NULL where c is not true
+)
+
+
+def packed_list(order: list, value: exp.Expression) -> tuple[exp.Expression, tuple]:
+    """list(x [ORDER BY ...])'s packed argument (:func:`_packed`), NULL on the rows a FILTER drops."""
+    if isinstance(value, exp.Anonymous) and value.name == FILTERED:
+        cond, value = value.expressions
+        packed, spec = _packed(order, value)
+        return exp.Case(ifs=[exp.If(this=cond.copy(), true=packed)]), spec
+    return _packed(order, value)
 
 
 def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
@@ -45,6 +95,7 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
             | exp.ArrayAgg,
         )
         or type(agg) in _AGGS
+        or type(agg) in PICKS
     ):
         raise PlanError(f"FILTER (WHERE ...) on {agg.sql(dialect='duckdb')} is not supported")
 
@@ -52,7 +103,16 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
         return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
 
     arg = agg.this
-    if isinstance(arg, exp.Order):  # string_agg(x ORDER BY k) FILTER (...): the value is filtered
+    if isinstance(agg, exp.ArrayAgg) and not isinstance(
+        arg, exp.Distinct
+    ):  # list(x) keeps NULLs: the rows filtered out are marked, then dropped
+        value = arg.this if isinstance(arg, exp.Order) else arg
+        marked = exp.Anonymous(this=FILTERED, expressions=[cond.copy(), value.copy()])
+        if isinstance(arg, exp.Order):
+            arg.set("this", marked)
+        else:
+            agg.set("this", marked)
+    elif isinstance(arg, exp.Order):  # string_agg(x ORDER BY k) FILTER (...): the value is filtered
         arg.set("this", when(arg.this.copy()))
     elif isinstance(agg, exp.Count) and (arg is None or isinstance(arg, exp.Star)):
         agg.set("this", when(exp.Literal.number(1)))
@@ -64,7 +124,7 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
 
 
 # aggregates whose engine state keeps a NaN as a value (Python multisets of packed values, or NaN-aware)
-_NAN_AS_VALUE = ("sum_distinct", "average_distinct", "list_agg", "string_agg")
+_NAN_AS_VALUE = ("sum_distinct", "average_distinct", "list_agg", "string_agg", *PICKS.values())
 _NAN_FIXES = ("count_not_null", "count_distinct", "sum", "average", "max", "min", "variance", "stddev")
 _NAN = exp.Cast(this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE"))
 

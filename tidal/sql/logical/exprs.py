@@ -219,3 +219,22 @@ def _transform(expr: exp.Expression, visit) -> exp.Expression:
         elif isinstance(value, list):
             expr.set(key, [_transform(v, visit) if isinstance(v, exp.Expression) else v for v in value])
     return expr
+
+
+def _order_all(order: list, width: int) -> list:
+    """``ORDER BY ALL [DESC]`` (DuckDB): by every SELECT column, left to right, in the direction given."""
+    if len(order) != 1 or not (isinstance(order[0].this, exp.Var) and order[0].this.name.upper() == "ALL"):
+        return list(order)
+    o = order[0]
+    return [
+        exp.Ordered(this=exp.Literal.number(i + 1), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
+        for i in range(width)
+    ]
+
+
+def _subtree_sizes(tree: exp.Expression) -> dict[int, int]:
+    """The number of nodes under each node of ``tree`` (by ``id``), without recursion."""
+    sizes: dict[int, int] = {}
+    for n in reversed(list(tree.walk(bfs=True))):
+        sizes[id(n)] = 1 + sum(sizes.get(id(c), 0) for c in n.iter_expressions())
+    return sizes

@@ -11,8 +11,22 @@ from ...core.errors import PlanError
 from ...io.files import NO_FROM
 from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
+from . import aggregate_args as aggregate_args_
 from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
-from .exprs import _AGGS, _and, _col, _conjuncts, _const_int, _display, _fraction, _is_agg, _transform, _unique
+from .exprs import (
+    _AGGS,
+    _and,
+    _col,
+    _conjuncts,
+    _const_int,
+    _display,
+    _fraction,
+    _is_agg,
+    _order_all,
+    _subtree_sizes,
+    _transform,
+    _unique,
+)
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .quantified import is_quantified
 from .star import expand_star
@@ -298,7 +312,7 @@ class SelectList:
                 order = None
                 if isinstance(arg, exp.Order):
                     order, arg = arg.expressions, arg.this
-                packed, spec = _packed(order or [], arg)
+                packed, spec = aggregate_args_.packed_list(order or [], arg)
                 fn, param = "list_agg", spec
                 arg_phys = self._agg_arg(packed, node, pre)
             elif isinstance(e, exp.LogicalOr | exp.LogicalAnd):
@@ -331,6 +345,9 @@ class SelectList:
                     )
                 param = _fraction(e.expression, e.sql())
                 arg_phys = self._agg_arg(arg, node, pre)
+            elif type(e) in aggregate_args_.PICKS:
+                fn, picked = aggregate_args_.pick_aggregate(e, distinct)
+                arg_phys = self._agg_arg(picked, node, pre)
             else:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             arg_expr = dict(pre).get(arg_phys)
@@ -451,7 +468,7 @@ class SelectList:
                             f"a correlated column ({x.sql()}) outside the subquery's WHERE is not supported"
                         )
                 if isinstance(x, exp.Column):
-                    raise PlanError(f"column {x.sql()} must appear in GROUP BY or be used in an aggregate")
+                    raise aggregate_args_.grouped_column_error(x)
                 return None
 
             copied = e.copy()
@@ -559,17 +576,6 @@ def _as_list(value) -> list:
     return [] if value is None else value if isinstance(value, list) else [value]
 
 
-def _order_all(order: list, width: int) -> list:
-    """``ORDER BY ALL [DESC]`` (DuckDB): by every SELECT column, left to right, in the direction given."""
-    if len(order) != 1 or not (isinstance(order[0].this, exp.Var) and order[0].this.name.upper() == "ALL"):
-        return list(order)
-    o = order[0]
-    return [
-        exp.Ordered(this=exp.Literal.number(i + 1), desc=o.args.get("desc"), nulls_first=o.args.get("nulls_first"))
-        for i in range(width)
-    ]
-
-
 def _select_aliases(e: exp.Expression, items: list, node: Node) -> exp.Expression:
     """DuckDB lets WHERE name a SELECT alias (of an expression without aggregates or windows) that is
     not an input column: the alias stands for its expression."""
@@ -590,11 +596,3 @@ def _select_aliases(e: exp.Expression, items: list, node: Node) -> exp.Expressio
         return None
 
     return _transform(e.copy(), visit)
-
-
-def _subtree_sizes(tree: exp.Expression) -> dict[int, int]:
-    """The number of nodes under each node of ``tree`` (by ``id``), without recursion."""
-    sizes: dict[int, int] = {}
-    for n in reversed(list(tree.walk(bfs=True))):
-        sizes[id(n)] = 1 + sum(sizes.get(id(c), 0) for c in n.iter_expressions())
-    return sizes

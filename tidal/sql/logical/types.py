@@ -130,7 +130,7 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
         )
     if call.function == "percentile_disc" and pa.types.is_date(arg_type):
         raise PlanError(f"{text}: quantile_disc of {name} is not supported (cast it to TIMESTAMP)")
-    if (call.function in _NUMERIC_ONLY and not numeric) or (
+    if (call.function in (*_NUMERIC_ONLY, "product") and not numeric) or (
         call.function in ("sum", "sum_distinct") and not (numeric or pa.types.is_boolean(arg_type))
     ):
         raise PlanError(f"{text}: no aggregate function matches the argument type {name}")
@@ -140,8 +140,10 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
 def _agg_type(call: AggCall, arg_type: pa.DataType | None) -> pa.DataType | None:
     if call.function == "list_agg":  # its argument packs the ORDER BY keys and the value, last
         return None if arg_type is None else pa.list_(arg_type.field(arg_type.num_fields - 1).type)
-    if call.function == "string_agg":
-        return pa.string()
+    if call.function in ("string_agg", "product"):
+        return pa.string() if call.function == "string_agg" else pa.float64()
+    if call.function in ("arg_min", "arg_max"):  # its argument packs (by, x): the result is x
+        return None if arg_type is None or not pa.types.is_struct(arg_type) else arg_type.field(1).type
     if call.function in ("count", "count_not_null", "count_distinct"):
         return pa.int64()
     if call.function in ("average", "stddev", "variance", "percentile_cont", "variance_pop", "stddev_pop") or (
