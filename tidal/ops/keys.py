@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from ..core.batch import as_numpy
 from ..core.errors import PlanError
 from ..expr.lambdas import lambda_body, row_field
-from .text_keys import ShortTexts
+from .text_keys import ShortTexts, _slot_id
 
 TUPLE_KEY_HINT = "give a list of field names (key=['a', 'b']), or select the key expressions as fields first"
 
@@ -91,23 +91,6 @@ def _direct_ids(ints, base, direct, next_id):
             k += 1
         out[i] = c
     return out, next_id, new_rows[:k], -1
-
-
-@numba.njit(cache=True, inline="always")
-def _slot_id(keys, ids, mask, v, next_id):
-    """The id of int64 ``v`` in the open-addressing table ``keys``/``ids`` (-1 = empty slot): its
-    existing id, or ``next_id`` after entering it (the caller then advances its next id)."""
-    h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
-    slot = np.int64(h) & mask
-    while True:
-        got = ids[slot]
-        if got < 0:
-            keys[slot] = v
-            ids[slot] = next_id
-            return next_id
-        if keys[slot] == v:
-            return got
-        slot = (slot + 1) & mask
 
 
 @numba.njit(cache=True)

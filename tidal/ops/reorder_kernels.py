@@ -44,6 +44,22 @@ def _ingest(times, high, prev, lat, first, ord_t, ord_r, oth_t, oth_r, late):
     return no, nu, nl, high
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _position(r, compact, split, base):
+    """Row id ``r``'s position in the payload store's index space: ids below ``split`` are in the compact
+    piece ``compact`` (sorted ids, found by binary search), the others at ``r - base``."""
+    if r >= split:
+        return r - base
+    a, b = 0, compact.shape[0]
+    while a < b:
+        mid = (a + b) >> 1
+        if compact[mid] < r:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
 @nb.njit(cache=True, nogil=True)
 def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
     """Merge the sorted (time, row id) pairs ``a`` and ``b`` by (time, row id): the times into ``out_t``, each
@@ -52,7 +68,6 @@ def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
     ``alive``. Returns the least and greatest position and whether the positions increase."""
     na = at.shape[0]
     nb_ = bt.shape[0]
-    m = compact.shape[0]
     lo = alive.shape[0]
     hi = -1
     increasing = True
@@ -67,17 +82,7 @@ def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
             x = bt[j]
             r = br[j]
             j += 1
-        if r < split:
-            a, b = 0, m
-            while a < b:
-                mid = (a + b) >> 1
-                if compact[mid] < r:
-                    a = mid + 1
-                else:
-                    b = mid
-            p = a
-        else:
-            p = r - base
+        p = _position(r, compact, split, base)
         out_t[k] = x
         index[k] = p
         alive[p] = False

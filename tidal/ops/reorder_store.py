@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..core.batch import START_EDGES
 from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
-from .reorder_kernels import _merge_map
+from .reorder_kernels import _merge_map, _position
 from .reorder_queue import scratch
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
@@ -65,22 +65,10 @@ class _Piece:
 def _index(rows, compact, split, base, alive, index):
     """Positions in the pieces' index space of ``rows`` (ids below ``split`` are in the compact piece
     ``compact``, found by binary search; the others at ``id - base``), marking them released."""
-    m = compact.shape[0]
     lo = alive.shape[0]
     hi = 0
     for k in range(rows.shape[0]):
-        r = rows[k]
-        if r < split:
-            a, b = 0, m
-            while a < b:
-                mid = (a + b) >> 1
-                if compact[mid] < r:
-                    a = mid + 1
-                else:
-                    b = mid
-            i = a
-        else:
-            i = r - base
+        i = _position(rows[k], compact, split, base)
         index[k] = i
         alive[i] = False
         lo = min(lo, i)

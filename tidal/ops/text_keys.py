@@ -18,10 +18,11 @@ SHORT = 7  # bytes: the value and its length fit one int64
 _TEXT = {pa.string(): np.int32, pa.large_string(): np.int64}
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _slot_id(keys, ids, mask, v, next_id):
-    """The id of int64 ``v`` in the open-addressing table ``keys``/``ids`` (-1 = empty slot), or ``next_id``
-    after entering it: the probe of :class:`tidal.ops.keys.IdTable`, whose table this is."""
+    """The id of int64 ``v`` in the open-addressing table ``keys``/``ids`` (-1 = empty slot): its existing
+    id, or ``next_id`` after entering it (the caller then advances its next id). The probe of
+    :class:`tidal.ops.keys.IdTable` (which imports it from here), whose table this is."""
     h = (np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(20)
     slot = np.int64(h) & mask
     while True:
