@@ -15,6 +15,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .impatience_chunks import span_bits
+
 _MAX_BITS = 16  # at most 65,536 buckets
 _WORK = 8  # the insertion sort's bound: sum of squared bucket sizes per element
 _MAX_SPAN_BITS = 33  # the radix sort's limit (three passes of 11 bits): wider times are placed, as there
@@ -39,11 +41,7 @@ def _bucket_chunk(times, row0, ids, wm, out_t, out_r):
             hi = max(hi, x)
     if m == 0:
         return 0
-    bits = 0
-    span = np.uint64(hi) - np.uint64(lo)
-    while span > 0:
-        bits += 1
-        span >>= np.uint64(1)
+    bits = span_bits(lo, hi)
     if bits > _MAX_SPAN_BITS:
         return -1  # as the radix sort: such a batch is placed into runs
     k = 1

@@ -13,6 +13,17 @@ _DIGIT = 11  # bits per radix pass at most: 2048 buckets
 _MAX_PASSES = 3  # a batch whose times span more than 2**33 is placed into runs instead
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def span_bits(lo, hi):
+    """How many bits the span ``hi - lo`` of int64 times takes (0 when they are all equal)."""
+    bits = 0
+    span = np.uint64(hi) - np.uint64(lo)
+    while span > 0:
+        bits += 1
+        span >>= np.uint64(1)
+    return bits
+
+
 @nb.njit(cache=True, nogil=True)
 def _radix_chunk(times, row0, ids, wm, out_t, out_r, pairs):
     """The elements of ``times`` at or above ``wm`` sorted by (time, row id) into ``out_t``/``out_r``
@@ -39,11 +50,7 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, pairs):
             prev = x
     if m == 0:
         return 0
-    bits = 0
-    span = np.uint64(hi) - np.uint64(lo)
-    while span > 0:
-        bits += 1
-        span >>= np.uint64(1)
+    bits = span_bits(lo, hi)
     passes = (bits + _DIGIT - 1) // _DIGIT
     digit = (bits + passes - 1) // passes if passes else 1  # as few buckets as the passes allow
     if ordered or passes == 0:
