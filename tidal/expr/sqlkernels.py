@@ -31,7 +31,6 @@ from .sqlmore import (
     _numeric,
     _round,
     _temporal,
-    _to_decimal,
     as_text,
     cast_to,
     decimal_rounded,
@@ -579,7 +578,6 @@ _FUNCS = (
         "pow": lambda ev, node: pc.power(*(cast_to(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
-        "to_decimal": _first(_to_decimal, pa.float64()),
         "length": _first(lambda v: cast_to(pc.utf8_length(v), pa.int64())),
         "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
         "strptime": _first(

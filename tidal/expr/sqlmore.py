@@ -396,17 +396,6 @@ def _round(v, digits: int):
     return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")
 
 
-def _to_decimal(v, precision: int, scale: int):
-    """CAST(v AS DECIMAL(precision, scale)), computed as DOUBLE: rounded to ``scale`` digits, and an error for a
-    value with more than ``precision - scale`` digits before the point, NaN or infinity (DuckDB's cast fails)."""
-    rounded = _round(cast_to(v, pa.float64()), scale)
-    values = np.asarray(ev_values(rounded), dtype=np.float64)
-    bad = ~(np.abs(values) < 10.0 ** (precision - scale))  # NaN compares false: it is refused too
-    if bad.any():
-        raise pa.ArrowInvalid(f"Could not cast value {float(values[bad][0])} to DECIMAL({precision},{scale})")
-    return rounded
-
-
 def ev_values(v) -> np.ndarray:
     """The valid values of an Arrow array or scalar, as numpy (NULLs left out)."""
     if isinstance(v, pa.Scalar):
