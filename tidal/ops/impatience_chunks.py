@@ -24,6 +24,18 @@ def span_bits(lo, hi):
     return bits
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def exclusive_offsets(hist):
+    """Each row of a radix sort's histogram turned into its buckets' first output positions (exclusive
+    prefix sums, in place)."""
+    for p in range(hist.shape[0]):
+        s = 0
+        for b in range(hist.shape[1]):
+            c = hist[p, b]
+            hist[p, b] = s
+            s += c
+
+
 @nb.njit(cache=True, nogil=True)
 def _radix_chunk(times, row0, ids, wm, out_t, out_r, pairs):
     """The elements of ``times`` at or above ``wm`` sorted by (time, row id) into ``out_t``/``out_r``
@@ -73,12 +85,7 @@ def _radix_chunk(times, row0, ids, wm, out_t, out_r, pairs):
             k = np.uint64(x) - ulo
             for p in range(passes):
                 hist[p, (k >> np.uint64(p * digit)) & mask] += 1
-    for p in range(passes):
-        s = 0
-        for b in range(size):
-            c = hist[p, b]
-            hist[p, b] = s
-            s += c
+    exclusive_offsets(hist)
     h = hist[0]
     if passes == 1:
         for i in range(n):

@@ -13,6 +13,8 @@ import heapq
 import numba as nb
 import numpy as np
 
+from .impatience_chunks import exclusive_offsets
+
 _MIN_CAP = 8  # smallest region given to a run in the pool
 # run metadata columns: meta[i] = (start, stop, limit, tail)
 _START, _STOP, _LIMIT, _TAIL = 0, 1, 2, 3
@@ -296,12 +298,7 @@ def _radix_heads(pool_t, pool_r, hstart, hlen, nh, total, t, out_t, out_r):
             key = np.uint64(pool_t[j]) - ulo
             for p in range(passes):
                 hist[p, (key >> np.uint64(p * _HEAD_DIGIT)) & mask] += 1
-    for p in range(passes):
-        acc = 0
-        for b in range(size):
-            c = hist[p, b]
-            hist[p, b] = acc
-            acc += c
+    exclusive_offsets(hist)
     # pass p writes into out_* when passes - p is odd, so that the last pass lands there
     a_t = out_t if passes % 2 == 1 else np.empty(total, dtype=np.int64)
     a_r = out_r if passes % 2 == 1 else np.empty(total, dtype=np.int64)
