@@ -11,6 +11,8 @@ and ``restore(state)``; stateless ones have nothing to save.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..core.batch import BatchSizer, EventBatch, concat_batches
@@ -129,7 +131,9 @@ class InputPort(Consumer):
     """One side of a two-input operator."""
 
     def __init__(self, owner, side: int):
-        self.owner = owner
+        # weak: the owner holds its ports, and a cycle would keep a finished query's state
+        # (and its last output) alive until the next garbage collection
+        self.owner = weakref.proxy(owner)
         self.side = side
 
     def on_batch(self, batch: EventBatch) -> None:
@@ -152,7 +156,7 @@ class OutputBuffer:
     """
 
     def __init__(self, op: Operator, sizer: BatchSizer | None = None):
-        self.op = op
+        self.op = weakref.proxy(op)  # weak, as InputPort.owner: the operator holds its buffer
         self.sizer = sizer or BatchSizer()
         self.pending: list[EventBatch] = []
         self.count = 0

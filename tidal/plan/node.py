@@ -110,12 +110,13 @@ def explain(root: PlanNode, measured: bool = True) -> str:
     with ``measured``, what nodes report of their last run, such as a transaction node's chains)."""
     lines: list[str] = []
     seen: dict[int, int] = {}
-
-    def visit(node: PlanNode, depth: int) -> None:
+    stack: list[tuple[PlanNode, int]] = [(root, 0)]  # a stack, not a recursive closure (a cycle)
+    while stack:
+        node, depth = stack.pop()
         pad = "  " * depth + ("└─ " if depth else "")
         if id(node) in seen:
             lines.append(f"{pad}{node.label} (shared, see #{seen[id(node)]})")
-            return
+            continue
         seen[id(node)] = len(seen) + 1
         schema = (
             ", ".join(f"{f.name}: {f.type}" for f in node.schema) if node.schema is not None else "known at run time"
@@ -123,8 +124,5 @@ def explain(root: PlanNode, measured: bool = True) -> str:
         detail = node.describe() if measured else node.describe_plan()
         lines.append(f"{pad}#{seen[id(node)]} {node.label} [{detail}]")
         lines.append(f"{'  ' * depth}{'   ' if depth else ''}   properties: {node.props.describe()}; payload: {schema}")
-        for child in node.explain_inputs():
-            visit(child, depth + 1)
-
-    visit(root, 0)
+        stack.extend((child, depth + 1) for child in reversed(node.explain_inputs()))
     return "\n".join(lines)

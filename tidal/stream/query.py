@@ -88,21 +88,8 @@ class Query:
         self.operators: list[Operator] = []  # in a deterministic build order: checkpoints index by it
         self.sources: list[tuple[Source, Operator]] = []
         built: dict[int, Operator] = {}
-
-        def build(node: PlanNode) -> Operator:
-            if id(node) in built:
-                return built[id(node)]
-            op, inputs = node.make(), node.inputs
-            built[id(node)] = op
-            self.operators.append(op)
-            if isinstance(node, Source):
-                self.sources.append((node, op))
-            for child, port in zip(inputs, node.ports(op), strict=True):
-                build(child).downstream.append(port)
-            return op
-
         for root, sink in zip(roots, sinks, strict=True):
-            build(root).downstream.append(sink)
+            self._build(root, built).downstream.append(sink)
         self.fingerprint = plan_fingerprint(roots)
         self.sinks = list(sinks)
         # per source: messages delivered, or a feed's position after the last delivered message
@@ -114,6 +101,23 @@ class Query:
         self.delivered = 0  # messages delivered by this query object (all runs)
         self.events_read = 0  # events in the batches the sources delivered
         self.on_progress = None  # called with the query after each delivered batch (tidal.stream.progress)
+
+    def _build(self, node: PlanNode, built: dict[int, Operator]) -> Operator:
+        """The operator for ``node``, made once per node, with its inputs' operators feeding it.
+
+        A method rather than a recursive closure: such a closure is a reference cycle that
+        would keep the query and its operators alive until the next garbage collection.
+        """
+        if id(node) in built:
+            return built[id(node)]
+        op, inputs = node.make(), node.inputs
+        built[id(node)] = op
+        self.operators.append(op)
+        if isinstance(node, Source):
+            self.sources.append((node, op))
+        for child, port in zip(inputs, node.ports(op), strict=True):
+            self._build(child, built).downstream.append(port)
+        return op
 
     # -- running ----------------------------------------------------------------------------
     def _start(self) -> None:

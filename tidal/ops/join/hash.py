@@ -44,7 +44,9 @@ class HashJoin(JoinBase):
                 pairs.append((_ExistsCore(qk, exists=False), self._left_padded))
             if mode == "full_outer":
                 pairs.append((_ExistsCore(qk[::-1], False, mirrored=True), self._right_padded))
-        self.assemblers = [a for _, a in pairs]
+        # plain functions, not bound methods: a list of the operator's own bound methods is a
+        # reference cycle that keeps a finished join's state alive until a garbage collection
+        self.assemblers = [a.__func__ for _, a in pairs]
         return [c for c, _ in pairs]
 
     def _left_rows(self, o_sync, o_other, o_a, o_b) -> EventBatch:
@@ -107,7 +109,8 @@ class HashJoin(JoinBase):
         else:
             order = np.arange(n)
         outputs = []
-        for core, assemble in zip(self.cores, self.assemblers, strict=True):
+        for core, assemble_of in zip(self.cores, self.assemblers, strict=True):
+            assemble = assemble_of.__get__(self)
             if core.via_order:
                 ev = dict(staged, order=order)
             else:

@@ -44,20 +44,22 @@ def consumer_counts(roots: Sequence[PlanNode]) -> dict[int, int]:
 def apply_rule(roots: Sequence[PlanNode], rule: Rule) -> list[PlanNode]:
     consumers = consumer_counts(roots)
     done: dict[int, PlanNode] = {}
+    return [_visit(r, rule, consumers, done) for r in roots]
 
-    def visit(node: PlanNode) -> PlanNode:
-        if id(node) in done:
-            return done[id(node)]
-        inputs = tuple(visit(c) for c in node.inputs)
-        same = all(a is b for a, b in zip(inputs, node.inputs, strict=True))
-        current = node if same else node.with_inputs(inputs)
-        consumers[id(current)] = consumers.get(id(node), 0)
-        out = rule(current, consumers)
-        consumers[id(out)] = consumers.get(id(node), 0)
-        done[id(node)] = out
-        return out
 
-    return [visit(r) for r in roots]
+# a module function, not a closure: a recursive closure is a reference cycle that keeps every
+# node it saw alive until the next garbage collection
+def _visit(node: PlanNode, rule: Rule, consumers: dict[int, int], done: dict[int, PlanNode]) -> PlanNode:
+    if id(node) in done:
+        return done[id(node)]
+    inputs = tuple(_visit(c, rule, consumers, done) for c in node.inputs)
+    same = all(a is b for a, b in zip(inputs, node.inputs, strict=True))
+    current = node if same else node.with_inputs(inputs)
+    consumers[id(current)] = consumers.get(id(node), 0)
+    out = rule(current, consumers)
+    consumers[id(out)] = consumers.get(id(node), 0)
+    done[id(node)] = out
+    return out
 
 
 def optimize(roots: Sequence[PlanNode], rules: Sequence[Rule] = RULES) -> list[PlanNode]:
