@@ -15,7 +15,8 @@ plan has no temporal operator. Every answer equals the stream engine's final sna
   engine's formula over the sums of values and squares; ``min``/``max`` over values ordered as
   the engine's keys order them (-0.0 is 0.0), in the argument's type.
 * a sum beyond BIGINT is the engine's error, ``SumOverflowError``, never a wrapped value.
-* ``mode``, ``arg_min``/``arg_max`` and ``product``: :mod:`.hashagg_picks`.
+* ``mode``, ``arg_min``/``arg_max`` and ``product``: :mod:`.hashagg_picks`;
+* ``string_agg``, ``list``, ``count(DISTINCT)`` and ``min``/``max`` of text: :mod:`.hashagg_text`.
 
 :func:`supported` says which aggregate calls and key types this module takes; the caller runs
 anything else on the stream engine.
@@ -31,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.arrow import from_numpy
-from . import hashagg_picks
+from . import hashagg_picks, hashagg_text
 
 FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
 
@@ -61,10 +62,15 @@ def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
-def supported(function: str, t: pa.DataType | None) -> bool:
-    """Whether this module computes ``function`` over an argument of type ``t`` as the engine does."""
+def supported(function: str, t: pa.DataType | None, parameter=None) -> bool:
+    """Whether this module computes ``function`` (with the planner's ``parameter``) over an argument of
+    type ``t`` as the engine does."""
     if function == "count":
+        return parameter is None
+    if function in hashagg_text.TEXT_FUNCTIONS and hashagg_text.supported(function, t, parameter):
         return True
+    if parameter is not None:
+        return False
     if function in hashagg_picks.PICK_FUNCTIONS:
         return hashagg_picks.supported(function, t, key_supported)
     if t is None or function not in FUNCTIONS:
@@ -177,7 +183,9 @@ def _fused_key(col: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
     return bits, bits.view(np.float64), is_float
 
 
-def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None]]) -> tuple[Groups, dict]:
+def grouped(
+    columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None]], params: dict | None = None
+) -> tuple[Groups, dict]:
     """``(groups, {output: column})``: :func:`group_ids` then :func:`aggregate`, or, where numba is
     loaded and there is one numeric key, the group ids, row counts and the first float SUM/AVG in
     one compiled pass (:func:`.hashagg_jit.key_groups`): the same groups, order, keys and bits."""
@@ -185,7 +193,7 @@ def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None
     fused = _fused_key(columns[0]) if jit is not None and len(columns) == 1 and len(columns[0]) else None
     if fused is None:
         groups = group_ids(columns)
-        return groups, aggregate(groups, calls)
+        return groups, aggregate(groups, calls, params=params)
     key = columns[0]
     first_sum = _first_float_sum(calls)
     args: dict[int, _Argument] = {}
@@ -208,7 +216,7 @@ def grouped(columns: list[pa.Array], calls: list[tuple[str, str, pa.Array | None
     groups.rows = rows
     if weights is not None:
         groups.sums[id(arg)] = sums  # as aggregate() keys its sums: by the argument's _Argument
-    return groups, aggregate(groups, calls, args)
+    return groups, aggregate(groups, calls, args, params)
 
 
 class PieceGroups:
@@ -296,7 +304,7 @@ class PieceGroups:
             arg = args.setdefault(id(first_sum), _Argument(first_sum))
             arg._valid = None  # no null (add() saw every piece) and no NaN (the sums)
             groups.sums[id(arg)] = sums.copy()
-        return groups, aggregate(groups, calls, args)
+        return groups, aggregate(groups, calls, args, params)
 
 
 def _first_float_sum(calls) -> pa.Array | None:
@@ -434,10 +442,11 @@ def _bincount(codes: np.ndarray, size: int, weights: np.ndarray | None = None) -
 
 
 def aggregate(
-    groups: Groups, calls: list[tuple[str, str, pa.Array | None]], args: dict | None = None
+    groups: Groups, calls: list[tuple[str, str, pa.Array | None]], args: dict | None = None, params: dict | None = None
 ) -> dict[str, pa.Array]:
     """``{output: column}`` for ``(output, function, argument column)`` calls, one row per group in
-    ``groups.order`` (``args``: the :class:`_Argument` of a column by its id, where made already)."""
+    ``groups.order`` (``args``: the :class:`_Argument` of a column by its id, where made already;
+    ``params``: the planner's parameter of an output, where it has one)."""
     codes, size, order = groups.codes, groups.size, groups.order  # codes None: the grouping pass did all
     jit = _jit()
     done = groups.rows is not None
@@ -479,6 +488,10 @@ def aggregate(
             continue
         if function in hashagg_picks.PICK_FUNCTIONS:
             out[name] = hashagg_picks.aggregate(function, codes, size, order, col, _column_codes)
+            continue
+        parameter = (params or {}).get(name)
+        if function in hashagg_text.TEXT_FUNCTIONS and hashagg_text.supported(function, col.type, parameter):
+            out[name] = hashagg_text.aggregate(function, parameter, codes, size, order, col)
             continue
         arg = args.setdefault(id(col), _Argument(col))
         valid = counted(arg)[order]

@@ -63,7 +63,7 @@ def _chain(node: Node, aggregates: int = 0) -> list[Node] | None:
             types = dict(zip(node.input.names, node.input.types, strict=True))
             for call in node.aggs:
                 t = types.get(call.argument) if call.argument is not None else None
-                if call.parameter is not None or not hashagg.supported(call.function, t):
+                if not hashagg.supported(call.function, t, call.parameter):
                     return None
             if any(types.get(k) is None or not hashagg.key_supported(types[k]) for k in node.keys):
                 return None
@@ -241,11 +241,12 @@ class _Runner:
         # SUM of an all-zeros column (the NaN count of a column without NaN) is 0 in every group
         zero_sums = {c.output for c in node.aggs if c.function == "sum" and c.argument in self.zeros}
         calls = [(c.output, c.function, cols.get(c.argument)) for c in node.aggs if c.output not in zero_sums]
+        params = {c.output: c.parameter for c in node.aggs if c.parameter is not None}
         if node.keys:
-            groups, out = hashagg.grouped([cols[k] for k in node.keys], calls)
+            groups, out = hashagg.grouped([cols[k] for k in node.keys], calls, params)
         else:
             groups = hashagg.no_keys(table.num_rows)
-            out = hashagg.aggregate(groups, calls)
+            out = hashagg.aggregate(groups, calls, params=params)
         out.update((n, from_numpy(np.zeros(len(groups.order), np.int64))) for n in zero_sums)
         if not node.keys and table.num_rows == 0:  # over no rows SQL still has a row: counts 0, the rest NULL
             counts = ("count", "count_not_null", "count_distinct")
