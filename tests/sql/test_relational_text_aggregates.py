@@ -94,6 +94,9 @@ def test_each_text_aggregate_by_a_text_key(tmp_path, call):
     assert _rows(got) == _rows(streamed) == _rows(want)
 
 
+DAY, OTHER_DAY = datetime.date(2024, 1, 1), datetime.date(2023, 5, 2)
+
+
 def test_count_distinct_of_dates_and_booleans(tmp_path):
     table = pa.table(
         {

@@ -304,7 +304,7 @@ class PieceGroups:
             arg = args.setdefault(id(first_sum), _Argument(first_sum))
             arg._valid = None  # no null (add() saw every piece) and no NaN (the sums)
             groups.sums[id(arg)] = sums.copy()
-        return groups, aggregate(groups, calls, args, params)
+        return groups, aggregate(groups, calls, args)
 
 
 def _first_float_sum(calls) -> pa.Array | None:
