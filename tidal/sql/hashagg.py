@@ -16,7 +16,8 @@ plan has no temporal operator. Every answer equals the stream engine's final sna
   the engine's keys order them (-0.0 is 0.0), in the argument's type.
 * a sum beyond BIGINT is the engine's error, ``SumOverflowError``, never a wrapped value.
 * ``mode``, ``arg_min``/``arg_max`` and ``product``: :mod:`.hashagg_picks`;
-* ``string_agg``, ``list``, ``count(DISTINCT)`` and ``min``/``max`` of text: :mod:`.hashagg_text`.
+* ``string_agg``, ``list``, ``first``/``last``, the DISTINCT aggregates and ``min``/``max`` of text:
+  :mod:`.hashagg_values`.
 
 :func:`supported` says which aggregate calls and key types this module takes; the caller runs
 anything else on the stream engine.
@@ -32,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.arrow import from_numpy
-from . import hashagg_picks, hashagg_text
+from . import hashagg_picks, hashagg_values
 
 FUNCTIONS = ("count", "count_not_null", "sum", "average", "variance", "stddev", "min", "max")
 
@@ -67,7 +68,7 @@ def supported(function: str, t: pa.DataType | None, parameter=None) -> bool:
     type ``t`` as the engine does."""
     if function == "count":
         return parameter is None
-    if function in hashagg_text.TEXT_FUNCTIONS and hashagg_text.supported(function, t, parameter):
+    if function in hashagg_values.VALUE_FUNCTIONS and hashagg_values.supported(function, t, parameter):
         return True
     if parameter is not None:
         return False
@@ -490,8 +491,8 @@ def aggregate(
             out[name] = hashagg_picks.aggregate(function, codes, size, order, col, _column_codes)
             continue
         parameter = (params or {}).get(name)
-        if function in hashagg_text.TEXT_FUNCTIONS and hashagg_text.supported(function, col.type, parameter):
-            out[name] = hashagg_text.aggregate(function, parameter, codes, size, order, col)
+        if function in hashagg_values.VALUE_FUNCTIONS and hashagg_values.supported(function, col.type, parameter):
+            out[name] = hashagg_values.aggregate(function, parameter, codes, size, order, col, _int_sums)
             continue
         arg = args.setdefault(id(col), _Argument(col))
         valid = counted(arg)[order]

@@ -1,5 +1,5 @@
-"""``string_agg``, ``list``, ``count(DISTINCT ...)`` and ``min``/``max`` of text per group over whole
-Arrow columns (the relational path of :mod:`.hashagg`), value for value the stream engine's answer
+"""``string_agg``, ``list``, ``first``/``last``, the DISTINCT aggregates and ``min``/``max`` of text per
+group over whole Arrow columns (the relational path of :mod:`.hashagg`), value for value the stream engine's answer
 over rows numbered in file order (:mod:`tidal.ops.aggregate.functions`' multisets), in one
 vectorised pass each instead of the engine's per-row Python state:
 
@@ -9,8 +9,11 @@ vectorised pass each instead of the engine's per-row Python state:
   FILTER drops): every kept row's value, NULLs too, in row order;
 * ``count(DISTINCT x)`` of text, binary, integers, booleans and times: the number of distinct
   non-null values (floats stay on the engine, whose NaN and -0.0 rules this module does not repeat);
+* ``sum(DISTINCT x)``/``avg(DISTINCT x)`` of integers: the exact sum of the distinct non-null values
+  (``SumOverflowError`` past BIGINT, as the engine), the average that sum over their number;
 * ``min``/``max`` of text: by UTF-8 bytes, which is code point order (Python's ``str`` order, the
-  engine's); NULL where a group has no value.
+  engine's); NULL where a group has no value;
+* ``first``/``last``: the value on the group's first/last row, NULL or not (as DuckDB's).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import pyarrow.compute as pc
 
 from ..core.arrow import from_numpy
 
-TEXT_FUNCTIONS = ("string_agg", "list_agg", "count_distinct", "min", "max")
+VALUE_FUNCTIONS = (
+    "string_agg", "list_agg", "count_distinct", "sum_distinct", "average_distinct", "min", "max", "first", "last",
+)  # fmt: skip
 
 
 def _text(t: pa.DataType) -> bool:
@@ -50,8 +55,12 @@ def supported(function: str, t: pa.DataType | None, parameter) -> bool:
         return parameter == () and pa.types.is_struct(t) and t.num_fields == 1
     if function == "count_distinct":
         return parameter is None and _distinct_countable(t)
+    if function in ("sum_distinct", "average_distinct"):
+        return parameter is None and pa.types.is_integer(t) and not pa.types.is_uint64(t)
     if function in ("min", "max"):
         return parameter is None and _text(t)
+    if function in ("first", "last"):
+        return parameter is None and not pa.types.is_struct(t)
     return False
 
 
@@ -68,10 +77,17 @@ def _positions(size: int, order: np.ndarray) -> np.ndarray:
     return pos
 
 
-def aggregate(function: str, parameter, codes: np.ndarray, size: int, order: np.ndarray, col: pa.Array) -> pa.Array:
-    """One aggregate's column, one row per group code in ``order``."""
+def aggregate(
+    function: str, parameter, codes: np.ndarray, size: int, order: np.ndarray, col: pa.Array, int_sums
+) -> pa.Array:
+    """One aggregate's column, one row per group code in ``order`` (``int_sums``: hashagg's exact
+    per-group integer sums)."""
     if function == "count_distinct":
         return _count_distinct(codes, size, order, col)
+    if function in ("sum_distinct", "average_distinct"):
+        return _distinct_sums(function, codes, size, order, col, int_sums)
+    if function in ("first", "last"):
+        return _end_row(function, codes, size, order, col)
     if function in ("min", "max"):
         return _extreme(function, codes, size, order, col)
     if function == "list_agg":
@@ -116,6 +132,54 @@ def _count_distinct(codes, size, order, col: pa.Array) -> pa.Array:
         pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     per_code = np.bincount(pairs // width, minlength=size)
     return from_numpy(per_code[order].astype(np.int64), pa.int64())
+
+
+def _distinct_pairs(codes, col: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, values)`` of the distinct (group, non-null value) pairs of an integer column."""
+    valid = _valid(col)
+    values = np.asarray(col.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    group = np.asarray(codes, np.int64)
+    if valid is not None:
+        values, group = values[valid], group[valid]
+    by = np.lexsort((values, group))
+    group, values = group[by], values[by]
+    if len(group):
+        new = np.concatenate(([True], (group[1:] != group[:-1]) | (values[1:] != values[:-1])))
+        group, values = group[new], values[new]
+    return group, values
+
+
+def _distinct_sums(function: str, codes, size, order, col: pa.Array, int_sums) -> pa.Array:
+    group, values = _distinct_pairs(codes, col)
+    counts = np.bincount(group, minlength=size)[order]
+    sums = int_sums(group.astype(np.intp), size, values)
+    sums = [sums[g] for g in order]
+    empty = counts == 0
+    mask = from_numpy(empty) if empty.any() else None
+    if function == "average_distinct":
+        averages = [s / int(n) if n else 0.0 for s, n in zip(sums, counts, strict=True)]
+        return pa.array(averages, pa.float64(), mask=mask)
+    for total in sums:
+        if not -(2**63) <= total < 2**63:
+            from ..ops.aggregate.functions import SumOverflowError  # the engine's error (loads numba)
+
+            raise SumOverflowError(
+                f"SUM(DISTINCT ...): the sum ({total}) is out of BIGINT's range; integer sums beyond 64 bits "
+                "(DuckDB's HUGEINT) are not supported"
+            )
+    return pa.array(sums, pa.int64(), mask=mask)
+
+
+def _end_row(function: str, codes, size, order, col: pa.Array) -> pa.Array:
+    """The value on each group's first (or last) row."""
+    rows = np.arange(len(codes), dtype=np.int64)
+    if function == "first":
+        at = np.full(size, len(codes), np.int64)
+        np.minimum.at(at, codes, rows)
+    else:
+        at = np.full(size, -1, np.int64)
+        np.maximum.at(at, codes, rows)
+    return col.take(from_numpy(at[order]))
 
 
 def _extreme(function: str, codes, size, order, col: pa.Array) -> pa.Array:

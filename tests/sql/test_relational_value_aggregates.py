@@ -1,4 +1,5 @@
-"""string_agg, list, count(DISTINCT) and min/max of text over whole columns (tidal/sql/hashagg_text.py):
+"""string_agg, list, first/last, count/sum/avg(DISTINCT) and min/max of text over whole columns
+(tidal/sql/hashagg_values.py):
 the relational path's answer equals the stream engine's, value for value and type for type, and
 DuckDB's (one thread, so that its string_agg and list keep row order as tidal's do)."""
 
@@ -39,6 +40,13 @@ CALLS = [
     "min(s)",
     "max(s)",
     "max(s) FILTER (WHERE i > 0)",
+    "first(s)",
+    "last(s)",
+    "first(i)",
+    "last(ts)",
+    "sum(DISTINCT i)",
+    "avg(DISTINCT i)",
+    "sum(DISTINCT i) FILTER (WHERE s > 'a')",
 ]
 
 
