@@ -208,8 +208,10 @@ class Translator:
         if isinstance(node, WindowFunctions):
             # over event time, as a grouped aggregate without a TRIGGER, computed at end of input (a live
             # view, or input that may never end: at every tick); a Top-N read only through filters and
-            # projections then numbers once too
-            at_end = not self.live and has_event_time(node.input) and not endless(node.input)
+            # projections then numbers once too. Rows without event time are all at time 0 (one tick: the
+            # end is the only answer), unless a TRIGGER numbers them by row (each row then its own tick)
+            timed = has_event_time(node.input) or not time.ordinal
+            at_end = not self.live and timed and not endless(node.input)
             if at_end:
                 self.final_only |= top_n_filters(node.input)
             inner = self.stream(node.input, time)
