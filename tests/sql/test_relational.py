@@ -140,8 +140,8 @@ def test_relational_answers_are_the_engines_and_duckdbs(tmp_path, k, f, i, s, sh
     sql = shape.format(key=key, aggs=", ".join(aggs))
     with contextlib.chdir(tmp_path):
         relational_plan = applies(plan(sql))
-        # text MIN/MAX keeps Python state per group in the engine: the stream path answers it
-        assert relational_plan == ("MAX(s)" not in sql), sql
+        # text MIN/MAX too (tidal/sql/hashagg_values.py): every aggregate here is answered over whole columns
+        assert relational_plan, sql
         try:
             relational, streamed = _both_paths(sql)
         except Exception as exc:  # an error must be the engine's error too
@@ -204,7 +204,7 @@ TUMBLE = (
     [
         # (LIMIT/OFFSET cut the relational answer: tests/sql/test_relational_join.py)
         ("SELECT k, MEDIAN(f) FROM 't.parquet' GROUP BY k", None),  # not a running-sum or min/max aggregate
-        ("SELECT k, COUNT(DISTINCT i) FROM 't.parquet' GROUP BY k", None),
+        ("SELECT k, COUNT(DISTINCT f) FROM 't.parquet' GROUP BY k", None),  # of floats (NaN, -0.0: the engine's)
         (
             TUMBLE,
             "SELECT time_bucket(INTERVAL 1 SECOND, ts) AS window_start, COUNT(*) AS n FROM 't.parquet' GROUP BY 1",

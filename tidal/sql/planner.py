@@ -384,9 +384,12 @@ class Translator:
             out = inner.group_aggregate(list(node.keys), **makers)
         else:
             out = inner.aggregate(**makers)
-            if not (node.trigger or timed):  # over no rows SQL still has a row: counts 0, the rest NULL
-                zero = {c.output: 0 for c in node.aggs if c.function in ("count", "count_not_null", "count_distinct")}
-                out = Stream(rel.EmptyDefault(out.node, zero))
+        if (timed or ordinal) and not (node.trigger or self.live or self.progressive):
+            # only the value at end of input is read (the trigger fires every key there, once)
+            out = _read_at_end(out)
+        if not node.keys and not (node.trigger or timed):  # over no rows SQL still has a row: counts 0, the rest NULL
+            zero = {c.output: 0 for c in node.aggs if c.function in ("count", "count_not_null", "count_distinct")}
+            out = Stream(rel.EmptyDefault(out.node, zero))
         if node.trigger or timed or ordinal:
             # input over time changes a key's value at every tick: without a TRIGGER, materialise at end of input
             evt = event_time_field(node.input)
@@ -515,6 +518,13 @@ def _naming_file(messages, path: str):
 
 DISTINCT_COUNT = "__distinct_count"
 TRIGGER_ROWS = "__trigger_rows"
+
+
+def _read_at_end(out: Stream) -> Stream:
+    """``out``'s aggregate told that only its result at end of input is read."""
+    if isinstance(out.node, nodes.Aggregate):
+        return Stream(out.node.but(final_only=True))
+    return out
 
 
 def trigger_spec(trigger: tuple) -> TriggerSpec:

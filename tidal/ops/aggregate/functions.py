@@ -235,6 +235,8 @@ class MultisetState(PyState):
     def _item(self, t, v):
         if self.kind in ("list_agg", "string_agg") and isinstance(v, dict):  # ORDER BY keys, then the value
             return (t, tuple(v.values()))
+        if self.kind == "list_agg":  # a plain value: a packed row of no keys, so every row ends in its value
+            return (t, (v,))
         if self.kind in ("first", "last"):
             # FIRST/LAST return the first/last value, NULL or not (as DuckDB): a NULL is kept, after every
             # value at its tick (plain data, ordered as tuples)

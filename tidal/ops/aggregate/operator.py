@@ -1,4 +1,9 @@
-"""The snapshot aggregate operator: groups events, runs the variant's engine, and emits its results."""
+"""The snapshot aggregate operator: groups events, runs the variant's engine, and emits its results.
+
+With ``final_only`` (start edges only, a consumer that reads the result only at end of input) the
+Python-state engine computes each group's result once, at end of input, stamped with the last tick:
+the final snapshot is the same, the intermediate values that every later tick retracts are not made.
+"""
 
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ class SnapshotAggregateOp(Operator):
         key_fields: tuple[str, ...] = (),
         force: str | None = None,
         engine: str | None = None,
+        final_only: bool = False,
     ):
         super().__init__()
         self.user_results: dict[str, tuple] = {}  # linear user aggregates: name -> (initial, result tree)
@@ -58,6 +64,8 @@ class SnapshotAggregateOp(Operator):
         arg_types = [self._static_type(fn, arg) for (_, fn), arg in zip(fns, self.args, strict=True)]
         use_compiled = engine == "compiled" or (engine is None and CompiledEngine.supports(fns, arg_types))
         self.engine: _Engine = self._make_engine(use_compiled)
+        if final_only and self.mode == MODE_NONE and not use_compiled:
+            self.engine.final_only = True
         self.keys: KeyIndex | None = None
         self.out = OutputBuffer(self)
         self._folded: list[tuple] = []  # rows of a filter-and-accumulate loop not yet swept (see on_folded)
@@ -130,7 +138,8 @@ class SnapshotAggregateOp(Operator):
             for name, fn in self.fns
         )
         keyed = f"grouped by {', '.join(self.key_fields)}; " if self.key_fields else ""
-        return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}"
+        final = "; results at end of input only" if getattr(self.engine, "final_only", False) else ""
+        return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}{final}"
 
     def _gids(self, batch: EventBatch) -> np.ndarray:
         if self.key_fields:

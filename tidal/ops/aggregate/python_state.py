@@ -42,6 +42,11 @@ class PythonEngine(_Engine):
     """The same algorithm over Python state objects: any aggregate, one event at a time."""
 
     mode = MODE_NONE
+    # the start-edge variant, read only at end of input (a SQL GROUP BY without TRIGGER over rows in
+    # time): results are computed once there, not at every tick. Each tick's result would be
+    # retracted by the next one unread, and computing them cost the square of the input for
+    # aggregates whose result is as large as their group (string_agg, list)
+    final_only = False
 
     def __init__(self, fns, args, window_len):
         self.fns, self.args, self.window_len = fns, args, int(window_len or 0)
@@ -137,7 +142,8 @@ class PythonEngine(_Engine):
             t, o, g = int(batch.sync[i]), int(batch.other[i]), int(gids[i])
             self._pop_until(t, True, out)
             if t != self.cur:
-                self._finalize(out)
+                if not self.final_only:
+                    self._finalize(out)
                 self.cur = t
             if o < t:
                 self._apply(g, -1, o, values)
@@ -146,7 +152,7 @@ class PythonEngine(_Engine):
                 if o != INFINITY:
                     self._enqueue(o, g, t, values)
         self._pop_until(upto, False, out)
-        if self.cur < upto:
+        if self.cur < upto and (upto == INFINITY or not self.final_only):
             self._finalize(out)
         if not out:
             return None

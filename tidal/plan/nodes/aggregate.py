@@ -19,11 +19,14 @@ class Aggregate(PlanNode):
     """At every instant, one row of aggregates over the events alive (per group and key fields).
 
     ``variant`` forces a physical variant (``None``: from the input's properties; ``"fused"``: the
-    window variant fused with the window before it, which ``tidal.plan.rules`` applies)."""
+    window variant fused with the window before it, which ``tidal.plan.rules`` applies).
+    ``final_only``: the consumer reads the result only at end of input (see the operator's module)."""
 
     label = "Aggregate"
 
-    def __init__(self, input: PlanNode, specs, key_fields: tuple[str, ...] = (), variant=None, engine=None):
+    def __init__(
+        self, input: PlanNode, specs, key_fields: tuple[str, ...] = (), variant=None, engine=None, final_only=False
+    ):
         props = input.props
         force = None if variant == "fused" else variant
         probe = SnapshotAggregateOp(list(specs), input.schema, props, key_fields, force=force, engine=engine)
@@ -42,6 +45,7 @@ class Aggregate(PlanNode):
             key_fields=tuple(key_fields),
             variant=variant,
             engine=engine,
+            final_only=final_only,
             in_schema=input.schema,
             in_props=props,
             partitioning=(tuple(key_fields) or props.grouping,),
@@ -63,7 +67,13 @@ class Aggregate(PlanNode):
 
     def make(self) -> Operator:
         return SnapshotAggregateOp(
-            list(self.specs), self.in_schema, self.in_props, self.key_fields, force=self.force, engine=self.engine
+            list(self.specs),
+            self.in_schema,
+            self.in_props,
+            self.key_fields,
+            force=self.force,
+            engine=self.engine,
+            final_only=self.final_only,
         )
 
 
