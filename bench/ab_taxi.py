@@ -7,7 +7,8 @@
   .result()``, planning included), asked in turn with DuckDB from Python (a third process) at its default threads
   (as a user runs it) and at ``threads=1``; wall and CPU seconds (``time.process_time``: every thread of
   the process). ``--numba`` loads numba in the workers first, as a Python program that used the stream
-  API has it (bench_sql imports ``tidal.agg``): then the relational path's compiled passes apply.
+  API has it (bench_sql imports ``tidal.agg``): then the relational path's compiled passes apply. The
+  query repeated reuses its plan (``tidal.sql.plan_cache``); ``--no-plan-cache`` plans each one afresh.
 * **as a process**: ``python -m tidal.cli.main query SQL --format batch-csv`` of each checkout and
   ``python -c "import duckdb; ..."`` (DuckDB's default threads), in turn, start-up included; wall and
   CPU seconds of the child (user + system).
@@ -33,6 +34,7 @@ QUERY = "SELECT passenger_count, COUNT(*), AVG(total_amount) FROM '{path}' GROUP
 WORKER = r"""
 import os, sys, time
 root, data, threads, numba, sql = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
+fresh = sys.argv[6] == "1"
 sys.path[:0] = [root]
 import duckdb, pyarrow as pa
 if threads:
@@ -44,6 +46,12 @@ os.chdir(data)
 cons = {"duckdb": duckdb.connect(), "duckdb1": duckdb.connect()}
 cons["duckdb1"].execute("SET threads=1")
 run = {"tidal": lambda: plan(sql).result()}
+if fresh:  # every query planned afresh, as the first query of a process is (a checkout without the cache: as it is)
+    try:
+        from tidal.sql import plan_cache
+        run["tidal"] = lambda: (plan_cache.clear(), plan(sql).result())[1]
+    except ImportError:
+        pass
 run.update({k: (lambda c=c: c.sql(sql).to_arrow_table()) for k, c in cons.items()})
 answer = sorted(map(str, plan(sql).result().column(1).to_pylist()))
 assert answer == sorted(map(str, cons["duckdb"].sql(sql).to_arrow_table().column(1).to_pylist())), answer
@@ -84,6 +92,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--numba", action="store_true", help="numba loaded in the in-process workers")
     ap.add_argument("--arrow-threads", type=int, default=0, help="0: Arrow's default (every core)")
+    ap.add_argument("--no-plan-cache", action="store_true", help="in process: each query planned afresh")
     ap.add_argument("--data", default=str(Path(__file__).parent / ".data"))
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).parent))
@@ -99,7 +108,8 @@ def main(argv=None) -> int:
     # DuckDB runs in a third worker (of the 'after' checkout): in the 'after' worker its queries slowed
     # that worker's own tidal runs (swapping --before and --after moved ~3 ms CPU to whichever was 'after')
     for name, root in {**roots, "peer": roots["after"]}.items():
-        cmd = [sys.executable, "-c", WORKER, str(root), str(data), str(args.arrow_threads), str(int(args.numba)), sql]
+        cmd = [sys.executable, "-c", WORKER, str(root), str(data), str(args.arrow_threads), str(int(args.numba)), sql,
+               str(int(args.no_plan_cache))]  # fmt: skip
         procs[name] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert procs[name].stdout.readline().strip() == "ready"
 
@@ -121,7 +131,8 @@ def main(argv=None) -> int:
     for p in procs.values():
         p.stdin.close()
         p.wait()
-    label = f"in process ({'numba loaded' if args.numba else 'no numba'}; duckdb: default threads, duckdb1: one)"
+    cache = "; plans not reused" if args.no_plan_cache else ""
+    label = f"in process ({'numba loaded' if args.numba else 'no numba'}{cache}; duckdb: default threads, duckdb1: one)"
     print(_line(label, runs, "duckdb"))
     print(_line("    ... against DuckDB at one thread", runs, "duckdb1"))
     if args.processes:

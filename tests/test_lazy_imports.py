@@ -168,3 +168,25 @@ print(json.dumps(sorted(m for m in sys.modules if m in ("pyarrow.parquet", "pyar
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "pyarrow.parquet" in json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_query_on_parquet_does_not_load_openssl_or_pyarrow_parquet(tmp_path):
+    """hashlib (OpenSSL: md5() imports it when used) and pyarrow.parquet's Python layer (filesystems,
+    OpenSSL through pyarrow.fs) cost a command-line query milliseconds it does not use."""
+    pq.write_table(pa.table({"k": [1.0, None, 1.0], "v": [1.0, 2.0, 3.0]}), tmp_path / "t.parquet")
+    code = """
+import contextlib, io, json, sys
+from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
+with contextlib.redirect_stdout(io.StringIO()):
+    sql = "SELECT k, COUNT(*) AS n, AVG(v) AS a FROM 't.parquet' GROUP BY k"
+    assert main(["query", sql, "--format", "batch-csv"]) == 0
+unused = ("hashlib", "_hashlib", "ssl", "pyarrow.parquet", "pyarrow.fs")
+print(json.dumps(sorted(m for m in unused if m in sys.modules)))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{code}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -58,7 +58,7 @@ def test_without_the_reader_class_pyarrow_parquet_reads(path, monkeypatch):
     import pyarrow._parquet
 
     monkeypatch.delattr(pyarrow._parquet, "ParquetReader")  # a pyarrow that moved it
-    assert parquet_read._reader(path) is None
+    assert parquet_read.open_reader(path) is None
     assert parquet_read.read_schema(path).equals(pq.read_schema(path), check_metadata=True)
     got, expected = parquet_read.read_columns(path, ["a", "s.x"]), pq.ParquetFile(path).read(["a", "s.x"])
     assert repr(got.to_pylist()) == repr(expected.to_pylist())

@@ -16,8 +16,6 @@ and ``md5``, as the kernels of :mod:`tidal.expr.sqlkernels` take them (the evalu
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -131,6 +129,8 @@ def _to_timestamp(ev, node):
 
 
 def _md5(ev, node):
+    import hashlib  # (imported when used: it loads OpenSSL, 2-3 ms of every command's start-up)
+
     s = _text(ev, node.args[0])
     encoded = pc.dictionary_encode(s)
     digests = [hashlib.md5(v.encode()).hexdigest() for v in encoded.dictionary.to_pylist()]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 
-def _reader(source):
+def open_reader(source):
     """pyarrow's reader opened on the local path ``source`` (as ``ParquetFile`` opens it), or None."""
     if not isinstance(source, str):
         return None
@@ -32,7 +32,7 @@ def _reader(source):
 
 def read_schema(path: str) -> pa.Schema:
     """The file's Arrow schema (``pyarrow.parquet.read_schema``)."""
-    reader = _reader(path)
+    reader = open_reader(path)
     if reader is None:
         import pyarrow.parquet as pq
 
@@ -52,18 +52,22 @@ def _under(path: list[str], name: str) -> bool:
     return any(".".join(path[:k]) == name for k in range(1, len(path) + 1))
 
 
+def column_indices(reader, columns: list[str]) -> list[int]:
+    """The leaf indices ``reader`` (a ParquetReader) reads for the names ``columns``: a name selects
+    each leaf under it (a struct's fields), in file order, as ``ParquetFile`` selects them."""
+    paths = reader.column_paths
+    return [i for name in columns for i, path in enumerate(paths) if _under(path, name)]
+
+
 def read_columns(source, columns: list[str] | None) -> pa.Table:
     """The columns ``columns`` (None: all) of the file (``pyarrow.parquet.ParquetFile(source).read``)."""
-    reader = _reader(source)
+    reader = open_reader(source)
     if reader is None:
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(source).read(columns=columns)
     try:
-        indices = None
-        if columns is not None:  # a name selects each leaf under it (a struct's fields), in file order
-            paths = reader.column_paths
-            indices = [i for name in columns for i, path in enumerate(paths) if _under(path, name)]
+        indices = column_indices(reader, columns) if columns is not None else None
         return reader.read_all(column_indices=indices, use_threads=True)
     except (TypeError, AttributeError):  # (as above)
         import pyarrow.parquet as pq

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from .parquet_read import column_indices, open_reader
+
 PIECE_ROWS = 1 << 16  # the fewest rows of a piece (unless the file has fewer): fewer pieces, less overhead
 AHEAD = 4  # pieces decoded ahead of the caller at most
 _DONE = object()
@@ -39,15 +41,24 @@ def _runs(sizes: list[int], rows: int) -> list[list[int]]:
 def parquet_pieces(path: str, columns: list[str], rows: int | None = None) -> Iterator[pa.RecordBatch]:
     """The columns ``columns`` of the Parquet file ``path`` in pieces of whole row groups (at least
     ``rows`` rows, default :data:`PIECE_ROWS`), decoded ahead, as record batches."""
-    import pyarrow.parquet as pq
+    reader = open_reader(path)  # pyarrow's reader class, as ParquetFile opens it (no pyarrow.parquet import)
+    if reader is None:
+        import pyarrow.parquet as pq
 
-    reader = pq.ParquetFile(path)
+        reader = pq.ParquetFile(path)
+        indices = None
+    else:
+        indices = column_indices(reader, columns)
     meta = reader.metadata
     runs = _runs([meta.row_group(i).num_rows for i in range(meta.num_row_groups)], rows or PIECE_ROWS)
 
     def read() -> Iterator[pa.RecordBatch]:
         for run in runs:
-            yield from reader.read_row_groups(run, columns=columns).select(columns).to_batches()  # in this order
+            if indices is None:
+                got = reader.read_row_groups(run, columns=columns)
+            else:
+                got = reader.read_row_groups(run, column_indices=indices, use_threads=True)
+            yield from got.select(columns).to_batches()  # in this order
 
     pieces = read()
     handoff: queue.Queue = queue.Queue(AHEAD)

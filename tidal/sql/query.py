@@ -9,6 +9,7 @@ it, and ``LIMIT``/``OFFSET`` cut it when no TopK in the plan already did.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ import pyarrow as pa
 from ..core.canonical_columnar import payload_ids, sort_order
 from ..core.errors import PlanError
 from ..core.time import INFINITY
+from . import plan_cache
 from .dialect import SqlSyntaxError, parse, room_to_recurse
 from .expressions import Evaluator
 from .logical import Aggregate, Builder, Filter, Node, Project, Query
@@ -331,10 +333,19 @@ def plan(
             f"{statement.group(1).upper()} statements are not supported here, only queries (SELECT ...): {where}; "
             f"got: {' '.join(text.split())[:60]}"
         )
-    tree = parse(text)
-    with room_to_recurse():
-        query = Builder(catalog).build(tree)
-        optimized, applied = optimize(query.root)
+    # the plan of the same text and settings is reused while the files it read are unchanged (see .plan_cache)
+    key = plan_cache.key(text, (on_error, late_path, late, batch_latency, batch_rows)) if not catalog else None
+    kept = plan_cache.get(key)
+    if kept is not None:
+        query, optimized, applied = kept
+    else:
+        began = time.time_ns()
+        tree = parse(text)
+        calls_volatile = key is None or plan_cache.volatile(tree)  # (as parsed: the builder may rewrite the tree)
+        with room_to_recurse():
+            query = Builder(catalog).build(tree)
+            optimized, applied = optimize(query.root)
+        plan_cache.put(key, began, calls_volatile, query, optimized, applied)
     return SqlQuery(
         text,
         query,

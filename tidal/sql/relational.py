@@ -223,6 +223,12 @@ class _Runner:
         have = dict(zip(table.column_names, table.schema.types, strict=True))
         bare = {n: e.name for (n, e), t in zip(node.exprs, node.types, strict=True)
                 if _bare(e) and e.name in have and types.get(e.name) == t == have[e.name]}  # fmt: skip
+        # an aggregate's NaN fix (CASE WHEN nans > 0 THEN NaN ELSE value END) where no group saw a NaN: the value
+        for (n, e), t in zip(node.exprs, node.types, strict=True):
+            guard = _nan_guard(e)
+            if guard is not None and guard[1] in have and types.get(guard[1]) == t == have[guard[1]]:
+                if guard[0] in have and _all_zero(table.column(guard[0])):
+                    bare[n] = guard[1]
         exprs = tuple((n, e) for n, e in node.exprs if n not in zeros and n not in bare)
         cols = {n: from_numpy(np.zeros(table.num_rows, np.int64)) for n in zeros - unmade}
         cols.update((n, table.column(c)) for n, c in bare.items())
@@ -311,6 +317,30 @@ def _nan_indicator(e: exp.Expression) -> str | None:
     if not (isinstance(test.expressions[0], exp.Column) and _literal(then, "1") and _literal(default, "0")):
         return None
     return test.expressions[0].name
+
+
+def _nan_guard(e: exp.Expression) -> tuple[str, str] | None:
+    """``(n, x)`` when ``e`` is ``CASE WHEN n > 0 THEN CAST('nan' AS DOUBLE) ELSE x END`` (the builder's NaN
+    fix of SUM/AVG/MAX of a DOUBLE column, ``n`` the group's NaN count), both plain columns."""
+    if not isinstance(e, exp.Case) or len(e.args.get("ifs") or ()) != 1 or e.this is not None:
+        return None
+    when, default = e.args["ifs"][0], e.args.get("default")
+    test, then = when.this, when.args.get("true")
+    if not (isinstance(test, exp.GT) and _bare(test.this) and _literal(test.expression, "0") and _bare(default)):
+        return None
+    if not (isinstance(then, exp.Cast) and then.this.is_string and then.this.this == "nan"):
+        return None
+    if not then.to.is_type(exp.DataType.Type.DOUBLE):
+        return None
+    return test.this.name, default.name
+
+
+def _all_zero(col) -> bool:
+    """Whether an integer column holds only zeros (no nulls)."""
+    col = _array(col)
+    if col.null_count or not pa.types.is_integer(col.type):
+        return False
+    return len(col) == 0 or not np.asarray(col.to_numpy()).any()
 
 
 def _bare(e: exp.Expression) -> bool:
