@@ -13,6 +13,7 @@ from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
 from . import aggregate_args as aggregate_args_
 from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
+from .decimal_aggs import exact_sum
 from .exprs import (
     _AGGS,
     _and,
@@ -353,11 +354,8 @@ class SelectList:
             arg_expr = dict(pre).get(arg_phys)
             arg_type = self.check(arg_expr, node) if arg_expr is not None else None
             if arg_type is not None and pa.types.is_decimal(arg_type) and fn in ("sum", "sum_distinct"):
-                # DuckDB's exact DECIMAL(38, s) sum: the unscaled integers summed (BIGINT), scaled back after
-                arg_phys = self.fresh("a")
-                pre.append((arg_phys, exp.Anonymous(this="__decimal_unscaled", expressions=[arg_expr.copy()])))
-                scaled = exp.Literal.number(arg_type.scale)
-                nan_fixes[out] = exp.Anonymous(this="__decimal_scaled", expressions=[_col(out), scaled])
+                # DuckDB's exact DECIMAL(38, s) sum: the unscaled integers summed in 32-bit limbs (BIGINTs)
+                arg_phys = exact_sum(fn, out, arg_expr, arg_type, self.fresh, pre, calls, nan_fixes)
             elif arg_type is not None and pa.types.is_decimal(arg_type) and fn in _OF_DOUBLES:
                 arg_phys = self.fresh("a")  # DuckDB's AVG, VARIANCE, STDDEV of a DECIMAL: a DOUBLE
                 pre.append((arg_phys, exp.Cast(this=arg_expr.copy(), to=exp.DataType.build("DOUBLE"))))
