@@ -122,4 +122,25 @@ def combine(limb_sums: list[pa.Array], target: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(target, n, [validity, pa.py_buffer(words)], null_count=int(nulls.sum()))
 
 
-FUNCS = {"decimal_limb": limb, "decimal_from_limbs": from_limbs}
+def truncated(ev, node):
+    """``__decimal_truncated(x, p, s)``: a DOUBLE of unscaled values truncated toward zero, as DECIMAL(p, s)
+    (DuckDB's interpolated DECIMAL quantile)."""
+    v = ev.eval(node.args[0])
+    target = pa.decimal128(*node.params)
+    if pa.types.is_null(v.type):
+        return pc.cast(v, target)
+    if isinstance(v, pa.Scalar):
+        return truncated_of(pa.array([v.as_py()], pa.float64()), target)[0]
+    return truncated_of(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v, target)
+
+
+def truncated_of(v: pa.Array, target: pa.DataType) -> pa.Array:
+    values = np.asarray(v.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+    whole = np.trunc(values).astype(np.int64)
+    words = np.empty((len(v), 2), np.int64)
+    words[:, 0], words[:, 1] = whole, whole >> 63
+    validity = pa.array(v.is_valid().to_numpy(zero_copy_only=False)).buffers()[1] if v.null_count else None
+    return pa.Array.from_buffers(target, len(v), [validity, pa.py_buffer(words)], null_count=v.null_count)
+
+
+FUNCS = {"decimal_limb": limb, "decimal_from_limbs": from_limbs, "decimal_truncated": truncated}
