@@ -38,21 +38,43 @@ def _words(v: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def limb(ev, node):
-    """``__decimal_limb(x, i, n)``: limb ``i`` of ``n`` of DECIMAL x's unscaled value, a BIGINT."""
-    v = ev.eval(node.args[0])
+    """``__decimal_limb(x, i, n)``: limb ``i`` of ``n`` of DECIMAL x's unscaled value, a BIGINT. The limbs
+    of one argument are cut from its words read once per evaluator (``x`` is computed once, not per limb)."""
     i, n = node.params
-    if pa.types.is_null(v.type):
-        return pc.cast(v, pa.int64())
-    if isinstance(v, pa.Scalar):
-        return limb_of(pa.array([v.as_py()], v.type), i, n)[0]
-    return limb_of(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v, i, n)
+    memo = ev.__dict__.setdefault("_decimal_words", {})
+    key = (node.args[0], id(ev.columns), ev.n)
+    if key not in memo:
+        memo.clear()  # one argument's words at a time: its limbs are evaluated one after another
+        v = ev.eval(node.args[0])
+        if pa.types.is_null(v.type):
+            memo[key] = v
+        else:
+            scalar = isinstance(v, pa.Scalar)
+            v = pa.array([v.as_py()], v.type) if scalar else v
+            memo[key] = (scalar, _words_of(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v))
+    held = memo[key]
+    if isinstance(held, (pa.Array, pa.Scalar, pa.ChunkedArray)):
+        return pc.cast(held, pa.int64())
+    scalar, words = held
+    out = _limb(words, i, n)
+    return out[0] if scalar else out
 
 
 def limb_of(v: pa.Array, i: int, n: int) -> pa.Array:
     """Limb ``i`` of ``n`` (see :func:`limb_count`) of each value of DECIMAL128 array ``v``."""
+    return _limb(_words_of(v), i, n)
+
+
+def _words_of(v: pa.Array):
     if v.type.bit_width != 128:
         v = pc.cast(v, pa.decimal128(min(v.type.precision, MAX_WIDTH), v.type.scale))  # DECIMAL256 of <= 38 digits
     low, high = _words(v)
+    mask = v.is_null().to_numpy(zero_copy_only=False) if v.null_count else None
+    return low, high, mask
+
+
+def _limb(words, i: int, n: int) -> pa.Array:
+    low, high, mask = words
     if n == 1:
         out = low.copy()
     elif n == 2:
@@ -60,7 +82,6 @@ def limb_of(v: pa.Array, i: int, n: int) -> pa.Array:
     else:
         word = low if i < 2 else high
         out = word & _MASK if i % 2 == 0 else (word >> 32) & _MASK if i == 1 else word >> 32
-    mask = v.is_null().to_numpy(zero_copy_only=False) if v.null_count else None
     return pa.array(out, pa.int64(), mask=mask)
 
 
