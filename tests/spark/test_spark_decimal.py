@@ -40,3 +40,26 @@ def test_decimal_queries_on_spark_match_embedded_and_duckdb(spark, tmp_path, mon
     got = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=2)
     assert got.schema.types == embedded.schema.types == want.schema.types
     assert got.to_pylist() == embedded.to_pylist() == want.to_pylist()
+
+
+def test_sums_beyond_64_bits_on_spark_match_embedded_and_duckdb(spark, tmp_path, monkeypatch):
+    # DuckDB's 128-bit DECIMAL sum: 32-bit limbs summed as BIGINTs in the map-side partials and the reduce
+    n = 30
+    big = [None if i % 7 == 0 else Decimal(f"{(-1) ** i * (10**18 - 1 - i)}E-2") for i in range(n)]
+    wide = [Decimal(f"{(10**30 - 7 * i) * (1 if i % 3 else -1)}E-4") for i in range(n)]
+    table = pa.table(
+        {
+            "k": pa.array([i % 2 for i in range(n)], pa.int64()),
+            "b": pa.array([v if i % 4 else abs(v) if v is not None else None for i, v in enumerate(big)],
+                          pa.decimal128(18, 2)),
+            "w": pa.array(wide, pa.decimal128(32, 4)),
+        }
+    )  # fmt: skip
+    pq.write_table(table, tmp_path / "t.parquet")
+    monkeypatch.chdir(tmp_path)
+    sql = "SELECT k, sum(b) AS s, sum(w) AS t, sum(b + b) AS u FROM 't.parquet' GROUP BY k ORDER BY k"
+    want = duckdb.sql(sql).to_arrow_table()
+    embedded = plan(sql).result()
+    got = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=2)
+    assert got.schema.types == embedded.schema.types == want.schema.types
+    assert got.to_pylist() == embedded.to_pylist() == want.to_pylist()

@@ -117,6 +117,10 @@ def assert_same(sql: str, *, types: bool = True) -> None:
         "FROM 't.parquet' ORDER BY r",
         "SELECT CAST(1.25 AS DECIMAL(3,1)) a, CAST(-1.25 AS DECIMAL(3,1)) b, CAST('2.675' AS DECIMAL(5,2)) c, "
         "CAST(2.675::DOUBLE AS DECIMAL(9,2)) d, CAST(1 AS DECIMAL) e, CAST(1.5 AS DOUBLE) f, CAST(2.5 AS INTEGER) g",
+        # a set operation's common type: DuckDB's INTEGER literal is 10 digits wide (tidal computes a BIGINT)
+        "SELECT 1.5 AS v UNION ALL SELECT 2 UNION ALL SELECT -2147483648 UNION ALL SELECT (1 + 2) * 3",
+        "SELECT typeof(v) t FROM (SELECT 1.5 AS v UNION ALL SELECT 2) UNION ALL SELECT typeof(1.5) "
+        "UNION ALL SELECT typeof(v) FROM (SELECT 0.25 AS v UNION ALL SELECT 3000000000)",
         "SELECT r, d IN (1.1, 2) a, i IN (1, 2.5) b, x IN (1.5, 3) c, d = 1.10 e, d > 1 f, e < x g "
         "FROM 't.parquet' ORDER BY r",
     ],
@@ -279,3 +283,20 @@ def test_json_output_writes_decimals_as_duckdb(table_dir, capsys):
     want = json.loads((table_dir / "o.json").read_text().splitlines()[0], parse_float=str)
     assert got == want == {"a": "5.0", "b": "1.5", "c": "-0.001", "d": "100000000000000000.00", "e": "0.000000100",
                            "s": "998.89"}  # fmt: skip
+
+
+def test_stream_json_writes_decimals_as_batch_json(table_dir, capsys):
+    import json
+
+    from tidal.cli.main import main as cli
+
+    sql = "SELECT 1.50 AS b, CAST(1e17 AS DECIMAL(38,2)) d, d AS c, sum(e) OVER (ORDER BY r) s FROM 't.parquet'"
+    lines = {}
+    for fmt in ("batch-json", "stream-json"):
+        assert cli(["query", sql, "--format", fmt]) == 0
+        lines[fmt] = [json.loads(x, parse_float=str) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    duckdb.sql(f"COPY ({sql}) TO 'o.json'")
+    want = [json.loads(x, parse_float=str) for x in (table_dir / "o.json").read_text().splitlines()]
+    key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+    assert sorted(lines["stream-json"], key=key) == sorted(lines["batch-json"], key=key) == sorted(want, key=key)
+    assert {"b": "1.5", "d": "100000000000000000.00", "c": "1.1", "s": "12.3456"} in want

@@ -31,7 +31,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import decimal_ints
+from . import decimal_ints, decimal_sum
 
 MAX_WIDTH = 38
 _INT_WIDTH = {8: 3, 16: 5, 32: 10}
@@ -482,4 +482,7 @@ def decimal_scaled(ev, node):
     return _reinterpreted(pc.cast(v, pa.decimal128(MAX_WIDTH, 0)), target)
 
 
-FUNCS = {"typeof": typeof, "null_or": null_or, "decimal_unscaled": decimal_unscaled, "decimal_scaled": decimal_scaled}
+FUNCS = {
+    "typeof": typeof, "null_or": null_or, "decimal_unscaled": decimal_unscaled, "decimal_scaled": decimal_scaled,
+    **decimal_sum.FUNCS,
+}  # fmt: skip

@@ -4,9 +4,10 @@ A :class:`Relation` is what ``postgres(dsn => ..., table => ... | query => ...)`
 are read whole (:func:`read`: the projection and a filter rendered by the SQL layer go into the
 statement sent to the server) or, for a lookup join, per batch of keys (:class:`Lookup`: ``WHERE key =
 ANY(%s)``, answers cached per key). Column types come from the server's description of the
-statement: integers become int64 (so they join with integers from files), ``numeric`` float64
-(tidal's SQL computes decimals in floating point), ``float4`` float32, text types string, ``date``,
-``timestamp`` and ``timestamptz`` (in UTC) Arrow dates and timestamps, ``bytea`` binary, and every
+statement: integers become int64 (so they join with integers from files), ``numeric(p, s)``
+DECIMAL(p, s) and an unconstrained ``numeric`` float64 (as DuckDB's postgres scanner reads them),
+``float4`` float32, text types string, ``date``, ``timestamp`` and ``timestamptz`` (in UTC) Arrow dates
+and timestamps, ``bytea`` binary, and every
 other type (json, uuid, interval, arrays, ...) its text form.
 
 Bad values: a date or timestamp outside what tidal holds (``infinity``, beyond year 9999) is a
@@ -214,6 +215,8 @@ class Relation:
         out = []
         for d, raw_type in zip(described, raw, strict=True):
             arrow, cast = _TYPES.get(d.type_code, (pa.string(), "text"))
+            if d.type_code == 1700 and (exact := numeric_type(d.precision, d.scale)) is not None:
+                arrow, cast = exact, None  # numeric(p, s): DECIMAL(p, s), as DuckDB's postgres scanner reads it
             out.append(Column(d.name, arrow, cast or raw_type, cast, raw_type))
         return out
 
@@ -253,9 +256,24 @@ def _no_gc():
             gc.enable()
 
 
+def numeric_type(precision: int | None, scale: int | None) -> pa.DataType | None:
+    """A ``numeric(p, s)`` column's DECIMAL(p, s), as DuckDB's postgres scanner types it; None (a DOUBLE,
+    as DuckDB reads it too) for an unconstrained ``numeric``, one of more than 38 digits, or a scale
+    outside 0..p (PostgreSQL 15's negative scales)."""
+    if precision is None or scale is None or not (1 <= precision <= 38 and 0 <= scale <= precision):
+        return None
+    return pa.decimal128(precision, scale)
+
+
 def _to_table(rows: list[tuple], columns: list[Column]) -> pa.Table:
     data = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
-    return pa.table({c.name: pa.array(list(v), c.type) for c, v in zip(columns, data, strict=True)})
+    out = {}
+    for c, v in zip(columns, data, strict=True):
+        if pa.types.is_decimal(c.type) and any(x is not None and not x.is_finite() for x in v):
+            bad = next(x for x in v if x is not None and not x.is_finite())
+            raise InputError(f"column {c.name} ({c.raw_type}) holds {bad}, which a DECIMAL cannot hold (not supported)")
+        out[c.name] = pa.array(list(v), c.type)
+    return pa.table(out)
 
 
 def _clean(rows: list[tuple], columns: list[Column], key_at: list[int], relation: Relation, base: int, bad: BadRows):

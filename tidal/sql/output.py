@@ -208,6 +208,8 @@ class ChangelogSink(Consumer):
         self._release(int(sync[0]))
         starts = other == INFINITY
         ends = (other < sync) & ~starts
+        if hasattr(self.write, "column_types"):  # stream-json writes a DECIMAL by its type, as batch-json
+            self.write.column_types([batch.columns[n].type for n in self.names])
         rows = list(zip(*[batch.columns[n].to_pylist() for n in self.names], strict=True))
         # retractions first at equal times (an aggregate's new value follows the end of its old one)
         order = np.lexsort((~ends, sync))
@@ -230,8 +232,14 @@ class StreamJson:
     def __init__(self, out, labels: list[str]):
         self.out = out
         self.labels = unique_names(labels)  # keys of one object: never two the same
+        self.short: set[int] = set()  # DECIMAL columns of at most 15 digits: written as DOUBLEs (json_ready)
+
+    def column_types(self, types: list[pa.DataType]) -> None:
+        self.short = {i for i, t in enumerate(types) if pa.types.is_decimal(t) and t.precision <= 15}
 
     def __call__(self, time: int, undo: bool, row: tuple) -> None:
+        if self.short:
+            row = tuple(float(v) if i in self.short and v is not None else v for i, v in enumerate(row))
         record = {k: json_value(v) for k, v in zip(self.labels, row, strict=True)}
         if undo:
             record["sys.undo"] = True

@@ -21,6 +21,7 @@ from ..expressions import (
     scalar_subquery,
 )
 from .correlated import CorrelatedSubqueries
+from .decimal_union import width_node
 from .exprs import _col, _is_agg, _transform, _unique, column_labels
 from .from_items import FromItems
 from .inline import _scan as inline_scan
@@ -206,7 +207,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
                 types.append(lt)
             elif lt is None or pa.types.is_null(lt):
                 types.append(rt)
-            elif (exact := common_type([lt, rt])) is not None and all(map(_is_number, (lt, rt))):
+            elif (exact := common_type([lt, rt], _widths(left, right, len(types)))) is not None and all(
+                map(_is_number, (lt, rt))
+            ):
                 types.append(exact)  # a DECIMAL beside a number: DuckDB's common type
             elif (pa.types.is_integer(lt) or pa.types.is_floating(lt)) and (
                 pa.types.is_integer(rt) or pa.types.is_floating(rt)
@@ -412,6 +415,11 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
         return node
 
     return tree.transform(visit)
+
+
+def _widths(left: Node, right: Node, i: int) -> list:
+    """The integer literals under column ``i`` of a set operation's sides (DuckDB's INTEGER width)."""
+    return [width_node(side, side.names[i]) for side in (left, right)]
 
 
 def _is_number(t: pa.DataType) -> bool:

@@ -13,6 +13,7 @@ from ..dialect import CountingTrigger, DelayTrigger, Trigger, WatermarkTrigger
 from ..expressions import SqlTypeError, interval_micros
 from . import aggregate_args as aggregate_args_
 from .aggregate_args import _NAN_AS_VALUE, _NAN_FIXES, _filtered_aggregate, _group_key, _nan_fix, _packed
+from .decimal_aggs import DECIMAL_AGGREGATES
 from .exprs import (
     _AGGS,
     _and,
@@ -352,12 +353,9 @@ class SelectList:
                 raise PlanError(f"unsupported aggregate {e.sql()}")
             arg_expr = dict(pre).get(arg_phys)
             arg_type = self.check(arg_expr, node) if arg_expr is not None else None
-            if arg_type is not None and pa.types.is_decimal(arg_type) and fn in ("sum", "sum_distinct"):
-                # DuckDB's exact DECIMAL(38, s) sum: the unscaled integers summed (BIGINT), scaled back after
-                arg_phys = self.fresh("a")
-                pre.append((arg_phys, exp.Anonymous(this="__decimal_unscaled", expressions=[arg_expr.copy()])))
-                scaled = exp.Literal.number(arg_type.scale)
-                nan_fixes[out] = exp.Anonymous(this="__decimal_scaled", expressions=[_col(out), scaled])
+            if arg_type is not None and pa.types.is_decimal(arg_type) and fn in DECIMAL_AGGREGATES:
+                # DuckDB's exact DECIMAL(38, s) sum, its DECIMAL quantiles: over the unscaled integers
+                arg_phys = DECIMAL_AGGREGATES[fn](fn, out, arg_expr, arg_type, param, self.fresh, pre, calls, nan_fixes)
             elif arg_type is not None and pa.types.is_decimal(arg_type) and fn in _OF_DOUBLES:
                 arg_phys = self.fresh("a")  # DuckDB's AVG, VARIANCE, STDDEV of a DECIMAL: a DOUBLE
                 pre.append((arg_phys, exp.Cast(this=arg_expr.copy(), to=exp.DataType.build("DOUBLE"))))

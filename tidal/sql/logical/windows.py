@@ -13,6 +13,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from .decimal_aggs import window_sum, window_sum_result
 from .exprs import _col, _const_int, _transform
 from .nodes import Node, Project, WindowFunctions
 
@@ -122,14 +123,12 @@ class WindowList:
             return name
 
         def plan_call(w: exp.Window, bound: bool) -> exp.Expression:
-            w, scale = _decimal_sum(w, lambda e: self.check(e if bound else self.bind(e, node), node))
-            call = _call(w, lambda e: column(e, bound), self.fresh("w"))
-            calls.append(call)
-            if scale is not None:  # DuckDB's exact DECIMAL(38, s) sum, of the unscaled BIGINTs
-                return exp.Anonymous(
-                    this="__decimal_scaled", expressions=[_col(call.output), exp.Literal.number(scale)]
-                )
-            return _col(call.output)
+            parts, scale = window_sum(w, lambda e: self.check(e if bound else self.bind(e, node), node))
+            for part in parts:
+                calls.append(_call(part, lambda e: column(e, bound), self.fresh("w")))
+            if scale is not None:  # DuckDB's exact DECIMAL(38, s) sum, of its limbs' BIGINT sums
+                return window_sum_result([c.output for c in calls[-len(parts) :]], scale)
+            return _col(calls[-1].output)
 
         new_items = []
         for item in items:
@@ -162,24 +161,6 @@ class WindowList:
             types=tuple(inner.types) + tuple(out_types),
         )
         return windowed, new_items
-
-
-def _decimal_sum(w: exp.Window, type_of) -> tuple[exp.Window, int | None]:
-    """A window SUM of a DECIMAL as the SUM of its unscaled BIGINTs, and the scale to put back (else None);
-    a window AVG of a DECIMAL as the AVG of its DOUBLEs (DuckDB's AVG of a DECIMAL is a DOUBLE)."""
-    fn = w.this
-    if not isinstance(fn, exp.Sum | exp.Avg) or fn.this is None or isinstance(fn.this, exp.Distinct | exp.Star):
-        return w, None
-    t = type_of(fn.this)
-    if t is None or not pa.types.is_decimal(t):
-        return w, None
-    w = w.copy()
-    arg = w.this.this
-    if isinstance(fn, exp.Avg):
-        w.this.set("this", exp.Cast(this=arg, to=exp.DataType.build("DOUBLE")))
-        return w, None
-    w.this.set("this", exp.Anonymous(this="__decimal_unscaled", expressions=[arg]))
-    return w, t.scale
 
 
 def _check_argument(call: WindowCall, arg: pa.DataType | None) -> None:
