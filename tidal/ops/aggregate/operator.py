@@ -256,6 +256,10 @@ class SnapshotAggregateOp(Operator):
     def on_punctuation(self, time: int) -> None:
         self._run(_EMPTY, time)
         self.out.flush()
+        if getattr(self.engine, "final_only", False):
+            # the results come at end of input, stamped with the last tick: a punctuation beyond it
+            # would let a consumer (a join) finish a time those results then arrive at
+            time = min(time, self.engine.cur)
         self.emit_punctuation(time)
 
     def on_flush(self) -> None:

@@ -143,6 +143,9 @@ def _display(node: exp.Expression) -> str:
         return node.name
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
         return "count_star()"
+    if isinstance(node, exp.AggFunc | exp.Window):  # DuckDB names a call in lower case: sum(x), rank() OVER (...)
+        text = node.sql(dialect="duckdb", normalize_functions="lower")
+        return "string_agg" + text[len("listagg") :] if text.startswith("listagg(") else text
     return node.sql(dialect="duckdb")
 
 

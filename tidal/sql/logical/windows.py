@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from ...core.errors import PlanError
 from .decimal_aggs import window_sum, window_sum_result
-from .exprs import _col, _const_int, _transform
+from .exprs import _col, _const_int, _display, _transform
 from .nodes import Node, Project, WindowFunctions
 
 if TYPE_CHECKING:
@@ -137,6 +137,8 @@ class WindowList:
                 new_items.append(item)
                 continue
             new = _transform(item.copy(), lambda x, b=bound: plan_call(x, b) if isinstance(x, exp.Window) else None)
+            if not isinstance(item, exp.Alias):  # named as written (DuckDB's name), not by the call's column
+                new = exp.Alias(this=new, alias=exp.to_identifier(_display(item)))
             if bound:
                 new._bound = True
             new_items.append(new)
