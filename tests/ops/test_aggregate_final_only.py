@@ -18,6 +18,16 @@ ROWS = st.lists(
 )
 
 
+def _table(rows) -> pa.Table:
+    return pa.table(
+        {
+            "t": pa.array([r[0] for r in rows], pa.int64()),
+            "k": pa.array([r[1] for r in rows], pa.int64()),
+            "s": pa.array([r[2] for r in rows], pa.string()),
+        }
+    )
+
+
 def _alive_at(table: pa.Table, t: int) -> list:
     return sorted((repr(p) for s, e, p in canonical(table) if s <= t < e))
 
@@ -26,13 +36,7 @@ def _alive_at(table: pa.Table, t: int) -> list:
 @given(rows=ROWS, batch=st.integers(1, 7))
 def test_final_only_gives_the_same_final_snapshot_in_one_result_per_group(rows, batch):
     rows = sorted(rows, key=lambda r: r[0])
-    table = pa.table(
-        {
-            "t": pa.array([r[0] for r in rows], pa.int64()),
-            "k": pa.array([r[1] for r in rows], pa.int64()),
-            "s": pa.array([r[2] for r in rows], pa.string()),
-        }
-    )
+    table = _table(rows)
     stream = tidal.from_arrow(table, time="t", kind="start", batch_size=batch)
     every_tick = stream.group_aggregate(
         "k", joined=agg.string_agg("s", "|"), values=agg.list_agg("s"), top=agg.mode("s"), n=agg.count()
@@ -55,13 +59,7 @@ def test_list_agg_of_plain_values_lists_them_in_time_order(rows, batch):
     """``agg.list_agg(field)`` over plain values (not SQL's packed rows): each group's non-null values,
     earliest first (it returned each text's last character, and failed on numbers)."""
     rows = sorted(rows, key=lambda r: r[0])
-    table = pa.table(
-        {
-            "t": pa.array([r[0] for r in rows], pa.int64()),
-            "k": pa.array([r[1] for r in rows], pa.int64()),
-            "s": pa.array([r[2] for r in rows], pa.string()),
-        }
-    )
+    table = _table(rows)
     stream = tidal.from_arrow(table, time="t", kind="start", batch_size=batch)
     out = stream.group_aggregate("k", texts=agg.list_agg("s"), keys=agg.list_agg("k"))
     final = {
