@@ -78,8 +78,10 @@ def count_distinct(x) -> AggregateFunction:
 
 
 def list_agg(x, order=None) -> AggregateFunction:
-    """The non-null values in input order; SQL's ``list(x ORDER BY k)`` passes a struct of the
-    keys and the value (so its NULLs are kept), and ``order`` as each key's (descending, nulls first)."""
+    """The non-null values in input order (by start time; events that start at the same time are a
+    multiset: equal values among them come out together, in the order each value first arrived);
+    SQL's ``list(x ORDER BY k)`` passes a struct of the keys and the value (so its NULLs are kept),
+    and ``order`` as each key's (descending, nulls first)."""
     return AggregateFunction("list_agg", x, param=tuple(order) if order else None)
 
 

@@ -45,6 +45,7 @@ from ..core.messages import Completed, Punctuation
 from ..core.time import INFINITY
 from ..io.disorder import disordered_messages
 from ..io.files import read_file
+from ..ops.aggregate.functions import ORDER_SENSITIVE
 from ..ops.pattern.conditions import SqlDefine
 from ..ops.shape import identity_names
 from ..ops.trigger import TriggerSpec
@@ -79,7 +80,7 @@ from .stats import RunStats  # noqa: F401  (where the runners have always found 
 from .topn import endless, top_n, top_n_filters
 
 # aggregates of values in input order (or ties broken by it): relational rows then need their row ordinal as time
-ORDERED_AGGS = ("first", "last", "string_agg", "list_agg", "mode", "arg_min", "arg_max", "product")
+ORDERED_AGGS = ORDER_SENSITIVE
 
 BATCH_ROWS = 65_536
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
+from ..ops.aggregate.functions import ORDER_SENSITIVE
 from ..plan.nodes import relational as rel
 from ..plan.nodes.aggregate import Aggregate as AggregateNode
 from ..plan.nodes.aggregate import fusable
@@ -34,7 +35,7 @@ from ..stream.streamable import Stream
 from .logical import Aggregate, Project, Tumble, event_time_field
 
 WINDOW_COLUMNS = ("window_start", "window_end")
-ORDERED = ("first", "last", "string_agg", "mode", "arg_min", "arg_max", "product")  # ties/order by row times
+ORDERED = ORDER_SENSITIVE  # ties/order by row times
 
 
 def _source_names(node: Aggregate, wanted: set[str]) -> tuple[Tumble, dict[str, exp.Expression]] | None:

@@ -37,6 +37,9 @@ class SumOverflowError(TidalError, ArithmeticError):
 
 
 _DISTINCT_NUMBERS = ("sum_distinct", "average_distinct")
+# aggregates whose result depends on the order of the rows (their times; ties by arrival): a plan may
+# not put such rows at one tick (relational rows then keep their ordinals)
+ORDER_SENSITIVE = ("first", "last", "string_agg", "list_agg", "mode", "arg_min", "arg_max", "product")
 LINEAR = {"count", "count_not_null", "sum", "average", "variance", "stddev"}
 ORDERED = {"min": 0, "max": 1, "count_distinct": 2, "percentile_cont": 3, "percentile_disc": 4}
 

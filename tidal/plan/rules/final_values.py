@@ -4,13 +4,14 @@ a GROUP BY over rows in event time without a TRIGGER clause. Same output, no cha
 
 from __future__ import annotations
 
+from ...ops.aggregate.functions import ORDER_SENSITIVE
 from ...ops.trigger import TriggerSpec
 from ..node import PlanNode
 from ..nodes.aggregate import Aggregate
 from ..nodes.relational import FinalValues, Trigger
 
 # results that may depend on the rows' times
-ORDERED_AGGREGATES = ("first", "last", "string_agg", "udf", "mode", "arg_min", "arg_max", "product")
+ORDERED_AGGREGATES = (*ORDER_SENSITIVE, "udf")
 
 
 def final_values(node: PlanNode, consumers: dict[int, int]) -> PlanNode:
