@@ -103,6 +103,7 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
     nk = len(templates)
     groups = when_groups(templates, gen) if places else [(None, [k]) for k in range(nk)]
     order = [k for _, ks in groups for k in ks]
+    rows = read_bit_rows(templates, slots, events) if places else list(range(max(slots, default=-1) + 1))
     pos = {k: p for p, k in enumerate(order)}
     writes = [k for k in order if templates[k].kind != READ]
     head = "lo, hi, icells, fcells, aborted, out_i, out_f, rissued, count" if places else None
@@ -129,7 +130,8 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
             ggen = _Source(events, {**hoisted, **local})
         for k in ks:
             t = templates[k]
-            lines += _template_lines(k, t, target_int, source_int, slots, places, bits, ggen, base, when, nk, [
+            mark = None if not bits else slots[k] >= 0 and rows[slots[k]] == slots[k]  # a bit of its own
+            lines += _template_lines(k, t, target_int, source_int, slots, places, mark, ggen, base, when, nk, [
                 q for q in reversed(saved) if pos[q] < pos[k]
             ], k in saved)  # fmt: skip
     if places:
@@ -172,12 +174,26 @@ def _template_lines(k, t, target_int, source_int, slots, places, bits, gen, base
         if src is not None:
             on["src"] = lambda k, base=src[0]: f"{base} + key1"
         lines.append(f"{pad}cnt += 1")
-        if slots[k] >= 0 and bits:  # without a when, every event issues it (``runs._finish``)
-            if t.when is not None:
+        if slots[k] >= 0 and bits is not None:  # without a when, every event issues it (``runs._finish``)
+            if bits and t.when is not None:  # (False: the read shares another's bits, ``read_bit_rows``)
                 lines.append(f"{pad}rissued[{slots[k]}, i >> 3] |= np.uint8(1 << (i & 7))")
         elif slots[k] >= 0:
             lines.append(f"{pad}rissued[{slots[k]}, i] = True")
     return lines + _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
+
+
+def read_bit_rows(templates, slots, events) -> list[int]:
+    """Per read (its slot), the read whose validity bits it shares in the serial walk from the events
+    (``bits``): the first read of its ``when`` group. Every read of a group is issued by the same
+    events (the group's ``when``; an abort between them makes all of them null), so the walk sets
+    one bit per event and group, not one per read."""
+    rows = list(range(max(slots, default=-1) + 1))
+    for when, ks in when_groups(templates, _Source(events)):
+        reads = [slots[k] for k in ks if slots[k] >= 0]
+        if when is not None:
+            for r in reads[1:]:
+                rows[r] = reads[0]
+    return rows
 
 
 def _equals_const(node):
