@@ -37,6 +37,7 @@ class Post:
     def __init__(self, fn):
         self.fn = fn
         self._plans: dict = {}
+        self._by_ids: dict = {}
         try:
             self.fields = record_fields(translate_rows(fn, ["", "r."]))
             self.reason = ""
@@ -51,6 +52,11 @@ class Post:
         """Per output field, for these input types: ``("col", name)`` (a field passed on), ``("jit", kernel,
         inputs, dtype)`` (a numeric tree in one compiled loop, ``tidal.expr.jit``) or ``("eval", node)``;
         None when no field compiles. Kept per input types; inputs with nulls are never compiled."""
+        # every batch asks: the columns' type ids and null-freedom find the plan made for them
+        ids = tuple((name, col.type.id, col.null_count == 0) for name, col in cols.items())
+        made = self._by_ids.get(ids)
+        if made is not None:
+            return made[0]
         dtypes = {}
         for name, col in cols.items():
             if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
@@ -80,6 +86,8 @@ class Post:
                     compiled = True
             plan.append((name, step))
         self._plans[key] = plan if compiled else None
+        if all(pa.types.is_primitive(c.type) and not pa.types.is_temporal(c.type) for c in cols.values()):
+            self._by_ids[ids] = (self._plans[key],)  # a primitive type is its id (no parameters)
         return self._plans[key]
 
     def _compiled(self, cols: dict[str, pa.Array], n: int) -> dict[str, pa.Array] | None:
