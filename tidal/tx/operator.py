@@ -195,14 +195,15 @@ class TransactOp(Operator):
         committed, reads = self.engine.run(now.columns, now.sync, self.position)
         self.position += len(now)
         n = len(now)
+        # a read no event issued is all nulls (made only then: ``pa.nulls`` fills n values)
         if self.post is None:
             payload = {**now.columns, "committed": _bools(committed)}
             for name, dtype in self.read_names.items():
-                payload[name] = reads.get(name, pa.nulls(n, dtype))
+                payload[name] = reads[name] if name in reads else pa.nulls(n, dtype)
         else:
             r = {"committed": _bools(committed)}
-            for name in self.read_names:
-                r[name] = reads.get(name, pa.nulls(n, self.read_names[name]))
+            for name, dtype in self.read_names.items():
+                r[name] = reads[name] if name in reads else pa.nulls(n, dtype)
             payload = self.post(now.columns, r, n)
         self.emit(EventBatch(now.sync, None if now.points else now.other, payload))
 
