@@ -29,22 +29,23 @@ stops every thread; the tables are put back and the serial walk names the event.
 What two cores can give (Amdahl; CPU ns per event, medians, 1M events, the seed's parameters,
 ``bench/tx_phases.py --events 1000000`` and ``bench/bench_tx.py --aims --events 1000000`` on the
 2-core machine, 24 Nov, load average 8): serial's query is ``S + W``: ``W`` the fused walk (the
-part threads can share: GS 16.4, SL 7.1, OB 17.3, TP 5.3) and ``S`` the rest, which stays on one
+part threads can share: GS 16.0, SL 7.0, OB 16.8, TP 5.2) and ``S`` the rest, which stays on one
 thread (per query tracing, planning and the kernels' lookup, 0.5-1.3 ms; per batch of 80k events
 the ingress, 70-100 us of Python and numpy around the walk, the output columns and the operators
-downstream: GS 5.5 of 21.9, SL 4.6 of 11.7, OB 6.6 of 23.9, TP 7.4 of 12.7). With the walk split
+downstream: GS 2.7 of 18.7, SL 4.6 of 11.6, OB 4.9 of 21.7, TP 7.2 of 12.4). With the walk split
 perfectly over ``k`` threads and nothing added, the speedup is ``(S + W) / (S + W / k)``: on 2
-cores at most GS 1.60x, SL 1.44x, OB 1.57x, TP 1.26x; on any number of cores at most GS 4.0x, SL
-2.5x, OB 3.6x, TP 1.7x. 1.8x on 2 cores needs ``S <= W / 8`` (GS: S under 2.1 ns per event, SL
+cores at most GS 1.75x, SL 1.43x, OB 1.63x, TP 1.27x; on any number of cores at most GS 6.9x, SL
+2.5x, OB 4.4x, TP 1.7x. 1.8x on 2 cores needs ``S <= W / 8`` (GS: S under 2.0 ns per event, SL
 under 0.9). No per-event compiled work is left in ``S`` for a second thread to take (the stream
 phase is inside the fused walk; the output columns cost 0.1-0.2): it is interpreter time. What
 chains adds (``X``) is work too, shared by the threads: ``S + (W + X) / k``, so it gains only where
-``X < (k - 1) W``. Measured ``X``: the component plan, SL 30, TP 29 (4-5x the walk it plans), OB 13
-(0.8x), GS 14 (probing windows that are one component: 100% of an interval at Zipf 0.6), plus
-waiting at window ends. On 2 cores ``X > W`` for every application, so chains costs more than
-serial (2w CPU: GS 50, SL 57, OB 50, TP 64 against serial's 22, 12, 24, 14); ``lock`` and ``pat``
-cost more still (75-925). Overlapping the walk of one batch (on a second thread) with the rest of
-the previous one would be bounded by ``(S + W) / max(S, W)`` (GS 1.3x, SL 1.6x): not tried.
+``X < (k - 1) W``. Measured ``X``: the component plan, SL 26, TP 26 (4-5x the walk it plans), OB 11
+(0.7x), GS 14 (probing windows that are one component: 100% of an interval at Zipf 0.6), plus
+waiting at window ends. On 2 cores ``X > W`` for SL and TP, and with the waits chains costs more
+than serial for all four (2w CPU: GS 44, SL 47, OB 50, TP 98 against serial's 22, 11, 23, 12);
+``lock`` and ``pat`` cost more still (73-885). Overlapping the walk of one batch (on a second
+thread) with the rest of the previous one would be bounded by ``(S + W) / max(S, W)`` (GS 1.17x, SL
+1.66x, OB 1.29x, TP 1.72x): not tried.
 Owner threads instead of a plan (every thread walks every event and applies the operations on its
 records: no plan, no waits; possible when nothing aborts and no operation reads another record, GS
 and TP) were measured too and dropped: a thread's owner test is a branch that mispredicts on half
