@@ -25,23 +25,23 @@ from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
 
+# a column's kind by its Arrow type id (one dict lookup a column: every batch asks)
+_KIND_OF_TYPE_ID = {pa.bool_().id: "b"}
+_KIND_OF_TYPE_ID.update({t().id: "i" for t in (pa.int8, pa.int16, pa.int32, pa.int64)})
+_KIND_OF_TYPE_ID.update({t().id: "i" for t in (pa.uint8, pa.uint16, pa.uint32, pa.uint64)})
+_KIND_OF_TYPE_ID.update({t().id: "f" for t in (pa.float16, pa.float32, pa.float64)})
+
 
 def _kind_of_array(col: pa.Array) -> str:
-    t = col.type
-    if pa.types.is_boolean(t):
-        return "b"
-    if pa.types.is_integer(t):
-        return "i"
-    if pa.types.is_floating(t):
-        return "f"
-    return "s"
+    """'b' boolean, 'i' integer, 'f' floating point, 's' anything else."""
+    return _KIND_OF_TYPE_ID.get(col.type.id, "s")
 
 
 # the kernels of compiled transactions, by ``Engine._fingerprint``; the attributes they are kept in
 _BUILT: dict[str, dict] = {}
 _BUILT_ATTRS = (
     "type_errors", "event_args", "_wave", "decomposer", "owner_ok", "fused_kernels", "serial_events",
-    "split_events", "regions", "t_write", "t_int",
+    "split_events", "regions", "t_write", "t_int", "read_rows",
 )  # fmt: skip
 
 
@@ -89,6 +89,7 @@ class Engine:
         self.n_rec = n_rec  # records of all tables: the units of chains' grouped layout and of lock
         self.kernel = None
         self.kernel_kinds = None
+        self._batch_kinds: tuple = ((), ())  # the last batch's (field names, kinds): its kernels are made
         self.type_errors: dict[int, str] = {}
         self.stats = {"events": 0, "batches": 0, "intervals": 0, "operations": 0, "chains": 0, "groups": 0}
         self.stats.update({"waves": 0, "largest_group": 0, "aborted": 0, "compute_s": 0.0, "state_access_s": 0.0})
@@ -200,6 +201,7 @@ class Engine:
         if self.scheduler == "chains":  # components of each interval on threads (tidal.tx.split)
             self.fused_kernels["split"] = split.load(split.source(grid_walk, split.GRID_HEAD + fused._args(events)))
         self.serial_events = None
+        self.read_rows = list(range(len(self.read_slots)))  # the validity bits each read uses (its own)
         self.split_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
             every = dict(events)
@@ -208,6 +210,7 @@ class Engine:
             walk = fused.serial_source(live, target_int, source_int, slots, every, places)
             packed = fused.serial_source(live, target_int, source_int, slots, every, places, bits=True)
             self.serial_events = (fused.load_serial(packed), sorted(every, key=lambda c: int(every[c][1:])))
+            self.read_rows = fused.read_bit_rows(live, slots, every)
             if self.scheduler == "chains":
                 head = split.EVENTS_HEAD + fused._args(every)
                 self.fused_kernels["split_events"] = split.load(split.source(walk, head))
@@ -233,21 +236,25 @@ class Engine:
             self.box["last"] = self
         self.bind()
         cols = {"e." + k: v for k, v in columns.items()}
-        self._compile({k: _kind_of_array(v) for k, v in cols.items()})
+        kinds = tuple(_KIND_OF_TYPE_ID.get(v.type.id, "s") for v in cols.values())
+        if (tuple(cols), kinds) != self._batch_kinds:  # the kernels for these kinds (once per schema)
+            self._compile(dict(zip(cols, kinds, strict=True)))
+            self._batch_kinds = (tuple(cols), kinds)
         sourced = any(t.source is not None for t in self.templates)
 
         def grids():
             made = self._decompose_compiled(cols, n, sourced)
             return made if made is not None else self._decompose(cols, n, sync, position, sourced)
 
-        self._threads()
+        self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
         fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
         small = n * len(self.templates) < runs.PARALLEL_FROM
         if fused_path and (self.scheduler == "serial" or self._nthreads == 1 or small):
-            done = runs.serial_from_events(self, cols, n)
+            done = runs.serial_from_events(self, cols, n)  # one thread's kernel: no thread count to set
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
                 return done
+        self._threads()
         if self.scheduler == "chains" and self._nthreads > 1 and not small and split.CHAINS == "components":
             done = runs.split_run(self, cols, n, sync, position, grids)
             self.stats["state_access_s"] += _time.perf_counter() - t0

@@ -29,10 +29,13 @@ or, for ``chains``, straight into the owner lists below). The kernels:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numba
 import numpy as np
 
 from ..expr.jit import load_kernel
+from ..expr.nodes import Col, Compare, Const
 from .codegen import _Source, guarded_keys
 from .trace import READ, WRITE, OpTemplate, V
 
@@ -88,11 +91,21 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
     name it). With ``bits`` (one thread only), a read sets its event's bit in ``rissued``, a row of
     bytes per read holding 8 events each (Arrow's validity layout: no packing afterwards), instead
     of a byte per event; a read without a ``when`` sets none (every event that reaches it issues it:
-    its row is made whole afterwards, then masked by the commits)."""
+    its row is made whole afterwards, then masked by the commits).
+
+    From the events, templates under the same ``when`` share one test of it (``when_groups``: a
+    template joins an earlier one's group across templates whose ``when`` excludes its own, so no
+    event's operations change order), and the event fields a group reads twice or more are loaded
+    once, in the group."""
     shared = _shared_fields(templates, events)
-    gen = _Source(events, {c: f"x{events[c]}" for c in shared})
+    hoisted = {c: f"x{events[c]}" for c in shared}
+    gen = _Source(events, hoisted)
     nk = len(templates)
-    writes = [k for k, t in enumerate(templates) if t.kind != READ]
+    groups = when_groups(templates, gen) if places else [(None, [k]) for k in range(nk)]
+    order = [k for _, ks in groups for k in ks]
+    rows = read_bit_rows(templates, slots, events) if places else list(range(max(slots, default=-1) + 1))
+    pos = {k: p for p, k in enumerate(order)}
+    writes = [k for k in order if templates[k].kind != READ]
     head = "lo, hi, icells, fcells, aborted, out_i, out_f, rissued, count" if places else None
     head = head or "lo, hi, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f"
     # the count of operations in a local (an array element would be stored and loaded again at every
@@ -100,61 +113,150 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
     # templates read loaded once per event, for the same reason
     lines = [f"def kernel({head}{_args(events)}):"] + (["    cnt = 0"] if places else [])
     lines += ["    for i in range(lo, hi):"] + [f"        x{events[c]} = {events[c]}[i]" for c in shared]
-    conds = [k for k, t in enumerate(templates) if t.condition is not None]
-    saved = [k for k in writes if k < max(conds, default=-1)]
+    last_cond = max((pos[k] for k, t in enumerate(templates) if t.condition is not None), default=-1)
+    saved = [k for k in writes if pos[k] < last_cond]
     for k in saved:
         lines.append(f"        o{k} = {'np.int64(0)' if target_int[k] else 'np.float64(0.0)'}")
         if places:
             lines += [f"        a{k} = False", f"        c{k} = 0"]
-    for k, t in enumerate(templates):
-        undo = []
-        for q in reversed(saved):
-            if q < k:
-                test, cell = (f"a{q}", f"c{q}") if places else (f"issued[i, {q}]", f"cell2d[i, {q}]")
-                undo += [f"if {test}:", f"    {'icells' if target_int[q] else 'fcells'}[{cell}] = o{q}"]
-
-        def save(cells, k, keep=k in saved):
-            if not keep:
-                return []
-            return [f"o{k} = {cells}[c]"] + ([f"c{k} = c", f"a{k} = True"] if places else [])
-
-        on = {
-            "err": [f"return i * {nk} + {k}"],
-            "fail": undo + ["aborted[i] = 1", "continue"],
-            "save": save,
-            "read": lambda tint, slot: f"{'out_i' if tint else 'out_f'}[{slot}, i]",
-            "cell": lambda k: f"cell2d[i, {k}]",
-            "src": lambda k: f"src2d[i, {k}]",
-        }
-        pad = " " * 12
-        if places is None:
-            lines.append(f"        if issued[i, {k}]:")
-        else:
-            (cbase, _rbase, size), src = places[k]
-            opened, pad = guarded_keys(gen, t, size, src, " " * 8, ["return -2"], ["return -2"])
-            lines += opened
-            on["cell"] = lambda k, base=cbase: f"{base} + key0"
-            if src is not None:
-                on["src"] = lambda k, base=src[0]: f"{base} + key1"
-            lines.append(f"{pad}cnt += 1")
-            if slots[k] >= 0 and bits:  # without a when, every event issues it (``runs._finish``)
-                if t.when is not None:
-                    lines.append(f"{pad}rissued[{slots[k]}, i >> 3] |= np.uint8(1 << (i & 7))")
-            elif slots[k] >= 0:
-                lines.append(f"{pad}rissued[{slots[k]}, i] = True")
-        lines += _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
+    for when, ks in groups:
+        base = " " * 8
+        ggen = gen
+        if when is not None:  # one test for the group; the fields it reads twice or more, loaded here
+            lines.append(f"{base}if {gen.src(when)}:")
+            base += "    "
+            local = {c: f"y{events[c]}" for c in _group_fields([templates[k] for k in ks], events, hoisted)}
+            lines += [f"{base}{name} = {events[c]}[i]" for c, name in local.items()]
+            ggen = _Source(events, {**hoisted, **local})
+        for k in ks:
+            t = templates[k]
+            mark = None if not bits else slots[k] >= 0 and rows[slots[k]] == slots[k]  # a bit of its own
+            lines += _template_lines(k, t, target_int, source_int, slots, places, mark, ggen, base, when, nk, [
+                q for q in reversed(saved) if pos[q] < pos[k]
+            ], k in saved)  # fmt: skip
     if places:
         lines.append("    count[0] += cnt")
     lines.append("    return -1")
     return "\n".join(lines) + "\n"
 
 
-def _shared_fields(templates, events) -> list[str]:
-    """The event fields (of ``events``) that the ``when`` of two templates or more reads: every event
-    reads them (a field read under a ``when`` only is better loaded where it is needed)."""
+def _template_lines(k, t, target_int, source_int, slots, places, bits, gen, base, when, nk, undo_of, keep) -> list:
+    """Template ``k``'s lines in the serial kernel (under its group's ``when`` test when ``when``)."""
+    undo = []
+    for q in undo_of:
+        test, cell = (f"a{q}", f"c{q}") if places else (f"issued[i, {q}]", f"cell2d[i, {q}]")
+        undo += [f"if {test}:", f"    {'icells' if target_int[q] else 'fcells'}[{cell}] = o{q}"]
+
+    def save(cells, k):
+        if not keep:
+            return []
+        return [f"o{k} = {cells}[c]"] + ([f"c{k} = c", f"a{k} = True"] if places else [])
+
+    on = {
+        "err": [f"return i * {nk} + {k}"],
+        "fail": undo + ["aborted[i] = 1", "continue"],
+        "save": save,
+        "read": lambda tint, slot: f"{'out_i' if tint else 'out_f'}[{slot}, i]",
+        "cell": lambda k: f"cell2d[i, {k}]",
+        "src": lambda k: f"src2d[i, {k}]",
+    }
+    lines = []
+    pad = base + "    "
+    if places is None:
+        lines.append(f"{base}if issued[i, {k}]:")
+    else:
+        (cbase, _rbase, size), src = places[k]
+        opened, pad = guarded_keys(
+            gen, t if when is None else replace(t, when=None), size, src, base, ["return -2"], ["return -2"]
+        )
+        lines += opened
+        on["cell"] = lambda k, base=cbase: f"{base} + key0"
+        if src is not None:
+            on["src"] = lambda k, base=src[0]: f"{base} + key1"
+        lines.append(f"{pad}cnt += 1")
+        if slots[k] >= 0 and bits is not None:  # without a when, every event issues it (``runs._finish``)
+            if bits and t.when is not None:  # (False: the read shares another's bits, ``read_bit_rows``)
+                lines.append(f"{pad}rissued[{slots[k]}, i >> 3] |= np.uint8(1 << (i & 7))")
+        elif slots[k] >= 0:
+            lines.append(f"{pad}rissued[{slots[k]}, i] = True")
+    return lines + _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
+
+
+def read_bit_rows(templates, slots, events) -> list[int]:
+    """Per read (its slot), the read whose validity bits it shares in the serial walk from the events
+    (``bits``): the first read of its ``when`` group. Every read of a group is issued by the same
+    events (the group's ``when``; an abort between them makes all of them null), so the walk sets
+    one bit per event and group, not one per read."""
+    rows = list(range(max(slots, default=-1) + 1))
+    for when, ks in when_groups(templates, _Source(events)):
+        reads = [slots[k] for k in ks if slots[k] >= 0]
+        if when is not None:
+            for r in reads[1:]:
+                rows[r] = reads[0]
+    return rows
+
+
+def _equals_const(node):
+    """``(field, value)`` for a ``when`` of the form ``e.field == constant`` (either side), else None."""
+    if isinstance(node, Compare) and node.op == "==":
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(a, Col) and isinstance(b, Const) and type(b.value) in (int, bool):
+                return a.name, b.value
+    return None
+
+
+def when_groups(templates, gen) -> list[tuple]:
+    """Templates in groups ``(when, [k, ...])`` that share one ``when`` test (``None``: a group of one,
+    tested alone). A template joins the last group with its ``when`` (one that cannot fail to
+    evaluate) when every template after that group has a ``when`` excluding its own (``e.f == 1``
+    against ``e.f == 2``): no event issues both, so no event's operations change order."""
+    groups: list[tuple] = []
+    for k, t in enumerate(templates):
+        mine = None if t.when is None or gen.bad(t.when) is not None else repr(t.when)
+        eq = _equals_const(t.when)
+        target = None
+        if mine is not None:
+            for g in range(len(groups) - 1, -1, -1):
+                when, ks = groups[g]
+                if when is not None and repr(when) == mine:
+                    target = g
+                    break
+                other = [_equals_const(templates[q].when) for q in ks]
+                if eq is None or any(o is None or o[0] != eq[0] or o[1] == eq[1] for o in other):
+                    break
+        if target is None:
+            groups.append((None if mine is None else t.when, [k]))
+        else:
+            groups[target][1].append(k)
+    return [(None, ks) if len(ks) == 1 else (when, ks) for when, ks in groups]
+
+
+def _group_fields(templates, events, hoisted) -> list[str]:
+    """The event fields (not loaded per event already) that two of a group's templates read."""
     uses: dict[str, int] = {}
     for t in templates:
-        for c in set() if t.when is None else t.when.columns():
+        cols = set()
+        for node in [t.key, t.value, t.condition] + ([t.source[1]] if t.source else []):
+            if node is not None:
+                cols |= node.columns()
+        for c in cols:
+            uses[c] = uses.get(c, 0) + 1
+    return sorted(c for c, k in uses.items() if k > 1 and c in events and c not in hoisted)
+
+
+def _shared_fields(templates, events) -> list[str]:
+    """The event fields (of ``events``) loaded into locals once per event: those that the ``when`` of
+    two templates or more reads, and those that two templates without a ``when`` read (every event
+    reads them; a field read under a ``when`` only is better loaded where it is needed)."""
+    uses: dict[str, int] = {}
+    for t in templates:
+        nodes = [t.when] if t.when is not None else [t.key, t.value, t.condition]
+        nodes += [t.source[1]] if t.source and t.when is None else []
+        cols = set()
+        for node in nodes:
+            if node is not None:
+                cols |= node.columns()
+        for c in cols:
             uses[c] = uses.get(c, 0) + 1
     return sorted(c for c, k in uses.items() if k > 1 and c in events)
 

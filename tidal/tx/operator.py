@@ -37,6 +37,7 @@ class Post:
     def __init__(self, fn):
         self.fn = fn
         self._plans: dict = {}
+        self._by_ids: dict = {}
         try:
             self.fields = record_fields(translate_rows(fn, ["", "r."]))
             self.reason = ""
@@ -51,6 +52,11 @@ class Post:
         """Per output field, for these input types: ``("col", name)`` (a field passed on), ``("jit", kernel,
         inputs, dtype)`` (a numeric tree in one compiled loop, ``tidal.expr.jit``) or ``("eval", node)``;
         None when no field compiles. Kept per input types; inputs with nulls are never compiled."""
+        # every batch asks: the columns' type ids and null-freedom find the plan made for them
+        ids = tuple((name, col.type.id, col.null_count == 0) for name, col in cols.items())
+        made = self._by_ids.get(ids)
+        if made is not None:
+            return made[0]
         dtypes = {}
         for name, col in cols.items():
             if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
@@ -80,6 +86,8 @@ class Post:
                     compiled = True
             plan.append((name, step))
         self._plans[key] = plan if compiled else None
+        if all(pa.types.is_primitive(c.type) and not pa.types.is_temporal(c.type) for c in cols.values()):
+            self._by_ids[ids] = (self._plans[key],)  # a primitive type is its id (no parameters)
         return self._plans[key]
 
     def _compiled(self, cols: dict[str, pa.Array], n: int) -> dict[str, pa.Array] | None:
@@ -187,14 +195,15 @@ class TransactOp(Operator):
         committed, reads = self.engine.run(now.columns, now.sync, self.position)
         self.position += len(now)
         n = len(now)
+        # a read no event issued is all nulls (made only then: ``pa.nulls`` fills n values)
         if self.post is None:
             payload = {**now.columns, "committed": _bools(committed)}
             for name, dtype in self.read_names.items():
-                payload[name] = reads.get(name, pa.nulls(n, dtype))
+                payload[name] = reads[name] if name in reads else pa.nulls(n, dtype)
         else:
             r = {"committed": _bools(committed)}
-            for name in self.read_names:
-                r[name] = reads.get(name, pa.nulls(n, self.read_names[name]))
+            for name, dtype in self.read_names.items():
+                r[name] = reads[name] if name in reads else pa.nulls(n, dtype)
             payload = self.post(now.columns, r, n)
         self.emit(EventBatch(now.sync, None if now.points else now.other, payload))
 

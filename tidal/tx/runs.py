@@ -258,13 +258,12 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     naborted = int(n - np.count_nonzero(committed))
     reads = {}
     if len(rissued) and rissued.dtype == np.uint8:  # validity bits (the serial walk sets them)
-        for s in (s for s, always in enumerate(engine.read_always) if always):
-            rissued[s] = 0xFF  # issued by every event
-            if n % 8:
-                rissued[s, -1] = (1 << (n % 8)) - 1
-        present = rissued & np.packbits(committed, bitorder="little") if naborted else rissued
-        nulls = n - np.bitwise_count(present).sum(axis=1, dtype=np.int64)
-        bitmap = [None if nulls[s] == 0 else pa.py_buffer(present[s]) for s in range(len(present))]
+        always = np.array(engine.read_always, np.bool_)
+        cbits = np.packbits(committed, bitorder="little") if naborted else np.zeros(0, np.uint8)
+        nulls = np.empty(len(rissued), np.int64)
+        rows = np.array(engine.read_rows, np.int64)  # reads under one when share their bits
+        _valid_bits(rissued, rows, always, cbits, n, nulls)  # in place: one compiled pass
+        bitmap = [None if nulls[s] == 0 else pa.py_buffer(rissued[rows[s]]) for s in range(len(rissued))]
     elif len(rissued):  # a byte per event and read
         present = rissued & committed if naborted else rissued  # a read of an aborted transaction is null
         # row by row: numpy's count_nonzero along an axis sums integers (10x slower than per row); a
@@ -288,3 +287,35 @@ def _finish(engine, aborted, out_i, out_f, rissued, n: int, m: int):
     st["intervals"] += (n + engine.interval - 1) // engine.interval
     _phase(engine, "finish", t0)
     return committed, reads
+
+
+_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _valid_bits(rissued, rows, always, cbits, n, nulls):
+    """The reads' validity bits made final, in place: a read without a ``when`` (``always``) is issued
+    by every event; with aborts (``cbits``: the committed events' bits), a read of an aborted
+    transaction is null. ``nulls[s]``: read ``s``'s nulls; a read that shares another's bits
+    (``rows[s] != s``: the serial walk set them there) has its nulls."""
+    nr, nb = rissued.shape
+    tail = np.uint8(0xFF) if n % 8 == 0 else np.uint8((1 << (n % 8)) - 1)
+    masked = len(cbits) > 0
+    for s in range(nr):
+        if rows[s] != s:
+            continue
+        if always[s]:
+            for b in range(nb):
+                rissued[s, b] = 0xFF
+            if nb:
+                rissued[s, nb - 1] = tail
+        set_bits = 0
+        for b in range(nb):
+            x = rissued[s, b]
+            if masked:
+                x &= cbits[b]
+                rissued[s, b] = x
+            set_bits += _POPCOUNT[x]
+        nulls[s] = n - set_bits
+    for s in range(nr):
+        nulls[s] = nulls[rows[s]]
