@@ -131,9 +131,9 @@ class InputPort(Consumer):
     """One side of a two-input operator."""
 
     def __init__(self, owner, side: int):
-        # weak: the owner holds its ports, and a cycle would keep a finished query's state
-        # (and its last output) alive until the next garbage collection
-        self.owner = weakref.proxy(owner)
+        # the owner makes its ports when asked (``two_ports``) and does not keep them: a port held by
+        # its owner would be a reference cycle, keeping a finished query alive until a collection
+        self.owner = owner
         self.side = side
 
     def on_batch(self, batch: EventBatch) -> None:
@@ -147,6 +147,11 @@ class InputPort(Consumer):
 
     def on_completed(self) -> None:
         self.owner.on_side_completed(self.side)
+
+
+def two_ports(owner) -> tuple[InputPort, InputPort]:
+    """A two-input operator's input ports (made per call: the ports hold the owner, not it them)."""
+    return (InputPort(owner, 0), InputPort(owner, 1))
 
 
 class OutputBuffer:

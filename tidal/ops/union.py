@@ -13,16 +13,19 @@ import numpy as np
 
 from ..core.batch import EventBatch, concat_batches
 from ..core.time import INFINITY, MIN_TIME
-from .base import InputPort, Operator
+from .base import Operator, two_ports
 
 
 class UnionOp(Operator):
     name = "Union"
     variant = "temporal merge"
 
+    @property
+    def ports(self):
+        return two_ports(self)
+
     def __init__(self):
         super().__init__()
-        self.ports = (InputPort(self, 0), InputPort(self, 1))
         self.pending: list[list[EventBatch]] = [[], []]
         self.progress = [MIN_TIME, MIN_TIME]
         self.punctuation = [MIN_TIME, MIN_TIME]

@@ -13,7 +13,7 @@ import pyarrow as pa
 from ...core.batch import EventBatch
 from ...core.errors import PlanError
 from ...core.time import INFINITY, MIN_TIME
-from ..base import InputPort, Operator, ReorderBuffer
+from ..base import Operator, ReorderBuffer, two_ports
 from ..keys import KeyIndex
 from .keys import _flatten, _KeyColumns, check_key_types
 from .kinds import FIFO, HEAP
@@ -59,10 +59,13 @@ class JoinBase(Operator):
     build_once = False
     algorithm = ""  # what explain() calls the variant
 
+    @property
+    def ports(self):
+        return two_ports(self)
+
     def __init__(self, spec: JoinSpec):
         super().__init__()
         self.mode = spec.mode
-        self.ports = (InputPort(self, 0), InputPort(self, 1))
         self.keys = spec.keys
         self.schemas = list(spec.schemas)
         self.start_edge_only = tuple(bool(p and p.start_edge_only) for p in spec.props)
