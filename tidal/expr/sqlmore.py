@@ -447,7 +447,19 @@ def round_by(ev, node):
     return pc.if_else(pc.is_null(d), pa.scalar(None, out.type), out)
 
 
+def trim_by(ev, node):
+    """TRIM/LTRIM/RTRIM(s, characters) with the characters per row: NULL where either is NULL."""
+    v, chars = ev.array(node.args[0]), ev.array(node.args[1])
+    for x in (v, chars):
+        if not (pa.types.is_string(x.type) or pa.types.is_null(x.type)):
+            raise SqlTypeError(f"{ev.sql(node)}: TRIM takes text, not {x.type}")
+    strip = {"LEADING": str.lstrip, "TRAILING": str.rstrip}.get(node.params[0], str.strip)
+    pairs = zip(v.to_pylist(), chars.to_pylist(), strict=True)
+    return pa.array([None if s is None or c is None else strip(s, c) if c else s for s, c in pairs], pa.string())
+
+
 FUNCS["round_by"] = round_by
+FUNCS["trim_by"] = trim_by
 
 
 def ev_values(v) -> np.ndarray:

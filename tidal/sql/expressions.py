@@ -390,8 +390,11 @@ class _Translator(MoreTranslations):
 
     # -- strings -------------------------------------------------------------------------------
     def t_Trim(self, e):
-        chars = self._text(e, e.args["expression"], "characters") if e.args.get("expression") is not None else " "
-        return self._call("trim", e, [e.this], [(e.args.get("position") or "").upper(), chars])
+        chars, position = e.args.get("expression"), (e.args.get("position") or "").upper()
+        if chars is not None and chars.find(exp.Column) is not None:  # the characters per row
+            return self._call("trim_by", e, [e.this, chars], [position])
+        chars = self._text(e, chars, "characters") if chars is not None else " "
+        return self._call("trim", e, [e.this], [position, chars])
 
     def t_Substring(self, e):
         start = e.args.get("start") or exp.Literal.number(1)

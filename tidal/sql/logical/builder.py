@@ -121,8 +121,10 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         try:
             if with_ is not None:
                 for cte in with_.expressions:
-                    sub = self.query(cte.this)
-                    self.ctes[-1][cte.alias.lower()] = self._rename_visible(sub)
+                    node, names = self._rename_visible(self.query(cte.this)), cte.args["alias"].columns
+                    if names:  # WITH t(a, b) AS (...): the first columns take these names
+                        node = self._rename_columns(node, [c.name for c in names], cte)
+                    self.ctes[-1][cte.alias.lower()] = node
             if isinstance(tree, exp.Union):
                 return self.union(tree)
             if isinstance(tree, exp.Except | exp.Intersect):
@@ -212,6 +214,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
                 pa.types.is_integer(rt) or pa.types.is_floating(rt)
             ):
                 types.append(pa.float64() if pa.types.is_floating(lt) or pa.types.is_floating(rt) else pa.int64())
+            elif pa.types.is_string(lt) + pa.types.is_string(rt) == 1 and all(map(_text_castable, (lt, rt))):
+                types.append(pa.string())  # a number or boolean beside text: DuckDB's VARCHAR
             else:
                 raise PlanError(f"{what} column types differ: {lt} vs {rt}")
         names = left.names + (tags or ())
@@ -412,6 +416,10 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
         return node
 
     return tree.transform(visit)
+
+
+def _text_castable(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_boolean(t) or _is_number(t)
 
 
 def _is_number(t: pa.DataType) -> bool:
