@@ -29,7 +29,7 @@ from .exprs import (
 )
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .quantified import is_quantified
-from .star import expand_star
+from .star import expand_star, lateral_aliases
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window, named_windows
 
@@ -79,8 +79,8 @@ class SelectList:
                 if t is not None and not is_condition_type(t):
                     raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
                 node = Filter(node, cond)
-        items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
+        items = self._expand_star(sel.expressions, node, lateral=group is None)
         having = sel.args.get("having")
         aggs_present = any(_has_aggregate(e) for e in items) or having is not None
         order_exprs = _order_all(sel.args.get("order").expressions if sel.args.get("order") else [], len(items))
@@ -189,8 +189,9 @@ class SelectList:
                     raise PlanError(f"ORDER BY of a {tree.key.upper()} must name an output column: {key.sql()}")
                 q.order = (*q.order, (hits[0], bool(o.args.get("desc")), o.args.get("nulls_first")))
 
-    def _expand_star(self, items, node: Node) -> list[exp.Expression]:
-        return expand_star(items, node)
+    def _expand_star(self, items, node: Node, lateral: bool = False) -> list[exp.Expression]:
+        items = expand_star(items, node)  # lateral: (no GROUP BY) an item may name an earlier item's alias
+        return lateral_aliases(items, node, lambda e: not (_has_aggregate(e) or has_window(e))) if lateral else items
 
     def _triggers(self, trigger: Trigger) -> tuple:
         out = []

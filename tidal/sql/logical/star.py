@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from .exprs import _col
+from .exprs import _col, _display, _transform
 from .nodes import Node
 
 
@@ -57,4 +57,29 @@ def expand_star(items, node: Node) -> list[exp.Expression]:
         missing = [n for n in (*excluded, *replaced) if n not in seen]
         if missing:
             raise PlanError(f"column {missing[0]} in the EXCLUDE/REPLACE list of * is not among its columns")
+    return out
+
+
+def lateral_aliases(items: list, node: Node, plain) -> list[exp.Expression]:
+    """DuckDB's lateral column aliases: an item may name an earlier item's alias that is not an input
+    column (``SELECT 1 AS a, a * 2``); the name stands for that item's expression (``plain`` ones only:
+    no aggregate, no window). The item keeps its own name."""
+    in_scope = {n.lower() for _, n in node.scope}
+    aliases: dict[str, exp.Expression] = {}
+    out = []
+
+    def visit(x):
+        if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
+            return aliases[x.name.lower()].copy()
+        return x if isinstance(x, exp.Subquery | exp.Select) else None
+
+    for item in items:
+        if aliases and not getattr(item, "_bound", False):
+            inner = item.this if isinstance(item, exp.Alias) else item
+            new = _transform(inner.copy(), visit)
+            if new.sql() != inner.sql():
+                item = exp.Alias(this=new, alias=exp.to_identifier(_display(item)))
+        if isinstance(item, exp.Alias) and item.alias.lower() not in in_scope and plain(item):
+            aliases[item.alias.lower()] = item.this
+        out.append(item)
     return out
