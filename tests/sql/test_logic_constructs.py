@@ -1,7 +1,8 @@
 """Constructs DuckDB's SQL logic tests use that tidal refused (or, for a CTE's column names, ignored:
 a wrong answer), each against DuckDB: ``WITH t(a, b) AS (...)``, a UNION of text and numbers
-(VARCHAR), TRIM/LTRIM/RTRIM with the characters per row, and lateral column aliases
-(``SELECT 1 AS a, a * 2``)."""
+(VARCHAR), TRIM/LTRIM/RTRIM with the characters per row, lateral column aliases
+(``SELECT 1 AS a, a * 2``) and EXCEPT ALL / INTERSECT ALL (bags: the k-th copy of a row meets the k-th
+copy on the other side)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tidal.core.errors import TidalError
 from tidal.sql import plan
@@ -105,3 +108,26 @@ def test_lateral_aliases_stay_out_of_grouped_queries(t):
         _duck(sql)
     with pytest.raises(TidalError, match="unknown column a"):
         plan(sql).result()
+
+
+BAG = st.lists(st.tuples(st.sampled_from([1, 2, 3, None]), st.sampled_from(["a", "b", None])), max_size=12)
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(left=BAG, right=BAG, op=st.sampled_from(["EXCEPT ALL", "INTERSECT ALL"]))
+def test_except_and_intersect_all_are_bags(in_dir, left, right, op):
+    for name, rows in (("l", left), ("r", right)):
+        x, y = zip(*rows, strict=True) if rows else ((), ())
+        pq.write_table(pa.table({"x": pa.array(x, pa.int64()), "y": pa.array(y, pa.string())}), f"{name}.parquet")
+    sql = f"SELECT x, y FROM l {op} SELECT x, y FROM r"
+    got = _rows(sql)[0]
+    want = duckdb.sql(sql.replace("FROM l", "FROM 'l.parquet'").replace("FROM r", "FROM 'r.parquet'")).fetchall()
+    assert sorted(got, key=repr) == sorted(want, key=repr), sql
+
+
+def test_except_all_keeps_order_limit_and_names(t):
+    sql = (
+        "SELECT * FROM (VALUES (1), (2), (2), (3), (3), (3), (4), (NULL)) s(v) EXCEPT ALL "
+        "SELECT * FROM (VALUES (3), (2), (5)) u(w) ORDER BY v NULLS FIRST LIMIT 4"
+    )
+    assert _rows(sql) == _duck(sql)

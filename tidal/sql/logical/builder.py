@@ -165,9 +165,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
     def set_difference(self, tree: exp.Except | exp.Intersect) -> Query:
         """EXCEPT / INTERSECT as sets: both sides tagged, unioned and grouped on every column (so NULLs
         match NULLs), keeping the groups seen on the left only (EXCEPT) or on both sides (INTERSECT)."""
-        what = tree.key.upper()
-        if not tree.args.get("distinct"):
-            raise PlanError(f"{what} ALL is not supported (only {what}, which removes duplicates)")
+        if not tree.args.get("distinct"):  # ALL: as sets of (row, its number among its copies)
+            return self.query(_numbered_copies(tree, self.query(tree.this).output_names))
         tags = ("__in_left", "__in_right")
         root = self._union_all(tree, tags)
         keys = root.names[:-2]
@@ -416,6 +415,26 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
         return node
 
     return tree.transform(visit)
+
+
+def _numbered_copies(tree: exp.Except | exp.Intersect, names: list[str]) -> exp.Select:
+    """``a EXCEPT ALL b`` / ``a INTERSECT ALL b`` as the set operation over each side's rows numbered
+    among their copies (``ROW_NUMBER() OVER (PARTITION BY`` every column``)``, NULLs one partition), the
+    numbers then dropped: the k-th copy of a row meets the k-th copy on the other side (DuckDB's bags)."""
+    cols = [f"_all_c{i}" for i in range(len(names))]
+
+    def numbered(side: exp.Expression, alias: str) -> exp.Select:
+        rn = exp.Window(this=exp.RowNumber(), partition_by=[exp.column(c) for c in cols])
+        src = exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(c) for c in cols])
+        return exp.select("*", exp.alias_(rn, "_all_rn")).from_(exp.Subquery(this=side.copy(), alias=src))
+
+    op = type(tree)(this=numbered(tree.this, "_all_l"), expression=numbered(tree.expression, "_all_r"), distinct=True)
+    out = exp.select(*(exp.alias_(exp.column(c), n, quoted=True) for c, n in zip(cols, names, strict=True)))
+    out = out.from_(exp.Subquery(this=op, alias=exp.TableAlias(this=exp.to_identifier("_all"))))
+    for key in ("order", "limit", "offset"):
+        if tree.args.get(key) is not None:
+            out.set(key, tree.args[key].copy())
+    return out
 
 
 def _text_castable(t: pa.DataType) -> bool:
