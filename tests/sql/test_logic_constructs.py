@@ -131,3 +131,17 @@ def test_except_all_keeps_order_limit_and_names(t):
         "SELECT * FROM (VALUES (3), (2), (5)) u(w) ORDER BY v NULLS FIRST LIMIT 4"
     )
     assert _rows(sql) == _duck(sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT i - 10 AS k FROM t UNION SELECT i - 10 AS l FROM t ORDER BY l NULLS FIRST",
+        "SELECT i - 10 AS k FROM t UNION SELECT i - 10 AS l FROM t ORDER BY i - 10 DESC NULLS LAST",
+        "SELECT i - 10 AS k FROM t UNION SELECT i - 11 AS l FROM t ORDER BY i - 11 NULLS FIRST",
+        "SELECT i AS k, s FROM t UNION ALL SELECT i + 1 AS l, s FROM t ORDER BY s NULLS FIRST, l DESC NULLS FIRST",
+    ],
+)
+def test_order_by_of_a_set_operation_names_a_sides_column(t, sql):
+    # DuckDB's: a later side's alias, or a side's selected expression, names that output column
+    assert _rows(sql)[0] == _duck(sql)[0], sql

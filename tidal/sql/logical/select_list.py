@@ -29,7 +29,7 @@ from .exprs import (
 )
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .quantified import is_quantified
-from .star import expand_star, lateral_aliases
+from .star import expand_star, lateral_aliases, set_op_position
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window, named_windows
 
@@ -185,6 +185,7 @@ class SelectList:
                 hits = [p for p in q.root.names if p.lower() == key.name.lower()] if isinstance(key, exp.Column) else []
                 if isinstance(key, exp.Literal):
                     hits = [q.root.names[int(key.name) - 1]]
+                hits = hits or ([q.root.names[p]] if (p := set_op_position(tree, key)) is not None else [])
                 if not hits:
                     raise PlanError(f"ORDER BY of a {tree.key.upper()} must name an output column: {key.sql()}")
                 q.order = (*q.order, (hits[0], bool(o.args.get("desc")), o.args.get("nulls_first")))

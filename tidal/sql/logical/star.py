@@ -83,3 +83,25 @@ def lateral_aliases(items: list, node: Node, plain) -> list[exp.Expression]:
             aliases[item.alias.lower()] = item.this
         out.append(item)
     return out
+
+
+def set_op_position(tree: exp.Expression, key: exp.Expression) -> int | None:
+    """DuckDB's ORDER BY of a set operation that names no output column: a side's alias (``l`` in
+    ``SELECT a AS k FROM t UNION SELECT a AS l FROM t ORDER BY l``) or a side's selected expression
+    (``ORDER BY a - 10``) orders by that column; the sides are searched left to right (None: none)."""
+    text = key.sql(dialect="duckdb").lower()
+    sides = [tree]
+    while sides:
+        side = sides.pop(0)
+        if isinstance(side, exp.SetOperation):
+            sides[:0] = [side.this, side.expression]
+        elif isinstance(side, exp.Subquery):
+            sides.insert(0, side.this)
+        elif isinstance(side, exp.Select) and not any(i.find(exp.Star) for i in side.expressions):
+            for pos, item in enumerate(side.expressions):
+                named = isinstance(item, exp.Alias) and isinstance(key, exp.Column) and not key.table
+                if named and item.alias.lower() == key.name.lower():
+                    return pos
+                if (item.this if isinstance(item, exp.Alias) else item).sql(dialect="duckdb").lower() == text:
+                    return pos
+    return None
