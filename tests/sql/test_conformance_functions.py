@@ -192,7 +192,8 @@ def test_except_and_intersect_are_set_operations(tmp_path):
         "SELECT g FROM 't.parquet' UNION SELECT 'z' EXCEPT SELECT 'm'",
     ):
         assert_same(sql, where)
-    assert_unsupported("SELECT 1 EXCEPT ALL SELECT 2", where, "EXCEPT ALL is not supported")
+    assert_same("SELECT g FROM 't.parquet' EXCEPT ALL SELECT 'f'", where)
+    assert_same("SELECT g, ok FROM 't.parquet' INTERSECT ALL SELECT g, ok FROM 't.parquet' WHERE pay > 6", where)
     assert_unsupported("SELECT 1, 2 INTERSECT SELECT 1", where, "INTERSECT sides have 2 and 1 columns")
 
 

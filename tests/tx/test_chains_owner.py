@@ -139,3 +139,20 @@ def test_wrong_guesses_are_walked_again_or_finished_serially(max_rounds, keyed):
     assert stats["waves"] <= max_rounds and (rest == 0 or stats["waves"] == max_rounds)
     if max_rounds == 1000:
         assert rest == 0
+
+
+def test_one_events_grid_keeps_its_sources():
+    # a grid of sources has a row per event; one event's grid was taken for the unsourced (1, k) one:
+    # its operations' sources were never copied (uninitialised memory read as cells: a segfault)
+    issued = np.ones((1, 3), np.bool_)
+    cell2d, src2d = np.array([[3, 40, 7]], np.int64), np.array([[-1, 5, -1]], np.int64)
+    lists, ptr, cells, srcs, _ = runs.fused.owner_lists(issued, cell2d, src2d, np.zeros(3, np.int64), 2, 2)
+    assert srcs[np.argsort(lists)].tolist() == [-1, 5, -1]
+
+
+@pytest.mark.parametrize("key", [5, 17, 33])
+def test_a_one_event_batch_on_the_grid_path(monkeypatch, key):
+    # the owner lists from compute mode's grids (not from the events), for a batch of one event whose
+    # operation reads another column of its record (a source): the hypothesis test's segfault
+    monkeypatch.setattr(runs, "owner_from_events", lambda *a: None)
+    check(to_table([(1, 2, key, key + 1, 1, 3, 0.25)], 64), 64, 3, 1, keyed=True)

@@ -7,6 +7,8 @@ Each takes the evaluator and its :class:`~tidal.expr.nodes.SqlCall` node, as the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,7 +50,9 @@ def cast_to(v, target: pa.DataType, safe=None):
     """``pc.cast``, but an integer (or decimal) becomes floating point as SQL converts it: rounded to the
     nearest DOUBLE. Arrow's checked cast refuses integers beyond 2**53, and its compute functions cast
     implicitly that way, so integers meet reals only after this."""
-    if pa.types.is_floating(target) and (pa.types.is_integer(v.type) or pa.types.is_decimal(v.type)):
+    if pa.types.is_floating(target) and pa.types.is_decimal(v.type):
+        return decimal_to_float(v, target)
+    if pa.types.is_floating(target) and pa.types.is_integer(v.type):
         return pc.cast(v, target, safe=False)
     if (
         pa.types.is_decimal(target)
@@ -59,6 +63,30 @@ def cast_to(v, target: pa.DataType, safe=None):
 
         return cast_decimal(v, target, "CAST")
     return pc.cast(v, target, safe=safe)
+
+
+def decimal_to_float(v, target: pa.DataType):
+    """A DECIMAL as the nearest DOUBLE (a FLOAT: that DOUBLE's nearest), as DuckDB casts it; Arrow's cast
+    is an ulp off for about one value in six (1.005 became 1.0050000000000001). An unscaled value
+    within 2**53 over 10**scale is one correctly rounded division; wider ones go through Python's."""
+    scalar = isinstance(v, pa.Scalar)
+    arr = pa.array([v.as_py()], v.type) if scalar else v
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    s = v.type.scale
+    if v.type.precision <= 18 and s <= 22:  # the unscaled values are int64s: the low halves of Arrow's
+        words = np.frombuffer(arr.buffers()[1], np.int64, 2 * len(arr), 16 * arr.offset)
+        n = words[0::2].copy() if arr.null_count == 0 else np.where(np.asarray(arr.is_valid()), words[0::2], 0)
+        out = n.astype(np.float64) / 10.0**s
+        wide = np.flatnonzero(np.abs(n) > 2**53)
+    else:
+        out, wide = np.zeros(len(arr)), np.arange(len(arr))
+    for k in wide.tolist():
+        d = arr[k].as_py()
+        out[k] = 0.0 if d is None else float(d)
+    res = pa.array(out, mask=np.asarray(arr.is_null()) if arr.null_count else None)
+    res = res.cast(target) if res.type != target else res
+    return res[0] if scalar else res
 
 
 # the text DuckDB casts to a TIMESTAMP: YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]
@@ -382,18 +410,82 @@ def sign(v):
 def _round(v, digits: int):
     """SQL's ROUND: half away from zero; rounding to more tens than the type holds gives 0 (DuckDB's)."""
     if pa.types.is_decimal(v.type):
-        return decimal_rounded(v, max(digits, -v.type.precision), "half_towards_infinity")
-    limit = -18 if pa.types.is_integer(v.type) else -308
-    if digits < limit:
+        if digits < v.type.scale - v.type.precision:  # more tens than the type holds: 0
+            if v.null_count if isinstance(v, pa.Array) else not v.is_valid:
+                raise SqlTypeError(f"ROUND of a DECIMAL NULL to {digits} digits is not supported (DuckDB makes it 0)")
+            return pc.if_else(pc.is_valid(v), pa.scalar(0, pa.decimal128(v.type.precision, 0)), None)
+        if digits < 0 and v.type.scale == 0 and v.type.precision < 38:  # one digit more: 99 -> 100
+            v = pc.cast(v, pa.decimal128(v.type.precision + 1, 0))
+        return decimal_rounded(v, digits, "half_towards_infinity")
+    if pa.types.is_floating(v.type):
+        return _float_round(v, np.int64(digits))
+    if pa.types.is_integer(v.type) and v.type.bit_width < 64:  # as a BIGINT; one out of the type's range errs
+        return cast_to(_round(cast_to(v, pa.int64()), digits), v.type)
+    if digits < -18:  # 0, or beyond BIGINT where a value rounds to 10**19 (DuckDB's overflow error)
+        big = pc.or_(pc.greater_equal(v, 5 * 10**18), pc.less_equal(v, -5 * 10**18))
+        if digits == -19 and pc.any(big).as_py():
+            raise SqlTypeError("ROUND of an integer to -19 digits: a value rounds beyond BIGINT (overflow)")
         return pc.if_else(pc.is_valid(v), pa.scalar(0, v.type), pa.scalar(None, v.type))
-    if pa.types.is_floating(v.type) and digits >= 0:  # |v| >= 2**52 is whole already: Arrow's v * 10**digits
-        whole = pc.fill_null(pc.greater_equal(pc.abs(v), 2.0**52), False)  # would overflow (an error) near 1e308
-        if pc.any(whole).as_py():
-            inner = pc.round(
-                pc.if_else(whole, pa.scalar(0.0, v.type), v), ndigits=digits, round_mode="half_towards_infinity"
-            )
-            return pc.if_else(whole, v, inner)
-    return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")
+    return pc.round(v, ndigits=digits, round_mode="half_towards_infinity")  # errs where it would overflow
+
+
+# 10**k as C's pow gives it (DuckDB's modifier; 10**23 is not the double nearest 1e23), k = 0..399
+_POW10 = np.array([math.pow(10.0, k) if k < 309 else math.inf for k in range(400)])
+
+
+def _float_round(v, digits: np.ndarray):
+    """DuckDB's ROUND of floats, digit for digit: ``round(x * 10**d) / 10**d`` (``round(x / 10**-d) *
+    10**-d`` for negative ``d``) with C's ``round`` (half away from zero) in doubles; where that
+    overflows, ``x``; where it is NaN (``0 * inf``), ``x`` for ``d >= 0`` and 0 for ``d < 0``."""
+    scalar = isinstance(v, pa.Scalar)
+    arr = pa.array([v.as_py()], v.type) if scalar else v
+    x = np.asarray(pc.fill_null(cast_to(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False))
+    d = np.broadcast_to(np.asarray(digits, np.int64), x.shape)
+    m = _POW10[np.minimum(np.abs(d), 399)]
+    with np.errstate(all="ignore"):
+        y = np.where(d >= 0, x * m, x / m)
+        t = np.trunc(y)
+        y = np.where(np.abs(y - t) >= 0.5, t + np.sign(y), t)  # C's round: half away from zero
+        r = np.where(d >= 0, y / m, y * m)
+    r = np.where(~np.isfinite(x) | np.isinf(r), x, np.where(np.isnan(r), np.where(d >= 0, x, 0.0), r))
+    out = cast_to(pa.array(r, pa.float64(), mask=np.asarray(pc.is_null(arr))), arr.type)
+    return out[0] if scalar else out
+
+
+def round_by(ev, node):
+    """``ROUND(x, d)`` with ``d`` per row (DuckDB takes it for floats and integers, not DECIMAL)."""
+    v, d = ev.array(node.args[0]), ev.array(node.args[1])
+    if not (pa.types.is_integer(d.type) or pa.types.is_null(d.type)):
+        raise SqlTypeError(f"{ev.sql(node)}: the number of digits must be an integer, not {d.type}")
+    if pa.types.is_null(v.type):
+        v = cast_to(v, pa.int64())
+    if not (pa.types.is_floating(v.type) or pa.types.is_integer(v.type)):
+        raise SqlTypeError(f"{ev.sql(node)}: a per-row number of digits rounds a float or an integer, not {v.type}")
+    digits = np.asarray(pc.fill_null(cast_to(d, pa.int64()), 0).to_numpy(zero_copy_only=False))
+    if pa.types.is_floating(v.type):
+        out = _float_round(v, digits)
+    else:  # an integer: unchanged for d >= 0, and every d below -18 rounds to 0, so few kinds of row
+        clipped = np.clip(digits, -19, 0)
+        out = v
+        for k in np.unique(clipped[clipped < 0]):  # (other rows as 0: only these rows' overflows err)
+            rows = pa.array(clipped == k)
+            out = pc.if_else(rows, _round(pc.if_else(rows, v, pa.scalar(0, v.type)), int(k)), out)
+    return pc.if_else(pc.is_null(d), pa.scalar(None, out.type), out)
+
+
+def trim_by(ev, node):
+    """TRIM/LTRIM/RTRIM(s, characters) with the characters per row: NULL where either is NULL."""
+    v, chars = ev.array(node.args[0]), ev.array(node.args[1])
+    for x in (v, chars):
+        if not (pa.types.is_string(x.type) or pa.types.is_null(x.type)):
+            raise SqlTypeError(f"{ev.sql(node)}: TRIM takes text, not {x.type}")
+    strip = {"LEADING": str.lstrip, "TRAILING": str.rstrip}.get(node.params[0], str.strip)
+    pairs = zip(v.to_pylist(), chars.to_pylist(), strict=True)
+    return pa.array([None if s is None or c is None else strip(s, c) if c else s for s, c in pairs], pa.string())
+
+
+FUNCS["round_by"] = round_by
+FUNCS["trim_by"] = trim_by
 
 
 def ev_values(v) -> np.ndarray:

@@ -376,6 +376,10 @@ class _Translator(MoreTranslations):
 
     def t_Round(self, e):
         digits = e.args.get("decimals")
+        if digits is not None and digits.find(exp.Column) is None and not has_subquery(digits):
+            digits = scalar_to_sql(Evaluator({}, 0).eval(digits)) or exp.Null()  # CAST(-2 AS INT): -2
+        elif digits is not None:  # a number of digits per row
+            return self._call("round_by", e, [e.this, digits])
         digits = self._const(e, digits, "number of digits") if digits is not None else 0
         if digits is not None and not isinstance(digits, int):
             raise PlanError(f"{e.sql()}: the number of digits must be an integer")
@@ -386,8 +390,11 @@ class _Translator(MoreTranslations):
 
     # -- strings -------------------------------------------------------------------------------
     def t_Trim(self, e):
-        chars = self._text(e, e.args["expression"], "characters") if e.args.get("expression") is not None else " "
-        return self._call("trim", e, [e.this], [(e.args.get("position") or "").upper(), chars])
+        chars, position = e.args.get("expression"), (e.args.get("position") or "").upper()
+        if chars is not None and chars.find(exp.Column) is not None:  # the characters per row
+            return self._call("trim_by", e, [e.this, chars], [position])
+        chars = self._text(e, chars, "characters") if chars is not None else " "
+        return self._call("trim", e, [e.this], [position, chars])
 
     def t_Substring(self, e):
         start = e.args.get("start") or exp.Literal.number(1)
@@ -474,26 +481,12 @@ def _with_param(func: str):
     return lambda self, e: self._call(func, e, [e.this], [self._text(e, e.expression, "second argument")])
 
 
-for _cls, _func in {
-    "Floor": "floor",
-    "Ceil": "ceil",
-    "Sqrt": "sqrt",
-    "Ln": "ln",
-    "Exp": "exp",
-    "Sign": "sign",
-    "Upper": "upper",
-    "Lower": "lower",
-    "Length": "length",
-    "Reverse": "reverse",
-    "Year": "year",
-    "Month": "month",
-    "Day": "day",
-    "Hour": "hour",
-    "Minute": "minute",
-    "Second": "second",
-    "TsOrDsToDate": "to_date",
-    "Date": "date",
-}.items():
+_WITH_THIS = {
+    "Floor": "floor", "Ceil": "ceil", "Sqrt": "sqrt", "Ln": "ln", "Exp": "exp", "Sign": "sign",
+    "Upper": "upper", "Lower": "lower", "Length": "length", "Reverse": "reverse", "Year": "year", "Month": "month",
+    "Day": "day", "Hour": "hour", "Minute": "minute", "Second": "second", "TsOrDsToDate": "to_date", "Date": "date",
+}  # fmt: skip
+for _cls, _func in _WITH_THIS.items():
     setattr(_Translator, "t_" + _cls, _with_this(_func))
 for _cls, _func in {"StartsWith": "starts_with", "EndsWith": "ends_with", "Contains": "contains"}.items():
     setattr(_Translator, "t_" + _cls, _with_param(_func))

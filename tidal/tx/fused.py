@@ -379,7 +379,7 @@ def _scatter(issued, cell2d, src2d, rec_shift, nthreads, lo, hi, at, lists, cell
                 p = at[t]
                 lists[p] = (i << sh) | k
                 cells[p] = cell2d[i, k]
-                if src2d.shape[0] > 1:
+                if len(srcs) == len(lists):
                     srcs[p] = src2d[i, k]
                 at[t] = p + 1
 
@@ -404,7 +404,8 @@ def owner_lists(issued, cell2d, src2d, rec_shift, nthreads, sh):
             ptr[t + 1] += counts[c, t]
     m = ptr[nthreads]
     lists, cells = np.empty(m, np.int64), np.empty(m, np.int64)
-    srcs = np.empty(m if src2d.shape[0] > 1 else 1, np.int64)
+    # a grid of sources has a row per event (one event's grid too: its one row is not the unsourced (1, k))
+    srcs = np.empty(m if src2d.shape[0] == n else 1, np.int64)
     spread = np.zeros(n, np.uint8)
     for c in numba.prange(chunks):
         lo, hi = c * n // chunks, (c + 1) * n // chunks

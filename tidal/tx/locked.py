@@ -80,7 +80,7 @@ def plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, bl
     n, nk = issued.shape
     seen = np.zeros(nunits, np.int64)
     last = np.full(nunits, -1, np.int64)
-    sourced = src2d.shape[0] > 1
+    sourced = src2d.shape[0] == issued.shape[0]  # a row per event (the unsourced grid is one row of -1)
     m = 0
     for i in range(n):
         ptr[i] = m
@@ -126,7 +126,7 @@ def run(engine, grids, args, n: int):
     nthreads = engine._nthreads
     parts = max(1, engine.partitions)
     nunits = parts if pat else engine.n_rec
-    bound = int(issued.sum()) * (2 if src2d.shape[0] > 1 else 1)
+    bound = int(issued.sum()) * (2 if src2d.shape[0] == issued.shape[0] else 1)  # (see plan)
     ptr, units, ords = np.empty(n + 1, np.int64), np.empty(bound, np.int64), np.empty(bound, np.int64)
     owner = np.empty(n, np.int64)
     plan(issued, cell2d, src2d, tshift, sshift, pat, parts, nunits, nthreads, BLOCK, ptr, units, ords, owner)

@@ -229,7 +229,7 @@ def plan(issued, cell2d, src2d, tshift, sshift, nunits, window, nthreads, blocks
     target's unit is ``cell2d + tshift[k]``, a source's ``src2d + sshift[k]``), the windows cut into
     ``blocks`` runs planned in parallel (``stats[b]``: see ``assign``)."""
     n, nk = issued.shape
-    sourced = src2d.shape[0] > 1
+    sourced = src2d.shape[0] == n  # a row per event (the unsourced grid is one row of -1)
     nwin = (n + window - 1) // window
     for b in numba.prange(blocks):
         last = np.full(nunits, -1, np.int64)

@@ -122,8 +122,10 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         try:
             if with_ is not None:
                 for cte in with_.expressions:
-                    sub = self.query(cte.this)
-                    self.ctes[-1][cte.alias.lower()] = self._rename_visible(sub)
+                    node, names = self._rename_visible(self.query(cte.this)), cte.args["alias"].columns
+                    if names:  # WITH t(a, b) AS (...): the first columns take these names
+                        node = self._rename_columns(node, [c.name for c in names], cte)
+                    self.ctes[-1][cte.alias.lower()] = node
             if isinstance(tree, exp.Union):
                 return self.union(tree)
             if isinstance(tree, exp.Except | exp.Intersect):
@@ -164,9 +166,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
     def set_difference(self, tree: exp.Except | exp.Intersect) -> Query:
         """EXCEPT / INTERSECT as sets: both sides tagged, unioned and grouped on every column (so NULLs
         match NULLs), keeping the groups seen on the left only (EXCEPT) or on both sides (INTERSECT)."""
-        what = tree.key.upper()
-        if not tree.args.get("distinct"):
-            raise PlanError(f"{what} ALL is not supported (only {what}, which removes duplicates)")
+        if not tree.args.get("distinct"):  # ALL: as sets of (row, its number among its copies)
+            return self.query(_numbered_copies(tree, self.query(tree.this).output_names))
         tags = ("__in_left", "__in_right")
         root = self._union_all(tree, tags)
         keys = root.names[:-2]
@@ -215,6 +216,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
                 pa.types.is_integer(rt) or pa.types.is_floating(rt)
             ):
                 types.append(pa.float64() if pa.types.is_floating(lt) or pa.types.is_floating(rt) else pa.int64())
+            elif pa.types.is_string(lt) + pa.types.is_string(rt) == 1 and all(map(_text_castable, (lt, rt))):
+                types.append(pa.string())  # a number or boolean beside text: DuckDB's VARCHAR
             else:
                 raise PlanError(f"{what} column types differ: {lt} vs {rt}")
         names = left.names + (tags or ())
@@ -417,9 +420,34 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
     return tree.transform(visit)
 
 
+<<<<<<< HEAD
 def _widths(left: Node, right: Node, i: int) -> list:
     """The integer literals under column ``i`` of a set operation's sides (DuckDB's INTEGER width)."""
     return [width_node(side, side.names[i]) for side in (left, right)]
+=======
+def _numbered_copies(tree: exp.Except | exp.Intersect, names: list[str]) -> exp.Select:
+    """``a EXCEPT ALL b`` / ``a INTERSECT ALL b`` as the set operation over each side's rows numbered
+    among their copies (``ROW_NUMBER() OVER (PARTITION BY`` every column``)``, NULLs one partition), the
+    numbers then dropped: the k-th copy of a row meets the k-th copy on the other side (DuckDB's bags)."""
+    cols = [f"_all_c{i}" for i in range(len(names))]
+
+    def numbered(side: exp.Expression, alias: str) -> exp.Select:
+        rn = exp.Window(this=exp.RowNumber(), partition_by=[exp.column(c) for c in cols])
+        src = exp.TableAlias(this=exp.to_identifier(alias), columns=[exp.to_identifier(c) for c in cols])
+        return exp.select("*", exp.alias_(rn, "_all_rn")).from_(exp.Subquery(this=side.copy(), alias=src))
+
+    op = type(tree)(this=numbered(tree.this, "_all_l"), expression=numbered(tree.expression, "_all_r"), distinct=True)
+    out = exp.select(*(exp.alias_(exp.column(c), n, quoted=True) for c, n in zip(cols, names, strict=True)))
+    out = out.from_(exp.Subquery(this=op, alias=exp.TableAlias(this=exp.to_identifier("_all"))))
+    for key in ("order", "limit", "offset"):
+        if tree.args.get(key) is not None:
+            out.set(key, tree.args[key].copy())
+    return out
+
+
+def _text_castable(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_boolean(t) or _is_number(t)
+>>>>>>> fuzz5
 
 
 def _is_number(t: pa.DataType) -> bool:

@@ -30,7 +30,7 @@ from .exprs import (
 )
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .quantified import is_quantified
-from .star import expand_star
+from .star import expand_star, lateral_aliases, set_op_position
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window, named_windows
 
@@ -80,8 +80,8 @@ class SelectList:
                 if t is not None and not is_condition_type(t):
                     raise SqlTypeError(f"WHERE {where.this.sql(dialect='duckdb')} is {sql_type_name(t)}, not boolean")
                 node = Filter(node, cond)
-        items = self._expand_star(sel.expressions, node)
         group = sel.args.get("group")
+        items = self._expand_star(sel.expressions, node, lateral=group is None)
         having = sel.args.get("having")
         aggs_present = any(_has_aggregate(e) for e in items) or having is not None
         order_exprs = _order_all(sel.args.get("order").expressions if sel.args.get("order") else [], len(items))
@@ -186,12 +186,14 @@ class SelectList:
                 hits = [p for p in q.root.names if p.lower() == key.name.lower()] if isinstance(key, exp.Column) else []
                 if isinstance(key, exp.Literal):
                     hits = [q.root.names[int(key.name) - 1]]
+                hits = hits or ([q.root.names[p]] if (p := set_op_position(tree, key)) is not None else [])
                 if not hits:
                     raise PlanError(f"ORDER BY of a {tree.key.upper()} must name an output column: {key.sql()}")
                 q.order = (*q.order, (hits[0], bool(o.args.get("desc")), o.args.get("nulls_first")))
 
-    def _expand_star(self, items, node: Node) -> list[exp.Expression]:
-        return expand_star(items, node)
+    def _expand_star(self, items, node: Node, lateral: bool = False) -> list[exp.Expression]:
+        items = expand_star(items, node)  # lateral: (no GROUP BY) an item may name an earlier item's alias
+        return lateral_aliases(items, node, lambda e: not (_has_aggregate(e) or has_window(e))) if lateral else items
 
     def _triggers(self, trigger: Trigger) -> tuple:
         out = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...core.errors import PlanError
-from .exprs import _col
+from .exprs import _col, _display, _transform
 from .nodes import Node
 
 
@@ -58,3 +58,50 @@ def expand_star(items, node: Node) -> list[exp.Expression]:
         if missing:
             raise PlanError(f"column {missing[0]} in the EXCLUDE/REPLACE list of * is not among its columns")
     return out
+
+
+def lateral_aliases(items: list, node: Node, plain) -> list[exp.Expression]:
+    """DuckDB's lateral column aliases: an item may name an earlier item's alias that is not an input
+    column (``SELECT 1 AS a, a * 2``); the name stands for that item's expression (``plain`` ones only:
+    no aggregate, no window). The item keeps its own name."""
+    in_scope = {n.lower() for _, n in node.scope}
+    aliases: dict[str, exp.Expression] = {}
+    out = []
+
+    def visit(x):
+        if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
+            return aliases[x.name.lower()].copy()
+        return x if isinstance(x, exp.Subquery | exp.Select) else None
+
+    for item in items:
+        if aliases and not getattr(item, "_bound", False):
+            inner = item.this if isinstance(item, exp.Alias) else item
+            new = _transform(inner.copy(), visit)
+            if new.sql() != inner.sql():
+                item = exp.Alias(this=new, alias=exp.to_identifier(_display(item)))
+        if isinstance(item, exp.Alias) and item.alias.lower() not in in_scope and plain(item):
+            aliases[item.alias.lower()] = item.this
+        out.append(item)
+    return out
+
+
+def set_op_position(tree: exp.Expression, key: exp.Expression) -> int | None:
+    """DuckDB's ORDER BY of a set operation that names no output column: a side's alias (``l`` in
+    ``SELECT a AS k FROM t UNION SELECT a AS l FROM t ORDER BY l``) or a side's selected expression
+    (``ORDER BY a - 10``) orders by that column; the sides are searched left to right (None: none)."""
+    text = key.sql(dialect="duckdb").lower()
+    sides = [tree]
+    while sides:
+        side = sides.pop(0)
+        if isinstance(side, exp.SetOperation):
+            sides[:0] = [side.this, side.expression]
+        elif isinstance(side, exp.Subquery):
+            sides.insert(0, side.this)
+        elif isinstance(side, exp.Select) and not any(i.find(exp.Star) for i in side.expressions):
+            for pos, item in enumerate(side.expressions):
+                named = isinstance(item, exp.Alias) and isinstance(key, exp.Column) and not key.table
+                if named and item.alias.lower() == key.name.lower():
+                    return pos
+                if (item.this if isinstance(item, exp.Alias) else item).sql(dialect="duckdb").lower() == text:
+                    return pos
+    return None
