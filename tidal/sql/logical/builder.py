@@ -420,11 +420,11 @@ def _inline_selects(tree: exp.Expression) -> exp.Expression:
     return tree.transform(visit)
 
 
-<<<<<<< HEAD
 def _widths(left: Node, right: Node, i: int) -> list:
     """The integer literals under column ``i`` of a set operation's sides (DuckDB's INTEGER width)."""
     return [width_node(side, side.names[i]) for side in (left, right)]
-=======
+
+
 def _numbered_copies(tree: exp.Except | exp.Intersect, names: list[str]) -> exp.Select:
     """``a EXCEPT ALL b`` / ``a INTERSECT ALL b`` as the set operation over each side's rows numbered
     among their copies (``ROW_NUMBER() OVER (PARTITION BY`` every column``)``, NULLs one partition), the
@@ -447,7 +447,6 @@ def _numbered_copies(tree: exp.Except | exp.Intersect, names: list[str]) -> exp.
 
 def _text_castable(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_boolean(t) or _is_number(t)
->>>>>>> fuzz5
 
 
 def _is_number(t: pa.DataType) -> bool:
