@@ -26,10 +26,13 @@ import pyarrow as pa
 from ..core.batch import START_EDGES
 from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
+from .reorder_gather import Plan, merge_gather
 from .reorder_kernels import _merge_map, _position
 from .reorder_queue import scratch
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
+_FUSE_FROM = 4_096  # releases of this many rows or more, some from the sorter, gather in the merging pass
+_OTHER = "\x00other"  # the other times, as a column the merging pass copies
 
 
 class _Piece:
@@ -129,8 +132,9 @@ def _sync_column(col: pa.Array, times: np.ndarray) -> pa.Array:
 class PayloadStore:
     """The other times and payload columns of buffered events, looked up by sorter row id."""
 
-    def __init__(self, slack: int = _SLACK):
+    def __init__(self, slack: int = _SLACK, fuse_from: int = _FUSE_FROM):
         self.slack = slack
+        self.fuse_from = fuse_from
         self.next_row = 0
         self._index = _NONE
         self._reset([])
@@ -218,6 +222,11 @@ class PayloadStore:
         n = len(t1) + len(t2)
         if not n:
             raise ValueError("release needs at least one row")
+        if len(t1) and n >= self.fuse_from:
+            part = self._release_fused(t1, r1, t2, r2)
+            if part is not None:
+                self._forget(n)
+                return [part]
         self._index = scratch(self._index, n)  # positions: reused; the times are handed on (Arrow's pool)
         times, index = _pool_empty((n,)), self._index[:n]
         lo, hi, increasing = _merge_map(t1, r1, t2, r2, *self._space(), self.alive, times, index)
@@ -234,6 +243,57 @@ class PayloadStore:
             parts = [(times, *self._select(index, lo, hi, increasing, times))]
         self._forget(n)
         return parts
+
+    def _release_fused(self, t1, r1, t2, r2):
+        """:meth:`release` as one compiled pass that also copies every fixed-width column (and the other
+        times) of the rows, in one part; None when there is nothing to copy or the pieces' types differ.
+        Some rows come from the sorter, so the positions are not one run in order: nothing could be sliced."""
+        lo_id, hi_id = int(r1.min()), int(r1.max())
+        if len(r2):
+            lo_id, hi_id = min(lo_id, int(r2[0])), max(hi_id, int(r2[-1]))
+        a = int(np.searchsorted(self.firsts, lo_id, side="right")) - 1
+        b = int(np.searchsorted(self.firsts, hi_id, side="right")) - 1
+        used = self.pieces[a : b + 1]
+        n = len(t1) + len(t2)
+        times = _pool_empty((n,))
+        names = list(used[0].columns)
+        skip = {k for k in names if all(_is_sync(p.columns[k], p.sync, times) for p in used)}
+        columns = {k: [p.columns[k] for p in used] for k in names if k not in skip}
+        mixed = False
+        if all(p.other is None for p in used):
+            other = None
+        elif all(p.starts for p in used):
+            other = START_EDGES
+        elif all(isinstance(p.other, np.ndarray) for p in used):
+            other, columns[_OTHER] = None, [pa.array(p.other, pa.int64()) for p in used]
+        else:
+            other, mixed = None, True
+        if not columns:
+            return None
+        plan = Plan.make(columns)
+        if plan is None:
+            return None
+        index = _NONE
+        if plan.taken or mixed:
+            self._index = scratch(self._index, n)
+            index = self._index[:n]
+        starts = self.offsets[a : b + 2]
+        _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index)
+        if len(index) and a:
+            index -= starts[0]
+        if mixed:
+            other = _others(used, index)
+        elif _OTHER in copied:
+            other = np.frombuffer(copied.pop(_OTHER).buffers()[1], np.int64, count=n)
+        cols = {}
+        for k in names:
+            if k in skip:
+                cols[k] = _sync_column(used[0].columns[k], times)
+            elif k in copied:
+                cols[k] = copied[k]
+            else:
+                cols[k] = _take(columns[k], index)
+        return times, other, cols
 
     def _forget(self, n: int) -> None:
         """``n`` rows were handed back: drop the pieces they emptied, compact when few rows pin many."""
