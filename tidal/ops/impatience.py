@@ -62,6 +62,7 @@ import heapq
 import numpy as np
 from numba.typed import List
 
+from ..core.batch import pool_empty
 from .impatience_bucket import _bucket_chunk
 from .impatience_chunks import _merge_many, _radix_chunk, _split_ordered
 from .impatience_kernels import (
@@ -207,19 +208,19 @@ class ImpatienceSorter:
                 m = _radix_chunk(times, self._next_row, ids, wm, s_t, s_r, pairs)
             if m < 0:
                 return False
-            self._chunks.append([s_t[:m].copy(), s_r[:m].copy(), 0])
+            self._chunks.append([_copy(s_t[:m]), _copy(s_r[:m]), 0])
         else:
             if nu and _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
                 return False
             if nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
                 # others merged in now (merging many small chunks with the queue later costs more), or the queue
                 # would grow long (punctuations far apart), copied each time it grows
-                chunk = (np.empty(no + nu, dtype=np.int64), np.empty(no + nu, dtype=np.int64))
+                chunk = (pool_empty((no + nu,)), pool_empty((no + nu,)))
                 _merge2(queue.times, queue.rows, at, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
                 self._chunks.append([chunk[0], chunk[1], 0])
             else:
                 if nu:
-                    self._chunks.append([s_t[:nu].copy(), s_r[:nu].copy(), 0])
+                    self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
                 queue.tail = at + no
                 self._qhigh = int(high)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
@@ -464,6 +465,13 @@ def _apart(parts: list[tuple[np.ndarray, np.ndarray]]) -> bool:
     return 8 * inside < total
 
 
+def _copy(a: np.ndarray) -> np.ndarray:
+    """``a`` copied into Arrow's pool (freed pages are reused there, not faulted in again)."""
+    out = pool_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
 def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """Sorted (time, row id) parts merged into one: a large release from four parts or more, none of them
     most of it and hardly overlapping (chunks of successive batches), in one pass over a heap of the parts'
@@ -478,7 +486,7 @@ def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
             ts.append(np.ascontiguousarray(t))
             rs.append(np.ascontiguousarray(r))
         stops = np.array([len(t) for t, _ in parts], dtype=np.int64)
-        out_t, out_r = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+        out_t, out_r = pool_empty((total,)), pool_empty((total,))
         _merge_many(ts, rs, np.zeros(len(parts), dtype=np.int64), stops, out_t, out_r)
         return out_t, out_r
     heap = [(len(p[0]), i, p) for i, p in enumerate(parts)]
@@ -489,7 +497,7 @@ def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
     while len(heap) > 1:
         na, _, (at, ar) = heapq.heappop(heap)
         nb, _, (bt, br) = heapq.heappop(heap)
-        ot, orr = np.empty(na + nb, dtype=np.int64), np.empty(na + nb, dtype=np.int64)
+        ot, orr = pool_empty((na + nb,)), pool_empty((na + nb,))
         _merge2(at, ar, 0, na, bt, br, 0, nb, ot, orr)
         heapq.heappush(heap, (na + nb, serial, (ot, orr)))
         serial += 1
