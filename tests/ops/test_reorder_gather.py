@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tidal
@@ -68,6 +68,7 @@ def programs(draw):
 
 @settings(max_examples=120, deadline=None)
 @given(programs())
+@example((["s"], [("add", 1, 0.0, 0, True), ("release", 0.0, 0.0)], 0, 0))  # text only: nothing copied
 def test_a_fused_release_matches_a_stable_argsort_and_take(program):
     names, steps, seed, slack = program
     rng = np.random.default_rng(seed)

@@ -191,6 +191,23 @@ def _address(col: pa.Array, width: int) -> int | None:
 _ORDER = (8, 4, 2, 1, 0)  # the kernel's column groups, in order
 
 
+def layout(columns: dict[str, pa.Array]) -> dict[str, tuple]:
+    """Where each column of a piece lies, for :meth:`Plan.make` (worked out once per piece): its type, width
+    (-1: Arrow takes it), the address of its values and of its validity bits (0: no nulls), their bit offset."""
+    out = {}
+    for name, col in columns.items():
+        w = _width(col.type)
+        at = _address(col, w) if w >= 0 else None
+        valid = col.buffers()[0] if at is not None and col.null_count else None
+        out[name] = (col.type, -1 if at is None else w, at or 0, 0 if valid is None else valid.address, col.offset)
+    return out
+
+
+def numbers(values: np.ndarray) -> tuple:
+    """:func:`layout`'s entry for int64 numpy values (the other times)."""
+    return (pa.int64(), 8, values.ctypes.data, 0, 0)
+
+
 class Plan:
     """The kernel's arguments for some columns of some pieces: the columns it copies (by width group) and their
     addresses, and the columns Arrow takes from the positions (``taken``). ``None`` from :meth:`make` when the
@@ -199,38 +216,25 @@ class Plan:
     __slots__ = ("copied", "types", "ends", "src", "vsrc", "vbit", "nulls", "taken")
 
     @classmethod
-    def make(cls, columns: dict[str, list[pa.Array]]) -> Plan | None:
-        """``columns``: each column's arrays, one per piece, the pieces in index-space order."""
+    def make(cls, columns: dict[str, list[tuple]]) -> Plan | None:
+        """``columns``: each column's :func:`layout` entries, one per piece, the pieces in index-space order."""
         plan = cls()
         groups: dict[int, list[str]] = {w: [] for w in _ORDER}
         plan.taken, plan.types = [], {}
-        for name, arrays in columns.items():
-            t = arrays[0].type
-            if any(a.type != t for a in arrays):
+        for name, entries in columns.items():
+            t = entries[0][0]
+            if any(e[0] != t for e in entries[1:]):
                 return None
             plan.types[name] = t
-            w = _width(t)
+            w = min(e[1] for e in entries)
             (plan.taken if w < 0 else groups[w]).append(name)
         plan.copied = [(n, w) for w in _ORDER for n in groups[w]]
         plan.ends = np.cumsum([len(groups[w]) for w in _ORDER]).astype(np.int64)
-        pieces = len(next(iter(columns.values()))) if columns else 0
-        shape = (len(plan.copied), pieces)
-        plan.src = np.empty(shape, dtype=np.int64)
-        plan.vsrc = np.zeros(shape, dtype=np.int64)
-        plan.vbit = np.zeros(shape, dtype=np.int64)
-        nulls = []
-        for c, (name, w) in enumerate(plan.copied):
-            for q, col in enumerate(columns[name]):
-                at = _address(col, w)
-                if at is None:
-                    return None
-                plan.src[c, q] = at
-                if col.null_count:
-                    plan.vsrc[c, q] = col.buffers()[0].address
-                    plan.vbit[c, q] = col.offset
-            if plan.vsrc[c].any():
-                nulls.append(c)
-        plan.nulls = np.array(nulls, dtype=np.int64)
+        pieces = len(next(iter(columns.values())))
+        table = np.array([[e[2:] for e in columns[n]] for n, _ in plan.copied], dtype=np.int64)
+        table = table.reshape(len(plan.copied), pieces, 3)
+        plan.src, plan.vsrc, plan.vbit = (np.ascontiguousarray(table[:, :, k]) for k in range(3))
+        plan.nulls = np.flatnonzero(plan.vsrc.any(axis=1)).astype(np.int64)
         return plan
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..core.batch import START_EDGES
 from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
-from .reorder_gather import Plan, merge_gather
+from .reorder_gather import Plan, layout, merge_gather, numbers
 from .reorder_kernels import _merge_map, _position
 from .reorder_queue import scratch
 
@@ -38,7 +38,7 @@ _OTHER = "\x00other"  # the other times, as a column the merging pass copies
 class _Piece:
     """Arrays of ``length`` rows: row ``i`` has id ``first + i``, or ``rows[i]`` (a compact piece)."""
 
-    __slots__ = ("first", "length", "rows", "other", "sync", "columns", "starts")
+    __slots__ = ("first", "length", "rows", "other", "sync", "columns", "starts", "_layout", "syncs")
 
     def __init__(self, first, length, rows, other, sync, columns):
         self.first = first
@@ -51,6 +51,15 @@ class _Piece:
         self.starts = other is START_EDGES or (
             other is not None and len(other) > 0 and other[0] == INFINITY and bool((other == INFINITY).all())
         )
+        self._layout = None
+
+    def layout(self) -> dict[str, tuple]:
+        """Where the columns lie (:func:`~tidal.ops.reorder_gather.layout`), worked out at the first release
+        that copies them; ``syncs`` then names the columns that are the sync times themselves."""
+        if self._layout is None:
+            self._layout = layout(self.columns)
+            self.syncs = {k for k, v in self.columns.items() if _is_sync(v, self.sync, self.sync)}
+        return self._layout
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
@@ -255,17 +264,19 @@ class PayloadStore:
         b = int(np.searchsorted(self.firsts, hi_id, side="right")) - 1
         used = self.pieces[a : b + 1]
         n = len(t1) + len(t2)
-        times = _pool_empty((n,))
         names = list(used[0].columns)
-        skip = {k for k in names if all(_is_sync(p.columns[k], p.sync, times) for p in used)}
-        columns = {k: [p.columns[k] for p in used] for k in names if k not in skip}
+        layouts = [p.layout() for p in used]
+        skip = set.intersection(*(p.syncs for p in used))
+        columns = {k: [lay[k] for lay in layouts] for k in names if k not in skip}
         mixed = False
         if all(p.other is None for p in used):
             other = None
         elif all(p.starts for p in used):
             other = START_EDGES
-        elif all(isinstance(p.other, np.ndarray) for p in used):
-            other, columns[_OTHER] = None, [pa.array(p.other, pa.int64()) for p in used]
+        elif all(
+            isinstance(p.other, np.ndarray) and p.other.dtype == np.int64 and p.other.flags.c_contiguous for p in used
+        ):
+            other, columns[_OTHER] = None, [numbers(p.other) for p in used]
         else:
             other, mixed = None, True
         if not columns:
@@ -278,6 +289,7 @@ class PayloadStore:
             self._index = scratch(self._index, n)
             index = self._index[:n]
         starts = self.offsets[a : b + 2]
+        times = _pool_empty((n,))
         _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index)
         if len(index) and a:
             index -= starts[0]
@@ -292,7 +304,7 @@ class PayloadStore:
             elif k in copied:
                 cols[k] = copied[k]
             else:
-                cols[k] = _take(columns[k], index)
+                cols[k] = _take([p.columns[k] for p in used], index)
         return times, other, cols
 
     def _forget(self, n: int) -> None:
