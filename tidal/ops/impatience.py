@@ -95,6 +95,7 @@ _MERGED = 0.05  # a chunk push with more of its elements out of order is merged 
 _DISORDERED = 0.25  # a chunk push with more of its elements out of order is sorted whole
 _MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
+_POOLED = 1 << 19  # arrays of this many int64s (4 MiB) or more come from Arrow's pool (numpy's fresh memory faulted in)
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
 # --------------------------------------------------------------------------------------------------
@@ -215,7 +216,7 @@ class ImpatienceSorter:
             if nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
                 # others merged in now (merging many small chunks with the queue later costs more), or the queue
                 # would grow long (punctuations far apart), copied each time it grows
-                chunk = (pool_empty((no + nu,)), pool_empty((no + nu,)))
+                chunk = (_empty(no + nu), _empty(no + nu))
                 _merge2(queue.times, queue.rows, at, no, s_t, s_r, 0, nu, chunk[0], chunk[1])
                 self._chunks.append([chunk[0], chunk[1], 0])
             else:
@@ -465,9 +466,14 @@ def _apart(parts: list[tuple[np.ndarray, np.ndarray]]) -> bool:
     return 8 * inside < total
 
 
+def _empty(n: int) -> np.ndarray:
+    """Room for ``n`` int64s: a large array in Arrow's pool (freed pages are reused there, not faulted in again),
+    a small one from numpy (an allocation from the pool costs more than a small copy)."""
+    return pool_empty((n,)) if n >= _POOLED else np.empty(n, dtype=np.int64)
+
+
 def _copy(a: np.ndarray) -> np.ndarray:
-    """``a`` copied into Arrow's pool (freed pages are reused there, not faulted in again)."""
-    out = pool_empty(a.shape, a.dtype)
+    out = _empty(len(a))
     out[...] = a
     return out
 
@@ -486,7 +492,7 @@ def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
             ts.append(np.ascontiguousarray(t))
             rs.append(np.ascontiguousarray(r))
         stops = np.array([len(t) for t, _ in parts], dtype=np.int64)
-        out_t, out_r = pool_empty((total,)), pool_empty((total,))
+        out_t, out_r = _empty(total), _empty(total)
         _merge_many(ts, rs, np.zeros(len(parts), dtype=np.int64), stops, out_t, out_r)
         return out_t, out_r
     heap = [(len(p[0]), i, p) for i, p in enumerate(parts)]
@@ -497,7 +503,7 @@ def _merge_parts(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
     while len(heap) > 1:
         na, _, (at, ar) = heapq.heappop(heap)
         nb, _, (bt, br) = heapq.heappop(heap)
-        ot, orr = pool_empty((na + nb,)), pool_empty((na + nb,))
+        ot, orr = _empty(na + nb), _empty(na + nb)
         _merge2(at, ar, 0, na, bt, br, 0, nb, ot, orr)
         heapq.heappush(heap, (na + nb, serial, (ot, orr)))
         serial += 1
