@@ -1,7 +1,8 @@
 """Before/after of the disorder workloads of ``bench_engine_gaps`` in one run: two checkouts of tidal, each in
 its own long-lived process, asked in turn, which one first alternating by round (``--repeat`` rounds of: count,
-``to_arrow()`` of every column, numpy's stable argsort + one take of every column), CPU seconds of each (``time.process_time``; steadier than
-wall time on a shared machine), medians, and each checkout's peer/tidal ratio from its own process.
+``to_arrow()`` of every column, numpy's stable argsort + one take of every column), CPU seconds of each
+(``time.process_time``; steadier than wall time on a shared machine), medians, and each checkout's peer/tidal
+ratio from its own process.
 
     python bench/ab_disorder.py --before /work/main --after . [--rows 2000000] [--repeat 9]
 """
