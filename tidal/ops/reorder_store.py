@@ -11,8 +11,8 @@ were not pushed simply leave their ids unused). All pieces' arrays together form
 a release maps its row ids into it and takes every column once (one Arrow take over the pieces it
 touches; a release with rows from the sorter copies the fixed-width columns in the pass that merges and
 maps them, :mod:`tidal.ops.reorder_gather`). When the released rows are one contiguous run of one piece,
-in order (input that arrived in order), the columns are handed on as zero-copy slices. A piece is dropped when its last row is
-released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
+in order (input that arrived in order), the columns are handed on as zero-copy slices. A piece is dropped
+when its last row is released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
 plus ``slack``, the live rows are copied into one compact piece (each compaction frees at least as
 many rows as it copies: a row is copied a constant number of times on average). Point events keep
 no other times: theirs is the sync time + 1.
