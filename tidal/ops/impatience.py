@@ -162,9 +162,9 @@ class ImpatienceSorter:
             if n > _CHUNK_MAX:  # radix sort pieces that stay in cache; a release merges them
                 step = -(-n // -(-n // _CHUNK_MAX))
                 given = len(ids) > 0
-                return np.concatenate(
-                    [self.push(times[a : a + step], ids[a : a + step] if given else None) for a in range(0, n, step)]
-                )
+                for a in range(0, n, step):
+                    late[a : a + step] = self.push(times[a : a + step], ids[a : a + step] if given else None)
+                return late
             if self._push_chunk(times, ids):
                 return times < self._watermark
         i = _push_kernel(times, 0, late, self._pool, self._meta, st, ids)
@@ -287,6 +287,10 @@ class ImpatienceSorter:
         return late, out_t[:written], out_r[:written], counts
 
     def _push_punctuate_calls(self, times, ends, puncts):
+        if len(ends) == 1 and ends[0] == len(times):  # one push, one punctuation: nothing to gather
+            late = self.push(times)
+            t, r = self.punctuate(int(puncts[0]))
+            return late, t, r, np.array([len(t)], dtype=np.int64)
         lates, ts, rs, counts = [], [], [], []
         start = 0
         for end, p in zip(ends.tolist(), puncts.tolist(), strict=True):
