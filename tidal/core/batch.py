@@ -55,14 +55,6 @@ DEFAULT_BATCH_SIZE = 80_000
 START_BATCH_SIZE = 250
 
 
-def pool_empty(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
-    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
-    memory of output size goes back to the system when freed and is faulted in again for the next chunk)."""
-    dtype = np.dtype(dtype)
-    n = int(np.prod(shape))
-    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n).reshape(shape)
-
-
 def as_numpy(col: pa.Array) -> np.ndarray:
     """A numpy view of an Arrow array without copying when possible (numeric, no nulls)."""
     if isinstance(col, np.ndarray):
@@ -115,8 +107,8 @@ class EventBatch:
     @property
     def other(self) -> np.ndarray:
         other = self._other
-        if other is None:  # in Arrow's pool: the other times of released batches are often kept (to_arrow)
-            other = self._other = np.add(self.sync, 1, out=pool_empty(self.sync.shape))
+        if other is None:
+            other = self._other = self.sync + 1
         elif other is START_EDGES:
             other = self._other = np.full(len(self.sync), INFINITY, dtype=np.int64)
         return other

@@ -62,7 +62,6 @@ import heapq
 import numpy as np
 from numba.typed import List
 
-from ..core.batch import pool_empty
 from .impatience_bucket import _bucket_chunk
 from .impatience_chunks import _merge_many, _radix_chunk, _split_ordered
 from .impatience_kernels import (
@@ -85,6 +84,7 @@ from .impatience_kernels import (
     _punctuate_kernel,
     _push_kernel,
 )
+from .join.store import _pool_empty as pool_empty
 from .reorder_queue import InOrderQueue, scratch
 
 INT64_MIN = np.iinfo(np.int64).min

@@ -6,7 +6,6 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.batch import EventBatch, gather
-from ...core.batch import pool_empty as _pool_empty
 from .stage_kernels import _gather_into
 
 _KEY_COL = "__key"  # a grouped input's group key and hash are stored beside its payload
@@ -26,6 +25,14 @@ def _fixed_width(t: pa.DataType) -> bool:
 def _values(col: pa.Array, dtype: np.dtype) -> np.ndarray:
     """The value buffer of a fixed-width column without nulls, as signed integers of its width (no copy)."""
     return np.frombuffer(col.buffers()[1], dtype, count=len(col), offset=col.offset * dtype.itemsize)
+
+
+def _pool_empty(shape: tuple[int, ...], dtype=np.int64) -> np.ndarray:
+    """An uninitialised array in memory from Arrow's pool, which keeps freed pages for reuse (fresh numpy
+    memory of output size goes back to the system when freed and is faulted in again for the next chunk)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    return np.frombuffer(pa.allocate_buffer(max(n, 1) * dtype.itemsize), dtype, count=n).reshape(shape)
 
 
 def _take_values(values: np.ndarray, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
