@@ -160,7 +160,7 @@ class ImpatienceSorter:
             raise ValueError("ids must give each element an increasing row id from next_row_id on")
         if n >= self._chunk_min:
             if n > _CHUNK_MAX:  # radix sort pieces that stay in cache; a release merges them
-                step = -(-n // -(-n // _CHUNK_MAX))
+                step = _CHUNK_MAX  # (equal pieces of about 50,000 measured up to 1.5x slower, mostly disordered)
                 given = len(ids) > 0
                 for a in range(0, n, step):
                     late[a : a + step] = self.push(times[a : a + step], ids[a : a + step] if given else None)
