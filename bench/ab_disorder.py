@@ -1,7 +1,8 @@
 """Before/after of the disorder workloads of ``bench_engine_gaps`` in one run: two checkouts of tidal, each in
-its own long-lived process, asked in turn (``--repeat`` rounds of: count, ``to_arrow()`` of every column,
-numpy's stable argsort + one take of every column), CPU seconds of each (``time.process_time``; steadier than
-wall time on a shared machine), medians, and each checkout's peer/tidal ratio from its own process.
+its own long-lived process, asked in turn, which one first alternating by round (``--repeat`` rounds of: count,
+``to_arrow()`` of every column, numpy's stable argsort + one take of every column), CPU seconds of each
+(``time.process_time``; steadier than wall time on a shared machine), medians, and each checkout's peer/tidal
+ratio from its own process.
 
     python bench/ab_disorder.py --before /work/main --after . [--rows 2000000] [--repeat 9]
 """
@@ -61,9 +62,11 @@ def main(argv=None) -> int:
             raise RuntimeError(f"the {name} worker did not start")
         procs[name] = p
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for _ in range(args.repeat):
+    for round_ in range(args.repeat):
         for work in WORK:
-            for name, p in procs.items():
+            # which checkout runs first alternates by round: the second of two runs in a row was measured faster
+            order = list(procs.items()) if round_ % 2 == 0 else list(procs.items())[::-1]
+            for name, p in order:
                 p.stdin.write(work + "\n")
                 p.stdin.flush()
                 runs.setdefault((name, work), []).append(tuple(json.loads(p.stdout.readline())))

@@ -4,7 +4,9 @@
 splits a batch into late events, events in arrival order and the others. ``_merge_map`` is a release:
 it merges the sorter's output with the in-order queue's prefix by (time, row id) and maps each row id to
 its position in the payload store (:mod:`tidal.ops.reorder_store`) in the same pass, so a release is this
-one pass and then one gather per payload column. No temporal semantics of their own beyond that rule.
+one pass and then one gather per payload column (a release with rows from the sorter runs
+:func:`tidal.ops.reorder_gather._merge_gather` instead, which also copies the fixed-width columns). No
+temporal semantics of their own beyond that rule.
 """
 
 from __future__ import annotations

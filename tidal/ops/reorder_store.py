@@ -9,9 +9,10 @@ Nothing is copied when rows arrive: the store keeps a reference to each pushed b
 *piece*), and the row at position ``i`` of a piece has row id ``first + i`` (rows of the batch that
 were not pushed simply leave their ids unused). All pieces' arrays together form one index space;
 a release maps its row ids into it and takes every column once (one Arrow take over the pieces it
-touches). When the released rows are one contiguous run of one piece, in order (input that arrived
-in order), the columns are handed on as zero-copy slices. A piece is dropped when its last row is
-released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
+touches; a release with rows from the sorter copies the fixed-width columns in the pass that merges and
+maps them, :mod:`tidal.ops.reorder_gather`). When the released rows are one contiguous run of one piece,
+in order (input that arrived in order), the columns are handed on as zero-copy slices. A piece is dropped
+when its last row is released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
 plus ``slack``, the live rows are copied into one compact piece (each compaction frees at least as
 many rows as it copies: a row is copied a constant number of times on average). Point events keep
 no other times: theirs is the sync time + 1.
@@ -26,16 +27,19 @@ import pyarrow as pa
 from ..core.batch import START_EDGES
 from ..core.time import INFINITY
 from .join.store import _fixed_width, _pool_empty, _values
+from .reorder_gather import Plan, layout, merge_gather, numbers
 from .reorder_kernels import _merge_map, _position
 from .reorder_queue import scratch
 
 _SLACK = 65_536  # rows the pieces may pin on top of twice the live rows before compacting
+_FUSE_FROM = 4_096  # releases of this many rows or more, some from the sorter, gather in the merging pass
+_OTHER = "\x00other"  # the other times, as a column the merging pass copies
 
 
 class _Piece:
     """Arrays of ``length`` rows: row ``i`` has id ``first + i``, or ``rows[i]`` (a compact piece)."""
 
-    __slots__ = ("first", "length", "rows", "other", "sync", "columns", "starts")
+    __slots__ = ("first", "length", "rows", "other", "sync", "columns", "starts", "_layout", "syncs")
 
     def __init__(self, first, length, rows, other, sync, columns):
         self.first = first
@@ -48,6 +52,15 @@ class _Piece:
         self.starts = other is START_EDGES or (
             other is not None and len(other) > 0 and other[0] == INFINITY and bool((other == INFINITY).all())
         )
+        self._layout = None
+
+    def layout(self) -> dict[str, tuple]:
+        """Where the columns lie (:func:`~tidal.ops.reorder_gather.layout`), worked out at the first release
+        that copies them; ``syncs`` then names the columns that are the sync times themselves."""
+        if self._layout is None:
+            self._layout = layout(self.columns)
+            self.syncs = {k for k, v in self.columns.items() if _is_sync(v, self.sync, self.sync)}
+        return self._layout
 
     def local(self, rows: np.ndarray) -> np.ndarray:
         return rows - self.first if self.rows is None else np.searchsorted(self.rows, rows)
@@ -129,8 +142,9 @@ def _sync_column(col: pa.Array, times: np.ndarray) -> pa.Array:
 class PayloadStore:
     """The other times and payload columns of buffered events, looked up by sorter row id."""
 
-    def __init__(self, slack: int = _SLACK):
+    def __init__(self, slack: int = _SLACK, fuse_from: int = _FUSE_FROM):
         self.slack = slack
+        self.fuse_from = fuse_from
         self.next_row = 0
         self._index = _NONE
         self._reset([])
@@ -218,6 +232,11 @@ class PayloadStore:
         n = len(t1) + len(t2)
         if not n:
             raise ValueError("release needs at least one row")
+        if len(t1) and n >= self.fuse_from:
+            part = self._release_fused(t1, r1, t2, r2)
+            if part is not None:
+                self._forget(n)
+                return [part]
         self._index = scratch(self._index, n)  # positions: reused; the times are handed on (Arrow's pool)
         times, index = _pool_empty((n,)), self._index[:n]
         lo, hi, increasing = _merge_map(t1, r1, t2, r2, *self._space(), self.alive, times, index)
@@ -234,6 +253,60 @@ class PayloadStore:
             parts = [(times, *self._select(index, lo, hi, increasing, times))]
         self._forget(n)
         return parts
+
+    def _release_fused(self, t1, r1, t2, r2):
+        """:meth:`release` as one compiled pass that also copies every fixed-width column (and the other
+        times) of the rows, in one part; None when there is nothing to copy or the pieces' types differ.
+        Some rows come from the sorter, so the positions are not one run in order: nothing could be sliced."""
+        lo_id, hi_id = int(r1.min()), int(r1.max())
+        if len(r2):
+            lo_id, hi_id = min(lo_id, int(r2[0])), max(hi_id, int(r2[-1]))
+        a = int(np.searchsorted(self.firsts, lo_id, side="right")) - 1
+        b = int(np.searchsorted(self.firsts, hi_id, side="right")) - 1
+        used = self.pieces[a : b + 1]
+        n = len(t1) + len(t2)
+        names = list(used[0].columns)
+        layouts = [p.layout() for p in used]
+        skip = set.intersection(*(p.syncs for p in used))
+        columns = {k: [lay[k] for lay in layouts] for k in names if k not in skip}
+        mixed = False
+        if all(p.other is None for p in used):
+            other = None
+        elif all(p.starts for p in used):
+            other = START_EDGES
+        elif all(
+            isinstance(p.other, np.ndarray) and p.other.dtype == np.int64 and p.other.flags.c_contiguous for p in used
+        ):
+            other, columns[_OTHER] = None, [numbers(p.other) for p in used]
+        else:
+            other, mixed = None, True
+        if not columns:
+            return None
+        plan = Plan.make(columns)
+        if plan is None:
+            return None
+        index = _NONE
+        if plan.taken or mixed:
+            self._index = scratch(self._index, n)
+            index = self._index[:n]
+        starts = self.offsets[a : b + 2]
+        times = _pool_empty((n,))
+        _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index)
+        if len(index) and a:
+            index -= starts[0]
+        if mixed:
+            other = _others(used, index)
+        elif _OTHER in copied:
+            other = np.frombuffer(copied.pop(_OTHER).buffers()[1], np.int64, count=n)
+        cols = {}
+        for k in names:
+            if k in skip:
+                cols[k] = _sync_column(used[0].columns[k], times)
+            elif k in copied:
+                cols[k] = copied[k]
+            else:
+                cols[k] = _take([p.columns[k] for p in used], index)
+        return times, other, cols
 
     def _forget(self, n: int) -> None:
         """``n`` rows were handed back: drop the pieces they emptied, compact when few rows pin many."""
