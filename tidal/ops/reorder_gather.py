@@ -18,7 +18,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .join.store import _fixed_width
-from .reorder_kernels import _position
+from .reorder_kernels import _next_of_two, _position
 
 
 def _memory(ty):
@@ -109,14 +109,7 @@ def _merge_gather(
     i = 0
     j = 0
     for k in range(na + nb_):
-        if j >= nb_ or (i < na and (at[i] < bt[j] or (at[i] == bt[j] and ar[i] < br[j]))):
-            x = at[i]
-            r = ar[i]
-            i += 1
-        else:
-            x = bt[j]
-            r = br[j]
-            j += 1
+        x, r, i, j = _next_of_two(at, ar, bt, br, i, j)
         p = _position(r, compact, split, base)
         out_t[k] = x
         alive[p] = False

@@ -62,6 +62,15 @@ def _position(r, compact, split, base):
     return a
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _next_of_two(at, ar, bt, br, i, j):
+    """The next (time, row id) of two runs sorted by both, from run a at ``i`` or run b at ``j``
+    (a first on ties of both): ``(time, row id, i, j)`` with the taken run's cursor moved on."""
+    if j >= bt.shape[0] or (i < at.shape[0] and (at[i] < bt[j] or (at[i] == bt[j] and ar[i] < br[j]))):
+        return at[i], ar[i], i + 1, j
+    return bt[j], br[j], i, j + 1
+
+
 @nb.njit(cache=True, nogil=True)
 def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
     """Merge the sorted (time, row id) pairs ``a`` and ``b`` by (time, row id): the times into ``out_t``, each
@@ -76,14 +85,7 @@ def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
     i = 0
     j = 0
     for k in range(na + nb_):
-        if j >= nb_ or (i < na and (at[i] < bt[j] or (at[i] == bt[j] and ar[i] < br[j]))):
-            x = at[i]
-            r = ar[i]
-            i += 1
-        else:
-            x = bt[j]
-            r = br[j]
-            j += 1
+        x, r, i, j = _next_of_two(at, ar, bt, br, i, j)
         p = _position(r, compact, split, base)
         out_t[k] = x
         index[k] = p

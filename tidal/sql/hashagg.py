@@ -68,7 +68,7 @@ def supported(function: str, t: pa.DataType | None, parameter=None) -> bool:
     type ``t`` as the engine does."""
     if function == "count":
         return parameter is None
-    if function in hashagg_values.VALUE_FUNCTIONS and hashagg_values.supported(function, t, parameter):
+    if hashagg_values.supported(function, t, parameter):
         return True
     if parameter is not None:
         return False
@@ -491,7 +491,7 @@ def aggregate(
             out[name] = hashagg_picks.aggregate(function, codes, size, order, col, _column_codes)
             continue
         parameter = (params or {}).get(name)
-        if function in hashagg_values.VALUE_FUNCTIONS and hashagg_values.supported(function, col.type, parameter):
+        if hashagg_values.supported(function, col.type, parameter):
             out[name] = hashagg_values.aggregate(function, parameter, codes, size, order, col, _int_sums)
             continue
         arg = args.setdefault(id(col), _Argument(col))

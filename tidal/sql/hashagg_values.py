@@ -24,10 +24,6 @@ import pyarrow.compute as pc
 
 from ..core.arrow import from_numpy
 
-VALUE_FUNCTIONS = (
-    "string_agg", "list_agg", "count_distinct", "sum_distinct", "average_distinct", "min", "max", "first", "last",
-)  # fmt: skip
-
 
 def _text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)

@@ -167,6 +167,9 @@ def _mask(missing: np.ndarray) -> np.ndarray | None:
 class _Engine:
     """Shared interface of the compiled and the Python aggregation engines."""
 
+    # results computed only at end of input (the Python engine's start-edge variant honours it)
+    final_only = False
+
     def run(self, batch: EventBatch, gids: np.ndarray, upto: int):
         """Returns (sync, other, gid, {field: array}) of the output events."""
         raise NotImplementedError

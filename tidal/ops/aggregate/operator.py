@@ -138,7 +138,7 @@ class SnapshotAggregateOp(Operator):
             for name, fn in self.fns
         )
         keyed = f"grouped by {', '.join(self.key_fields)}; " if self.key_fields else ""
-        final = "; results at end of input only" if getattr(self.engine, "final_only", False) else ""
+        final = "; results at end of input only" if self.engine.final_only else ""
         return f"{VARIANTS[self.mode]}, {engine}; {keyed}{aggs}{final}"
 
     def _gids(self, batch: EventBatch) -> np.ndarray:
@@ -256,7 +256,7 @@ class SnapshotAggregateOp(Operator):
     def on_punctuation(self, time: int) -> None:
         self._run(_EMPTY, time)
         self.out.flush()
-        if getattr(self.engine, "final_only", False):
+        if self.engine.final_only:
             # the results come at end of input, stamped with the last tick: a punctuation beyond it
             # would let a consumer (a join) finish a time those results then arrive at
             time = min(time, self.engine.cur)

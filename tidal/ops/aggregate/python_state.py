@@ -42,11 +42,10 @@ class PythonEngine(_Engine):
     """The same algorithm over Python state objects: any aggregate, one event at a time."""
 
     mode = MODE_NONE
-    # the start-edge variant, read only at end of input (a SQL GROUP BY without TRIGGER over rows in
-    # time): results are computed once there, not at every tick. Each tick's result would be
-    # retracted by the next one unread, and computing them cost the square of the input for
+    # ``final_only`` (the start-edge variant, read only at end of input: a SQL GROUP BY without TRIGGER
+    # over rows in time): results are computed once there, not at every tick. Each tick's result would
+    # be retracted by the next one unread, and computing them cost the square of the input for
     # aggregates whose result is as large as their group (string_agg, list)
-    final_only = False
 
     def __init__(self, fns, args, window_len):
         self.fns, self.args, self.window_len = fns, args, int(window_len or 0)
