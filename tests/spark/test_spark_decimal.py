@@ -1,4 +1,4 @@
-"""DECIMAL literals and sums on Spark: the same answers and types as embedded, and as DuckDB's."""
+"""DECIMAL literals, sums and averages on Spark: the same answers and types as embedded, and as DuckDB's."""
 
 from __future__ import annotations
 
@@ -57,9 +57,12 @@ def test_sums_beyond_64_bits_on_spark_match_embedded_and_duckdb(spark, tmp_path,
     )  # fmt: skip
     pq.write_table(table, tmp_path / "t.parquet")
     monkeypatch.chdir(tmp_path)
-    sql = "SELECT k, sum(b) AS s, sum(w) AS t, sum(b + b) AS u FROM 't.parquet' GROUP BY k ORDER BY k"
-    want = duckdb.sql(sql).to_arrow_table()
-    embedded = plan(sql).result()
-    got = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=2)
-    assert got.schema.types == embedded.schema.types == want.schema.types
-    assert got.to_pylist() == embedded.to_pylist() == want.to_pylist()
+    for sql in (
+        "SELECT k, sum(b) AS s, sum(w) AS t, sum(b + b) AS u FROM 't.parquet' GROUP BY k ORDER BY k",
+        "SELECT k, avg(b) AS a, avg(w) AS v FROM 't.parquet' GROUP BY k ORDER BY k",  # of the exact sums
+    ):
+        want = duckdb.sql(sql).to_arrow_table()
+        embedded = plan(sql).result()
+        got = tidal.spark.run_query_on_spark(sql, spark=spark, partitions=2)
+        assert got.schema.types == embedded.schema.types == want.schema.types
+        assert got.to_pylist() == embedded.to_pylist() == want.to_pylist()

@@ -99,8 +99,9 @@ def from_limbs(ev, node):
     return out[0] if scalar else out
 
 
-def combine(limb_sums: list[pa.Array], target: pa.DataType) -> pa.Array:
-    """The exact sums whose 32-bit limbs summed to ``limb_sums`` (int64 arrays), as DECIMAL ``target``."""
+def combine(limb_sums: list[pa.Array], target: pa.DataType, within_width: bool = True) -> pa.Array:
+    """The exact sums whose 32-bit limbs summed to ``limb_sums`` (int64 arrays), as DECIMAL ``target``;
+    without ``within_width``, any 128-bit sum (an AVG's: DuckDB checks 128 bits there, not 38 digits)."""
     n = len(limb_sums[0])
     nulls = np.zeros(n, bool)
     for a in limb_sums:
@@ -130,7 +131,9 @@ def combine(limb_sums: list[pa.Array], target: pa.DataType) -> pa.Array:
     low, high = low.copy(), high.copy()
     for r in np.flatnonzero(far & ~nulls):
         total = sum(int(s[r]) << (32 * k) for k, s in enumerate(sums))
-        if abs(total) >= 10**target.precision:
+        if not within_width and not -(2**127) <= total < 2**127:
+            raise pa.ArrowInvalid("Overflow in HUGEINT addition: the sum of an AVG of DECIMAL is beyond 128 bits")
+        if within_width and abs(total) >= 10**target.precision:
             raise pa.ArrowInvalid(
                 f"Overflow in SUM of DECIMAL: the result does not fit in DECIMAL({target.precision},{target.scale})"
             )
@@ -164,4 +167,45 @@ def truncated_of(v: pa.Array, target: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(target, len(v), [validity, pa.py_buffer(words)], null_count=v.null_count)
 
 
-FUNCS = {"decimal_limb": limb, "decimal_from_limbs": from_limbs, "decimal_truncated": truncated}
+def average(ev, node):
+    """``__decimal_average(l0, ..., count, p, s)``: DuckDB's AVG of a DECIMAL(p, s), a DOUBLE, from the limb
+    sums of its values and their count (NULL for none)."""
+    values = [ev.eval(a) for a in node.args]
+    precision, scale = node.params
+    scalar = isinstance(values[0], pa.Scalar)
+    if any(pa.types.is_null(v.type) for v in values):
+        return pa.scalar(None, pa.float64()) if scalar else pa.nulls(len(values[0]), pa.float64())
+    arrays = [pa.array([v.as_py()], pa.int64()) if isinstance(v, pa.Scalar) else v for v in values]
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    out = average_of(arrays[:-1], arrays[-1], precision, scale)
+    return out[0] if scalar else out
+
+
+def average_of(limb_sums: list[pa.Array], counts: pa.Array, precision: int, scale: int) -> pa.Array:
+    """The quotient of the exact sums (from ``limb_sums``) by ``counts``, rounded as DuckDB rounds it: a
+    DECIMAL of at most 4 digits sums into a 64-bit integer divided in DOUBLE; a wider one into a 128-bit
+    integer, rounded to an 80-bit ``long double``, divided by the count times ``10**s`` in ``long double``
+    and rounded again to DOUBLE (numpy's ``longdouble`` is that type on x86-64 Linux)."""
+    sums = combine(limb_sums, pa.decimal128(MAX_WIDTH, scale), within_width=False)
+    low, high = _words(sums)
+    n = np.asarray(counts.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    empty = n == 0
+    n = np.where(empty, 1, n)  # no values: NULL (below), not a division by zero
+    if precision <= 4:
+        result = low.astype(np.float64) / (n.astype(np.float64) * float(10**scale))
+    else:
+        wide = np.longdouble
+        total = low.view(np.uint64).astype(wide) + high.astype(wide) * wide(2.0**64)
+        # DuckDB's cast of a 128-bit integer whose high word is -1 avoids a rounding in the sum above
+        small = high == -1
+        total[small] = -(np.uint64(2**64 - 1) - low[small].view(np.uint64)).astype(wide) - 1
+        result = (total / (n.astype(wide) * wide(float(10**scale)))).astype(np.float64)
+    return pa.array(np.where(empty, 0.0, result), pa.float64(), mask=empty | ~np.asarray(sums.is_valid(), bool))
+
+
+FUNCS = {
+    "decimal_limb": limb,
+    "decimal_from_limbs": from_limbs,
+    "decimal_truncated": truncated,
+    "decimal_average": average,
+}

@@ -142,8 +142,9 @@ class MoreTranslations:
             return self._call("nan_guard", e, [args[0]], [args[1].name])
         if name in ("__decimal_unscaled", "__decimal_scaled"):  # a DECIMAL's exact sum (select_list)
             return self._call(name[2:], e, [args[0]], [int(a.name) for a in args[1:]])
-        if name in ("__decimal_limb", "__decimal_from_limbs", "__decimal_truncated"):  # sums, quantiles (decimal_aggs)
-            split = len(args) - 1 if name == "__decimal_from_limbs" else 1
+        if name in ("__decimal_limb", "__decimal_from_limbs", "__decimal_truncated", "__decimal_average"):
+            # sums, averages, quantiles (decimal_aggs): the trailing numbers are parameters
+            split = {"__decimal_from_limbs": len(args) - 1, "__decimal_average": len(args) - 2}.get(name, 1)
             return self._call(name[2:], e, list(args[:split]), [int(a.name) for a in args[split:]])
         if name == "__one_row":  # a correlated scalar subquery's value, at most one row each (correlated.py)
             return self._call("one_row", e, list(args))

@@ -12,7 +12,11 @@
   name: DuckDB's fused multiply-add rounds once where the engine rounds twice, and the truncation makes
   that last bit a whole unit (``quantile_cont(x, 0.3)`` of -404 and 271 is 0 in DuckDB, 1 computed twice
   rounded). ``quantile_disc`` picks a value: the engine's own, of any width.
-* ``AVG``, ``VARIANCE``, ``STDDEV`` of a DECIMAL are DOUBLEs of its DOUBLEs (select_list).
+* ``AVG(d)`` is DuckDB's DOUBLE of the exact sum over the count, divided as DuckDB 2.0 divides it: a
+  grouped AVG in 80-bit floating point for more than 4 digits (``tidal.expr.decimal_sum.average``), a
+  global one (no GROUP BY) as ``CAST(SUM(d) AS DOUBLE) / CAST(COUNT(d) AS DOUBLE)`` (DuckDB rewrites
+  it so); ``AVG(DISTINCT d)``, a window AVG, ``VARIANCE`` and ``STDDEV`` of a DECIMAL are DOUBLEs of its
+  DOUBLEs (select_list).
 """
 
 from __future__ import annotations
@@ -34,16 +38,16 @@ def _from_limbs(columns: list[exp.Expression], scale: int) -> exp.Expression:
     return exp.Anonymous(this="__decimal_from_limbs", expressions=[*columns, exp.Literal.number(scale)])
 
 
-def exact_sum(fn, out, arg_expr, arg_type: pa.DataType, param, fresh, pre: list, calls: list, fixes: dict) -> str:
-    """Plan ``fn`` (``sum``/``sum_distinct``) of DECIMAL ``arg_expr`` into ``out``: the pre-projected
-    column the caller's AggCall(out, fn, ...) sums (limb 0), with the other limbs' sums added to ``calls``
-    and ``fixes[out]`` the expression of the DECIMAL(38, s) result."""
+def exact_sum(fn, out, arg_expr, arg_type: pa.DataType, param, fresh, pre: list, calls: list, fixes: dict):
+    """Plan ``fn`` (``sum``/``sum_distinct``) of DECIMAL ``arg_expr`` into ``out``: (the pre-projected
+    column the caller's AggCall(out, fn, ...) sums (limb 0), ``fn``, ``param``), with the other limbs' sums added to
+    ``calls`` and ``fixes[out]`` the expression of the DECIMAL(38, s) result."""
     scale = exp.Literal.number(arg_type.scale)
     if fn == "sum_distinct":  # distinct values, not distinct limbs: their unscaled BIGINTs
         phys = fresh("a")
         pre.append((phys, exp.Anonymous(this="__decimal_unscaled", expressions=[arg_expr.copy()])))
         fixes[out] = exp.Anonymous(this="__decimal_scaled", expressions=[_col(out), scale])
-        return phys
+        return phys, fn, param
     n = limb_count(arg_type.precision)
     limbs = []
     for i in range(n):
@@ -55,7 +59,24 @@ def exact_sum(fn, out, arg_expr, arg_type: pa.DataType, param, fresh, pre: list,
         sums.append(fresh("g"))
         calls.append(AggCall(sums[-1], "sum", phys))
     fixes[out] = _from_limbs([_col(s) for s in sums], arg_type.scale)
-    return limbs[0]
+    return limbs[0], fn, param
+
+
+def exact_average(fn, out, arg_expr, arg_type: pa.DataType, param, fresh, pre: list, calls: list, fixes: dict):
+    """``AVG`` of DECIMAL ``arg_expr`` into ``out``: its exact sum's limbs (as :func:`exact_sum`) and a
+    count of its values, ``fixes[out]`` DuckDB's DOUBLE quotient of the two (``param``: a global AVG)."""
+    first, _, _ = exact_sum("sum", out, arg_expr, arg_type, None, fresh, pre, calls, fixes)
+    count = fresh("g")
+    calls.append(AggCall(count, "count_not_null", first))
+    if param:
+        double = exp.DataType.build("DOUBLE")
+        quotient = exp.Div(this=exp.Cast(this=fixes[out], to=double), expression=exp.Cast(this=_col(count), to=double))
+        fixes[out] = exp.Paren(this=quotient)
+        return first, "sum", None
+    width, scale = (exp.Literal.number(x) for x in (arg_type.precision, arg_type.scale))
+    limbs = fixes[out].expressions[:-1]
+    fixes[out] = exp.Anonymous(this="__decimal_average", expressions=[*limbs, _col(count), width, scale])
+    return first, "sum", None
 
 
 def interpolated(fn, out, arg_expr, arg_type: pa.DataType, param, fresh, pre: list, calls: list, fixes: dict) -> str:
@@ -73,7 +94,7 @@ def interpolated(fn, out, arg_expr, arg_type: pa.DataType, param, fresh, pre: li
     pre.append((phys, exp.Anonymous(this="__decimal_unscaled", expressions=[arg_expr.copy()])))
     width, scale = (exp.Literal.number(x) for x in (arg_type.precision, arg_type.scale))
     fixes[out] = exp.Anonymous(this="__decimal_truncated", expressions=[_col(out), width, scale])
-    return phys
+    return phys, fn, param
 
 
 def exact_fraction(q: float, precision: int) -> bool:
@@ -87,7 +108,12 @@ def exact_fraction(q: float, precision: int) -> bool:
     return False
 
 
-DECIMAL_AGGREGATES = {"sum": exact_sum, "sum_distinct": exact_sum, "percentile_cont": interpolated}
+DECIMAL_AGGREGATES = {
+    "sum": exact_sum,
+    "sum_distinct": exact_sum,
+    "average": exact_average,
+    "percentile_cont": interpolated,
+}
 
 
 def window_sum(w: exp.Window, type_of) -> tuple[list[exp.Window], int | None]:

@@ -356,8 +356,9 @@ class SelectList:
             arg_expr = dict(pre).get(arg_phys)
             arg_type = self.check(arg_expr, node) if arg_expr is not None else None
             if arg_type is not None and pa.types.is_decimal(arg_type) and fn in DECIMAL_AGGREGATES:
-                # DuckDB's exact DECIMAL(38, s) sum, its DECIMAL quantiles: over the unscaled integers
-                arg_phys = DECIMAL_AGGREGATES[fn](fn, out, arg_expr, arg_type, param, self.fresh, pre, calls, nan_fixes)
+                # DuckDB's exact DECIMAL(38, s) sum and AVG (a global one divided otherwise), its quantiles
+                param, planned = (not key_names if fn == "average" else param), DECIMAL_AGGREGATES[fn]
+                arg_phys, fn, param = planned(fn, out, arg_expr, arg_type, param, self.fresh, pre, calls, nan_fixes)
             elif arg_type is not None and pa.types.is_decimal(arg_type) and fn in _OF_DOUBLES:
                 arg_phys = self.fresh("a")  # DuckDB's AVG, VARIANCE, STDDEV of a DECIMAL: a DOUBLE
                 pre.append((arg_phys, exp.Cast(this=arg_expr.copy(), to=exp.DataType.build("DOUBLE"))))
