@@ -10,6 +10,7 @@ from sqlglot import exp
 from ...core.errors import PlanError
 from ...io.files import CSV_OPTIONS
 from ..expressions import Evaluator, has_subquery, interval_micros
+from .names import duckdb_name
 from .nodes import Node, Project
 
 _AGGS = {
@@ -143,10 +144,11 @@ def _display(node: exp.Expression) -> str:
         return node.name
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
         return "count_star()"
-    if isinstance(node, exp.AggFunc | exp.Window):  # DuckDB names a call in lower case: sum(x), rank() OVER (...)
+    if isinstance(node, exp.Window):  # DuckDB names a call in lower case: rank() OVER (...)
         text = node.sql(dialect="duckdb", normalize_functions="lower")
-        return "string_agg" + text[len("listagg") :] if text.startswith("listagg(") else text
-    return node.sql(dialect="duckdb")
+    else:
+        text = duckdb_name(node)  # (x + 1), sum((x + 1)), upper(s), as DuckDB names them
+    return "string_agg" + text[len("listagg") :] if text.startswith("listagg(") else text
 
 
 def _col(name: str) -> exp.Column:
