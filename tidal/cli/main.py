@@ -574,6 +574,7 @@ def entry() -> None:
     _OWN_PROCESS = True
     status = 1
     startup.pause()
+    startup.one_blas_thread()
     try:
         status = main()
     except SystemExit as exc:  # argparse's --help and usage errors
