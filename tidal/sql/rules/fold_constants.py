@@ -41,6 +41,7 @@ def _fold(expr: exp.Expression) -> exp.Expression:
         return expr
     copied = expr.copy()
     contents = _contents(copied)
+    folded = []  # the literals put in place of subexpressions (none: the tree is ``expr`` again)
 
     def visit(e):
         sub, col = contents.get(id(e)) or (has_subquery(e), e.find(exp.Column) is not None)
@@ -53,10 +54,15 @@ def _fold(expr: exp.Expression) -> exp.Expression:
                 return None
             if hasattr(value, "as_py"):
                 lit = scalar_to_sql(value) if not hasattr(value, "__len__") else None
+                if lit is not None:
+                    folded.append(lit)
                 return lit
         return None
 
-    return _transform(copied, visit)
+    out = _transform(copied, visit)
+    # nothing folded (a constant without a plain literal: CAST('nan' AS DOUBLE)): the copy is ``expr``
+    # node for node, so ``expr`` itself is kept (the callers then compare no SQL texts)
+    return out if folded else expr
 
 
 def fold_constants(root: Node) -> Node:
