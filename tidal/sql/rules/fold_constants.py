@@ -48,9 +48,7 @@ def _foldable(expr: exp.Expression) -> bool:
     """Whether ``expr`` has a column-free, subquery-free subexpression that is not a constant already
     (most have none: then it is kept as it is, not copied and compared)."""
     contents = _contents(expr)
-    return any(
-        not isinstance(n, _KEPT) and contents[id(n)] == (False, False) and not _nan(n) for n in expr.walk()
-    )
+    return any(not isinstance(n, _KEPT) and contents[id(n)] == (False, False) and not _nan(n) for n in expr.walk())
 
 
 def _fold(expr: exp.Expression) -> exp.Expression:
