@@ -27,6 +27,7 @@ def _contents(tree: exp.Expression) -> dict[int, tuple[bool, bool]]:
 
 
 _KEPT = (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Interval, exp.DataType)
+_NO_VALUE = (*_KEPT, exp.Identifier)  # an identifier (a column's name) is no value: translating one fails
 
 
 def _nan(n: exp.Expression) -> bool:
@@ -48,7 +49,7 @@ def _foldable(expr: exp.Expression) -> bool:
     """Whether ``expr`` has a column-free, subquery-free subexpression that is not a constant already
     (most have none: then it is kept as it is, not copied and compared)."""
     contents = _contents(expr)
-    return any(not isinstance(n, _KEPT) and contents[id(n)] == (False, False) and not _nan(n) for n in expr.walk())
+    return any(not isinstance(n, _NO_VALUE) and contents[id(n)] == (False, False) and not _nan(n) for n in expr.walk())
 
 
 def _fold(expr: exp.Expression) -> exp.Expression:
