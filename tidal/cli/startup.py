@@ -37,6 +37,12 @@ def resume() -> None:
         gc.enable()
 
 
+def begin() -> None:
+    """The `tidal` command's start (``entry()``): :func:`pause`, then :func:`one_blas_thread`."""
+    pause()
+    one_blas_thread()
+
+
 def one_blas_thread() -> None:
     """Ask OpenBLAS for one thread (``entry()`` only, before numpy loads; a value the user set is kept)."""
     if "numpy" not in sys.modules:  # read when OpenBLAS loads: later it changes nothing
