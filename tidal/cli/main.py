@@ -573,7 +573,7 @@ def entry() -> None:
     global _OWN_PROCESS
     _OWN_PROCESS = True
     status = 1
-    startup.pause()
+    startup.begin()  # the collector paused, one BLAS thread
     try:
         status = main()
     except SystemExit as exc:  # argparse's --help and usage errors

@@ -232,13 +232,15 @@ def caret(sql: str, line: int, col: int) -> str:
 _TYPED_LITERALS = {TokenType.TIMESTAMP, TokenType.TIMESTAMPNTZ, TokenType.TIMESTAMPTZ, TokenType.DATE, TokenType.TIME}
 
 
-def _group_typed_literals(sql: str) -> str:
+def _group_typed_literals(sql: str, tokens=None) -> str:
     """``TIMESTAMP '...'::T`` with the literal in parentheses: sqlglot binds the ``::`` to the string
-    (a cast of text to TIMESTAMP), DuckDB to the typed literal (a cast of the timestamp to T)."""
-    try:
-        tokens = Tidal().tokenize(sql)
-    except TokenError:
-        return sql  # the parser reports it
+    (a cast of text to TIMESTAMP), DuckDB to the typed literal (a cast of the timestamp to T).
+    ``tokens``: ``sql``'s tokens, made already (None: made here)."""
+    if tokens is None:
+        try:
+            tokens = Tidal().tokenize(sql)
+        except TokenError:
+            return sql  # the parser reports it
     spans = [
         (kw.start, lit.end)
         for kw, lit, after in zip(tokens, tokens[1:], tokens[2:], strict=False)
@@ -350,13 +352,20 @@ def _missing_keyword(desc: str) -> str:
 
 def parse(sql: str) -> exp.Expression:
     """Parse one statement of tidal's dialect."""
+    dialect = Tidal()
     try:
-        _check_nesting(sql, Tidal().tokenize(sql))
+        tokens = dialect.tokenize(sql)
     except TokenError:
-        pass  # the parser reports it
+        tokens = None  # the parser reports it
+    if tokens is not None:
+        _check_nesting(sql, tokens)
     try:
         with room_to_recurse():
-            trees = sqlglot.parse(_group_typed_literals(sql), read=Tidal)
+            grouped = _group_typed_literals(sql, tokens) if tokens is not None else sql
+            if tokens is not None and grouped == sql:  # the text parsed is the text tokenized: its tokens, once
+                trees = dialect.parser().parse(tokens, sql)
+            else:
+                trees = sqlglot.parse(grouped, read=Tidal)
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         line, col = err.get("line") or 1, err.get("col") or 1

@@ -500,8 +500,9 @@ class Evaluator:
         self.columns, self.n, self.subresults = columns, n, subresults
 
     def _run(self, node: exp.Expression, what: str):
-        expr = translate(node)
-        return getattr(SqlEvaluator(self.columns, self.n, self.subresults, expr.texts), what)(expr.node)
+        tr = _Translator()  # as translate(), without the text of the whole (errors name the failing part)
+        tree = tr.visit(node)
+        return getattr(SqlEvaluator(self.columns, self.n, self.subresults, tr.texts), what)(tree)
 
     def eval(self, node: exp.Expression):
         return self._run(node, "eval")

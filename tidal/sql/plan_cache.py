@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from .logical import Node, Query
 from .logical.nodes import Scan
+from .rules import Applied
 
 KEEP = 64  # plans kept, the least recently used dropped first
 _FILE_FORMATS = {"csv", "json", "parquet", "arrow"}  # Scan formats read from a local file
@@ -88,6 +89,8 @@ def volatile(tree: exp.Expression) -> bool:
 
 def _scans(value, out: list, seen: set) -> None:
     """Every Scan under ``value`` (a plan node, a Query, or a container of them), by every field."""
+    if not isinstance(value, Node | Query | tuple | list | dict):  # names, types, expressions: no Scan inside
+        return
     if id(value) in seen:
         return
     seen.add(id(value))
@@ -158,10 +161,10 @@ def get(k: tuple | None):
         with _lock:
             _plans.pop(k, None)
         return None
-    return dataclasses.replace(query), optimized, list(applied)
+    return dataclasses.replace(query), optimized, applied  # (immutable: rules.Applied or a tuple)
 
 
-def put(k: tuple | None, began_ns: int, calls_volatile: bool, query: Query, optimized: Node, applied: list[str]):
+def put(k: tuple | None, began_ns: int, calls_volatile: bool, query: Query, optimized: Node, applied):
     """Keep the plan under ``k`` when it may be reused (see the module's docstring): planning began
     at ``began_ns`` (``time.time_ns()``); ``calls_volatile``: :func:`volatile` of the parsed statement."""
     if k is None or calls_volatile:
@@ -170,7 +173,8 @@ def put(k: tuple | None, began_ns: int, calls_volatile: bool, query: Query, opti
     if files is None:
         return
     with _lock:
-        _plans[k] = (files, dataclasses.replace(query), optimized, tuple(applied))
+        kept = applied if isinstance(applied, Applied) else tuple(applied)
+        _plans[k] = (files, dataclasses.replace(query), optimized, kept)
         _plans.move_to_end(k)
         while len(_plans) > KEEP:
             _plans.popitem(last=False)

@@ -27,6 +27,8 @@ from .rules import explain_logical, optimize
 from .stats import RunStats
 
 if TYPE_CHECKING:  # the stream engine (and numba) loads only when a plan runs on it
+    from collections.abc import Sequence
+
     from ..ops.base import Consumer
     from ..stream.query import Query as QueryRunner
     from ..stream.streamable import Stream
@@ -67,7 +69,7 @@ class SqlQuery:
     query: Query
     logical: Node
     optimized: Node
-    rules_applied: list[str]
+    rules_applied: Sequence[str]  # rules.Applied: the names worked out when read
     on_error: str = "fail"
     late_path: str | None = None
     stats: RunStats = field(default_factory=RunStats)

@@ -342,6 +342,11 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         schema = node.schema()
         if schema is None:
             return None
+        bare = isinstance(expr, exp.Column) and not expr.table and isinstance(expr.this, exp.Identifier)
+        if bare and expr.name not in self.placeholder_types:  # (an outer query's column: typed below)
+            at = schema.get_field_index(expr.name)  # -1: not there, or there twice (evaluated: its error)
+            if at >= 0:  # a bare column of the input: its type, as evaluating it over empty columns gives
+                return schema.field(at).type
         outer = {c.name for c in expr.find_all(exp.Column)} & self.placeholder_types.keys()
         for name in sorted(outer):  # a correlated subquery's reference to the outer query
             t = self.placeholder_types[name]

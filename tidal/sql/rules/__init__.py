@@ -9,6 +9,8 @@ Each rule is a plain function in its own module (sqlglot's optimizer style).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..logical import Node
 from .drop_identity_projections import drop_identity_projections
 from .fold_constants import fold_constants
@@ -26,17 +28,50 @@ def explain_logical(node: Node, depth: int = 0) -> str:
     return "\n".join(lines)
 
 
-def optimize(root: Node) -> tuple[Node, list[str]]:
-    """Apply :data:`RULES` in order; also return the names of the rules that changed the plan."""
-    applied = []
-    text = None  # the plan's explain text, made only when a rule returned a new plan
+class Applied(Sequence):
+    """The names of the rules that changed a plan, in order: worked out when first read (``tidal explain``),
+    from the plans each rule was given and returned (immutable nodes: the same answer whenever asked).
+    A rule that returned a new plan with the same explain text changed nothing: it is not listed."""
+
+    def __init__(self, steps: tuple = ()):
+        self._steps = steps  # ((rule name, plan before, plan after), ...) for the rules that returned a new plan
+        self._names: list[str] | None = None
+
+    def _list(self) -> list[str]:
+        if self._names is None:
+            names, text = [], None
+            for name, before, after in self._steps:
+                text = explain_logical(before) if text is None else text
+                after_text = explain_logical(after)
+                if after_text != text:
+                    names.append(name)
+                text = after_text
+            self._names = names
+        return self._names
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self._list())
+
+
+def optimize(root: Node) -> tuple[Node, Applied]:
+    """Apply :data:`RULES` in order; also return the names of the rules that changed the plan (:class:`Applied`)."""
+    steps = []
     for rule in RULES:
         new = rule(root)
         if new is not root:
-            text = explain_logical(root) if text is None else text
-            after = explain_logical(new)
-            if after != text:
-                applied.append(rule.__name__)
-            text = after
+            steps.append((rule.__name__, root, new))
         root = new
-    return root, applied
+    return root, Applied(tuple(steps))

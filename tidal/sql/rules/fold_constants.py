@@ -27,13 +27,29 @@ def _contents(tree: exp.Expression) -> dict[int, tuple[bool, bool]]:
 
 
 _KEPT = (exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.Interval, exp.DataType)
+_NO_VALUE = (*_KEPT, exp.Identifier)  # an identifier (a column's name) is no value: translating one fails
+
+
+def _nan(n: exp.Expression) -> bool:
+    """Whether ``n`` is ``CAST('nan' AS DOUBLE)`` (the NaN the SQL builder writes beside aggregates of DOUBLE
+    columns): its value has no plain literal (:func:`scalar_to_sql` gives None), so folding leaves it as it is."""
+    return (
+        type(n) is exp.Cast
+        and not any(v for k, v in n.args.items() if k not in ("this", "to"))  # no FORMAT, no TRY (safe)
+        and isinstance(n.this, exp.Literal)
+        and n.this.is_string
+        and n.this.this == "nan"
+        and isinstance(n.args.get("to"), exp.DataType)
+        and n.args["to"].this == exp.DataType.Type.DOUBLE
+        and not n.args["to"].expressions
+    )
 
 
 def _foldable(expr: exp.Expression) -> bool:
     """Whether ``expr`` has a column-free, subquery-free subexpression that is not a constant already
     (most have none: then it is kept as it is, not copied and compared)."""
     contents = _contents(expr)
-    return any(not isinstance(n, _KEPT) and contents[id(n)] == (False, False) for n in expr.walk())
+    return any(not isinstance(n, _NO_VALUE) and contents[id(n)] == (False, False) and not _nan(n) for n in expr.walk())
 
 
 def _fold(expr: exp.Expression) -> exp.Expression:
@@ -41,6 +57,7 @@ def _fold(expr: exp.Expression) -> exp.Expression:
         return expr
     copied = expr.copy()
     contents = _contents(copied)
+    folded = []  # the literals put in place of subexpressions (none: the tree is ``expr`` again)
 
     def visit(e):
         sub, col = contents.get(id(e)) or (has_subquery(e), e.find(exp.Column) is not None)
@@ -53,10 +70,15 @@ def _fold(expr: exp.Expression) -> exp.Expression:
                 return None
             if hasattr(value, "as_py"):
                 lit = scalar_to_sql(value) if not hasattr(value, "__len__") else None
+                if lit is not None:
+                    folded.append(lit)
                 return lit
         return None
 
-    return _transform(copied, visit)
+    out = _transform(copied, visit)
+    # nothing folded (a constant without a plain literal: CAST('nan' AS DOUBLE)): the copy is ``expr``
+    # node for node, so ``expr`` itself is kept (the callers then compare no SQL texts)
+    return out if folded else expr
 
 
 def fold_constants(root: Node) -> Node:
