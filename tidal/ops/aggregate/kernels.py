@@ -281,7 +281,7 @@ def make_sweep(mode: int):
         q_time, q_gid, q_int, q_flt, q_mv,
         o_valid, o_start, o_int, o_flt, o_cnt, o_res,
         out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
-        stage_idx, stage_val, stage_n,
+        stage_idx, stage_val, stage_n, f_piv, f_sq, p_valid, p_src, g_piv,
     ):  # fmt: skip
         """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
@@ -296,6 +296,13 @@ def make_sweep(mode: int):
         work itself. The heap swap's inlined helper measured free. Multiset values are staged
         (``stage_*``: room for every value this call can add or remove) and flushed before results
         are read and before returning.
+
+        Shifted sums (variance, stddev): float slot ``j`` with ``f_piv[j] = p >= 0`` reads the raw value
+        and adds ``d = x - K`` (``f_sq[j]``: ``d * d``), ``K = g_piv[g, p]`` the group's pivot: the first
+        finite value to arrive while the group held no valid value of that argument (int slot
+        ``p_valid[p]``; ``p_src[p]`` the float slot with the raw value). The pivot stays while any value
+        is alive, so what an event removes is what it added (queued ends keep their shifted
+        contributions); NaN as a pivot: none yet (only infinities alive, whose shift is themselves).
         """
         km = len(m_kind)
         ki = ic.shape[1]
@@ -305,6 +312,8 @@ def make_sweep(mode: int):
         res = np.empty(km, np.int64)  # the current group's order-aggregate results
         fbuf = np.empty(1, np.float64)
         ibuf = fbuf.view(np.int64)
+        npiv = len(p_valid)
+        fr = np.empty(kf, np.float64)  # the current row's float contributions
         i = 0
         while True:
             t = sync[i] if i < n else upto
@@ -438,6 +447,25 @@ def make_sweep(mode: int):
                 o = other[row]
                 sign = -1 if o < t else 1
                 w = wt[row] if weighted else 1
+                for p in range(npiv):  # a group with no valid value alive takes this value as its pivot
+                    if sign > 0 and ic[row, p_valid[p]] != 0:
+                        piv = g_piv[g, p]
+                        if g_int[g, p_valid[p]] == 0 or piv != piv:
+                            x = fc[row, p_src[p]]
+                            g_piv[g, p] = x if np.isfinite(x) else np.nan
+                for j in range(kf):
+                    v = fc[row, j]
+                    p = f_piv[j]
+                    if p >= 0:
+                        if ic[row, p_valid[p]] == 0:
+                            v = 0.0
+                        else:
+                            piv = g_piv[g, p]
+                            if piv == piv:
+                                v = v - piv
+                            if f_sq[j]:
+                                v = v * v
+                    fr[j] = v
                 if queued and sign > 0 and o != 9223372036854775807:
                     size = st[QSIZE]
                     pos = st[QHEAD] + size if fifo else size
@@ -446,7 +474,7 @@ def make_sweep(mode: int):
                     for j in range(ki):
                         q_int[pos, j] = ic[row, j]
                     for j in range(kf):
-                        q_flt[pos, j] = fc[row, j]
+                        q_flt[pos, j] = fr[j]
                     for j in range(km):
                         q_mv[pos, j] = mv[row, j]
                     st[QSIZE] = size + 1
@@ -461,9 +489,9 @@ def make_sweep(mode: int):
                     g_int[g, j] += sign * ic[row, j]
                 for j in range(kf):
                     if compensated:
-                        _add_flt(g_flt, g, j, kf, sign * fc[row, j])
+                        _add_flt(g_flt, g, j, kf, sign * fr[j])
                     else:  # start edges only: nothing leaves, the plain running sum in row order (DuckDB's SUM)
-                        g_flt[g, j] += sign * fc[row, j]
+                        g_flt[g, j] += sign * fr[j]
                 if km > 0:
                     _apply_multisets(g, sign, mv, ic, row, km, m_valid, stage_idx, stage_val, stage_n)
             g_cnt[g] += sign * w
