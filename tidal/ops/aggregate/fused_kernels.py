@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 from .kernels import _add_flt, _flt_value
 
@@ -105,6 +106,42 @@ def add_float(ev_row, values, acc):
         acc[ev_row[i]] += values[i]
 
 
+@numba.njit(cache=True)
+def add_shifted(ev_row, values, ok, piv, dev, dev2):
+    """A variance's shifted sums: each valid event (``ok`` empty: all) adds ``d = x - K`` to ``dev`` and
+    ``d * d`` to ``dev2`` of its row, ``K = piv[row]`` the row's first finite value (NaN until one comes;
+    an infinity's shift is itself)."""
+    every = len(ok) == 0
+    for i in range(len(ev_row)):
+        if not every and not ok[i]:
+            continue
+        r = ev_row[i]
+        v = values[i]
+        k = piv[r]
+        if k != k and np.isfinite(v):
+            piv[r] = v
+            k = v
+        d = v - k if k == k else v
+        dev[r] += d
+        dev2[r] += d * d
+
+
+@numba.njit(cache=True, inline="always")
+def _slice_shifted(j, p, at, g, q_flt, q_int, q_piv, tot_piv, p_valid, p_dev, f_sq):
+    """Slice ``at``'s shifted sum ``j`` re-expressed about the group total's pivot: with ``delta`` the
+    slice's pivot less the total's, ``sum d + n delta`` and ``sum d² + 2 delta sum d + n delta²``."""
+    n = q_int[p_valid[p], at]
+    ks = q_piv[p, at]
+    kt = tot_piv[g, p]
+    delta = ks - kt if ks == ks and kt == kt else 0.0
+    s1 = q_flt[p_dev[p], at]
+    if delta == 0.0:
+        return q_flt[j, at]
+    if f_sq[j]:
+        return q_flt[j, at] + 2.0 * delta * s1 + n * delta * delta
+    return s1 + n * delta
+
+
 # scalar slots of the sliding kernel's persistent state
 NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
 
@@ -112,7 +149,7 @@ NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
 @numba.njit(cache=True)
 def slide_hops(
     progress, hop, k, st, q_start, q_gid, q_cnt, q_int, q_flt, tot_cnt, tot_int, tot_flt, active, pos,
-    out_p, out_gid, out_cnt, out_int, out_flt,
+    out_p, out_gid, out_cnt, out_int, out_flt, f_piv, f_sq, p_valid, p_dev, q_piv, tot_piv,
 ):  # fmt: skip
     """Hopping windows of ``k`` hops from per-hop partial sums (queued in start order).
 
@@ -121,7 +158,13 @@ def slide_hops(
     added, and every group with a non-zero total gets the result ``[p, p + hop)``. Grid points
     where nothing is alive are skipped. When the output is full it stops and says so (``FULL``);
     called again with more room, it goes on where it stopped.
+
+    Shifted sums (float slot ``j`` with ``f_piv[j] = p >= 0``; ``q_piv`` the slices' pivots) enter a
+    group's total about its own pivot ``tot_piv[g, p]``: the first slice's (with a finite one) to arrive
+    while the total held no valid value (int slot ``p_valid[p]``); it stays while any does, so a slice
+    leaves with what it brought.
     """
+    npiv = len(p_valid)
     ki = tot_int.shape[1]
     kf = q_flt.shape[0]  # tot_flt holds the totals, then their compensations (see kernels._add_flt)
     head, add, tail = st[QHEAD], st[QADD], st[QTAIL]
@@ -150,7 +193,11 @@ def slide_hops(
                 for j in range(ki):
                     tot_int[g, j] -= q_int[j, head]
                 for j in range(kf):
-                    _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
+                    if f_piv[j] < 0:
+                        _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
+                    else:
+                        v = _slice_shifted(j, f_piv[j], head, g, q_flt, q_int, q_piv, tot_piv, p_valid, p_dev, f_sq)
+                        _add_flt(tot_flt, g, j, kf, -v)
                 if tot_cnt[g] == 0:  # swap the last active group into its place
                     for j in range(2 * kf):
                         tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
@@ -167,10 +214,19 @@ def slide_hops(
                     active[nact] = g
                     nact += 1
                 tot_cnt[g] += q_cnt[add]
+                for pv in range(npiv):  # a total with no valid value takes the slice's pivot
+                    if q_int[p_valid[pv], add] > 0:
+                        kt = tot_piv[g, pv]
+                        if tot_int[g, p_valid[pv]] == 0 or kt != kt:
+                            tot_piv[g, pv] = q_piv[pv, add]
                 for j in range(ki):
                     tot_int[g, j] += q_int[j, add]
                 for j in range(kf):
-                    _add_flt(tot_flt, g, j, kf, q_flt[j, add])
+                    if f_piv[j] < 0:
+                        _add_flt(tot_flt, g, j, kf, q_flt[j, add])
+                    else:
+                        v = _slice_shifted(j, f_piv[j], add, g, q_flt, q_int, q_piv, tot_piv, p_valid, p_dev, f_sq)
+                        _add_flt(tot_flt, g, j, kf, v)
                 add += 1
             prepared = True
         if o + nact > cap:
