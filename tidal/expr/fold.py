@@ -35,9 +35,9 @@ _NO_ABSENT = np.zeros(0, np.bool_)
 @dataclass(frozen=True)
 class FoldSpec:
     """What one aggregate reads, by source column: ``ints`` the integer slots (``("valid" | "value",
-    column)``), ``floats`` the float slots (``("value" | "dev" | "dev2", column)``: a
-    variance's shifted slots take the raw value, the aggregate's sweep shifts it by its group's pivot), ``orders`` the order
-    slots (column, kind: 0 min, 1 max, else an order aggregate that keeps every value), ``key`` the
+    column)``), ``floats`` the float slots (``("value" | "dev" | "dev2", column)``: a variance's
+    shifted slots take the raw value, the aggregate's sweep shifts it by its group's pivot), ``orders``
+    the order slots (column, kind: 0 min, 1 max, else an order aggregate that keeps every value), ``key`` the
     integer group column (None: one group)."""
 
     ints: tuple[tuple[str, str], ...]
@@ -127,7 +127,7 @@ def fold_body(predicate: Node, spec: FoldSpec, dtypes: dict[str, np.dtype], with
         else:
             value = f"np.int64({x})"
         body.append(f"        o_ic[r, {j}] {op} {value}")
-    for j, (what, c) in enumerate(spec.floats):
+    for j, (_, c) in enumerate(spec.floats):
         x = f"{names[c]}[i]"
         value = f"float({x})"
         if dtypes[c].kind == "f":

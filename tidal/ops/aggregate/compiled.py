@@ -12,9 +12,30 @@ import pyarrow as pa
 
 from ...core.batch import EventBatch
 from ...core.errors import TidalError
-from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int, float_keyed, key_floats
+from .base import (
+    MODE_FIFO,
+    MODE_HEAP,
+    ArgumentColumn,
+    ArgumentValues,
+    _Engine,
+    _mask,
+    _numeric,
+    _orderable_as_int,
+    float_keyed,
+    key_floats,
+)
 from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
-from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
+from .kernels import (
+    CUR,
+    NHELD,
+    NOUT,
+    QSIZE,
+    VARIANCE,
+    _add_multisets,
+    _empty_multisets,
+    _flatten_multisets,
+    _load_multisets,
+)
 
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
 
@@ -105,8 +126,10 @@ class CompiledEngine(_Engine):
                 a = first_of.setdefault(fn.arg, a)
             self.arg_types[a] = t
             valid = self._slot(self.int_slots, ("valid", a))
-            if fn.kind in ORDERED:
-                self.ms_slots.append((a, ORDERED[fn.kind], float(fn.param or 0.0)))
+            # where values leave (endpoint queues), a variance reads the multiset of alive values
+            leaves = getattr(self, "mode", None) in (MODE_FIFO, MODE_HEAP) and fn.kind in ("variance", "stddev")
+            if fn.kind in ORDERED or leaves:
+                self.ms_slots.append((a, VARIANCE if leaves else ORDERED[fn.kind], float(fn.param or 0.0)))
                 self.ms_valid.append(valid)
                 self.plan.append((name, fn, {"ms": len(self.ms_slots) - 1, "valid": valid, "arg": a}))
                 continue
@@ -206,7 +229,7 @@ class CompiledEngine(_Engine):
                 ic[:, j] = 1 if ok is None else ok
             else:
                 ic[:, j] = vals.ints(a)
-        for j, (what, a) in enumerate(self.flt_slots):
+        for j, (_, a) in enumerate(self.flt_slots):
             fc[:, j] = vals.summed_floats(a, False)  # shifted slots: the kernel shifts (and squares) the value
         for j, (a, _, _) in enumerate(self.ms_slots):
             mv[:, j] = vals.order_keys(a)
@@ -282,6 +305,9 @@ class CompiledEngine(_Engine):
             none = _mask(valid == 0)
             if kind == "count_not_null":
                 cols[name] = pa.array(valid, pa.int64())
+            elif "ms" in parts and kind in ("variance", "stddev"):
+                var = orr[:, parts["ms"]].view(np.float64)
+                cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=_mask(valid < 2))
             elif "ms" in parts:
                 res = orr[:, parts["ms"]]
                 cols[name] = _ordered_result(kind, res, valid == 0, self.arg_types[parts["arg"]])
@@ -347,7 +373,7 @@ class CompiledEngine(_Engine):
         if not state["typed"]:
             return False
         self._layout(state["types"])
-        if "shifted" not in state and len(self.p_valid):
+        if "shifted" not in state and any(fn.kind in ("variance", "stddev") for _, fn, _ in self.plan):
             raise TidalError(
                 "checkpoint from an older tidal: its variance/stddev state (sums of values and squares) cannot "
                 "be continued exactly; not supported: start the query again from its input"

@@ -84,8 +84,9 @@ class FusedWindowEngine(CompiledEngine):
         self.q_start, self.q_gid, self.q_cnt = (np.zeros(0, np.int64) for _ in range(3))
         self.q_int, self.q_flt = np.zeros((ki, 0), np.int64), np.zeros((kf, 0), np.float64)
         self.q_piv = np.zeros((len(self.p_valid), 0), np.float64)
-        self.tot_piv = np.full((0, len(self.p_valid)), np.nan)
         self.p_dev = np.array([self.flt_slots.index(("dev", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
+        self.p_dev2 = np.array([self.flt_slots.index(("dev2", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
+        self.acc = np.zeros((0, len(self.p_valid), 3))  # slide_hops' per-group merges (scratch)
         self.tot_cnt = np.zeros(0, np.int64)
         self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, 2 * kf), np.float64)  # + compensations
         self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -213,7 +214,7 @@ class FusedWindowEngine(CompiledEngine):
         arrays = {k: getattr(self, k).copy() for k in ("st", "row_of", "held")}
         bufs = ("buf_w", "buf_gid", "buf_cnt", "buf_int", "buf_flt", "buf_piv")
         arrays |= {k: getattr(self, k)[..., :m].copy() for k in bufs}
-        arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "tot_piv", "active")}
+        arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active")}
         arrays |= {k: getattr(self, k).copy() for k in ("pos", "q_start", "q_gid", "q_cnt", "q_int", "q_flt", "q_piv")}
         return {"typed": True, "shifted": True, "types": self.layout_types, "arrays": arrays}
 
@@ -222,7 +223,6 @@ class FusedWindowEngine(CompiledEngine):
             npiv = len(self.p_valid)
             self.buf_piv = np.zeros((npiv, len(self.buf_w)))
             self.q_piv = np.zeros((npiv, len(self.q_start)))
-            self.tot_piv = np.full((len(self.tot_cnt), npiv), np.nan)
 
 
 class FusedHoppingEngine(FusedWindowEngine):
@@ -235,7 +235,6 @@ class FusedHoppingEngine(FusedWindowEngine):
         self.tot_cnt = np.concatenate([self.tot_cnt, np.zeros(new - old, np.int64)])
         self.tot_int = np.concatenate([self.tot_int, np.zeros((new - old, self.tot_int.shape[1]), np.int64)])
         self.tot_flt = np.concatenate([self.tot_flt, np.zeros((new - old, self.tot_flt.shape[1]))])
-        self.tot_piv = np.concatenate([self.tot_piv, np.full((new - old, self.tot_piv.shape[1]), np.nan)])
 
     def _results(self, closed: int, upto: int):
         if closed:
@@ -272,6 +271,8 @@ class FusedHoppingEngine(FusedWindowEngine):
         parts = []
         cap = 2 * (int(self.st2[NACTIVE]) + int(self.st2[QTAIL] - self.st2[QADD])) + 1024
         ki, kf = len(self.int_slots), len(self.flt_slots)
+        if len(self.acc) < len(self.tot_cnt):
+            self.acc = np.zeros((len(self.tot_cnt), len(self.p_valid), 3))
         while True:
             out = (
                 np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
@@ -280,7 +281,7 @@ class FusedHoppingEngine(FusedWindowEngine):
             slide_hops(
                 progress, self.hop, self.k, self.st2, self.q_start, self.q_gid, self.q_cnt, self.q_int, self.q_flt,
                 self.tot_cnt, self.tot_int, self.tot_flt, self.active, self.pos, *out,
-                self.f_piv, self.f_sq, self.p_valid, self.p_dev, self.q_piv, self.tot_piv,
+                self.f_piv, self.f_sq, self.p_valid, self.p_dev, self.p_dev2, self.q_piv, self.acc,
             )  # fmt: skip
             o = int(self.st2[SOUT])
             if o:

@@ -126,22 +126,6 @@ def add_shifted(ev_row, values, ok, piv, dev, dev2):
         dev2[r] += d * d
 
 
-@numba.njit(cache=True, inline="always")
-def _slice_shifted(j, p, at, g, q_flt, q_int, q_piv, tot_piv, p_valid, p_dev, f_sq):
-    """Slice ``at``'s shifted sum ``j`` re-expressed about the group total's pivot: with ``delta`` the
-    slice's pivot less the total's, ``sum d + n delta`` and ``sum d² + 2 delta sum d + n delta²``."""
-    n = q_int[p_valid[p], at]
-    ks = q_piv[p, at]
-    kt = tot_piv[g, p]
-    delta = ks - kt if ks == ks and kt == kt else 0.0
-    s1 = q_flt[p_dev[p], at]
-    if delta == 0.0:
-        return q_flt[j, at]
-    if f_sq[j]:
-        return q_flt[j, at] + 2.0 * delta * s1 + n * delta * delta
-    return s1 + n * delta
-
-
 # scalar slots of the sliding kernel's persistent state
 NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
 
@@ -149,7 +133,7 @@ NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
 @numba.njit(cache=True)
 def slide_hops(
     progress, hop, k, st, q_start, q_gid, q_cnt, q_int, q_flt, tot_cnt, tot_int, tot_flt, active, pos,
-    out_p, out_gid, out_cnt, out_int, out_flt, f_piv, f_sq, p_valid, p_dev, q_piv, tot_piv,
+    out_p, out_gid, out_cnt, out_int, out_flt, f_piv, f_sq, p_valid, p_dev, p_dev2, q_piv, acc,
 ):  # fmt: skip
     """Hopping windows of ``k`` hops from per-hop partial sums (queued in start order).
 
@@ -159,10 +143,11 @@ def slide_hops(
     where nothing is alive are skipped. When the output is full it stops and says so (``FULL``);
     called again with more room, it goes on where it stopped.
 
-    Shifted sums (float slot ``j`` with ``f_piv[j] = p >= 0``; ``q_piv`` the slices' pivots) enter a
-    group's total about its own pivot ``tot_piv[g, p]``: the first slice's (with a finite one) to arrive
-    while the total held no valid value (int slot ``p_valid[p]``); it stays while any does, so a slice
-    leaves with what it brought.
+    A variance's shifted sums (float slots ``j`` with ``f_piv[j] = p >= 0``: sums of ``x - K`` and their
+    squares, ``K = q_piv[p, slice]`` the slice's first finite value) are never subtracted: a value leaving
+    would leave its rounding behind. At each grid point each group's live slices are merged in start
+    order, each as (count, mean, sum of squared deviations), by Chan et al.'s pairwise formula (``acc``:
+    per group and argument); the result row carries 0 and the merged sum of squared deviations.
     """
     npiv = len(p_valid)
     ki = tot_int.shape[1]
@@ -195,9 +180,6 @@ def slide_hops(
                 for j in range(kf):
                     if f_piv[j] < 0:
                         _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
-                    else:
-                        v = _slice_shifted(j, f_piv[j], head, g, q_flt, q_int, q_piv, tot_piv, p_valid, p_dev, f_sq)
-                        _add_flt(tot_flt, g, j, kf, -v)
                 if tot_cnt[g] == 0:  # swap the last active group into its place
                     for j in range(2 * kf):
                         tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
@@ -214,24 +196,41 @@ def slide_hops(
                     active[nact] = g
                     nact += 1
                 tot_cnt[g] += q_cnt[add]
-                for pv in range(npiv):  # a total with no valid value takes the slice's pivot
-                    if q_int[p_valid[pv], add] > 0:
-                        kt = tot_piv[g, pv]
-                        if tot_int[g, p_valid[pv]] == 0 or kt != kt:
-                            tot_piv[g, pv] = q_piv[pv, add]
                 for j in range(ki):
                     tot_int[g, j] += q_int[j, add]
                 for j in range(kf):
                     if f_piv[j] < 0:
                         _add_flt(tot_flt, g, j, kf, q_flt[j, add])
-                    else:
-                        v = _slice_shifted(j, f_piv[j], add, g, q_flt, q_int, q_piv, tot_piv, p_valid, p_dev, f_sq)
-                        _add_flt(tot_flt, g, j, kf, v)
                 add += 1
             prepared = True
         if o + nact > cap:
             full = True
             break
+        if npiv > 0:  # merge the live slices (head..add) per group: count, mean, squared deviations
+            for a in range(nact):
+                for pv in range(npiv):
+                    acc[active[a], pv, 0] = 0.0
+                    acc[active[a], pv, 1] = 0.0
+                    acc[active[a], pv, 2] = 0.0
+            for q in range(head, add):
+                g = q_gid[q]
+                for pv in range(npiv):
+                    nb = float(q_int[p_valid[pv], q])
+                    if nb == 0.0:
+                        continue
+                    s1 = q_flt[p_dev[pv], q]
+                    kb = q_piv[pv, q]
+                    mb = (kb if kb == kb else 0.0) + s1 / nb
+                    m2b = q_flt[p_dev2[pv], q] - s1 * s1 / nb if np.isfinite(s1) else np.nan
+                    na = acc[g, pv, 0]
+                    if na == 0.0:
+                        acc[g, pv, 0], acc[g, pv, 1], acc[g, pv, 2] = nb, mb, m2b
+                        continue
+                    n = na + nb
+                    delta = mb - acc[g, pv, 1]
+                    acc[g, pv, 1] += delta * (nb / n)
+                    acc[g, pv, 2] += m2b + delta * delta * (na * nb / n)
+                    acc[g, pv, 0] = n
         for a in range(nact):
             g = active[a]
             out_p[o] = p
@@ -240,7 +239,11 @@ def slide_hops(
             for j in range(ki):
                 out_int[j, o] = tot_int[g, j]
             for j in range(kf):
-                out_flt[j, o] = _flt_value(tot_flt, g, j, kf)
+                pv = f_piv[j]
+                if pv < 0:
+                    out_flt[j, o] = _flt_value(tot_flt, g, j, kf)
+                else:
+                    out_flt[j, o] = acc[g, pv, 2] if f_sq[j] else 0.0
             o += 1
         prepared = False
         p += hop

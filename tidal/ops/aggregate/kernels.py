@@ -143,6 +143,34 @@ def _flt_value(g_flt, g, j, kf):
     return s + g_flt[g, kf + j] if np.isfinite(s) else s
 
 
+VARIANCE = 5  # the multiset kind of a variance where values leave (see _ms_variance)
+
+
+@numba.njit(cache=True)
+def _ms_variance(arr, n, isfloat, fbuf, ibuf):
+    """The sample variance of the sorted ``arr[:n]`` as a float64's bits: sums of ``d = x - K`` and ``d * d``
+    with ``K`` the middle value (within a standard deviation of the mean, so nothing large cancels),
+    ``(sum d² - (sum d)² / n) / (n - 1)``; NaN with an infinity (as DuckDB), 0 below two values (not read).
+    Where values leave a snapshot, running sums would keep what leaving values rounded away (or a pivot
+    far from the values alive): this reads only the values alive."""
+    if n < 2:
+        return 0
+    lo = _key_value(arr[0], isfloat, fbuf, ibuf)
+    hi = _key_value(arr[n - 1], isfloat, fbuf, ibuf)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        fbuf[0] = np.nan
+        return ibuf[0]
+    k = _key_value(arr[n // 2], isfloat, fbuf, ibuf)
+    s1 = 0.0
+    s2 = 0.0
+    for q in range(n):
+        d = _key_value(arr[q], isfloat, fbuf, ibuf) - k
+        s1 += d
+        s2 += d * d
+    fbuf[0] = max((s2 - s1 * s1 / n) / (n - 1), 0.0)
+    return ibuf[0]
+
+
 @numba.njit(cache=True, inline="always")
 def _interpolate(a, b, d):
     """``a`` to ``b`` at ``d`` in [0, 1) as DuckDB's quantile_cont: equal values (infinities too) are
@@ -166,6 +194,8 @@ def _ms_result(arr, n, kind, p, isfloat, fbuf, ibuf):
         return d
     if n == 0:
         return 0
+    if kind == VARIANCE:
+        return _ms_variance(arr, n, isfloat, fbuf, ibuf)
     if kind == 0:
         return arr[0]
     if kind == 1:
