@@ -86,7 +86,7 @@ class FusedWindowEngine(CompiledEngine):
         self.q_piv = np.zeros((len(self.p_valid), 0), np.float64)
         self.p_dev = np.array([self.flt_slots.index(("dev", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
         self.p_dev2 = np.array([self.flt_slots.index(("dev2", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
-        self.acc = np.zeros((0, len(self.p_valid), 3))  # slide_hops' per-group merges (scratch)
+        self.acc = np.zeros((0, len(self.p_valid), 4))  # slide_hops' per-group merges (scratch)
         self.tot_cnt = np.zeros(0, np.int64)
         self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, 2 * kf), np.float64)  # + compensations
         self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -272,7 +272,7 @@ class FusedHoppingEngine(FusedWindowEngine):
         cap = 2 * (int(self.st2[NACTIVE]) + int(self.st2[QTAIL] - self.st2[QADD])) + 1024
         ki, kf = len(self.int_slots), len(self.flt_slots)
         if len(self.acc) < len(self.tot_cnt):
-            self.acc = np.zeros((len(self.tot_cnt), len(self.p_valid), 3))
+            self.acc = np.zeros((len(self.tot_cnt), len(self.p_valid), 4))
         while True:
             out = (
                 np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),

@@ -146,8 +146,9 @@ def slide_hops(
     A variance's shifted sums (float slots ``j`` with ``f_piv[j] = p >= 0``: sums of ``x - K`` and their
     squares, ``K = q_piv[p, slice]`` the slice's first finite value) are never subtracted: a value leaving
     would leave its rounding behind. At each grid point each group's live slices are merged in start
-    order, each as (count, mean, sum of squared deviations), by Chan et al.'s pairwise formula (``acc``:
-    per group and argument); the result row carries 0 and the merged sum of squared deviations.
+    order, each as (count, mean about the first slice's pivot, sum of squared deviations), by Chan et
+    al.'s pairwise formula (``acc``: per group and argument); the result row carries 0 and the merged
+    sum of squared deviations.
     """
     npiv = len(p_valid)
     ki = tot_int.shape[1]
@@ -212,6 +213,7 @@ def slide_hops(
                     acc[active[a], pv, 0] = 0.0
                     acc[active[a], pv, 1] = 0.0
                     acc[active[a], pv, 2] = 0.0
+                    acc[active[a], pv, 3] = 0.0
             for q in range(head, add):
                 g = q_gid[q]
                 for pv in range(npiv):
@@ -220,14 +222,14 @@ def slide_hops(
                         continue
                     s1 = q_flt[p_dev[pv], q]
                     kb = q_piv[pv, q]
-                    mb = (kb if kb == kb else 0.0) + s1 / nb
+                    kb = kb if kb == kb else 0.0
                     m2b = q_flt[p_dev2[pv], q] - s1 * s1 / nb if np.isfinite(s1) else np.nan
                     na = acc[g, pv, 0]
-                    if na == 0.0:
-                        acc[g, pv, 0], acc[g, pv, 1], acc[g, pv, 2] = nb, mb, m2b
+                    if na == 0.0:  # means are kept about the first slice's pivot (never rounded at their size)
+                        acc[g, pv, 0], acc[g, pv, 1], acc[g, pv, 2], acc[g, pv, 3] = nb, s1 / nb, m2b, kb
                         continue
                     n = na + nb
-                    delta = mb - acc[g, pv, 1]
+                    delta = (kb - acc[g, pv, 3]) + s1 / nb - acc[g, pv, 1]
                     acc[g, pv, 1] += delta * (nb / n)
                     acc[g, pv, 2] += m2b + delta * delta * (na * nb / n)
                     acc[g, pv, 0] = n
