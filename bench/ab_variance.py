@@ -3,7 +3,7 @@ long-lived process, asked in turn (``--repeat`` rounds); CPU seconds per case (`
 medians. The values are 1e9 + small integers (the old sums of squares gave 0.0 on them; the answers
 are checked against the exact ones on a few groups, so a wrong "before" is reported, not timed as fast).
 
-    python bench/ab_variance.py --before /work/main --after . [--events 1000000] [--repeat 5]
+    python bench/ab_variance.py --before /work/main --after . [--events 1000000] [--repeat 5] [--duration 500]
 
 Cases: a grouped variance over start edges (SQL's plan of a table), the same with a where (the
 filter-and-accumulate loop), tumbling and hopping windows (fused), constant durations (values leave:
@@ -20,7 +20,7 @@ import tempfile
 
 WORKER = r"""
 import os, sys, time
-root, n, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+root, n, data, duration = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 sys.path[:0] = [root]
 os.chdir(root)
 import numpy as np, pyarrow as pa, pyarrow.parquet as pq
@@ -45,7 +45,7 @@ def tumbling():
 def hopping():
     return tidal.from_arrow(table, time="t").hopping_window(1000, 100).group_aggregate("k", v=agg.variance("x")).count()
 def sliding():
-    return tidal.from_arrow(table, time="t").alter_duration(500).group_aggregate("k", v=agg.variance("x")).count()
+    return tidal.from_arrow(table, time="t").alter_duration(duration).group_aggregate("k", v=agg.variance("x")).count()
 def relational():
     os.chdir(data)
     try:
@@ -78,12 +78,13 @@ def main() -> None:
     ap.add_argument("--after", required=True)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--duration", type=int, default=500, help="the constant duration (about 1/100 of it alive per key)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as data:
         procs = {}
         for label, root in (("before", args.before), ("after", args.after)):
             procs[label] = subprocess.Popen(
-                [sys.executable, "-c", WORKER, root, str(args.events), data],
+                [sys.executable, "-c", WORKER, root, str(args.events), data, str(args.duration)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
