@@ -118,11 +118,24 @@ OUTLIER_LEAVES = [(0, 0, 1e15 + 3, 2), (1, 0, 1e9 + 1, 20), (1, 0, 1e9 + 2, 20),
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=rows(), which=st.sampled_from(sorted(VARIANTS)), batch=st.sampled_from([1, 3, 80_000]), keyed=st.booleans())
-@example(data=ISSUE, which="start edges", batch=80_000, keyed=True)
-@example(data=OUTLIER_LEAVES, which="general", batch=80_000, keyed=False)
-@example(data=[(0, 0, 1e15 + 3, 1), *OUTLIER_LEAVES[1:]], which="constant duration", batch=1, keyed=True)
-def test_variants_match_the_exact_reference(data, which, batch, keyed):
+@given(
+    data=rows(),
+    which=st.sampled_from(sorted(VARIANTS)),
+    batch=st.sampled_from([1, 3, 80_000]),
+    keyed=st.booleans(),
+    engine=st.sampled_from([None, "python"]),
+)
+@example(data=ISSUE, which="start edges", batch=80_000, keyed=True, engine=None)
+@example(
+    data=[(0, 0, 1e15 + 3, 9), (0, 0, 1e15 + 1, 9), (0, 0, 1e15 + 3, 9)],
+    which="general",
+    batch=1,
+    keyed=True,
+    engine="python",
+)
+@example(data=OUTLIER_LEAVES, which="general", batch=80_000, keyed=False, engine=None)
+@example(data=[(0, 0, 1e15 + 3, 1), *OUTLIER_LEAVES[1:]], which="constant duration", batch=1, keyed=True, engine=None)
+def test_variants_match_the_exact_reference(data, which, batch, keyed, engine):
     make, lifetime, variant = VARIANTS[which]
     table = _table(data)
 
@@ -130,8 +143,9 @@ def test_variants_match_the_exact_reference(data, which, batch, keyed):
         return tidal.from_arrow(table, time="t", batch_size=batch, **opts)
 
     stream = make(source)
-    q = stream.group_aggregate("k", **_aggs()) if keyed else stream.aggregate(**_aggs())
-    assert variant in q.explain()
+    opts = {} if engine is None else {"engine": engine}
+    q = stream.group_aggregate("k", **_aggs(), **opts) if keyed else stream.aggregate(**_aggs(), **opts)
+    assert variant in q.explain() and (engine is None or f", {engine};" in q.explain())
     ref = _reference(data, lifetime)
     expected = ref.group_aggregate("k", **_aggs()) if keyed else ref.aggregate(**_aggs())
     assert_close_snapshots(q.to_arrow(), expected)

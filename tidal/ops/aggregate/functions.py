@@ -320,8 +320,11 @@ def multiset_result(kind: str, param, items: Counter):
     if kind in ("variance", "stddev"):
         if n < 2:
             return None
-        mean = _fsum(items.items()) / n
-        var = _fsum(((v - mean) * (v - mean), c) for v, c in items.items()) / (n - 1)
+        if any(math.isinf(v) for v in items):  # NaN with an infinity, as DuckDB
+            return math.nan
+        # exact rationals, rounded once (a mean rounded to a float would bias values far from 0)
+        mean = sum(Fraction(v) * c for v, c in items.items()) / n
+        var = float(sum((Fraction(v) - mean) ** 2 * c for v, c in items.items()) / (n - 1))
         return var if kind == "variance" else math.sqrt(var)
     if kind == "min":
         return min(items)
