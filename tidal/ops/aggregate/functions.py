@@ -5,7 +5,9 @@ Each :class:`AggregateFunction` is a description, not code: the snapshot aggrega
 
 * *linear* aggregates (``count``, ``count_not_null``, ``sum``, ``average``, ``variance``,
   ``stddev``) keep per-group running sums that events add to and remove from; several
-  aggregates share sums (Average is Sum and Count, merged per snapshot);
+  aggregates share sums (Average is Sum and Count, merged per snapshot); variance sums
+  ``x - K`` and its square about a per-group pivot ``K`` (never plain squares, which cancel),
+  and where events leave (endpoint queues) reads the multiset of alive values instead;
 * *order* aggregates (``min``, ``max``, ``count_distinct``, ``percentile_cont``,
   ``percentile_disc``) are not invertible from sums, so each group keeps the sorted multiset
   of its alive values.
