@@ -9,7 +9,7 @@ is the aggregate's input in a compact form, rows in time order:
   the order the groups are first touched in the run, carrying the number of events it stands for;
   grouping by key value goes through an open-addressing table whose slots are stamped with the
   run, so it is never cleared;
-* **per event** (float sums, whose rounding depends on the order of additions, and order
+* **per event** (float sums, whose rounding depends on the order of additions, a variance's raw values, and order
   aggregates that keep every value): one row per kept event with its contributions.
 
 A contribution follows the aggregate engine's own (``tidal.ops.aggregate.base.ArgumentValues``):
@@ -35,8 +35,9 @@ _NO_ABSENT = np.zeros(0, np.bool_)
 @dataclass(frozen=True)
 class FoldSpec:
     """What one aggregate reads, by source column: ``ints`` the integer slots (``("valid" | "value",
-    column)``), ``floats`` the float slots (``("value" | "square", column)``), ``orders`` the order
-    slots (column, kind: 0 min, 1 max, else an order aggregate that keeps every value), ``key`` the
+    column)``), ``floats`` the float slots (``("value" | "dev" | "dev2", column)``: a variance's
+    shifted slots take the raw value, the aggregate's sweep shifts it by its group's pivot), ``orders``
+    the order slots (column, kind: 0 min, 1 max, else an order aggregate that keeps every value), ``key`` the
     integer group column (None: one group)."""
 
     ints: tuple[tuple[str, str], ...]
@@ -50,8 +51,8 @@ class FoldSpec:
 
     def merges(self, dtypes: dict[str, np.dtype]) -> bool:
         """Whether equal-time rows of a group can be added up in the kernel with no change to any result."""
-        if any(dtypes[c].kind == "f" for _, c in self.floats):
-            return False
+        if any(dtypes[c].kind == "f" or what in ("dev", "dev2") for what, c in self.floats):
+            return False  # float sums round by order; shifted sums need each value
         return all(kind in (0, 1) for _, kind in self.orders)
 
 
@@ -126,13 +127,11 @@ def fold_body(predicate: Node, spec: FoldSpec, dtypes: dict[str, np.dtype], with
         else:
             value = f"np.int64({x})"
         body.append(f"        o_ic[r, {j}] {op} {value}")
-    for j, (what, c) in enumerate(spec.floats):
+    for j, (_, c) in enumerate(spec.floats):
         x = f"{names[c]}[i]"
         value = f"float({x})"
         if dtypes[c].kind == "f":
             value = f"({x} if {x} == {x} else 0.0)"
-        if what == "square":
-            value = f"({value} * {value})"
         body.append(f"        o_fc[r, {j}] {op} {value}")
     for j, (c, kind) in enumerate(spec.orders):
         x = f"{names[c]}[i]"

@@ -12,7 +12,8 @@ plan has no temporal operator. Every answer equals the stream engine's final sna
   int64, of floats a float64 sum
   taken row by row in file order (``np.bincount`` adds in row order: the engine's running sums
   give the same bits); ``average`` is that float sum over the count; ``variance``/``stddev`` the
-  engine's formula over the sums of values and squares; ``min``/``max`` over values ordered as
+  engine's shifted sums: of ``d = x - K`` and ``d * d``, ``K`` the group's first finite value (its
+  pivot), in row order; ``min``/``max`` over values ordered as
   the engine's keys order them (-0.0 is 0.0), in the argument's type.
 * a sum beyond BIGINT is the engine's error, ``SumOverflowError``, never a wrapped value.
 * ``mode``, ``arg_min``/``arg_max`` and ``product``: :mod:`.hashagg_picks`;
@@ -474,13 +475,29 @@ def aggregate(
             sums[key] = _bincount(codes, size, ok).astype(np.int64)
         return sums[key]
 
-    def float_sum(arg: _Argument, square: bool = False) -> np.ndarray:
-        key = ("square" if square else "sum", id(arg))
+    def float_sum(arg: _Argument) -> np.ndarray:
+        key = ("sum", id(arg))
         if key not in sums:
             ok, f = arg.valid(), arg.floats()
-            w = f if ok is None else np.where(ok, f, 0.0)
-            with np.errstate(over="ignore"):  # a square past float64 is inf, as the engine's
-                sums[key] = _bincount(codes, size, w * w if square else w)
+            sums[key] = _bincount(codes, size, f if ok is None else np.where(ok, f, 0.0))
+        return sums[key]
+
+    def shifted_sums(arg: _Argument) -> tuple[np.ndarray, np.ndarray]:
+        """Per group, the sums of ``d = x - K`` and ``d * d`` over its valid values, ``K`` its first
+        finite value (none: 0, only infinities, whose shift is themselves), as the engine's sweep."""
+        key = ("shifted", id(arg))
+        if key not in sums:
+            ok, f = arg.valid(), arg.floats()
+            counts = np.isfinite(f) if ok is None else ok & np.isfinite(f)
+            at = np.flatnonzero(counts)
+            first = np.full(size, len(f), np.int64)
+            np.minimum.at(first, codes[at], at)
+            pivot = np.where(first < len(f), f[np.minimum(first, len(f) - 1)] if len(f) else 0.0, 0.0)
+            with np.errstate(over="ignore", invalid="ignore"):  # a square past float64 is inf, as the engine's
+                d = f - pivot[codes]
+                if ok is not None:
+                    d = np.where(ok, d, 0.0)
+                sums[key] = (_bincount(codes, size, d), _bincount(codes, size, d * d))
         return sums[key]
 
     for name, function, col in calls:
@@ -523,9 +540,9 @@ def aggregate(
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[name] = from_numpy(float_sum(arg)[order] / valid, mask=mask)
         elif function in ("variance", "stddev"):
-            s, sq = float_sum(arg)[order], float_sum(arg, True)[order]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
+            s, sq = shifted_sums(arg)
+            with np.errstate(invalid="ignore", divide="ignore"):  # the engine's shifted_variance
+                var = np.maximum((sq[order] - s[order] * s[order] / valid) / (valid - 1), 0.0)
             few = valid < 2
             out[name] = from_numpy(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
         else:  # min, max

@@ -12,9 +12,30 @@ import pyarrow as pa
 
 from ...core.batch import EventBatch
 from ...core.errors import TidalError
-from .base import ArgumentColumn, ArgumentValues, _Engine, _mask, _numeric, _orderable_as_int, float_keyed, key_floats
+from .base import (
+    MODE_FIFO,
+    MODE_HEAP,
+    ArgumentColumn,
+    ArgumentValues,
+    _Engine,
+    _mask,
+    _numeric,
+    _orderable_as_int,
+    float_keyed,
+    key_floats,
+)
 from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
-from .kernels import CUR, NHELD, NOUT, QSIZE, _add_multisets, _empty_multisets, _flatten_multisets, _load_multisets
+from .kernels import (
+    CUR,
+    NHELD,
+    NOUT,
+    QSIZE,
+    VARIANCE,
+    _add_multisets,
+    _empty_multisets,
+    _flatten_multisets,
+    _load_multisets,
+)
 
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
 
@@ -47,6 +68,13 @@ def exact_int_average(wrapped: np.ndarray, approx: np.ndarray, count: np.ndarray
     return out
 
 
+def shifted_variance(dev: np.ndarray, dev2: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Sample variances from sums of ``d = x - K`` and ``d * d`` over ``n`` values (``K`` any pivot near
+    the values, so nothing large cancels): ``(sum d² - (sum d)² / n) / (n - 1)``, never below 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.maximum((dev2 - dev * dev / n) / (n - 1), 0.0)
+
+
 class CompiledEngine(_Engine):
     """Numeric built-ins: running sums and sorted multisets in numba kernels (a variant subclass gives the
     sweep kernel and its endpoint queue's upkeep)."""
@@ -55,7 +83,8 @@ class CompiledEngine(_Engine):
 
     def __init__(self, fns: list[tuple[str, AggregateFunction]], args: list[ArgumentColumn], window_len):
         self.fns, self.args, self.window_len = fns, args, int(window_len or 0)
-        # slots: int sums (valid counts, integer sums) and float sums (float sums, squares), shared by aggregates
+        # slots: int sums (valid counts, integer sums) and float sums (float sums; variance's shifted sums of
+        # deviations and squared deviations from a pivot, see kernels.make_sweep), shared by aggregates
         self.int_slots: list[tuple[str, int]] = []
         self.flt_slots: list[tuple[str, int]] = []
         self.ms_slots: list[tuple[int, int, float]] = []  # (arg index, kind code, param)
@@ -97,8 +126,10 @@ class CompiledEngine(_Engine):
                 a = first_of.setdefault(fn.arg, a)
             self.arg_types[a] = t
             valid = self._slot(self.int_slots, ("valid", a))
-            if fn.kind in ORDERED:
-                self.ms_slots.append((a, ORDERED[fn.kind], float(fn.param or 0.0)))
+            # where values leave (endpoint queues), a variance reads the multiset of alive values
+            leaves = getattr(self, "mode", None) in (MODE_FIFO, MODE_HEAP) and fn.kind in ("variance", "stddev")
+            if fn.kind in ORDERED or leaves:
+                self.ms_slots.append((a, VARIANCE if leaves else ORDERED[fn.kind], float(fn.param or 0.0)))
                 self.ms_valid.append(valid)
                 self.plan.append((name, fn, {"ms": len(self.ms_slots) - 1, "valid": valid, "arg": a}))
                 continue
@@ -108,12 +139,19 @@ class CompiledEngine(_Engine):
                 parts["isum"] = self._slot(self.int_slots, ("value", a))
                 # the same sum in floats: an int64 sum that wrapped is 2**64 away from it (never silently wrong)
                 parts["fsum"] = self._slot(self.flt_slots, ("value", a))
-            elif fn.kind in ("sum", "average", "variance", "stddev"):
+            elif fn.kind in ("sum", "average"):
                 parts["fsum"] = self._slot(self.flt_slots, ("value", a))
-            if fn.kind in ("variance", "stddev"):
-                parts["fsq"] = self._slot(self.flt_slots, ("square", a))
+            if fn.kind in ("variance", "stddev"):  # sums of x - K and (x - K)**2, K the group's pivot
+                parts["dev"] = self._slot(self.flt_slots, ("dev", a))
+                parts["dev2"] = self._slot(self.flt_slots, ("dev2", a))
             self.plan.append((name, fn, parts))
         ki, kf, km = len(self.int_slots), len(self.flt_slots), len(self.ms_slots)
+        pivoted = list(dict.fromkeys(a for what, a in self.flt_slots if what in ("dev", "dev2")))
+        self.f_piv = np.array([pivoted.index(a) if w in ("dev", "dev2") else -1 for w, a in self.flt_slots], np.int64)
+        self.f_sq = np.array([w == "dev2" for w, _ in self.flt_slots], np.bool_)
+        self.p_valid = np.array([self.int_slots.index(("valid", a)) for a in pivoted], np.int64)
+        self.p_src = np.array([self.flt_slots.index(("dev", a)) for a in pivoted], np.int64)
+        self.g_piv = np.zeros((0, len(pivoted)), np.float64)  # per group and pivoted argument (NaN: none)
         self.m_kind = np.array([k for _, k, _ in self.ms_slots], np.int64)
         self.m_param = np.array([p for _, _, p in self.ms_slots], np.float64)
         self.m_valid = np.array(self.ms_valid, np.int64)
@@ -152,6 +190,7 @@ class CompiledEngine(_Engine):
             return out
 
         self.g_int, self.g_flt, self.g_cnt = grow(self.g_int), grow(self.g_flt), grow(self.g_cnt)
+        self.g_piv = grow(self.g_piv, np.nan)
         self.held, self.held_flag = grow(self.held), grow(self.held_flag)
         self.o_valid, self.o_start, self.o_int = grow(self.o_valid), grow(self.o_start), grow(self.o_int)
         self.o_flt, self.o_cnt, self.o_res = grow(self.o_flt), grow(self.o_cnt), grow(self.o_res)
@@ -190,8 +229,8 @@ class CompiledEngine(_Engine):
                 ic[:, j] = 1 if ok is None else ok
             else:
                 ic[:, j] = vals.ints(a)
-        for j, (what, a) in enumerate(self.flt_slots):
-            fc[:, j] = vals.summed_floats(a, what == "square")
+        for j, (_, a) in enumerate(self.flt_slots):
+            fc[:, j] = vals.summed_floats(a, False)  # shifted slots: the kernel shifts (and squares) the value
         for j, (a, _, _) in enumerate(self.ms_slots):
             mv[:, j] = vals.order_keys(a)
         return ic, fc, mv
@@ -247,6 +286,7 @@ class CompiledEngine(_Engine):
             self.m_kind, self.m_param, self.m_valid, self.m_float,
             self.q_time, self.q_gid, self.q_int, self.q_flt, self.q_mv,
             self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out, *stage,
+            self.f_piv, self.f_sq, self.p_valid, self.p_src, self.g_piv,
         )  # fmt: skip
         k = int(self.st[NOUT])
         if k == 0:
@@ -265,6 +305,9 @@ class CompiledEngine(_Engine):
             none = _mask(valid == 0)
             if kind == "count_not_null":
                 cols[name] = pa.array(valid, pa.int64())
+            elif "ms" in parts and kind in ("variance", "stddev"):
+                var = orr[:, parts["ms"]].view(np.float64)
+                cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=_mask(valid < 2))
             elif "ms" in parts:
                 res = orr[:, parts["ms"]]
                 cols[name] = _ordered_result(kind, res, valid == 0, self.arg_types[parts["arg"]])
@@ -279,9 +322,7 @@ class CompiledEngine(_Engine):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     cols[name] = pa.array(of[:, parts["fsum"]] / valid, mask=none)
             else:  # variance, stddev
-                s, sq = of[:, parts["fsum"]], of[:, parts["fsq"]]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    var = np.maximum((sq - s * s / valid) / (valid - 1), 0.0)
+                var = shifted_variance(of[:, parts["dev"]], of[:, parts["dev2"]], valid)
                 cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=_mask(valid < 2))
         return cols
 
@@ -296,11 +337,13 @@ class CompiledEngine(_Engine):
             multisets = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int64()))
         return {
             "typed": True,
+            "shifted": True,  # variance state as shifted sums (older checkpoints kept sums of squares)
             "types": self.layout_types,
             "arrays": {
                 k: getattr(self, k).copy()
                 for k in (
                     "st",
+                    "g_piv",
                     "g_int",
                     "g_flt",
                     "g_cnt",
@@ -330,8 +373,15 @@ class CompiledEngine(_Engine):
         if not state["typed"]:
             return False
         self._layout(state["types"])
+        if "shifted" not in state and any(fn.kind in ("variance", "stddev") for _, fn, _ in self.plan):
+            raise TidalError(
+                "checkpoint from an older tidal: its variance/stddev state (sums of values and squares) cannot "
+                "be continued exactly; not supported: start the query again from its input"
+            )
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
+        if "g_piv" not in state["arrays"]:  # (no pivoted argument: none to restore)
+            self.g_piv = np.full((len(self.g_cnt), len(self.p_valid)), np.nan)
         kf = len(self.flt_slots)
         for name in ("g_flt", "tot_flt"):  # saved before the sums had compensations: none yet
             sums = getattr(self, name, None)

@@ -5,7 +5,9 @@ Each :class:`AggregateFunction` is a description, not code: the snapshot aggrega
 
 * *linear* aggregates (``count``, ``count_not_null``, ``sum``, ``average``, ``variance``,
   ``stddev``) keep per-group running sums that events add to and remove from; several
-  aggregates share sums (Average is Sum and Count, merged per snapshot);
+  aggregates share sums (Average is Sum and Count, merged per snapshot); variance sums
+  ``x - K`` and its square about a per-group pivot ``K`` (never plain squares, which cancel),
+  and where events leave (endpoint queues) reads the multiset of alive values instead;
 * *order* aggregates (``min``, ``max``, ``count_distinct``, ``percentile_cont``,
   ``percentile_disc``) are not invertible from sums, so each group keeps the sorted multiset
   of its alive values.
@@ -320,8 +322,11 @@ def multiset_result(kind: str, param, items: Counter):
     if kind in ("variance", "stddev"):
         if n < 2:
             return None
-        mean = _fsum(items.items()) / n
-        var = _fsum(((v - mean) * (v - mean), c) for v, c in items.items()) / (n - 1)
+        if any(math.isinf(v) for v in items):  # NaN with an infinity, as DuckDB
+            return math.nan
+        # exact rationals, rounded once (a mean rounded to a float would bias values far from 0)
+        mean = sum(Fraction(v) * c for v, c in items.items()) / n
+        var = float(sum((Fraction(v) - mean) ** 2 * c for v, c in items.items()) / (n - 1))
         return var if kind == "variance" else math.sqrt(var)
     if kind == "min":
         return min(items)

@@ -10,8 +10,10 @@ the tumbling-window variant of Trill's aggregate (no endpoint queue) without the
 operator's per-event lifetime rewrite. Hopping windows first aggregate per hop slice that way,
 then slide: at each grid point the slice that fell out of the window is subtracted from
 per-group totals and the new slice added (linear aggregates are invertible), and the groups
-with a non-zero total are emitted. Linear aggregates only (count, count_not_null, sum, average,
-variance, stddev, user-defined running sums); anything else runs unfused.
+with a non-zero total are emitted (a variance's slices are never subtracted: each group's live
+slices are merged at each grid point, see ``slide_hops``). Linear aggregates only (count,
+count_not_null, sum, average, variance, stddev, user-defined running sums); anything else runs
+unfused.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .fused_kernels import (
     SOUT,
     add_float,
     add_int,
+    add_shifted,
     slide_hops,
     window_rows,
 )
@@ -76,11 +79,16 @@ class FusedWindowEngine(CompiledEngine):
         self.buf_cnt = np.zeros(0, np.int64)
         self.buf_int = np.zeros((len(self.int_slots), 0), np.int64)
         self.buf_flt = np.zeros((len(self.flt_slots), 0), np.float64)
+        self.buf_piv = np.zeros((len(self.p_valid), 0), np.float64)  # each row's pivot per variance argument
         self.ev_row = np.zeros(0, np.int64)
         # sliding (k > 1): queued slices, per-group totals over the last k, the groups with a non-zero total
         ki, kf = len(self.int_slots), len(self.flt_slots)
         self.q_start, self.q_gid, self.q_cnt = (np.zeros(0, np.int64) for _ in range(3))
         self.q_int, self.q_flt = np.zeros((ki, 0), np.int64), np.zeros((kf, 0), np.float64)
+        self.q_piv = np.zeros((len(self.p_valid), 0), np.float64)
+        self.p_dev = np.array([self.flt_slots.index(("dev", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
+        self.p_dev2 = np.array([self.flt_slots.index(("dev2", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
+        self.acc = np.zeros((0, len(self.p_valid), 4))  # slide_hops' per-group merges (scratch)
         self.tot_cnt = np.zeros(0, np.int64)
         self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, 2 * kf), np.float64)  # + compensations
         self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -111,7 +119,7 @@ class FusedWindowEngine(CompiledEngine):
             return out
 
         self.buf_w, self.buf_gid, self.buf_cnt = grow(self.buf_w), grow(self.buf_gid), grow(self.buf_cnt)
-        self.buf_int, self.buf_flt = grow(self.buf_int), grow(self.buf_flt)
+        self.buf_int, self.buf_flt, self.buf_piv = grow(self.buf_int), grow(self.buf_flt), grow(self.buf_piv)
 
     def _columns(self, batch: EventBatch):
         """Per int slot: an int64 column to add, or None (one per event: a valid count without nulls);
@@ -124,7 +132,15 @@ class FusedWindowEngine(CompiledEngine):
                 ints.append(None if ok is None else ok.astype(np.int64))
             else:
                 ints.append(np.ascontiguousarray(vals.ints(a)))
-        floats = [np.ascontiguousarray(vals.summed_floats(a, what == "square")) for what, a in self.flt_slots]
+        floats = []
+        for what, a in self.flt_slots:
+            if what == "dev2":  # added with its "dev" slot
+                floats.append(None)
+            elif what == "dev":  # raw values and which count: add_shifted shifts them
+                ok = vals.valid(a)
+                floats.append((vals.floats(a), np.zeros(0, np.bool_) if ok is None else ok))
+            else:
+                floats.append(np.ascontiguousarray(vals.summed_floats(a, False)))
         return ints, floats
 
     def run(self, batch, gids, upto):
@@ -154,6 +170,8 @@ class FusedWindowEngine(CompiledEngine):
             bint[:, spare] = 0
             bflt[:, m:rows] = 0.0
             bflt[:, spare] = 0.0
+            self.buf_piv[:, m:rows] = np.nan
+            self.buf_piv[:, spare] = np.nan
             ints, floats = self._columns(batch)
             added = None
             for j, col in enumerate(ints):
@@ -165,14 +183,20 @@ class FusedWindowEngine(CompiledEngine):
                     added[:m] -= before
                 bint[j, :rows] += added
             for j, col in enumerate(floats):
-                add_float(ev_row, col, bflt[j])
+                if isinstance(col, tuple):
+                    a = self.flt_slots[j][1]
+                    sq = self.flt_slots.index(("dev2", a))
+                    p = int(self.f_piv[j])
+                    add_shifted(ev_row, np.ascontiguousarray(col[0]), col[1], self.buf_piv[p], bflt[j], bflt[sq])
+                elif col is not None:
+                    add_float(ev_row, col, bflt[j])
         out = self._results(closed, upto)
         if closed:
-            for a in (bw, bgid, bcnt, bint, bflt):  # the open rows move to the front
+            for a in (bw, bgid, bcnt, bint, bflt, self.buf_piv):  # the open rows move to the front
                 a[..., : rows - closed] = a[..., closed:rows]
         if out is None:
             return None
-        sync, gid, cnt, oi, of = out
+        sync, gid, cnt, oi, of = out[:5]
         cols = self._finish(oi.T, of.T, cnt, None)
         return sync, sync + self.slice_len, gid, cols
 
@@ -181,20 +205,26 @@ class FusedWindowEngine(CompiledEngine):
         return tuple(a.copy() for a in self._closed_rows(closed)) if closed else None
 
     def _closed_rows(self, closed: int):
-        return tuple(a[..., :closed] for a in (self.buf_w, self.buf_gid, self.buf_cnt, self.buf_int, self.buf_flt))
+        return tuple(
+            a[..., :closed] for a in (self.buf_w, self.buf_gid, self.buf_cnt, self.buf_int, self.buf_flt, self.buf_piv)
+        )
 
     def snapshot(self) -> dict:
         if not self._typed:
             return {"typed": False}
         m = int(self.st[NHELD])
         arrays = {k: getattr(self, k).copy() for k in ("st", "row_of", "held")}
-        arrays |= {k: getattr(self, k)[..., :m].copy() for k in ("buf_w", "buf_gid", "buf_cnt", "buf_int", "buf_flt")}
-        arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active", "pos")}
-        arrays |= {k: getattr(self, k).copy() for k in ("q_start", "q_gid", "q_cnt", "q_int", "q_flt")}
-        return {"typed": True, "types": self.layout_types, "arrays": arrays}
+        bufs = ("buf_w", "buf_gid", "buf_cnt", "buf_int", "buf_flt", "buf_piv")
+        arrays |= {k: getattr(self, k)[..., :m].copy() for k in bufs}
+        arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active")}
+        arrays |= {k: getattr(self, k).copy() for k in ("pos", "q_start", "q_gid", "q_cnt", "q_int", "q_flt", "q_piv")}
+        return {"typed": True, "shifted": True, "types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
-        self._restore_arrays(state)
+        if self._restore_arrays(state) and "buf_piv" not in state["arrays"]:  # (saved with no pivots: none)
+            npiv = len(self.p_valid)
+            self.buf_piv = np.zeros((npiv, len(self.buf_w)))
+            self.q_piv = np.zeros((npiv, len(self.q_start)))
 
 
 class FusedHoppingEngine(FusedWindowEngine):
@@ -214,7 +244,7 @@ class FusedHoppingEngine(FusedWindowEngine):
         progress = max(int(self.st[CUR]), upto) if self.st[HAS_CUR] else upto  # slices before it are final
         return self._slide(progress)
 
-    def _queue(self, start, gid, cnt, oi, of) -> None:
+    def _queue(self, start, gid, cnt, oi, of, piv) -> None:
         """Append closed slices to the sliding queue (dropping the expired ones before it when short of room)."""
         st = self.st2
         head, tail, m = int(st[QHEAD]), int(st[QTAIL]), len(start)
@@ -228,7 +258,7 @@ class FusedHoppingEngine(FusedWindowEngine):
                 return out
 
             self.q_start, self.q_gid, self.q_cnt = moved(self.q_start), moved(self.q_gid), moved(self.q_cnt)
-            self.q_int, self.q_flt = moved(self.q_int), moved(self.q_flt)
+            self.q_int, self.q_flt, self.q_piv = moved(self.q_int), moved(self.q_flt), moved(self.q_piv)
             st[QHEAD], st[QADD], st[QTAIL] = 0, st[QADD] - head, live
             tail = live
         self.q_start[tail : tail + m] = start
@@ -236,12 +266,15 @@ class FusedHoppingEngine(FusedWindowEngine):
         self.q_cnt[tail : tail + m] = cnt
         self.q_int[:, tail : tail + m] = oi
         self.q_flt[:, tail : tail + m] = of
+        self.q_piv[:, tail : tail + m] = piv
         st[QTAIL] = tail + m
 
     def _slide(self, progress: int):
         parts = []
         cap = 2 * (int(self.st2[NACTIVE]) + int(self.st2[QTAIL] - self.st2[QADD])) + 1024
         ki, kf = len(self.int_slots), len(self.flt_slots)
+        if len(self.acc) < len(self.tot_cnt):
+            self.acc = np.zeros((len(self.tot_cnt), len(self.p_valid), 4))
         while True:
             out = (
                 np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
@@ -250,6 +283,7 @@ class FusedHoppingEngine(FusedWindowEngine):
             slide_hops(
                 progress, self.hop, self.k, self.st2, self.q_start, self.q_gid, self.q_cnt, self.q_int, self.q_flt,
                 self.tot_cnt, self.tot_int, self.tot_flt, self.active, self.pos, *out,
+                self.f_piv, self.f_sq, self.p_valid, self.p_dev, self.p_dev2, self.q_piv, self.acc,
             )  # fmt: skip
             o = int(self.st2[SOUT])
             if o:

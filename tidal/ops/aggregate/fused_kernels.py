@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 from .kernels import _add_flt, _flt_value
 
@@ -105,6 +106,26 @@ def add_float(ev_row, values, acc):
         acc[ev_row[i]] += values[i]
 
 
+@numba.njit(cache=True)
+def add_shifted(ev_row, values, ok, piv, dev, dev2):
+    """A variance's shifted sums: each valid event (``ok`` empty: all) adds ``d = x - K`` to ``dev`` and
+    ``d * d`` to ``dev2`` of its row, ``K = piv[row]`` the row's first finite value (NaN until one comes;
+    an infinity's shift is itself)."""
+    every = len(ok) == 0
+    for i in range(len(ev_row)):
+        if not every and not ok[i]:
+            continue
+        r = ev_row[i]
+        v = values[i]
+        k = piv[r]
+        if k != k and np.isfinite(v):
+            piv[r] = v
+            k = v
+        d = v - k if k == k else v
+        dev[r] += d
+        dev2[r] += d * d
+
+
 # scalar slots of the sliding kernel's persistent state
 NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
 
@@ -112,7 +133,7 @@ NEXT_P, HAS_P, QHEAD, QADD, QTAIL, NACTIVE, PREPARED, SOUT, FULL = range(9)
 @numba.njit(cache=True)
 def slide_hops(
     progress, hop, k, st, q_start, q_gid, q_cnt, q_int, q_flt, tot_cnt, tot_int, tot_flt, active, pos,
-    out_p, out_gid, out_cnt, out_int, out_flt,
+    out_p, out_gid, out_cnt, out_int, out_flt, f_piv, f_sq, p_valid, p_dev, p_dev2, q_piv, acc,
 ):  # fmt: skip
     """Hopping windows of ``k`` hops from per-hop partial sums (queued in start order).
 
@@ -121,7 +142,15 @@ def slide_hops(
     added, and every group with a non-zero total gets the result ``[p, p + hop)``. Grid points
     where nothing is alive are skipped. When the output is full it stops and says so (``FULL``);
     called again with more room, it goes on where it stopped.
+
+    A variance's shifted sums (float slots ``j`` with ``f_piv[j] = p >= 0``: sums of ``x - K`` and their
+    squares, ``K = q_piv[p, slice]`` the slice's first finite value) are never subtracted: a value leaving
+    would leave its rounding behind. At each grid point each group's live slices are merged in start
+    order, each as (count, mean about the first slice's pivot, sum of squared deviations), by Chan et
+    al.'s pairwise formula (``acc``: per group and argument); the result row carries 0 and the merged
+    sum of squared deviations.
     """
+    npiv = len(p_valid)
     ki = tot_int.shape[1]
     kf = q_flt.shape[0]  # tot_flt holds the totals, then their compensations (see kernels._add_flt)
     head, add, tail = st[QHEAD], st[QADD], st[QTAIL]
@@ -150,7 +179,8 @@ def slide_hops(
                 for j in range(ki):
                     tot_int[g, j] -= q_int[j, head]
                 for j in range(kf):
-                    _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
+                    if f_piv[j] < 0:
+                        _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
                 if tot_cnt[g] == 0:  # swap the last active group into its place
                     for j in range(2 * kf):
                         tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
@@ -170,12 +200,39 @@ def slide_hops(
                 for j in range(ki):
                     tot_int[g, j] += q_int[j, add]
                 for j in range(kf):
-                    _add_flt(tot_flt, g, j, kf, q_flt[j, add])
+                    if f_piv[j] < 0:
+                        _add_flt(tot_flt, g, j, kf, q_flt[j, add])
                 add += 1
             prepared = True
         if o + nact > cap:
             full = True
             break
+        if npiv > 0:  # merge the live slices (head..add) per group: count, mean, squared deviations
+            for a in range(nact):
+                for pv in range(npiv):
+                    acc[active[a], pv, 0] = 0.0
+                    acc[active[a], pv, 1] = 0.0
+                    acc[active[a], pv, 2] = 0.0
+                    acc[active[a], pv, 3] = 0.0
+            for q in range(head, add):
+                g = q_gid[q]
+                for pv in range(npiv):
+                    nb = float(q_int[p_valid[pv], q])
+                    if nb == 0.0:
+                        continue
+                    s1 = q_flt[p_dev[pv], q]
+                    kb = q_piv[pv, q]
+                    kb = kb if kb == kb else 0.0
+                    m2b = q_flt[p_dev2[pv], q] - s1 * s1 / nb if np.isfinite(s1) else np.nan
+                    na = acc[g, pv, 0]
+                    if na == 0.0:  # means are kept about the first slice's pivot (never rounded at their size)
+                        acc[g, pv, 0], acc[g, pv, 1], acc[g, pv, 2], acc[g, pv, 3] = nb, s1 / nb, m2b, kb
+                        continue
+                    n = na + nb
+                    delta = (kb - acc[g, pv, 3]) + s1 / nb - acc[g, pv, 1]
+                    acc[g, pv, 1] += delta * (nb / n)
+                    acc[g, pv, 2] += m2b + delta * delta * (na * nb / n)
+                    acc[g, pv, 0] = n
         for a in range(nact):
             g = active[a]
             out_p[o] = p
@@ -184,7 +241,11 @@ def slide_hops(
             for j in range(ki):
                 out_int[j, o] = tot_int[g, j]
             for j in range(kf):
-                out_flt[j, o] = _flt_value(tot_flt, g, j, kf)
+                pv = f_piv[j]
+                if pv < 0:
+                    out_flt[j, o] = _flt_value(tot_flt, g, j, kf)
+                else:
+                    out_flt[j, o] = acc[g, pv, 2] if f_sq[j] else 0.0
             o += 1
         prepared = False
         p += hop

@@ -143,6 +143,34 @@ def _flt_value(g_flt, g, j, kf):
     return s + g_flt[g, kf + j] if np.isfinite(s) else s
 
 
+VARIANCE = 5  # the multiset kind of a variance where values leave (see _ms_variance)
+
+
+@numba.njit(cache=True)
+def _ms_variance(arr, n, isfloat, fbuf, ibuf):
+    """The sample variance of the sorted ``arr[:n]`` as a float64's bits: sums of ``d = x - K`` and ``d * d``
+    with ``K`` the middle value (within a standard deviation of the mean, so nothing large cancels),
+    ``(sum d² - (sum d)² / n) / (n - 1)``; NaN with an infinity (as DuckDB), 0 below two values (not read).
+    Where values leave a snapshot, running sums would keep what leaving values rounded away (or a pivot
+    far from the values alive): this reads only the values alive."""
+    if n < 2:
+        return 0
+    lo = _key_value(arr[0], isfloat, fbuf, ibuf)
+    hi = _key_value(arr[n - 1], isfloat, fbuf, ibuf)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        fbuf[0] = np.nan
+        return ibuf[0]
+    k = _key_value(arr[n // 2], isfloat, fbuf, ibuf)
+    s1 = 0.0
+    s2 = 0.0
+    for q in range(n):
+        d = _key_value(arr[q], isfloat, fbuf, ibuf) - k
+        s1 += d
+        s2 += d * d
+    fbuf[0] = max((s2 - s1 * s1 / n) / (n - 1), 0.0)
+    return ibuf[0]
+
+
 @numba.njit(cache=True, inline="always")
 def _interpolate(a, b, d):
     """``a`` to ``b`` at ``d`` in [0, 1) as DuckDB's quantile_cont: equal values (infinities too) are
@@ -166,6 +194,8 @@ def _ms_result(arr, n, kind, p, isfloat, fbuf, ibuf):
         return d
     if n == 0:
         return 0
+    if kind == VARIANCE:
+        return _ms_variance(arr, n, isfloat, fbuf, ibuf)
     if kind == 0:
         return arr[0]
     if kind == 1:
@@ -281,7 +311,7 @@ def make_sweep(mode: int):
         q_time, q_gid, q_int, q_flt, q_mv,
         o_valid, o_start, o_int, o_flt, o_cnt, o_res,
         out_sync, out_other, out_gid, out_int, out_flt, out_cnt, out_res,
-        stage_idx, stage_val, stage_n,
+        stage_idx, stage_val, stage_n, f_piv, f_sq, p_valid, p_src, g_piv,
     ):  # fmt: skip
         """Feed one batch (sorted by sync time), then let progress reach ``upto``.
 
@@ -296,6 +326,13 @@ def make_sweep(mode: int):
         work itself. The heap swap's inlined helper measured free. Multiset values are staged
         (``stage_*``: room for every value this call can add or remove) and flushed before results
         are read and before returning.
+
+        Shifted sums (variance, stddev): float slot ``j`` with ``f_piv[j] = p >= 0`` reads the raw value
+        and adds ``d = x - K`` (``f_sq[j]``: ``d * d``), ``K = g_piv[g, p]`` the group's pivot: the first
+        finite value to arrive while the group held no valid value of that argument (int slot
+        ``p_valid[p]``; ``p_src[p]`` the float slot with the raw value). The pivot stays while any value
+        is alive, so what an event removes is what it added (queued ends keep their shifted
+        contributions); NaN as a pivot: none yet (only infinities alive, whose shift is themselves).
         """
         km = len(m_kind)
         ki = ic.shape[1]
@@ -305,6 +342,8 @@ def make_sweep(mode: int):
         res = np.empty(km, np.int64)  # the current group's order-aggregate results
         fbuf = np.empty(1, np.float64)
         ibuf = fbuf.view(np.int64)
+        npiv = len(p_valid)
+        fr = np.empty(kf, np.float64)  # the current row's float contributions
         i = 0
         while True:
             t = sync[i] if i < n else upto
@@ -438,6 +477,25 @@ def make_sweep(mode: int):
                 o = other[row]
                 sign = -1 if o < t else 1
                 w = wt[row] if weighted else 1
+                for p in range(npiv):  # a group with no valid value alive takes this value as its pivot
+                    if sign > 0 and ic[row, p_valid[p]] != 0:
+                        piv = g_piv[g, p]
+                        if g_int[g, p_valid[p]] == 0 or piv != piv:
+                            x = fc[row, p_src[p]]
+                            g_piv[g, p] = x if np.isfinite(x) else np.nan
+                for j in range(kf):
+                    v = fc[row, j]
+                    p = f_piv[j]
+                    if p >= 0:
+                        if ic[row, p_valid[p]] == 0:
+                            v = 0.0
+                        else:
+                            piv = g_piv[g, p]
+                            if piv == piv:
+                                v = v - piv
+                            if f_sq[j]:
+                                v = v * v
+                    fr[j] = v
                 if queued and sign > 0 and o != 9223372036854775807:
                     size = st[QSIZE]
                     pos = st[QHEAD] + size if fifo else size
@@ -446,7 +504,7 @@ def make_sweep(mode: int):
                     for j in range(ki):
                         q_int[pos, j] = ic[row, j]
                     for j in range(kf):
-                        q_flt[pos, j] = fc[row, j]
+                        q_flt[pos, j] = fr[j]
                     for j in range(km):
                         q_mv[pos, j] = mv[row, j]
                     st[QSIZE] = size + 1
@@ -461,9 +519,9 @@ def make_sweep(mode: int):
                     g_int[g, j] += sign * ic[row, j]
                 for j in range(kf):
                     if compensated:
-                        _add_flt(g_flt, g, j, kf, sign * fc[row, j])
+                        _add_flt(g_flt, g, j, kf, sign * fr[j])
                     else:  # start edges only: nothing leaves, the plain running sum in row order (DuckDB's SUM)
-                        g_flt[g, j] += sign * fc[row, j]
+                        g_flt[g, j] += sign * fr[j]
                 if km > 0:
                     _apply_multisets(g, sign, mv, ic, row, km, m_valid, stage_idx, stage_val, stage_n)
             g_cnt[g] += sign * w
