@@ -86,6 +86,23 @@ def test_logarithms(tmp_path):
     )
 
 
+def test_trunc_goes_toward_zero_in_the_arguments_type(tmp_path):
+    table = pa.table(
+        {
+            "f": pa.array([-2.7, 2.7, -0.5, None, float("nan"), float("-inf"), 1e300, -1e-300]),
+            "i": pa.array([1, -5, None, 7, 0, 3, 2, 9], pa.int64()),
+            "r": pa.array([-12.5, 1.5, None, 0.0, -0.0, 3.9, 2.1, 1.0], pa.float32()),
+        }
+    )
+    where = _write(tmp_path, table)
+    assert_same(
+        "SELECT trunc(f), trunc(i), trunc(r), trunc(NULL), trunc(-2.75), trunc(TRY_CAST(f AS DECIMAL(9, 2))) "
+        "FROM 't.parquet' WHERE trunc(f) <> 0 OR f IS NULL OR trunc(f) = 0",
+        where,
+    )
+    assert_unsupported("SELECT trunc(f, 1) FROM 't.parquet'", where, "trunc with a number of places")
+
+
 def test_like_escape(tmp_path):
     where = _write(tmp_path, STRINGS)
     assert_same(

@@ -40,6 +40,7 @@ from .sqlmore import (
     sign,
     text_to_time,
     time_to_text,
+    trunc,
 )
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
@@ -146,6 +147,7 @@ _PARTS = {
 _UNARY_FNS = {
     "floor": floor_ceil("floor"),
     "ceil": floor_ceil("ceil"),
+    "trunc": trunc,
     "sign": sign,
     "upper": pc.utf8_upper,
     "lower": pc.utf8_lower,
@@ -166,6 +168,7 @@ _NULL_AS = {
     "floor": pa.float64(),
     "ceil": pa.float64(),
     "sign": pa.int64(),
+    "trunc": pa.int64(),
     "round": pa.int64(),
     "strftime": pa.timestamp("us"),
 }  # fmt: skip

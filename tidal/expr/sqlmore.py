@@ -400,6 +400,13 @@ def floor_ceil(func: str):
     return run
 
 
+def trunc(v):
+    """SQL's TRUNC: toward zero, of the argument's type (a DECIMAL(p, s) becomes a DECIMAL(p, 0))."""
+    if pa.types.is_decimal(v.type):
+        return decimal_rounded(v, 0, "towards_zero")
+    return v if pa.types.is_integer(v.type) else pc.trunc(v)
+
+
 def sign(v):
     """DuckDB's SIGN: a TINYINT, 0 for NaN (and for -0.0)."""
     if pa.types.is_floating(v.type):

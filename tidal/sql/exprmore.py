@@ -58,6 +58,11 @@ class MoreTranslations:
     def t_NullSafeEQ(self, e):
         return self._distinct(e, False)
 
+    def t_Trunc(self, e):
+        if e.args.get("decimals") is not None:
+            raise PlanError(f"{e.sql(dialect='duckdb')}: trunc with a number of places is not supported")
+        return self._call("trunc", e, [e.this])
+
     def t_NullSafeNEQ(self, e):
         return self._distinct(e, True)
 
