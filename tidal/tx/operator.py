@@ -192,9 +192,15 @@ class TransactOp(Operator):
             done += k
 
     def _run(self, now: EventBatch) -> None:
+        n = len(now)
+        if self.post is not None:  # the post-process in the walk itself, where that applies
+            payload = self.engine.run_post(now.columns, self.post, n)
+            if payload is not None:
+                self.position += n
+                self.emit(EventBatch(now.sync, None if now.points else now.other, payload))
+                return
         committed, reads = self.engine.run(now.columns, now.sync, self.position)
         self.position += len(now)
-        n = len(now)
         # a read no event issued is all nulls (made only then: ``pa.nulls`` fills n values)
         if self.post is None:
             payload = {**now.columns, "committed": _bools(committed)}
