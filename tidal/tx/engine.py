@@ -503,6 +503,8 @@ class Engine:
                 if st.get("lists")
                 else f"{st.get('serial_walks', 0)} runs walked serially"
             )
+            if st.get("post_fused"):  # tidal.tx.postfuse
+                how += f", {st['post_fused']} of them with the post-process in the walk"
             if st.get("locked_walks"):
                 unit = "records" if self.scheduler == "lock" else "partitions"
                 how = f"{st['locked_walks']} runs on {self._nthreads} threads holding {unit} in timestamp order"

@@ -84,6 +84,13 @@ def _make(engine, post, plan, cols, read_types):
     slot_of = {name: s for s, name in enumerate(engine.read_slots)}
     outs, lines, steps = [], [], []
     for (name, node), (_, step) in zip(post.fields, plan, strict=True):
+        if step[0] == "col" and step[1].startswith("r."):  # a read passed on: its value, from the walk
+            if step[1][2:] not in read_types:  # r.committed, or a read no event issues
+                return None
+            lines.append(f"po{len(outs)}[i] = rv{slot_of[step[1][2:]]}")
+            outs.append(f"po{len(outs)}")
+            steps.append((name, np.dtype(read_types[step[1][2:]].to_pandas_dtype())))
+            continue
         if step[0] == "col":
             steps.append((name, step[1]))
             continue
