@@ -16,7 +16,6 @@ from ..plan.nodes import Source
 from ..plan.properties import Properties
 from .streamable import Stream
 
-
 # per immutable Arrow input (its id, while it lives) and time field: the proof that its time field is in
 # order, shared by every stream over it (a later query over the same table skips the check)
 _PROOFS: dict[tuple[int, str], OrderProof] = {}

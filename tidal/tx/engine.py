@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, fused, gather, locked, postfuse, runs, schedule, split
+from . import codegen, fused, gather, locked, pipeline, postfuse, runs, schedule, split
 from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
@@ -36,6 +36,8 @@ def _kind_of_array(col: pa.Array) -> str:
     """'b' boolean, 'i' integer, 'f' floating point, 's' anything else."""
     return _KIND_OF_TYPE_ID.get(col.type.id, "s")
 
+
+SERIAL_WALKS = ("serial", "pipeline")  # schedulers whose state access is the serial walk
 
 # the kernels of compiled transactions, by ``Engine._fingerprint``; the attributes they are kept in
 _BUILT: dict[str, dict] = {}
@@ -251,13 +253,20 @@ class Engine:
         cols = self._prepare(columns)
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
         small = n * len(self.templates) < runs.PARALLEL_FROM
-        serial = self.scheduler == "serial" or (self.scheduler == "chains" and (self._nthreads == 1 or small))
+        serial = self.scheduler in SERIAL_WALKS or (self.scheduler == "chains" and (self._nthreads == 1 or small))
         if not serial:
             return None
         done = postfuse.run(self, post, columns, cols, n)
         if done is not None:
             self.stats["state_access_s"] += _time.perf_counter() - t0
         return done
+
+    def launch(self, columns: dict[str, pa.Array], post, n: int):
+        """``pipeline``: the batch's serial walk started on the walker thread (``tidal.tx.pipeline``);
+        None where it does not apply (then ``run_post`` or ``run``, which walk it serially)."""
+        cols = self._prepare(columns)
+        self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
+        return pipeline.launch(self, columns, cols, n, post)
 
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
         """Run the transactions of ``len(sync)`` events; returns (committed, {read name: values})."""
@@ -271,9 +280,9 @@ class Engine:
             return made if made is not None else self._decompose(cols, n, sync, position, sourced)
 
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
-        fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
+        fused_path = self.scheduler in SERIAL_WALKS or (self.scheduler == "chains" and self.owner_ok)
         small = n * len(self.templates) < runs.PARALLEL_FROM
-        if fused_path and (self.scheduler == "serial" or self._nthreads == 1 or small):
+        if fused_path and (self.scheduler in SERIAL_WALKS or self._nthreads == 1 or small):
             done = runs.serial_from_events(self, cols, n)  # one thread's kernel: no thread count to set
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
@@ -503,6 +512,8 @@ class Engine:
                 if st.get("lists")
                 else f"{st.get('serial_walks', 0)} runs walked serially"
             )
+            if st.get("pipelined"):  # tidal.tx.pipeline
+                how += f", {st['pipelined']} on the walker thread while the operator went on"
             if st.get("post_fused"):  # tidal.tx.postfuse
                 how += f", {st['post_fused']} of them with the post-process in the walk"
             if st.get("locked_walks"):

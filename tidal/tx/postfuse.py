@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..expr import jit
-from ..expr.nodes import BinOp, Col, Const
+from ..expr.nodes import BinOp, Const
 from . import fused
 from .trace import READ
 
@@ -123,35 +123,50 @@ def _make(engine, post, plan, cols, read_types):
 def run(engine, post, columns: dict[str, pa.Array], cols: dict[str, pa.Array], n: int):
     """The output fields of ``post`` for the batch, its transactions applied; None where this does not
     apply (nothing changed: the general path runs)."""
+    begun = begin(engine, post, columns, cols, n)
+    if begun is None:
+        return None
+    fn, args, land, _ = begun
+    t0 = time.process_time()
+    r = fn(*args)
+    return land(r, time.process_time() - t0)
+
+
+def begin(engine, post, columns: dict[str, pa.Array], cols: dict[str, pa.Array], n: int):
+    """``(kernel, args, land, saved)`` as ``tidal.tx.runs.serial_begin``, ``land`` giving the output
+    fields; None where this does not apply."""
     made = _plan(engine, post, columns)
     if made is None:
         return None
     fn, names, steps = made
     if any(cols[c].null_count for c in names):
         return None
-    t0 = time.process_time()
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
     outs = [np.empty(n, step) for _, step in steps if not isinstance(step, str)]
     saved = (engine.icells.copy(), engine.fcells.copy())
     count = np.zeros(1, np.int64)
     none_i, none_f, none_b = np.empty((0, 0), np.int64), np.empty((0, 0), np.float64), np.empty((0, 0), np.uint8)
     nothing = np.zeros(1, np.uint8)  # no transaction aborts
-    if fn(0, n, engine.icells, engine.fcells, nothing, none_i, none_f, none_b, count, *outs, *ecols) != -1:
-        engine.icells[:], engine.fcells[:] = saved
-        return None
-    st = engine.stats
-    now = time.process_time()
-    phases = st.setdefault("phases", {})
-    phases["walk"] = phases.get("walk", 0.0) + now - t0
-    m = int(count[0])
-    st["serial_walks"] = st.get("serial_walks", 0) + 1
-    st["post_fused"] = st.get("post_fused", 0) + 1
-    st["groups"] += 1
-    st["waves"] += 1
-    st["largest_group"] = max(st["largest_group"], m)
-    st["events"] += n
-    st["batches"] += 1
-    st["operations"] += m
-    st["intervals"] += (n + engine.interval - 1) // engine.interval
-    computed = iter(outs)
-    return {name: columns[step] if isinstance(step, str) else pa.array(next(computed)) for name, step in steps}
+
+    def land(r: int, cpu: float):
+        if r != -1:
+            engine.icells[:], engine.fcells[:] = saved
+            return None
+        st = engine.stats
+        phases = st.setdefault("phases", {})
+        phases["walk"] = phases.get("walk", 0.0) + cpu
+        m = int(count[0])
+        st["serial_walks"] = st.get("serial_walks", 0) + 1
+        st["post_fused"] = st.get("post_fused", 0) + 1
+        st["groups"] += 1
+        st["waves"] += 1
+        st["largest_group"] = max(st["largest_group"], m)
+        st["events"] += n
+        st["batches"] += 1
+        st["operations"] += m
+        st["intervals"] += (n + engine.interval - 1) // engine.interval
+        computed = iter(outs)
+        return {name: columns[step] if isinstance(step, str) else pa.array(next(computed)) for name, step in steps}
+
+    args = (0, n, engine.icells, engine.fcells, nothing, none_i, none_f, none_b, count, *outs, *ecols)
+    return fn, args, land, saved

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-SCHEDULERS = ("chains", "serial", "lock", "pat")
+SCHEDULERS = ("chains", "serial", "lock", "pat", "pipeline")  # pipeline: the serial walk on a second thread
 AUTO = "auto"  # the default: picks one of SCHEDULERS (``pick``)
 CHAINS_FROM = 3  # ``auto`` runs chains from this many worker threads, the serial walk below
 

@@ -1,0 +1,78 @@
+"""The ``pipeline`` scheduler: the serial walk of one batch on a second thread while the first goes on.
+
+State access is the serial walk (``tidal.tx.runs.serial_begin``, or with the post-process in it,
+``tidal.tx.postfuse.begin``), one batch at a time, in order, so the tables, reads and aborts are
+the serial ones. What changes is when: the operator starts a batch's walk on a worker thread (a
+``nogil`` kernel) and returns, so that the thread that delivered the batch reads the next one
+(ingress), and the operators downstream process the previous one, while the walk runs. The batch is
+*landed* (its output built and emitted) when the next batch arrives, before that one starts (one
+walk at a time, in order), or at a punctuation, flush or end of input (before it is forwarded).
+
+Each ``Transact`` operator holds at most one batch in flight. Its checkpoint, taken in between,
+waits for the walk and stores the tables as they were before the batch, and the batch among the
+buffered events, so a restored query walks it again; a stopped query's tables can hold one batch
+more than its output. An error in the walk (a key outside its table, a division by zero) puts the
+tables back and lands the batch by the general path, which names the event.
+
+What it can give (Amdahl over two threads, CPU ns per event of the serial query, ``bench/tx_phases.py``):
+a query costs ``S + W``, the walk ``W`` and the rest ``S`` (Python per batch, ingress, output,
+operators downstream); overlapped, ``max(S, W)`` plus what cannot overlap (per query: tracing,
+planning). Its CPU time is that of the serial walk plus the hand-over (a future per batch).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from . import postfuse, runs
+
+_LOCK = threading.Lock()
+_WALKER: ThreadPoolExecutor | None = None  # one thread walks for every pipelined operator: walks of
+# different queries are independent and each operator waits only for its own
+
+
+def _walker() -> ThreadPoolExecutor:
+    global _WALKER
+    with _LOCK:
+        if _WALKER is None:
+            _WALKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tidal-tx-walk")
+        return _WALKER
+
+
+def _walk(fn, args):
+    t0 = time.thread_time()
+    r = fn(*args)
+    return r, time.thread_time() - t0
+
+
+class Flight:
+    """One batch's walk, started: ``land()`` waits for it and gives ``("post", payload)``, ``("run",
+    (committed, reads))`` or None (an error: the tables are as before the batch)."""
+
+    def __init__(self, kind: str, land, saved, future: Future):
+        self.kind, self._land, self.saved, self.future = kind, land, saved, future
+
+    def wait(self) -> None:
+        self.future.result()
+
+    def land(self):
+        r, cpu = self.future.result()
+        done = self._land(r, cpu)
+        return None if done is None else (self.kind, done)
+
+
+def launch(engine, columns, cols, n: int, post) -> Flight | None:
+    """Start the batch's serial walk on the walker thread; None where the serial walk from the
+    events does not apply (nulls, no compiled walk): the caller runs the batch as ``serial`` would."""
+    begun = postfuse.begin(engine, post, columns, cols, n) if post is not None else None
+    kind = "post"
+    if begun is None:
+        begun, kind = runs.serial_begin(engine, cols, n), "run"
+    if begun is None:
+        return None
+    fn, args, land, saved = begun
+    st = engine.stats
+    st["pipelined"] = st.get("pipelined", 0) + 1
+    return Flight(kind, land, saved, _walker().submit(_walk, fn, args))
