@@ -261,12 +261,19 @@ class Engine:
             self.stats["state_access_s"] += _time.perf_counter() - t0
         return done
 
-    def launch(self, columns: dict[str, pa.Array], post, n: int):
-        """``pipeline``: the batch's serial walk started on the walker thread (``tidal.tx.pipeline``);
-        None where it does not apply (then ``run_post`` or ``run``, which walk it serially)."""
-        cols = self._prepare(columns)
+    def prepare(self, columns: dict[str, pa.Array], post, n: int):
+        """``pipeline``: the batch's serial walk made ready (``tidal.tx.pipeline.prepare``; the tables
+        not touched, so while the batch before walks); None where it does not apply (then
+        ``run_post`` or ``run``, which walk it serially). ``pipeline.start`` starts it."""
+        if getattr(self, "box", None) is not None:
+            self.box["last"] = self
+        cols = {"e." + k: v for k, v in columns.items()}
+        kinds = tuple(_KIND_OF_TYPE_ID.get(v.type.id, "s") for v in cols.values())
+        if (tuple(cols), kinds) != self._batch_kinds:  # the kernels for these kinds (once per schema)
+            self._compile(dict(zip(cols, kinds, strict=True)))
+            self._batch_kinds = (tuple(cols), kinds)
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
-        return pipeline.launch(self, columns, cols, n, post)
+        return pipeline.prepare(self, columns, cols, n, post)
 
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
         """Run the transactions of ``len(sync)`` events; returns (committed, {read name: values})."""

@@ -26,6 +26,7 @@ from ..expr.kernels import Evaluator, record_fields, to_arrow_column
 from ..expr.lambdas import Opaque, translate_rows
 from ..expr.nodes import Col
 from ..ops.base import Operator
+from . import pipeline
 from .engine import Engine
 
 _NOT_FUSED = {"**", "<<", ">>"}  # Python raises where a compiled loop would silently differ
@@ -193,14 +194,30 @@ class TransactOp(Operator):
             done += k
 
     def _run(self, now: EventBatch) -> None:
-        self._land()  # one batch in flight at most: the one before lands before this one starts
-        n = len(now)
+        prev, self.flight = self.flight, None
+        ready = None
         if self.engine.scheduler == "pipeline" and self.engine.workers > 1:
-            flight = self.engine.launch(now.columns, self.post, n)
-            if flight is not None:
-                self.flight = (now, flight)
-                return
-        self._run_now(now)
+            # made ready while the batch before walks (the tables not read)
+            ready = self.engine.prepare(now.columns, self.post, len(now))
+        if prev is not None and not prev[1].walked():  # an error in its walk (the tables put back)
+            self.flight = prev
+            self._land()  # the general path names it
+            prev = None
+        # this batch's walk starts once the one before has walked; the one before is emitted while it
+        # runs (its output is its own arrays: the tables are this walk's)
+        flight = None if ready is None else pipeline.start(self.engine, ready)
+        if prev is not None:
+            self.flight = prev
+            try:
+                self._land()
+            except BaseException:
+                if flight is not None:  # this batch has not run: its walk is undone
+                    flight.undo()
+                raise
+        if flight is None:
+            self._run_now(now)
+        else:
+            self.flight = (now, flight)
 
     def _land(self) -> None:
         """The batch in flight (``pipeline``) waited for and emitted; after an error in its walk (the

@@ -5,8 +5,10 @@ State access is the serial walk (``tidal.tx.runs.serial_begin``, or with the pos
 the serial ones. What changes is when: the operator starts a batch's walk on a worker thread (a
 ``nogil`` kernel) and returns, so that the thread that delivered the batch reads the next one
 (ingress), and the operators downstream process the previous one, while the walk runs. The batch is
-*landed* (its output built and emitted) when the next batch arrives, before that one starts (one
-walk at a time, in order), or at a punctuation, flush or end of input (before it is forwarded).
+*landed* (its output built and emitted) when the next batch arrives: once its walk has ended, the
+next batch's walk starts (one walk at a time, in order), then the batch's output is built and
+emitted (it reads the batch's own arrays, not the tables) while that walk runs; or at a
+punctuation, flush or end of input (before it is forwarded).
 
 Each ``Transact`` operator holds at most one batch in flight. Its checkpoint, taken in between,
 waits for the walk and stores the tables as they were before the batch, and the batch among the
@@ -41,9 +43,10 @@ def _walker() -> ThreadPoolExecutor:
         return _WALKER
 
 
-def _walk(fn, args):
+def _walk(fn, args, started: threading.Event):
+    started.set()
     t0 = time.thread_time()
-    r = fn(*args)
+    r = fn(*args)  # releases the interpreter lock (a nogil kernel) once its arguments are read
     return r, time.thread_time() - t0
 
 
@@ -51,11 +54,21 @@ class Flight:
     """One batch's walk, started: ``land()`` waits for it and gives ``("post", payload)``, ``("run",
     (committed, reads))`` or None (an error: the tables are as before the batch)."""
 
-    def __init__(self, kind: str, land, saved, future: Future):
+    def __init__(self, kind: str, land, saved, future: Future, cells):
         self.kind, self._land, self.saved, self.future = kind, land, saved, future
+        self.engine_cells = cells  # the engine's int and float cells (what ``saved`` copies)
 
     def wait(self) -> None:
         self.future.result()
+
+    def walked(self) -> bool:
+        """Waits for the walk: True when it ran to the end (False: ``land`` puts the tables back)."""
+        return self.future.result()[0] == -1
+
+    def undo(self) -> None:
+        """The walk waited for and its effect on the tables taken back (the batch did not run)."""
+        self.wait()
+        self.engine_cells[0][:], self.engine_cells[1][:] = self.saved
 
     def land(self):
         r, cpu = self.future.result()
@@ -63,16 +76,29 @@ class Flight:
         return None if done is None else (self.kind, done)
 
 
-def launch(engine, columns, cols, n: int, post) -> Flight | None:
-    """Start the batch's serial walk on the walker thread; None where the serial walk from the
-    events does not apply (nulls, no compiled walk): the caller runs the batch as ``serial`` would."""
+def prepare(engine, columns, cols, n: int, post):
+    """The batch's serial walk made ready without reading the tables (so while the batch before still
+    walks): ``(kind, kernel, args, land, saved)``; None where the serial walk from the events does
+    not apply (nulls, no compiled walk): the caller runs the batch as ``serial`` would."""
     begun = postfuse.begin(engine, post, columns, cols, n) if post is not None else None
     kind = "post"
     if begun is None:
         begun, kind = runs.serial_begin(engine, cols, n), "run"
-    if begun is None:
-        return None
-    fn, args, land, saved = begun
+    return None if begun is None else (kind, *begun)
+
+
+def start(engine, ready) -> Flight:
+    """The walk made by ``prepare`` started on the walker thread, the tables saved first (once the
+    batch before has walked)."""
+    kind, fn, args, land, saved = ready
+    engine.bind()
+    runs.save(engine, saved)
     st = engine.stats
     st["pipelined"] = st.get("pipelined", 0) + 1
-    return Flight(kind, land, saved, _walker().submit(_walk, fn, args))
+    started = threading.Event()
+    future = _walker().submit(_walk, fn, args, started)
+    # the walker needs the interpreter lock to start its kernel: without this wait it would get it only
+    # when this thread next waits (the lock changes hands every 5 ms otherwise), after the output of the
+    # batch before is built, which is what should overlap the walk
+    started.wait()
+    return Flight(kind, land, saved, future, (engine.icells, engine.fcells))

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..expr import jit
 from ..expr.nodes import BinOp, Const
-from . import fused
+from . import fused, runs
 from .trace import READ
 
 _MADE: dict = {}  # (the engine's kernels' key, the fields, their types) -> (kernel, columns, steps)
@@ -126,7 +126,8 @@ def run(engine, post, columns: dict[str, pa.Array], cols: dict[str, pa.Array], n
     begun = begin(engine, post, columns, cols, n)
     if begun is None:
         return None
-    fn, args, land, _ = begun
+    fn, args, land, saved = begun
+    runs.save(engine, saved)
     t0 = time.process_time()
     r = fn(*args)
     return land(r, time.process_time() - t0)
@@ -143,7 +144,7 @@ def begin(engine, post, columns: dict[str, pa.Array], cols: dict[str, pa.Array],
         return None
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
     outs = [np.empty(n, step) for _, step in steps if not isinstance(step, str)]
-    saved = (engine.icells.copy(), engine.fcells.copy())
+    saved: list = []  # the tables before the walk (``runs.save``)
     count = np.zeros(1, np.int64)
     none_i, none_f, none_b = np.empty((0, 0), np.int64), np.empty((0, 0), np.float64), np.empty((0, 0), np.uint8)
     nothing = np.zeros(1, np.uint8)  # no transaction aborts

@@ -96,17 +96,23 @@ def serial_from_events(engine, cols, n: int):
     begun = serial_begin(engine, cols, n)
     if begun is None:
         return None
-    fn, args, land, _ = begun
+    fn, args, land, saved = begun
+    save(engine, saved)
     t0 = time.process_time()
     r = fn(*args)
     return land(r, time.process_time() - t0)
 
 
+def save(engine, saved: list) -> None:
+    """The tables' cells as they are (before a batch's walk) into ``saved``."""
+    saved[:] = [engine.icells.copy(), engine.fcells.copy()]
+
+
 def serial_begin(engine, cols, n: int):
     """``(kernel, args, land, saved)`` for the serial walk from the events, or None where it does not apply:
     ``land(kernel(*args), cpu seconds)`` gives (committed, {read: values}), or None after an error
-    (the tables put back); ``saved``: the tables' cells before the batch. ``tidal.tx.pipeline`` calls
-    the kernel on another thread."""
+    (the tables put back to ``saved``: ``save`` fills it just before the walk). Nothing here reads
+    the tables, so ``tidal.tx.pipeline`` makes it while the batch before walks on another thread."""
     if engine.serial_events is None:
         return None
     fn, names = engine.serial_events
@@ -118,7 +124,7 @@ def serial_begin(engine, cols, n: int):
     rissued = np.zeros((nr, (n + 7) // 8), np.uint8)  # the reads' validity bits, as Arrow lays them out
     aborted = np.zeros(n, np.uint8)
     count = np.zeros(1, np.int64)
-    saved = (engine.icells.copy(), engine.fcells.copy())
+    saved: list = []
 
     def land(r: int, cpu: float):
         if r != -1:
