@@ -134,3 +134,32 @@ def test_an_error_in_a_fused_run_names_the_event_and_changes_nothing(fail):
     with pytest.raises(tx.TransactionError, match="event 2 \\(time 2\\)"):
         s.to_arrow()
     assert (a.to_dict(), b.to_dict()) == before
+
+
+@pytest.mark.parametrize("dtype", ["uint64", "uint32", "int8", "int64"])
+@pytest.mark.parametrize("scheduler", ["serial", "pipeline", "chains"])
+def test_keys_of_every_integer_type_in_the_branch_free_walk(dtype, scheduler):
+    keys = pa.array([0, 1, 2, 3, 4, 1, 4, 0, 2], type=dtype)
+    data = pa.table({"t": np.arange(9), "ts": np.arange(9), "k": keys, "w": [1, 0, 1] * 3})
+
+    def run(fn):
+        a = tx.Table("a", 5, {"n": np.zeros(5, dtype=np.int64)})
+
+        def access(e, t):
+            t.read_modify(a, e.k, "n", lambda v: v + 2, when=e.w == 1)  # alone under its when: no branch
+            t.read(a, e.k, "n", name="r")
+
+        return fn(access), a.to_dict()
+
+    post = lambda e, r: {"ts": e.ts, "r2": r.r * 2}  # noqa: E731
+    want = run(lambda access: tx.reference(data.rename_columns(["time", "ts", "k", "w"]), access, post))
+    got = run(
+        lambda access: (
+            tidal.from_arrow(data, time="t")
+            .transact(access, post, scheduler=scheduler, workers=2)
+            .to_arrow()
+            .select(["ts", "r2"])
+            .to_pylist()
+        )
+    )
+    assert got == want

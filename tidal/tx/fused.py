@@ -212,7 +212,8 @@ def _predicated(t: OpTemplate, tint: bool, place, gen: _Source, pad: str) -> lis
     cast = "np.int64" if tint else "np.float64"
     return [
         f"{pad}w = bool({gen.src(t.when)})",
-        f"{pad}key0 = {gen.src(t.key)} if w else 0",
+        f"{pad}key0 = {gen.src(t.key)}",
+        f"{pad}key0 = key0 if w else key0 - key0  # 0 of the key's own type (a uint64 with 0 is a float)",
         f"{pad}if key0 < 0 or key0 >= {size}:",
         f"{pad}    return -2",
         f"{pad}cnt += w",

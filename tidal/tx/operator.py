@@ -194,20 +194,18 @@ class TransactOp(Operator):
             done += k
 
     def _run(self, now: EventBatch) -> None:
-        prev, self.flight = self.flight, None
         ready = None
         if self.engine.scheduler == "pipeline" and self.engine.workers > 1:
             # made ready while the batch before walks (the tables not read)
             ready = self.engine.prepare(now.columns, self.post, len(now))
+        prev = self.flight
         if prev is not None and not prev[1].walked():  # an error in its walk (the tables put back)
-            self.flight = prev
             self._land()  # the general path names it
             prev = None
         # this batch's walk starts once the one before has walked; the one before is emitted while it
         # runs (its output is its own arrays: the tables are this walk's)
         flight = None if ready is None else pipeline.start(self.engine, ready)
         if prev is not None:
-            self.flight = prev
             try:
                 self._land()
             except BaseException:
