@@ -94,6 +94,7 @@ class Engine:
         self.built_key = None
         self._batch_kinds: tuple = ((), ())  # the last batch's (field names, kinds): its kernels are made
         self.type_errors: dict[int, str] = {}
+        pipeline.enter(self)  # a user of its tables until its operator completes (``pipeline.alone``)
         self.stats = {"events": 0, "batches": 0, "intervals": 0, "operations": 0, "chains": 0, "groups": 0}
         self.stats.update({"waves": 0, "largest_group": 0, "aborted": 0, "compute_s": 0.0, "state_access_s": 0.0})
 
@@ -273,6 +274,8 @@ class Engine:
             self._compile(dict(zip(cols, kinds, strict=True)))
             self._batch_kinds = (tuple(cols), kinds)
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
+        if not pipeline.alone(self):
+            return None
         return pipeline.prepare(self, columns, cols, n, post)
 
     def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):

@@ -274,6 +274,7 @@ class TransactOp(Operator):
     def on_completed(self) -> None:
         self._process()
         self._land()
+        pipeline.leave(self.engine)
         self.emit_completed()
 
     def snapshot(self) -> dict:

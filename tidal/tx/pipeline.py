@@ -10,7 +10,8 @@ next batch's walk starts (one walk at a time, in order), then the batch's output
 emitted (it reads the batch's own arrays, not the tables) while that walk runs; or at a
 punctuation, flush or end of input (before it is forwarded).
 
-Each ``Transact`` operator holds at most one batch in flight. Its checkpoint, taken in between,
+Each ``Transact`` operator holds at most one batch in flight, and only when no other unfinished
+query's ``transact`` uses one of its tables (``alone``; else it walks as ``serial``). Its checkpoint, taken in between,
 waits for the walk and stores the tables as they were before the batch, and the batch among the
 buffered events, so a restored query walks it again; a stopped query's tables can hold one batch
 more than its output. An error in the walk (a key outside its table, a division by zero) puts the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import postfuse, runs
@@ -33,6 +35,33 @@ from . import postfuse, runs
 _LOCK = threading.Lock()
 _WALKER: ThreadPoolExecutor | None = None  # one thread walks for every pipelined operator: walks of
 # different queries are independent and each operator waits only for its own
+
+
+# per table, the engines of the queries built over it and not finished: a batch walks ahead of the
+# operator's output only when its engine is the one user of its tables (another ``transact`` of the
+# same query would read them while the walk runs, before the serial order lets it)
+_USERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def enter(engine) -> None:
+    """``engine`` (built for a query) uses its tables until ``leave``."""
+    with _LOCK:
+        for t in engine.tables:
+            _USERS.setdefault(t, weakref.WeakSet()).add(engine)
+
+
+def leave(engine) -> None:
+    with _LOCK:
+        for t in engine.tables:
+            users = _USERS.get(t)
+            if users is not None:
+                users.discard(engine)
+
+
+def alone(engine) -> bool:
+    """No other unfinished query's engine uses one of ``engine``'s tables."""
+    with _LOCK:
+        return all(len(_USERS.get(t, ())) <= 1 for t in engine.tables)
 
 
 def _walker() -> ThreadPoolExecutor:
