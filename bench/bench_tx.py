@@ -8,7 +8,7 @@ Usage::
 The four applications of ``tidal.tx.apps`` (Grep and Sum, Streaming Ledger, Online Bidding, Toll
 Processing) with the seed's parameters (Zipf skew 0.6, TP 0.2; 25% multi-partition transactions
 spanning up to 4 partitions; punctuation interval 500; 10k records, TP 100 segments), each run
-through ``stream.transact`` with every scheduler (``serial``, ``chains``, ``lock``, ``pat``) on each
+through ``stream.transact`` with every scheduler (``serial``, ``chains``, ``lock``, ``pat``, ``pipeline``) on each
 number of worker threads, and by the application's plain Python loop (``python_rows(rows, tables)``:
 dicts and lists, over rows already converted from Arrow, so the conversion is not charged to it;
 its cost is printed apart).

@@ -131,6 +131,24 @@ def test_order_of_an_arrow_table_is_checked_on_the_first_run_only(monkeypatch):
             bad.count()
 
 
+def test_order_proof_is_shared_by_every_stream_over_one_table(monkeypatch):
+    calls = []
+    real = ingress._check_order
+    monkeypatch.setattr(ingress, "_check_order", lambda *a: calls.append(1) or real(*a))
+    data = table(1000)
+    assert tidal.from_arrow(data, time="ts", batch_size=100).count() == 1000
+    assert len(calls) == 10
+    assert tidal.from_arrow(data, time="ts", batch_size=250).count() == 1000  # a new stream, the same table
+    assert len(calls) == 10
+    other = table(1000)  # an equal table is another object: checked again
+    assert tidal.from_arrow(other, time="ts", batch_size=100).count() == 1000
+    assert len(calls) == 20
+    bad = pa.table({"ts": [1, 5, 3, 4], "v": [1, 2, 3, 4]})
+    for _ in range(2):  # never proven, so every stream over it checks it
+        with pytest.raises(tidal.InputError, match="row 2: sync time 3"):
+            tidal.from_arrow(bad, time="ts", batch_size=2).count()
+
+
 @given(st.lists(st.integers(-50, 50), min_size=1, max_size=9000), st.integers(-60, 60))
 @settings(max_examples=40, deadline=None)
 def test_first_step_back_finds_the_first_descent(values, previous):

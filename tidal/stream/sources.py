@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 import numpy as np
@@ -14,6 +15,19 @@ from ..io.sortedness import check_sorted, sorted_fields
 from ..plan.nodes import Source
 from ..plan.properties import Properties
 from .streamable import Stream
+
+# per immutable Arrow input (its id, while it lives) and time field: the proof that its time field is in
+# order, shared by every stream over it (a later query over the same table skips the check)
+_PROOFS: dict[tuple[int, str], OrderProof] = {}
+
+
+def _order_proof(data, time: str) -> OrderProof:
+    key = (id(data), time)
+    proof = _PROOFS.get(key)
+    if proof is None:
+        proof = _PROOFS[key] = OrderProof()
+        weakref.finalize(data, _PROOFS.pop, key, None)  # the id may be reused once the table is gone
+    return proof
 
 
 def _props(kind: str, end, other) -> Properties:
@@ -192,8 +206,9 @@ def _from_arrow(
             for rb in inner()
         )
         return _stream_physical(batches, schema, time, other, policy)
-    # an Arrow table is immutable: its time field's order is checked on the first complete run only
-    order = OrderProof() if isinstance(data, pa.Table | pa.RecordBatch) and isinstance(time, str) else None
+    # an Arrow table is immutable: its time field's order is checked on the first complete run only (of
+    # any stream over it)
+    order = _order_proof(data, time) if isinstance(data, pa.Table | pa.RecordBatch) and isinstance(time, str) else None
     return _stream(batches, schema, "arrow", time, end, other, kind, policy, order)
 
 

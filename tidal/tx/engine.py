@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..core.errors import PlanError
 from ..expr.kernels import Evaluator
-from . import codegen, fused, gather, locked, runs, schedule, split
+from . import codegen, fused, gather, locked, pipeline, postfuse, runs, schedule, split
 from .errors import TransactionError
 from .table import Table
 from .trace import READ, OpTemplate, S, V
@@ -37,11 +37,13 @@ def _kind_of_array(col: pa.Array) -> str:
     return _KIND_OF_TYPE_ID.get(col.type.id, "s")
 
 
+SERIAL_WALKS = ("serial", "pipeline")  # schedulers whose state access is the serial walk
+
 # the kernels of compiled transactions, by ``Engine._fingerprint``; the attributes they are kept in
 _BUILT: dict[str, dict] = {}
 _BUILT_ATTRS = (
     "type_errors", "event_args", "_wave", "decomposer", "owner_ok", "fused_kernels", "serial_events",
-    "split_events", "regions", "t_write", "t_int", "read_rows",
+    "split_events", "regions", "t_write", "t_int", "read_rows", "serial_spec",
 )  # fmt: skip
 
 
@@ -89,8 +91,10 @@ class Engine:
         self.n_rec = n_rec  # records of all tables: the units of chains' grouped layout and of lock
         self.kernel = None
         self.kernel_kinds = None
+        self.built_key = None
         self._batch_kinds: tuple = ((), ())  # the last batch's (field names, kinds): its kernels are made
         self.type_errors: dict[int, str] = {}
+        pipeline.enter(self)  # a user of its tables until its operator completes (``pipeline.alone``)
         self.stats = {"events": 0, "batches": 0, "intervals": 0, "operations": 0, "chains": 0, "groups": 0}
         self.stats.update({"waves": 0, "largest_group": 0, "aborted": 0, "compute_s": 0.0, "state_access_s": 0.0})
 
@@ -114,6 +118,7 @@ class Engine:
         if self.kernel_kinds == signature:
             return
         key = self._fingerprint(signature)
+        self.built_key = key  # what ``tidal.tx.postfuse`` keeps its kernels by (None: not kept)
         made = _BUILT.get(key) if key is not None else None
         if made is None:
             self._build(kinds)
@@ -201,6 +206,7 @@ class Engine:
         if self.scheduler == "chains":  # components of each interval on threads (tidal.tx.split)
             self.fused_kernels["split"] = split.load(split.source(grid_walk, split.GRID_HEAD + fused._args(events)))
         self.serial_events = None
+        self.serial_spec = None  # what the serial walk from the events is made of (``tidal.tx.postfuse``)
         self.read_rows = list(range(len(self.read_slots)))  # the validity bits each read uses (its own)
         self.split_events = None
         if made is not None:  # the serial walk straight from the events (no grids)
@@ -210,6 +216,7 @@ class Engine:
             walk = fused.serial_source(live, target_int, source_int, slots, every, places)
             packed = fused.serial_source(live, target_int, source_int, slots, every, places, bits=True)
             self.serial_events = (fused.load_serial(packed), sorted(every, key=lambda c: int(every[c][1:])))
+            self.serial_spec = (live, target_int, source_int, slots, every, places)
             self.read_rows = fused.read_bit_rows(live, slots, every)
             if self.scheduler == "chains":
                 head = split.EVENTS_HEAD + fused._args(every)
@@ -228,10 +235,8 @@ class Engine:
         self.t_int = np.array(target_int, np.uint8)
 
     # -- one batch ----------------------------------------------------------------------------
-    def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
-        """Run the transactions of ``len(sync)`` events; returns (committed, {read name: values})."""
-        t0 = _time.perf_counter()
-        n = len(sync)
+    def _prepare(self, columns: dict[str, pa.Array]) -> dict[str, pa.Array]:
+        """The tables bound, the kernels for this batch's field kinds made; the columns as ``e.<field>``."""
         if getattr(self, "box", None) is not None:
             self.box["last"] = self
         self.bind()
@@ -240,6 +245,44 @@ class Engine:
         if (tuple(cols), kinds) != self._batch_kinds:  # the kernels for these kinds (once per schema)
             self._compile(dict(zip(cols, kinds, strict=True)))
             self._batch_kinds = (tuple(cols), kinds)
+        return cols
+
+    def run_post(self, columns: dict[str, pa.Array], post, n: int) -> dict[str, pa.Array] | None:
+        """The batch's transactions and ``post``'s output in one serial walk (``tidal.tx.postfuse``), or
+        None (nothing run, nothing changed) where that does not apply: then ``run`` and ``post``."""
+        t0 = _time.perf_counter()
+        cols = self._prepare(columns)
+        self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
+        small = n * len(self.templates) < runs.PARALLEL_FROM
+        serial = self.scheduler in SERIAL_WALKS or (self.scheduler == "chains" and (self._nthreads == 1 or small))
+        if not serial:
+            return None
+        done = postfuse.run(self, post, columns, cols, n)
+        if done is not None:
+            self.stats["state_access_s"] += _time.perf_counter() - t0
+        return done
+
+    def prepare(self, columns: dict[str, pa.Array], post, n: int):
+        """``pipeline``: the batch's serial walk made ready (``tidal.tx.pipeline.prepare``; the tables
+        not touched, so while the batch before walks); None where it does not apply (then
+        ``run_post`` or ``run``, which walk it serially). ``pipeline.start`` starts it."""
+        if getattr(self, "box", None) is not None:
+            self.box["last"] = self
+        cols = {"e." + k: v for k, v in columns.items()}
+        kinds = tuple(_KIND_OF_TYPE_ID.get(v.type.id, "s") for v in cols.values())
+        if (tuple(cols), kinds) != self._batch_kinds:  # the kernels for these kinds (once per schema)
+            self._compile(dict(zip(cols, kinds, strict=True)))
+            self._batch_kinds = (tuple(cols), kinds)
+        self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
+        if not pipeline.alone(self):
+            return None
+        return pipeline.prepare(self, columns, cols, n, post)
+
+    def run(self, columns: dict[str, pa.Array], sync: np.ndarray, position: int):
+        """Run the transactions of ``len(sync)`` events; returns (committed, {read name: values})."""
+        t0 = _time.perf_counter()
+        n = len(sync)
+        cols = self._prepare(columns)
         sourced = any(t.source is not None for t in self.templates)
 
         def grids():
@@ -247,9 +290,9 @@ class Engine:
             return made if made is not None else self._decompose(cols, n, sync, position, sourced)
 
         self._nthreads = max(1, min(self.workers, numba.config.NUMBA_NUM_THREADS))
-        fused_path = self.scheduler == "serial" or (self.scheduler == "chains" and self.owner_ok)
+        fused_path = self.scheduler in SERIAL_WALKS or (self.scheduler == "chains" and self.owner_ok)
         small = n * len(self.templates) < runs.PARALLEL_FROM
-        if fused_path and (self.scheduler == "serial" or self._nthreads == 1 or small):
+        if fused_path and (self.scheduler in SERIAL_WALKS or self._nthreads == 1 or small):
             done = runs.serial_from_events(self, cols, n)  # one thread's kernel: no thread count to set
             if done is not None:
                 self.stats["state_access_s"] += _time.perf_counter() - t0
@@ -479,6 +522,10 @@ class Engine:
                 if st.get("lists")
                 else f"{st.get('serial_walks', 0)} runs walked serially"
             )
+            if st.get("pipelined"):  # tidal.tx.pipeline
+                how += f", {st['pipelined']} on the walker thread while the operator went on"
+            if st.get("post_fused"):  # tidal.tx.postfuse
+                how += f", {st['post_fused']} of them with the post-process in the walk"
             if st.get("locked_walks"):
                 unit = "records" if self.scheduler == "lock" else "partitions"
                 how = f"{st['locked_walks']} runs on {self._nthreads} threads holding {unit} in timestamp order"

@@ -82,7 +82,7 @@ def _args(events: dict[str, str]) -> str:
     return "".join(f", {a}" for a in names)
 
 
-def serial_source(templates, target_int, source_int, slots, events, places=None, bits: bool = False) -> str:
+def serial_source(templates, target_int, source_int, slots, events, places=None, bits: bool = False, post=None) -> str:
     """The serial kernel: events ``lo..hi-1`` in order; returns -1, or the operation that divided by
     zero. With ``places`` (per template: (cell base, record base, size) of the target and of the
     source or None; ``events`` then names the key and ``when`` columns too), the kernel decides the
@@ -96,7 +96,11 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
     From the events, templates under the same ``when`` share one test of it (``when_groups``: a
     template joins an earlier one's group across templates whose ``when`` excludes its own, so no
     event's operations change order), and the event fields a group reads twice or more are loaded
-    once, in the group."""
+    once, in the group.
+
+    With ``post`` (``(outputs, lines)``: ``tidal.tx.postfuse``), each read's value goes to a local
+    ``rv<slot>`` instead of its output row, and ``lines`` (over those locals, writing ``outputs``, the
+    post-process's compiled fields) end each event's iteration."""
     shared = _shared_fields(templates, events)
     hoisted = {c: f"x{events[c]}" for c in shared}
     gen = _Source(events, hoisted)
@@ -108,6 +112,8 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
     writes = [k for k in order if templates[k].kind != READ]
     head = "lo, hi, icells, fcells, aborted, out_i, out_f, rissued, count" if places else None
     head = head or "lo, hi, issued, cell2d, src2d, icells, fcells, aborted, out_i, out_f"
+    if post is not None:
+        head += "".join(f", {o}" for o in post[0])
     # the count of operations in a local (an array element would be stored and loaded again at every
     # operation: numba cannot tell that ``count`` is no table's array); event fields that several
     # templates read loaded once per event, for the same reason
@@ -130,17 +136,24 @@ def serial_source(templates, target_int, source_int, slots, events, places=None,
             ggen = _Source(events, {**hoisted, **local})
         for k in ks:
             t = templates[k]
+            # without a branch in the one-thread walk only (``bits``): a thread's walk of its segment
+            # must not store to a record of another's (record 0), even its own value
+            if places and bits and len(ks) == 1 and k not in saved and _predicable(t, gen):
+                lines += _predicated(t, target_int[k], places[k][0], gen, base)
+                continue
             mark = None if not bits else slots[k] >= 0 and rows[slots[k]] == slots[k]  # a bit of its own
             lines += _template_lines(k, t, target_int, source_int, slots, places, mark, ggen, base, when, nk, [
                 q for q in reversed(saved) if pos[q] < pos[k]
-            ], k in saved)  # fmt: skip
+            ], k in saved, post is not None)  # fmt: skip
+    if post is not None:
+        lines += [" " * 8 + x for x in post[1]]
     if places:
         lines.append("    count[0] += cnt")
     lines.append("    return -1")
     return "\n".join(lines) + "\n"
 
 
-def _template_lines(k, t, target_int, source_int, slots, places, bits, gen, base, when, nk, undo_of, keep) -> list:
+def _template_lines(k, t, target_int, source_int, slots, places, bits, gen, base, when, nk, undo_of, keep, local=False):
     """Template ``k``'s lines in the serial kernel (under its group's ``when`` test when ``when``)."""
     undo = []
     for q in undo_of:
@@ -156,7 +169,7 @@ def _template_lines(k, t, target_int, source_int, slots, places, bits, gen, base
         "err": [f"return i * {nk} + {k}"],
         "fail": undo + ["aborted[i] = 1", "continue"],
         "save": save,
-        "read": lambda tint, slot: f"{'out_i' if tint else 'out_f'}[{slot}, i]",
+        "read": lambda tint, slot: f"rv{slot}" if local else f"{'out_i' if tint else 'out_f'}[{slot}, i]",
         "cell": lambda k: f"cell2d[i, {k}]",
         "src": lambda k: f"src2d[i, {k}]",
     }
@@ -180,6 +193,35 @@ def _template_lines(k, t, target_int, source_int, slots, places, bits, gen, base
         elif slots[k] >= 0:
             lines.append(f"{pad}rissued[{slots[k]}, i] = True")
     return lines + _op_lines(k, t, target_int[k], source_int[k], slots[k], gen, pad, on)
+
+
+def _predicable(t: OpTemplate, gen: _Source) -> bool:
+    """A write or read-modify-write alone under its ``when``, with no condition, no source and nothing
+    that can fail to evaluate (``when``, key, value): run without a branch (``_predicated``)."""
+    if t.when is None or t.kind == READ or t.condition is not None or t.source is not None:
+        return False
+    return all(gen.bad(x) is None for x in (t.when, t.key, t.value))
+
+
+def _predicated(t: OpTemplate, tint: bool, place, gen: _Source, pad: str) -> list[str]:
+    """The operation without a branch on its ``when`` (a random ``when`` mispredicts often, and costs
+    more than the operation): an event that does not issue it addresses record 0 instead of its key
+    and stores the value the cell holds (nothing changes), and counts no operation."""
+    cells = "icells" if tint else "fcells"
+    cbase, _, size = place
+    cast = "np.int64" if tint else "np.float64"
+    return [
+        f"{pad}w = bool({gen.src(t.when)})",
+        f"{pad}key0 = {gen.src(t.key)}",
+        f"{pad}key0 = key0 if w else key0 - key0  # 0 of the key's own type (a uint64 with 0 is a float)",
+        f"{pad}if key0 < 0 or key0 >= {size}:",
+        f"{pad}    return -2",
+        f"{pad}cnt += w",
+        f"{pad}c = {cbase} + key0",
+        f"{pad}v = {cells}[c]",
+        f"{pad}nv = {cast}({gen.src(t.value)})",
+        f"{pad}{cells}[c] = nv if w else v",
+    ]
 
 
 def read_bit_rows(templates, slots, events) -> list[int]:

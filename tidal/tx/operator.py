@@ -26,6 +26,7 @@ from ..expr.kernels import Evaluator, record_fields, to_arrow_column
 from ..expr.lambdas import Opaque, translate_rows
 from ..expr.nodes import Col
 from ..ops.base import Operator
+from . import pipeline
 from .engine import Engine
 
 _NOT_FUSED = {"**", "<<", ">>"}  # Python raises where a compiled loop would silently differ
@@ -155,6 +156,7 @@ class TransactOp(Operator):
         self.pending: list[EventBatch] = []
         self.count = 0
         self.position = 0  # events whose transactions have run
+        self.flight = None  # ``pipeline``: (batch, its walk started on the walker thread) not yet landed
 
     @property
     def variant(self) -> str:
@@ -192,8 +194,60 @@ class TransactOp(Operator):
             done += k
 
     def _run(self, now: EventBatch) -> None:
+        ready = None
+        if self.engine.scheduler == "pipeline" and self.engine.workers > 1:
+            # made ready while the batch before walks (the tables not read)
+            ready = self.engine.prepare(now.columns, self.post, len(now))
+        prev = self.flight
+        if prev is not None and not prev[1].walked():  # an error in its walk (the tables put back)
+            self._land()  # the general path names it
+            prev = None
+        # this batch's walk starts once the one before has walked; the one before is emitted while it
+        # runs (its output is its own arrays: the tables are this walk's)
+        flight = None if ready is None else pipeline.start(self.engine, ready)
+        if prev is not None:
+            try:
+                self._land()
+            except BaseException:
+                if flight is not None:  # this batch has not run: its walk is undone
+                    flight.undo()
+                raise
+        if flight is None:
+            self._run_now(now)
+        else:
+            self.flight = (now, flight)
+
+    def _land(self) -> None:
+        """The batch in flight (``pipeline``) waited for and emitted; after an error in its walk (the
+        tables put back), run by the general path, which names the event."""
+        if self.flight is None:
+            return
+        now, flight = self.flight
+        self.flight = None
+        done = flight.land()
+        if done is None:
+            self._run_now(now)
+            return
+        kind, result = done
+        self.position += len(now)
+        if kind == "post":
+            self.emit(EventBatch(now.sync, None if now.points else now.other, result))
+        else:
+            self._emit(now, *result)
+
+    def _run_now(self, now: EventBatch) -> None:
+        n = len(now)
+        if self.post is not None:  # the post-process in the walk itself, where that applies
+            payload = self.engine.run_post(now.columns, self.post, n)
+            if payload is not None:
+                self.position += n
+                self.emit(EventBatch(now.sync, None if now.points else now.other, payload))
+                return
         committed, reads = self.engine.run(now.columns, now.sync, self.position)
         self.position += len(now)
+        self._emit(now, committed, reads)
+
+    def _emit(self, now: EventBatch, committed, reads) -> None:
         n = len(now)
         # a read no event issued is all nulls (made only then: ``pa.nulls`` fills n values)
         if self.post is None:
@@ -209,19 +263,37 @@ class TransactOp(Operator):
 
     def on_punctuation(self, time: int) -> None:
         self._process()
+        self._land()
         self.emit_punctuation(time)
 
     def on_flush(self) -> None:
         self._process()
+        self._land()
         self.emit_flush()
 
     def on_completed(self) -> None:
         self._process()
+        self._land()
+        pipeline.leave(self.engine)
         self.emit_completed()
 
     def snapshot(self) -> dict:
-        pending = concat_batches(self.pending).to_record_batch() if self.pending else None
-        tables = {f"{i}:{t.name}": t.snapshot() for i, t in enumerate(self.engine.tables)}
+        """The buffered events and the tables; a batch in flight (``pipeline``) counts as buffered:
+        the tables as they were before it (its walk waited for), the batch among the events."""
+        batches, engine = self.pending, self.engine
+        now = None
+        if self.flight is not None:
+            flight = self.flight[1]
+            flight.wait()
+            now = (engine.icells.copy(), engine.fcells.copy())
+            engine.icells[:], engine.fcells[:] = flight.saved
+            batches = [self.flight[0], *batches]
+        try:
+            pending = concat_batches(batches).to_record_batch() if batches else None
+            tables = {f"{i}:{t.name}": t.snapshot() for i, t in enumerate(engine.tables)}
+        finally:
+            if now is not None:
+                engine.icells[:], engine.fcells[:] = now
         return {"pending": pending, "position": self.position, "tables": tables}
 
     def restore(self, state: dict) -> None:
@@ -229,5 +301,6 @@ class TransactOp(Operator):
         self.pending = [] if rb is None else [EventBatch.from_record_batch(rb)]
         self.count = 0 if rb is None else rb.num_rows
         self.position = int(state["position"])
+        self.flight = None
         for i, t in enumerate(self.engine.tables):
             t.restore({c: np.asarray(a) for c, a in state["tables"][f"{i}:{t.name}"].items()})

@@ -93,29 +93,54 @@ def owner_from_events(engine, cols, n: int, sync, position: int, grids):
 def serial_from_events(engine, cols, n: int):
     """The serial walk deciding the operations from the events itself; None when it does not apply,
     or met an error (the tables are as before: compute mode's grids then name the error)."""
+    begun = serial_begin(engine, cols, n)
+    if begun is None:
+        return None
+    fn, args, land, saved = begun
+    save(engine, saved)
+    t0 = time.process_time()
+    r = fn(*args)
+    return land(r, time.process_time() - t0)
+
+
+def save(engine, saved: list) -> None:
+    """The tables' cells as they are (before a batch's walk) into ``saved``."""
+    saved[:] = [engine.icells.copy(), engine.fcells.copy()]
+
+
+def serial_begin(engine, cols, n: int):
+    """``(kernel, args, land, saved)`` for the serial walk from the events, or None where it does not apply:
+    ``land(kernel(*args), cpu seconds)`` gives (committed, {read: values}), or None after an error
+    (the tables put back to ``saved``: ``save`` fills it just before the walk). Nothing here reads
+    the tables, so ``tidal.tx.pipeline`` makes it while the batch before walks on another thread."""
     if engine.serial_events is None:
         return None
     fn, names = engine.serial_events
     if any(cols[c].null_count for c in names):
         return None
-    t0 = time.process_time()
     ecols = [cols[c].to_numpy(zero_copy_only=False) for c in names]
     nr = len(engine.read_slots)
     out_i, out_f = np.empty((nr, n), np.int64), np.empty((nr, n), np.float64)
     rissued = np.zeros((nr, (n + 7) // 8), np.uint8)  # the reads' validity bits, as Arrow lays them out
     aborted = np.zeros(n, np.uint8)
     count = np.zeros(1, np.int64)
-    saved = (engine.icells.copy(), engine.fcells.copy())
-    if fn(0, n, engine.icells, engine.fcells, aborted, out_i, out_f, rissued, count, *ecols) != -1:
-        engine.icells[:], engine.fcells[:] = saved
-        return None
-    _phase(engine, "walk", t0)
-    st = engine.stats
-    st["serial_walks"] = st.get("serial_walks", 0) + 1
-    st["groups"] += 1
-    st["waves"] += 1
-    st["largest_group"] = max(st["largest_group"], int(count[0]))
-    return _finish(engine, aborted, out_i, out_f, rissued, n, int(count[0]))
+    saved: list = []
+
+    def land(r: int, cpu: float):
+        if r != -1:
+            engine.icells[:], engine.fcells[:] = saved
+            return None
+        phases = engine.stats.setdefault("phases", {})
+        phases["walk"] = phases.get("walk", 0.0) + cpu
+        st = engine.stats
+        st["serial_walks"] = st.get("serial_walks", 0) + 1
+        st["groups"] += 1
+        st["waves"] += 1
+        st["largest_group"] = max(st["largest_group"], int(count[0]))
+        return _finish(engine, aborted, out_i, out_f, rissued, n, int(count[0]))
+
+    args = (0, n, engine.icells, engine.fcells, aborted, out_i, out_f, rissued, count, *ecols)
+    return fn, args, land, saved
 
 
 def split_run(engine, cols, n: int, sync, position: int, grids):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-SCHEDULERS = ("chains", "serial", "lock", "pat")
+SCHEDULERS = ("chains", "serial", "lock", "pat", "pipeline")  # pipeline: the serial walk on a second thread
 AUTO = "auto"  # the default: picks one of SCHEDULERS (``pick``)
 CHAINS_FROM = 3  # ``auto`` runs chains from this many worker threads, the serial walk below
 
@@ -32,7 +32,10 @@ def pick(scheduler: str, threads: int) -> tuple[str, str]:
     figures in ``tidal.tx.split``'s docstring): on fewer than ``CHAINS_FROM`` threads the serial walk
     is the fastest known. What chains adds to it there (the component plan: 2 to 5 times the walk it
     plans; waiting at window ends) is more than a second thread takes off the walk, and the walk is
-    about half of a query's time; ``lock`` and ``pat`` cost 3 to 40 times the serial walk. From
+    about half of a query's time; ``lock`` and ``pat`` cost 3 to 40 times the serial walk; ``pipeline``
+    (the serial walk on a second thread, overlapping the rest) measured 0.90-0.98x serial's wall
+    clock on 2 busy cores, as each batch's hand-over between the threads costs more than the
+    Python it overlaps (``tidal.tx.split``'s docstring has the figures). From
     ``CHAINS_FROM`` threads on, ``chains`` (TStream's choice: the seed's machines have many cores;
     not measured here)."""
     if scheduler != AUTO:

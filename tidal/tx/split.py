@@ -27,25 +27,26 @@ division by zero (or, from the events, a key the plan did not look at that is ou
 stops every thread; the tables are put back and the serial walk names the event.
 
 What two cores can give (Amdahl; CPU ns per event, medians, 1M events, the seed's parameters,
-``bench/tx_phases.py --events 1000000`` and ``bench/bench_tx.py --aims --events 1000000`` on the
-2-core machine, 24 Nov, load average 8): serial's query is ``S + W``: ``W`` the fused walk (the
-part threads can share: GS 16.0, SL 7.0, OB 16.8, TP 5.2) and ``S`` the rest, which stays on one
-thread (per query tracing, planning and the kernels' lookup, 0.5-1.3 ms; per batch of 80k events
-the ingress, 70-100 us of Python and numpy around the walk, the output columns and the operators
-downstream: GS 2.7 of 18.7, SL 4.6 of 11.6, OB 4.9 of 21.7, TP 7.2 of 12.4). With the walk split
-perfectly over ``k`` threads and nothing added, the speedup is ``(S + W) / (S + W / k)``: on 2
-cores at most GS 1.75x, SL 1.43x, OB 1.63x, TP 1.27x; on any number of cores at most GS 6.9x, SL
-2.5x, OB 4.4x, TP 1.7x. 1.8x on 2 cores needs ``S <= W / 8`` (GS: S under 2.0 ns per event, SL
-under 0.9). No per-event compiled work is left in ``S`` for a second thread to take (the stream
-phase is inside the fused walk; the output columns cost 0.1-0.2): it is interpreter time. What
-chains adds (``X``) is work too, shared by the threads: ``S + (W + X) / k``, so it gains only where
-``X < (k - 1) W``. Measured ``X``: the component plan, SL 26, TP 26 (4-5x the walk it plans), OB 11
-(0.7x), GS 14 (probing windows that are one component: 100% of an interval at Zipf 0.6), plus
-waiting at window ends. On 2 cores ``X > W`` for SL and TP, and with the waits chains costs more
-than serial for all four (2w CPU: GS 44, SL 47, OB 50, TP 98 against serial's 22, 11, 23, 12);
-``lock`` and ``pat`` cost more still (73-885). Overlapping the walk of one batch (on a second
-thread) with the rest of the previous one would be bounded by ``(S + W) / max(S, W)`` (GS 1.17x, SL
-1.66x, OB 1.29x, TP 1.72x): not tried.
+``bench/tx_phases.py --events 1000000 --repeat 7`` on the 2-core machine, 24 Nov, second pass of
+issue 15, load average 2.5-4): serial's query is ``S + W``: ``W`` the fused walk (the part threads
+can share: GS 15.9, SL 6.8, OB 17.0, TP 3.5) and ``S`` the rest, which stays on one thread (per
+query tracing, planning and the kernels' lookup, 0.5-1.1 ms; per batch of 80k events the
+ingress, 50-150 us of Python and numpy around the walk, the output columns and the operators
+downstream: GS 1.3 of 17.2, SL 3.4 of 10.2, OB 4.2 of 21.2, TP 2.8 of 6.3; TP's post-process now
+runs in the walk, ``tidal.tx.postfuse``). With the walk split perfectly over ``k`` threads and
+nothing added, the speedup is ``(S + W) / (S + W / k)``: on 2 cores at most GS 1.86x, SL 1.50x,
+OB 1.67x, TP 1.38x. No per-event compiled work is left in ``S`` for a second thread to take: it
+is interpreter time. What chains adds (``X``) is work too, shared by the threads: ``S + (W + X) /
+k``, so it gains only where ``X < (k - 1) W``. Measured ``X`` (first pass): the component plan, SL
+26, TP 26 (4-5x the walk it plans), OB 11 (0.7x), GS 14 (probing windows that are one component:
+100% of an interval at Zipf 0.6), plus waiting at window ends. On 2 cores ``X > W`` for SL and TP,
+and with the waits chains costs more than serial for all four; ``lock`` and ``pat`` cost more
+still. Overlapping the walk of one batch (on a second thread) with the rest of the others is the
+``pipeline`` scheduler (``tidal.tx.pipeline``): bounded by ``(S + W) / max(S, W)`` (GS 1.08x, SL
+1.5x, OB 1.25x, TP 1.8x), less what cannot overlap (the per-query part of ``S``: SL 0.5, TP 0.6,
+GS 0.7, OB 1.1-2 ns per event at 1M events); measured on this machine, busy with other work, it
+ran at 0.90-0.98x serial's wall clock (the hand-over of each batch between the threads costs more
+than the 0.1-0.2 ms of each batch's Python it overlaps).
 Owner threads instead of a plan (every thread walks every event and applies the operations on its
 records: no plan, no waits; possible when nothing aborts and no operation reads another record, GS
 and TP) were measured too and dropped: a thread's owner test is a branch that mispredicts on half
