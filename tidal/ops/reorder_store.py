@@ -145,6 +145,7 @@ class PayloadStore:
     def __init__(self, slack: int = _SLACK, fuse_from: int = _FUSE_FROM):
         self.slack = slack
         self.fuse_from = fuse_from
+        self.write_other = False  # points: the releasing pass also writes their other times (every consumer reads them)
         self.next_row = 0
         self._index = _NONE
         self._reset([])
@@ -270,8 +271,9 @@ class PayloadStore:
         skip = set.intersection(*(p.syncs for p in used))
         columns = {k: [lay[k] for lay in layouts] for k in names if k not in skip}
         mixed = False
+        plus1 = None
         if all(p.other is None for p in used):
-            other = None
+            other = plus1 = _pool_empty((n,)) if self.write_other else None
         elif all(p.starts for p in used):
             other = START_EDGES
         elif all(
@@ -291,7 +293,7 @@ class PayloadStore:
             index = self._index[:n]
         starts = self.offsets[a : b + 2]
         times = _pool_empty((n,))
-        _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index)
+        _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index, plus1)
         if len(index) and a:
             index -= starts[0]
         if mixed:
