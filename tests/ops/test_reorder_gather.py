@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tidal
+from tidal.ops import reorder_gather
 from tidal.ops.reorder_store import PayloadStore
 
 TYPES = {
@@ -63,16 +64,28 @@ def programs(draw):
             )
         else:
             steps.append(("release", draw(st.floats(0, 1)), draw(st.floats(0, 1))))
-    return names, steps, draw(st.integers(0, 2**32 - 1)), draw(st.sampled_from([0, 8, 65_536]))
+    modes = (draw(st.booleans()), draw(st.booleans()))  # streaming stores; points' other times written in the pass
+    return names, steps, draw(st.integers(0, 2**32 - 1)), draw(st.sampled_from([0, 8, 65_536])), modes
 
 
 @settings(max_examples=120, deadline=None)
 @given(programs())
-@example((["s"], [("add", 1, 0.0, 0, True), ("release", 0.0, 0.0)], 0, 0))  # text only: nothing copied
+@example((["s"], [("add", 1, 0.0, 0, True), ("release", 0.0, 0.0)], 0, 0, (False, False)))  # text only: nothing copied
 def test_a_fused_release_matches_a_stable_argsort_and_take(program):
-    names, steps, seed, slack = program
+    names, steps, seed, slack, (streaming, write_other) = program
+    saved = reorder_gather._STREAM_FROM
+    reorder_gather._STREAM_FROM = 0 if streaming else 1 << 62  # every release by non-temporal stores, or none
+    try:
+        _check_fused_releases(names, steps, seed, slack, write_other)
+    finally:
+        reorder_gather._STREAM_FROM = saved
+
+
+def _check_fused_releases(names, steps, seed, slack, write_other):
     rng = np.random.default_rng(seed)
     store = PayloadStore(slack=slack, fuse_from=0)
+    store.write_other = write_other
+    kinds = set()  # points or not, of the rows added
     pushed: list[pa.RecordBatch] = []  # row id -> its values (ids are consecutive: one batch per add)
     times, others, alive = [], [], []
     for step in steps:
@@ -82,6 +95,7 @@ def test_a_fused_release_matches_a_stable_argsort_and_take(program):
             sync = rng.integers(0, 50, k).astype(np.int64) + 10 * len(times)  # out of order
             other = sync + 1 if points else sync + rng.integers(1, 9, k)
             store.add(None if points else other, cols, None, sync)
+            kinds.add(points)
             pushed.append(pa.RecordBatch.from_arrays(list(cols.values()), names=names))
             times += sync.tolist()
             others += other.tolist()
@@ -108,6 +122,9 @@ def test_a_fused_release_matches_a_stable_argsort_and_take(program):
         np.testing.assert_array_equal(got_t, t[order])
         want_other = np.array(others, dtype=np.int64)[order]
         np.testing.assert_array_equal(got_t + 1 if got_other is None else got_other, want_other)
+        copied = any(TYPES[n] != pa.string() for n in names)  # else no fused pass: nothing for it to copy
+        if write_other and kinds == {True} and copied:
+            assert got_other is not None  # points' other times written by the pass, not left to be made
         want = pa.Table.from_batches(pushed).take(pa.array(order, pa.int64()))
         for n in names:
             assert got[n].type == TYPES[n]
