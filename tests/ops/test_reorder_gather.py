@@ -74,17 +74,17 @@ def programs(draw):
 def test_a_fused_release_matches_a_stable_argsort_and_take(program):
     names, steps, seed, slack, (streaming, write_other) = program
     saved = reorder_gather._STREAM_FROM
-    reorder_gather._STREAM_FROM = 0 if streaming else 1 << 62  # every release by non-temporal stores, or none
+    reorder_gather._STREAM_FROM = 0  # every release of a streaming store by non-temporal stores
     try:
-        _check_fused_releases(names, steps, seed, slack, write_other)
+        _check_fused_releases(names, steps, seed, slack, write_other, streaming)
     finally:
         reorder_gather._STREAM_FROM = saved
 
 
-def _check_fused_releases(names, steps, seed, slack, write_other):
+def _check_fused_releases(names, steps, seed, slack, write_other, streaming):
     rng = np.random.default_rng(seed)
     store = PayloadStore(slack=slack, fuse_from=0)
-    store.write_other = write_other
+    store.write_other, store.streaming = write_other, streaming
     kinds = set()  # points or not, of the rows added
     pushed: list[pa.RecordBatch] = []  # row id -> its values (ids are consecutive: one batch per add)
     times, others, alive = [], [], []

@@ -41,6 +41,7 @@ class CollectSink(Consumer):
     """Collects output batches (compacted) as Arrow record batches."""
 
     reads_other = True  # every batch becomes a record batch with its other times
+    collects = True  # kept as it is, read later
 
     def __init__(self, schema: pa.Schema | None = None):
         self.batches: list[pa.RecordBatch] = []

@@ -312,7 +312,9 @@ class ReorderOp(Operator):
             bands = range(len(self.policy.latencies))
             self._reads = [any(getattr(d, "reads_payload", True) for d in self._consumers(j)) for j in bands]
             for j in bands:  # points' other times (sync + 1) written in the releasing pass for a sink that reads them
-                self.stores[j].write_other = all(getattr(d, "reads_other", False) for d in self._consumers(j))
+                consumers = self._consumers(j)
+                self.stores[j].write_other = all(getattr(d, "reads_other", False) for d in consumers)
+                self.stores[j].streaming = all(getattr(d, "collects", False) for d in consumers)
         return batch.columns if self._reads[band] else {}
 
     def _send(self, band: int, batch: EventBatch) -> None:

@@ -146,6 +146,7 @@ class PayloadStore:
         self.slack = slack
         self.fuse_from = fuse_from
         self.write_other = False  # points: the releasing pass also writes their other times (every consumer reads them)
+        self.streaming = False  # a large release is written past the caches (every consumer keeps it, reads it later)
         self.next_row = 0
         self._index = _NONE
         self._reset([])
@@ -293,7 +294,9 @@ class PayloadStore:
             index = self._index[:n]
         starts = self.offsets[a : b + 2]
         times = _pool_empty((n,))
-        _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index, plus1)
+        _, _, copied = merge_gather(
+            plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index, plus1, self.streaming
+        )
         if len(index) and a:
             index -= starts[0]
         if mixed:
