@@ -291,8 +291,15 @@ class Plan:
         return plan
 
 
+def _memory_of(nbytes: int) -> pa.Buffer:
+    """Room for an output column: numpy memory (the process's allocator keeps the pages of a freed output for the
+    next; Arrow's pool gave each query's outputs fresh pages, faulted in and zeroed by the system, measured 6% of a
+    sort collected by ``to_arrow()``)."""
+    return pa.py_buffer(np.empty(max(nbytes, 1), dtype=np.uint8))
+
+
 def _zeroed(nbytes: int) -> pa.Buffer:
-    buf = pa.allocate_buffer(max(nbytes, 1))
+    buf = _memory_of(nbytes)
     np.frombuffer(buf, dtype=np.uint8)[:] = 0
     return buf
 
@@ -312,7 +319,7 @@ def merge_gather(plan: Plan, t1, r1, t2, r2, space, alive, starts, times, index,
     bufs = []
     dst = np.empty(len(plan.copied), dtype=np.int64)
     for c, (_, w) in enumerate(plan.copied):
-        buf = _zeroed((n + 7) // 8) if w == 0 else pa.allocate_buffer(max(n * w, 1))
+        buf = _zeroed((n + 7) // 8) if w == 0 else _memory_of(n * w)
         bufs.append(buf)
         dst[c] = buf.address
     vbufs = [None] * len(plan.copied)

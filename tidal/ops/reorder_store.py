@@ -274,7 +274,7 @@ class PayloadStore:
         mixed = False
         plus1 = None
         if all(p.other is None for p in used):
-            other = plus1 = _pool_empty((n,)) if self.write_other else None
+            other = plus1 = np.empty(n, dtype=np.int64) if self.write_other else None
         elif all(p.starts for p in used):
             other = START_EDGES
         elif all(
@@ -293,7 +293,7 @@ class PayloadStore:
             self._index = scratch(self._index, n)
             index = self._index[:n]
         starts = self.offsets[a : b + 2]
-        times = _pool_empty((n,))
+        times = np.empty(n, dtype=np.int64)  # numpy memory, as the columns (reorder_gather._memory_of)
         _, _, copied = merge_gather(
             plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index, plus1, self.streaming
         )
