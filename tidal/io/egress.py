@@ -40,6 +40,9 @@ class Event(NamedTuple):
 class CollectSink(Consumer):
     """Collects output batches (compacted) as Arrow record batches."""
 
+    reads_other = True  # every batch becomes a record batch with its other times
+    collects = True  # kept as it is, read later
+
     def __init__(self, schema: pa.Schema | None = None):
         self.batches: list[pa.RecordBatch] = []
         self.schema = schema
@@ -72,6 +75,8 @@ class CollectSink(Consumer):
 
 
 class CallbackSink(Consumer):
+    reads_other = True
+
     def __init__(self, on_batch, on_punctuation=None, on_completed=None):
         self._on_batch = on_batch
         self._on_punctuation = on_punctuation

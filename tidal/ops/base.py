@@ -50,6 +50,12 @@ class Consumer:
     # False for a consumer that reads only how many events are present (a count): a filter before it
     # then passes its mask on instead of gathering the kept rows' columns
     reads_payload = True
+    # True for a consumer that reads every event's other time (a sink that collects them): an operator that
+    # computes them on request (points: sync time + 1) may write them in a pass it makes anyway
+    reads_other = False
+    # True for a sink that keeps every batch as it is (to_arrow's): nothing reads a batch soon after it arrives,
+    # so an operator may write a large output past the caches (non-temporal stores)
+    collects = False
 
     def on_batch(self, batch: EventBatch) -> None:
         raise NotImplementedError

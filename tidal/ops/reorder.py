@@ -19,7 +19,9 @@ Cost: an event at or above the high watermark before it extends its band's in-or
 (:mod:`tidal.ops.reorder_queue`) and is not sorted; only the others go through the Impatience sorter. A
 release is one compiled pass that merges the sorter's output with the queue's prefix by (time, arrival),
 maps each row to its place in the payload store and copies its fixed-width columns there and then
-(:mod:`tidal.ops.reorder_gather`); text columns are gathered after it, once each. Payloads stay in
+(:mod:`tidal.ops.reorder_gather`); text columns are gathered after it, once each. For a sink that keeps the
+batches (``to_arrow()``: ``Consumer.collects``) a large release is written by non-temporal stores, and for one
+that reads other times (``Consumer.reads_other``) points' other times are written in that pass too. Payloads stay in
 the input batches until released (:mod:`tidal.ops.reorder_store`). With one latency, a punctuation after
 every event and ``"drop"``, one compiled pass per batch finds the late events and splits the others. A
 band whose consumers read no payload (a count) keeps and releases times only: no column is stored or
@@ -311,6 +313,10 @@ class ReorderOp(Operator):
         if self._reads is None:
             bands = range(len(self.policy.latencies))
             self._reads = [any(getattr(d, "reads_payload", True) for d in self._consumers(j)) for j in bands]
+            for j in bands:  # points' other times (sync + 1) written in the releasing pass for a sink that reads them
+                consumers = self._consumers(j)
+                self.stores[j].write_other = all(getattr(d, "reads_other", False) for d in consumers)
+                self.stores[j].streaming = all(getattr(d, "collects", False) for d in consumers)
         return batch.columns if self._reads[band] else {}
 
     def _send(self, band: int, batch: EventBatch) -> None:

@@ -145,6 +145,8 @@ class PayloadStore:
     def __init__(self, slack: int = _SLACK, fuse_from: int = _FUSE_FROM):
         self.slack = slack
         self.fuse_from = fuse_from
+        self.write_other = False  # points: the releasing pass also writes their other times (every consumer reads them)
+        self.streaming = False  # a large release is written past the caches (every consumer keeps it, reads it later)
         self.next_row = 0
         self._index = _NONE
         self._reset([])
@@ -270,8 +272,9 @@ class PayloadStore:
         skip = set.intersection(*(p.syncs for p in used))
         columns = {k: [lay[k] for lay in layouts] for k in names if k not in skip}
         mixed = False
+        plus1 = None
         if all(p.other is None for p in used):
-            other = None
+            other = plus1 = np.empty(n, dtype=np.int64) if self.write_other else None
         elif all(p.starts for p in used):
             other = START_EDGES
         elif all(
@@ -290,8 +293,10 @@ class PayloadStore:
             self._index = scratch(self._index, n)
             index = self._index[:n]
         starts = self.offsets[a : b + 2]
-        times = _pool_empty((n,))
-        _, _, copied = merge_gather(plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index)
+        times = np.empty(n, dtype=np.int64)  # numpy memory, as the columns (reorder_gather._memory_of)
+        _, _, copied = merge_gather(
+            plan, t1, r1, t2, r2, self._space(), self.alive, starts, times, index, plus1, self.streaming
+        )
         if len(index) and a:
             index -= starts[0]
         if mixed:
