@@ -125,6 +125,13 @@ class ArgumentValues:
         vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
         return as_numpy(vals.fill_null(0) if vals.null_count else vals)
 
+    def finite_floats(self, a: int) -> np.ndarray:
+        """What each event adds to a sum of finite values: its value, 0 where it does not count or is infinite
+        (the infinities are counted apart where values leave a sum, see ``compiled.with_infinities``)."""
+        f = self.summed_floats(a, False)
+        inf = np.isinf(f)
+        return np.where(inf, 0.0, f) if inf.any() else f
+
     def summed_floats(self, a: int, square: bool) -> np.ndarray:
         """What each event adds to a float sum: its value (or square), 0 where it does not count."""
         ok = self.valid(a)

@@ -65,6 +65,11 @@ class FusedWindowEngine(CompiledEngine):
         self.st2 = np.zeros(9, np.int64)
         self.group_count: int | None = None  # groups known to the operator's key index (else: from the ids)
 
+    @property
+    def values_leave(self) -> bool:
+        """Hopping windows subtract the slices that slid out; tumbling ones only add."""
+        return self.k > 1
+
     @staticmethod
     def fusable(fns) -> bool:
         return all(fn.kind == "count" or fn.kind in LINEAR for _, fn in fns)
@@ -130,6 +135,8 @@ class FusedWindowEngine(CompiledEngine):
             if what == "valid":
                 ok = vals.valid(a)
                 ints.append(None if ok is None else ok.astype(np.int64))
+            elif what in ("pinf", "ninf"):
+                ints.append((vals.floats(a) == (np.inf if what == "pinf" else -np.inf)).astype(np.int64))
             else:
                 ints.append(np.ascontiguousarray(vals.ints(a)))
         floats = []
@@ -139,6 +146,8 @@ class FusedWindowEngine(CompiledEngine):
             elif what == "dev":  # raw values and which count: add_shifted shifts them
                 ok = vals.valid(a)
                 floats.append((vals.floats(a), np.zeros(0, np.bool_) if ok is None else ok))
+            elif a in self.finite_args:  # infinities counted apart (int slots): a slice's sum is finite
+                floats.append(np.ascontiguousarray(vals.finite_floats(a)))
             else:
                 floats.append(np.ascontiguousarray(vals.summed_floats(a, False)))
         return ints, floats
@@ -218,7 +227,7 @@ class FusedWindowEngine(CompiledEngine):
         arrays |= {k: getattr(self, k)[..., :m].copy() for k in bufs}
         arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active")}
         arrays |= {k: getattr(self, k).copy() for k in ("pos", "q_start", "q_gid", "q_cnt", "q_int", "q_flt", "q_piv")}
-        return {"typed": True, "shifted": True, "types": self.layout_types, "arrays": arrays}
+        return {"typed": True, "shifted": True, "inf_counts": True, "types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
         if self._restore_arrays(state) and "buf_piv" not in state["arrays"]:  # (saved with no pivots: none)
