@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import statistics
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -419,9 +418,10 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
     if not values:
         return None
     if kind == "sum":
-        return sum(values)
+        return exact_sum(values)
     if kind == "average":
-        return statistics.fmean(values)
+        total = exact_sum(values)
+        return total if isinstance(total, float) and not math.isfinite(total) else float(total) / len(values)
     if kind == "min":
         return min(values)
     if kind == "max":
@@ -586,6 +586,23 @@ def check_physical(table: pa.Table) -> None:
     if any(b < a for a, b in zip(sync, sync[1:], strict=False)):
         raise AssertionError("sync times go backwards in the output")
     canonical(table)  # raises if an end edge has no start
+
+
+def exact_sum(values):
+    """The sum of ``values`` (no NaN) by its definition: integers exactly; with floats, NaN if both
+    infinities are among them, else the infinity among them, else the exact sum rounded once (beyond
+    DOUBLE's range: that infinity), in any order of the values."""
+    if all(isinstance(v, int) for v in values):
+        return sum(values)
+    pos = any(v == math.inf for v in values)
+    neg = any(v == -math.inf for v in values)
+    if pos or neg:
+        return math.nan if pos and neg else math.inf if pos else -math.inf
+    exact = sum(Fraction(v) for v in values)
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def exact_variance(values) -> float | None:
