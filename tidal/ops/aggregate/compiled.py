@@ -13,6 +13,7 @@ import pyarrow as pa
 from ...core.batch import EventBatch
 from ...core.errors import TidalError
 from .base import (
+    INF_NEG,
     MODE_FIFO,
     MODE_HEAP,
     ArgumentColumn,
@@ -23,6 +24,7 @@ from .base import (
     _orderable_as_int,
     float_keyed,
     key_floats,
+    unpack_infinities,
 )
 from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
 from .kernels import (
@@ -68,11 +70,14 @@ def exact_int_average(wrapped: np.ndarray, approx: np.ndarray, count: np.ndarray
     return out
 
 
-def with_infinities(name: str, fn: AggregateFunction, finite, pinf, ninf) -> np.ndarray:
+def with_infinities(name: str, fn: AggregateFunction, finite, packed, valid) -> np.ndarray:
     """Float sums where values leave from the sum of the finite values alive and the counts of +inf and
-    -inf alive: NaN with both infinities, else the infinity alive, else the finite sum (NaN itself never
-    enters: the engine skips it as NULL; SQL counts it apart, as an integer sum). A finite sum that passed
-    DOUBLE's range cannot be undone by subtracting exactly: an error, never a stale infinity."""
+    -inf alive (``packed``, see ``base.unpack_infinities``; ``valid``: the values alive): NaN with both
+    infinities, else the infinity alive, else the finite sum (NaN itself never enters: the engine skips it
+    as NULL; SQL counts it apart, as an integer sum). A finite sum that passed DOUBLE's range cannot be
+    undone by subtracting exactly: an error, never a stale infinity."""
+    if (valid >= INF_NEG).any():
+        raise SumOverflowError(f"{fn.describe()}: 2**32 values or more alive in one group; not supported")
     if not np.isfinite(finite).all():
         internal = not isinstance(fn.arg, str) or fn.arg.startswith("__")  # a SQL query's own column
         what = "SUM/AVG of a DOUBLE column" if internal else f"{name}={fn.describe()}"
@@ -80,8 +85,9 @@ def with_infinities(name: str, fn: AggregateFunction, finite, pinf, ninf) -> np.
             f"{what}: the running sum of the values alive passed DOUBLE's range (about 1.8e308) while "
             "values leave the snapshot (sliding windows, durations); not supported: scale the values down"
         )
-    if not (pinf.any() or ninf.any()):
+    if not packed.any():
         return finite
+    pinf, ninf = unpack_infinities(packed)
     out = finite.copy()
     out[pinf > 0] = np.inf
     out[ninf > 0] = -np.inf
@@ -171,8 +177,7 @@ class CompiledEngine(_Engine):
                 if self.values_leave and pa.types.is_floating(t):
                     # an infinity would make the running sum NaN when it leaves (inf - inf): the float slot
                     # sums the finite values, int slots count the infinities alive (see with_infinities)
-                    parts["pinf"] = self._slot(self.int_slots, ("pinf", a))
-                    parts["ninf"] = self._slot(self.int_slots, ("ninf", a))
+                    parts["inf"] = self._slot(self.int_slots, ("inf", a))
                     self.finite_args.add(a)
             if fn.kind in ("variance", "stddev"):  # sums of x - K and (x - K)**2, K the group's pivot
                 parts["dev"] = self._slot(self.flt_slots, ("dev", a))
@@ -260,8 +265,10 @@ class CompiledEngine(_Engine):
             if what == "valid":
                 ok = vals.valid(a)
                 ic[:, j] = 1 if ok is None else ok
-            elif what in ("pinf", "ninf"):
-                ic[:, j] = vals.floats(a) == (np.inf if what == "pinf" else -np.inf)
+            elif what == "inf":  # (zeros already where the batch holds no infinity)
+                inf = vals.infinities(a)
+                if inf is not None:
+                    ic[:, j] = inf
             else:
                 ic[:, j] = vals.ints(a)
         for j, (what, a) in enumerate(self.flt_slots):
@@ -353,15 +360,15 @@ class CompiledEngine(_Engine):
                 vals = oi[:, parts["isum"]] if "isum" in parts else of[:, parts["fsum"]]
                 if "isum" in parts:
                     _check_int_sum(name, fn, vals, of[:, parts["fsum"]])
-                if "pinf" in parts:
-                    vals = with_infinities(name, fn, vals, oi[:, parts["pinf"]], oi[:, parts["ninf"]])
+                if "inf" in parts:
+                    vals = with_infinities(name, fn, vals, oi[:, parts["inf"]], valid)
                 cols[name] = pa.array(vals, mask=none)
             elif kind == "average" and "isum" in parts:
                 cols[name] = pa.array(exact_int_average(oi[:, parts["isum"]], of[:, parts["fsum"]], valid), mask=none)
             elif kind == "average":
                 total = of[:, parts["fsum"]]
-                if "pinf" in parts:
-                    total = with_infinities(name, fn, total, oi[:, parts["pinf"]], oi[:, parts["ninf"]])
+                if "inf" in parts:
+                    total = with_infinities(name, fn, total, oi[:, parts["inf"]], valid)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     cols[name] = pa.array(total / valid, mask=none)
             else:  # variance, stddev

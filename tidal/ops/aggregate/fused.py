@@ -135,8 +135,9 @@ class FusedWindowEngine(CompiledEngine):
             if what == "valid":
                 ok = vals.valid(a)
                 ints.append(None if ok is None else ok.astype(np.int64))
-            elif what in ("pinf", "ninf"):
-                ints.append((vals.floats(a) == (np.inf if what == "pinf" else -np.inf)).astype(np.int64))
+            elif what == "inf":  # packed infinity counts; False: none in this batch, nothing to add
+                inf = vals.infinities(a)
+                ints.append(False if inf is None else inf)
             else:
                 ints.append(np.ascontiguousarray(vals.ints(a)))
         floats = []
@@ -184,6 +185,8 @@ class FusedWindowEngine(CompiledEngine):
             ints, floats = self._columns(batch)
             added = None
             for j, col in enumerate(ints):
+                if col is False:
+                    continue
                 if col is not None:
                     add_int(ev_row, col, bint[j])
                     continue
