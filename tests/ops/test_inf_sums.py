@@ -7,7 +7,7 @@ A running float sum that an infinity entered is NaN forever once it leaves (inf 
 sum of the finite values alive and counts of +inf and -inf alive (``compiled.with_infinities``). Values are
 drawn per example as one magnitude tier (1e16, 2**60, 1e300, 1e-300, 5e-324) beside small binary fractions:
 the compensated running sum (Neumaier's, ``kernels._add_flt``) then leaves no residue when a large value
-leaves (values of three tiers at once can: see docs/aggregates.md).
+leaves (values of three tiers at once can: see docs/operators/aggregates.md).
 """
 
 from __future__ import annotations
