@@ -134,7 +134,7 @@ class ArgumentValues:
 
     def infinities(self, a: int) -> np.ndarray | None:
         """Each event's infinity, packed as a count: 1 for +inf, ``INF_NEG`` for -inf, else 0 (their sums
-        over a group hold both counts, see ``unpack_infinities``); None when the batch has none."""
+        over a group hold both counts while fewer than 2**32 values are alive); None when the batch has none."""
         if a not in self._inf:
             f = self.floats(a)
             inf = np.isinf(f)
@@ -151,11 +151,6 @@ class ArgumentValues:
 
 
 INF_NEG = 1 << 32  # a -inf's count in a packed infinity count (+inf: 1)
-
-
-def unpack_infinities(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The counts of +inf and of -inf in sums of packed infinity counts (fewer than 2**32 values each)."""
-    return packed & (INF_NEG - 1), packed >> 32
 
 
 def _numeric(t: pa.DataType) -> bool:

@@ -24,7 +24,6 @@ from .base import (
     _orderable_as_int,
     float_keyed,
     key_floats,
-    unpack_infinities,
 )
 from .functions import LINEAR, ORDERED, AggregateFunction, SumOverflowError
 from .kernels import (
@@ -37,6 +36,7 @@ from .kernels import (
     _empty_multisets,
     _flatten_multisets,
     _load_multisets,
+    combine_infinities,
 )
 
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
@@ -72,26 +72,20 @@ def exact_int_average(wrapped: np.ndarray, approx: np.ndarray, count: np.ndarray
 
 def with_infinities(name: str, fn: AggregateFunction, finite, packed, valid) -> np.ndarray:
     """Float sums where values leave from the sum of the finite values alive and the counts of +inf and
-    -inf alive (``packed``, see ``base.unpack_infinities``; ``valid``: the values alive): NaN with both
+    -inf alive (``packed``: +inf counts 1, -inf ``INF_NEG``; ``valid``: the values alive): NaN with both
     infinities, else the infinity alive, else the finite sum (NaN itself never enters: the engine skips it
     as NULL; SQL counts it apart, as an integer sum). A finite sum that passed DOUBLE's range cannot be
     undone by subtracting exactly: an error, never a stale infinity."""
-    if (valid >= INF_NEG).any():
+    out, status = combine_infinities(finite, packed, valid, INF_NEG)
+    if status == 2:
         raise SumOverflowError(f"{fn.describe()}: 2**32 values or more alive in one group; not supported")
-    if not np.isfinite(finite).all():
+    if status == 1:
         internal = not isinstance(fn.arg, str) or fn.arg.startswith("__")  # a SQL query's own column
         what = "SUM/AVG of a DOUBLE column" if internal else f"{name}={fn.describe()}"
         raise SumOverflowError(
             f"{what}: the running sum of the values alive passed DOUBLE's range (about 1.8e308) while "
             "values leave the snapshot (sliding windows, durations); not supported: scale the values down"
         )
-    if not packed.any():
-        return finite
-    pinf, ninf = unpack_infinities(packed)
-    out = finite.copy()
-    out[pinf > 0] = np.inf
-    out[ninf > 0] = -np.inf
-    out[(pinf > 0) & (ninf > 0)] = np.nan
     return out
 
 
