@@ -84,7 +84,7 @@ BOTH_LEAVE = [(0, 0, math.inf, 2), (1, 0, -math.inf, 3), (2, 0, 2.0, 20), (6, 0,
 LARGE_LEAVES = [(0, 0, 1e16, 2), (1, 0, 1.0, 20), (2, 0, 1.0, 20), (2, 0, 1.0, 20), (9, 0, 1.0, 20)]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     data=rows(),
     which=st.sampled_from(sorted(PATHS)),
@@ -248,7 +248,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(SQL_VALUES, min_size=1, max_size=30), seed=st.integers(0, 1000))
 @example(values=[-math.inf, 1.0, 2.0], seed=0)
 def test_sql_sums_over_retractions_and_hops_are_duckdbs(tmp_path, values, seed):
