@@ -101,6 +101,7 @@ class CompiledEngine(_Engine):
     sweep kernel and its endpoint queue's upkeep)."""
 
     kernel = None  # the variant's sweep (kernels.make_sweep)
+    slices_compensated = False  # (fused hopping windows: slices sum with a compensation slot)
 
     @property
     def values_leave(self) -> bool:
@@ -173,6 +174,8 @@ class CompiledEngine(_Engine):
                     # sums the finite values, int slots count the infinities alive (see with_infinities)
                     parts["inf"] = self._slot(self.int_slots, ("inf", a))
                     self.finite_args.add(a)
+                    if self.slices_compensated:  # what a slice's sum rounded away, slid beside it
+                        parts["fcomp"] = self._slot(self.flt_slots, ("comp", a))
             if fn.kind in ("variance", "stddev"):  # sums of x - K and (x - K)**2, K the group's pivot
                 parts["dev"] = self._slot(self.flt_slots, ("dev", a))
                 parts["dev2"] = self._slot(self.flt_slots, ("dev2", a))
@@ -352,6 +355,8 @@ class CompiledEngine(_Engine):
                 cols[name] = _ordered_result(kind, res, valid == 0, self.arg_types[parts["arg"]])
             elif kind == "sum":
                 vals = oi[:, parts["isum"]] if "isum" in parts else of[:, parts["fsum"]]
+                if "fcomp" in parts:
+                    vals = vals + of[:, parts["fcomp"]]
                 if "isum" in parts:
                     _check_int_sum(name, fn, vals, of[:, parts["fsum"]])
                 if "inf" in parts:
@@ -361,6 +366,8 @@ class CompiledEngine(_Engine):
                 cols[name] = pa.array(exact_int_average(oi[:, parts["isum"]], of[:, parts["fsum"]], valid), mask=none)
             elif kind == "average":
                 total = of[:, parts["fsum"]]
+                if "fcomp" in parts:
+                    total = total + of[:, parts["fcomp"]]
                 if "inf" in parts:
                     total = with_infinities(name, fn, total, oi[:, parts["inf"]], valid)
                 with np.errstate(invalid="ignore", divide="ignore"):

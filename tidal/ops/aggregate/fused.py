@@ -38,6 +38,7 @@ from .fused_kernels import (
     QHEAD,
     QTAIL,
     SOUT,
+    add_compensated,
     add_float,
     add_int,
     add_shifted,
@@ -68,6 +69,12 @@ class FusedWindowEngine(CompiledEngine):
     @property
     def values_leave(self) -> bool:
         """Hopping windows subtract the slices that slid out; tumbling ones only add."""
+        return self.k > 1
+
+    @property
+    def slices_compensated(self) -> bool:
+        """A hopping window's slice sums carry Neumaier's compensation (a ``comp`` slot beside each): a large
+        value in a slice would otherwise round the small ones away before the slice is slid over."""
         return self.k > 1
 
     @staticmethod
@@ -142,7 +149,7 @@ class FusedWindowEngine(CompiledEngine):
                 ints.append(np.ascontiguousarray(vals.ints(a)))
         floats = []
         for what, a in self.flt_slots:
-            if what == "dev2":  # added with its "dev" slot
+            if what in ("dev2", "comp"):  # added with its "dev" / "value" slot
                 floats.append(None)
             elif what == "dev":  # raw values and which count: add_shifted shifts them
                 ok = vals.valid(a)
@@ -200,6 +207,8 @@ class FusedWindowEngine(CompiledEngine):
                     sq = self.flt_slots.index(("dev2", a))
                     p = int(self.f_piv[j])
                     add_shifted(ev_row, np.ascontiguousarray(col[0]), col[1], self.buf_piv[p], bflt[j], bflt[sq])
+                elif col is not None and ("comp", self.flt_slots[j][1]) in self.flt_slots:
+                    add_compensated(ev_row, col, bflt[j], bflt[self.flt_slots.index(("comp", self.flt_slots[j][1]))])
                 elif col is not None:
                     add_float(ev_row, col, bflt[j])
         out = self._results(closed, upto)
