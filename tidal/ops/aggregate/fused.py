@@ -11,7 +11,9 @@ operator's per-event lifetime rewrite. Hopping windows first aggregate per hop s
 then slide: at each grid point the slice that fell out of the window is subtracted from
 per-group totals and the new slice added (linear aggregates are invertible), and the groups
 with a non-zero total are emitted (a variance's slices are never subtracted: each group's live
-slices are merged at each grid point, see ``slide_hops``). Linear aggregates only (count,
+slices are merged at each grid point, see ``slide_hops``; a float SUM/AVG slides the sum of its finite
+values, each slice's with Neumaier's compensation beside it, and counts its infinities apart, see
+``compiled.with_infinities``). Linear aggregates only (count,
 count_not_null, sum, average, variance, stddev, user-defined running sums); anything else runs
 unfused.
 """
