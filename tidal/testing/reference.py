@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import inspect
 import math
-import statistics
 from dataclasses import dataclass
-from fractions import Fraction
 
 import pyarrow as pa
 
 from ..core.canonical import deltas_from_intervals, deltas_from_physical, freeze, layers
 from ..core.time import INFINITY
 from ..expr.compile import row_class
+from .exact import exact_sum, exact_variance
 
 
 def _floor(t: int, period: int, offset: int = 0) -> int:
@@ -419,9 +418,10 @@ def _reference_result(fn, alive: list[tuple[int, object]]):
     if not values:
         return None
     if kind == "sum":
-        return sum(values)
+        return exact_sum(values)
     if kind == "average":
-        return statistics.fmean(values)
+        total = exact_sum(values)
+        return total if isinstance(total, float) and not math.isfinite(total) else float(total) / len(values)
     if kind == "min":
         return min(values)
     if kind == "max":
@@ -586,15 +586,3 @@ def check_physical(table: pa.Table) -> None:
     if any(b < a for a, b in zip(sync, sync[1:], strict=False)):
         raise AssertionError("sync times go backwards in the output")
     canonical(table)  # raises if an end edge has no start
-
-
-def exact_variance(values) -> float | None:
-    """The sample variance of ``values`` (no NaN) in exact rationals, two passes, rounded once; None below
-    two values, NaN with an infinity (as DuckDB)."""
-    if len(values) < 2:
-        return None
-    if any(isinstance(v, float) and math.isinf(v) for v in values):
-        return math.nan
-    exact = [Fraction(v) for v in values]
-    mean = sum(exact) / len(exact)
-    return float(sum((v - mean) ** 2 for v in exact) / (len(exact) - 1))

@@ -81,6 +81,7 @@ class ArgumentValues:
         self.cols = {a: arg.values(batch) for a, arg in enumerate(args) if a in wanted}
         self._floats: dict[int, np.ndarray] = {}
         self._valid: dict[int, np.ndarray | None] = {}
+        self._inf: dict[int, np.ndarray | None] = {}
 
     def floats(self, a: int) -> np.ndarray:
         """The values as float64, nulls as NaN (times and dates as their integer ticks)."""
@@ -125,11 +126,31 @@ class ArgumentValues:
         vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
         return as_numpy(vals.fill_null(0) if vals.null_count else vals)
 
+    def finite_floats(self, a: int) -> np.ndarray:
+        """What each event adds to a sum of finite values: its value, 0 where it does not count or is infinite
+        (the infinities are counted apart where values leave a sum, see ``compiled.with_infinities``)."""
+        f = self.summed_floats(a, False)
+        return f if self.infinities(a) is None else np.where(np.isinf(f), 0.0, f)
+
+    def infinities(self, a: int) -> np.ndarray | None:
+        """Each event's infinity, packed as a count: 1 for +inf, ``INF_NEG`` for -inf, else 0 (their sums
+        over a group hold both counts while fewer than 2**32 values are alive); None when the batch has none."""
+        if a not in self._inf:
+            f = self.floats(a)
+            inf = np.isinf(f)
+            self._inf[a] = None
+            if inf.any():
+                self._inf[a] = np.where(inf, np.where(f > 0, 1, INF_NEG), 0).astype(np.int64)
+        return self._inf[a]
+
     def summed_floats(self, a: int, square: bool) -> np.ndarray:
         """What each event adds to a float sum: its value (or square), 0 where it does not count."""
         ok = self.valid(a)
         f = self.floats(a) if ok is None else np.where(ok, self.floats(a), 0.0)
         return f * f if square else f
+
+
+INF_NEG = 1 << 32  # a -inf's count in a packed infinity count (+inf: 1)
 
 
 def _numeric(t: pa.DataType) -> bool:

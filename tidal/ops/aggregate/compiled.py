@@ -13,6 +13,7 @@ import pyarrow as pa
 from ...core.batch import EventBatch
 from ...core.errors import TidalError
 from .base import (
+    INF_NEG,
     MODE_FIFO,
     MODE_HEAP,
     ArgumentColumn,
@@ -35,6 +36,7 @@ from .kernels import (
     _empty_multisets,
     _flatten_multisets,
     _load_multisets,
+    combine_infinities,
 )
 
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
@@ -68,6 +70,25 @@ def exact_int_average(wrapped: np.ndarray, approx: np.ndarray, count: np.ndarray
     return out
 
 
+def with_infinities(name: str, fn: AggregateFunction, finite, packed, valid) -> np.ndarray:
+    """Float sums where values leave from the sum of the finite values alive and the counts of +inf and
+    -inf alive (``packed``: +inf counts 1, -inf ``INF_NEG``; ``valid``: the values alive): NaN with both
+    infinities, else the infinity alive, else the finite sum (NaN itself never enters: the engine skips it
+    as NULL; SQL counts it apart, as an integer sum). A finite sum that passed DOUBLE's range cannot be
+    undone by subtracting exactly: an error, never a stale infinity."""
+    out, status = combine_infinities(finite, packed, valid, INF_NEG)
+    if status == 2:
+        raise SumOverflowError(f"{fn.describe()}: 2**32 values or more alive in one group; not supported")
+    if status == 1:
+        internal = not isinstance(fn.arg, str) or fn.arg.startswith("__")  # a SQL query's own column
+        what = "SUM/AVG of a DOUBLE column" if internal else f"{name}={fn.describe()}"
+        raise SumOverflowError(
+            f"{what}: the running sum of the values alive passed DOUBLE's range (about 1.8e308) while "
+            "values leave the snapshot (sliding windows, durations); not supported: scale the values down"
+        )
+    return out
+
+
 def shifted_variance(dev: np.ndarray, dev2: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Sample variances from sums of ``d = x - K`` and ``d * d`` over ``n`` values (``K`` any pivot near
     the values, so nothing large cancels): ``(sum d² - (sum d)² / n) / (n - 1)``, never below 0."""
@@ -80,6 +101,12 @@ class CompiledEngine(_Engine):
     sweep kernel and its endpoint queue's upkeep)."""
 
     kernel = None  # the variant's sweep (kernels.make_sweep)
+    slices_compensated = False  # (fused hopping windows: slices sum with a compensation slot)
+
+    @property
+    def values_leave(self) -> bool:
+        """Whether events leave a group's running sums by subtraction (endpoint queues; hopping slices)."""
+        return getattr(self, "mode", None) in (MODE_FIFO, MODE_HEAP)
 
     def __init__(self, fns: list[tuple[str, AggregateFunction]], args: list[ArgumentColumn], window_len):
         self.fns, self.args, self.window_len = fns, args, int(window_len or 0)
@@ -117,6 +144,7 @@ class CompiledEngine(_Engine):
 
     def _layout(self, types: list[pa.DataType]) -> None:
         self.layout_types = list(types)
+        self.finite_args: set[int] = set()  # float arguments summed as finite part + infinity counts
         first_of: dict[str, int] = {}
         for (name, fn), a, t in zip(self.fns, range(len(self.args)), types, strict=True):
             if fn.kind == "count":
@@ -141,6 +169,13 @@ class CompiledEngine(_Engine):
                 parts["fsum"] = self._slot(self.flt_slots, ("value", a))
             elif fn.kind in ("sum", "average"):
                 parts["fsum"] = self._slot(self.flt_slots, ("value", a))
+                if self.values_leave and pa.types.is_floating(t):
+                    # an infinity would make the running sum NaN when it leaves (inf - inf): the float slot
+                    # sums the finite values, int slots count the infinities alive (see with_infinities)
+                    parts["inf"] = self._slot(self.int_slots, ("inf", a))
+                    self.finite_args.add(a)
+                    if self.slices_compensated:  # what a slice's sum rounded away, slid beside it
+                        parts["fcomp"] = self._slot(self.flt_slots, ("comp", a))
             if fn.kind in ("variance", "stddev"):  # sums of x - K and (x - K)**2, K the group's pivot
                 parts["dev"] = self._slot(self.flt_slots, ("dev", a))
                 parts["dev2"] = self._slot(self.flt_slots, ("dev2", a))
@@ -227,10 +262,17 @@ class CompiledEngine(_Engine):
             if what == "valid":
                 ok = vals.valid(a)
                 ic[:, j] = 1 if ok is None else ok
+            elif what == "inf":  # (zeros already where the batch holds no infinity)
+                inf = vals.infinities(a)
+                if inf is not None:
+                    ic[:, j] = inf
             else:
                 ic[:, j] = vals.ints(a)
-        for j, (_, a) in enumerate(self.flt_slots):
-            fc[:, j] = vals.summed_floats(a, False)  # shifted slots: the kernel shifts (and squares) the value
+        for j, (what, a) in enumerate(self.flt_slots):
+            if what == "value" and a in self.finite_args:
+                fc[:, j] = vals.finite_floats(a)
+            else:
+                fc[:, j] = vals.summed_floats(a, False)  # shifted slots: the kernel shifts (and squares) the value
         for j, (a, _, _) in enumerate(self.ms_slots):
             mv[:, j] = vals.order_keys(a)
         return ic, fc, mv
@@ -313,14 +355,23 @@ class CompiledEngine(_Engine):
                 cols[name] = _ordered_result(kind, res, valid == 0, self.arg_types[parts["arg"]])
             elif kind == "sum":
                 vals = oi[:, parts["isum"]] if "isum" in parts else of[:, parts["fsum"]]
+                if "fcomp" in parts:
+                    vals = vals + of[:, parts["fcomp"]]
                 if "isum" in parts:
                     _check_int_sum(name, fn, vals, of[:, parts["fsum"]])
+                if "inf" in parts:
+                    vals = with_infinities(name, fn, vals, oi[:, parts["inf"]], valid)
                 cols[name] = pa.array(vals, mask=none)
             elif kind == "average" and "isum" in parts:
                 cols[name] = pa.array(exact_int_average(oi[:, parts["isum"]], of[:, parts["fsum"]], valid), mask=none)
             elif kind == "average":
+                total = of[:, parts["fsum"]]
+                if "fcomp" in parts:
+                    total = total + of[:, parts["fcomp"]]
+                if "inf" in parts:
+                    total = with_infinities(name, fn, total, oi[:, parts["inf"]], valid)
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    cols[name] = pa.array(of[:, parts["fsum"]] / valid, mask=none)
+                    cols[name] = pa.array(total / valid, mask=none)
             else:  # variance, stddev
                 var = shifted_variance(of[:, parts["dev"]], of[:, parts["dev2"]], valid)
                 cols[name] = pa.array(var if kind == "variance" else np.sqrt(var), mask=_mask(valid < 2))
@@ -338,6 +389,7 @@ class CompiledEngine(_Engine):
         return {
             "typed": True,
             "shifted": True,  # variance state as shifted sums (older checkpoints kept sums of squares)
+            "inf_counts": True,  # leaving float sums as finite part + infinity counts (older: one float sum)
             "types": self.layout_types,
             "arrays": {
                 k: getattr(self, k).copy()
@@ -377,6 +429,12 @@ class CompiledEngine(_Engine):
             raise TidalError(
                 "checkpoint from an older tidal: its variance/stddev state (sums of values and squares) cannot "
                 "be continued exactly; not supported: start the query again from its input"
+            )
+        if "inf_counts" not in state and self.finite_args:
+            raise TidalError(
+                "checkpoint from an older tidal: its SUM/AVG state over float values that leave the snapshot (one "
+                "running sum, which an infinity leaving turned NaN) cannot be continued exactly; not supported: "
+                "start the query again from its input"
             )
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())

@@ -11,7 +11,9 @@ operator's per-event lifetime rewrite. Hopping windows first aggregate per hop s
 then slide: at each grid point the slice that fell out of the window is subtracted from
 per-group totals and the new slice added (linear aggregates are invertible), and the groups
 with a non-zero total are emitted (a variance's slices are never subtracted: each group's live
-slices are merged at each grid point, see ``slide_hops``). Linear aggregates only (count,
+slices are merged at each grid point, see ``slide_hops``; a float SUM/AVG slides the sum of its finite
+values, each slice's with Neumaier's compensation beside it, and counts its infinities apart, see
+``compiled.with_infinities``). Linear aggregates only (count,
 count_not_null, sum, average, variance, stddev, user-defined running sums); anything else runs
 unfused.
 """
@@ -38,6 +40,7 @@ from .fused_kernels import (
     QHEAD,
     QTAIL,
     SOUT,
+    add_compensated,
     add_float,
     add_int,
     add_shifted,
@@ -64,6 +67,17 @@ class FusedWindowEngine(CompiledEngine):
         self.st = np.zeros(5, np.int64)
         self.st2 = np.zeros(9, np.int64)
         self.group_count: int | None = None  # groups known to the operator's key index (else: from the ids)
+
+    @property
+    def values_leave(self) -> bool:
+        """Hopping windows subtract the slices that slid out; tumbling ones only add."""
+        return self.k > 1
+
+    @property
+    def slices_compensated(self) -> bool:
+        """A hopping window's slice sums carry Neumaier's compensation (a ``comp`` slot beside each): a large
+        value in a slice would otherwise round the small ones away before the slice is slid over."""
+        return self.k > 1
 
     @staticmethod
     def fusable(fns) -> bool:
@@ -130,15 +144,20 @@ class FusedWindowEngine(CompiledEngine):
             if what == "valid":
                 ok = vals.valid(a)
                 ints.append(None if ok is None else ok.astype(np.int64))
+            elif what == "inf":  # packed infinity counts; False: none in this batch, nothing to add
+                inf = vals.infinities(a)
+                ints.append(False if inf is None else inf)
             else:
                 ints.append(np.ascontiguousarray(vals.ints(a)))
         floats = []
         for what, a in self.flt_slots:
-            if what == "dev2":  # added with its "dev" slot
+            if what in ("dev2", "comp"):  # added with its "dev" / "value" slot
                 floats.append(None)
             elif what == "dev":  # raw values and which count: add_shifted shifts them
                 ok = vals.valid(a)
                 floats.append((vals.floats(a), np.zeros(0, np.bool_) if ok is None else ok))
+            elif a in self.finite_args:  # infinities counted apart (int slots): a slice's sum is finite
+                floats.append(np.ascontiguousarray(vals.finite_floats(a)))
             else:
                 floats.append(np.ascontiguousarray(vals.summed_floats(a, False)))
         return ints, floats
@@ -175,6 +194,8 @@ class FusedWindowEngine(CompiledEngine):
             ints, floats = self._columns(batch)
             added = None
             for j, col in enumerate(ints):
+                if col is False:
+                    continue
                 if col is not None:
                     add_int(ev_row, col, bint[j])
                     continue
@@ -188,6 +209,8 @@ class FusedWindowEngine(CompiledEngine):
                     sq = self.flt_slots.index(("dev2", a))
                     p = int(self.f_piv[j])
                     add_shifted(ev_row, np.ascontiguousarray(col[0]), col[1], self.buf_piv[p], bflt[j], bflt[sq])
+                elif col is not None and ("comp", self.flt_slots[j][1]) in self.flt_slots:
+                    add_compensated(ev_row, col, bflt[j], bflt[self.flt_slots.index(("comp", self.flt_slots[j][1]))])
                 elif col is not None:
                     add_float(ev_row, col, bflt[j])
         out = self._results(closed, upto)
@@ -218,7 +241,7 @@ class FusedWindowEngine(CompiledEngine):
         arrays |= {k: getattr(self, k)[..., :m].copy() for k in bufs}
         arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active")}
         arrays |= {k: getattr(self, k).copy() for k in ("pos", "q_start", "q_gid", "q_cnt", "q_int", "q_flt", "q_piv")}
-        return {"typed": True, "shifted": True, "types": self.layout_types, "arrays": arrays}
+        return {"typed": True, "shifted": True, "inf_counts": True, "types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
         if self._restore_arrays(state) and "buf_piv" not in state["arrays"]:  # (saved with no pivots: none)

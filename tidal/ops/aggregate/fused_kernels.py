@@ -107,6 +107,21 @@ def add_float(ev_row, values, acc):
 
 
 @numba.njit(cache=True)
+def add_compensated(ev_row, values, acc, comp):
+    """Add each event's value to its row's sum, what each addition rounds away to ``comp`` (Neumaier's)."""
+    for i in range(len(ev_row)):
+        r = ev_row[i]
+        s = acc[r]
+        v = values[i]
+        t = s + v
+        if abs(s) >= abs(v):
+            comp[r] += (s - t) + v
+        else:
+            comp[r] += (v - t) + s
+        acc[r] = t
+
+
+@numba.njit(cache=True)
 def add_shifted(ev_row, values, ok, piv, dev, dev2):
     """A variance's shifted sums: each valid event (``ok`` empty: all) adds ``d = x - K`` to ``dev`` and
     ``d * d`` to ``dev2`` of its row, ``K = piv[row]`` the row's first finite value (NaN until one comes;

@@ -143,6 +143,26 @@ def _flt_value(g_flt, g, j, kf):
     return s + g_flt[g, kf + j] if np.isfinite(s) else s
 
 
+@numba.njit(cache=True)
+def combine_infinities(finite, packed, valid, big):
+    """Float sums from finite sums and packed infinity counts (``compiled.with_infinities``), in one pass:
+    (sums, 0), or (finite, 1) when a finite sum is not finite, (finite, 2) when ``valid`` reaches ``big``."""
+    n = len(finite)
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        v = finite[i]
+        if not np.isfinite(v):
+            return finite, 1
+        if valid[i] >= big:
+            return finite, 2
+        c = packed[i]
+        if c != 0:
+            pos, neg = c & (big - 1), c >> 32
+            v = np.nan if pos > 0 and neg > 0 else (np.inf if pos > 0 else -np.inf)
+        out[i] = v
+    return out, 0
+
+
 VARIANCE = 5  # the multiset kind of a variance where values leave (see _ms_variance)
 
 
