@@ -15,14 +15,13 @@ nothing leaves (start edges, tumbling windows: unchanged, as controls).
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
-import sys
+
+from ab_workers import run
 
 WORKER = r"""
-import math, os, sys, time
-root, n, duration, inf_rate = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-sys.path[:0] = [root]
+import math, os, sys
+bench, root, n, duration, inf_rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+sys.path[:0] = [root, bench]
 os.chdir(root)
 import numpy as np, pyarrow as pa
 import tidal
@@ -54,15 +53,8 @@ def correct():
     return got.column("s").to_pylist() == [math.inf, 3.0, 2.0]
 CASES = {"start edges": start, "tumbling": tumbling, "constant duration": durations, "general": general,
          "hopping fused": hopping, "hopping unfused": hopping_unfused}
-ok = correct()
-for fn in CASES.values():  # warm up: compile kernels
-    fn()
-print("ready", "correct" if ok else "WRONG", flush=True)
-for line in sys.stdin:
-    name = line.strip()
-    c = time.process_time()
-    CASES[name]()
-    print(time.process_time() - c, flush=True)
+from ab_workers import serve
+serve(CASES, correct())
 """
 
 CASES = ["start edges", "tumbling", "constant duration", "general", "hopping fused", "hopping unfused"]
@@ -77,35 +69,7 @@ def main() -> None:
     ap.add_argument("--inf", type=float, default=0.001, help="the share of values that are +inf")
     args = ap.parse_args()
     roots = dict(r.split("=", 1) for r in args.root)
-    procs = {}
-    for label, root in roots.items():
-        procs[label] = subprocess.Popen(
-            [sys.executable, "-c", WORKER, root, str(args.events), str(args.duration), str(args.inf)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        print(label, procs[label].stdout.readline().strip(), flush=True)
-    times = {(label, c): [] for label in procs for c in CASES}
-    for _ in range(args.repeat):
-        for c in CASES:
-            for label, p in procs.items():
-                p.stdin.write(c + "\n")
-                p.stdin.flush()
-                times[(label, c)].append(float(p.stdout.readline()))
-    for p in procs.values():
-        p.stdin.close()
-        p.wait()
-    labels = list(procs)
-    first = labels[0]
-    head = "".join(f"{lb + ' s':>12}" for lb in labels) + "".join(f"{lb + '/' + first:>16}" for lb in labels[1:])
-    print(f"{'case':20}{head}")
-    for c in CASES:
-        med = {lb: statistics.median(times[(lb, c)]) for lb in labels}
-        cells = "".join(f"{med[lb]:12.3f}" for lb in labels) + "".join(
-            f"{med[lb] / med[first]:16.2f}" for lb in labels[1:]
-        )
-        print(f"{c:20}{cells}")
+    run(roots, WORKER, [str(args.events), str(args.duration), str(args.inf)], CASES, args.repeat)
 
 
 if __name__ == "__main__":

@@ -13,15 +13,14 @@ the branch reads the alive multiset), and ``tidal query``'s relational path over
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
-import sys
 import tempfile
 
+from ab_workers import run
+
 WORKER = r"""
-import os, sys, time
-root, n, data, duration = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-sys.path[:0] = [root]
+import os, sys
+bench, root, n, data, duration = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+sys.path[:0] = [root, bench]
 os.chdir(root)
 import numpy as np, pyarrow as pa, pyarrow.parquet as pq
 import tidal
@@ -59,14 +58,8 @@ def correct():
 CASES = {"start edges": start, "where+aggregate": filtered, "tumbling": tumbling, "hopping": hopping,
          "constant duration": sliding, "relational": relational}
 os.chdir(data); ok = correct(); os.chdir(root)
-for fn in CASES.values():  # warm up: compile kernels
-    fn()
-print("ready", "correct" if ok else "WRONG", flush=True)
-for line in sys.stdin:
-    name = line.strip()
-    c = time.process_time()
-    CASES[name]()
-    print(time.process_time() - c, flush=True)
+from ab_workers import serve
+serve(CASES, ok)
 """
 
 CASES = ["start edges", "where+aggregate", "tumbling", "hopping", "constant duration", "relational"]
@@ -81,29 +74,8 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=500, help="the constant duration (about 1/100 of it alive per key)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as data:
-        procs = {}
-        for label, root in (("before", args.before), ("after", args.after)):
-            procs[label] = subprocess.Popen(
-                [sys.executable, "-c", WORKER, root, str(args.events), data, str(args.duration)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            print(label, procs[label].stdout.readline().strip(), flush=True)
-        times = {(label, c): [] for label in procs for c in CASES}
-        for _ in range(args.repeat):
-            for c in CASES:
-                for label, p in procs.items():
-                    p.stdin.write(c + "\n")
-                    p.stdin.flush()
-                    times[(label, c)].append(float(p.stdout.readline()))
-        for p in procs.values():
-            p.stdin.close()
-            p.wait()
-    print(f"{'case':20} {'before s':>10} {'after s':>10} {'after/before':>13}")
-    for c in CASES:
-        b, a = statistics.median(times[("before", c)]), statistics.median(times[("after", c)])
-        print(f"{c:20} {b:10.3f} {a:10.3f} {a / b:13.2f}")
+        run({"before": args.before, "after": args.after}, WORKER, [str(args.events), data, str(args.duration)], CASES,
+            args.repeat)  # fmt: skip
 
 
 if __name__ == "__main__":

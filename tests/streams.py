@@ -91,3 +91,15 @@ def run_with_restart(q, cut: int) -> pa.Table:
     second.restore(state)
     assert second.run()
     return pa.concat_tables([first.sink.table(), second.sink.table()], promote_options="permissive")
+
+
+def timed_values_table(rows) -> pa.Table:
+    """Rows ``(t, k, v, duration)`` as a table of start time ``t``, end ``e = t + duration``, key ``k``, value ``v``."""
+    return pa.table(
+        {
+            "t": pa.array([r[0] for r in rows], pa.int64()),
+            "e": pa.array([r[0] + r[3] for r in rows], pa.int64()),
+            "k": pa.array([r[1] for r in rows], pa.int64()),
+            "v": pa.array([r[2] for r in rows], pa.float64()),
+        }
+    )

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from streams import timed_values_table
 
 import tidal
 from ops.test_variance_stable import assert_close_snapshots
@@ -54,17 +55,6 @@ def rows(draw, max_rows=25):
             v = draw(st.integers(-8, 8)) / 4.0
         out.append((t, draw(st.integers(0, 2)), v, draw(st.integers(1, 12))))
     return out
-
-
-def _table(data) -> pa.Table:
-    return pa.table(
-        {
-            "t": pa.array([r[0] for r in data], pa.int64()),
-            "e": pa.array([r[0] + r[3] for r in data], pa.int64()),
-            "k": pa.array([r[1] for r in data], pa.int64()),
-            "v": pa.array([r[2] for r in data], pa.float64()),
-        }
-    )
 
 
 def _aggs():
@@ -99,7 +89,7 @@ LARGE_LEAVES = [(0, 0, 1e16, 2), (1, 0, 1.0, 20), (2, 0, 1.0, 20), (2, 0, 1.0, 2
 @example(data=LARGE_LEAVES, which="constant duration", batch=80_000, keyed=False, engine=None)
 def test_sums_where_values_leave_match_the_snapshot_oracle(data, which, batch, keyed, engine):
     make, lifetime, window, force, variant = PATHS[which]
-    table = _table(data)
+    table = timed_values_table(data)
 
     def source(**opts):
         return tidal.from_arrow(table, time="t", batch_size=batch, **opts)
@@ -140,7 +130,7 @@ def test_a_large_value_leaving_leaves_the_small_ones_exact():
     data = sorted(LARGE_LEAVES + [(3, 0, 1e16, 1), (4, 0, 1.0, 20), (5, 0, 3.0, 20)])
     for which in ("constant duration", "general"):
         make, lifetime, _, _, _ = PATHS[which]
-        stream = make(lambda **o: tidal.from_arrow(_table(data), time="t", batch_size=2, **o))
+        stream = make(lambda **o: tidal.from_arrow(timed_values_table(data), time="t", batch_size=2, **o))
         ref = Reference(
             ("k", "v"), [(s, e, (k, v)) for (s, e), (_, k, v, _) in zip(map(lifetime, data), data, strict=True)]
         )

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from streams import timed_values_table
 
 import tidal
 from tidal import INFINITY, agg
@@ -49,17 +50,6 @@ def rows(draw, max_rows=30, nulls=True):
             v = base + draw(st.integers(-6, 6)) * step
         out.append((t, draw(st.integers(0, 2)), v, draw(st.integers(1, 12))))
     return out
-
-
-def _table(data) -> pa.Table:
-    return pa.table(
-        {
-            "t": pa.array([r[0] for r in data], pa.int64()),
-            "e": pa.array([r[0] + r[3] for r in data], pa.int64()),
-            "k": pa.array([r[1] for r in data], pa.int64()),
-            "v": pa.array([r[2] for r in data], pa.float64()),
-        }
-    )
 
 
 def _aggs():
@@ -137,7 +127,7 @@ OUTLIER_LEAVES = [(0, 0, 1e15 + 3, 2), (1, 0, 1e9 + 1, 20), (1, 0, 1e9 + 2, 20),
 @example(data=[(0, 0, 1e15 + 3, 1), *OUTLIER_LEAVES[1:]], which="constant duration", batch=1, keyed=True, engine=None)
 def test_variants_match_the_exact_reference(data, which, batch, keyed, engine):
     make, lifetime, variant = VARIANTS[which]
-    table = _table(data)
+    table = timed_values_table(data)
 
     def source(**opts):
         return tidal.from_arrow(table, time="t", batch_size=batch, **opts)
@@ -161,7 +151,7 @@ def test_variants_match_the_exact_reference(data, which, batch, keyed, engine):
 )
 def test_windows_match_the_exact_reference(data, which, batch):
     (size, hop), force, variant = WINDOWS[which]
-    table = _table(data)
+    table = timed_values_table(data)
     stream = tidal.from_arrow(table, time="t", batch_size=batch).hopping_window(size, hop)
     opts = {} if force is None else {"variant": force}
     q = stream.group_aggregate("k", **_aggs(), **opts)
@@ -184,7 +174,7 @@ def test_the_filter_and_accumulate_loop_matches_the_exact_reference(data, batch,
     if ints:  # integer values (as DOUBLE in the sums) far from 0
         data = [(t, k, None if v is None or math.isnan(v) else int(v) // 4 * 4 + 10**12, d) for t, k, v, d in data]
         data = [r for r in data if r[2] is not None]
-    table = _table(data)
+    table = timed_values_table(data)
     if ints:
         table = table.set_column(3, "v", table.column("v").cast(pa.int64()))
     stream = tidal.from_arrow(table, time="t", kind="start", batch_size=batch).where(lambda e: e.k != 1)
@@ -197,7 +187,7 @@ def test_the_filter_and_accumulate_loop_matches_the_exact_reference(data, batch,
 
 
 def test_the_issues_example_is_exact_on_every_variant():
-    table = _table(ISSUE)
+    table = timed_values_table(ISSUE)
     for make, _, _ in VARIANTS.values():
         got = make(lambda **o: tidal.from_arrow(table, time="t", **o)).aggregate(var=agg.variance("v")).to_arrow()
         assert 1.0 in got.column("var").to_pylist()
@@ -213,7 +203,7 @@ def test_a_checkpoint_continues_exactly_and_an_old_layout_is_refused():
     from tidal.core.errors import TidalError
 
     data = [(i, i % 2, 1e9 + (i * 7) % 5, 3) for i in range(40)]
-    table = _table(data)
+    table = timed_values_table(data)
     for opts in ({"kind": "start"}, {"end": "e"}):
         q = tidal.from_arrow(table, time="t", batch_size=4, **opts).group_aggregate("k", **_aggs())
         whole = q.to_arrow()

@@ -9,13 +9,10 @@ import random
 
 import pyarrow as pa
 import pytest
-from ops.test_variance_stable import assert_close_snapshots
+from spark.test_spark_variance import check_on_spark, reference_of
 
 import tidal
-import tidal.spark
 from tidal import agg
-from tidal.testing import Reference, assert_same_snapshots
-from tidal.testing.reference import check_physical
 
 QUERIES = {
     "hopping": lambda s: s.hopping_window(10, 5).group_aggregate("k", s=agg.sum("v"), a=agg.average("v")),
@@ -32,21 +29,9 @@ def _stream():
     table = pa.table(
         {"t": times, "k": [rng.randint(0, 3) for _ in range(n)], "v": pa.array([rng.choice(pool) for _ in range(n)])}
     )
-    reference = Reference.points(("t", "k", "v"), [(r["t"], tuple(r.values())) for r in table.to_pylist()])
-    return tidal.from_arrow(table, time="t", batch_size=16), reference
+    return tidal.from_arrow(table, time="t", batch_size=16), reference_of(table)
 
 
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_infinite_sums_on_spark_are_the_embedded_answer(spark, name):
-    stream, reference = _stream()
-    q = QUERIES[name](stream)
-    embedded = q.to_arrow()
-    assert embedded.num_rows > 0
-    assert_close_snapshots(embedded, QUERIES[name](reference))
-    for partitions in (1, 3):
-        out = tidal.spark.to_arrow(q, partitions=partitions, spark=spark)
-        check_physical(out)
-        if name == "hopping":  # embedded fuses the window (slices slid); Spark cuts at the aggregate
-            assert_close_snapshots(out, embedded)
-        else:  # the same operator on the same rows: the same bits
-            assert_same_snapshots(out, embedded, digits=12)
+    check_on_spark(spark, QUERIES, name, *_stream(), digits=12)
