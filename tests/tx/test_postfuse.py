@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 import tidal
 from tidal import tx
 
+from .test_transact import event_rows
+from .test_transact import to_table as events_table
+
 
 def make_tables():
     a = tx.Table("a", 5, {"n": np.arange(5, dtype=np.int64) * 3, "f": np.linspace(0.5, 2.5, 5)})
@@ -55,25 +58,11 @@ null_safe_post = lambda e, r: {"t": e.ts, "n1": r.n1, "f3": r.f3, "ok": r.commit
 committed_post = lambda e, r: {"t": e.ts, "y": r.n1 * 2 if r.committed else -1}  # noqa: E731
 dividing_post = lambda e, r: {"t": e.ts, "z": r.f3 / (e.amt + 1)}  # noqa: E731
 
-events = st.lists(
-    st.tuples(
-        st.integers(0, 3),  # time step
-        st.integers(0, 2),  # kind
-        st.integers(0, 4),
-        st.integers(0, 7),
-        st.integers(0, 4),
-        st.integers(0, 25),
-        st.sampled_from([0.25, 1.5, -2.0, 3.0]),
-    ),
-    min_size=1,
-    max_size=60,
-)
+events = event_rows(kinds=2, k1=4, k2=7, k3=4)
 
 
 def to_table(rows) -> pa.Table:
-    t = np.cumsum([r[0] for r in rows])
-    c = list(zip(*rows, strict=True))
-    return pa.table({"t": t, "ts": t, "kind": c[1], "k1": c[2], "k2": c[3], "k3": c[4], "amt": c[5], "x": c[6]})
+    return events_table(rows, with_ts=True)
 
 
 def check(data, variant, post, scheduler, interval, workers):

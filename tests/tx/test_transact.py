@@ -40,26 +40,33 @@ def post(e, r):
     return {"ok": r.committed, "a1": r.a1, "bx": r.bx}
 
 
-events = st.lists(
-    st.tuples(
-        st.integers(0, 3),  # time step
-        st.integers(0, 4),  # kind
-        st.integers(0, 5),
-        st.integers(0, 5),
-        st.integers(0, 3),
-        st.integers(0, 25),
-        st.sampled_from([0.25, 1.5, -2.0, 3.0]),
-    ),
-    min_size=1,
-    max_size=60,
-)
+def event_rows(kinds: int = 4, k1: int = 5, k2: int = 5, k3: int = 3):
+    """Lists of (time step, kind, k1, k2, k3, amt, x) rows, keys drawn up to the given bounds."""
+    return st.lists(
+        st.tuples(
+            st.integers(0, 3),  # time step
+            st.integers(0, kinds),  # kind
+            st.integers(0, k1),
+            st.integers(0, k2),
+            st.integers(0, k3),
+            st.integers(0, 25),
+            st.sampled_from([0.25, 1.5, -2.0, 3.0]),
+        ),
+        min_size=1,
+        max_size=60,
+    )
 
 
-def to_table(rows) -> pa.Table:
+events = event_rows()
+
+
+def to_table(rows, with_ts: bool = False) -> pa.Table:
+    """The rows of :func:`event_rows` as events at their cumulative times (``ts``: the time again, as a column)."""
     t = np.cumsum([r[0] for r in rows])
     cols = list(zip(*rows, strict=True))
+    ts = {"ts": t} if with_ts else {}
     return pa.table(
-        {"t": t, "kind": cols[1], "k1": cols[2], "k2": cols[3], "k3": cols[4], "amt": cols[5], "x": cols[6]}
+        {"t": t, **ts, "kind": cols[1], "k1": cols[2], "k2": cols[3], "k3": cols[4], "amt": cols[5], "x": cols[6]}
     )
 
 
