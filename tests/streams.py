@@ -79,14 +79,16 @@ def check_against_reference(case, engine_op, ref_op) -> None:
     assert_same_snapshots(result, ref_op(ref))
 
 
-def run_with_restart(q, cut: int) -> pa.Table:
-    """``q`` run for ``cut`` messages, checkpointed (through pickle), restored in a new query and run
-    to the end: both parts' output, concatenated."""
+def run_with_restart(q, cut: int, states: list | None = None) -> pa.Table:
+    """``q`` run for ``cut`` messages, checkpointed (through pickle; the state appended to ``states``), restored
+    in a new query and run to the end: both parts' output, concatenated."""
     import pickle
 
     first = q.query()
     first.run(max_messages=cut)
     state = pickle.loads(pickle.dumps(first.checkpoint()))
+    if states is not None:
+        states.append(state)
     second = q.query()
     second.restore(state)
     assert second.run()
