@@ -63,7 +63,7 @@ import numpy as np
 from numba.typed import List
 
 from .impatience_bucket import _bucket_chunk
-from .impatience_chunks import _merge_many, _radix_chunk, _split_ordered
+from .impatience_chunks import _merge_many, _radix_chunk, _split_insert, _split_ordered
 from .impatience_kernels import (
     _LAST,
     _LIMIT,
@@ -96,6 +96,9 @@ _DISORDERED = 0.25  # a chunk push with more of its elements out of order is sor
 _MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
 _POOLED = 1 << 19  # arrays of this many int64s (4 MiB) or more come from Arrow's pool (numpy's fresh memory faulted in)
+_REACH = 1024  # a nearly sorted push inserts an element into the queue at most this far from its tail
+_BUDGET = 2  # ... moving at most this many queued elements per element pushed (others are sorted into a chunk)
+_HAND_OFF = 1 << 16  # a release of only the queue's prefix, this long or more, hands over the queue's buffers
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
 # --------------------------------------------------------------------------------------------------
@@ -119,6 +122,7 @@ class ImpatienceSorter:
         "_scratch",
         "_queue",
         "_qhigh",
+        "_nearly",
     )
 
     def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
@@ -136,6 +140,7 @@ class ImpatienceSorter:
         self._scratch = _NO_IDS
         self._queue = InOrderQueue(0)  # chunk pushes' elements at or above everything before them
         self._qhigh = int(INT64_MIN)  # the queue's last time (INT64_MIN: empty)
+        self._nearly = True  # the last chunk push was nearly sorted: the next one inserts into the queue
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -199,6 +204,8 @@ class ImpatienceSorter:
         wm = self._watermark
         queue = self._queue
         at = queue.reserve(n)  # written in place; the tail moves only once the batch is taken
+        if self._nearly:
+            return self._push_nearly(times, ids, at, oth_t, oth_r)
         no, nu, high = _split_ordered(
             times, self._next_row, ids, wm, self._qhigh, queue.times[at:], queue.rows[at:], oth_t, oth_r
         )
@@ -224,6 +231,44 @@ class ImpatienceSorter:
                     self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
                 queue.tail = at + no
                 self._qhigh = int(high)
+            self._nearly = nu <= _MERGED * (no + nu)
+        self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
+        self._st[_ROW0] = self._next_row
+        self._buffered += no + nu
+        return True
+
+    def _push_nearly(self, times, ids, at, oth_t, oth_r) -> bool:
+        """A chunk push after a nearly sorted one: the batch's in-order elements extend the queue and those a
+        little late are inserted into it (a bounded number of moves), so that a release of only the queue hands
+        over its buffers; the rest are sorted into a chunk. A batch found more disordered is pushed the usual
+        way next time."""
+        n = times.shape[0]
+        queue = self._queue
+        no, nu, high, ins = _split_insert(
+            times,
+            self._next_row,
+            ids,
+            self._watermark,
+            self._qhigh,
+            queue.times,
+            queue.rows,
+            queue.head,
+            at,
+            oth_t,
+            oth_r,
+            _BUDGET * n,
+            _REACH,
+        )
+        queue.tail = at + no
+        self._qhigh = int(high)
+        if nu:
+            s_t, s_r = self._scratch[2 * n : 3 * n], self._scratch[3 * n : 4 * n]
+            pairs = self._scratch[4 * n : 6 * n].reshape(n, 2)
+            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], self._watermark, s_t, s_r, pairs) < 0:  # times spread widely
+                order = np.argsort(oth_t[:nu], kind="stable")  # row ids increase with the position: stable
+                s_t[:nu], s_r[:nu] = oth_t[:nu][order], oth_r[:nu][order]
+            self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
+        self._nearly = ins + nu <= _MERGED * (no + nu)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
@@ -337,10 +382,13 @@ class ImpatienceSorter:
             queue = self._queue
             c = queue.count_le(t)
             if c:
-                qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
                 one = not any(len(p[0]) for p in parts)
-                parts.append((qt.copy(), qr.copy()) if one else (qt, qr))
-                queue.pop(c)
+                if one and c >= _HAND_OFF and 4 * (len(queue) - c) <= c:  # the release is the queue's prefix
+                    parts.append(queue.hand_off(c, _empty))
+                else:
+                    qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
+                    parts.append((qt.copy(), qr.copy()) if one else (qt, qr))
+                    queue.pop(c)
                 if not len(queue):
                     self._qhigh = int(INT64_MIN)
             out_t, out_r = _merge_parts(parts)

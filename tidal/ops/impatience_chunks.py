@@ -230,3 +230,48 @@ def _sift(heap, h, root, ht, hr):
         heap[root] = y
         heap[c] = x
         root = c
+
+
+@nb.njit(cache=True, nogil=True)
+def _split_insert(times, row0, ids, wm, high, q_t, q_r, lo, at, oth_t, oth_r, budget, reach):
+    """As ``_split_ordered``, the in-order elements written from ``q_*[at]`` on, but an element below ``high``
+    whose place lies at most ``reach`` positions before the queue's tail is inserted there (the larger times
+    after it moved up by one: nearly sorted input, as events a few positions late, then needs no merge at the
+    release), while the moves so far stay within ``budget``; the others go to ``oth_*``. The queue's live pairs
+    start at ``q_*[lo]``, all at or above ``wm`` (an element may go before all of them). The new element's row id
+    is above every queued one, so it goes after the equal times: the queue stays sorted by (time, row id).
+    Returns the elements queued (inserted ones included), the others, the high after and how many were
+    inserted."""
+    given = ids.shape[0] > 0
+    tail = at
+    nu = 0
+    ins = 0
+    for i in range(times.shape[0]):
+        x = times[i]
+        if x < wm:
+            continue
+        r = ids[i] if given else row0 + i
+        if x >= high:
+            high = x
+            q_t[tail] = x
+            q_r[tail] = r
+            tail += 1
+            continue
+        far = tail - reach
+        if budget > 0 and (far < lo or q_t[far] <= x):  # its place is near the tail
+            j = tail - 1
+            while j >= lo and q_t[j] > x:
+                j -= 1
+            for k in range(tail, j + 1, -1):
+                q_t[k] = q_t[k - 1]
+                q_r[k] = q_r[k - 1]
+            q_t[j + 1] = x
+            q_r[j + 1] = r
+            budget -= tail - 1 - j
+            tail += 1
+            ins += 1
+        else:
+            oth_t[nu] = x
+            oth_r[nu] = r
+            nu += 1
+    return tail - at, nu, high, ins

@@ -80,3 +80,16 @@ class InOrderQueue:
     def live(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the queued times and row ids."""
         return self.times[self.head : self.tail].copy(), self.rows[self.head : self.tail].copy()
+
+    def hand_off(self, count: int, empty) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``count`` pairs for the caller to keep, without a copy: views of the buffers themselves.
+        The pairs after them move to fresh buffers from ``empty(size)``, with room for a quarter more than
+        was taken and kept (the next release's pairs, if they come as often, fit without growing)."""
+        old_t, old_r, head, tail = self.times, self.rows, self.head, self.tail
+        rest = tail - head - count
+        size = max(rest + count + count // 4, 1024)
+        self.times, self.rows = empty(size), empty(size)
+        self.times[:rest] = old_t[head + count : tail]
+        self.rows[:rest] = old_r[head + count : tail]
+        self.head, self.tail = 0, rest
+        return old_t[head : head + count], old_r[head : head + count]
