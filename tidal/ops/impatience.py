@@ -123,6 +123,7 @@ class ImpatienceSorter:
         "_queue",
         "_qhigh",
         "_nearly",
+        "_insert",
     )
 
     def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
@@ -138,9 +139,10 @@ class ImpatienceSorter:
         self._chunks: list[list] = []  # [times, row ids, consumed]: sorted by (time, row id)
         self._chunk_min = max(int(chunk_min), 1)
         self._scratch = _NO_IDS
-        self._queue = InOrderQueue(0)  # chunk pushes' elements at or above everything before them
+        self._queue = InOrderQueue(0, _empty)  # chunk pushes' elements at or above everything before them
         self._qhigh = int(INT64_MIN)  # the queue's last time (INT64_MIN: empty)
-        self._nearly = True  # the last chunk push was nearly sorted: the next one inserts into the queue
+        self._nearly = True  # the last chunk push was nearly sorted: the next one extends the queue
+        self._insert = True  # ... and every element late in it lay near the queue's tail: the next one inserts them
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -231,7 +233,7 @@ class ImpatienceSorter:
                     self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
                 queue.tail = at + no
                 self._qhigh = int(high)
-            self._nearly = nu <= _MERGED * (no + nu)
+            self._nearly = self._insert = nu <= _MERGED * (no + nu)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
@@ -244,31 +246,21 @@ class ImpatienceSorter:
         way next time."""
         n = times.shape[0]
         queue = self._queue
-        no, nu, high, ins = _split_insert(
-            times,
-            self._next_row,
-            ids,
-            self._watermark,
-            self._qhigh,
-            queue.times,
-            queue.rows,
-            queue.head,
-            at,
-            oth_t,
-            oth_r,
-            _BUDGET * n,
-            _REACH,
+        q_t, q_r, wm, budget = queue.times, queue.rows, self._watermark, _BUDGET * n if self._insert else 0
+        no, nu, high, ins, far = _split_insert(
+            times, self._next_row, ids, wm, self._qhigh, q_t, q_r, queue.head, at, oth_t, oth_r, budget, _REACH
         )
         queue.tail = at + no
         self._qhigh = int(high)
         if nu:
             s_t, s_r = self._scratch[2 * n : 3 * n], self._scratch[3 * n : 4 * n]
             pairs = self._scratch[4 * n : 6 * n].reshape(n, 2)
-            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], self._watermark, s_t, s_r, pairs) < 0:  # times spread widely
+            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:  # times spread widely
                 order = np.argsort(oth_t[:nu], kind="stable")  # row ids increase with the position: stable
                 s_t[:nu], s_r[:nu] = oth_t[:nu][order], oth_r[:nu][order]
             self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
         self._nearly = ins + nu <= _MERGED * (no + nu)
+        self._insert = far == 0  # else a merge at the release is due anyway: inserting would save nothing
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
@@ -384,7 +376,7 @@ class ImpatienceSorter:
             if c:
                 one = not any(len(p[0]) for p in parts)
                 if one and c >= _HAND_OFF and 4 * (len(queue) - c) <= c:  # the release is the queue's prefix
-                    parts.append(queue.hand_off(c, _empty))
+                    parts.append(queue.hand_off(c))
                 else:
                     qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
                     parts.append((qt.copy(), qr.copy()) if one else (qt, qr))

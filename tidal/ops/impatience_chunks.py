@@ -240,12 +240,13 @@ def _split_insert(times, row0, ids, wm, high, q_t, q_r, lo, at, oth_t, oth_r, bu
     release), while the moves so far stay within ``budget``; the others go to ``oth_*``. The queue's live pairs
     start at ``q_*[lo]``, all at or above ``wm`` (an element may go before all of them). The new element's row id
     is above every queued one, so it goes after the equal times: the queue stays sorted by (time, row id).
-    Returns the elements queued (inserted ones included), the others, the high after and how many were
-    inserted."""
+    Returns the elements queued (inserted ones included), the others, the high after, how many were inserted
+    and how many others lay beyond the reach (0: the budget allowing, every one could have been inserted)."""
     given = ids.shape[0] > 0
     tail = at
     nu = 0
     ins = 0
+    far = 0
     for i in range(times.shape[0]):
         x = times[i]
         if x < wm:
@@ -257,21 +258,22 @@ def _split_insert(times, row0, ids, wm, high, q_t, q_r, lo, at, oth_t, oth_r, bu
             q_r[tail] = r
             tail += 1
             continue
-        far = tail - reach
-        if budget > 0 and (far < lo or q_t[far] <= x):  # its place is near the tail
+        back = tail - reach
+        if back >= lo and q_t[back] > x:  # its place is farther back
+            far += 1
+        elif budget > 0:
             j = tail - 1
-            while j >= lo and q_t[j] > x:
+            while j >= lo and q_t[j] > x:  # move the larger times up (one pass: fewer loads than a search first)
+                q_t[j + 1] = q_t[j]
+                q_r[j + 1] = q_r[j]
                 j -= 1
-            for k in range(tail, j + 1, -1):
-                q_t[k] = q_t[k - 1]
-                q_r[k] = q_r[k - 1]
             q_t[j + 1] = x
             q_r[j + 1] = r
             budget -= tail - 1 - j
             tail += 1
             ins += 1
-        else:
-            oth_t[nu] = x
-            oth_r[nu] = r
-            nu += 1
-    return tail - at, nu, high, ins
+            continue
+        oth_t[nu] = x
+        oth_r[nu] = r
+        nu += 1
+    return tail - at, nu, high, ins, far
