@@ -38,16 +38,23 @@ or above every element before them (those held in the in-order queue included) e
 queue* (already sorted by (time, row id): nothing to do), and a stable radix sort of the others (their
 arrival order is their row id order, so ties stay stable) makes them one sorted *chunk* in a few linear
 passes, where placing a badly disordered batch costs a search per element among many runs. When more
-than 5% of the batch is out of order (or the queue is long: punctuations far apart), its in-order
-elements are merged with the sorted others into a chunk of their own instead; above 25%, the whole batch
+than 5% of the batch is out of order (or the queue is long after such a batch: punctuations far apart), its
+in-order elements are merged with the sorted others into a chunk of their own instead; above 25%, the whole batch
 is sorted by a scatter on the times' high bits and an insertion sort within each bucket
 (:mod:`.impatience_bucket`: times a bounded jitter from their place, as event times that arrive a few
 seconds late), or, when that declines (the times crowd into few buckets), radix sorted. A batch of more
-than 65,536 elements is cut into chunks of at most that many (a radix sort's buckets then stay in cache).
+than 65,536 elements is cut into chunks of that many (a radix sort's buckets then stay in cache), the last
+one taking a rest too short for a chunk.
 Chunks and the queue live beside the runs; a punctuation cuts each one's prefix ``<= t`` too, and the
-pieces are merged shortest first (the queue's prefix, mostly the largest, last). A batch whose other
-times span more than 2**33 is placed as usual.  (The radix sort is compiled here: numpy's stable argsort
-of int64 is a comparison sort, timsort, about half as fast on such batches.)
+pieces are merged shortest first (the queue's prefix, mostly the largest, last). After a nearly sorted batch
+(at most 5% out of order) the next one inserts its out-of-order elements into the queue itself when their
+place lies within 1,024 of the queue's tail (the larger times moved up, at most two moves per element of the
+batch; only while the last such batch had none farther back, else a merge is due anyway), and a release of
+only the queue's prefix hands over the queue's buffers as its output (the rest moves to fresh ones): input
+with a few events slightly late is then sorted in one pass with no copy at the release. A batch whose other
+times span more than 2**33 is placed as usual (after a nearly sorted one: argsorted into a chunk). (The radix
+sort is compiled here: numpy's stable argsort of int64 is a comparison sort, timsort, about half as fast on
+such batches.)
 
 A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
 of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
