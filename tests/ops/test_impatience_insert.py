@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tidal.ops.impatience as imp
 from tidal.ops.impatience import INT64_MIN, ImpatienceSorter
-from tidal.ops.impatience_chunks import _split_insert
+from tidal.ops.impatience_chunks import _merge_into, _split_insert
 
 from .test_impatience import RefSorter, _apply, _same
 
@@ -133,6 +133,51 @@ def test_a_nearly_sorted_stream_is_released_without_a_copy():
         assert s.num_runs == 0  # nothing outside the queue: every late element was inserted
         outs.append(s.punctuate(int(t[: pos + 200_000].max()) - 300))
         assert outs[-1][0].base is not None and len(outs[-1][0]) > imp._HAND_OFF  # a view of the old buffer
+    outs.append(s.flush_all())
+    order = np.argsort(t, kind="stable")
+    np.testing.assert_array_equal(np.concatenate([o[1] for o in outs]), order)
+    np.testing.assert_array_equal(np.concatenate([o[0] for o in outs]), t[order])
+
+
+def _sorted_pairs(times, rows):
+    order = np.lexsort((rows, times))
+    return times[order], rows[order]
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 200), st.integers(0, 60), st.integers(0, 4))
+def test_merge_into_matches_a_stable_sort(seed, held, m, lo):
+    """Sorted pairs merged into a sorted queue from the back, in place: the queue then holds both sorted by
+    (time, row id), as a stable sort of all of them by time in row id order; the pairs before the queue's head
+    are not touched."""
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(held + m).astype(np.int64)
+    times = rng.integers(0, 30, held + m).astype(np.int64)
+    q_t, q_r = _sorted_pairs(times[:held], rows[:held])
+    s_t, s_r = _sorted_pairs(times[held:], rows[held:])
+    buf_t = np.full(lo + held + m, -1, dtype=np.int64)
+    buf_r = np.full(lo + held + m, -1, dtype=np.int64)
+    buf_t[lo : lo + held], buf_r[lo : lo + held] = q_t, q_r
+    _merge_into(buf_t, buf_r, lo, lo + held, s_t, s_r, m)
+    assert (buf_t[:lo] == -1).all() and (buf_r[:lo] == -1).all()
+    by_row = np.argsort(rows, kind="stable")  # the pairs in row id order, then a stable sort by time
+    ref = by_row[np.argsort(times[by_row], kind="stable")]
+    np.testing.assert_array_equal(buf_t[lo:], times[ref])
+    np.testing.assert_array_equal(buf_r[lo:], rows[ref])
+
+
+def test_moderate_disorder_is_merged_into_the_queue():
+    """Large pushes with a tenth of the events a little late (more than a nearly sorted push inserts): their
+    sorted others are merged into the queue, so that a release is still the queue's prefix, handed over."""
+    rng = np.random.default_rng(11)
+    t = _nearly_sorted(rng, 600_000, 0.1, 100, 0.0)
+    s = ImpatienceSorter()
+    outs = []
+    for pos in range(0, len(t), 200_000):
+        s.push(t[pos : pos + 200_000])
+        assert s.num_runs == 0
+        outs.append(s.punctuate(int(t[: pos + 200_000].max()) - 300))
+        assert outs[-1][0].base is not None and len(outs[-1][0]) > imp._HAND_OFF
     outs.append(s.flush_all())
     order = np.argsort(t, kind="stable")
     np.testing.assert_array_equal(np.concatenate([o[1] for o in outs]), order)

@@ -70,7 +70,7 @@ import numpy as np
 from numba.typed import List
 
 from .impatience_bucket import _bucket_chunk
-from .impatience_chunks import _merge_many, _radix_chunk, _split_insert, _split_ordered
+from .impatience_chunks import _merge_into, _merge_many, _radix_chunk, _split_insert, _split_ordered
 from .impatience_kernels import (
     _LAST,
     _LIMIT,
@@ -105,6 +105,7 @@ _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a
 _POOLED = 1 << 19  # arrays of this many int64s (4 MiB) or more come from Arrow's pool (numpy's fresh memory faulted in)
 _REACH = 1024  # a nearly sorted push inserts an element into the queue at most this far from its tail
 _BUDGET = 2  # ... moving at most this many queued elements per element pushed (others are sorted into a chunk)
+_MERGE_IN = 2  # a chunk push's sorted others are merged into the queue if that moves at most this many per element
 _HAND_OFF = 1 << 16  # a release of only the queue's prefix, this long or more, hands over the queue's buffers
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
@@ -231,7 +232,9 @@ class ImpatienceSorter:
         else:
             if nu and _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
                 return False
-            if nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
+            if nu and self._merge_in(at + no, s_t, s_r, nu, n):
+                self._qhigh = int(high)
+            elif nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
                 # others merged in now (merging many small chunks with the queue later costs more), or the queue
                 # would grow long (punctuations far apart), copied each time it grows
                 chunk = (_empty(no + nu), _empty(no + nu))
@@ -267,12 +270,25 @@ class ImpatienceSorter:
             if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:  # times spread widely
                 order = np.argsort(oth_t[:nu], kind="stable")  # row ids increase with the position: stable
                 s_t[:nu], s_r[:nu] = oth_t[:nu][order], oth_r[:nu][order]
-            self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
+            if not self._merge_in(at + no, s_t, s_r, nu, n):
+                self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
         self._nearly = ins + nu <= _MERGED * (no + nu)
         self._insert = far == 0  # else a merge at the release is due anyway: inserting would save nothing
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
+        return True
+
+    def _merge_in(self, tail: int, s_t, s_r, nu: int, n: int) -> bool:
+        """The sorted others ``s_*[:nu]`` merged into the queue (its pairs up to ``tail``, with room after it) when
+        that moves at most ``_MERGE_IN`` pairs per element of the batch: the queue stays one sorted array, which a
+        release hands over, where a chunk of the others would be merged with it at the release (a copy of all)."""
+        queue = self._queue
+        place = queue.head + int(np.searchsorted(queue.times[queue.head : tail], s_t[0], side="right"))
+        if tail - place + nu > _MERGE_IN * n:
+            return False
+        _merge_into(queue.times, queue.rows, queue.head, tail, s_t, s_r, nu)
+        queue.tail = tail + nu
         return True
 
     def skip_to(self, row: int) -> None:

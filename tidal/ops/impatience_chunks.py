@@ -277,3 +277,24 @@ def _split_insert(times, row0, ids, wm, high, q_t, q_r, lo, at, oth_t, oth_r, bu
         oth_r[nu] = r
         nu += 1
     return tail - at, nu, high, ins, far
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_into(q_t, q_r, lo, tail, s_t, s_r, m):
+    """Merge the sorted (time, row id) pairs ``s_*[:m]`` into the sorted queue ``q_*[lo:tail]`` in place, from
+    the back (the queue has room for ``m`` more after ``tail``): each queued pair after the first one's place
+    moves up once, the pairs before it stay where they are."""
+    i = tail - 1
+    j = m - 1
+    w = tail + m - 1
+    while j >= 0:
+        x = s_t[j]
+        if i >= lo and (q_t[i] > x or (q_t[i] == x and q_r[i] > s_r[j])):
+            q_t[w] = q_t[i]
+            q_r[w] = q_r[i]
+            i -= 1
+        else:
+            q_t[w] = x
+            q_r[w] = s_r[j]
+            j -= 1
+        w -= 1
