@@ -105,7 +105,7 @@ _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a
 _POOLED = 1 << 19  # arrays of this many int64s (4 MiB) or more come from Arrow's pool (numpy's fresh memory faulted in)
 _REACH = 1024  # a nearly sorted push inserts an element into the queue at most this far from its tail
 _BUDGET = 2  # ... moving at most this many queued elements per element pushed (others are sorted into a chunk)
-_MERGE_IN = 2  # a chunk push's sorted others are merged into the queue if that moves at most this many per element
+_MERGE_IN = 1.25  # a chunk push's sorted others are merged into the queue if that moves at most this many per element
 _HAND_OFF = 1 << 16  # a release of only the queue's prefix, this long or more, hands over the queue's buffers
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
@@ -280,10 +280,13 @@ class ImpatienceSorter:
         return True
 
     def _merge_in(self, tail: int, s_t, s_r, nu: int, n: int) -> bool:
-        """The sorted others ``s_*[:nu]`` merged into the queue (its pairs up to ``tail``, with room after it) when
-        that moves at most ``_MERGE_IN`` pairs per element of the batch: the queue stays one sorted array, which a
-        release hands over, where a chunk of the others would be merged with it at the release (a copy of all)."""
+        """The sorted others ``s_*[:nu]`` merged into the queue (its pairs up to ``tail``, with room after it)
+        when that moves at most ``_MERGE_IN`` pairs per element of the batch (about one: others a little late):
+        the queue stays one sorted array, which a release hands over, where a chunk of the others would be
+        merged with it at the release (a copy of all). Only while there are no chunks."""
         queue = self._queue
+        if self._chunks:  # the release merges anyway (and the queue's pairs would interleave with the chunks')
+            return False
         place = queue.head + int(np.searchsorted(queue.times[queue.head : tail], s_t[0], side="right"))
         if tail - place + nu > _MERGE_IN * n:
             return False
