@@ -404,7 +404,7 @@ class ImpatienceSorter:
             if c:
                 one = not any(len(p[0]) for p in parts)
                 if one and c >= _HAND_OFF and 4 * (len(queue) - c) <= c:  # the release is the queue's prefix
-                    parts.append(queue.hand_off(c))
+                    parts.append(queue.hand_off(c, room=t < INT64_MAX))  # flush_all: no room kept
                 else:
                     qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
                     parts.append((qt.copy(), qr.copy()) if one else (qt, qr))

@@ -87,13 +87,14 @@ class InOrderQueue:
         """Copies of the queued times and row ids."""
         return self.times[self.head : self.tail].copy(), self.rows[self.head : self.tail].copy()
 
-    def hand_off(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def hand_off(self, count: int, room: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The first ``count`` pairs for the caller to keep, without a copy: views of the buffers themselves.
         The pairs after them move to fresh buffers, with room for a quarter more than
-        was taken and kept (the next release's pairs, if they come as often, fit without growing)."""
+        was taken and kept (the next release's pairs, if they come as often, fit without growing), or, when not
+        ``room`` (the end of the stream), only for those kept."""
         old_t, old_r, head, tail = self.times, self.rows, self.head, self.tail
         rest = tail - head - count
-        size = max(rest + count + count // 4, 1024)
+        size = max(rest + count + count // 4 if room else rest, 1024)
         self.times, self.rows = self.empty(size), self.empty(size)
         self.times[:rest] = old_t[head + count : tail]
         self.rows[:rest] = old_r[head + count : tail]
