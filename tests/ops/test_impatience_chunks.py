@@ -91,16 +91,22 @@ def test_large_batches_against_numpy(p):
 
 
 def test_wide_times_are_placed():
-    """Times spanning more than 2**33 are placed into runs (a radix sort would need too many passes)."""
+    """Times spanning more than 2**33 in a disordered push are placed into runs (a radix sort would need too
+    many passes); the first push (taken as nearly sorted) inserts them into the in-order queue instead."""
+    wide = np.array([INT64_MAX, INT64_MIN, 0, 5, INT64_MIN + 1], dtype=np.int64)
     s = ImpatienceSorter(chunk_min=1)
-    s.push(np.array([INT64_MAX, INT64_MIN, 0, 5, INT64_MIN + 1], dtype=np.int64))
-    assert s.num_runs == 3  # placement: runs [MAX], [MIN, 0, 5], [MIN + 1]
+    s.push(wide)
+    assert s.num_runs == 0 and s.buffered == 5  # all in the queue, four of them inserted
     t, r = s.flush_all()
     assert t.tolist() == [INT64_MIN, INT64_MIN + 1, 0, 5, INT64_MAX] and r.tolist() == [1, 4, 2, 3, 0]
+    s.push(wide)  # the first push was disordered: this one is pushed the usual way
+    assert s.num_runs == 3  # placement: runs [MAX], [MIN, 0, 5], [MIN + 1]
+    t, r = s.flush_all()
+    assert t.tolist() == [INT64_MIN, INT64_MIN + 1, 0, 5, INT64_MAX] and r.tolist() == [6, 9, 7, 8, 5]
     s.push(np.array([9, 4, 4, 7], dtype=np.int64))
     assert s.num_runs == 1  # one chunk
     t, r = s.punctuate(4)
-    assert t.tolist() == [4, 4] and r.tolist() == [6, 7]
+    assert t.tolist() == [4, 4] and r.tolist() == [11, 12]
 
 
 @settings(deadline=None, max_examples=40)

@@ -38,16 +38,23 @@ or above every element before them (those held in the in-order queue included) e
 queue* (already sorted by (time, row id): nothing to do), and a stable radix sort of the others (their
 arrival order is their row id order, so ties stay stable) makes them one sorted *chunk* in a few linear
 passes, where placing a badly disordered batch costs a search per element among many runs. When more
-than 5% of the batch is out of order (or the queue is long: punctuations far apart), its in-order
-elements are merged with the sorted others into a chunk of their own instead; above 25%, the whole batch
+than 5% of the batch is out of order (or the queue is long after such a batch: punctuations far apart), its
+in-order elements are merged with the sorted others into a chunk of their own instead; above 25%, the whole batch
 is sorted by a scatter on the times' high bits and an insertion sort within each bucket
 (:mod:`.impatience_bucket`: times a bounded jitter from their place, as event times that arrive a few
 seconds late), or, when that declines (the times crowd into few buckets), radix sorted. A batch of more
-than 65,536 elements is cut into chunks of at most that many (a radix sort's buckets then stay in cache).
+than 65,536 elements is cut into chunks of that many (a radix sort's buckets then stay in cache), the last
+one taking a rest too short for a chunk.
 Chunks and the queue live beside the runs; a punctuation cuts each one's prefix ``<= t`` too, and the
-pieces are merged shortest first (the queue's prefix, mostly the largest, last). A batch whose other
-times span more than 2**33 is placed as usual.  (The radix sort is compiled here: numpy's stable argsort
-of int64 is a comparison sort, timsort, about half as fast on such batches.)
+pieces are merged shortest first (the queue's prefix, mostly the largest, last). After a nearly sorted batch
+(at most 5% out of order) the next one inserts its out-of-order elements into the queue itself when their
+place lies within 1,024 of the queue's tail (the larger times moved up, at most two moves per element of the
+batch; only while the last such batch had none farther back, else a merge is due anyway), and a release of
+only the queue's prefix hands over the queue's buffers as its output (the rest moves to fresh ones): input
+with a few events slightly late is then sorted in one pass with no copy at the release. A batch whose other
+times span more than 2**33 is placed as usual (after a nearly sorted one: argsorted into a chunk). (The radix
+sort is compiled here: numpy's stable argsort of int64 is a comparison sort, timsort, about half as fast on
+such batches.)
 
 A release from many runs of similar length radix sorts the runs' prefixes (a few linear passes) instead
 of merging them two at a time (``log2(runs)`` moves per element, each with a branch the processor cannot
@@ -63,7 +70,7 @@ import numpy as np
 from numba.typed import List
 
 from .impatience_bucket import _bucket_chunk
-from .impatience_chunks import _merge_many, _radix_chunk, _split_ordered
+from .impatience_chunks import _merge_into, _merge_many, _radix_chunk, _split_insert, _split_ordered
 from .impatience_kernels import (
     _LAST,
     _LIMIT,
@@ -96,6 +103,10 @@ _DISORDERED = 0.25  # a chunk push with more of its elements out of order is sor
 _MANY_MIN = 65_536  # released elements from which many comparable parts are merged in one pass
 _CHUNK_MAX = 65_536  # a larger batch is cut into chunks of at most this many (a radix sort's buckets stay in cache)
 _POOLED = 1 << 19  # arrays of this many int64s (4 MiB) or more come from Arrow's pool (numpy's fresh memory faulted in)
+_REACH = 1024  # a nearly sorted push inserts an element into the queue at most this far from its tail
+_BUDGET = 2  # ... moving at most this many queued elements per element pushed (others are sorted into a chunk)
+_MERGE_IN = 1.25  # a chunk push's sorted others are merged into the queue if that moves at most this many per element
+_HAND_OFF = 1 << 16  # a release of only the queue's prefix, this long or more, hands over the queue's buffers
 _LONG_SEGMENTS = 4096  # push_punctuate: events per punctuation from which separate calls cost nothing extra
 
 # --------------------------------------------------------------------------------------------------
@@ -119,6 +130,8 @@ class ImpatienceSorter:
         "_scratch",
         "_queue",
         "_qhigh",
+        "_nearly",
+        "_insert",
     )
 
     def __init__(self, initial_capacity: int = 1024, chunk_min: int = _CHUNK_MIN):
@@ -134,8 +147,10 @@ class ImpatienceSorter:
         self._chunks: list[list] = []  # [times, row ids, consumed]: sorted by (time, row id)
         self._chunk_min = max(int(chunk_min), 1)
         self._scratch = _NO_IDS
-        self._queue = InOrderQueue(0)  # chunk pushes' elements at or above everything before them
+        self._queue = InOrderQueue(0, _empty)  # chunk pushes' elements at or above everything before them
         self._qhigh = int(INT64_MIN)  # the queue's last time (INT64_MIN: empty)
+        self._nearly = True  # the last chunk push was nearly sorted: the next one extends the queue
+        self._insert = True  # ... and every element late in it lay near the queue's tail: the next one inserts them
 
     # -- ingest -----------------------------------------------------------------------------------
     def push(self, times: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
@@ -159,11 +174,13 @@ class ImpatienceSorter:
         elif len(ids) != n or (n and int(ids[0]) < self._next_row):
             raise ValueError("ids must give each element an increasing row id from next_row_id on")
         if n >= self._chunk_min:
-            if n > _CHUNK_MAX:  # radix sort pieces that stay in cache; a release merges them
-                step = _CHUNK_MAX  # (equal pieces of about 50,000 measured up to 1.5x slower, mostly disordered)
-                given = len(ids) > 0
-                for a in range(0, n, step):
-                    late[a : a + step] = self.push(times[a : a + step], ids[a : a + step] if given else None)
+            step = _CHUNK_MAX  # radix sort pieces that stay in cache; a release merges them (equal pieces of about
+            if n >= step + self._chunk_min:  # 50,000 measured up to 1.5x slower, mostly disordered); the last piece
+                given, a = len(ids) > 0, 0  # takes a rest too short for a chunk (placed, it would make runs to merge)
+                while a < n:
+                    b = n if n - a < step + self._chunk_min else a + step
+                    late[a:b] = self.push(times[a:b], ids[a:b] if given else None)
+                    a = b
                 return late
             if self._push_chunk(times, ids):
                 return times < self._watermark
@@ -199,6 +216,8 @@ class ImpatienceSorter:
         wm = self._watermark
         queue = self._queue
         at = queue.reserve(n)  # written in place; the tail moves only once the batch is taken
+        if self._nearly:
+            return self._push_nearly(times, ids, at, oth_t, oth_r)
         no, nu, high = _split_ordered(
             times, self._next_row, ids, wm, self._qhigh, queue.times[at:], queue.rows[at:], oth_t, oth_r
         )
@@ -213,7 +232,9 @@ class ImpatienceSorter:
         else:
             if nu and _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:
                 return False
-            if nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
+            if nu and self._merge_in(at + no, s_t, s_r, nu, n):
+                self._qhigh = int(high)
+            elif nu > _MERGED * (no + nu) or len(queue) + no > _QUEUE_MAX:  # the batch is a chunk of its own: its
                 # others merged in now (merging many small chunks with the queue later costs more), or the queue
                 # would grow long (punctuations far apart), copied each time it grows
                 chunk = (_empty(no + nu), _empty(no + nu))
@@ -224,9 +245,53 @@ class ImpatienceSorter:
                     self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
                 queue.tail = at + no
                 self._qhigh = int(high)
+            self._nearly = self._insert = nu <= _MERGED * (no + nu)
         self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
         self._st[_ROW0] = self._next_row
         self._buffered += no + nu
+        return True
+
+    def _push_nearly(self, times, ids, at, oth_t, oth_r) -> bool:
+        """A chunk push after a nearly sorted one: the batch's in-order elements extend the queue and those a
+        little late are inserted into it (a bounded number of moves), so that a release of only the queue hands
+        over its buffers; the rest are sorted into a chunk. A batch found more disordered is pushed the usual
+        way next time."""
+        n = times.shape[0]
+        queue = self._queue
+        q_t, q_r, wm, budget = queue.times, queue.rows, self._watermark, _BUDGET * n if self._insert else 0
+        no, nu, high, ins, far = _split_insert(
+            times, self._next_row, ids, wm, self._qhigh, q_t, q_r, queue.head, at, oth_t, oth_r, budget, _REACH
+        )
+        queue.tail = at + no
+        self._qhigh = int(high)
+        if nu:
+            s_t, s_r = self._scratch[2 * n : 3 * n], self._scratch[3 * n : 4 * n]
+            pairs = self._scratch[4 * n : 6 * n].reshape(n, 2)
+            if _radix_chunk(oth_t[:nu], 0, oth_r[:nu], wm, s_t, s_r, pairs) < 0:  # times spread widely
+                order = np.argsort(oth_t[:nu], kind="stable")  # row ids increase with the position: stable
+                s_t[:nu], s_r[:nu] = oth_t[:nu][order], oth_r[:nu][order]
+            if not self._merge_in(at + no, s_t, s_r, nu, n):
+                self._chunks.append([_copy(s_t[:nu]), _copy(s_r[:nu]), 0])
+        self._nearly = ins + nu <= _MERGED * (no + nu)
+        self._insert = far == 0  # else a merge at the release is due anyway: inserting would save nothing
+        self._next_row = int(ids[-1]) + 1 if len(ids) else self._next_row + n
+        self._st[_ROW0] = self._next_row
+        self._buffered += no + nu
+        return True
+
+    def _merge_in(self, tail: int, s_t, s_r, nu: int, n: int) -> bool:
+        """The sorted others ``s_*[:nu]`` merged into the queue (its pairs up to ``tail``, with room after it)
+        when that moves at most ``_MERGE_IN`` pairs per element of the batch (about one: others a little late):
+        the queue stays one sorted array, which a release hands over, where a chunk of the others would be
+        merged with it at the release (a copy of all). Only while there are no chunks."""
+        queue = self._queue
+        if self._chunks:  # the release merges anyway (and the queue's pairs would interleave with the chunks')
+            return False
+        place = queue.head + int(np.searchsorted(queue.times[queue.head : tail], s_t[0], side="right"))
+        if tail - place + nu > _MERGE_IN * n:
+            return False
+        _merge_into(queue.times, queue.rows, queue.head, tail, s_t, s_r, nu)
+        queue.tail = tail + nu
         return True
 
     def skip_to(self, row: int) -> None:
@@ -337,10 +402,13 @@ class ImpatienceSorter:
             queue = self._queue
             c = queue.count_le(t)
             if c:
-                qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
                 one = not any(len(p[0]) for p in parts)
-                parts.append((qt.copy(), qr.copy()) if one else (qt, qr))
-                queue.pop(c)
+                if one and c >= _HAND_OFF and 4 * (len(queue) - c) <= c:  # the release is the queue's prefix
+                    parts.append(queue.hand_off(c, room=t < INT64_MAX))  # flush_all: no room kept
+                else:
+                    qt, qr = queue.view(c)  # read before the queue is written again; copied when it is all
+                    parts.append((qt.copy(), qr.copy()) if one else (qt, qr))
+                    queue.pop(c)
                 if not len(queue):
                     self._qhigh = int(INT64_MIN)
             out_t, out_r = _merge_parts(parts)

@@ -230,3 +230,71 @@ def _sift(heap, h, root, ht, hr):
         heap[root] = y
         heap[c] = x
         root = c
+
+
+@nb.njit(cache=True, nogil=True)
+def _split_insert(times, row0, ids, wm, high, q_t, q_r, lo, at, oth_t, oth_r, budget, reach):
+    """As ``_split_ordered``, the in-order elements written from ``q_*[at]`` on, but an element below ``high``
+    whose place lies at most ``reach`` positions before the queue's tail is inserted there (the larger times
+    after it moved up by one: nearly sorted input, as events a few positions late, then needs no merge at the
+    release), while the moves so far stay within ``budget``; the others go to ``oth_*``. The queue's live pairs
+    start at ``q_*[lo]``, all at or above ``wm`` (an element may go before all of them). The new element's row id
+    is above every queued one, so it goes after the equal times: the queue stays sorted by (time, row id).
+    Returns the elements queued (inserted ones included), the others, the high after, how many were inserted
+    and how many others lay beyond the reach (0: the budget allowing, every one could have been inserted)."""
+    given = ids.shape[0] > 0
+    tail = at
+    nu = 0
+    ins = 0
+    far = 0
+    for i in range(times.shape[0]):
+        x = times[i]
+        if x < wm:
+            continue
+        r = ids[i] if given else row0 + i
+        if x >= high:
+            high = x
+            q_t[tail] = x
+            q_r[tail] = r
+            tail += 1
+            continue
+        back = tail - reach
+        if back >= lo and q_t[back] > x:  # its place is farther back
+            far += 1
+        elif budget > 0:
+            j = tail - 1
+            while j >= lo and q_t[j] > x:  # move the larger times up (one pass: fewer loads than a search first)
+                q_t[j + 1] = q_t[j]
+                q_r[j + 1] = q_r[j]
+                j -= 1
+            q_t[j + 1] = x
+            q_r[j + 1] = r
+            budget -= tail - 1 - j
+            tail += 1
+            ins += 1
+            continue
+        oth_t[nu] = x
+        oth_r[nu] = r
+        nu += 1
+    return tail - at, nu, high, ins, far
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_into(q_t, q_r, lo, tail, s_t, s_r, m):
+    """Merge the sorted (time, row id) pairs ``s_*[:m]`` into the sorted queue ``q_*[lo:tail]`` in place, from
+    the back (the queue has room for ``m`` more after ``tail``): each queued pair after the first one's place
+    moves up once, the pairs before it stay where they are."""
+    i = tail - 1
+    j = m - 1
+    w = tail + m - 1
+    while j >= 0:
+        x = s_t[j]
+        if i >= lo and (q_t[i] > x or (q_t[i] == x and q_r[i] > s_r[j])):
+            q_t[w] = q_t[i]
+            q_r[w] = q_r[i]
+            i -= 1
+        else:
+            q_t[w] = x
+            q_r[w] = s_r[j]
+            j -= 1
+        w -= 1

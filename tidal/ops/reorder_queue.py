@@ -21,14 +21,19 @@ def scratch(buffer: np.ndarray, n: int) -> np.ndarray:
     return np.empty(max(n, 2 * len(buffer)), dtype=np.int64)
 
 
+def _numpy_empty(n: int) -> np.ndarray:
+    return np.empty(n, dtype=np.int64)
+
+
 class InOrderQueue:
     """(time, row id) pairs sorted by both, held in ``times[head:tail]`` and ``rows[head:tail]``."""
 
-    __slots__ = ("times", "rows", "head", "tail")
+    __slots__ = ("times", "rows", "head", "tail", "empty")
 
-    def __init__(self, capacity: int = 1024):
-        self.times = np.empty(capacity, dtype=np.int64)
-        self.rows = np.empty(capacity, dtype=np.int64)
+    def __init__(self, capacity: int = 1024, empty=None):
+        self.empty = empty or _numpy_empty  # allocates the buffers when they grow (or are handed off)
+        self.times = self.empty(capacity)
+        self.rows = self.empty(capacity)
         self.head = 0
         self.tail = 0
 
@@ -42,7 +47,8 @@ class InOrderQueue:
             return self.tail
         live = self.tail - self.head
         if 2 * (live + n) > len(self.times):
-            times, rows = scratch(self.times, 2 * (live + n)), scratch(self.rows, 2 * (live + n))
+            size = max(2 * (live + n), 2 * len(self.times))
+            times, rows = self.empty(size), self.empty(size)
             times[:live] = self.times[self.head : self.tail]
             rows[:live] = self.rows[self.head : self.tail]
             self.times, self.rows = times, rows
@@ -80,3 +86,17 @@ class InOrderQueue:
     def live(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the queued times and row ids."""
         return self.times[self.head : self.tail].copy(), self.rows[self.head : self.tail].copy()
+
+    def hand_off(self, count: int, room: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``count`` pairs for the caller to keep, without a copy: views of the buffers themselves.
+        The pairs after them move to fresh buffers, with room for a quarter more than
+        was taken and kept (the next release's pairs, if they come as often, fit without growing), or, when not
+        ``room`` (the end of the stream), only for those kept."""
+        old_t, old_r, head, tail = self.times, self.rows, self.head, self.tail
+        rest = tail - head - count
+        size = max(rest + count + count // 4 if room else rest, 1024)
+        self.times, self.rows = self.empty(size), self.empty(size)
+        self.times[:rest] = old_t[head + count : tail]
+        self.rows[:rest] = old_r[head + count : tail]
+        self.head, self.tail = 0, rest
+        return old_t[head : head + count], old_r[head : head + count]
