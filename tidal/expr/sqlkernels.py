@@ -159,7 +159,7 @@ _FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
 _NULL_AS = {
     **dict.fromkeys(
         (
-            "upper", "lower", "reverse", "length", "replace", "trim", "starts_with", "ends_with", "contains",
+            "upper", "lower", "reverse", "length", "strlen", "replace", "trim", "starts_with", "ends_with", "contains",
             "regexp_like", "regexp_replace", "regexp_extract", "substring", "left", "right", "strptime",
             "left_grapheme", "right_grapheme", "substring_grapheme",
         ),
@@ -582,6 +582,7 @@ _FUNCS = (
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
         "length": _first(lambda v: cast_to(pc.utf8_length(v), pa.int64())),
+        "strlen": _first(lambda v: cast_to(pc.binary_length(v), pa.int64())),  # DuckDB's: bytes
         "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
         "strptime": _first(
             lambda v, fmt: cast_to(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")

@@ -83,6 +83,8 @@ class MoreTranslations:
         return self._call("strpos", e, [e.this], [self._text(e, e.args["substr"], "search string")])
 
     def t_SplitPart(self, e):
+        if e.args.get("delimiter") is None or e.args.get("part_index") is None:
+            raise PlanError(f"{e.sql()}: split_part takes 3 arguments (string, delimiter, part index)")
         delim = self._text(e, e.args["delimiter"], "delimiter")
         index = self._const(e, e.args["part_index"], "part index")
         if index is not None and not isinstance(index, int):
