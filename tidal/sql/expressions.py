@@ -365,12 +365,10 @@ class _Translator(MoreTranslations):
                 raise PlanError(f"{e.sql()}: an integer type takes no parameters")
             return arrow_type(e.to)
         # DECIMAL(p, s): DuckDB's DECIMAL alone is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)
-        params = []
-        for p in e.to.expressions:
-            v = p.this if isinstance(p, exp.DataTypeParam) else p
-            if not (isinstance(v, exp.Literal) and not v.is_string and v.name.isdigit()):
-                raise PlanError(f"{e.sql()}: DECIMAL's width and scale must be integer constants, not {v.sql()}")
-            params.append(int(v.name))
+        values = [p.this if isinstance(p, exp.DataTypeParam) else p for p in e.to.expressions]
+        if bad := [v for v in values if not (isinstance(v, exp.Literal) and not v.is_string and v.name.isdigit())]:
+            raise PlanError(f"{e.sql()}: DECIMAL's width and scale must be integer constants, not {bad[0].sql()}")
+        params = [int(v.name) for v in values]
         precision = params[0] if params else 18
         scale = params[1] if len(params) > 1 else (3 if not params else 0)
         if not (0 <= scale <= precision <= 38 and precision >= 1):
