@@ -543,6 +543,7 @@ def aggregate(
             s, sq = shifted_sums(arg)
             with np.errstate(invalid="ignore", divide="ignore"):  # the engine's shifted_variance
                 var = np.maximum((sq[order] - s[order] * s[order] / valid) / (valid - 1), 0.0)
+                var = np.where(np.isposinf(sq[order]) & np.isfinite(s[order]), np.inf, var)  # squares past float64
             few = valid < 2
             out[name] = from_numpy(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
         else:  # min, max
