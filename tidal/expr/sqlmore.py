@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sqlstrings import SqlTypeError, _ints, check_substring_range, _literal, _text, _valid
+from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid, check_substring_range
 
 
 def _numeric(t) -> bool:
