@@ -582,7 +582,6 @@ _FUNCS = (
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
         "length": _first(lambda v: cast_to(pc.utf8_length(v), pa.int64())),
-        "strlen": _first(lambda v: cast_to(pc.binary_length(v), pa.int64())),  # DuckDB's: bytes
         "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
         "strptime": _first(
             lambda v, fmt: cast_to(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")

@@ -233,8 +233,14 @@ def regexp_extract(ev, node):
     return pc.if_else(pc.is_null(v), None, pc.fill_null(pc.struct_field(got, [group]), ""))
 
 
+def strlen(ev, node):
+    """DuckDB's ``strlen``: the string's bytes in UTF-8 (``length`` counts code points)."""
+    return pc.binary_length(_text(ev, node.args[0])).cast(pa.int64())
+
+
 FUNCS = {
     "null_of": null_of,
+    "strlen": strlen,
     "substring": substring,
     "left": left,
     "right": right,
