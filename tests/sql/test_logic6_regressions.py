@@ -125,3 +125,20 @@ def test_variance_past_float64_as_duckdb_on_both_paths(in_dir, xs):
     streamed = [tuple(r.values()) for r in q.finish(final_snapshot(q.events())).to_pylist()]
     duck = duckdb.sql(f"SELECT k, {calls} FROM 't.parquet' GROUP BY k").fetchall()
     assert repr(relational) == repr(streamed) == repr(duck)
+
+
+def test_contains_of_untyped_null_constants_as_duckdb(tables):
+    """DuckDB cannot choose between its text, list and map contains for two untyped constants; over a
+    text column a NULL needle is NULL."""
+    for sql in ("SELECT contains(NULL, NULL)", "SELECT contains('abc', NULL)"):
+        with pytest.raises(duckdb.Error):
+            duckdb.sql(sql).fetchall()
+        with pytest.raises(TidalError, match="ambiguous"):
+            plan(sql).result()
+    sql = "SELECT contains(v, NULL), contains(NULL, 'a'), contains(v, 'a') FROM 't.parquet'"
+    assert sorted(_tidal(sql), key=repr) == sorted(duckdb.sql(sql).fetchall(), key=repr)
+
+
+def test_map_refused_by_name(tables):
+    with pytest.raises(TidalError, match="MAP"):
+        plan("SELECT map { 1: decimal 'b' }").result()

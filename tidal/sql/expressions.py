@@ -493,7 +493,7 @@ _WITH_THIS = {
 }  # fmt: skip
 for _cls, _func in _WITH_THIS.items():
     setattr(_Translator, "t_" + _cls, _with_this(_func))
-for _cls, _func in {"StartsWith": "starts_with", "EndsWith": "ends_with", "Contains": "contains"}.items():
+for _cls, _func in {"StartsWith": "starts_with", "EndsWith": "ends_with"}.items():  # contains: exprmore.py
     setattr(_Translator, "t_" + _cls, _with_param(_func))
 
 
