@@ -20,6 +20,10 @@ FILES = sorted(ROOT.rglob("*.test"))
 PASS_FLOOR = 0.96  # of the blocks in scope (420 of 434 pass); raise it as tidal learns more
 # areas with a floor of their own (left out of PASS_FLOOR's total): DuckDB's test/sql/subquery files
 AREA_FLOORS = {"subquery_any_all": 0.93, "subquery_exists": 0.96, "subquery_scalar": 0.73}
+# and the areas vendored later, mostly refusals of functions tidal does not have (printf, list functions,
+# ranges in window frames...): aggregate/aggregates, function/numeric and function/string beyond the
+# first selection, types/decimal, window
+AREA_FLOORS |= {"aggregate_more": 0.45, "numeric_more": 0.66, "string_more": 0.51, "decimal": 0.88, "window": 0.46}
 
 
 @pytest.fixture(scope="module")

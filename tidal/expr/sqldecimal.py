@@ -282,6 +282,8 @@ def _from_python(v, target: pa.DataType, text: str, parse):
                     d = parse(x)
                 except (decimal.InvalidOperation, ValueError):
                     d = None
+                if d is not None and d.is_finite() and abs(d.adjusted()) > ctx.Emax:
+                    d = None  # an exponent beyond any DECIMAL (1e9999999999, 1e-9999999999): DuckDB errs
                 if d is not None and d.is_finite() and abs(d) < limit:  # (1e300 would not fit the context)
                     d = d.quantize(quantum, rounding=decimal.ROUND_HALF_UP)
                 if d is None or not d.is_finite() or abs(d) >= limit:

@@ -159,7 +159,7 @@ _FLOAT_FNS = {"sqrt": pc.sqrt, "ln": pc.ln, "exp": pc.exp}
 _NULL_AS = {
     **dict.fromkeys(
         (
-            "upper", "lower", "reverse", "length", "replace", "trim", "starts_with", "ends_with", "contains",
+            "upper", "lower", "reverse", "length", "strlen", "replace", "trim", "starts_with", "ends_with", "contains",
             "regexp_like", "regexp_replace", "regexp_extract", "substring", "left", "right", "strptime",
             "left_grapheme", "right_grapheme", "substring_grapheme",
         ),

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid
+from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid, check_substring_range
 
 
 def _numeric(t) -> bool:
@@ -278,10 +278,13 @@ def _grapheme(kind: str):
     def run(ev, node):
         v = _text(ev, node.args[0])
         k, ok = _ints(ev, node.args[1], v, "length" if kind != "substring" else "start position")
+        if kind == "substring":
+            check_substring_range(ev, node, k, ok, "offset")
         ok = ok & _valid(v)
         n = None
         if kind == "substring" and len(node.args) > 2:
             n, ok2 = _ints(ev, node.args[2], v, "length")
+            check_substring_range(ev, node, n, ok2, "length")
             ok = ok & ok2
         out = []
         for i, s in enumerate(v.to_pylist()):

@@ -104,15 +104,24 @@ def _valid(v: pa.Array) -> np.ndarray:
     return np.asarray(v.is_valid().to_numpy(zero_copy_only=False), bool)
 
 
+def check_substring_range(ev, node, values: np.ndarray, ok: np.ndarray, what: str) -> None:
+    """DuckDB's bound on a substring's offset and length: beyond 32 bits either way is an error."""
+    bad = ok & ((values > 4294967295) | (values < -4294967296))
+    if bad.any():
+        raise SqlTypeError(f"{ev.sql(node)}: substring {what} outside of supported range: {int(values[bad][0])}")
+
+
 def substring(ev, node):
     v = _text(ev, node.args[0])
     offset, ok = _ints(ev, node.args[1], v, "start position")
+    check_substring_range(ev, node, offset, ok, "offset")
     ok = ok & _valid(v)
     size = np.asarray(pc.utf8_length(v).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
     begin = np.where(offset > 0, offset - 1, np.where(offset < 0, size + offset, -1))
     if len(node.args) < 3:
         return slice_chars(v, begin, np.full(len(v), 2**41), ok)
     length, ok2 = _ints(ev, node.args[2], v, "length")
+    check_substring_range(ev, node, length, ok2, "length")
     end = begin + length
     return slice_chars(v, np.minimum(begin, end), np.maximum(begin, end), ok & ok2)
 
@@ -213,17 +222,25 @@ def regexp_extract(ev, node):
         return pa.scalar(None, pa.string())
     named, count = _groups(_literal(pattern, options))
     wrapped = _flags(options) + "(?P<g0>" + named + ")"
+    if not 0 <= group <= 9:  # DuckDB: an error, whatever the rows
+        raise SqlTypeError(f"{ev.sql(node)}: group index must be between 0 and 9, not {group}")
     if not len(v):
         return pa.array([], pa.string())
-    if not 0 <= group <= count:
+    if group > count:
         return pc.if_else(pc.is_null(v), None, pa.scalar("", pa.string()))  # DuckDB: no such group, ''
     got = pc.extract_regex(v, wrapped)
     # DuckDB returns '' when nothing matches
     return pc.if_else(pc.is_null(v), None, pc.fill_null(pc.struct_field(got, [group]), ""))
 
 
+def strlen(ev, node):
+    """DuckDB's ``strlen``: the string's bytes in UTF-8 (``length`` counts code points)."""
+    return pc.binary_length(_text(ev, node.args[0])).cast(pa.int64())
+
+
 FUNCS = {
     "null_of": null_of,
+    "strlen": strlen,
     "substring": substring,
     "left": left,
     "right": right,

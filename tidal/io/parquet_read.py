@@ -38,13 +38,29 @@ def read_schema(path: str) -> pa.Schema:
 
         return pq.read_schema(path)
     try:
-        return reader.schema_arrow
+        schema = reader.schema_arrow
+        refuse_intervals(schema, lambda: reader.metadata, path)
+        return schema
     except AttributeError:  # (as above)
         import pyarrow.parquet as pq
 
         return pq.read_schema(path)
     finally:
         reader.close()
+
+
+def refuse_intervals(schema: pa.Schema, metadata, path: str) -> None:
+    """A Parquet INTERVAL column (12 bytes: months, days, milliseconds), which pyarrow reads as raw
+    bytes, is an error naming it rather than bytes read as a value."""
+    if not any(pa.types.is_fixed_size_binary(t) and t.byte_width == 12 for t in schema.types):
+        return
+    md = metadata()
+    for i in range(md.num_columns):
+        column = md.schema.column(i)
+        if column.converted_type == "INTERVAL" or str(column.logical_type) == "Interval":
+            from ..core.errors import InputError
+
+            raise InputError(f"{path}: column {column.path}: Parquet INTERVAL columns are not supported")
 
 
 def _under(path: list[str], name: str) -> bool:

@@ -361,9 +361,14 @@ class _Translator(MoreTranslations):
 
     def _cast_type(self, e) -> pa.DataType:
         if e.to.this != exp.DataType.Type.DECIMAL:
+            if e.to.expressions and e.to.this in exp.DataType.INTEGER_TYPES:
+                raise PlanError(f"{e.sql()}: an integer type takes no parameters")
             return arrow_type(e.to)
         # DECIMAL(p, s): DuckDB's DECIMAL alone is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)
-        params = [int(p.name) for p in e.to.expressions]
+        values = [p.this if isinstance(p, exp.DataTypeParam) else p for p in e.to.expressions]
+        if bad := [v for v in values if not (isinstance(v, exp.Literal) and not v.is_string and v.name.isdigit())]:
+            raise PlanError(f"{e.sql()}: DECIMAL's width and scale must be integer constants, not {bad[0].sql()}")
+        params = [int(v.name) for v in values]
         precision = params[0] if params else 18
         scale = params[1] if len(params) > 1 else (3 if not params else 0)
         if not (0 <= scale <= precision <= 38 and precision >= 1):
@@ -426,8 +431,8 @@ class _Translator(MoreTranslations):
             return self._call(SCALAR_SUBQUERY, e, [], [int(args[0].name)])
         if name in ("strlen", "epoch_us", "epoch_ms", "epoch_ns", "epoch") and len(args) != 1:
             raise PlanError(f"{e.sql()}: {name}() takes one argument, got {len(args)}")
-        if name == "strlen":
-            return self._call("length", e, [args[0]])
+        if name == "strlen":  # DuckDB's strlen counts bytes, length code points
+            return self._call("strlen", e, [args[0]])
         if name in ("epoch_us", "epoch_ms", "epoch_ns", "epoch"):
             return self._call(name, e, [args[0]])
         if (node := self.more_function(name, e)) is not None:
@@ -488,7 +493,7 @@ _WITH_THIS = {
 }  # fmt: skip
 for _cls, _func in _WITH_THIS.items():
     setattr(_Translator, "t_" + _cls, _with_this(_func))
-for _cls, _func in {"StartsWith": "starts_with", "EndsWith": "ends_with", "Contains": "contains"}.items():
+for _cls, _func in {"StartsWith": "starts_with", "EndsWith": "ends_with"}.items():  # contains: exprmore.py
     setattr(_Translator, "t_" + _cls, _with_param(_func))
 
 

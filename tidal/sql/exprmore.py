@@ -82,7 +82,18 @@ class MoreTranslations:
             raise PlanError(f"{e.sql()}: a start position or occurrence is not supported")
         return self._call("strpos", e, [e.this], [self._text(e, e.args["substr"], "search string")])
 
+    def t_Contains(self, e):
+        if isinstance(e.expression, exp.Null) and isinstance(e.this, exp.Literal | exp.Null):
+            # DuckDB: of two constants without a type, ambiguous (text, list and map contains), an error
+            raise PlanError(f"{e.sql()}: contains of an untyped NULL is ambiguous (cast the NULL to VARCHAR)")
+        return self._call("contains", e, [e.this], [self._text(e, e.expression, "second argument")])
+
+    def t_ToMap(self, e):  # (sqlglot cannot print a MAP with a non-text key: named here, not printed)
+        raise PlanError("MAP values (MAP {...}) are not supported")
+
     def t_SplitPart(self, e):
+        if e.args.get("delimiter") is None or e.args.get("part_index") is None:
+            raise PlanError(f"{e.sql()}: split_part takes 3 arguments (string, delimiter, part index)")
         delim = self._text(e, e.args["delimiter"], "delimiter")
         index = self._const(e, e.args["part_index"], "part index")
         if index is not None and not isinstance(index, int):

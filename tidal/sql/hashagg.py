@@ -541,8 +541,9 @@ def aggregate(
                 out[name] = from_numpy(float_sum(arg)[order] / valid, mask=mask)
         elif function in ("variance", "stddev"):
             s, sq = shifted_sums(arg)
-            with np.errstate(invalid="ignore", divide="ignore"):  # the engine's shifted_variance
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # the engine's shifted_variance
                 var = np.maximum((sq[order] - s[order] * s[order] / valid) / (valid - 1), 0.0)
+                var = np.where(np.isposinf(sq[order]) & np.isfinite(s[order]), np.inf, var)  # squares past float64
             few = valid < 2
             out[name] = from_numpy(var if function == "variance" else np.sqrt(var), mask=few if few.any() else None)
         else:  # min, max

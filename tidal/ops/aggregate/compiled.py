@@ -91,9 +91,11 @@ def with_infinities(name: str, fn: AggregateFunction, finite, packed, valid) -> 
 
 def shifted_variance(dev: np.ndarray, dev2: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Sample variances from sums of ``d = x - K`` and ``d * d`` over ``n`` values (``K`` any pivot near
-    the values, so nothing large cancels): ``(sum d² - (sum d)² / n) / (n - 1)``, never below 0."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.maximum((dev2 - dev * dev / n) / (n - 1), 0.0)
+    the values, so nothing large cancels): ``(sum d² - (sum d)² / n) / (n - 1)``, never below 0; where the
+    squares overflow (``sum d²`` is inf, ``sum d`` finite: finite values past float64's range) inf, as DuckDB's."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        var = np.maximum((dev2 - dev * dev / n) / (n - 1), 0.0)
+        return np.where(np.isposinf(dev2) & np.isfinite(dev) & (n > 1), np.inf, var)
 
 
 class CompiledEngine(_Engine):

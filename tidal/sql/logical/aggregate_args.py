@@ -149,3 +149,27 @@ def _nan_fix(fn: str, out: str, nans: str, others: str | None = None) -> exp.Exp
         total = exp.Add(this=n.copy(), expression=_col(others))
         some = exp.And(this=some, expression=exp.GTE(this=total, expression=exp.Literal.number(2)))
     return exp.Case(ifs=[exp.If(this=some, true=_NAN.copy())], default=value)
+
+
+def check_arity(e: exp.Expression) -> None:
+    """Refuse an aggregate call with arguments tidal would otherwise drop: ``COUNT(a, b)``,
+    ``FIRST(x, y)``, ``STRING_AGG(x, sep, extra)`` (DuckDB's errors), ``MIN(x, n)``/``MAX(x, n)`` (DuckDB's
+    lists of the n smallest/largest), ``mode(x ORDER BY k)`` (the order breaks mode's ties)."""
+    text = e.sql(dialect="duckdb")
+    if isinstance(e, exp.Count) and e.expressions:
+        raise PlanError(f"{text}: COUNT takes one argument (no function count matches {len(e.expressions) + 1})")
+    if isinstance(e, exp.First | exp.Last) and e.args.get("expression") is not None:
+        raise PlanError(f"{text}: {e.sql_name()} takes one argument")
+    if isinstance(e, exp.GroupConcat) and e.args.get("on_overflow") is not None:
+        raise PlanError(f"{text}: STRING_AGG takes at most two arguments")
+    if isinstance(e, exp.Min | exp.Max) and e.args.get("count") is not None:
+        raise PlanError(f"{text}: {e.sql_name()} with a count (a list of the n best values) is not supported")
+    if isinstance(e, exp.Mode) and isinstance(e.this, exp.Order):
+        raise PlanError(f"ORDER BY inside mode is not supported: {text}")
+
+
+def within_group_order(x: exp.WithinGroup) -> list:
+    """``percentile_cont(p) WITHIN GROUP (ORDER BY x)``'s ORDER BY, the percentile checked to be one argument."""
+    if x.this.args.get("expression") is not None:
+        raise PlanError(f"{x.sql(dialect='duckdb')}: {x.this.sql_name()} WITHIN GROUP takes one fraction")
+    return x.expression.expressions

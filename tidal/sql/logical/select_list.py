@@ -262,6 +262,7 @@ class SelectList:
             return _transform(e.copy(), visit) if aliases else e
 
         def add_agg(e: exp.Expression) -> str:
+            aggregate_args_.check_arity(e)
             if isinstance(e.this, exp.Order) and not isinstance(e, exp.GroupConcat | exp.ArrayAgg):
                 if isinstance(e, exp.First | exp.Last | exp.AnyValue):
                     raise PlanError(f"ORDER BY inside {e.sql_name()} is not supported: {e.sql(dialect='duckdb')}")
@@ -415,7 +416,7 @@ class SelectList:
             def visit(x):
                 if isinstance(x, exp.WithinGroup) and isinstance(x.this, exp.PercentileCont | exp.PercentileDisc):
                     # percentile_cont(p) WITHIN GROUP (ORDER BY x): the same aggregate as quantile_cont(x, p)
-                    order = x.expression.expressions
+                    order = aggregate_args_.within_group_order(x)
                     if len(order) != 1 or order[0].args.get("desc"):
                         raise PlanError(f"{x.sql()}: WITHIN GROUP takes one ascending ORDER BY column")
                     return _col(add_agg(type(x.this)(this=order[0].this, expression=x.this.this)))

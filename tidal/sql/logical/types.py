@@ -121,6 +121,8 @@ def checked_agg(call: AggCall, arg_type: pa.DataType | None, text: str) -> AggCa
     temporal = pa.types.is_timestamp(arg_type) or pa.types.is_date(arg_type)
     name = sql_type_name(arg_type)
     if call.function == "percentile_cont" and call.parameter == 0.5 and text.upper().startswith("MEDIAN("):
+        if pa.types.is_interval(arg_type) or pa.types.is_duration(arg_type) or pa.types.is_time(arg_type):
+            raise PlanError(f"{text}: MEDIAN of {name} (DuckDB interpolates it) is not supported")
         if not numeric and not temporal:  # DuckDB's median of a discrete type: quantile_disc(x, 0.5)
             return AggCall(call.output, "percentile_disc", call.argument, call.parameter)
     if call.function in _NUMERIC_ONLY and temporal and call.function in ("average", "percentile_cont"):

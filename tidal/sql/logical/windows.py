@@ -7,6 +7,8 @@ call's inputs (arguments, partition and order keys) become columns of a projecti
 
 from __future__ import annotations
 
+import dataclasses
+import decimal
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -152,9 +154,10 @@ class WindowList:
 
         in_types = dict(zip(inner.names, inner.types, strict=True))
         out_types = []
-        for c in calls:
+        for i, c in enumerate(calls):
             arg = in_types.get(c.args[0]) if c.args else None
             _check_argument(c, arg)
+            calls[i] = c = _default_as(c, arg)
             out_types.append(result_type(c, arg))
         windowed = WindowFunctions(
             inner,
@@ -173,12 +176,36 @@ def _check_argument(call: WindowCall, arg: pa.DataType | None) -> None:
             raise PlanError(f"window {call.function.upper()} of a {arg} column is not supported")
 
 
+def _default_as(call: WindowCall, arg: pa.DataType | None) -> WindowCall:
+    """lag/lead's default value cast to the argument's type, as DuckDB casts it (an integer column's
+    default 2.5 is 3, a text column's default 3 is '3'); a default that cannot be cast is an error."""
+    if call.function not in ("lag", "lead") or arg is None or call.params[1] is None or pa.types.is_null(arg):
+        return call
+    value = call.params[1]
+    try:
+        if pa.types.is_string(arg) or pa.types.is_large_string(arg):
+            value = str(value).lower() if isinstance(value, bool) else str(value)
+        elif pa.types.is_integer(arg) and isinstance(value, float):
+            value = int(decimal.Decimal(repr(value)).to_integral_value(decimal.ROUND_HALF_UP))
+        elif pa.types.is_integer(arg) and not isinstance(value, int):
+            raise ValueError(value)
+        elif pa.types.is_floating(arg) and isinstance(value, int | float) and not isinstance(value, bool):
+            value = float(value)
+        if pa.types.is_string(arg) or pa.types.is_integer(arg) or pa.types.is_floating(arg):
+            pa.scalar(value, arg)
+    except (ValueError, TypeError, pa.ArrowException) as exc:
+        raise PlanError(f"{call.function.upper()}'s default {call.params[1]!r} cannot be a {arg}") from exc
+    return dataclasses.replace(call, params=(call.params[0], value))
+
+
 def _call(w: exp.Window, column, output: str) -> WindowCall:
     from ...ops.window_functions import WindowCall
 
     fn = w.this
     if isinstance(fn, exp.IgnoreNulls | exp.RespectNulls):
         raise PlanError(f"IGNORE/RESPECT NULLS in a window function is not supported: {_short(w)}")
+    if fn.find(exp.Order) is not None:  # DuckDB's rank(ORDER BY k) OVER (...): an order of its own, framed
+        raise PlanError(f"ORDER BY inside a window function's arguments is not supported: {_short(w)}")
     if w.args.get("alias") is not None and not w.args.get("order") and not w.args.get("partition_by"):
         raise PlanError(f"named windows (OVER name) are not supported: {_short(w)}")
     partition = tuple(column(p) for p in (w.args.get("partition_by") or []))
@@ -247,6 +274,9 @@ def _frame(w: exp.Window, ordered: bool) -> tuple | None:
     kind = str(spec.args.get("kind") or "").lower()
     if kind not in ("rows", "range"):
         raise PlanError(f"{kind.upper()} window frames are not supported: {_short(w)}")
+    for at, side, wrong in (("start", "start_side", "FOLLOWING"), ("end", "end_side", "PRECEDING")):
+        if str(spec.args.get(at) or "").upper() == "UNBOUNDED" and str(spec.args.get(side) or "").upper() == wrong:
+            raise PlanError(f"a frame cannot {at} at UNBOUNDED {wrong}: {_short(w)}")
     lo = _bound(spec.args.get("start"), spec.args.get("start_side"), w)
     end = spec.args.get("end")
     hi = 0 if end is None else _bound(end, spec.args.get("end_side"), w)  # ROWS n PRECEDING: up to the row
