@@ -1,6 +1,7 @@
 """tidal.core.frozen.immutable against the frozen dataclass each class was (issue 19: start-up).
 
-Every class made with ``immutable`` in the expression and logical-plan node modules is compared with
+Every class made with ``immutable`` on the SQL query path (expression and logical-plan nodes,
+DECIMAL literals, translated expressions, MATCH_RECOGNIZE) is compared with
 a twin made by ``dataclasses.make_dataclass(..., frozen=True)`` from the same fields: the same
 ``__init__`` signature (names, order, defaults), and for the same arguments the same ``repr``, ``==``,
 ``hash`` (or the same error for an unhashable value), frozen attributes, ``dataclasses.replace``,
@@ -19,12 +20,15 @@ import random
 import pytest
 
 import tidal.expr.nodes as expr_nodes
+import tidal.expr.sqldecimal as sqldecimal
+import tidal.sql.expressions as sql_expressions
+import tidal.sql.logical.match as match
 import tidal.sql.logical.nodes as logical_nodes
 from tidal.core.frozen import Frozen, immutable, set_field
 
 CLASSES = [
     c
-    for mod in (expr_nodes, logical_nodes)
+    for mod in (expr_nodes, logical_nodes, sqldecimal, sql_expressions, match)
     for c in vars(mod).values()
     if isinstance(c, type) and issubclass(c, Frozen) and c.__module__ == mod.__name__
 ]
@@ -39,7 +43,8 @@ def _twin(cls: type) -> type:
         if f.default is not dataclasses.MISSING:
             kw["default"] = f.default
         specs.append((f.name, object, dataclasses.field(**kw)))
-    twin = dataclasses.make_dataclass(cls.__name__, specs, frozen=True)
+    own = {k: cls.__dict__[k] for k in ("__repr__", "__str__") if k in cls.__dict__}  # (dataclass keeps a class's own)
+    twin = dataclasses.make_dataclass(cls.__name__, specs, frozen=True, namespace=own)
     twin.__qualname__ = cls.__qualname__
     return twin
 
@@ -54,7 +59,8 @@ def _outcome(fn):
 def test_every_node_class_is_made_with_immutable():
     names = {c.__name__ for c in CLASSES}
     assert {"Col", "BinOp", "Case", "Cast", "Scan", "Project", "Aggregate", "AggCall", "Join", "Session"} <= names
-    assert len(CLASSES) == 27, sorted(names)
+    assert {"DecimalLiteral", "SqlExpr", "MatchRecognize"} <= names
+    assert len(CLASSES) == 30, sorted(names)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)

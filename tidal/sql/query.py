@@ -295,6 +295,9 @@ def _empty_aggregate_row(root: Node, schema: pa.Schema) -> pa.Table:
         return table
 
 
+_QUERY_OPENINGS = frozenset("SsWwFfVv(")  # first letters no statement word starts with, in any case
+
+
 def plan(
     text: str,
     *,
@@ -322,7 +325,8 @@ def plan(
         raise PlanError("late rows to a file: give the file (--late-records PATH)")
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
-    statement = re.match(
+    # (a query opening with SELECT, WITH, FROM, VALUES or a parenthesis needs no look: no regex compiled)
+    statement = text.lstrip()[:1] not in _QUERY_OPENINGS and re.match(
         r"\s*(CREATE|INSERT|DROP|UPDATE|DELETE|MERGE|ALTER|TRUNCATE|BEGIN|COMMIT|ROLLBACK)\b", text, re.I
     )
     if statement:
