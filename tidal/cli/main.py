@@ -366,14 +366,10 @@ def _on_spark(q, args, fmt: str, out, labels) -> None:
 
 def _write_final(table, fmt: str, out, args, stats) -> None:
     """A final answer in one of the batch formats."""
-    import pyarrow.csv as pv
-
-    from tidal.sql.output import csv_ready, json_ready, json_text, unique_names
+    from tidal.sql.output import csv_ready, csv_text, json_ready, json_text, unique_names
 
     if fmt == "batch-csv":
-        buf = io.BytesIO()
-        pv.write_csv(csv_ready(table), buf)
-        out.write(buf.getvalue().decode())
+        out.write(csv_text(csv_ready(table)))  # (pyarrow.csv's writer, imported for large or typed tables only)
     elif fmt == "batch-json":
         table = json_ready(table.rename_columns(unique_names(table.column_names)))  # keys of one object
         for row in table.to_pylist():
@@ -392,7 +388,7 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
 
 def _progressive(q, percent: float, fmt: str, out) -> None:
     """Refined answers after every ``percent``% of the input, then the exact answer (Trill's progressive mode)."""
-    from tidal.sql.output import csv_ready, json_text, unique_names
+    from tidal.sql.output import csv_ready, csv_text, json_text, unique_names
     from tidal.sql.progressive import run_progressive
 
     def report(fraction: float, table) -> None:
@@ -406,11 +402,7 @@ def _progressive(q, percent: float, fmt: str, out) -> None:
             header = f"-- after {fraction:.0%} of the input" if fraction < 1 else "-- exact answer (all input)"
             out.write(header + "\n")
             if fmt == "batch-csv" or fmt == "live-csv":
-                import pyarrow.csv as pv
-
-                buf = io.BytesIO()
-                pv.write_csv(csv_ready(table), buf)
-                out.write(buf.getvalue().decode())
+                out.write(csv_text(csv_ready(table)))
             else:
                 out.write(_table_text(table, q.stats).rstrip("\n") + "\n")
         out.flush()
