@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import pyarrow as pa
 from sqlglot import exp
 
-from ...core.frozen import Frozen, immutable, set_field
+from ...core.frozen import FACTORY, Fields, Frozen, immutable, mutable, set_field
 
 
 class Node:
@@ -402,8 +402,8 @@ class Session(WindowColumns, Frozen):
         return f"Session {self.time_field}{per} gap {self.gap} us{cap} (event time := window_end)"
 
 
-@dataclass
-class Query:
+@mutable
+class Query(Fields):
     """A whole statement: the plan, then ordering and limits applied to its final result."""
 
     root: Node
@@ -414,6 +414,16 @@ class Query:
     hidden: int = 0  # trailing columns used only for ORDER BY
     subplans: dict = field(default_factory=dict)  # id -> Query for IN (subquery)
     labels: dict = field(default_factory=dict)  # internal column -> the user's SQL text it computes
+
+    def __init__(self, root, output_names, order=(), limit=None, offset=0, hidden=0, subplans=FACTORY, labels=FACTORY):
+        self.root = root
+        self.output_names = output_names
+        self.order = order
+        self.limit = limit
+        self.offset = offset
+        self.hidden = hidden
+        self.subplans = dict() if subplans is FACTORY else subplans
+        self.labels = dict() if labels is FACTORY else labels
 
 
 def event_time_field(node: Node) -> str | None:
