@@ -478,8 +478,7 @@ class SelectList:
 
         key_nodes = max((len(_subtree_sizes(g)) for g in key_exprs), default=0)
         # a correlated subquery over the groups refers to group keys: its joins attach to the aggregate
-        # (the labels as they are now, worked out only if an error needs them)
-        labels = partial(column_labels, node, dict(self.labels))
+        labels = partial(column_labels, node, dict(self.labels))  # (as they are now, made if an error needs them)
         pending_joins = self.correlated_joins(partial(_group_key, key_map=key_map, labels=labels))
         with pending_joins as pending:
             new_items = []
