@@ -219,3 +219,54 @@ def test_the_command_asks_openblas_for_one_thread_unless_the_user_chose(tmp_path
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     assert _entry_env(tmp_path, env) == {"blas": "1", "numpy": True}
     assert _entry_env(tmp_path, dict(env, OPENBLAS_NUM_THREADS="3")) == {"blas": "3", "numpy": True}
+
+
+def test_a_small_csv_answer_is_written_without_pyarrow_csv(tmp_path):
+    """``--format batch-csv`` of a small answer of numbers and strings is written by tidal.sql.output.csv_text
+    (pyarrow.csv's import and first write cost ~1.5 ms); an answer with a timestamp still goes through
+    pyarrow's writer, which imports it: the check can fail."""
+    pq.write_table(pa.table({"k": [1.0, None, 1.0], "s": ["a", "b", "a"], "v": [1, 2, 3]}), tmp_path / "t.parquet")
+    code = """
+import contextlib, io, json, sys
+from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assert main(["query", SQL, "--format", "batch-csv"]) == 0
+print(json.dumps([out.getvalue(), "pyarrow.csv" in sys.modules]))
+"""
+
+    def run(sql: str) -> list:
+        text = code.replace("SQL", repr(sql))
+        done = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{text}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    sql = "SELECT k, s, COUNT(*) AS n, AVG(v) AS a FROM 't.parquet' GROUP BY k, s ORDER BY k, s"
+    assert run(sql) == ['"k","s","n","a"\n1,"a",2,2\n,"b",1,2\n', False]
+    stamped = run("SELECT TIMESTAMP '2024-01-02 03:04:05' AS t, COUNT(*) AS n FROM 't.parquet'")
+    assert stamped == ['"t","n"\n2024-01-02 03:04:05,3\n', True]
+
+
+def test_a_parquet_query_loads_no_dateutil_and_pyarrow_still_converts_relativedelta(tmp_path):
+    """pyarrow looks for dateutil (calendar, locale: ~2.5 ms) with pandas the first time it converts Python
+    values; ``tidal query`` refuses both while it looks. dateutil is then not loaded by a query that converts
+    no Python values, and pyarrow still converts a relativedelta afterwards (it looks again then)."""
+    pq.write_table(pa.table({"k": [1.0, None, 1.0], "v": [1.0, 2.0, 3.0]}), tmp_path / "t.parquet")
+    code = """
+import contextlib, io, json, sys
+from tidal.cli.main import main
+import tidal.cli.main; tidal.cli.main._OWN_PROCESS = True  # as the `tidal` command's entry
+with contextlib.redirect_stdout(io.StringIO()):
+    assert main(["query", "SELECT k, COUNT(*), AVG(v) FROM 't.parquet' GROUP BY k", "--format", "batch-csv"]) == 0
+loaded = "dateutil" in sys.modules
+import pyarrow as pa
+from dateutil.relativedelta import relativedelta
+converted = pa.array([relativedelta(months=2, days=1), None])
+print(json.dumps([loaded, str(converted.type), converted.to_pylist()[1], converted[0].value.months]))
+"""
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r})\n{code}"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [False, "month_day_nano_interval", None, 2]

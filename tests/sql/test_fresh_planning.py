@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import sqlglot
 
+from tidal.core.errors import PlanError
 from tidal.sql import plan, plan_cache
 from tidal.sql.dialect import SqlSyntaxError, Tidal, _group_typed_literals, parse
 from tidal.sql.expressions import output_type
@@ -140,3 +141,21 @@ def test_answers_match_duckdb(files, sql):
     assert [tuple("nan" if x != x else x for x in r) for r in got] == [
         tuple("nan" if x != x else x for x in r) for r in want
     ]
+
+
+def test_column_labels_made_only_when_needed_still_name_the_users_columns(files):
+    """A label with no quoted name and a grouped query's correlated-subquery check read no column labels
+    (18 columns of the taxi file each written by sqlglot's DuckDB generator on every grouped query): the
+    error that needs them still names the user's column, not the internal one, and the labels of internal
+    columns are the user's SQL."""
+    pq.write_table(pa.table({"x": [1.5, 4.0]}), files / "u.parquet")
+    ungrouped = "SELECT k, (SELECT COUNT(*) FROM 'u.parquet' u WHERE u.x = t.v) FROM 't.parquet' t GROUP BY k"
+    with pytest.raises(PlanError, match=r"^column t\.v must appear in GROUP BY .*\(in a correlated subquery\)$"):
+        plan(ungrouped)
+    grouped = "SELECT k, (SELECT COUNT(*) FROM 'u.parquet' u WHERE u.x = t.k + 0.5) AS c FROM 't.parquet' t GROUP BY k"
+    got = sorted(plan(grouped).result().to_pylist(), key=repr)
+    want = duckdb.sql(grouped).fetchall()
+    assert got == sorted(({"k": k, "c": c} for k, c in want), key=repr)
+    q = plan("SELECT k, SUM(v * 2) FROM 't.parquet' GROUP BY k")
+    assert "sum((v * 2))" in list(q.query.output_names) or "sum(v * 2)" in list(q.query.output_names)
+    assert all(not text.startswith("__") and '"__' not in text for text in q.query.labels.values()), q.query.labels

@@ -157,12 +157,14 @@ def _pyarrow_without_pandas() -> None:
 
 
 class _NoPandas:
-    """A finder that makes ``import pandas`` fail (on ``sys.meta_path`` only while pyarrow looks)."""
+    """A finder that makes ``import pandas`` fail (on ``sys.meta_path`` only while pyarrow looks), and
+    ``import dateutil``: pyarrow looks for it then too (~2.5 ms: calendar, locale), and again at a later
+    conversion, so a query that converts no Python values never loads it (relativedelta still converts)."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name == "pandas":
-            raise ModuleNotFoundError("pandas is not used by tidal query", name=name)
+        if name in ("pandas", "dateutil"):
+            raise ModuleNotFoundError(f"{name} is not used by tidal query", name=name)
         return None
 
 
@@ -366,14 +368,10 @@ def _on_spark(q, args, fmt: str, out, labels) -> None:
 
 def _write_final(table, fmt: str, out, args, stats) -> None:
     """A final answer in one of the batch formats."""
-    import pyarrow.csv as pv
-
-    from tidal.sql.output import csv_ready, json_ready, json_text, unique_names
+    from tidal.sql.output import csv_ready, csv_text, json_ready, json_text, unique_names
 
     if fmt == "batch-csv":
-        buf = io.BytesIO()
-        pv.write_csv(csv_ready(table), buf)
-        out.write(buf.getvalue().decode())
+        out.write(csv_text(csv_ready(table)))  # (pyarrow.csv's writer, imported for large or typed tables only)
     elif fmt == "batch-json":
         table = json_ready(table.rename_columns(unique_names(table.column_names)))  # keys of one object
         for row in table.to_pylist():
@@ -392,7 +390,7 @@ def _write_final(table, fmt: str, out, args, stats) -> None:
 
 def _progressive(q, percent: float, fmt: str, out) -> None:
     """Refined answers after every ``percent``% of the input, then the exact answer (Trill's progressive mode)."""
-    from tidal.sql.output import csv_ready, json_text, unique_names
+    from tidal.sql.output import csv_ready, csv_text, json_text, unique_names
     from tidal.sql.progressive import run_progressive
 
     def report(fraction: float, table) -> None:
@@ -406,11 +404,7 @@ def _progressive(q, percent: float, fmt: str, out) -> None:
             header = f"-- after {fraction:.0%} of the input" if fraction < 1 else "-- exact answer (all input)"
             out.write(header + "\n")
             if fmt == "batch-csv" or fmt == "live-csv":
-                import pyarrow.csv as pv
-
-                buf = io.BytesIO()
-                pv.write_csv(csv_ready(table), buf)
-                out.write(buf.getvalue().decode())
+                out.write(csv_text(csv_ready(table)))
             else:
                 out.write(_table_text(table, q.stats).rstrip("\n") + "\n")
         out.flush()

@@ -1,13 +1,13 @@
 """The expression tree that user lambdas and SQL expressions are translated into.
 
-Nodes are small immutable dataclasses; kernels (``kernels.py``, Python's semantics;
-``sqlkernels.py``, SQL's) evaluate them over the columns of a batch, and ``jit.py`` turns
-numeric trees into fused loops.
+Nodes are small immutable dataclasses (:func:`tidal.core.frozen.immutable`: no code is generated
+when this module loads); kernels (``kernels.py``, Python's semantics; ``sqlkernels.py``, SQL's)
+evaluate them over the columns of a batch, and ``jit.py`` turns numeric trees into fused loops.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..core.frozen import Frozen, immutable, set_field
 
 
 class Node:
@@ -23,27 +23,38 @@ class Node:
         return {n.name for n in self.walk() if isinstance(n, Col)}
 
 
-@dataclass(frozen=True)
-class Col(Node):
+@immutable
+class Col(Node, Frozen):
     name: str
+
+    def __init__(self, name):
+        set_field(self, "name", name)
 
     def __str__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True)
-class Const(Node):
+@immutable
+class Const(Node, Frozen):
     value: object
+
+    def __init__(self, value):
+        set_field(self, "value", value)
 
     def __str__(self) -> str:
         return repr(self.value)
 
 
-@dataclass(frozen=True)
-class BinOp(Node):
+@immutable
+class BinOp(Node, Frozen):
     op: str  # + - * / // % ** & | ^ << >>
     left: Node
     right: Node
+
+    def __init__(self, op, left, right):
+        set_field(self, "op", op)
+        set_field(self, "left", left)
+        set_field(self, "right", right)
 
     def children(self):
         return (self.left, self.right)
@@ -52,10 +63,14 @@ class BinOp(Node):
         return f"({self.left} {self.op} {self.right})"
 
 
-@dataclass(frozen=True)
-class Unary(Node):
+@immutable
+class Unary(Node, Frozen):
     op: str  # - + not ~
     operand: Node
+
+    def __init__(self, op, operand):
+        set_field(self, "op", op)
+        set_field(self, "operand", operand)
 
     def children(self):
         return (self.operand,)
@@ -65,11 +80,16 @@ class Unary(Node):
         return f"({self.op}{sep}{self.operand})"
 
 
-@dataclass(frozen=True)
-class Compare(Node):
+@immutable
+class Compare(Node, Frozen):
     op: str  # == != < <= > >= in notin
     left: Node
     right: Node
+
+    def __init__(self, op, left, right):
+        set_field(self, "op", op)
+        set_field(self, "left", left)
+        set_field(self, "right", right)
 
     def children(self):
         return (self.left, self.right)
@@ -79,10 +99,14 @@ class Compare(Node):
         return f"({self.left} {op} {self.right})"
 
 
-@dataclass(frozen=True)
-class BoolOp(Node):
+@immutable
+class BoolOp(Node, Frozen):
     op: str  # and / or
     operands: tuple[Node, ...]
+
+    def __init__(self, op, operands):
+        set_field(self, "op", op)
+        set_field(self, "operands", operands)
 
     def children(self):
         return self.operands
@@ -91,11 +115,16 @@ class BoolOp(Node):
         return "(" + f" {self.op} ".join(map(str, self.operands)) + ")"
 
 
-@dataclass(frozen=True)
-class IfElse(Node):
+@immutable
+class IfElse(Node, Frozen):
     cond: Node
     then: Node
     otherwise: Node
+
+    def __init__(self, cond, then, otherwise):
+        set_field(self, "cond", cond)
+        set_field(self, "then", then)
+        set_field(self, "otherwise", otherwise)
 
     def children(self):
         return (self.cond, self.then, self.otherwise)
@@ -104,10 +133,14 @@ class IfElse(Node):
         return f"({self.then} if {self.cond} else {self.otherwise})"
 
 
-@dataclass(frozen=True)
-class Call(Node):
+@immutable
+class Call(Node, Frozen):
     func: str  # abs len min max float int str.upper str.lower str.strip str.startswith ...
     args: tuple[Node, ...]
+
+    def __init__(self, func, args):
+        set_field(self, "func", func)
+        set_field(self, "args", args)
 
     def children(self):
         return self.args
@@ -116,8 +149,8 @@ class Call(Node):
         return f"{self.func}({', '.join(map(str, self.args))})"
 
 
-@dataclass(frozen=True)
-class PyCall(Node):
+@immutable
+class PyCall(Node, Frozen):
     """A call to a Python function tidal does not know (the user's own, ``re.search``...).
 
     Its arguments are evaluated columnar; the function itself is called once per row on their
@@ -128,6 +161,11 @@ class PyCall(Node):
     name: str
     args: tuple[Node, ...]
 
+    def __init__(self, func, name, args):
+        set_field(self, "func", func)
+        set_field(self, "name", name)
+        set_field(self, "args", args)
+
     def children(self):
         return self.args
 
@@ -135,11 +173,14 @@ class PyCall(Node):
         return f"{self.name}({', '.join(map(str, self.args))})"
 
 
-@dataclass(frozen=True)
-class Record(Node):
+@immutable
+class Record(Node, Frozen):
     """A projection's result: output field name -> expression."""
 
     fields: tuple[tuple[str, Node], ...]
+
+    def __init__(self, fields):
+        set_field(self, "fields", fields)
 
     def children(self):
         return tuple(n for _, n in self.fields)
@@ -153,14 +194,19 @@ class Record(Node):
 # SQL tree built from them alone runs on the lambdas' kernels when its columns hold no nulls.
 
 
-@dataclass(frozen=True)
-class SqlCall(Node):
+@immutable
+class SqlCall(Node, Frozen):
     """A NULL-propagating SQL function or operator (``mod``, ``upper``, ``in``...); ``params`` are
     its constant arguments (a pattern, a unit, a number of digits)."""
 
     func: str
     args: tuple[Node, ...]
     params: tuple = ()
+
+    def __init__(self, func, args, params=()):
+        set_field(self, "func", func)
+        set_field(self, "args", args)
+        set_field(self, "params", params)
 
     def children(self):
         return self.args
@@ -169,11 +215,14 @@ class SqlCall(Node):
         return f"{self.func}({', '.join([*map(str, self.args), *map(repr, self.params)])})"
 
 
-@dataclass(frozen=True)
-class IsNull(Node):
+@immutable
+class IsNull(Node, Frozen):
     """``operand IS NULL``: never null itself."""
 
     operand: Node
+
+    def __init__(self, operand):
+        set_field(self, "operand", operand)
 
     def children(self):
         return (self.operand,)
@@ -182,11 +231,16 @@ class IsNull(Node):
         return f"({self.operand} is null)"
 
 
-@dataclass(frozen=True)
-class Like(Node):
+@immutable
+class Like(Node, Frozen):
     operand: Node
     pattern: str
     ignore_case: bool = False
+
+    def __init__(self, operand, pattern, ignore_case=False):
+        set_field(self, "operand", operand)
+        set_field(self, "pattern", pattern)
+        set_field(self, "ignore_case", ignore_case)
 
     def children(self):
         return (self.operand,)
@@ -195,13 +249,17 @@ class Like(Node):
         return f"({self.operand} {'ilike' if self.ignore_case else 'like'} {self.pattern!r})"
 
 
-@dataclass(frozen=True)
-class Case(Node):
+@immutable
+class Case(Node, Frozen):
     """SQL CASE: the value of the first condition that is true (a null condition is not), else
     ``default``; the result type is the branches' common type."""
 
     whens: tuple[tuple[Node, Node], ...]
     default: Node
+
+    def __init__(self, whens, default):
+        set_field(self, "whens", whens)
+        set_field(self, "default", default)
 
     def children(self):
         return (*(x for pair in self.whens for x in pair), self.default)
@@ -211,13 +269,18 @@ class Case(Node):
         return f"(case {arms} else {self.default} end)"
 
 
-@dataclass(frozen=True)
-class Cast(Node):
+@immutable
+class Cast(Node, Frozen):
     """CAST (``safe``: TRY_CAST, null where a value does not convert); ``to`` is an Arrow type."""
 
     operand: Node
     to: object
     safe: bool = False
+
+    def __init__(self, operand, to, safe=False):
+        set_field(self, "operand", operand)
+        set_field(self, "to", to)
+        set_field(self, "safe", safe)
 
     def children(self):
         return (self.operand,)

@@ -25,25 +25,30 @@ from __future__ import annotations
 import decimal
 import math
 import re
-from dataclasses import dataclass
 from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.frozen import Frozen, immutable, set_field
 from . import decimal_ints, decimal_sum
 
 MAX_WIDTH = 38
 _INT_WIDTH = {8: 3, 16: 5, 32: 10}
 
 
-@dataclass(frozen=True)
-class DecimalLiteral:
+@immutable
+class DecimalLiteral(Frozen):
     """A DECIMAL(width, scale) constant (``value`` has exactly ``scale`` digits after its point)."""
 
     value: Decimal
     width: int
     scale: int
+
+    def __init__(self, value, width, scale):
+        set_field(self, "value", value)
+        set_field(self, "width", width)
+        set_field(self, "scale", scale)
 
     def __neg__(self) -> DecimalLiteral:
         return DecimalLiteral(-self.value, self.width, self.scale)
@@ -61,7 +66,8 @@ class DecimalLiteral:
 
 def number_literal(text: str) -> int | float | DecimalLiteral:
     """A SQL number literal's value as DuckDB types it: an integer, a DECIMAL or a DOUBLE."""
-    if re.fullmatch(r"[+-]?\d+", text):
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if digits.isdecimal():  # re.fullmatch(r"[+-]?\d+", text) without compiling it (\d is isdecimal's set)
         return int(text)
     m = re.fullmatch(r"[+-]?(\d*)\.(\d*)", text)
     if m is not None and len(m.group(1)) + len(m.group(2)) <= MAX_WIDTH:

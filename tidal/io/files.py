@@ -15,12 +15,13 @@ import importlib
 import io
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.errors import InputError, ResourceError, TidalError
+from ..core.frozen import FACTORY, Fields, mutable
 from .csv_nulls import CSV_NULLS
 from .csv_sample import head as _head
 from .csv_sample import one_column as _one_column
@@ -50,14 +51,20 @@ FORMATS = {
 CSV_OPTIONS = {"sep", "delim", "delimiter", "header", "quote", "escape", "skip", "null", "nullstr"}
 
 
-@dataclass
-class FileRead:
+@mutable
+class FileRead(Fields):
     """The result of reading one file: the table and how many malformed rows were skipped."""
 
     path: str
     table: pa.Table
     skipped: int = 0
     skipped_lines: list[int] = field(default_factory=list)
+
+    def __init__(self, path, table, skipped=0, skipped_lines=FACTORY):
+        self.path = path
+        self.table = table
+        self.skipped = skipped
+        self.skipped_lines = list() if skipped_lines is FACTORY else skipped_lines
 
 
 NO_FROM = "no FROM"  # the "format" of a SELECT without FROM: one row, one hidden column

@@ -17,13 +17,13 @@ import datetime as dt
 import decimal
 import functools
 import re
-from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from ..core.errors import PlanError
+from ..core.frozen import Frozen, immutable, set_field
 from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from ..expr.sqlcompile import CompiledSql
 from ..expr.sqldecimal import DecimalLiteral, decimal_text, number_literal
@@ -82,14 +82,19 @@ def has_subquery(node: exp.Expression) -> bool:
     return any(isinstance(x, exp.Anonymous) and x.name in (IN_SUBQUERY, SCALAR_SUBQUERY) for x in node.walk())
 
 
-@dataclass(frozen=True)
-class SqlExpr:
+@immutable
+class SqlExpr(Frozen):
     """A translated expression: its tree, and what each node is in SQL (``texts``: id of a node, or
     (id, k) for the first k operands of a flattened AND/OR, -> its sqlglot node), for error messages."""
 
     node: Node
     texts: dict
     sql: str
+
+    def __init__(self, node, texts, sql):
+        set_field(self, "node", node)
+        set_field(self, "texts", texts)
+        set_field(self, "sql", sql)
 
 
 def translate(node: exp.Expression) -> SqlExpr:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ..core.canonical_columnar import payload_ids, sort_order
 from ..core.errors import PlanError
+from ..core.frozen import FACTORY, Fields, mutable
 from ..core.time import INFINITY
 from . import plan_cache
 from .dialect import SqlSyntaxError, parse, room_to_recurse
@@ -61,8 +62,8 @@ def final_snapshot(events: pa.Table) -> pa.Table:
     return payload.filter(pa.array(keep))
 
 
-@dataclass
-class SqlQuery:
+@mutable
+class SqlQuery(Fields):
     """A planned statement: explain it, run it, read the final answer or the changelog."""
 
     text: str
@@ -80,6 +81,40 @@ class SqlQuery:
     batch_rows: int | None = None  # the most lines in one batch of a live input
     running: QueryRunner | None = None  # the runtime of the current (or last) run
     live: bool = False  # a live view: grouped results without a TRIGGER are materialised as they change
+
+    def __init__(
+        self,
+        text,
+        query,
+        logical,
+        optimized,
+        rules_applied,
+        on_error="fail",
+        late_path=None,
+        stats=FACTORY,
+        progressive=False,
+        late="drop",
+        subquery=False,
+        batch_latency=None,
+        batch_rows=None,
+        running=None,
+        live=False,
+    ):
+        self.text = text
+        self.query = query
+        self.logical = logical
+        self.optimized = optimized
+        self.rules_applied = rules_applied
+        self.on_error = on_error
+        self.late_path = late_path
+        self.stats = RunStats() if stats is FACTORY else stats
+        self.progressive = progressive
+        self.late = late
+        self.subquery = subquery
+        self.batch_latency = batch_latency
+        self.batch_rows = batch_rows
+        self.running = running
+        self.live = live
 
     def _subresults(self) -> dict:
         out = {}
@@ -295,6 +330,9 @@ def _empty_aggregate_row(root: Node, schema: pa.Schema) -> pa.Table:
         return table
 
 
+_QUERY_OPENINGS = frozenset("SsWwFfVv(")  # first letters no statement word starts with, in any case
+
+
 def plan(
     text: str,
     *,
@@ -322,7 +360,8 @@ def plan(
         raise PlanError("late rows to a file: give the file (--late-records PATH)")
     if late != "file" and late_path:
         raise PlanError(f"a late-records file only applies to the 'file' policy, not {late!r}")
-    statement = re.match(
+    # (a query opening with SELECT, WITH, FROM, VALUES or a parenthesis needs no look: no regex compiled)
+    statement = text.lstrip()[:1] not in _QUERY_OPENINGS and re.match(
         r"\s*(CREATE|INSERT|DROP|UPDATE|DELETE|MERGE|ALTER|TRUNCATE|BEGIN|COMMIT|ROLLBACK)\b", text, re.I
     )
     if statement:

@@ -28,11 +28,12 @@ def pick_aggregate(e: exp.Expression, distinct: bool) -> tuple[str, exp.Expressi
     return fn, e.this
 
 
-def _group_key(bound: exp.Expression, key_map: dict, labels: dict) -> exp.Expression:
-    """A correlated subquery's reference to the grouped query: the group key it names."""
+def _group_key(bound: exp.Expression, key_map: dict, labels) -> exp.Expression:
+    """A correlated subquery's reference to the grouped query: the group key it names (``labels()``:
+    the input's column labels, made only for the error: every grouped query passes it)."""
     phys = key_map.get(bound.sql())
     if phys is None:
-        name = labels.get(bound.name, bound.sql()) if isinstance(bound, exp.Column) else bound.sql()
+        name = labels().get(bound.name, bound.sql()) if isinstance(bound, exp.Column) else bound.sql()
         raise PlanError(f"column {name} must appear in GROUP BY or be used in an aggregate (in a correlated subquery)")
     return _col(phys)
 

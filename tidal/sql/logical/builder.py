@@ -114,7 +114,9 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
     def _label(self, phys: str, user: exp.Expression, node: Node | None = None) -> None:
         """Remember that the internal column ``phys`` computes ``user`` (bound over ``node`` if given)."""
         text = user.sql(dialect="duckdb")
-        self.labels[phys] = user_message(text, self.labels_for(node)) if node is not None else text
+        if node is not None:  # (user_message renames only quoted names: without one, every column's label unused)
+            text = user_message(text, self.labels_for(node) if '"' in text else {})
+        self.labels[phys] = text
 
     def query(self, tree: exp.Expression, top: bool = False) -> Query:
         with_ = tree.args.get("with_") or tree.args.get("with")

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import pyarrow as pa
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...core.frozen import FACTORY, Fields, mutable
 from ...io.files import NO_FROM
 from .exprs import _and, _col, _conjuncts, _is_agg, _transform
 from .lift import lift
@@ -37,20 +38,28 @@ from .types import _sql_type
 _COUNTS = ("count", "count_not_null", "count_distinct")
 
 
-@dataclass
-class _Correlation:
+@mutable
+class _Correlation(Fields):
     """Collects the outer columns a subquery being planned refers to."""
 
     depth: int  # len(Builder.outer) while the subquery's own columns are resolved
     refs: dict = field(default_factory=dict)  # placeholder -> (outer physical column, SQL text)
 
+    def __init__(self, depth, refs=FACTORY):
+        self.depth = depth
+        self.refs = dict() if refs is FACTORY else refs
 
-@dataclass
-class _Pending:
+
+@mutable
+class _Pending(Fields):
     """Left joins that expressions being bound need, attached to the node by the caller."""
 
     outer_map: object  # bound expression over the outer node -> expression over the node joined to
     joins: list = field(default_factory=list)  # (inner node, bound join condition), or node -> joined node
+
+    def __init__(self, outer_map, joins=FACTORY):
+        self.outer_map = outer_map
+        self.joins = list() if joins is FACTORY else joins
 
 
 def _sql(e: exp.Expression) -> str:

@@ -14,12 +14,12 @@ match is a row (a start edge) at the time of its last row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from ...core.frozen import Frozen, immutable, set_field
 from ..expressions import SqlTypeError, interval_micros
 from .exprs import _col, _const_int, _transform
 from .nodes import Node, Project, Unary
@@ -32,8 +32,8 @@ _AGGS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max", exp.Cou
 _REFUSED = {"NEXT": "NEXT(...)", "CLASSIFIER": "CLASSIFIER()", "MATCH_NUMBER": "MATCH_NUMBER()"}
 
 
-@dataclass(frozen=True)
-class MatchRecognize(Unary):
+@immutable
+class MatchRecognize(Unary, Frozen):
     """One row per match: the partition columns (``keys``), then one column per primitive measure."""
 
     input: Node
@@ -46,6 +46,18 @@ class MatchRecognize(Unary):
     within: int | None
     scope: tuple = ()
     types: tuple = ()
+
+    def __init__(self, input, time_field, keys, pattern, define, measures, skip, within, scope=(), types=()):
+        set_field(self, "input", input)
+        set_field(self, "time_field", time_field)
+        set_field(self, "keys", keys)
+        set_field(self, "pattern", pattern)
+        set_field(self, "define", define)
+        set_field(self, "measures", measures)
+        set_field(self, "skip", skip)
+        set_field(self, "within", within)
+        set_field(self, "scope", scope)
+        set_field(self, "types", types)
 
     @property
     def names(self):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import pyarrow as pa
 from sqlglot import exp
+
+from ...core.frozen import FACTORY, Fields, Frozen, immutable, mutable, set_field
 
 
 class Node:
@@ -48,8 +50,8 @@ class SameColumns(Unary):
     types = property(lambda self: self.input.types)
 
 
-@dataclass(frozen=True)
-class Scan(Node):
+@immutable
+class Scan(Node, Frozen):
     path: str
     format: str
     options: tuple = ()
@@ -62,6 +64,30 @@ class Scan(Node):
     # rows given in the query (VALUES, range): ``path`` then names them and ``format`` is "inline"
     rows: pa.Table | None = field(default=None, compare=False, repr=False)
 
+    def __init__(
+        self,
+        path,
+        format,
+        options=(),
+        live=(),
+        names=(),
+        scope=(),
+        types=(),
+        file_columns=(),
+        predicate=None,
+        rows=None,
+    ):
+        set_field(self, "path", path)
+        set_field(self, "format", format)
+        set_field(self, "options", options)
+        set_field(self, "live", live)
+        set_field(self, "names", names)
+        set_field(self, "scope", scope)
+        set_field(self, "types", types)
+        set_field(self, "file_columns", file_columns)
+        set_field(self, "predicate", predicate)
+        set_field(self, "rows", rows)
+
     def describe(self) -> str:
         hidden = ("dsn", "url", "columns_sql")  # connectors' addresses (and passwords) stay out of plans
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options if k not in hidden)
@@ -73,14 +99,20 @@ class Scan(Node):
         return ", ".join(parts)
 
 
-@dataclass(frozen=True)
-class WindowFunctions(Unary):
+@immutable
+class WindowFunctions(Unary, Frozen):
     """The input's rows, each with one more column per window function call (``... OVER (...)``)."""
 
     input: Node
     calls: tuple  # tidal.ops.window_functions.WindowCall
     scope: tuple = ()
     types: tuple = ()
+
+    def __init__(self, input, calls, scope=(), types=()):
+        set_field(self, "input", input)
+        set_field(self, "calls", calls)
+        set_field(self, "scope", scope)
+        set_field(self, "types", types)
 
     @property
     def names(self):
@@ -90,17 +122,21 @@ class WindowFunctions(Unary):
         return "Window " + "; ".join(c.describe() for c in self.calls)
 
 
-@dataclass(frozen=True)
-class Filter(SameColumns):
+@immutable
+class Filter(SameColumns, Frozen):
     input: Node
     condition: exp.Expression
+
+    def __init__(self, input, condition):
+        set_field(self, "input", input)
+        set_field(self, "condition", condition)
 
     def describe(self) -> str:
         return f"Filter {self.condition.sql()}"
 
 
-@dataclass(frozen=True)
-class Limit(SameColumns):
+@immutable
+class Limit(SameColumns, Frozen):
     """ORDER BY ... LIMIT/OFFSET of a subquery: the rows at positions ``offset .. offset + limit - 1``
     of the input ordered by ``order`` (``((column, descending, nulls first), ...)``); ``limit`` None: all."""
 
@@ -109,17 +145,29 @@ class Limit(SameColumns):
     limit: int | None = None
     offset: int = 0
 
+    def __init__(self, input, order=(), limit=None, offset=0):
+        set_field(self, "input", input)
+        set_field(self, "order", order)
+        set_field(self, "limit", limit)
+        set_field(self, "offset", offset)
+
     def describe(self) -> str:
         keys = ", ".join(f"{n}{' DESC' if d else ''}" for n, d, _ in self.order)
         return f"Limit {self.limit} offset {self.offset}" + (f" order by {keys}" if keys else "")
 
 
-@dataclass(frozen=True)
-class Project(Unary):
+@immutable
+class Project(Unary, Frozen):
     input: Node
     exprs: tuple  # ((physical name, bound expression), ...)
     scope: tuple = ()
     types: tuple = ()
+
+    def __init__(self, input, exprs, scope=(), types=()):
+        set_field(self, "input", input)
+        set_field(self, "exprs", exprs)
+        set_field(self, "scope", scope)
+        set_field(self, "types", types)
 
     @property
     def names(self):
@@ -130,12 +178,18 @@ class Project(Unary):
         return "Project " + ", ".join(t if t == n else f"{t} AS {n}" for n, t in texts)
 
 
-@dataclass(frozen=True)
-class AggCall:
+@immutable
+class AggCall(Frozen):
     output: str
     function: str  # tidal.agg function name
     argument: str | None  # input column (None for count(*))
     parameter: float | None = None
+
+    def __init__(self, output, function, argument, parameter=None):
+        set_field(self, "output", output)
+        set_field(self, "function", function)
+        set_field(self, "argument", argument)
+        set_field(self, "parameter", parameter)
 
     def describe(self) -> str:
         inner = self.argument or "*"
@@ -144,14 +198,22 @@ class AggCall:
         return f"{self.function}({inner}) AS {self.output}"
 
 
-@dataclass(frozen=True)
-class Aggregate(Unary):
+@immutable
+class Aggregate(Unary, Frozen):
     input: Node
     keys: tuple  # input columns
     aggs: tuple  # AggCall
     scope: tuple = ()
     types: tuple = ()
     trigger: tuple = ()  # ("counting", n) | ("delay", micros) | ("watermark",)
+
+    def __init__(self, input, keys, aggs, scope=(), types=(), trigger=()):
+        set_field(self, "input", input)
+        set_field(self, "keys", keys)
+        set_field(self, "aggs", aggs)
+        set_field(self, "scope", scope)
+        set_field(self, "types", types)
+        set_field(self, "trigger", trigger)
 
     @property
     def names(self):
@@ -175,10 +237,14 @@ class Binary(Node):
         return replace(self, left=inputs[0], right=inputs[1])
 
 
-@dataclass(frozen=True)
-class UnionAll(Binary):
+@immutable
+class UnionAll(Binary, Frozen):
     left: Node
     right: Node
+
+    def __init__(self, left, right):
+        set_field(self, "left", left)
+        set_field(self, "right", right)
 
     names = property(lambda self: self.left.names)
     scope = property(lambda self: tuple((None, n) for _, n in self.left.scope))
@@ -188,8 +254,8 @@ class UnionAll(Binary):
         return "UnionAll"
 
 
-@dataclass(frozen=True)
-class Join(Binary):
+@immutable
+class Join(Binary, Frozen):
     """A relational join of two inputs whose physical column names are disjoint.
 
     ``kind`` is ``inner``, ``left`` (left outer; a RIGHT JOIN is built with its sides swapped),
@@ -210,6 +276,15 @@ class Join(Binary):
     right_keys: tuple = ()
     build_left: bool = False  # lookup join: the (finite, relational) left is indexed once, the right probes it
     condition: exp.Expression | None = None  # the ON condition beyond the keys (outer/semi/anti joins)
+
+    def __init__(self, left, right, kind, left_keys=(), right_keys=(), build_left=False, condition=None):
+        set_field(self, "left", left)
+        set_field(self, "right", right)
+        set_field(self, "kind", kind)
+        set_field(self, "left_keys", left_keys)
+        set_field(self, "right_keys", right_keys)
+        set_field(self, "build_left", build_left)
+        set_field(self, "condition", condition)
 
     @property
     def names(self):
@@ -240,14 +315,20 @@ class Join(Binary):
         return f"{label} on {' AND '.join(parts)}" if parts else label
 
 
-@dataclass(frozen=True)
-class EventTime(SameColumns):
+@immutable
+class EventTime(SameColumns, Frozen):
     """Declares ``time_field`` the event time; the watermark generator decides which rows are late."""
 
     input: Node
     time_field: str
     generator: str  # "max_diff" | "percentile"
     params: tuple  # (("offset", micros),) or (("events", n), ("percentile", p), ("frequency", f))
+
+    def __init__(self, input, time_field, generator, params):
+        set_field(self, "input", input)
+        set_field(self, "time_field", time_field)
+        set_field(self, "generator", generator)
+        set_field(self, "params", params)
 
     def describe(self) -> str:
         return (
@@ -267,8 +348,8 @@ class WindowColumns(Unary):
         return (*self.input.types, pa.timestamp("us"), pa.timestamp("us"))
 
 
-@dataclass(frozen=True)
-class Tumble(WindowColumns):
+@immutable
+class Tumble(WindowColumns, Frozen):
     input: Node
     time_field: str
     length: int
@@ -276,6 +357,15 @@ class Tumble(WindowColumns):
     scope: tuple = ()
     hop: int | None = None  # hop(...): windows start every ``hop``; None: tumbling (hop = length)
     align: str = "start"  # "start": windows [start, end); "end" (Trill's): (start, end], times snap up
+
+    def __init__(self, input, time_field, length, offset, scope=(), hop=None, align="start"):
+        set_field(self, "input", input)
+        set_field(self, "time_field", time_field)
+        set_field(self, "length", length)
+        set_field(self, "offset", offset)
+        set_field(self, "scope", scope)
+        set_field(self, "hop", hop)
+        set_field(self, "align", align)
 
     def describe(self) -> str:
         kind = "Tumble" if self.hop is None else f"Hop every {self.hop} us,"
@@ -285,8 +375,8 @@ class Tumble(WindowColumns):
         )
 
 
-@dataclass(frozen=True)
-class Session(WindowColumns):
+@immutable
+class Session(WindowColumns, Frozen):
     """Session windows (``session(...)``): per ``keys`` (all rows when empty), a session is cut by a
     gap of ``gap`` between consecutive event times, or by a multiple of ``max_duration``; adds
     ``window_start``/``window_end`` and makes the window end the event time."""
@@ -298,14 +388,22 @@ class Session(WindowColumns):
     keys: tuple = ()
     scope: tuple = ()
 
+    def __init__(self, input, time_field, gap, max_duration=None, keys=(), scope=()):
+        set_field(self, "input", input)
+        set_field(self, "time_field", time_field)
+        set_field(self, "gap", gap)
+        set_field(self, "max_duration", max_duration)
+        set_field(self, "keys", keys)
+        set_field(self, "scope", scope)
+
     def describe(self) -> str:
         per = f" per {', '.join(self.keys)}" if self.keys else ""
         cap = f" max duration {self.max_duration} us" if self.max_duration else ""
         return f"Session {self.time_field}{per} gap {self.gap} us{cap} (event time := window_end)"
 
 
-@dataclass
-class Query:
+@mutable
+class Query(Fields):
     """A whole statement: the plan, then ordering and limits applied to its final result."""
 
     root: Node
@@ -316,6 +414,16 @@ class Query:
     hidden: int = 0  # trailing columns used only for ORDER BY
     subplans: dict = field(default_factory=dict)  # id -> Query for IN (subquery)
     labels: dict = field(default_factory=dict)  # internal column -> the user's SQL text it computes
+
+    def __init__(self, root, output_names, order=(), limit=None, offset=0, hidden=0, subplans=FACTORY, labels=FACTORY):
+        self.root = root
+        self.output_names = output_names
+        self.order = order
+        self.limit = limit
+        self.offset = offset
+        self.hidden = hidden
+        self.subplans = dict() if subplans is FACTORY else subplans
+        self.labels = dict() if labels is FACTORY else labels
 
 
 def event_time_field(node: Node) -> str | None:

@@ -27,6 +27,7 @@ from .exprs import (
     _subtree_sizes,
     _transform,
     _unique,
+    column_labels,
 )
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .quantified import is_quantified
@@ -479,7 +480,8 @@ class SelectList:
 
         key_nodes = max((len(_subtree_sizes(g)) for g in key_exprs), default=0)
         # a correlated subquery over the groups refers to group keys: its joins attach to the aggregate
-        pending_joins = self.correlated_joins(partial(_group_key, key_map=key_map, labels=self.labels_for(node)))
+        labels = partial(column_labels, node, dict(self.labels))  # (as they are now, made if an error needs them)
+        pending_joins = self.correlated_joins(partial(_group_key, key_map=key_map, labels=labels))
         with pending_joins as pending:
             new_items = []
             for item in items:
