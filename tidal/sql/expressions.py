@@ -28,7 +28,7 @@ from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, I
 from ..expr.sqlcompile import CompiledSql
 from ..expr.sqldecimal import DecimalLiteral, decimal_text, number_literal
 from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
-from .exprmore import MoreTranslations, interval_micros  # noqa: F401  (interval_micros: imported from here)
+from .exprmore import MoreTranslations, interval_micros, regex_options  # noqa: F401  (imported from here)
 
 _TYPES = {
     "INT": pa.int32(),
@@ -118,32 +118,6 @@ def compiled(expr: SqlExpr, *, truth: bool, schema=None, subresults=None, rewrit
     return CompiledSql(
         expr.node, expr.texts, truth=truth, schema=schema, subresults=subresults, rewrite=rewrite, text=expr.sql
     )
-
-
-_REGEX_OPTIONS = {"c": ("case", True), "i": ("case", False), "l": ("literal", True), "s": ("dot_nl", True)}
-_REGEX_OPTIONS |= {c: ("dot_nl", False) for c in "mnp"}
-
-
-def regex_options(e: exp.Expression, flags: str | None, func: str) -> str:
-    """DuckDB's regex options (``c i l m n p s``, and ``g`` for regexp_replace) as a canonical string of
-    the ones that change anything: ``i`` (case-insensitive), ``l`` (literal), ``s`` (dot matches newline), ``g``."""
-    if flags is None:
-        raise PlanError(f"{e.sql()}: the regex options must not be NULL")
-    state = {"case": True, "literal": False, "dot_nl": False, "g": False}
-    for c in flags:
-        if c in " \t\n":
-            continue
-        if c == "g" and func == "regexp_replace":
-            state["g"] = True
-        elif c == "g":
-            raise PlanError(f"{e.sql()}: option 'g' (global replace) is only valid for regexp_replace")
-        elif c in _REGEX_OPTIONS:
-            key, value = _REGEX_OPTIONS[c]
-            state[key] = value
-        else:
-            raise PlanError(f"{e.sql()}: unrecognized regex option {c!r}")
-    on = {"i": not state["case"], "l": state["literal"], "s": state["dot_nl"], "g": state["g"]}
-    return "".join(c for c in "ilsg" if on[c])
 
 
 class _Translator(MoreTranslations):

@@ -1,5 +1,6 @@
 """Translation of more of DuckDB's scalar functions and predicates (evaluated by
-:mod:`tidal.expr.sqlmore`): a mixin of :mod:`tidal.sql.expressions`' translator; the length of INTERVAL literals."""
+:mod:`tidal.expr.sqlmore`): a mixin of :mod:`tidal.sql.expressions`' translator; the length of INTERVAL literals;
+DuckDB's regex options."""
 
 from __future__ import annotations
 
@@ -175,3 +176,29 @@ class MoreTranslations:
             func = "starts_with" if name == "prefix" else "ends_with"
             return self._call(func, e, [args[0]], [self._text(e, args[1], "second argument")])
         return None
+
+
+_REGEX_OPTIONS = {"c": ("case", True), "i": ("case", False), "l": ("literal", True), "s": ("dot_nl", True)}
+_REGEX_OPTIONS |= {c: ("dot_nl", False) for c in "mnp"}
+
+
+def regex_options(e: exp.Expression, flags: str | None, func: str) -> str:
+    """DuckDB's regex options (``c i l m n p s``, and ``g`` for regexp_replace) as a canonical string of
+    the ones that change anything: ``i`` (case-insensitive), ``l`` (literal), ``s`` (dot matches newline), ``g``."""
+    if flags is None:
+        raise PlanError(f"{e.sql()}: the regex options must not be NULL")
+    state = {"case": True, "literal": False, "dot_nl": False, "g": False}
+    for c in flags:
+        if c in " \t\n":
+            continue
+        if c == "g" and func == "regexp_replace":
+            state["g"] = True
+        elif c == "g":
+            raise PlanError(f"{e.sql()}: option 'g' (global replace) is only valid for regexp_replace")
+        elif c in _REGEX_OPTIONS:
+            key, value = _REGEX_OPTIONS[c]
+            state[key] = value
+        else:
+            raise PlanError(f"{e.sql()}: unrecognized regex option {c!r}")
+    on = {"i": not state["case"], "l": state["literal"], "s": state["dot_nl"], "g": state["g"]}
+    return "".join(c for c in "ilsg" if on[c])

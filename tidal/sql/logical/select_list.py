@@ -334,9 +334,7 @@ class SelectList:
                 fn = _AGGS[type(e)]
                 if distinct and fn in ("sum", "average"):  # over the set of values
                     fn = f"{fn}_distinct"
-                elif distinct and fn in ("min", "max"):  # the same answer without DISTINCT
-                    pass
-                elif distinct:
+                elif distinct and fn not in ("min", "max"):  # (MIN and MAX: the same answer without DISTINCT)
                     raise PlanError(f"DISTINCT is supported in COUNT, SUM, AVG, MIN and MAX only: {e.sql()}")
                 arg_phys = self._agg_arg(arg, node, pre)
                 if fn == "median":
