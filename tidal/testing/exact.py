@@ -7,10 +7,10 @@ from fractions import Fraction
 
 
 def exact_sum(values):
-    """The sum of ``values`` (no NaN) by its definition: integers exactly; with floats, NaN if both
-    infinities are among them, else the infinity among them, else the exact sum rounded once (beyond
-    DOUBLE's range: that infinity), in any order of the values."""
-    if all(isinstance(v, int) for v in values):
+    """The sum of ``values`` (no NaN) by its definition: integers (and decimals) exactly, in their own type;
+    with floats, NaN if both infinities are among them, else the infinity among them, else the exact sum
+    rounded once (beyond DOUBLE's range: that infinity), in any order of the values."""
+    if not any(isinstance(v, float) for v in values):
         return sum(values)
     pos = any(v == math.inf for v in values)
     neg = any(v == -math.inf for v in values)
