@@ -194,7 +194,7 @@ class CompiledEngine(_Engine):
         self.m_valid = np.array(self.ms_valid, np.int64)
         self.m_float = np.array([float_keyed(self.arg_types[a]) for a, _, _ in self.ms_slots], np.bool_)
         self.g_int = np.zeros((0, ki), np.int64)
-        self.g_flt = np.zeros((0, 2 * kf), np.float64)  # running sums, then their compensations
+        self.g_flt = np.zeros((0, 3 * kf), np.float64)  # running sums, their compensations, what those rounded
         self.g_cnt = np.zeros(0, np.int64)
         self.held = np.zeros(0, np.int64)
         self.held_flag = np.zeros(0, np.bool_)
@@ -392,6 +392,7 @@ class CompiledEngine(_Engine):
             "typed": True,
             "shifted": True,  # variance state as shifted sums (older checkpoints kept sums of squares)
             "inf_counts": True,  # leaving float sums as finite part + infinity counts (older: one float sum)
+            "residue": True,  # g_flt: sums, compensations, what those rounded (older: no third part)
             "types": self.layout_types,
             "arrays": {
                 k: getattr(self, k).copy()
@@ -438,15 +439,22 @@ class CompiledEngine(_Engine):
                 "running sum, which an infinity leaving turned NaN) cannot be continued exactly; not supported: "
                 "start the query again from its input"
             )
+        if "residue" not in state and self.values_leave and len(self.flt_slots) and "g_flt" in state["arrays"]:
+            raise TidalError(
+                "checkpoint from an older tidal: its running float sums where values leave the snapshot (no record "
+                "of what their compensation rounded away, so a residue of values that left could stay) cannot be "
+                "continued exactly; not supported: start the query again from its input"
+            )
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
         if "g_piv" not in state["arrays"]:  # (no pivoted argument: none to restore)
             self.g_piv = np.full((len(self.g_cnt), len(self.p_valid)), np.nan)
         kf = len(self.flt_slots)
-        for name in ("g_flt", "tot_flt"):  # saved before the sums had compensations: none yet
+        for name, parts in (("g_flt", 3), ("tot_flt", 2)):  # saved before compensations (or their residue): none
             sums = getattr(self, name, None)
-            if sums is not None and kf and sums.shape[1] == kf:
-                setattr(self, name, np.concatenate([sums, np.zeros_like(sums)], axis=1))
+            if sums is not None and kf and sums.shape[1] < parts * kf:
+                pad = np.zeros((len(sums), parts * kf - sums.shape[1]), np.float64)
+                setattr(self, name, np.concatenate([sums, pad], axis=1))
         return True
 
     def restore(self, state: dict) -> None:

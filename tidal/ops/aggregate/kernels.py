@@ -121,19 +121,102 @@ def _key_value(key, isfloat, fbuf, ibuf):
     return fbuf[0]
 
 
+RESIDUE = 2.0**-60  # a leaving sum is rebuilt when what its compensation rounded away passes this share of it
+
+
 @numba.njit(cache=True, inline="always")
 def _add_flt(g_flt, g, j, kf, v):
     """Add ``v`` to a group's running float sum ``j`` with Neumaier's compensation (column ``kf + j``
     collects what each addition rounds away): events leave a snapshot by subtraction, and a large
-    value that enters and leaves would otherwise take the small ones added meanwhile with it."""
+    value that enters and leaves would otherwise take the small ones added meanwhile with it. The
+    compensation itself rounds where three magnitudes meet (1e300, 1e16, 1.0): column ``2 * kf + j``
+    adds up what it rounded away, a bound on how far sum + compensation is from the exact sum of
+    everything added and subtracted (see :func:`_rebuild_sums`)."""
     s = g_flt[g, j]
     t = s + v
     if np.isfinite(t):
         if abs(s) >= abs(v):
-            g_flt[g, kf + j] += (s - t) + v
+            e = (s - t) + v
         else:
-            g_flt[g, kf + j] += (v - t) + s
+            e = (v - t) + s
+        c = g_flt[g, kf + j]
+        u = c + e
+        r = (c - u) + e if abs(c) >= abs(e) else (e - u) + c
+        g_flt[g, kf + j] = u
+        if r != 0.0:
+            g_flt[g, 2 * kf + j] += abs(r)
     g_flt[g, j] = t
+
+
+@numba.njit(cache=True)
+def _exact_pair(values, parts):
+    """The exact sum of the finite ``values`` as a pair (sum rounded, remainder rounded), through Shewchuk's
+    non-overlapping partials (``parts``: room for 64); ok False when an intermediate sum overflows."""
+    n = 0
+    for q in range(len(values)):
+        x = values[q]
+        i = 0
+        for k in range(n):
+            y = parts[k]
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                parts[i] = lo
+                i += 1
+            x = hi
+        if not np.isfinite(x):
+            return 0.0, 0.0, False
+        parts[i] = x
+        n = i + 1
+    if n == 0:
+        return 0.0, 0.0, True
+    s = parts[n - 1]
+    c = 0.0
+    k = n - 2
+    while k >= 0:
+        y = parts[k]
+        k -= 1
+        t = s + y
+        lo = y - (t - s)
+        s = t
+        if lo != 0.0:
+            c = lo
+            break
+    while k >= 0:
+        c += parts[k]
+        k -= 1
+    return s, c, True
+
+
+@numba.njit(cache=True)
+def _rebuild_sums(g, g_flt, g_cnt, f_piv, q_gid, q_flt, lo, hi, kf):
+    """Rebuild group ``g``'s running float sums from its values alive, read from the endpoint queue's
+    rows ``lo:hi``: each the exact sum of its contributions, as sum and compensation, nothing rounded
+    away. Only when the queue holds all of the group's events alive (start edges, whose end edges come
+    later as input, are not queued: then the sums stay as they are, see docs/operators/aggregates.md)."""
+    rows = np.empty(hi - lo, np.int64)
+    m = 0
+    for r in range(lo, hi):
+        if q_gid[r] == g:
+            rows[m] = r
+            m += 1
+    ok_all = m == g_cnt[g]
+    parts = np.empty(64, np.float64)
+    vals = np.empty(m, np.float64)
+    for j in range(kf):
+        if f_piv[j] >= 0:
+            continue
+        g_flt[g, 2 * kf + j] = 0.0  # (rebuilt, or cannot be: not looked at again until it rounds anew)
+        if not ok_all:
+            continue
+        for q in range(m):
+            vals[q] = q_flt[rows[q], j]
+        s, c, ok = _exact_pair(vals, parts)
+        if ok:
+            g_flt[g, j] = s
+            g_flt[g, kf + j] = c
 
 
 @numba.njit(cache=True, inline="always")
@@ -385,6 +468,16 @@ def make_sweep(mode: int):
                 for h in range(st[NHELD]):
                     g = held[h]
                     held_flag[g] = False
+                    if queued and kf > 0:  # a sum that may hold what values that left rounded away: rebuilt
+                        if g_cnt[g] == 0:
+                            for j in range(3 * kf):
+                                g_flt[g, j] = 0.0
+                        else:
+                            for j in range(kf):
+                                if f_piv[j] < 0 and g_flt[g, 2 * kf + j] > RESIDUE * abs(g_flt[g, j] + g_flt[g, kf + j]):
+                                    lo = st[QHEAD] if fifo else 0
+                                    _rebuild_sums(g, g_flt, g_cnt, f_piv, q_gid, q_flt, lo, lo + st[QSIZE], kf)
+                                    break
                     for j in range(km):
                         idx = g * km + j
                         _normalize(ms, ms_len, ms_sorted, md, md_len, idx)
@@ -404,7 +497,7 @@ def make_sweep(mode: int):
                             o += 1
                         for j in range(ki):
                             g_int[g, j] = 0
-                        for j in range(2 * kf):
+                        for j in range(3 * kf):
                             g_flt[g, j] = 0.0
                         g_cnt[g] = 0
                         for j in range(km):
