@@ -439,7 +439,7 @@ class CompiledEngine(_Engine):
                 "running sum, which an infinity leaving turned NaN) cannot be continued exactly; not supported: "
                 "start the query again from its input"
             )
-        if "residue" not in state and self.values_leave and len(self.flt_slots) and "g_flt" in state["arrays"]:
+        if "residue" not in state and self.values_leave and len(self.flt_slots) and _has_sums(state):
             raise TidalError(
                 "checkpoint from an older tidal: its running float sums where values leave the snapshot (no record "
                 "of what their compensation rounded away, so a residue of values that left could stay) cannot be "
@@ -450,7 +450,7 @@ class CompiledEngine(_Engine):
         if "g_piv" not in state["arrays"]:  # (no pivoted argument: none to restore)
             self.g_piv = np.full((len(self.g_cnt), len(self.p_valid)), np.nan)
         kf = len(self.flt_slots)
-        for name, parts in (("g_flt", 3), ("tot_flt", 2)):  # saved before compensations (or their residue): none
+        for name, parts in (("g_flt", 3), ("tot_flt", 3)):  # saved before compensations (or their residue): none
             sums = getattr(self, name, None)
             if sums is not None and kf and sums.shape[1] < parts * kf:
                 pad = np.zeros((len(sums), parts * kf - sums.shape[1]), np.float64)
@@ -469,6 +469,12 @@ class CompiledEngine(_Engine):
             flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.int64)
             _load_multisets(self.ms, flat, offsets)
             _add_multisets(self.md, len(offsets) - 1)
+
+
+def _has_sums(state: dict) -> bool:
+    """Whether a checkpoint holds running float sums (a group's or a hopping window's sliding totals)."""
+    arrays = state["arrays"]
+    return any(k in arrays and arrays[k].shape[1] > 0 for k in ("g_flt", "tot_flt"))
 
 
 def _ordered_result(kind: str, res: np.ndarray, missing: np.ndarray, t: pa.DataType) -> pa.Array:

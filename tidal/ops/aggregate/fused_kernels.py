@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .kernels import _add_flt, _flt_value
+from .kernels import RESIDUE, _add_flt, _exact_pair, _flt_value
 
 # scalar slots of the kernel's persistent state
 CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
@@ -122,6 +122,29 @@ def add_compensated(ev_row, values, acc, comp):
 
 
 @numba.njit(cache=True)
+def _rebuild_totals(g, tot_flt, f_piv, q_gid, q_flt, head, add, kf):
+    """Rebuild group ``g``'s sliding totals from its live slices (queue rows ``head:add``): each total the
+    exact sum of the slices' own sums (a slice's compensation is a slot of its own, rebuilt alike)."""
+    m = 0
+    rows = np.empty(add - head, np.int64)
+    for q in range(head, add):
+        if q_gid[q] == g:
+            rows[m] = q
+            m += 1
+    parts = np.empty(64, np.float64)
+    vals = np.empty(m, np.float64)
+    for j in range(kf):
+        if f_piv[j] < 0:
+            tot_flt[g, 2 * kf + j] = 0.0
+            for q in range(m):
+                vals[q] = q_flt[j, rows[q]]
+            s, c, ok = _exact_pair(vals, parts)
+            if ok:
+                tot_flt[g, j] = s
+                tot_flt[g, kf + j] = c
+
+
+@numba.njit(cache=True)
 def add_shifted(ev_row, values, ok, piv, dev, dev2):
     """A variance's shifted sums: each valid event (``ok`` empty: all) adds ``d = x - K`` to ``dev`` and
     ``d * d`` to ``dev2`` of its row, ``K = piv[row]`` the row's first finite value (NaN until one comes;
@@ -197,7 +220,7 @@ def slide_hops(
                     if f_piv[j] < 0:
                         _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
                 if tot_cnt[g] == 0:  # swap the last active group into its place
-                    for j in range(2 * kf):
+                    for j in range(3 * kf):
                         tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
                     last = active[nact - 1]
                     active[pos[g]] = last
@@ -250,6 +273,10 @@ def slide_hops(
                     acc[g, pv, 0] = n
         for a in range(nact):
             g = active[a]
+            for j in range(kf):  # a total that may hold what slices that slid out rounded away: rebuilt
+                if f_piv[j] < 0 and tot_flt[g, 2 * kf + j] > RESIDUE * abs(tot_flt[g, j] + tot_flt[g, kf + j]):
+                    _rebuild_totals(g, tot_flt, f_piv, q_gid, q_flt, head, add, kf)
+                    break
             out_p[o] = p
             out_gid[o] = g
             out_cnt[o] = tot_cnt[g]
