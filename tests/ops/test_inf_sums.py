@@ -270,3 +270,57 @@ def test_an_infinity_in_a_python_contribution_leaves_too():
     ref = Reference(("t", "x"), [(r["t"], r["t"] + 2, (r["t"], r["x"])) for r in table.to_pylist()])
     want = ref.aggregate(s=agg.sum(lambda e: 1.0 / (e.x - 1.0) if e.x > 1.0 else math.inf))
     assert_close_snapshots(q.to_arrow(), want)
+
+
+# -- three and more magnitudes alive at once: no residue of the values that left --------------------------------
+
+MAGNITUDES = [1e300, 1e200, 2.0**60, 1e16, 1.0, 0.375, 1e-300]
+THREE_LEAVE = [(0, 0, 1e300, 2), (0, 0, 1e16, 2), (0, 0, 1.0, 20), (3, 0, 2.0, 20)]  # the issue's example
+
+
+@st.composite
+def magnitude_rows(draw, max_rows=25):
+    """(time, key, value, duration) rows whose values come from three or more magnitude tiers at once (with
+    ``signs``, either sign: values alive cancel each other), leaving in any order (durations 1..12)."""
+    tiers = draw(st.lists(st.sampled_from(MAGNITUDES), min_size=3, max_size=5, unique=True))
+    signs = draw(st.booleans())
+    out, t = [], 0
+    for _ in range(draw(st.integers(1, max_rows))):
+        t += draw(st.integers(0, 2))
+        v = draw(st.sampled_from(tiers)) * draw(st.sampled_from([1, 2, 3]))
+        if signs and draw(st.booleans()):
+            v = -v
+        out.append((t, draw(st.integers(0, 1)), v, draw(st.integers(1, 12))))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=magnitude_rows(),
+    which=st.sampled_from(sorted(PATHS)),
+    batch=st.integers(1, 30),
+    keyed=st.booleans(),
+    engine=st.sampled_from([None, None, None, "python"]),
+)
+@example(data=THREE_LEAVE, which="general", batch=1, keyed=False, engine=None)
+@example(data=THREE_LEAVE, which="general", batch=80_000, keyed=True, engine=None)
+@example(data=[(0, 0, 1e300, 1), (2, 0, 1e16, 1), (4, 0, 1.0, 1), (8, 0, 2.0, 1)], which="hopping fused", batch=1,
+         keyed=False, engine=None)  # fmt: skip
+@example(data=[(0, 0, 1e300, 1), (2, 0, 1e16, 1), (4, 0, 1.0, 1), (8, 0, 2.0, 1)], which="hopping unfused",
+         batch=2, keyed=False, engine=None)  # fmt: skip
+@example(data=[(0, 0, 1e300, 1), (1, 0, 1e16, 1), (2, 0, 1.0, 1), (5, 0, 2.0, 1)], which="constant duration",
+         batch=3, keyed=True, engine=None)  # fmt: skip
+def test_sums_of_three_magnitudes_keep_nothing_of_the_values_that_left(data, which, batch, keyed, engine):
+    """At every instant each group's SUM/AVG is the exact sum of its values alive, rounded once (within 1e-9
+    relative): the engine rebuilds a running sum from the values alive when what its compensation rounded away
+    could show (``kernels._rebuild_sums``; hopping slices: ``fused_kernels._rebuild_totals``)."""
+    test_sums_where_values_leave_match_the_snapshot_oracle.hypothesis.inner_test(data, which, batch, keyed, engine)
+
+
+def test_the_issues_three_magnitudes():
+    """1e300, 1e16 and 1.0 enter, the first two leave, 2.0 enters: 1.0, then 3.0 (it was 0.0, then 2.0)."""
+    table = timed_values_table(THREE_LEAVE)
+    for batch in (1, 2, 80_000):
+        got = tidal.from_arrow(table, time="t", end="e", batch_size=batch).aggregate(s=agg.sum("v"))
+        rows = [(r["start"], r["end"], r["s"]) for r in got.to_intervals().to_pylist()]
+        assert rows == [(0, 2, 1e300), (2, 3, 1.0), (3, 20, 3.0), (20, 23, 2.0)], batch

@@ -138,10 +138,11 @@ def _rebuild_totals(g, tot_flt, f_piv, q_gid, q_flt, head, add, kf):
             tot_flt[g, 2 * kf + j] = 0.0
             for q in range(m):
                 vals[q] = q_flt[j, rows[q]]
-            s, c, ok = _exact_pair(vals, parts)
+            s, c, lost, ok = _exact_pair(vals, parts)
             if ok:
                 tot_flt[g, j] = s
                 tot_flt[g, kf + j] = c
+                tot_flt[g, 2 * kf + j] = lost
 
 
 @numba.njit(cache=True)

@@ -150,8 +150,9 @@ def _add_flt(g_flt, g, j, kf, v):
 
 @numba.njit(cache=True)
 def _exact_pair(values, parts):
-    """The exact sum of the finite ``values`` as a pair (sum rounded, remainder rounded), through Shewchuk's
-    non-overlapping partials (``parts``: room for 64); ok False when an intermediate sum overflows."""
+    """The exact sum of the finite ``values`` as (sum rounded, remainder, what the remainder rounded away: a
+    pair of doubles holds two magnitudes, not three), through Shewchuk's non-overlapping partials (``parts``:
+    room for 64); ok False when an intermediate sum overflows."""
     n = 0
     for q in range(len(values)):
         x = values[q]
@@ -167,15 +168,14 @@ def _exact_pair(values, parts):
                 i += 1
             x = hi
         if not np.isfinite(x):
-            return 0.0, 0.0, False
+            return 0.0, 0.0, 0.0, False
         parts[i] = x
         n = i + 1
-    if n == 0:
-        return 0.0, 0.0, True
-    s = parts[n - 1]
+    s = parts[n - 1] if n > 0 else 0.0
     c = 0.0
+    lost = 0.0
     k = n - 2
-    while k >= 0:
+    while k >= 0:  # the partials grow in magnitude and do not overlap: Fast2Sum from the top
         y = parts[k]
         k -= 1
         t = s + y
@@ -185,9 +185,13 @@ def _exact_pair(values, parts):
             c = lo
             break
     while k >= 0:
-        c += parts[k]
+        y = parts[k]
         k -= 1
-    return s, c, True
+        u = c + y
+        r = (c - u) + y if abs(c) >= abs(y) else (y - u) + c
+        c = u
+        lost += abs(r)
+    return s, c, lost, True
 
 
 @numba.njit(cache=True)
@@ -208,15 +212,16 @@ def _rebuild_sums(g, g_flt, g_cnt, f_piv, q_gid, q_flt, lo, hi, kf):
     for j in range(kf):
         if f_piv[j] >= 0:
             continue
-        g_flt[g, 2 * kf + j] = 0.0  # (rebuilt, or cannot be: not looked at again until it rounds anew)
+        g_flt[g, 2 * kf + j] = 0.0  # (cannot be rebuilt: not looked at again until it rounds anew)
         if not ok_all:
             continue
         for q in range(m):
             vals[q] = q_flt[rows[q], j]
-        s, c, ok = _exact_pair(vals, parts)
+        s, c, lost, ok = _exact_pair(vals, parts)
         if ok:
             g_flt[g, j] = s
             g_flt[g, kf + j] = c
+            g_flt[g, 2 * kf + j] = lost
 
 
 @numba.njit(cache=True, inline="always")
