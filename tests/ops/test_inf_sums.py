@@ -13,6 +13,7 @@ leaves (values of three tiers at once can: see docs/operators/aggregates.md).
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 
 import duckdb
@@ -197,12 +198,14 @@ def test_a_checkpoint_restores_exactly_and_an_old_layout_is_refused(which, cut):
             for v in node:
                 yield from engines(v)
 
-    found = list(engines(state))
-    assert found
-    for engine in found:
-        del engine["inf_counts"]
-    with pytest.raises(TidalError, match="older tidal.*not supported"):
-        q.query().restore(state)
+    for marker, what in (("inf_counts", "infinity leaving"), ("residue", "rounded away")):
+        older = copy.deepcopy(state)
+        found = list(engines(older))
+        assert found and all(marker in engine for engine in found)
+        for engine in found:
+            del engine[marker]
+        with pytest.raises(TidalError, match=f"older tidal.*{what}.*not supported"):
+            q.query().restore(older)
 
 
 SOURCE = "max_diff_watermark(source => TABLE(ev), time_field => DESCRIPTOR(t), offset => INTERVAL 3 SECONDS)"

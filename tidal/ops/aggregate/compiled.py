@@ -32,12 +32,9 @@ from .kernels import (
     NOUT,
     QSIZE,
     VARIANCE,
-    _add_multisets,
-    _empty_multisets,
     _flatten_multisets,
-    _load_multisets,
-    combine_infinities,
 )
+from .state_kernels import _add_multisets, _empty_multisets, _load_multisets, combine_infinities
 
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
 

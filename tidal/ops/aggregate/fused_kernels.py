@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .kernels import RESIDUE, _add_flt, _exact_pair, _flt_value
+from .kernels import RESIDUE, _add_flt, _flt_value, _rebuild_sums
 
 # scalar slots of the kernel's persistent state
 CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
@@ -119,30 +119,6 @@ def add_compensated(ev_row, values, acc, comp):
         else:
             comp[r] += (v - t) + s
         acc[r] = t
-
-
-@numba.njit(cache=True)
-def _rebuild_totals(g, tot_flt, f_piv, q_gid, q_flt, head, add, kf):
-    """Rebuild group ``g``'s sliding totals from its live slices (queue rows ``head:add``): each total the
-    exact sum of the slices' own sums (a slice's compensation is a slot of its own, rebuilt alike)."""
-    m = 0
-    rows = np.empty(add - head, np.int64)
-    for q in range(head, add):
-        if q_gid[q] == g:
-            rows[m] = q
-            m += 1
-    parts = np.empty(64, np.float64)
-    vals = np.empty(m, np.float64)
-    for j in range(kf):
-        if f_piv[j] < 0:
-            tot_flt[g, 2 * kf + j] = 0.0
-            for q in range(m):
-                vals[q] = q_flt[j, rows[q]]
-            s, c, lost, ok = _exact_pair(vals, parts)
-            if ok:
-                tot_flt[g, j] = s
-                tot_flt[g, kf + j] = c
-                tot_flt[g, 2 * kf + j] = lost
 
 
 @numba.njit(cache=True)
@@ -276,7 +252,7 @@ def slide_hops(
             g = active[a]
             for j in range(kf):  # a total that may hold what slices that slid out rounded away: rebuilt
                 if f_piv[j] < 0 and tot_flt[g, 2 * kf + j] > RESIDUE * abs(tot_flt[g, j] + tot_flt[g, kf + j]):
-                    _rebuild_totals(g, tot_flt, f_piv, q_gid, q_flt, head, add, kf)
+                    _rebuild_sums(g, tot_flt, f_piv, q_gid, q_flt.T, head, add, kf, -1)
                     break
             out_p[o] = p
             out_gid[o] = g

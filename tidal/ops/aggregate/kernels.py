@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba.typed import List
 
 from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW
 
@@ -27,19 +26,6 @@ _NAMES = {MODE_NONE: "start_edge", MODE_FIFO: "fifo", MODE_HEAP: "heap", MODE_WI
 # ``ArgumentValues.order_keys``): integers as themselves, so ids beyond 2**53 stay exact; floats
 # mapped to int64 preserving their order.
 _FLIP = 0x7FFFFFFFFFFFFFFF
-
-
-# Typed-list work goes through these cached kernels: a typed List built or touched from Python
-# compiles its methods in every new process (seconds per Spark worker), a cached kernel loads.
-@numba.njit(cache=True)
-def _empty_multisets():
-    return List.empty_list(numba.types.int64[:])
-
-
-@numba.njit(cache=True)
-def _add_multisets(ms, count):
-    for _ in range(count):
-        ms.append(np.empty(8, np.int64))
 
 
 @numba.njit(cache=True)
@@ -103,15 +89,6 @@ def _flatten_multisets(ms, ms_len, ms_sorted, md, md_len):
     return flat, offsets
 
 
-@numba.njit(cache=True)
-def _load_multisets(ms, flat, offsets):
-    for i in range(len(offsets) - 1):
-        n = offsets[i + 1] - offsets[i]
-        arr = np.empty(max(8, n), np.int64)
-        arr[:n] = flat[offsets[i] : offsets[i + 1]]
-        ms.append(arr)
-
-
 @numba.njit(cache=True, inline="always")
 def _key_value(key, isfloat, fbuf, ibuf):
     """The number an order key stands for (``fbuf``/``ibuf``: one float64 and its int64 view)."""
@@ -129,16 +106,12 @@ def _add_flt(g_flt, g, j, kf, v):
     """Add ``v`` to a group's running float sum ``j`` with Neumaier's compensation (column ``kf + j``
     collects what each addition rounds away): events leave a snapshot by subtraction, and a large
     value that enters and leaves would otherwise take the small ones added meanwhile with it. The
-    compensation itself rounds where three magnitudes meet (1e300, 1e16, 1.0): column ``2 * kf + j``
-    adds up what it rounded away, a bound on how far sum + compensation is from the exact sum of
-    everything added and subtracted (see :func:`_rebuild_sums`)."""
+    compensation rounds too where three magnitudes meet (1e300, 1e16, 1.0): column ``2 * kf + j``
+    adds up what it rounded away, a bound on how far the pair is from the exact sum (see _rebuild_sums)."""
     s = g_flt[g, j]
     t = s + v
     if np.isfinite(t):
-        if abs(s) >= abs(v):
-            e = (s - t) + v
-        else:
-            e = (v - t) + s
+        e = (s - t) + v if abs(s) >= abs(v) else (v - t) + s
         c = g_flt[g, kf + j]
         u = c + e
         r = (c - u) + e if abs(c) >= abs(e) else (e - u) + c
@@ -150,9 +123,8 @@ def _add_flt(g_flt, g, j, kf, v):
 
 @numba.njit(cache=True)
 def _exact_pair(values, parts):
-    """The exact sum of the finite ``values`` as (sum rounded, remainder, what the remainder rounded away: a
-    pair of doubles holds two magnitudes, not three), through Shewchuk's non-overlapping partials (``parts``:
-    room for 64); ok False when an intermediate sum overflows."""
+    """The exact sum of finite ``values`` as (sum, remainder, what the remainder rounded away: two doubles hold
+    two magnitudes), via Shewchuk's partials (``parts``: room for 64); ok False if a partial sum overflows."""
     n = 0
     for q in range(len(values)):
         x = values[q]
@@ -171,10 +143,7 @@ def _exact_pair(values, parts):
             return 0.0, 0.0, 0.0, False
         parts[i] = x
         n = i + 1
-    s = parts[n - 1] if n > 0 else 0.0
-    c = 0.0
-    lost = 0.0
-    k = n - 2
+    s, c, lost, k = parts[n - 1] if n > 0 else 0.0, 0.0, 0.0, n - 2
     while k >= 0:  # the partials grow in magnitude and do not overlap: Fast2Sum from the top
         y = parts[k]
         k -= 1
@@ -195,33 +164,21 @@ def _exact_pair(values, parts):
 
 
 @numba.njit(cache=True)
-def _rebuild_sums(g, g_flt, g_cnt, f_piv, q_gid, q_flt, lo, hi, kf):
-    """Rebuild group ``g``'s running float sums from its values alive, read from the endpoint queue's
-    rows ``lo:hi``: each the exact sum of its contributions, as sum and compensation, nothing rounded
-    away. Only when the queue holds all of the group's events alive (start edges, whose end edges come
-    later as input, are not queued: then the sums stay as they are, see docs/operators/aggregates.md)."""
-    rows = np.empty(hi - lo, np.int64)
-    m = 0
-    for r in range(lo, hi):
-        if q_gid[r] == g:
-            rows[m] = r
-            m += 1
-    ok_all = m == g_cnt[g]
-    parts = np.empty(64, np.float64)
-    vals = np.empty(m, np.float64)
+def _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, hi, kf, expect):
+    """Rebuild group ``g``'s running float sums (not the shifted ones) from rows ``lo:hi`` of ``q_flt`` (an
+    endpoint queue's values alive, or a hopping window's live slices' sums): each the exact sum of its
+    parts. Only when those rows are all of the group's events alive (``expect``; -1: not checked): start
+    edges, whose end edges come later as input, are not queued (see docs/operators/aggregates.md)."""
+    rows = np.array([r for r in range(lo, hi) if q_gid[r] == g], np.int64)
+    parts, vals = np.empty(64, np.float64), np.empty(len(rows), np.float64)
     for j in range(kf):
-        if f_piv[j] >= 0:
-            continue
-        g_flt[g, 2 * kf + j] = 0.0  # (cannot be rebuilt: not looked at again until it rounds anew)
-        if not ok_all:
-            continue
-        for q in range(m):
-            vals[q] = q_flt[rows[q], j]
-        s, c, lost, ok = _exact_pair(vals, parts)
-        if ok:
-            g_flt[g, j] = s
-            g_flt[g, kf + j] = c
-            g_flt[g, 2 * kf + j] = lost
+        if f_piv[j] < 0:
+            g_flt[g, 2 * kf + j] = 0.0  # (if it cannot be rebuilt: not looked at until it rounds anew)
+            for q in range(len(rows)):
+                vals[q] = q_flt[rows[q], j]
+            s, c, lost, ok = _exact_pair(vals, parts)
+            if ok and (expect < 0 or len(rows) == expect):
+                g_flt[g, j], g_flt[g, kf + j], g_flt[g, 2 * kf + j] = s, c, lost
 
 
 @numba.njit(cache=True, inline="always")
@@ -229,26 +186,6 @@ def _flt_value(g_flt, g, j, kf):
     """A group's running float sum ``j``: the sum and its compensation (an infinity or NaN as it is)."""
     s = g_flt[g, j]
     return s + g_flt[g, kf + j] if np.isfinite(s) else s
-
-
-@numba.njit(cache=True)
-def combine_infinities(finite, packed, valid, big):
-    """Float sums from finite sums and packed infinity counts (``compiled.with_infinities``), in one pass:
-    (sums, 0), or (finite, 1) when a finite sum is not finite, (finite, 2) when ``valid`` reaches ``big``."""
-    n = len(finite)
-    out = np.empty(n, np.float64)
-    for i in range(n):
-        v = finite[i]
-        if not np.isfinite(v):
-            return finite, 1
-        if valid[i] >= big:
-            return finite, 2
-        c = packed[i]
-        if c != 0:
-            pos, neg = c & (big - 1), c >> 32
-            v = np.nan if pos > 0 and neg > 0 else (np.inf if pos > 0 else -np.inf)
-        out[i] = v
-    return out, 0
 
 
 VARIANCE = 5  # the multiset kind of a variance where values leave (see _ms_variance)
@@ -479,9 +416,10 @@ def make_sweep(mode: int):
                                 g_flt[g, j] = 0.0
                         else:
                             for j in range(kf):
-                                if f_piv[j] < 0 and g_flt[g, 2 * kf + j] > RESIDUE * abs(g_flt[g, j] + g_flt[g, kf + j]):
+                                bound = RESIDUE * abs(g_flt[g, j] + g_flt[g, kf + j])
+                                if f_piv[j] < 0 and g_flt[g, 2 * kf + j] > bound:
                                     lo = st[QHEAD] if fifo else 0
-                                    _rebuild_sums(g, g_flt, g_cnt, f_piv, q_gid, q_flt, lo, lo + st[QSIZE], kf)
+                                    _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, lo + st[QSIZE], kf, g_cnt[g])
                                     break
                     for j in range(km):
                         idx = g * km + j
