@@ -332,3 +332,22 @@ def test_the_issues_three_magnitudes():
         got = tidal.from_arrow(table, time="t", end="e", batch_size=batch).aggregate(s=agg.sum("v"))
         rows = [(r["start"], r["end"], r["s"]) for r in got.to_intervals().to_pylist()]
         assert rows == [(0, 2, 1e300), (2, 3, 1.0), (3, 20, 3.0), (20, 23, 2.0)], batch
+
+
+def test_a_residue_that_queued_values_cannot_rebuild_is_refused(tmp_path):
+    """A GROUP BY over retractions feeds the outer SUM start edges and later end edges, which the endpoint queue
+    does not hold: -1e300, -1e16 and 1.0 alive, the first two retracted (0.5, 0.25 come in their place). DuckDB:
+    1.75; the running sum would say 0.0, so the query is refused, naming what it cannot do."""
+    ev = pa.table(
+        {
+            "t": pa.array([0, 1000, 2000, 3000, 4000], pa.int64()).cast(pa.timestamp("ms")),
+            "k": [0, 1, 2, 0, 1],
+            "f": [-1e300, -1e16, 1.0, 0.5, 0.25],
+        }
+    )
+    pq.write_table(ev, tmp_path / "ev.parquet")
+    con = duckdb.connect()
+    con.register("ev", ev)
+    assert con.sql(SQL["group by over retractions"][1]).fetchall()[0][0] == 1.75
+    with contextlib.chdir(tmp_path), pytest.raises(SumOverflowError, match="end edges.*residue.*not supported"):
+        plan(SQL["group by over retractions"][0].replace("TABLE(ev)", "TABLE('ev.parquet')")).result()

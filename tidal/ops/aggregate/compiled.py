@@ -319,7 +319,7 @@ class CompiledEngine(_Engine):
         # multiset values staged between flushes, per multiset: an addition or removal per event, a removal
         # per end queued before or during this call
         room = (2 * n + int(self.st[QSIZE]) + 1) * km
-        stage = (np.empty((2, room), np.int64), np.empty((2, room), np.int64), np.zeros(2, np.int64))
+        stage = (np.empty((2, room), np.int64), np.empty((2, room), np.int64), np.zeros(3, np.int64))
         self.kernel(
             sync, other, gids, ic, fc, mv, wt, upto, self.window_len,
             self.st, self.held, self.held_flag, self.g_int, self.g_flt, self.g_cnt,
@@ -329,6 +329,12 @@ class CompiledEngine(_Engine):
             self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out, *stage,
             self.f_piv, self.f_sq, self.p_valid, self.p_src, self.g_piv,
         )  # fmt: skip
+        if stage[2][2]:  # (kernels._rebuild_sums)
+            raise SumOverflowError(
+                "SUM/AVG of floats where values leave as start edges and later end edges (such as a GROUP BY over "
+                "retractions): values of three or more magnitudes alive together left a rounding residue that the "
+                "values queued cannot rebuild; not supported"
+            )
         k = int(self.st[NOUT])
         if k == 0:
             return None

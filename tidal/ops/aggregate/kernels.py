@@ -99,6 +99,7 @@ def _key_value(key, isfloat, fbuf, ibuf):
 
 
 RESIDUE = 2.0**-60  # a leaving sum is rebuilt when what its compensation rounded away passes this share of it
+VISIBLE = 2.0**-40  # ... and refused when that passes this share and the values alive are not all queued
 
 
 @numba.njit(cache=True, inline="always")
@@ -171,14 +172,18 @@ def _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, hi, kf, expect):
     edges, whose end edges come later as input, are not queued (see docs/operators/aggregates.md)."""
     rows = np.array([r for r in range(lo, hi) if q_gid[r] == g], np.int64)
     parts, vals = np.empty(64, np.float64), np.empty(len(rows), np.float64)
+    stuck = False  # a residue that could show and cannot be rebuilt (the caller refuses the query)
     for j in range(kf):
         if f_piv[j] < 0:
-            g_flt[g, 2 * kf + j] = 0.0  # (if it cannot be rebuilt: not looked at until it rounds anew)
+            whole = expect < 0 or len(rows) == expect
+            stuck = stuck or (not whole and g_flt[g, 2 * kf + j] > VISIBLE * abs(g_flt[g, j] + g_flt[g, kf + j]))
+            g_flt[g, 2 * kf + j] = 0.0  # (if not rebuilt: not looked at until it rounds anew)
             for q in range(len(rows)):
                 vals[q] = q_flt[rows[q], j]
             s, c, lost, ok = _exact_pair(vals, parts)
-            if ok and (expect < 0 or len(rows) == expect):
+            if ok and whole:
                 g_flt[g, j], g_flt[g, kf + j], g_flt[g, 2 * kf + j] = s, c, lost
+    return stuck
 
 
 @numba.njit(cache=True, inline="always")
@@ -419,7 +424,8 @@ def make_sweep(mode: int):
                                 bound = RESIDUE * abs(g_flt[g, j] + g_flt[g, kf + j])
                                 if f_piv[j] < 0 and g_flt[g, 2 * kf + j] > bound:
                                     lo = st[QHEAD] if fifo else 0
-                                    _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, lo + st[QSIZE], kf, g_cnt[g])
+                                    if _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, lo + st[QSIZE], kf, g_cnt[g]):
+                                        stage_n[2] = 1
                                     break
                     for j in range(km):
                         idx = g * km + j
