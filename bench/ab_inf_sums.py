@@ -7,7 +7,8 @@ as fast.
     python bench/ab_inf_sums.py --root before=/path/to/lead --root after=. [--events 1000000] [--repeat 5]
 
 More roots can be given (``--root plain=...``: a checkout whose running sums are not compensated, to price
-the compensation). Values: normal floats, one in 1000 an infinity (``--inf 0``: none). Cases: constant
+the compensation). Values: normal floats, one in 1000 an infinity (``--inf 0``: none); ``--values tiers``: values
+of three and more magnitudes (1e300, 1e16, 1.0, 0.375), where sums are rebuilt from the values alive. Cases: constant
 durations (FIFO queue), general lifetimes (heap), hopping windows fused and unfused, and two paths where
 nothing leaves (start edges, tumbling windows: unchanged, as controls).
 """
@@ -21,6 +22,7 @@ from ab_workers import run
 WORKER = r"""
 import math, os, sys
 bench, root, n, duration, inf_rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+tiers = sys.argv[6] == "tiers"
 sys.path[:0] = [root, bench]
 os.chdir(root)
 import numpy as np, pyarrow as pa
@@ -30,6 +32,8 @@ rng = np.random.default_rng(18)
 t = np.sort(rng.integers(0, n // 10, n))
 k = rng.integers(0, 1000, n)
 x = rng.normal(0, 100, n)
+if tiers:  # three magnitudes alive at once: the compensation rounds, sums are rebuilt from the values alive
+    x = rng.choice([1e300, 1e16, 1.0, 0.375], n)
 x[rng.random(n) < inf_rate] = np.inf
 table = pa.table({"t": t, "e": t + rng.integers(1, duration, n), "k": k, "x": x})
 def aggs():
@@ -67,9 +71,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--duration", type=int, default=500, help="the constant duration (about 1/100 alive per key)")
     ap.add_argument("--inf", type=float, default=0.001, help="the share of values that are +inf")
+    ap.add_argument("--values", choices=["normal", "tiers"], default="normal", help="tiers: 1e300, 1e16, 1.0, 0.375")
     args = ap.parse_args()
     roots = dict(r.split("=", 1) for r in args.root)
-    run(roots, WORKER, [str(args.events), str(args.duration), str(args.inf)], CASES, args.repeat)
+    run(roots, WORKER, [str(args.events), str(args.duration), str(args.inf), args.values], CASES, args.repeat)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ leaves (values of three tiers at once can: see docs/operators/aggregates.md).
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 
 import duckdb
@@ -197,12 +198,14 @@ def test_a_checkpoint_restores_exactly_and_an_old_layout_is_refused(which, cut):
             for v in node:
                 yield from engines(v)
 
-    found = list(engines(state))
-    assert found
-    for engine in found:
-        del engine["inf_counts"]
-    with pytest.raises(TidalError, match="older tidal.*not supported"):
-        q.query().restore(state)
+    for marker, what in (("inf_counts", "infinity leaving"), ("residue", "rounded away")):
+        older = copy.deepcopy(state)
+        found = list(engines(older))
+        assert found and all(marker in engine for engine in found)
+        for engine in found:
+            del engine[marker]
+        with pytest.raises(TidalError, match=f"older tidal.*{what}.*not supported"):
+            q.query().restore(older)
 
 
 SOURCE = "max_diff_watermark(source => TABLE(ev), time_field => DESCRIPTOR(t), offset => INTERVAL 3 SECONDS)"
@@ -270,3 +273,100 @@ def test_an_infinity_in_a_python_contribution_leaves_too():
     ref = Reference(("t", "x"), [(r["t"], r["t"] + 2, (r["t"], r["x"])) for r in table.to_pylist()])
     want = ref.aggregate(s=agg.sum(lambda e: 1.0 / (e.x - 1.0) if e.x > 1.0 else math.inf))
     assert_close_snapshots(q.to_arrow(), want)
+
+
+# -- three and more magnitudes alive at once: no residue of the values that left --------------------------------
+
+MAGNITUDES = [1e300, 1e200, 2.0**60, 1e16, 1.0, 0.375, 1e-300]
+THREE_LEAVE = [(0, 0, 1e300, 2), (0, 0, 1e16, 2), (0, 0, 1.0, 20), (3, 0, 2.0, 20)]  # the issue's example
+
+
+@st.composite
+def magnitude_rows(draw, max_rows=25):
+    """(time, key, value, duration) rows whose values come from three or more magnitude tiers at once (with
+    ``signs``, either sign: values alive cancel each other), leaving in any order (durations 1..12)."""
+    tiers = draw(st.lists(st.sampled_from(MAGNITUDES), min_size=3, max_size=5, unique=True))
+    signs = draw(st.booleans())
+    out, t = [], 0
+    for _ in range(draw(st.integers(1, max_rows))):
+        t += draw(st.integers(0, 2))
+        v = draw(st.sampled_from(tiers)) * draw(st.sampled_from([1, 2, 3]))
+        if signs and draw(st.booleans()):
+            v = -v
+        out.append((t, draw(st.integers(0, 1)), v, draw(st.integers(1, 12))))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=magnitude_rows(),
+    which=st.sampled_from(sorted(PATHS)),
+    batch=st.integers(1, 30),
+    keyed=st.booleans(),
+    engine=st.sampled_from([None, None, None, "python"]),
+)
+@example(data=THREE_LEAVE, which="general", batch=1, keyed=False, engine=None)
+@example(data=THREE_LEAVE, which="general", batch=80_000, keyed=True, engine=None)
+@example(data=[(0, 0, 1e300, 1), (2, 0, 1e16, 1), (4, 0, 1.0, 1), (8, 0, 2.0, 1)], which="hopping fused", batch=1,
+         keyed=False, engine=None)  # fmt: skip
+@example(data=[(0, 0, 1e300, 1), (2, 0, 1e16, 1), (4, 0, 1.0, 1), (8, 0, 2.0, 1)], which="hopping unfused",
+         batch=2, keyed=False, engine=None)  # fmt: skip
+@example(data=[(0, 0, 1e300, 1), (1, 0, 1e16, 1), (2, 0, 1.0, 1), (5, 0, 2.0, 1)], which="constant duration",
+         batch=3, keyed=True, engine=None)  # fmt: skip
+def test_sums_of_three_magnitudes_keep_nothing_of_the_values_that_left(data, which, batch, keyed, engine):
+    """At every instant each group's SUM/AVG is the exact sum of its values alive, rounded once (within 1e-9
+    relative): the engine rebuilds a running sum from the values alive when what its compensation rounded away
+    could show (``kernels._rebuild_sums``, over the queue's values alive or the live hop slices' sums). A fused
+    hopping window's slice adds its own values in row order (compensated, not rebuilt: nothing has left it), and
+    three magnitudes that cancel inside one slice can round there (as DuckDB's SUM): its values are drawn of one
+    sign."""
+    if which == "hopping fused":
+        data = [(t, k, abs(v), d) for t, k, v, d in data]
+    test_sums_where_values_leave_match_the_snapshot_oracle.hypothesis.inner_test(data, which, batch, keyed, engine)
+
+
+def test_the_issues_three_magnitudes():
+    """1e300, 1e16 and 1.0 enter, the first two leave, 2.0 enters: 1.0, then 3.0 (it was 0.0, then 2.0)."""
+    table = timed_values_table(THREE_LEAVE)
+    for batch in (1, 2, 80_000):
+        got = tidal.from_arrow(table, time="t", end="e", batch_size=batch).aggregate(s=agg.sum("v"))
+        rows = [(r["start"], r["end"], r["s"]) for r in got.to_intervals().to_pylist()]
+        assert rows == [(0, 2, 1e300), (2, 3, 1.0), (3, 20, 3.0), (20, 23, 2.0)], batch
+
+
+def test_a_residue_that_queued_values_cannot_rebuild_is_refused(tmp_path):
+    """A GROUP BY over retractions feeds the outer SUM start edges and later end edges, which the endpoint queue
+    does not hold: -1e300, -1e16 and 1.0 alive, the first two retracted (0.5, 0.25 come in their place). DuckDB:
+    1.75; the running sum would say 0.0, so the query is refused, naming what it cannot do."""
+    ev = pa.table(
+        {
+            "t": pa.array([0, 1000, 2000, 3000, 4000], pa.int64()).cast(pa.timestamp("ms")),
+            "k": [0, 1, 2, 0, 1],
+            "f": [-1e300, -1e16, 1.0, 0.5, 0.25],
+        }
+    )
+    pq.write_table(ev, tmp_path / "ev.parquet")
+    con = duckdb.connect()
+    con.register("ev", ev)
+    assert con.sql(SQL["group by over retractions"][1]).fetchall()[0][0] == 1.75
+    with contextlib.chdir(tmp_path), pytest.raises(SumOverflowError, match="end edges.*residue.*not supported"):
+        plan(SQL["group by over retractions"][0].replace("TABLE(ev)", "TABLE('ev.parquet')")).result()
+
+
+@pytest.mark.parametrize("which", ["constant duration", "general", "hopping fused"])
+def test_a_checkpoint_taken_with_a_residue_pending_restores_exactly(which):
+    """What a compensation rounded away is part of the state: a query stopped after any message, while 1e300,
+    1e16 and 1.0 are alive, restored and run on gives the uninterrupted answer, the reference's."""
+    data = [(0, 0, 1e300, 5), (1, 0, 1e16, 5), (2, 0, 1.0, 10), (8, 0, 2.0, 5), (9, 0, 1e16, 3), (13, 0, 0.5, 3)]
+    make, lifetime, window, _, _ = PATHS[which]
+    stream = make(lambda **o: tidal.from_arrow(timed_values_table(data), time="t", batch_size=1, **o))
+    ref = Reference(
+        ("k", "v"), [(s, e, (k, v)) for (s, e), (_, k, v, _) in zip(map(lifetime, data), data, strict=True)]
+    )
+    if which == "hopping fused":
+        stream, ref = stream.hopping_window(6, 2), ref.hopping_window(6, 2)
+    q = stream.aggregate(s=agg.sum("v"))
+    whole = q.to_arrow()
+    assert_close_snapshots(whole, ref.aggregate(s=agg.sum("v")))
+    for cut in range(1, 12):
+        assert _rows(run_with_restart(q, cut)) == _rows(whole), cut

@@ -32,12 +32,9 @@ from .kernels import (
     NOUT,
     QSIZE,
     VARIANCE,
-    _add_multisets,
-    _empty_multisets,
     _flatten_multisets,
-    _load_multisets,
-    combine_infinities,
 )
+from .state_kernels import _add_multisets, _empty_multisets, _load_multisets, combine_infinities
 
 _ONE_EACH = np.zeros(0, np.int64)  # the sweep's weights when each row is one event
 
@@ -194,7 +191,7 @@ class CompiledEngine(_Engine):
         self.m_valid = np.array(self.ms_valid, np.int64)
         self.m_float = np.array([float_keyed(self.arg_types[a]) for a, _, _ in self.ms_slots], np.bool_)
         self.g_int = np.zeros((0, ki), np.int64)
-        self.g_flt = np.zeros((0, 2 * kf), np.float64)  # running sums, then their compensations
+        self.g_flt = np.zeros((0, 3 * kf), np.float64)  # running sums, their compensations, what those rounded
         self.g_cnt = np.zeros(0, np.int64)
         self.held = np.zeros(0, np.int64)
         self.held_flag = np.zeros(0, np.bool_)
@@ -322,7 +319,7 @@ class CompiledEngine(_Engine):
         # multiset values staged between flushes, per multiset: an addition or removal per event, a removal
         # per end queued before or during this call
         room = (2 * n + int(self.st[QSIZE]) + 1) * km
-        stage = (np.empty((2, room), np.int64), np.empty((2, room), np.int64), np.zeros(2, np.int64))
+        stage = (np.empty((2, room), np.int64), np.empty((2, room), np.int64), np.zeros(3, np.int64))
         self.kernel(
             sync, other, gids, ic, fc, mv, wt, upto, self.window_len,
             self.st, self.held, self.held_flag, self.g_int, self.g_flt, self.g_cnt,
@@ -332,6 +329,12 @@ class CompiledEngine(_Engine):
             self.o_valid, self.o_start, self.o_int, self.o_flt, self.o_cnt, self.o_res, *out, *stage,
             self.f_piv, self.f_sq, self.p_valid, self.p_src, self.g_piv,
         )  # fmt: skip
+        if stage[2][2]:  # (kernels._rebuild_sums)
+            raise SumOverflowError(
+                "SUM/AVG of floats where values leave as start edges and later end edges (such as a GROUP BY over "
+                "retractions): values of three or more magnitudes alive together left a rounding residue that the "
+                "values queued cannot rebuild; not supported"
+            )
         k = int(self.st[NOUT])
         if k == 0:
             return None
@@ -392,6 +395,7 @@ class CompiledEngine(_Engine):
             "typed": True,
             "shifted": True,  # variance state as shifted sums (older checkpoints kept sums of squares)
             "inf_counts": True,  # leaving float sums as finite part + infinity counts (older: one float sum)
+            "residue": True,  # g_flt: sums, compensations, what those rounded (older: no third part)
             "types": self.layout_types,
             "arrays": {
                 k: getattr(self, k).copy()
@@ -438,15 +442,22 @@ class CompiledEngine(_Engine):
                 "running sum, which an infinity leaving turned NaN) cannot be continued exactly; not supported: "
                 "start the query again from its input"
             )
+        if "residue" not in state and self.values_leave and len(self.flt_slots) and _has_sums(state):
+            raise TidalError(
+                "checkpoint from an older tidal: its running float sums where values leave the snapshot (no record "
+                "of what their compensation rounded away, so a residue of values that left could stay) cannot be "
+                "continued exactly; not supported: start the query again from its input"
+            )
         for k, v in state["arrays"].items():
             setattr(self, k, v.copy())
         if "g_piv" not in state["arrays"]:  # (no pivoted argument: none to restore)
             self.g_piv = np.full((len(self.g_cnt), len(self.p_valid)), np.nan)
         kf = len(self.flt_slots)
-        for name in ("g_flt", "tot_flt"):  # saved before the sums had compensations: none yet
+        for name, parts in (("g_flt", 3), ("tot_flt", 3)):  # saved before compensations (or their residue): none
             sums = getattr(self, name, None)
-            if sums is not None and kf and sums.shape[1] == kf:
-                setattr(self, name, np.concatenate([sums, np.zeros_like(sums)], axis=1))
+            if sums is not None and kf and sums.shape[1] < parts * kf:
+                pad = np.zeros((len(sums), parts * kf - sums.shape[1]), np.float64)
+                setattr(self, name, np.concatenate([sums, pad], axis=1))
         return True
 
     def restore(self, state: dict) -> None:
@@ -461,6 +472,12 @@ class CompiledEngine(_Engine):
             flat = multisets.values.to_numpy(zero_copy_only=False).astype(np.int64)
             _load_multisets(self.ms, flat, offsets)
             _add_multisets(self.md, len(offsets) - 1)
+
+
+def _has_sums(state: dict) -> bool:
+    """Whether a checkpoint holds running float sums (a group's or a hopping window's sliding totals)."""
+    arrays = state["arrays"]
+    return any(k in arrays and arrays[k].shape[1] > 0 for k in ("g_flt", "tot_flt"))
 
 
 def _ordered_result(kind: str, res: np.ndarray, missing: np.ndarray, t: pa.DataType) -> pa.Array:

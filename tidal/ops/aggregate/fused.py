@@ -104,7 +104,8 @@ class FusedWindowEngine(CompiledEngine):
         self.p_dev2 = np.array([self.flt_slots.index(("dev2", a)) for w, a in self.flt_slots if w == "dev"], np.int64)
         self.acc = np.zeros((0, len(self.p_valid), 4))  # slide_hops' per-group merges (scratch)
         self.tot_cnt = np.zeros(0, np.int64)
-        self.tot_int, self.tot_flt = np.zeros((0, ki), np.int64), np.zeros((0, 2 * kf), np.float64)  # + compensations
+        self.tot_int = np.zeros((0, ki), np.int64)
+        self.tot_flt = np.zeros((0, 3 * kf), np.float64)  # totals, compensations, what those rounded away
         self.active, self.pos = np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def _grow_groups(self, count: int) -> None:
@@ -241,7 +242,8 @@ class FusedWindowEngine(CompiledEngine):
         arrays |= {k: getattr(self, k)[..., :m].copy() for k in bufs}
         arrays |= {k: getattr(self, k).copy() for k in ("st2", "tot_cnt", "tot_int", "tot_flt", "active")}
         arrays |= {k: getattr(self, k).copy() for k in ("pos", "q_start", "q_gid", "q_cnt", "q_int", "q_flt", "q_piv")}
-        return {"typed": True, "shifted": True, "inf_counts": True, "types": self.layout_types, "arrays": arrays}
+        marks = {"typed": True, "shifted": True, "inf_counts": True, "residue": True}
+        return marks | {"types": self.layout_types, "arrays": arrays}
 
     def restore(self, state: dict) -> None:
         if self._restore_arrays(state) and "buf_piv" not in state["arrays"]:  # (saved with no pivots: none)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .kernels import _add_flt, _flt_value
+from .kernels import RESIDUE, _add_flt, _flt_value, _rebuild_sums
 
 # scalar slots of the kernel's persistent state
 CUR, HAS_CUR, NHELD, NCLOSED, NROWS = range(5)
@@ -197,7 +197,7 @@ def slide_hops(
                     if f_piv[j] < 0:
                         _add_flt(tot_flt, g, j, kf, -q_flt[j, head])
                 if tot_cnt[g] == 0:  # swap the last active group into its place
-                    for j in range(2 * kf):
+                    for j in range(3 * kf):
                         tot_flt[g, j] = 0.0  # exactly empty, whatever rounding left
                     last = active[nact - 1]
                     active[pos[g]] = last
@@ -250,6 +250,10 @@ def slide_hops(
                     acc[g, pv, 0] = n
         for a in range(nact):
             g = active[a]
+            for j in range(kf):  # a total that may hold what slices that slid out rounded away: rebuilt
+                if f_piv[j] < 0 and tot_flt[g, 2 * kf + j] > RESIDUE * abs(tot_flt[g, j] + tot_flt[g, kf + j]):
+                    _rebuild_sums(g, tot_flt, f_piv, q_gid, q_flt.T, head, add, kf, -1)
+                    break
             out_p[o] = p
             out_gid[o] = g
             out_cnt[o] = tot_cnt[g]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba.typed import List
 
 from .base import MODE_FIFO, MODE_HEAP, MODE_NONE, MODE_WINDOW
 
@@ -27,19 +26,6 @@ _NAMES = {MODE_NONE: "start_edge", MODE_FIFO: "fifo", MODE_HEAP: "heap", MODE_WI
 # ``ArgumentValues.order_keys``): integers as themselves, so ids beyond 2**53 stay exact; floats
 # mapped to int64 preserving their order.
 _FLIP = 0x7FFFFFFFFFFFFFFF
-
-
-# Typed-list work goes through these cached kernels: a typed List built or touched from Python
-# compiles its methods in every new process (seconds per Spark worker), a cached kernel loads.
-@numba.njit(cache=True)
-def _empty_multisets():
-    return List.empty_list(numba.types.int64[:])
-
-
-@numba.njit(cache=True)
-def _add_multisets(ms, count):
-    for _ in range(count):
-        ms.append(np.empty(8, np.int64))
 
 
 @numba.njit(cache=True)
@@ -103,15 +89,6 @@ def _flatten_multisets(ms, ms_len, ms_sorted, md, md_len):
     return flat, offsets
 
 
-@numba.njit(cache=True)
-def _load_multisets(ms, flat, offsets):
-    for i in range(len(offsets) - 1):
-        n = offsets[i + 1] - offsets[i]
-        arr = np.empty(max(8, n), np.int64)
-        arr[:n] = flat[offsets[i] : offsets[i + 1]]
-        ms.append(arr)
-
-
 @numba.njit(cache=True, inline="always")
 def _key_value(key, isfloat, fbuf, ibuf):
     """The number an order key stands for (``fbuf``/``ibuf``: one float64 and its int64 view)."""
@@ -121,19 +98,92 @@ def _key_value(key, isfloat, fbuf, ibuf):
     return fbuf[0]
 
 
+RESIDUE = 2.0**-60  # a leaving sum is rebuilt when what its compensation rounded away passes this share of it
+VISIBLE = 2.0**-40  # ... and refused when that passes this share and the values alive are not all queued
+
+
 @numba.njit(cache=True, inline="always")
 def _add_flt(g_flt, g, j, kf, v):
     """Add ``v`` to a group's running float sum ``j`` with Neumaier's compensation (column ``kf + j``
     collects what each addition rounds away): events leave a snapshot by subtraction, and a large
-    value that enters and leaves would otherwise take the small ones added meanwhile with it."""
+    value that enters and leaves would otherwise take the small ones added meanwhile with it. The
+    compensation rounds too where three magnitudes meet (1e300, 1e16, 1.0): column ``2 * kf + j``
+    adds up what it rounded away, a bound on how far the pair is from the exact sum (see _rebuild_sums)."""
     s = g_flt[g, j]
     t = s + v
     if np.isfinite(t):
-        if abs(s) >= abs(v):
-            g_flt[g, kf + j] += (s - t) + v
-        else:
-            g_flt[g, kf + j] += (v - t) + s
+        e = (s - t) + v if abs(s) >= abs(v) else (v - t) + s
+        c = g_flt[g, kf + j]
+        u = c + e
+        r = (c - u) + e if abs(c) >= abs(e) else (e - u) + c
+        g_flt[g, kf + j] = u
+        if r != 0.0:
+            g_flt[g, 2 * kf + j] += abs(r)
     g_flt[g, j] = t
+
+
+@numba.njit(cache=True)
+def _exact_pair(values, parts):
+    """The exact sum of finite ``values`` as (sum, remainder, what the remainder rounded away: two doubles hold
+    two magnitudes), via Shewchuk's partials (``parts``: room for 64); ok False if a partial sum overflows."""
+    n = 0
+    for q in range(len(values)):
+        x = values[q]
+        i = 0
+        for k in range(n):
+            y = parts[k]
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                parts[i] = lo
+                i += 1
+            x = hi
+        if not np.isfinite(x):
+            return 0.0, 0.0, 0.0, False
+        parts[i] = x
+        n = i + 1
+    s, c, lost, k = parts[n - 1] if n > 0 else 0.0, 0.0, 0.0, n - 2
+    while k >= 0:  # the partials grow in magnitude and do not overlap: Fast2Sum from the top
+        y = parts[k]
+        k -= 1
+        t = s + y
+        lo = y - (t - s)
+        s = t
+        if lo != 0.0:
+            c = lo
+            break
+    while k >= 0:
+        y = parts[k]
+        k -= 1
+        u = c + y
+        r = (c - u) + y if abs(c) >= abs(y) else (y - u) + c
+        c = u
+        lost += abs(r)
+    return s, c, lost, True
+
+
+@numba.njit(cache=True)
+def _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, hi, kf, expect):
+    """Rebuild group ``g``'s running float sums (not the shifted ones) from rows ``lo:hi`` of ``q_flt`` (an
+    endpoint queue's values alive, or a hopping window's live slices' sums): each the exact sum of its
+    parts. Only when those rows are all of the group's events alive (``expect``; -1: not checked): start
+    edges, whose end edges come later as input, are not queued (see docs/operators/aggregates.md)."""
+    rows = np.array([r for r in range(lo, hi) if q_gid[r] == g], np.int64)
+    parts, vals = np.empty(64, np.float64), np.empty(len(rows), np.float64)
+    stuck = False  # a residue that could show and cannot be rebuilt (the caller refuses the query)
+    for j in range(kf):
+        if f_piv[j] < 0:
+            whole = expect < 0 or len(rows) == expect
+            stuck = stuck or (not whole and g_flt[g, 2 * kf + j] > VISIBLE * abs(g_flt[g, j] + g_flt[g, kf + j]))
+            g_flt[g, 2 * kf + j] = 0.0  # (if not rebuilt: not looked at until it rounds anew)
+            for q in range(len(rows)):
+                vals[q] = q_flt[rows[q], j]
+            s, c, lost, ok = _exact_pair(vals, parts)
+            if ok and whole:
+                g_flt[g, j], g_flt[g, kf + j], g_flt[g, 2 * kf + j] = s, c, lost
+    return stuck
 
 
 @numba.njit(cache=True, inline="always")
@@ -141,26 +191,6 @@ def _flt_value(g_flt, g, j, kf):
     """A group's running float sum ``j``: the sum and its compensation (an infinity or NaN as it is)."""
     s = g_flt[g, j]
     return s + g_flt[g, kf + j] if np.isfinite(s) else s
-
-
-@numba.njit(cache=True)
-def combine_infinities(finite, packed, valid, big):
-    """Float sums from finite sums and packed infinity counts (``compiled.with_infinities``), in one pass:
-    (sums, 0), or (finite, 1) when a finite sum is not finite, (finite, 2) when ``valid`` reaches ``big``."""
-    n = len(finite)
-    out = np.empty(n, np.float64)
-    for i in range(n):
-        v = finite[i]
-        if not np.isfinite(v):
-            return finite, 1
-        if valid[i] >= big:
-            return finite, 2
-        c = packed[i]
-        if c != 0:
-            pos, neg = c & (big - 1), c >> 32
-            v = np.nan if pos > 0 and neg > 0 else (np.inf if pos > 0 else -np.inf)
-        out[i] = v
-    return out, 0
 
 
 VARIANCE = 5  # the multiset kind of a variance where values leave (see _ms_variance)
@@ -385,6 +415,18 @@ def make_sweep(mode: int):
                 for h in range(st[NHELD]):
                     g = held[h]
                     held_flag[g] = False
+                    if queued and kf > 0:  # a sum that may hold what values that left rounded away: rebuilt
+                        if g_cnt[g] == 0:
+                            for j in range(3 * kf):
+                                g_flt[g, j] = 0.0
+                        else:
+                            for j in range(kf):
+                                bound = RESIDUE * abs(g_flt[g, j] + g_flt[g, kf + j])
+                                if f_piv[j] < 0 and g_flt[g, 2 * kf + j] > bound:
+                                    lo = st[QHEAD] if fifo else 0
+                                    if _rebuild_sums(g, g_flt, f_piv, q_gid, q_flt, lo, lo + st[QSIZE], kf, g_cnt[g]):
+                                        stage_n[2] = 1
+                                    break
                     for j in range(km):
                         idx = g * km + j
                         _normalize(ms, ms_len, ms_sorted, md, md_len, idx)
@@ -404,7 +446,7 @@ def make_sweep(mode: int):
                             o += 1
                         for j in range(ki):
                             g_int[g, j] = 0
-                        for j in range(2 * kf):
+                        for j in range(3 * kf):
                             g_flt[g, j] = 0.0
                         g_cnt[g] = 0
                         for j in range(km):
