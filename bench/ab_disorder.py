@@ -4,7 +4,7 @@ its own long-lived process, asked in turn, which one first alternating by round 
 (``time.process_time``; steadier than wall time on a shared machine), medians, and each checkout's peer/tidal
 ratio from its own process.
 
-    python bench/ab_disorder.py --before /work/main --after . [--rows 2000000] [--repeat 9]
+    python bench/ab_disorder.py --before /work/main --after . [--rows 2000000] [--repeat 9] [--batch-size N]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 
 WORKER = r"""
 import os, sys, time, json
-root, n = sys.argv[1], int(sys.argv[2])
+root, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) or None
 sys.path[:0] = [root, os.path.join(root, "bench")]
 import numpy as np, pyarrow as pa
 import tidal
@@ -25,7 +25,7 @@ from bench_engine_gaps import disorder_data
 dis = disorder_data(n)
 times = dis.column("t").to_numpy()
 def stream():
-    return tidal.from_arrow(dis, time="t", disorder="drop", reorder_latency=1_000_000)
+    return tidal.from_arrow(dis, time="t", disorder="drop", reorder_latency=1_000_000, batch_size=size)
 work = {
     "count": lambda: stream().count(),
     "to_arrow": lambda: stream().to_arrow().num_rows,
@@ -48,11 +48,12 @@ def main(argv=None) -> int:
     ap.add_argument("--after", required=True)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--batch-size", type=int, default=0, help="from_arrow's batch_size (default: tidal's)")
     args = ap.parse_args(argv)
     procs = {}
     for name, root in (("before", args.before), ("after", args.after)):
         p = subprocess.Popen(
-            [sys.executable, "-c", WORKER, root, str(args.rows)],
+            [sys.executable, "-c", WORKER, root, str(args.rows), str(args.batch_size)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

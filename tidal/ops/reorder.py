@@ -402,7 +402,7 @@ class ReorderOp(Operator):
         queue.tail = at + no
         gen.high = high
         gen.seen += n
-        end = max(prev, int(_minus(np.array([high], dtype=np.int64), lat)[0]))
+        end = max(prev, max(int(high), MIN_TIME + lat) - lat)  # _minus in Python numbers (no arrays per batch)
         gen.last[0] = end
         stats = self.stats
         stats.events += n

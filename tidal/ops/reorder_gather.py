@@ -19,7 +19,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .join.store import _fixed_width
-from .reorder_kernels import _next_of_two, _position
+from .reorder_kernels import _position
 
 
 def _memory(ty):
@@ -162,7 +162,12 @@ def _merge_gather(
     i = 0
     j = 0
     for k in range(na + nb_):
-        x, r, i, j = _next_of_two(at, ar, bt, br, i, j)
+        if j < nb_ and (i >= na or bt[j] < at[i] or (bt[j] == at[i] and br[j] < ar[i])):  # as _merge_map
+            x, r = bt[j], br[j]
+            j += 1
+        else:
+            x, r = at[i], ar[i]
+            i += 1
         p = _position(r, compact, split, base)
         _put8(tdst + 8 * k, x, streaming)
         if plus1:

@@ -62,21 +62,13 @@ def _position(r, compact, split, base):
     return a
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _next_of_two(at, ar, bt, br, i, j):
-    """The next (time, row id) of two runs sorted by both, from run a at ``i`` or run b at ``j``
-    (a first on ties of both): ``(time, row id, i, j)`` with the taken run's cursor moved on."""
-    if j >= bt.shape[0] or (i < at.shape[0] and (at[i] < bt[j] or (at[i] == bt[j] and ar[i] < br[j]))):
-        return at[i], ar[i], i + 1, j
-    return bt[j], br[j], i, j + 1
-
-
 @nb.njit(cache=True, nogil=True)
 def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
     """Merge the sorted (time, row id) pairs ``a`` and ``b`` by (time, row id): the times into ``out_t``, each
     row's position in the store's index space into ``index`` (ids below ``split`` are in the compact piece
     ``compact``, found by binary search; the others at ``id - base``), marking the rows released in
-    ``alive``. Returns the least and greatest position and whether the positions increase."""
+    ``alive``. Returns the least and greatest position and whether the positions increase. The next pair is taken
+    by a branch: a select between the two heads measured 7% slower in the pass of reorder_gather that does the same."""
     na = at.shape[0]
     nb_ = bt.shape[0]
     lo = alive.shape[0]
@@ -85,7 +77,12 @@ def _merge_map(at, ar, bt, br, compact, split, base, alive, out_t, index):
     i = 0
     j = 0
     for k in range(na + nb_):
-        x, r, i, j = _next_of_two(at, ar, bt, br, i, j)
+        if j < nb_ and (i >= na or bt[j] < at[i] or (bt[j] == at[i] and br[j] < ar[i])):  # b next, by (time, row id)
+            x, r = bt[j], br[j]
+            j += 1
+        else:
+            x, r = at[i], ar[i]
+            i += 1
         p = _position(r, compact, split, base)
         out_t[k] = x
         index[k] = p

@@ -12,9 +12,12 @@ a release maps its row ids into it and takes every column once (one Arrow take o
 touches; a release with rows from the sorter copies the fixed-width columns in the pass that merges and
 maps them, :mod:`tidal.ops.reorder_gather`). When the released rows are one contiguous run of one piece,
 in order (input that arrived in order), the columns are handed on as zero-copy slices. A piece is dropped
-when its last row is released. A piece pins its whole batch, so when the rows the pieces pin exceed twice the live rows
-plus ``slack``, the live rows are copied into one compact piece (each compaction frees at least as
-many rows as it copies: a row is copied a constant number of times on average). Point events keep
+when its last row is released. A piece pins its whole batch, so when the rows the pieces but the newest pin exceed twice
+the live rows plus ``slack``, the live rows are copied into one compact piece (each compaction frees at least as
+many rows as it copies: a row is copied a constant number of times on average). The newest piece (an arrival batch) is
+left out of the count: the next punctuations release most of it anyway, and counting it compacted after every batch
+larger than ``slack`` (each release then read the rows left over from the compact piece by binary search: from_arrow's
+disorder sort with 100,000-row batches ran 55 ms where 80,000-row batches ran 41). Point events keep
 no other times: theirs is the sync time + 1.
 """
 
@@ -317,7 +320,8 @@ class PayloadStore:
         """``n`` rows were handed back: drop the pieces they emptied, compact when few rows pin many."""
         self.held -= n
         self._trim()
-        if self.pinned > 2 * self.held + self.slack:
+        newest = self.pieces[-1].length if self.pieces and self.pieces[-1].rows is None else 0
+        if self.pinned - newest > 2 * self.held + self.slack:
             self._compact()
 
     def _select(
