@@ -3,8 +3,8 @@
 Trees are drawn from what tidal/sql/logical/names.py spells (operators, comparisons, AND/OR chains, NOT,
 IS [NOT] NULL/TRUE, BETWEEN, IN, LIKE, CASE, if, casts, negated numbers, functions, aggregates): each is
 parsed by tidal's parser and named by ``duckdb_name``, and DuckDB names the same text. Spellings that
-tidal's tree cannot tell apart (``**`` and ``^``, ``pow`` and ``power``, ``INT8`` and ``BIGINT``, ``TEXT`` and ``VARCHAR``,
-``NOT x IS NULL`` and ``x IS NOT NULL``) are left out: names.py documents which one it writes.
+tidal's tree cannot tell apart (``**`` and ``^``, ``pow`` and ``power``, ``INT8`` and ``BIGINT``, ``TEXT``
+and ``VARCHAR``, ``NOT x IS NULL`` and ``x IS NOT NULL``) are left out: names.py says which it writes.
 """
 
 from __future__ import annotations

@@ -5,7 +5,11 @@ parentheses (``x + 1`` is ``(x + 1)``, ``-x`` is ``(-(x))``), ``<>`` as ``!=``, 
 function names in lower case (``COALESCE`` excepted), ``CASE`` with each condition and result in
 parentheses, casts and typed literals as ``CAST(... AS TYPE)``. sqlglot's tree loses some of what the user
 wrote (``substr`` and ``substring`` are one node, ``^`` and ``**`` too): such names follow the canonical
-spelling. Nodes not listed here keep sqlglot's DuckDB spelling, inside a name spelled as DuckDB's.
+spelling, and so do those it parses alike: ``x IS NOT NULL`` (also ``NOT x IS NULL``), ``b IS NOT TRUE``
+(also ``NOT b IS TRUE``), ``VARCHAR`` (also ``TEXT``), ``DECIMAL(18, 3)`` (also ``DECIMAL``). A minus sign
+before a number is folded into it as DuckDB's parser does (``-(1)`` is ``-1``), chains of AND or OR are
+flattened (``(a AND b AND c)``), EXTRACT is ``date_part``. Nodes not listed here keep sqlglot's DuckDB
+spelling, inside a name spelled as DuckDB's.
 """
 
 from __future__ import annotations
