@@ -19,6 +19,7 @@ final rows only, stamped with the last input tick.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
 
 import numpy as np
@@ -34,11 +35,37 @@ BULK = 2  # a heap entry's "delta" when its last item is a list of rows, each in
 NAN = float("nan")  # the one NaN rows hold: equal to itself as a tuple item, with one hash
 
 
-def _values(column: pa.Array) -> list:
+class _NegativeZero(float):
+    """-0.0 as an item of a row kept in a multiset of rows: a key apart from 0.0's (-0.0 == 0.0, so a row
+    of -0.0 and one of 0.0 were one row counted twice, and both came out with the first one's sign),
+    while ordered as 0.0 by ``<`` and ``>``. Pickled as itself (checkpoints)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is _NegativeZero
+
+    def __ne__(self, other):
+        return type(other) is not _NegativeZero
+
+    def __hash__(self):
+        return 0x2D30  # not hash(0.0)
+
+    def __reduce__(self):
+        return (_NegativeZero, (-0.0,))
+
+
+NEGATIVE_ZERO = _NegativeZero(-0.0)
+
+
+def _values(column: pa.Array, signed_zeros: bool = False) -> list:
     """A column's Python values, every NaN the same object, so rows holding NaN compare equal (a
-    retraction finds its insert, NaN partitions are one partition), as SQL's NaN = NaN."""
+    retraction finds its insert, NaN partitions are one partition), as SQL's NaN = NaN; with
+    ``signed_zeros``, every -0.0 is :data:`NEGATIVE_ZERO` (a row apart from the same row with 0.0)."""
     values = column.to_pylist()
     if pa.types.is_floating(column.type):
+        if signed_zeros:
+            return [NAN if v != v else NEGATIVE_ZERO if v == 0 and math.copysign(1.0, v) < 0 else v for v in values]
         return [NAN if v != v else v for v in values]
     return values
 
@@ -52,6 +79,9 @@ class TickedChanges(Operator):
     columnar = False  # subclasses that keep start edges in Arrow until end of input set it (``_keep_in_arrow``)
 
     bulk_inserts = False
+    # rows of -0.0 kept apart from rows of 0.0 (NEGATIVE_ZERO): for operators that emit the rows they keep
+    # and compare values only by order (TopK), not by equality (partitions, peers)
+    signed_zeros = False
 
     def __init__(self, names: list[str], at_end: bool = False):
         super().__init__()
@@ -94,7 +124,7 @@ class TickedChanges(Operator):
         sync, other = batch.sync, batch.other
         self.last = int(sync[-1]) if self.last is None else max(self.last, int(sync[-1]))
         self._closing(int(sync[0]))  # every tick before this batch's first is complete
-        rows = list(zip(*[_values(batch.columns[n]) for n in self.names], strict=True))
+        rows = list(zip(*[_values(batch.columns[n], self.signed_zeros) for n in self.names], strict=True))
         if self.bulk_inserts and bool((other == INFINITY).all()):
             bounds = np.flatnonzero(np.diff(sync)) + 1
             starts, stops = [0, *bounds.tolist()], [*bounds.tolist(), len(rows)]

@@ -43,7 +43,7 @@ def _compare_values(a, b) -> int:
     a_nan, b_nan = a != a, b != b  # NaN: equal to itself and larger than every number (DuckDB's order)
     if a_nan or b_nan:
         return 0 if a_nan and b_nan else 1 if a_nan else -1
-    return -1 if a < b else 1
+    return -1 if a < b else 1 if a > b else 0  # -0.0 (recomputed.NEGATIVE_ZERO) and 0.0 are tied
 
 
 def row_order(positions: list[tuple[int, bool, bool]], width: int):
@@ -149,6 +149,7 @@ class TopKOp(RecomputedSnapshot):
     """The rows ``offset .. offset + limit - 1`` of every snapshot (see the module docstring)."""
 
     name = "TopK"
+    signed_zeros = True  # a row of -0.0 and one of 0.0 are two rows (each emitted with its own sign)
 
     def __init__(
         self,
