@@ -58,7 +58,12 @@ class _NegativeZero(float):
 NEGATIVE_ZERO = _NegativeZero(-0.0)
 
 
-def _values(column: pa.Array, signed_zeros: bool = False) -> list:
+def partition_key(row: tuple, positions) -> tuple:
+    """The values of ``row`` at ``positions`` as a partition's key: NEGATIVE_ZERO as 0.0, NaN as NAN."""
+    return tuple(0.0 if row[i] is NEGATIVE_ZERO else NAN if row[i] != row[i] else row[i] for i in positions)
+
+
+def row_values(column: pa.Array, signed_zeros: bool = False) -> list:
     """A column's Python values, every NaN the same object, so rows holding NaN compare equal (a
     retraction finds its insert, NaN partitions are one partition), as SQL's NaN = NaN; with
     ``signed_zeros``, every -0.0 is :data:`NEGATIVE_ZERO` (a row apart from the same row with 0.0)."""
@@ -79,9 +84,9 @@ class TickedChanges(Operator):
     columnar = False  # subclasses that keep start edges in Arrow until end of input set it (``_keep_in_arrow``)
 
     bulk_inserts = False
-    # rows of -0.0 kept apart from rows of 0.0 (NEGATIVE_ZERO): for operators that emit the rows they keep
-    # and compare values only by order (TopK), not by equality (partitions, peers)
-    signed_zeros = False
+    # rows of -0.0 kept apart from rows of 0.0 (NEGATIVE_ZERO), each emitted with its own sign; a partition
+    # key is read with partition_key (-0.0 and 0.0 are one partition)
+    signed_zeros = True
 
     def __init__(self, names: list[str], at_end: bool = False):
         super().__init__()
@@ -124,7 +129,7 @@ class TickedChanges(Operator):
         sync, other = batch.sync, batch.other
         self.last = int(sync[-1]) if self.last is None else max(self.last, int(sync[-1]))
         self._closing(int(sync[0]))  # every tick before this batch's first is complete
-        rows = list(zip(*[_values(batch.columns[n], self.signed_zeros) for n in self.names], strict=True))
+        rows = list(zip(*[row_values(batch.columns[n], self.signed_zeros) for n in self.names], strict=True))
         if self.bulk_inserts and bool((other == INFINITY).all()):
             bounds = np.flatnonzero(np.diff(sync)) + 1
             starts, stops = [0, *bounds.tolist()], [*bounds.tolist(), len(rows)]

@@ -149,7 +149,6 @@ class TopKOp(RecomputedSnapshot):
     """The rows ``offset .. offset + limit - 1`` of every snapshot (see the module docstring)."""
 
     name = "TopK"
-    signed_zeros = True  # a row of -0.0 and one of 0.0 are two rows (each emitted with its own sign)
 
     def __init__(
         self,

@@ -1,7 +1,8 @@
-"""TopK (tidal.ops.topk) over rows that differ only in the sign of a zero: -0.0 = 0.0 in SQL, so they tie
-under ORDER BY, but each is its own row and comes out with its own sign, as DuckDB keeps it. The operator
-kept its snapshot in a multiset keyed by row values, where (-0.0,) and (0.0,) are one key: both rows
-came out with the first one's sign, and a retraction of one removed the other.
+"""TopK, window functions and ROW_NUMBER (tidal.ops.recomputed's operators) over rows that differ only in
+the sign of a zero: -0.0 = 0.0 in SQL, so they tie under ORDER BY and share a partition, but each is its
+own row and comes out with its own sign, as DuckDB keeps it. The operators kept their snapshot in a
+multiset keyed by row values, where (-0.0,) and (0.0,) are one key: both rows came out with the first
+one's sign, and a retraction of one removed the other.
 
 Checked at every instant against a plain Python reference of the window (ORDER BY v, NULLs last, NaN
 largest; ties in either order): the output holds the reference's rows up to the sign of zero, and only
@@ -15,12 +16,14 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tidal.core.batch import EventBatch
 from tidal.core.time import INFINITY
+from tidal.ops.rank import RowNumberOp
 from tidal.ops.topk import TopKOp
+from tidal.ops.window_functions import WindowCall, WindowFunctionsOp
 
 from .test_rank import Collect
 
@@ -101,6 +104,8 @@ def _batch(events: list[tuple]) -> EventBatch:
 
 @settings(max_examples=200, deadline=None)
 @given(events=_events(), desc=st.booleans(), limit=st.integers(1, 4), cut=st.integers(0, 12))
+@example(events=[(0, INFINITY, (-0.0, "a")), (0, INFINITY, (0.0, "a"))], desc=False, limit=2, cut=0)
+@example(events=[(0, 2, (-0.0, "a")), (0, INFINITY, (0.0, "a")), (1, INFINITY, (1.5, "b"))], desc=True, limit=3, cut=2)
 def test_topk_keeps_each_rows_sign_of_zero(events, desc, limit, cut):
     sink = Collect()
     op = TopKOp(SCHEMA, [("v", desc, False)], limit, 0)
@@ -121,3 +126,26 @@ def test_topk_keeps_each_rows_sign_of_zero(events, desc, limit, cut):
         alive_in, got = _alive(events, t), _alive(sink.events, t)
         assert Counter(_unsigned(_from_signed(r)) for r in got.elements()) == _window(alive_in, desc, limit), t
         assert not got - alive_in, t  # each row as it came in: its own sign
+
+
+@settings(max_examples=100, deadline=None)
+@given(events=_events(), by_value=st.booleans(), at_end=st.booleans())
+@example(events=[(0, 1, (-0.0, "b")), (0, INFINITY, (0.0, "b"))], by_value=False, at_end=False)
+def test_numbered_rows_keep_each_rows_sign_of_zero(events, by_value, at_end):
+    """Every input row alive comes out once, with its own sign, numbered within its partition (by v:
+    -0.0 and 0.0 are one partition, NaN one more)."""
+    out = pa.schema([*SCHEMA, ("n", pa.int64())])
+    partition = ["v"] if by_value else []
+    window = WindowFunctionsOp(
+        SCHEMA, [WindowCall("n", "row_number", (), tuple(partition), (("s", False, False),))], out, at_end
+    )
+    for op in (window, RowNumberOp(SCHEMA, partition, [("s", False, False)], None, "n", at_end=at_end)):
+        sink = Collect()
+        op.downstream.append(sink)
+        op.on_batch(_batch(events))
+        op.on_completed()
+        for t in range(0, 9) if not at_end else [INFINITY - 1]:
+            got = _alive(sink.events, t)
+            assert Counter(r[:2] for r in got.elements()) == _alive(events, t), t
+            numbers = Counter(_unsigned(_from_signed(r[:1])) if by_value else () for r in got.elements())
+            assert sorted(r[2] for r in got.elements()) == sorted(i + 1 for n in numbers.values() for i in range(n)), t
