@@ -33,6 +33,9 @@ EXPRESSIONS = [
     "NOT (x IS NULL)", "b IS NOT TRUE", "b IS NOT FALSE", "b AND b AND b", "(b AND x > 1) AND (b OR b OR x < 0)",
     "if(b, 1, 2)", "sum(x) FILTER (WHERE b)", "count(*) FILTER (WHERE b AND b)", "x::FLOAT", "x::REAL",
     "current_date", "extract(year FROM d)", "extract(microsecond FROM d)", "extract(epoch FROM d)",
+    "bool_and(b)", "bool_or(x > 1)", "bool_and(CAST(b AS BOOLEAN))", "string_agg(s)", "string_agg(s ORDER BY x)",
+    "string_agg(s, '-' ORDER BY x DESC)", "string_agg(s, ',' ORDER BY x NULLS FIRST)",
+    "percentile_cont(0.5) WITHIN GROUP (ORDER BY y)",
 ]  # fmt: skip
 
 

@@ -100,7 +100,9 @@ def _expressions(depth: int):
 
 NUM, BOO, TEXT = _expressions(3)
 AGGREGATES = st.one_of(
-    st.tuples(st.sampled_from(["sum", "avg", "min", "max", "count", "SUM", "stddev", "median"]), NUM).map(_f("{}({})")),
+    st.tuples(
+        st.sampled_from(["sum", "avg", "min", "max", "count", "SUM", "stddev", "median", "bool_and", "bool_or"]), NUM
+    ).map(_f("{}({})")),
     st.tuples(NUM, BOO).map(_f("sum({}) FILTER (WHERE {})")),
     BOO.map("count(*) FILTER (WHERE {})".format),
     NUM.map("count(DISTINCT {})".format),

@@ -123,6 +123,13 @@ def _spelled(e: exp.Expression) -> str:
         return f'"if"({_name(e.this)}, {_name(e.args["true"])}, {_name(e.args["false"])})'
     if isinstance(e, exp.Filter) and isinstance(e.expression, exp.Where):
         return f"{_name(e.this)} FILTER (WHERE {_name(e.expression.this)})"
+    if isinstance(e, exp.LogicalAnd | exp.LogicalOr):  # sqlglot prints BOOL_AND(CAST(x AS BOOLEAN))
+        return f"{'bool_and' if isinstance(e, exp.LogicalAnd) else 'bool_or'}({_name(e.this)})"
+    if isinstance(e, exp.GroupConcat):  # string_agg(x[, sep][ ORDER BY k]): sqlglot prints LISTAGG(x, ',' ...)
+        return _string_agg(e)
+    if isinstance(e, exp.WithinGroup) and isinstance(e.this, exp.PercentileCont | exp.PercentileDisc):
+        word = "quantile_cont" if isinstance(e.this, exp.PercentileCont) else "quantile_disc"
+        return f"{word}({_name(e.this.this)}{_order_by(e.expression)})"  # as DuckDB rewrites it
     if isinstance(e, exp.SimilarTo):
         return f"regexp_full_match({_name(e.this)}, {_name(e.expression)})"
     if isinstance(e, exp.BitwiseNot):
@@ -142,6 +149,29 @@ def _spelled(e: exp.Expression) -> str:
     if isinstance(e, exp.Func) and not isinstance(e, exp.Window):
         return _call(e)
     raise _Unnamed
+
+
+def _string_agg(e: exp.GroupConcat) -> str:
+    this, order = e.this, ""
+    if isinstance(this, exp.Order):
+        this, order = this.this, _order_by(this)
+    value = _distinct(this) if isinstance(this, exp.Distinct) else _name(this)
+    separator = e.args.get("separator")
+    return f"string_agg({value}{'' if separator is None else ', ' + _name(separator)}{order})"
+
+
+def _order_by(order: exp.Expression) -> str:
+    """`` ORDER BY k [DESC] [NULLS FIRST], ...`` of an aggregate's ORDER BY (ASC and NULLS LAST, the
+    defaults, are not in sqlglot's tree: left out)."""
+    if not isinstance(order, exp.Order) or not order.expressions:
+        raise _Unnamed
+    keys = []
+    for key in order.expressions:
+        if not isinstance(key, exp.Ordered):
+            raise _Unnamed
+        desc, nulls_first = bool(key.args.get("desc")), bool(key.args.get("nulls_first"))
+        keys.append(_name(key.this) + (" DESC" if desc else "") + (" NULLS FIRST" if nulls_first else ""))
+    return " ORDER BY " + ", ".join(keys)
 
 
 def _chain(e: exp.Expression, kind: type) -> list[exp.Expression]:
