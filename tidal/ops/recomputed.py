@@ -69,10 +69,20 @@ def row_values(column: pa.Array, signed_zeros: bool = False) -> list:
     ``signed_zeros``, every -0.0 is :data:`NEGATIVE_ZERO` (a row apart from the same row with 0.0)."""
     values = column.to_pylist()
     if pa.types.is_floating(column.type):
-        if signed_zeros:
+        if signed_zeros and _has_negative_zero(column):
             return [NAN if v != v else NEGATIVE_ZERO if v == 0 and math.copysign(1.0, v) < 0 else v for v in values]
         return [NAN if v != v else v for v in values]
     return values
+
+
+def _has_negative_zero(column) -> bool:
+    """Whether a float column holds -0.0 (one vectorised pass: most hold none, and skip the per-value test)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        v = chunk.fill_null(1.0).to_numpy(zero_copy_only=False) if chunk.null_count else chunk.to_numpy(False)
+        if bool(np.any(np.signbit(v) & (v == 0))):
+            return True
+    return False
 
 
 class TickedChanges(Operator):
