@@ -32,7 +32,22 @@ from .base import Operator
 BULK = 2  # a heap entry's "delta" when its last item is a list of rows, each inserted (+1) at its tick
 
 
-NAN = float("nan")  # the one NaN rows hold: equal to itself as a tuple item, with one hash
+class _NaN(float):
+    """The one NaN rows hold (:data:`NAN`): equal to itself as a tuple item (the same object), with one
+    hash; a checkpoint restores it as that object (a plain NaN unpickled is another object, and a row
+    holding it no longer matched its retraction)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return (_the_nan, ())
+
+
+def _the_nan():
+    return NAN
+
+
+NAN = _NaN("nan")
 
 
 class _NegativeZero(float):
@@ -52,7 +67,11 @@ class _NegativeZero(float):
         return 0x2D30  # not hash(0.0)
 
     def __reduce__(self):
-        return (_NegativeZero, (-0.0,))
+        return (_the_negative_zero, ())
+
+
+def _the_negative_zero():
+    return NEGATIVE_ZERO
 
 
 NEGATIVE_ZERO = _NegativeZero(-0.0)
