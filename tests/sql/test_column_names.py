@@ -27,6 +27,15 @@ EXPRESSIONS = [
     "count(*)", "count(x)", "count(DISTINCT x)", "min(x)", "MAX(x) + 1", "avg(DISTINCT x)", "sum(x + 1)",
     "sum(x) + count(*)", "first(s)", "string_agg(s, ',')",
     "row_number() over ()", "sum(x) over (partition by s order by x)",
+    # found by fuzzing names.py against DuckDB: a minus sign folded into the number it negates, NOT above
+    # LIKE / IS NULL written as NOT, IS NOT TRUE, chains of AND/OR flattened, if(), FILTER, FLOAT, EXTRACT
+    "-(1)", "- -1", "-(-(0))", "-(2.5) + x", "x - -(1.50)", "NOT s LIKE 'a'", "NOT (s LIKE 'a')",
+    "NOT (x IS NULL)", "b IS NOT TRUE", "b IS NOT FALSE", "b AND b AND b", "(b AND x > 1) AND (b OR b OR x < 0)",
+    "if(b, 1, 2)", "sum(x) FILTER (WHERE b)", "count(*) FILTER (WHERE b AND b)", "x::FLOAT", "x::REAL",
+    "current_date", "extract(year FROM d)", "extract(microsecond FROM d)", "extract(epoch FROM d)",
+    "bool_and(b)", "bool_or(x > 1)", "bool_and(CAST(b AS BOOLEAN))", "string_agg(s)", "string_agg(s ORDER BY x)",
+    "string_agg(s, '-' ORDER BY x DESC)", "string_agg(s, ',' ORDER BY x NULLS FIRST)",
+    "percentile_cont(0.5) WITHIN GROUP (ORDER BY y)",
 ]  # fmt: skip
 
 
@@ -34,7 +43,10 @@ EXPRESSIONS = [
 def table_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("names") / "t.parquet"
     con = duckdb.connect()
-    table = con.sql("SELECT 1 AS x, 2.5 AS y, 'a' AS s, true AS b, 'x' AS \"A b\", NULL::INT AS n").to_arrow_table()
+    table = con.sql(
+        "SELECT 1 AS x, 2.5 AS y, 'a' AS s, true AS b, 'x' AS \"A b\", NULL::INT AS n, "
+        "TIMESTAMP '2024-01-02 03:04:05' AS d"
+    ).to_arrow_table()
     pq.write_table(table, path)
     return path, con.sql(f"CREATE VIEW t AS SELECT * FROM '{path}'") or con
 

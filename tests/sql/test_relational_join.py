@@ -101,6 +101,12 @@ def _duckdb(sql: str, users: pa.Table, events: pa.Table) -> pa.Table:
 # 1.5 + 1.5 + 1e16 - 1e16 per country: 4 in the engine's order of the join's rows, 3 in DuckDB's
 @example(kind="int", user_keys=[0, 0, 0], event_keys=[0, 0, 0, 0], amounts=[1.5, 1.5, 1e16, -1e16] + [1.5] * 36,
          sql=QUERIES[0])  # fmt: skip
+# the engine's TopK kept its rows in a multiset keyed by value: a row of -0.0 and one of 0.0 were one row
+# counted twice, and both came out as -0.0 (the relational path and DuckDB: -0.0 and 0.0)
+@example(kind="int", user_keys=[1], event_keys=[0, 0, 0, 1, 0, 0, 0, 1], amounts=[1.5] * 3 + [-0.0] + [1.5] * 3 + [0.0]
+         + [1.5] * 32, sql=QUERIES[4])  # fmt: skip
+@example(kind="int", user_keys=[1], event_keys=[1, 1, 1], amounts=[0.0, -0.0, 0.0] + [1.5] * 37,
+         sql=QUERIES[4])  # fmt: skip
 def test_relational_join_and_limit_are_the_engines_and_duckdbs(tmp_path, kind, user_keys, event_keys, amounts, sql):
     users, events = _write(tmp_path, kind, user_keys, event_keys, amounts)
     with contextlib.chdir(tmp_path):
@@ -116,11 +122,20 @@ def test_relational_join_and_limit_are_the_engines_and_duckdbs(tmp_path, kind, u
         want = _duckdb(sql, users, events)
         assert _exact(relational) == _exact(want.cast(relational.schema)), sql
         return
-    assert _exact(relational) == _exact(streamed), sql
+    assert _same_rows(relational, streamed), sql
     if "ORDER BY" in sql and "LIMIT" in sql:  # rows tied on the ORDER BY key: SQL leaves their order open
         assert _limited_as_duckdb(relational, sql, users, events), sql
     elif "LIMIT" not in sql:  # a join's LIMIT without ORDER BY: DuckDB picks its own rows
         assert _same_as_duckdb(relational, _duckdb(sql, users, events), _sum_scale(events)), sql
+
+
+def _same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """Row for row, value for value; rows that differ only in the sign of a zero (equal in SQL: tied
+    under ORDER BY) may come in either order, but each with its own sign (the same rows, signs kept)."""
+    if _exact(a) == _exact(b):
+        return True
+    unsigned = [[tuple("0.0" if v == "-0.0" else v for v in row) for row in _exact(t)] for t in (a, b)]
+    return unsigned[0] == unsigned[1] and sorted(_exact(a)) == sorted(_exact(b))
 
 
 def _sum_scale(events: pa.Table) -> float:

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from ..core.batch import EventBatch
 from ..core.time import INFINITY
-from .recomputed import TickedChanges
+from .recomputed import TickedChanges, partition_key
 from .topk import order_indices, row_order
 from .window_functions import _changes
 
@@ -151,7 +151,7 @@ class RowNumberOp(TickedChanges):
             dirty: dict[tuple, _Partition] = {}
             while self.changes and self.changes[0][0] == tick:
                 _, _, delta, row = heapq.heappop(self.changes)
-                part = tuple(row[i] for i in self.part)
+                part = partition_key(row, self.part)
                 state = self.partitions.get(part)
                 if state is None:
                     state = self.partitions[part] = _Partition()

@@ -19,6 +19,7 @@ final rows only, stamped with the last input tick.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
 
 import numpy as np
@@ -31,16 +32,76 @@ from .base import Operator
 BULK = 2  # a heap entry's "delta" when its last item is a list of rows, each inserted (+1) at its tick
 
 
-NAN = float("nan")  # the one NaN rows hold: equal to itself as a tuple item, with one hash
+class _NaN(float):
+    """The one NaN rows hold (:data:`NAN`): equal to itself as a tuple item (the same object), with one
+    hash; a checkpoint restores it as that object (a plain NaN unpickled is another object, and a row
+    holding it no longer matched its retraction)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return (_the_nan, ())
 
 
-def _values(column: pa.Array) -> list:
+def _the_nan():
+    return NAN
+
+
+NAN = _NaN("nan")
+
+
+class _NegativeZero(float):
+    """-0.0 as an item of a row kept in a multiset of rows: a key apart from 0.0's (-0.0 == 0.0, so a row
+    of -0.0 and one of 0.0 were one row counted twice, and both came out with the first one's sign),
+    while ordered as 0.0 by ``<`` and ``>``. Pickled as itself (checkpoints)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is _NegativeZero
+
+    def __ne__(self, other):
+        return type(other) is not _NegativeZero
+
+    def __hash__(self):
+        return 0x2D30  # not hash(0.0)
+
+    def __reduce__(self):
+        return (_the_negative_zero, ())
+
+
+def _the_negative_zero():
+    return NEGATIVE_ZERO
+
+
+NEGATIVE_ZERO = _NegativeZero(-0.0)
+
+
+def partition_key(row: tuple, positions) -> tuple:
+    """The values of ``row`` at ``positions`` as a partition's key: NEGATIVE_ZERO as 0.0, NaN as NAN."""
+    return tuple(0.0 if row[i] is NEGATIVE_ZERO else NAN if row[i] != row[i] else row[i] for i in positions)
+
+
+def row_values(column: pa.Array, signed_zeros: bool = False) -> list:
     """A column's Python values, every NaN the same object, so rows holding NaN compare equal (a
-    retraction finds its insert, NaN partitions are one partition), as SQL's NaN = NaN."""
+    retraction finds its insert, NaN partitions are one partition), as SQL's NaN = NaN; with
+    ``signed_zeros``, every -0.0 is :data:`NEGATIVE_ZERO` (a row apart from the same row with 0.0)."""
     values = column.to_pylist()
     if pa.types.is_floating(column.type):
+        if signed_zeros and _has_negative_zero(column):
+            return [NAN if v != v else NEGATIVE_ZERO if v == 0 and math.copysign(1.0, v) < 0 else v for v in values]
         return [NAN if v != v else v for v in values]
     return values
+
+
+def _has_negative_zero(column) -> bool:
+    """Whether a float column holds -0.0 (one vectorised pass: most hold none, and skip the per-value test)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    for chunk in chunks:
+        v = chunk.fill_null(1.0).to_numpy(zero_copy_only=False) if chunk.null_count else chunk.to_numpy(False)
+        if bool(np.any(np.signbit(v) & (v == 0))):
+            return True
+    return False
 
 
 class TickedChanges(Operator):
@@ -52,6 +113,9 @@ class TickedChanges(Operator):
     columnar = False  # subclasses that keep start edges in Arrow until end of input set it (``_keep_in_arrow``)
 
     bulk_inserts = False
+    # rows of -0.0 kept apart from rows of 0.0 (NEGATIVE_ZERO), each emitted with its own sign; a partition
+    # key is read with partition_key (-0.0 and 0.0 are one partition)
+    signed_zeros = True
 
     def __init__(self, names: list[str], at_end: bool = False):
         super().__init__()
@@ -94,7 +158,7 @@ class TickedChanges(Operator):
         sync, other = batch.sync, batch.other
         self.last = int(sync[-1]) if self.last is None else max(self.last, int(sync[-1]))
         self._closing(int(sync[0]))  # every tick before this batch's first is complete
-        rows = list(zip(*[_values(batch.columns[n]) for n in self.names], strict=True))
+        rows = list(zip(*[row_values(batch.columns[n], self.signed_zeros) for n in self.names], strict=True))
         if self.bulk_inserts and bool((other == INFINITY).all()):
             bounds = np.flatnonzero(np.diff(sync)) + 1
             starts, stops = [0, *bounds.tolist()], [*bounds.tolist(), len(rows)]

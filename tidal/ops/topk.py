@@ -43,7 +43,7 @@ def _compare_values(a, b) -> int:
     a_nan, b_nan = a != a, b != b  # NaN: equal to itself and larger than every number (DuckDB's order)
     if a_nan or b_nan:
         return 0 if a_nan and b_nan else 1 if a_nan else -1
-    return -1 if a < b else 1
+    return -1 if a < b else 1 if a > b else 0  # -0.0 (recomputed.NEGATIVE_ZERO) and 0.0 are tied
 
 
 def row_order(positions: list[tuple[int, bool, bool]], width: int):

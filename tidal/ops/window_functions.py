@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ..core.batch import EventBatch
 from ..core.errors import TidalError
 from ..core.time import INFINITY
-from .recomputed import BULK, NAN, RecomputedSnapshot
+from .recomputed import BULK, RecomputedSnapshot, partition_key, row_values
 from .topk import _nan_largest
 
 RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -363,7 +363,7 @@ class WindowFunctionsOp(RecomputedSnapshot):
         self.emit_completed()
 
     def _partition_of(self, row: tuple) -> tuple:
-        return tuple(NAN if row[i] != row[i] else row[i] for i in self.partition_index)  # NaN: one key
+        return partition_key(row, self.partition_index)  # NaN: one key; -0.0 and 0.0: one key
 
     def _close(self, bound: int) -> None:
         """Apply every tick before ``bound``; recompute and diff only the partitions each one touched."""
@@ -423,6 +423,8 @@ class WindowFunctionsOp(RecomputedSnapshot):
             {n: pa.array([r[i] for r in rows], self.schema.field(n).type) for i, n in enumerate(self.names)}
         )
         extra = compute(table, self.calls, self.types)
-        columns = [table.column(n).to_pylist() for n in self.names]
-        columns += [extra[c.output].to_pylist() for c in self.calls]
+        # values as the rows hold them (recomputed.row_values: one NaN, -0.0 apart from 0.0), so an output row
+        # and its recomputed self are one key of the difference, and -0.0 and 0.0 two
+        columns = [row_values(table.column(n), True) for n in self.names]
+        columns += [row_values(extra[c.output], True) for c in self.calls]
         return list(zip(*columns, strict=True)) if rows else []

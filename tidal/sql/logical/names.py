@@ -5,10 +5,16 @@ parentheses (``x + 1`` is ``(x + 1)``, ``-x`` is ``(-(x))``), ``<>`` as ``!=``, 
 function names in lower case (``COALESCE`` excepted), ``CASE`` with each condition and result in
 parentheses, casts and typed literals as ``CAST(... AS TYPE)``. sqlglot's tree loses some of what the user
 wrote (``substr`` and ``substring`` are one node, ``^`` and ``**`` too): such names follow the canonical
-spelling. Nodes not listed here keep sqlglot's DuckDB spelling, inside a name spelled as DuckDB's.
+spelling, and so do those it parses alike: ``x IS NOT NULL`` (also ``NOT x IS NULL``), ``b IS NOT TRUE``
+(also ``NOT b IS TRUE``), ``VARCHAR`` (also ``TEXT``), ``DECIMAL(18, 3)`` (also ``DECIMAL``). A minus sign
+before a number is folded into it as DuckDB's parser does (``-(1)`` is ``-1``), chains of AND or OR are
+flattened (``(a AND b AND c)``), EXTRACT is ``date_part``. Nodes not listed here keep sqlglot's DuckDB
+spelling, inside a name spelled as DuckDB's.
 """
 
 from __future__ import annotations
+
+import re
 
 from sqlglot import exp
 
@@ -33,6 +39,11 @@ _BINARY = {
     exp.ILike: "~~*",
     exp.NullSafeEQ: "IS NOT DISTINCT FROM",
     exp.NullSafeNEQ: "IS DISTINCT FROM",
+    exp.Glob: "~~~",
+    exp.BitwiseAnd: "&",
+    exp.BitwiseOr: "|",
+    exp.BitwiseLeftShift: "<<",
+    exp.BitwiseRightShift: ">>",
 }
 _NEGATED = {exp.Like: "!~~", exp.ILike: "!~~*"}
 # function names that are DuckDB keywords: it quotes them when it prints their calls ("first"(s))
@@ -41,7 +52,9 @@ _QUOTED_CALLS = frozenset(
     "microsecond millennium millisecond minute mode month nullif overlay position quarter range replace right row "
     "second show substring trim user version week year".split()
 )
-_TYPES = {"TEXT": "VARCHAR", "INT": "INTEGER"}
+# sqlglot's DuckDB names of types that DuckDB prints otherwise (REAL is how sqlglot prints FLOAT)
+_TYPES = {"TEXT": "VARCHAR", "INT": "INTEGER", "REAL": "FLOAT", "INT128": "HUGEINT", "UINT128": "UHUGEINT"}
+_TYPE_WORD = re.compile(r"\b(?:" + "|".join(_TYPES) + r")\b")
 
 
 class _Unnamed(Exception):
@@ -64,6 +77,8 @@ def _spelled(e: exp.Expression) -> str:
     kind = type(e)
     if kind in _NEGATED and e.args.get("negate"):
         return f"({_name(e.this)} {_NEGATED[kind]} {_name(e.expression)})"
+    if kind in (exp.And, exp.Or):  # DuckDB flattens a chain of one connective, parenthesised or not
+        return f"({f' {_BINARY[kind]} '.join(_name(x) for x in _chain(e, kind))})"
     if kind in _BINARY:
         return f"({_name(e.this)} {_BINARY[kind]} {_name(e.expression)})"
     if isinstance(e, exp.Count) and isinstance(e.this, exp.Star):
@@ -79,16 +94,19 @@ def _spelled(e: exp.Expression) -> str:
     if isinstance(e, exp.Boolean):
         return "true" if e.this else "false"
     if isinstance(e, exp.Neg):
-        if isinstance(e.this, exp.Literal) and not e.this.is_string:
-            return f"-{e.this.name}"  # a negative number is one literal
-        return f"(-({_name(e.this)}))"
+        number = _negated_number(e)
+        return f"(-({_name(e.this)}))" if number is None else number
     if isinstance(e, exp.Not):
-        inner = e.this.this if isinstance(e.this, exp.Paren) else e.this
-        if type(inner) in _NEGATED:
-            return f"({_name(inner.this)} {_NEGATED[type(inner)]} {_name(inner.expression)})"
+        # x IS NOT NULL and NOT x IS NULL are one tree (DuckDB names the first; NOT (x IS NULL) keeps its
+        # parentheses); s NOT LIKE p is a LIKE with negate, so a NOT above a LIKE was written NOT s LIKE p
+        inner = e.this
         if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
             return f"({_name(inner.this)} IS NOT NULL)"
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Boolean):  # b IS NOT TRUE
+            return f"(CAST({_name(inner.this)} AS BOOLEAN) IS DISTINCT FROM {_name(inner.expression)})"
         return f"(NOT {_name(e.this)})"
+    if isinstance(e, exp.IgnoreNulls) and isinstance(e.this, exp.AnyValue):  # DuckDB's any_value
+        return _call(e.this)
     if isinstance(e, exp.Is):
         if isinstance(e.expression, exp.Null):
             return f"({_name(e.this)} IS NULL)"
@@ -101,6 +119,27 @@ def _spelled(e: exp.Expression) -> str:
         if e.args.get("query") is not None or e.args.get("unnest") is not None or e.args.get("field") is not None:
             raise _Unnamed
         return f"({_name(e.this)} IN ({', '.join(_name(x) for x in e.expressions)}))"
+    if isinstance(e, exp.If) and e.args.get("false") is not None:  # if(c, a, b), not a CASE
+        return f'"if"({_name(e.this)}, {_name(e.args["true"])}, {_name(e.args["false"])})'
+    if isinstance(e, exp.Filter) and isinstance(e.expression, exp.Where):
+        return f"{_name(e.this)} FILTER (WHERE {_name(e.expression.this)})"
+    if isinstance(e, exp.LogicalAnd | exp.LogicalOr):  # sqlglot prints BOOL_AND(CAST(x AS BOOLEAN))
+        return f"{'bool_and' if isinstance(e, exp.LogicalAnd) else 'bool_or'}({_name(e.this)})"
+    if isinstance(e, exp.GroupConcat):  # string_agg(x[, sep][ ORDER BY k]): sqlglot prints LISTAGG(x, ',' ...)
+        return _string_agg(e)
+    if isinstance(e, exp.WithinGroup) and isinstance(e.this, exp.PercentileCont | exp.PercentileDisc):
+        word = "quantile_cont" if isinstance(e.this, exp.PercentileCont) else "quantile_disc"
+        return f"{word}({_name(e.this.this)}{_order_by(e.expression)})"  # as DuckDB rewrites it
+    if isinstance(e, exp.SimilarTo):
+        return f"regexp_full_match({_name(e.this)}, {_name(e.expression)})"
+    if isinstance(e, exp.BitwiseNot):
+        return f"(~({_name(e.this)}))"
+    if isinstance(e, exp.Array):  # [1, 2] and list_value(1, 2) alike
+        return f"list_value({', '.join(_name(x) for x in e.expressions)})"
+    if isinstance(e, exp.Extract) and isinstance(e.this, exp.Var):  # extract(year FROM d)
+        return f"date_part('{_part(e.this.name)}', {_name(e.expression)})"
+    if isinstance(e, exp.CurrentDate) and e.this is None:
+        return "current_date"
     if isinstance(e, exp.Cast):  # TryCast is a Cast
         return _cast(e)
     if isinstance(e, exp.Case):
@@ -112,9 +151,72 @@ def _spelled(e: exp.Expression) -> str:
     raise _Unnamed
 
 
+def _string_agg(e: exp.GroupConcat) -> str:
+    this, order = e.this, ""
+    if isinstance(this, exp.Order):
+        this, order = this.this, _order_by(this)
+    value = _distinct(this) if isinstance(this, exp.Distinct) else _name(this)
+    separator = e.args.get("separator")
+    return f"string_agg({value}{'' if separator is None else ', ' + _name(separator)}{order})"
+
+
+def _order_by(order: exp.Expression) -> str:
+    """`` ORDER BY k [DESC] [NULLS FIRST], ...`` of an aggregate's ORDER BY (ASC and NULLS LAST, the
+    defaults, are not in sqlglot's tree: left out)."""
+    if not isinstance(order, exp.Order) or not order.expressions:
+        raise _Unnamed
+    keys = []
+    for key in order.expressions:
+        if not isinstance(key, exp.Ordered):
+            raise _Unnamed
+        desc, nulls_first = bool(key.args.get("desc")), bool(key.args.get("nulls_first"))
+        keys.append(_name(key.this) + (" DESC" if desc else "") + (" NULLS FIRST" if nulls_first else ""))
+    return " ORDER BY " + ", ".join(keys)
+
+
+def _chain(e: exp.Expression, kind: type) -> list[exp.Expression]:
+    """The operands of a chain of ``kind`` (AND or OR) through parentheses: ``(a AND b) AND c`` is a, b, c."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if type(e) is not kind:
+        return [e]
+    return [*_chain(e.this, kind), *_chain(e.expression, kind)]
+
+
+def _negated_number(e: exp.Expression) -> str | None:
+    """DuckDB's parser folds a minus sign into the number it negates, as text: ``-(1)`` is ``-1``,
+    ``- -1.50`` is ``1.50``, ``-(0)`` is ``-0``; None when ``e`` is no (negated) number."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Literal) and not e.is_string:
+        return e.name
+    if not isinstance(e, exp.Neg):
+        return None
+    inner = _negated_number(e.this)
+    if inner is None:
+        return None
+    return inner[1:] if inner.startswith("-") else f"-{inner}"
+
+
+# EXTRACT's parts that are DuckDB keywords (it prints them in capitals) and those that are not
+_KEYWORD_PARTS = {
+    p: p.upper() for p in "year month day hour minute second century decade millennium week quarter".split()
+}
+_KEYWORD_PARTS |= {"microsecond": "MICROSECONDS", "millisecond": "MILLISECONDS"}
+_OTHER_PARTS = frozenset("epoch dow doy isodow yearweek julian timezone era isoyear".split())
+
+
+def _part(unit: str) -> str:
+    if unit.lower() in _KEYWORD_PARTS:
+        return _KEYWORD_PARTS[unit.lower()]
+    if unit.lower() in _OTHER_PARTS:  # DuckDB keeps these as written; tidal's parser lost how: lower case
+        return unit.lower()
+    raise _Unnamed
+
+
 def _cast(e: exp.Cast) -> str:
     to = e.to.sql(dialect="duckdb")
-    to = _TYPES.get(to, to).replace(",", ", ").replace(",  ", ", ")
+    to = _TYPE_WORD.sub(lambda m: _TYPES[m.group()], to).replace(",", ", ").replace(",  ", ", ")
     word = "TRY_CAST" if isinstance(e, exp.TryCast) else "CAST"
     return f"{word}({_name(e.this)} AS {to})"
 
