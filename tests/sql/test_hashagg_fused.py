@@ -100,3 +100,22 @@ def test_only_count_and_the_fused_sum_need_no_row_codes():
     assert math.isnan(groups.keys[0].to_pylist()[3])
     assert out["n"].to_pylist() == [2, 1, 2, 1]
     assert out["a"].to_pylist() == [2.0, 2.0, 4.5, 6.0]
+
+
+def test_keys_whose_bits_differ_only_at_one_end_group_apart():
+    """The multiplicative hash takes a slot from the product's top bits: keys that differ only in their
+    top bits (powers of two, INT64_MIN, the sign of -0.0) or only in their low bits (consecutive ints,
+    neighbouring floats) must still be told apart, through collisions and every growth of the table."""
+    rng = np.random.default_rng(11)
+    high = [float(2.0**e) for e in range(-60, 61)] + [-(2.0**e) for e in range(0, 40)]
+    low = np.nextafter(1.0, 2.0, dtype=np.float64)
+    near = [1.0 + i * (low - 1.0) for i in range(3_000)]
+    float_keys = rng.permutation(np.array(high + near + [0.0, -0.0] * 50, np.float64))
+    ints = [np.int64(-(2**63)), 0, 1, -1] + [1 << e for e in range(63)] + [(i << 52) for i in range(-2_000, 2_000)]
+    int_keys = rng.permutation(np.array(ints * 2, np.int64))
+    calls = [("n", "count", None), ("s", "sum", "v")]
+    for keys in (pa.array(float_keys), pa.array(int_keys)):
+        v = pa.array(rng.gamma(2.0, 3.0, len(keys)))
+        compiled, numpy_path = _both(keys, {"v": v}, calls)
+        assert compiled == numpy_path
+        assert compiled[0] == len(set(keys.to_pylist()))  # -0.0 == 0.0: one group

