@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import sqlglot
 
 from tidal.core.errors import TidalError
@@ -222,8 +223,8 @@ def fmt(v) -> str:
         return repr(v)
     if isinstance(v, str):
         return "(empty)" if v == "" else v.replace("\x00", "\\0")  # DuckDB's runner prints NUL as \0
-    if isinstance(v, datetime.datetime):
-        return _no_trailing_zeros(v.isoformat(sep=" "))
+    if isinstance(v, datetime.datetime):  # DuckDB writes a whole-hour offset as +00
+        return re.sub(r"([+-]\d\d):00$", r"\1", _no_trailing_zeros(v.isoformat(sep=" ")))
     if isinstance(v, datetime.time):
         return _no_trailing_zeros(str(v))
     if isinstance(v, datetime.date | decimal.Decimal):
@@ -237,6 +238,44 @@ def fmt(v) -> str:
     if isinstance(v, bytes):  # as DuckDB prints a BLOB: printable ASCII as is, other bytes \xAB
         return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in v)
     return str(v)
+
+
+def values(column) -> list:
+    """A column's values for ``fmt``; dates and timestamps Python cannot hold (BC, after 9999, DuckDB's
+    infinities) as the text DuckDB prints for them."""
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError):
+        kind = column.type
+        if not (pa.types.is_date32(kind) or pa.types.is_timestamp(kind)):
+            raise
+    ints = column.cast(pa.int32() if pa.types.is_date32(kind) else pa.int64()).to_pylist()
+    per_day = 1 if pa.types.is_date32(kind) else {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[kind.unit] * 86400
+    top = 2**31 - 1 if pa.types.is_date32(kind) else 2**63 - 1
+    return [None if n is None else _far_time(n, per_day, top, pa.types.is_date32(kind)) for n in ints]
+
+
+def _far_time(n: int, per_day: int, top: int, is_date: bool) -> str:
+    if abs(n) == top:
+        return "infinity" if n > 0 else "-infinity"
+    days, rest = divmod(n, per_day)
+    # days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's civil_from_days)
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d, m = doy - (153 * mp + 2) // 5 + 1, mp + 3 if mp < 10 else mp - 9
+    y = yoe + era * 400 + (m <= 2)
+    text = f"{y if y > 0 else 1 - y:04d}-{m:02d}-{d:02d}"
+    bc = " (BC)" if y <= 0 else ""
+    if is_date:
+        return text + bc
+    micros = rest * 86400 * 10**6 // per_day
+    clock = f"{micros // 3_600_000_000:02d}:{micros // 60_000_000 % 60:02d}:{micros // 10**6 % 60:02d}"
+    clock = _no_trailing_zeros(clock + (f".{micros % 10**6:06d}" if micros % 10**6 else ""))
+    return f"{text}{bc} {clock}"
 
 
 def _no_trailing_zeros(text: str) -> str:
@@ -419,7 +458,7 @@ class Runner:
         try:
             with _cwd(self.dir):
                 table = plan(sql).result()
-            rows = [[fmt(v) for v in row] for row in zip(*(c.to_pylist() for c in table.columns), strict=True)]
+            rows = [[fmt(v) for v in row] for row in zip(*(values(c) for c in table.columns), strict=True)]
         except TidalError as e:
             if block.expect_error:
                 self.record(block, "passed", f"both err: {e}")

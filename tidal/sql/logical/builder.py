@@ -124,6 +124,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         try:
             if with_ is not None:
                 for cte in with_.expressions:
+                    if cte.alias.lower() in self.ctes[-1]:  # DuckDB's parser error too
+                        raise PlanError(f"duplicate CTE name {cte.alias!r} in one WITH: not supported")
                     node, names = self._rename_visible(self.query(cte.this)), cte.args["alias"].columns
                     if names:  # WITH t(a, b) AS (...): the first columns take these names
                         node = self._rename_columns(node, [c.name for c in names], cte)
