@@ -284,14 +284,33 @@ def _no_trailing_zeros(text: str) -> str:
 
 
 def _interval(v: datetime.timedelta) -> str:
-    """A day-time INTERVAL as DuckDB prints it: ``5 days 12:00:00``."""
-    days, rest = v.days, v - datetime.timedelta(days=v.days)
+    """A day-time INTERVAL as DuckDB prints one it made from microseconds (``t1 - t2``): whole days split
+    off toward zero, the rest with the same sign: ``5 days 12:00:00``, ``-29 days -05:50:46``."""
+    total = v // datetime.timedelta(microseconds=1)
+    days = abs(total) // _DAY * (1 if total >= 0 else -1)
+    rest = total - days * _DAY
     parts = [f"{days} day{'s' if abs(days) != 1 else ''}"] if days else []
     if rest or not days:
-        seconds = int(rest.total_seconds())
-        text = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-        parts.append(_no_trailing_zeros(text + (f".{rest.microseconds:06d}" if rest.microseconds else "")))
+        r = abs(rest)
+        text = f"{'-' if rest < 0 else ''}{r // 3_600_000_000:02d}:{r // 60_000_000 % 60:02d}:{r // 10**6 % 60:02d}"
+        parts.append(_no_trailing_zeros(text + (f".{r % 10**6:06d}" if r % 10**6 else "")))
     return " ".join(parts)
+
+
+_DAY = 86_400_000_000
+_INTERVAL_TEXT = re.compile(r"^(?:(-?\d+) days? ?)?(?:(-?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?)?$")
+
+
+def interval_micros(text: str) -> int | None:
+    """The length of a day-time INTERVAL as DuckDB prints it (days of 24 hours; None with months or years).
+    tidal's INTERVAL is a duration (``pa.duration``), which keeps no days apart from hours: DuckDB's
+    ``INTERVAL 90 HOURS`` prints ``90:00:00``, the same length as tidal's ``3 days 18:00:00``."""
+    m = _INTERVAL_TEXT.match(text)
+    if not m or not text or not (m.group(1) or m.group(3)):
+        return None
+    days, sign, h, mi, sec, frac = m.groups()
+    clock = (int(h or 0) * 3600 + int(mi or 0) * 60 + int(sec or 0)) * 10**6 + int((frac or "0").ljust(6, "0"))
+    return int(days or 0) * _DAY + (-clock if sign else clock)
 
 
 def _inner(v) -> str:
@@ -300,6 +319,8 @@ def _inner(v) -> str:
 
 def same_value(got: str, want: str) -> bool:
     if got == want:
+        return True
+    if (g := interval_micros(got)) is not None and g == interval_micros(want):
         return True
     if want == "(empty)" and got == "":
         return True

@@ -174,6 +174,23 @@ _NULL_AS = {
 }  # fmt: skip
 
 
+def _text_unlike_duckdb(v) -> bool:
+    """Whether Arrow's text of ``v`` is not DuckDB's: an INTERVAL (a duration here: DuckDB writes its own
+    days/hours split, '30:00:00'), a time with a zone ('+00'), a date or timestamp outside the years 1 to 9999
+    ('1994-08-14 (BC)')."""
+    if pa.types.is_duration(v.type) or pa.types.is_timestamp(v.type) and v.type.tz is not None:
+        return True
+    if pa.types.is_date(v.type) or pa.types.is_timestamp(v.type):
+        days = pc.cast(v, pa.int32()) if pa.types.is_date32(v.type) else None
+        if days is None:
+            per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
+            days = pc.divide(pc.cast(v, pa.int64()), per_day)
+        low, high = pc.min_max(days).values() if isinstance(days, pa.Array) else (days, days)
+        # 0001-01-01 and 9999-12-31 as days since 1970-01-01
+        return low.is_valid and (low.as_py() < -719162 or high.as_py() > 2932896)
+    return False
+
+
 class SqlEvaluator:
     """Evaluates SQL trees over ``columns`` (name -> Arrow array) of ``n`` rows.
 
@@ -377,6 +394,8 @@ class SqlEvaluator:
             return text_to_time(v, target, text)
         if _temporal(target) and not (_temporal(v.type) or pa.types.is_null(v.type)):
             raise SqlTypeError(f"type error in {text}: cannot cast {v.type} to {target} (not supported)")
+        if pa.types.is_string(target) and _text_unlike_duckdb(v):
+            raise SqlTypeError(f"type error in {text}: a cast of {v.type} to VARCHAR is not supported")
         if pa.types.is_timestamp(v.type) and v.type.tz is None and pa.types.is_string(target):
             return time_to_text(v)
         if pa.types.is_floating(v.type) and pa.types.is_string(target):

@@ -4,6 +4,8 @@ DuckDB's regex options."""
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_EVEN, Decimal
+
 from sqlglot import exp
 
 from ..core.errors import PlanError
@@ -30,17 +32,27 @@ def interval_micros(node: exp.Expression) -> int:
         parts = parts + ["SECOND"] if len(parts) == 1 else parts  # INTERVAL '5': seconds
         if len(parts) % 2:
             raise PlanError(f"an INTERVAL of {value!r} is not supported (write 'n unit', e.g. '1 day 2 hours')")
+        if not value.strip():
+            raise PlanError(f"could not convert {value!r} to an INTERVAL")
         total = 0
         for text, unit_name in zip(parts[::2], parts[1::2], strict=True):
             unit_name = unit_name.upper()[:-1] if unit_name.upper().endswith("S") else unit_name.upper()
             if unit_name not in _UNIT_US:
                 raise PlanError(f"unsupported interval unit {unit_name!r} in {node.sql()}")
             try:
-                total += int(round(float(text) * _UNIT_US[unit_name]))
-            except ValueError:
+                number = Decimal(text)
+            except ArithmeticError:
                 raise PlanError(
                     f"an INTERVAL of a value that is not a constant is not supported: {node.sql()}"
                 ) from None
+            if number != int(number) and unit_name not in ("SECOND", "MILLISECOND", "MICROSECOND"):
+                # DuckDB: INTERVAL '1.5' DAY is 1 day, INTERVAL '1.5 days' 36 hours (sqlglot reads both alike)
+                raise PlanError(f"a fraction of a {unit_name.lower()} in an INTERVAL is not supported: {node.sql()}")
+            if unit_name == "MICROSECOND":
+                number = Decimal(int(number))  # DuckDB drops a fraction of a microsecond
+            total += int((number * _UNIT_US[unit_name]).to_integral_value(ROUND_HALF_EVEN))
+        if not -(2**63) < total < 2**63:
+            raise PlanError(f"{node.sql()} is out of the range of an INTERVAL tidal holds (64-bit microseconds)")
         return total
     if isinstance(node, exp.Literal) and not node.is_string:
         return int(node.name)
