@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from . import sqldecimal as dec
+from . import sqltime
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
@@ -172,23 +173,6 @@ _NULL_AS = {
     "round": pa.int64(),
     "strftime": pa.timestamp("us"),
 }  # fmt: skip
-
-
-def _text_unlike_duckdb(v) -> bool:
-    """Whether Arrow's text of ``v`` is not DuckDB's: an INTERVAL (a duration here: DuckDB writes its own
-    days/hours split, '30:00:00'), a time with a zone ('+00'), a date or timestamp outside the years 1 to 9999
-    ('1994-08-14 (BC)')."""
-    if pa.types.is_duration(v.type) or pa.types.is_timestamp(v.type) and v.type.tz is not None:
-        return True
-    if pa.types.is_date(v.type) or pa.types.is_timestamp(v.type):
-        days = pc.cast(v, pa.int32()) if pa.types.is_date32(v.type) else None
-        if days is None:
-            per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
-            days = pc.divide(pc.cast(v, pa.int64()), per_day)
-        low, high = pc.min_max(days).values() if isinstance(days, pa.Array) else (days, days)
-        # 0001-01-01 and 9999-12-31 as days since 1970-01-01
-        return low.is_valid and (low.as_py() < -719162 or high.as_py() > 2932896)
-    return False
 
 
 class SqlEvaluator:
@@ -394,8 +378,7 @@ class SqlEvaluator:
             return text_to_time(v, target, text)
         if _temporal(target) and not (_temporal(v.type) or pa.types.is_null(v.type)):
             raise SqlTypeError(f"type error in {text}: cannot cast {v.type} to {target} (not supported)")
-        if pa.types.is_string(target) and _text_unlike_duckdb(v):
-            raise SqlTypeError(f"type error in {text}: a cast of {v.type} to VARCHAR is not supported")
+        sqltime.check_text_cast(v, target, text)
         if pa.types.is_timestamp(v.type) and v.type.tz is None and pa.types.is_string(target):
             return time_to_text(v)
         if pa.types.is_floating(v.type) and pa.types.is_string(target):
@@ -601,10 +584,8 @@ _FUNCS = (
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
         "length": _first(lambda v: cast_to(pc.utf8_length(v), pa.int64())),
-        "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
-        "strptime": _first(
-            lambda v, fmt: cast_to(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")
-        ),
+        "date_trunc": _first(sqltime.date_trunc),
+        "strptime": _first(sqltime.strptime, pa.timestamp("us")),
         "strftime": _first(strftime, pa.string()),
         "to_date": _first(lambda v: cast_to(v, pa.date32())),
         "current_timestamp": lambda ev, node: pa.scalar(

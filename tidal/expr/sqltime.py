@@ -6,11 +6,18 @@ forms, its ``%c`` is C's), so the format is split at those codes: the rest is fo
 over whole seconds, the others are computed per row, and the pieces joined. A code DuckDB does not
 know is an error naming it, never text passed through.
 
+``strptime(text, format)``: each distinct text is read by Python's ``datetime.strptime``, which checks
+the fields as DuckDB does (no 30 February, no second 60) where Arrow's C ``strptime`` rolls them over;
+codes Python reads otherwise than DuckDB (week numbers, day of the year, ISO years, zones, %g/%n
+fractions, %p beside a 24-hour %H) are refused by name. A text that does not parse is an error, as in
+DuckDB.
+
 ``date - date`` is the number of days between them (a BIGINT, DuckDB's), ``date ± integer`` a date.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -79,6 +86,8 @@ def strftime(v, fmt: str):
             pieces.append(pc.cast(pc.cast(_UNPADDED[code](v), pa.int64()), pa.string()))
         else:
             raise SqlTypeError(f"strftime: the format code {m.group(0)!r} (in {fmt!r}) is not supported")
+    if "%" in fmt[at:]:  # DuckDB: "Trailing format character %"
+        raise SqlTypeError(f"strftime: a trailing format character % (in {fmt!r}) is not supported")
     arrow_fmt.append(fmt[at:].replace("%", "%%"))
     flush()
     if len(pieces) == 1:
@@ -207,3 +216,81 @@ def text_to_int(v, target: pa.DataType, text: str):
         return pc.cast(wide, target)
     except pa.ArrowInvalid:
         raise SqlTypeError(f"cannot evaluate {text}: a value is out of {target}'s range") from None
+
+
+# strptime codes Python reads as DuckDB does; the spelled-out ones as DuckDB spells them
+_PARSE_SAME = set("YmdHMSybBhaAIpf%")
+_PARSE_UNPADDED = set("dmHMSyI")
+
+
+def _python_format(fmt: str) -> str:
+    if not fmt:
+        raise SqlTypeError("strptime: an empty format is not supported")
+    out, at = [], 0
+    for m in _CODE.finditer(fmt):
+        out.append(fmt[at : m.start()])
+        at = m.end()
+        dash, code = m.groups()
+        if dash and code in _PARSE_UNPADDED or not dash and code in _PARSE_SAME:
+            out.append("%" + code)
+        elif not dash and code in _SPELLED:
+            out.append(_SPELLED[code])
+        else:
+            raise SqlTypeError(f"strptime: the format code {m.group(0)!r} (in {fmt!r}) is not supported")
+    if "%" in fmt[at:]:
+        raise SqlTypeError(f"strptime: a trailing format character % (in {fmt!r}) is not supported")
+    out.append(fmt[at:])
+    text = "".join(out)
+    if "%p" in text and "%I" not in text:  # DuckDB: AM/PM beside a 24-hour %H is an error; Python ignores it
+        raise SqlTypeError(f"strptime: %p without %I (in {fmt!r}) is not supported")
+    return text
+
+
+def strptime(v, fmt: str):
+    """``strptime(text, format)`` as DuckDB reads it (see the module's docstring): a TIMESTAMP."""
+    python_fmt = _python_format(fmt)
+    if isinstance(v, pa.Scalar):
+        return strptime(pa.array([v.as_py()], v.type), fmt)[0]
+    texts = v.to_pylist()
+    parsed: dict[str, dt.datetime] = {}
+    out = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        if text not in parsed:
+            value = text.strip() if python_fmt == python_fmt.strip() else text  # DuckDB skips outer blanks
+            try:
+                parsed[text] = dt.datetime.strptime(value, python_fmt)
+            except ValueError as e:
+                raise SqlTypeError(f"strptime: could not parse {text!r} according to the format {fmt!r}: {e}") from None
+        out.append(parsed[text])
+    return pa.array(out, pa.timestamp("us"))
+
+
+def text_unlike_duckdb(v) -> bool:
+    """Whether Arrow's text of ``v`` is not DuckDB's: an INTERVAL (a duration here: DuckDB writes its own
+    days/hours split, '30:00:00'), a time with a zone ('+00'), a date or timestamp outside the years 1 to 9999
+    ('1994-08-14 (BC)')."""
+    if pa.types.is_duration(v.type) or pa.types.is_timestamp(v.type) and v.type.tz is not None:
+        return True
+    if pa.types.is_date(v.type) or pa.types.is_timestamp(v.type):
+        days = pc.cast(v, pa.int32()) if pa.types.is_date32(v.type) else None
+        if days is None:
+            per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
+            days = pc.divide(pc.cast(v, pa.int64()), per_day)
+        low, high = pc.min_max(days).values() if isinstance(days, pa.Array) else (days, days)
+        # 0001-01-01 and 9999-12-31 as days since 1970-01-01
+        return low.is_valid and (low.as_py() < -719162 or high.as_py() > 2932896)
+    return False
+
+
+def date_trunc(v, unit: str):
+    """``date_trunc(unit, v)``: of a DATE, a TIMESTAMP (DuckDB's)."""
+    return pc.floor_temporal(pc.cast(v, pa.timestamp("us")) if pa.types.is_date(v.type) else v, unit=unit)
+
+
+def check_text_cast(v, target: pa.DataType, text: str) -> None:
+    """Refuses a cast to VARCHAR whose text tidal would write otherwise than DuckDB."""
+    if pa.types.is_string(target) and text_unlike_duckdb(v):
+        raise SqlTypeError(f"type error in {text}: a cast of {v.type} to VARCHAR is not supported")

@@ -444,11 +444,17 @@ class _Translator(MoreTranslations):
 
     t_DateTrunc = t_TimestampTrunc
 
+    def _time_format(self, e):
+        text = self._text(e, e.args["format"], "format")
+        if text == "None":  # sqlglot reads the format '' as 'None': which one the query wrote is lost
+            raise PlanError(f"{e.sql(dialect='duckdb')}: an empty format (or 'None') is not supported")
+        return text
+
     def t_StrToTime(self, e):
-        return self._call("strptime", e, [e.this], [self._text(e, e.args["format"], "format")])
+        return self._call("strptime", e, [e.this], [self._time_format(e)])
 
     def t_TimeToStr(self, e):
-        return self._call("strftime", e, [e.this], [self._text(e, e.args["format"], "format")])
+        return self._call("strftime", e, [e.this], [self._time_format(e)])
 
     def t_CurrentTimestamp(self, e):
         return SqlCall("current_timestamp", ())
