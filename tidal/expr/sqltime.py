@@ -24,6 +24,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.errors import PlanError
 from .sqlstrings import SqlTypeError
 
 # codes Arrow formats as DuckDB does (over a timestamp in whole seconds)
@@ -279,7 +280,7 @@ def text_unlike_duckdb(v) -> bool:
         if days is None:
             per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
             days = pc.divide(pc.cast(v, pa.int64()), per_day)
-        low, high = pc.min_max(days).values() if isinstance(days, pa.Array) else (days, days)
+        low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
         # 0001-01-01 and 9999-12-31 as days since 1970-01-01
         return low.is_valid and (low.as_py() < -719162 or high.as_py() > 2932896)
     return False
@@ -294,3 +295,29 @@ def check_text_cast(v, target: pa.DataType, text: str) -> None:
     """Refuses a cast to VARCHAR whose text tidal would write otherwise than DuckDB."""
     if pa.types.is_string(target) and text_unlike_duckdb(v):
         raise SqlTypeError(f"type error in {text}: a cast of {v.type} to VARCHAR is not supported")
+
+
+_SHAPED = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?$")
+
+
+def refuse_time_text(value, text: str, shaped: bool = False) -> None:
+    """Raises "not supported" (which ``TRY_CAST`` does not turn into NULL) for a text DuckDB may read as a
+    date or timestamp and tidal does not: another shape ('2004/02/29', '12345-01-01', '1994-08-14 (BC)',
+    'infinity'), or (``shaped``: text of the form YYYY-MM-DD[ HH:MM[:SS[.F]]] Arrow did not read) a valid
+    date with an hour of 24, a seventh digit of a second... Empty text, and a date that does not exist
+    (2001-02-29, month 13), return: DuckDB cannot read those either."""
+    if value is None or not value.strip():
+        return
+    m = _SHAPED.match(value)
+    if m is None:
+        if shaped or re.fullmatch(r"[\d\s:-]*", value) is None or re.match(r"\d+[-\s]\d{1,2}[-\s]\d{1,2}", value):
+            raise PlanError(f"{text}: reading {value!r} as a date or timestamp is not supported")
+        return  # digits, '-' and ':' not starting with a date ('1111-11', '20200101'): DuckDB's error too
+    import datetime as dt
+
+    try:
+        dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return
+    if shaped:
+        raise PlanError(f"{text}: reading {value!r} as a date or timestamp is not supported")
