@@ -109,7 +109,9 @@ def text_to_time(v, target: pa.DataType, text: str):
         for example in [v] if isinstance(v, pa.Scalar) else v:
             refuse_time_text(example.as_py(), text, shaped=True)
         raise
-    return stamp if pa.types.is_timestamp(target) else pc.cast(pc.floor_temporal(stamp, unit="day"), pa.date32())
+    if pa.types.is_timestamp(target):  # TIMESTAMPTZ: the text's time in UTC, DuckDB's default TimeZone
+        return stamp if target.tz is None else pc.cast(stamp, target)
+    return pc.cast(pc.floor_temporal(stamp, unit="day"), pa.date32())
 
 
 def time_to_text(v):

@@ -56,8 +56,8 @@ _TYPES = {
 def arrow_type(node: exp.DataType) -> pa.DataType:
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
     name = name.upper().replace("TYPE.", "")
-    if name not in _TYPES:
-        raise PlanError(f"unsupported type {node.sql()}")
+    if name not in _TYPES or name.startswith(("TIMESTAMP", "DATE")) and node.expressions:
+        raise PlanError(f"unsupported type {node.sql()}")  # TIMESTAMP(3): DuckDB's TIMESTAMP_MS
     return _TYPES[name]
 
 
