@@ -285,7 +285,7 @@ class SqlEvaluator:
             if fn is not None:
                 return fn(self, node)
             if node.func in _UNARY_FNS:
-                return _UNARY_FNS[node.func](self.eval(node.args[0]))
+                return _UNARY_FNS[node.func](sqltime.check_calendar_range(self.eval(node.args[0]), node.func))
             if node.func in _FLOAT_FNS:
                 return _FLOAT_FNS[node.func](cast_to(self.eval(node.args[0]), pa.float64()))
         raise PlanError(f"unsupported SQL expression: {self.sql(node)}")
@@ -534,7 +534,7 @@ def _concat(ev: SqlEvaluator, node):
 
 def _part(ev: SqlEvaluator, node):
     unit = node.params[0].lower()
-    v = ev.eval(node.args[0])
+    v = sqltime.check_calendar_range(ev.eval(node.args[0]), f"date part {unit!r}")
     if unit == "dow":
         return pc.day_of_week(v, count_from_zero=True, week_start=7)
     if unit == "epoch":  # seconds with their fraction (DuckDB's DOUBLE)

@@ -57,6 +57,7 @@ _UNPADDED = {
 
 def strftime(v, fmt: str):
     """``strftime(v, fmt)`` with DuckDB's format codes (see the module's docstring)."""
+    v = check_calendar_range(v, "strftime")
     if pa.types.is_date(v.type):
         v = pc.cast(v, pa.timestamp("us"))
     if pa.types.is_timestamp(v.type) and v.type.unit != "us":
@@ -288,6 +289,7 @@ def text_unlike_duckdb(v) -> bool:
 
 def date_trunc(v, unit: str):
     """``date_trunc(unit, v)``: of a DATE, a TIMESTAMP (DuckDB's)."""
+    v = check_calendar_range(v, "date_trunc")
     return pc.floor_temporal(pc.cast(v, pa.timestamp("us")) if pa.types.is_date(v.type) else v, unit=unit)
 
 
@@ -321,3 +323,24 @@ def refuse_time_text(value, text: str, shaped: bool = False) -> None:
         return
     if shaped:
         raise PlanError(f"{text}: reading {value!r} as a date or timestamp is not supported")
+
+
+# days since 1970-01-01 of -32767-01-01 and 32767-12-31: Arrow's calendar functions (year, month, day of
+# the week, date_trunc, strftime) hold the year in 16 bits and answer garbage beyond
+_FAR = (-12_687_428, 11_248_737)
+
+
+def check_calendar_range(v, what: str):
+    """``v`` (a date or timestamp array or scalar) unchanged; refused when one of its values lies beyond
+    the years Arrow's calendar functions compute right (DuckDB's dates reach 5,881,580)."""
+    if not (pa.types.is_date(v.type) or pa.types.is_timestamp(v.type)):
+        return v
+    if pa.types.is_date32(v.type):
+        days = pc.cast(v, pa.int32())
+    else:
+        per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
+        days = pc.divide(pc.cast(v, pa.int64()), per_day)
+    low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
+    if low.is_valid and (low.as_py() < _FAR[0] or high.as_py() > _FAR[1]):
+        raise PlanError(f"{what} of a date beyond the years -32767 to 32767 is not supported")
+    return v
