@@ -97,7 +97,13 @@ _TIMESTAMP_TEXT = r"^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9}
 def text_to_time(v, target: pa.DataType, text: str):
     """A string cast to a timestamp or a date (DuckDB: a date's text may carry a time, dropped);
     text in another form (a zone offset, a bare hour) is an error, not a guess."""
-    v = pc.utf8_trim_whitespace(v)  # DuckDB reads ' 2001-02-28 '
+    trimmed = pc.utf8_trim_whitespace(v)  # DuckDB reads ' 2001-02-28 ' as a date
+    if pa.types.is_timestamp(target) and not pc.all(pc.equal(trimmed, v)).as_py():
+        changed = (
+            v if isinstance(v, pa.Scalar) else pc.filter(v, pc.invert(pc.fill_null(pc.equal(trimmed, v), True)))[0]
+        )
+        refuse_time_text(changed.as_py().strip(), text, shaped=None)
+    v = trimmed
     bad = pc.invert(pc.fill_null(pc.match_substring_regex(v, _TIMESTAMP_TEXT), True))
     if isinstance(v, pa.Scalar) and bad.as_py() or not isinstance(v, pa.Scalar) and pc.any(bad).as_py():
         example = v if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0]

@@ -311,6 +311,8 @@ def refuse_time_text(value, text: str, shaped: bool = False) -> None:
     if value is None or not value.strip():
         return
     m = _SHAPED.match(value)
+    if m is not None and shaped is None:  # (DuckDB reads '2020-01-01 ' as a DATE, not as a TIMESTAMP)
+        raise PlanError(f"{text}: reading {value!r} with blanks around it as a timestamp is not supported")
     if m is None:
         if shaped or re.fullmatch(r"[\d\s:-]*", value) is None or re.match(r"\d+[-\s]\d{1,2}[-\s]\d{1,2}", value):
             raise PlanError(f"{text}: reading {value!r} as a date or timestamp is not supported")

@@ -74,8 +74,9 @@ PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 
 def _sort_keys(table: pa.Table, order) -> list[tuple[str, str, str]]:
     for name, _, _ in order:
-        if pa.types.is_nested(table.schema.field(name).type):  # Arrow sorts no lists or structs
-            raise PlanError(f"ORDER BY a LIST or STRUCT value ({name}) is not supported")
+        t = table.schema.field(name).type
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):  # Arrow sorts none
+            raise PlanError(f"ORDER BY a LIST value ({name}) is not supported")
     keys = [(name, "descending" if desc else "ascending", "at_start" if nf else "at_end") for name, desc, nf in order]
     keys += [
         (f.name, "ascending", "at_end")

@@ -4,7 +4,7 @@ DuckDB's regex options."""
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -45,12 +45,10 @@ def interval_micros(node: exp.Expression) -> int:
                 raise PlanError(
                     f"an INTERVAL of a value that is not a constant is not supported: {node.sql()}"
                 ) from None
-            if number != int(number) and unit_name not in ("SECOND", "MILLISECOND", "MICROSECOND"):
-                # DuckDB: INTERVAL '1.5' DAY is 1 day, INTERVAL '1.5 days' 36 hours (sqlglot reads both alike)
-                raise PlanError(f"a fraction of a {unit_name.lower()} in an INTERVAL is not supported: {node.sql()}")
-            if unit_name == "MICROSECOND":
-                number = Decimal(int(number))  # DuckDB drops a fraction of a microsecond
-            total += int((number * _UNIT_US[unit_name]).to_integral_value(ROUND_HALF_EVEN))
+            separate = unit is not None and unit.name and not node.args.get("fraction_in_string")
+            if separate and unit_name not in ("SECOND", "MILLISECOND"):
+                number = Decimal(int(number))  # INTERVAL '1.5' DAY: DuckDB drops the fraction ('1.5 days' keeps it)
+            total += int(round(float(number) * _UNIT_US[unit_name]))  # (as DuckDB rounds '0.0000000005 DAY')
         if not -(2**63) < total < 2**63:
             raise PlanError(f"{node.sql()} is out of the range of an INTERVAL tidal holds (64-bit microseconds)")
         return total
