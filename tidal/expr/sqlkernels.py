@@ -398,15 +398,9 @@ class SqlEvaluator:
     def _try_cast(self, node: Cast):
         try:
             return self._cast(self.eval(node.operand), node.to)
-        except (pa.ArrowInvalid, SqlTypeError):
-            out = []
+        except (pa.ArrowInvalid, SqlTypeError) as exc:
             values = self.array(node.operand)
-            for x in values.to_pylist():
-                try:
-                    out.append(self._cast(pa.scalar(x, values.type), node.to).as_py())
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, SqlTypeError):
-                    out.append(None)
-            return pa.array(out, node.to)
+            return sqltime.try_each(exc, values, node.to, lambda x: self._cast(pa.scalar(x, values.type), node.to))
 
     def in_values(self, v, scalars):
         """``v IN (constants)`` (SQL null rules)."""

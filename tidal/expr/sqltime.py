@@ -24,7 +24,6 @@ from decimal import ROUND_HALF_UP, Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.errors import PlanError
 from .sqlstrings import SqlTypeError
 
 # codes Arrow formats as DuckDB does (over a timestamp in whole seconds)
@@ -299,6 +298,27 @@ def check_text_cast(v, target: pa.DataType, text: str) -> None:
         raise SqlTypeError(f"type error in {text}: a cast of {v.type} to VARCHAR is not supported")
 
 
+class NotExact(SqlTypeError):
+    """tidal cannot give DuckDB's value for these values: "not supported". A CASE still tries it on only the
+    rows that reach it (as any type error); ``TRY_CAST`` never turns it into NULL."""
+
+
+def try_each(exc, values, target: pa.DataType, cast_one):
+    """``TRY_CAST`` row by row after the whole column's cast raised ``exc``: NULL where a value's cast fails,
+    the error where tidal cannot cast exactly (:class:`NotExact`)."""
+    if isinstance(exc, NotExact):
+        raise exc
+    out = []
+    for x in values.to_pylist():
+        try:
+            out.append(cast_one(x).as_py())
+        except NotExact:
+            raise
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, SqlTypeError):
+            out.append(None)
+    return pa.array(out, target)
+
+
 _SHAPED = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?$")
 
 
@@ -312,10 +332,10 @@ def refuse_time_text(value, text: str, shaped: bool = False) -> None:
         return
     m = _SHAPED.match(value)
     if m is not None and shaped is None:  # (DuckDB reads '2020-01-01 ' as a DATE, not as a TIMESTAMP)
-        raise PlanError(f"{text}: reading {value!r} with blanks around it as a timestamp is not supported")
+        raise NotExact(f"{text}: reading {value!r} with blanks around it as a timestamp is not supported")
     if m is None:
         if shaped or re.fullmatch(r"[\d\s:-]*", value) is None or re.match(r"\d+[-\s]\d{1,2}[-\s]\d{1,2}", value):
-            raise PlanError(f"{text}: reading {value!r} as a date or timestamp is not supported")
+            raise NotExact(f"{text}: reading {value!r} as a date or timestamp is not supported")
         return  # digits, '-' and ':' not starting with a date ('1111-11', '20200101'): DuckDB's error too
     import datetime as dt
 
@@ -324,7 +344,7 @@ def refuse_time_text(value, text: str, shaped: bool = False) -> None:
     except ValueError:
         return
     if shaped:
-        raise PlanError(f"{text}: reading {value!r} as a date or timestamp is not supported")
+        raise NotExact(f"{text}: reading {value!r} as a date or timestamp is not supported")
 
 
 # days since 1970-01-01 of -32767-01-01 and 32767-12-31: Arrow's calendar functions (year, month, day of
@@ -344,5 +364,5 @@ def check_calendar_range(v, what: str):
         days = pc.divide(pc.cast(v, pa.int64()), per_day)
     low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
     if low.is_valid and (low.as_py() < _FAR[0] or high.as_py() > _FAR[1]):
-        raise PlanError(f"{what} of a date beyond the years -32767 to 32767 is not supported")
+        raise NotExact(f"{what} of a date beyond the years -32767 to 32767 is not supported")
     return v
