@@ -98,10 +98,9 @@ def text_to_time(v, target: pa.DataType, text: str):
     """A string cast to a timestamp or a date (DuckDB: a date's text may carry a time, dropped);
     text in another form (a zone offset, a bare hour) is an error, not a guess."""
     trimmed = pc.utf8_trim_whitespace(v)  # DuckDB reads ' 2001-02-28 ' as a date
-    if pa.types.is_timestamp(target) and not pc.all(pc.equal(trimmed, v)).as_py():
-        changed = (
-            v if isinstance(v, pa.Scalar) else pc.filter(v, pc.invert(pc.fill_null(pc.equal(trimmed, v), True)))[0]
-        )
+    blanks = pc.fill_null(pc.not_equal(trimmed, v), False)
+    if pa.types.is_timestamp(target) and (blanks.as_py() if isinstance(blanks, pa.Scalar) else pc.any(blanks).as_py()):
+        changed = v if isinstance(v, pa.Scalar) else pc.filter(v, blanks)[0]
         refuse_time_text(changed.as_py().strip(), text, shaped=None)
     v = trimmed
     bad = pc.invert(pc.fill_null(pc.match_substring_regex(v, _TIMESTAMP_TEXT), True))

@@ -330,12 +330,16 @@ def refuse_time_text(value, text: str, shaped: bool = False) -> None:
     (2001-02-29, month 13), return: DuckDB cannot read those either."""
     if value is None or not value.strip():
         return
+    if not re.search(r"\d", value) and not re.search(r"(?i)inf|epoch", value):
+        return  # no digit, no 'infinity' or 'epoch' ('x', 'now'): DuckDB's error too
     m = _SHAPED.match(value)
     if m is not None and shaped is None:  # (DuckDB reads '2020-01-01 ' as a DATE, not as a TIMESTAMP)
         raise NotExact(f"{text}: reading {value!r} with blanks around it as a timestamp is not supported")
     if m is None:
         if shaped or re.fullmatch(r"[\d\s:-]*", value) is None or re.match(r"\d+[-\s]\d{1,2}[-\s]\d{1,2}", value):
-            raise NotExact(f"{text}: reading {value!r} as a date or timestamp is not supported")
+            raise NotExact(
+                f"{text}: {value!r} is not a timestamp tidal reads (YYYY-MM-DD[ HH:MM[:SS[.F]]]): not supported"
+            )
         return  # digits, '-' and ':' not starting with a date ('1111-11', '20200101'): DuckDB's error too
     import datetime as dt
 
@@ -344,7 +348,7 @@ def refuse_time_text(value, text: str, shaped: bool = False) -> None:
     except ValueError:
         return
     if shaped:
-        raise NotExact(f"{text}: reading {value!r} as a date or timestamp is not supported")
+        raise NotExact(f"{text}: {value!r} is not a timestamp tidal reads (YYYY-MM-DD[ HH:MM[:SS[.F]]]): not supported")
 
 
 # days since 1970-01-01 of -32767-01-01 and 32767-12-31: Arrow's calendar functions (year, month, day of
