@@ -17,13 +17,17 @@ from sql.sqllogic import area_of, run_file, table
 
 ROOT = Path(__file__).parent / "duckdb_logic"
 FILES = sorted(ROOT.rglob("*.test"))
-PASS_FLOOR = 0.96  # of the blocks in scope (420 of 434 pass); raise it as tidal learns more
+PASS_FLOOR = 0.96  # of the blocks in scope (439 of 450 pass); raise it as tidal learns more
 # areas with a floor of their own (left out of PASS_FLOOR's total): DuckDB's test/sql/subquery files
 AREA_FLOORS = {"subquery_any_all": 0.93, "subquery_exists": 0.96, "subquery_scalar": 0.73}
 # and the areas vendored later, mostly refusals of functions tidal does not have (printf, list functions,
 # ranges in window frames...): aggregate/aggregates, function/numeric and function/string beyond the
 # first selection, types/decimal, window
 AREA_FLOORS |= {"aggregate_more": 0.45, "numeric_more": 0.66, "string_more": 0.51, "decimal": 0.88, "window": 0.46}
+# time types and functions (function/date, function/timestamp, function/interval, types/date, types/timestamp,
+# types/interval), CTEs, Top-N and DISTINCT: mostly refusals of what tidal does not hold (DuckDB's infinities,
+# BC and far dates, months in intervals, time zones, recursive CTEs, GROUPING SETS...)
+AREA_FLOORS |= {"date": 0.52, "timestamp": 0.35, "interval": 0.35, "cte": 0.53, "topn": 0.98, "distinct": 0.62}
 
 
 @pytest.fixture(scope="module")

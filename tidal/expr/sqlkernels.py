@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from . import sqldecimal as dec
+from . import sqltime
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
@@ -284,7 +285,7 @@ class SqlEvaluator:
             if fn is not None:
                 return fn(self, node)
             if node.func in _UNARY_FNS:
-                return _UNARY_FNS[node.func](self.eval(node.args[0]))
+                return _UNARY_FNS[node.func](sqltime.check_calendar_range(self.eval(node.args[0]), node.func))
             if node.func in _FLOAT_FNS:
                 return _FLOAT_FNS[node.func](cast_to(self.eval(node.args[0]), pa.float64()))
         raise PlanError(f"unsupported SQL expression: {self.sql(node)}")
@@ -377,6 +378,7 @@ class SqlEvaluator:
             return text_to_time(v, target, text)
         if _temporal(target) and not (_temporal(v.type) or pa.types.is_null(v.type)):
             raise SqlTypeError(f"type error in {text}: cannot cast {v.type} to {target} (not supported)")
+        sqltime.check_text_cast(v, target, text)
         if pa.types.is_timestamp(v.type) and v.type.tz is None and pa.types.is_string(target):
             return time_to_text(v)
         if pa.types.is_floating(v.type) and pa.types.is_string(target):
@@ -396,15 +398,9 @@ class SqlEvaluator:
     def _try_cast(self, node: Cast):
         try:
             return self._cast(self.eval(node.operand), node.to)
-        except (pa.ArrowInvalid, SqlTypeError):
-            out = []
+        except (pa.ArrowInvalid, SqlTypeError) as exc:
             values = self.array(node.operand)
-            for x in values.to_pylist():
-                try:
-                    out.append(self._cast(pa.scalar(x, values.type), node.to).as_py())
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, SqlTypeError):
-                    out.append(None)
-            return pa.array(out, node.to)
+            return sqltime.try_each(exc, values, node.to, lambda x: self._cast(pa.scalar(x, values.type), node.to))
 
     def in_values(self, v, scalars):
         """``v IN (constants)`` (SQL null rules)."""
@@ -532,7 +528,7 @@ def _concat(ev: SqlEvaluator, node):
 
 def _part(ev: SqlEvaluator, node):
     unit = node.params[0].lower()
-    v = ev.eval(node.args[0])
+    v = sqltime.check_calendar_range(ev.eval(node.args[0]), f"date part {unit!r}")
     if unit == "dow":
         return pc.day_of_week(v, count_from_zero=True, week_start=7)
     if unit == "epoch":  # seconds with their fraction (DuckDB's DOUBLE)
@@ -582,10 +578,8 @@ _FUNCS = (
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
         "length": _first(lambda v: cast_to(pc.utf8_length(v), pa.int64())),
-        "date_trunc": _first(lambda v, unit: pc.floor_temporal(v, unit=unit)),
-        "strptime": _first(
-            lambda v, fmt: cast_to(pc.strptime(v, fmt, unit="us"), pa.timestamp("us")), pa.timestamp("us")
-        ),
+        "date_trunc": _first(sqltime.date_trunc),
+        "strptime": _first(sqltime.strptime, pa.timestamp("us")),
         "strftime": _first(strftime, pa.string()),
         "to_date": _first(lambda v: cast_to(v, pa.date32())),
         "current_timestamp": lambda ev, node: pa.scalar(

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid, check_substring_range
+from .sqltime import refuse_time_text
 
 
 def _numeric(t) -> bool:
@@ -96,12 +97,26 @@ _TIMESTAMP_TEXT = r"^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d{1,9}
 def text_to_time(v, target: pa.DataType, text: str):
     """A string cast to a timestamp or a date (DuckDB: a date's text may carry a time, dropped);
     text in another form (a zone offset, a bare hour) is an error, not a guess."""
+    trimmed = pc.utf8_trim_whitespace(v)  # DuckDB reads ' 2001-02-28 ' as a date
+    blanks = pc.fill_null(pc.not_equal(trimmed, v), False)
+    if pa.types.is_timestamp(target) and (blanks.as_py() if isinstance(blanks, pa.Scalar) else pc.any(blanks).as_py()):
+        changed = v if isinstance(v, pa.Scalar) else pc.filter(v, blanks)[0]
+        refuse_time_text(changed.as_py().strip(), text, shaped=None)
+    v = trimmed
     bad = pc.invert(pc.fill_null(pc.match_substring_regex(v, _TIMESTAMP_TEXT), True))
     if isinstance(v, pa.Scalar) and bad.as_py() or not isinstance(v, pa.Scalar) and pc.any(bad).as_py():
         example = v if isinstance(v, pa.Scalar) else pc.filter(v, bad)[0]
+        refuse_time_text(example.as_py(), text)
         raise SqlTypeError(f"cannot evaluate {text}: {example} is not a timestamp (YYYY-MM-DD[ HH:MM[:SS[.US]]])")
-    stamp = pc.cast(v, pa.timestamp("us"))
-    return stamp if pa.types.is_timestamp(target) else pc.cast(pc.floor_temporal(stamp, unit="day"), pa.date32())
+    try:
+        stamp = pc.cast(v, pa.timestamp("us"))
+    except pa.ArrowInvalid:
+        for example in [v] if isinstance(v, pa.Scalar) else v:
+            refuse_time_text(example.as_py(), text, shaped=True)
+        raise
+    if pa.types.is_timestamp(target):  # TIMESTAMPTZ: the text's time in UTC, DuckDB's default TimeZone
+        return stamp if target.tz is None else pc.cast(stamp, target)
+    return pc.cast(pc.floor_temporal(stamp, unit="day"), pa.date32())
 
 
 def time_to_text(v):

@@ -6,11 +6,18 @@ forms, its ``%c`` is C's), so the format is split at those codes: the rest is fo
 over whole seconds, the others are computed per row, and the pieces joined. A code DuckDB does not
 know is an error naming it, never text passed through.
 
+``strptime(text, format)``: each distinct text is read by Python's ``datetime.strptime``, which checks
+the fields as DuckDB does (no 30 February, no second 60) where Arrow's C ``strptime`` rolls them over;
+codes Python reads otherwise than DuckDB (week numbers, day of the year, ISO years, zones, %g/%n
+fractions, %p beside a 24-hour %H) are refused by name. A text that does not parse is an error, as in
+DuckDB.
+
 ``date - date`` is the number of days between them (a BIGINT, DuckDB's), ``date ± integer`` a date.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -49,6 +56,7 @@ _UNPADDED = {
 
 def strftime(v, fmt: str):
     """``strftime(v, fmt)`` with DuckDB's format codes (see the module's docstring)."""
+    v = check_calendar_range(v, "strftime")
     if pa.types.is_date(v.type):
         v = pc.cast(v, pa.timestamp("us"))
     if pa.types.is_timestamp(v.type) and v.type.unit != "us":
@@ -79,6 +87,8 @@ def strftime(v, fmt: str):
             pieces.append(pc.cast(pc.cast(_UNPADDED[code](v), pa.int64()), pa.string()))
         else:
             raise SqlTypeError(f"strftime: the format code {m.group(0)!r} (in {fmt!r}) is not supported")
+    if "%" in fmt[at:]:  # DuckDB: "Trailing format character %"
+        raise SqlTypeError(f"strftime: a trailing format character % (in {fmt!r}) is not supported")
     arrow_fmt.append(fmt[at:].replace("%", "%%"))
     flush()
     if len(pieces) == 1:
@@ -207,3 +217,156 @@ def text_to_int(v, target: pa.DataType, text: str):
         return pc.cast(wide, target)
     except pa.ArrowInvalid:
         raise SqlTypeError(f"cannot evaluate {text}: a value is out of {target}'s range") from None
+
+
+# strptime codes Python reads as DuckDB does; the spelled-out ones as DuckDB spells them
+_PARSE_SAME = set("YmdHMSybBhaAIpf%")
+_PARSE_UNPADDED = set("dmHMSyI")
+
+
+def _python_format(fmt: str) -> str:
+    if not fmt:
+        raise SqlTypeError("strptime: an empty format is not supported")
+    out, at = [], 0
+    for m in _CODE.finditer(fmt):
+        out.append(fmt[at : m.start()])
+        at = m.end()
+        dash, code = m.groups()
+        if dash and code in _PARSE_UNPADDED or not dash and code in _PARSE_SAME:
+            out.append("%" + code)
+        elif not dash and code in _SPELLED:
+            out.append(_SPELLED[code])
+        else:
+            raise SqlTypeError(f"strptime: the format code {m.group(0)!r} (in {fmt!r}) is not supported")
+    if "%" in fmt[at:]:
+        raise SqlTypeError(f"strptime: a trailing format character % (in {fmt!r}) is not supported")
+    out.append(fmt[at:])
+    text = "".join(out)
+    if "%p" in text and "%I" not in text:  # DuckDB: AM/PM beside a 24-hour %H is an error; Python ignores it
+        raise SqlTypeError(f"strptime: %p without %I (in {fmt!r}) is not supported")
+    return text
+
+
+def strptime(v, fmt: str):
+    """``strptime(text, format)`` as DuckDB reads it (see the module's docstring): a TIMESTAMP."""
+    python_fmt = _python_format(fmt)
+    if isinstance(v, pa.Scalar):
+        return strptime(pa.array([v.as_py()], v.type), fmt)[0]
+    texts = v.to_pylist()
+    parsed: dict[str, dt.datetime] = {}
+    out = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        if text not in parsed:
+            value = text.strip() if python_fmt == python_fmt.strip() else text  # DuckDB skips outer blanks
+            try:
+                parsed[text] = dt.datetime.strptime(value, python_fmt)
+            except ValueError as e:
+                raise SqlTypeError(f"strptime: could not parse {text!r} according to the format {fmt!r}: {e}") from None
+        out.append(parsed[text])
+    return pa.array(out, pa.timestamp("us"))
+
+
+def text_unlike_duckdb(v) -> bool:
+    """Whether Arrow's text of ``v`` is not DuckDB's: an INTERVAL (a duration here: DuckDB writes its own
+    days/hours split, '30:00:00'), a time with a zone ('+00'), a date or timestamp outside the years 1 to 9999
+    ('1994-08-14 (BC)')."""
+    if pa.types.is_duration(v.type) or pa.types.is_timestamp(v.type) and v.type.tz is not None:
+        return True
+    if pa.types.is_date(v.type) or pa.types.is_timestamp(v.type):
+        days = pc.cast(v, pa.int32()) if pa.types.is_date32(v.type) else None
+        if days is None:
+            per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
+            days = pc.divide(pc.cast(v, pa.int64()), per_day)
+        low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
+        # 0001-01-01 and 9999-12-31 as days since 1970-01-01
+        return low.is_valid and (low.as_py() < -719162 or high.as_py() > 2932896)
+    return False
+
+
+def date_trunc(v, unit: str):
+    """``date_trunc(unit, v)``: of a DATE, a TIMESTAMP (DuckDB's)."""
+    v = check_calendar_range(v, "date_trunc")
+    return pc.floor_temporal(pc.cast(v, pa.timestamp("us")) if pa.types.is_date(v.type) else v, unit=unit)
+
+
+def check_text_cast(v, target: pa.DataType, text: str) -> None:
+    """Refuses a cast to VARCHAR whose text tidal would write otherwise than DuckDB."""
+    if pa.types.is_string(target) and text_unlike_duckdb(v):
+        raise SqlTypeError(f"type error in {text}: a cast of {v.type} to VARCHAR is not supported")
+
+
+class NotExact(SqlTypeError):
+    """tidal cannot give DuckDB's value for these values: "not supported". A CASE still tries it on only the
+    rows that reach it (as any type error); ``TRY_CAST`` never turns it into NULL."""
+
+
+def try_each(exc, values, target: pa.DataType, cast_one):
+    """``TRY_CAST`` row by row after the whole column's cast raised ``exc``: NULL where a value's cast fails,
+    the error where tidal cannot cast exactly (:class:`NotExact`)."""
+    if isinstance(exc, NotExact):
+        raise exc
+    out = []
+    for x in values.to_pylist():
+        try:
+            out.append(cast_one(x).as_py())
+        except NotExact:
+            raise
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, SqlTypeError):
+            out.append(None)
+    return pa.array(out, target)
+
+
+_SHAPED = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?$")
+
+
+def refuse_time_text(value, text: str, shaped: bool = False) -> None:
+    """Raises "not supported" (which ``TRY_CAST`` does not turn into NULL) for a text DuckDB may read as a
+    date or timestamp and tidal does not: another shape ('2004/02/29', '12345-01-01', '1994-08-14 (BC)',
+    'infinity'), or (``shaped``: text of the form YYYY-MM-DD[ HH:MM[:SS[.F]]] Arrow did not read) a valid
+    date with an hour of 24, a seventh digit of a second... Empty text, and a date that does not exist
+    (2001-02-29, month 13), return: DuckDB cannot read those either."""
+    if value is None or not value.strip():
+        return
+    if not re.search(r"\d", value) and not re.search(r"(?i)inf|epoch", value):
+        return  # no digit, no 'infinity' or 'epoch' ('x', 'now'): DuckDB's error too
+    m = _SHAPED.match(value)
+    if m is not None and shaped is None:  # (DuckDB reads '2020-01-01 ' as a DATE, not as a TIMESTAMP)
+        raise NotExact(f"{text}: reading {value!r} with blanks around it as a timestamp is not supported")
+    if m is None:
+        if shaped or re.fullmatch(r"[\d\s:-]*", value) is None or re.match(r"\d+[-\s]\d{1,2}[-\s]\d{1,2}", value):
+            raise NotExact(
+                f"{text}: {value!r} is not a timestamp tidal reads (YYYY-MM-DD[ HH:MM[:SS[.F]]]): not supported"
+            )
+        return  # digits, '-' and ':' not starting with a date ('1111-11', '20200101'): DuckDB's error too
+    import datetime as dt
+
+    try:
+        dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return
+    if shaped:
+        raise NotExact(f"{text}: {value!r} is not a timestamp tidal reads (YYYY-MM-DD[ HH:MM[:SS[.F]]]): not supported")
+
+
+# days since 1970-01-01 of -32767-01-01 and 32767-12-31: Arrow's calendar functions (year, month, day of
+# the week, date_trunc, strftime) hold the year in 16 bits and answer garbage beyond
+_FAR = (-12_687_428, 11_248_737)
+
+
+def check_calendar_range(v, what: str):
+    """``v`` (a date or timestamp array or scalar) unchanged; refused when one of its values lies beyond
+    the years Arrow's calendar functions compute right (DuckDB's dates reach 5,881,580)."""
+    if not (pa.types.is_date(v.type) or pa.types.is_timestamp(v.type)):
+        return v
+    if pa.types.is_date32(v.type):
+        days = pc.cast(v, pa.int32())
+    else:
+        per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
+        days = pc.divide(pc.cast(v, pa.int64()), per_day)
+    low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
+    if low.is_valid and (low.as_py() < _FAR[0] or high.as_py() > _FAR[1]):
+        raise NotExact(f"{what} of a date beyond the years -32767 to 32767 is not supported")
+    return v

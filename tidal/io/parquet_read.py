@@ -40,6 +40,7 @@ def read_schema(path: str) -> pa.Schema:
     try:
         schema = reader.schema_arrow
         refuse_intervals(schema, lambda: reader.metadata, path)
+        refuse_infinities(schema, reader.metadata, path)
         return schema
     except AttributeError:  # (as above)
         import pyarrow.parquet as pq
@@ -47,6 +48,31 @@ def read_schema(path: str) -> pa.Schema:
         return pq.read_schema(path)
     finally:
         reader.close()
+
+
+_INFINITE = {2**31 - 1, 2**63 - 1}  # DuckDB's 'infinity' date (int32) and timestamp (int64); minus: '-infinity'
+
+
+def refuse_infinities(schema: pa.Schema, md, path: str) -> None:
+    """DuckDB's ``'infinity'`` / ``'-infinity'`` dates and timestamps (the largest integers of their
+    Parquet columns) are an error naming the column: tidal would read them as far-off times (their year,
+    their arithmetic), not as DuckDB's infinities. Found by the row groups' statistics, without reading."""
+    if not any(pa.types.is_date(t) or pa.types.is_timestamp(t) for t in schema.types):
+        return
+    for i in range(md.num_columns):
+        column = md.schema.column(i)
+        if column.physical_type not in ("INT32", "INT64") or not (
+            "Date" in str(column.logical_type) or "Timestamp" in str(column.logical_type)
+        ):
+            continue
+        for g in range(md.num_row_groups):
+            stats = md.row_group(g).column(i).statistics
+            if stats is not None and stats.has_min_max and {abs(stats.min_raw), abs(stats.max_raw)} & _INFINITE:
+                from ..core.errors import InputError
+
+                raise InputError(
+                    f"{path}: column {column.path}: DuckDB's infinite dates and timestamps are not supported"
+                )
 
 
 def refuse_intervals(schema: pa.Schema, metadata, path: str) -> None:

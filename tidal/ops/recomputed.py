@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch
+from ..core.errors import PlanError
 from ..core.time import INFINITY
 from .base import Operator
 
@@ -158,6 +159,9 @@ class TickedChanges(Operator):
         sync, other = batch.sync, batch.other
         self.last = int(sync[-1]) if self.last is None else max(self.last, int(sync[-1]))
         self._closing(int(sync[0]))  # every tick before this batch's first is complete
+        for n in self.names:  # a list is no key of the multiset of rows
+            if pa.types.is_nested(batch.columns[n].type):
+                raise PlanError(f"ranking or DISTINCT ON rows with a LIST or STRUCT column ({n}) is not supported")
         rows = list(zip(*[row_values(batch.columns[n], self.signed_zeros) for n in self.names], strict=True))
         if self.bulk_inserts and bool((other == INFINITY).all()):
             bounds = np.flatnonzero(np.diff(sync)) + 1

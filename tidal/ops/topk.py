@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.batch import EventBatch
+from ..core.errors import PlanError
 from .recomputed import RecomputedSnapshot
 
 
@@ -72,6 +73,10 @@ PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 
 
 def _sort_keys(table: pa.Table, order) -> list[tuple[str, str, str]]:
+    for name, _, _ in order:
+        t = table.schema.field(name).type
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):  # Arrow sorts none
+            raise PlanError(f"ORDER BY a LIST value ({name}) is not supported")
     keys = [(name, "descending" if desc else "ascending", "at_start" if nf else "at_end") for name, desc, nf in order]
     keys += [
         (f.name, "ascending", "at_end")

@@ -56,8 +56,8 @@ _TYPES = {
 def arrow_type(node: exp.DataType) -> pa.DataType:
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
     name = name.upper().replace("TYPE.", "")
-    if name not in _TYPES:
-        raise PlanError(f"unsupported type {node.sql()}")
+    if name not in _TYPES or name.startswith(("TIMESTAMP", "DATE")) and node.expressions:
+        raise PlanError(f"unsupported type {node.sql()}")  # TIMESTAMP(3): DuckDB's TIMESTAMP_MS
     return _TYPES[name]
 
 
@@ -444,11 +444,17 @@ class _Translator(MoreTranslations):
 
     t_DateTrunc = t_TimestampTrunc
 
+    def _time_format(self, e):
+        text = self._text(e, e.args["format"], "format")
+        if text == "None":  # sqlglot reads the format '' as 'None': which one the query wrote is lost
+            raise PlanError(f"{e.sql(dialect='duckdb')}: an empty format (or 'None') is not supported")
+        return text
+
     def t_StrToTime(self, e):
-        return self._call("strptime", e, [e.this], [self._text(e, e.args["format"], "format")])
+        return self._call("strptime", e, [e.this], [self._time_format(e)])
 
     def t_TimeToStr(self, e):
-        return self._call("strftime", e, [e.this], [self._text(e, e.args["format"], "format")])
+        return self._call("strftime", e, [e.this], [self._time_format(e)])
 
     def t_CurrentTimestamp(self, e):
         return SqlCall("current_timestamp", ())

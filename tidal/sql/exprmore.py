@@ -4,6 +4,8 @@ DuckDB's regex options."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from sqlglot import exp
 
 from ..core.errors import PlanError
@@ -30,17 +32,25 @@ def interval_micros(node: exp.Expression) -> int:
         parts = parts + ["SECOND"] if len(parts) == 1 else parts  # INTERVAL '5': seconds
         if len(parts) % 2:
             raise PlanError(f"an INTERVAL of {value!r} is not supported (write 'n unit', e.g. '1 day 2 hours')")
+        if not value.strip():
+            raise PlanError(f"could not convert {value!r} to an INTERVAL")
         total = 0
         for text, unit_name in zip(parts[::2], parts[1::2], strict=True):
             unit_name = unit_name.upper()[:-1] if unit_name.upper().endswith("S") else unit_name.upper()
             if unit_name not in _UNIT_US:
                 raise PlanError(f"unsupported interval unit {unit_name!r} in {node.sql()}")
             try:
-                total += int(round(float(text) * _UNIT_US[unit_name]))
-            except ValueError:
+                number = Decimal(text)
+            except ArithmeticError:
                 raise PlanError(
                     f"an INTERVAL of a value that is not a constant is not supported: {node.sql()}"
                 ) from None
+            separate = unit is not None and unit.name and not node.args.get("fraction_in_string")
+            if separate and unit_name not in ("SECOND", "MILLISECOND"):
+                number = Decimal(int(number))  # INTERVAL '1.5' DAY: DuckDB drops the fraction ('1.5 days' keeps it)
+            total += int(round(float(number) * _UNIT_US[unit_name]))  # (as DuckDB rounds '0.0000000005 DAY')
+        if not -(2**63) < total < 2**63:
+            raise PlanError(f"{node.sql()} is out of the range of an INTERVAL tidal holds (64-bit microseconds)")
         return total
     if isinstance(node, exp.Literal) and not node.is_string:
         return int(node.name)

@@ -101,7 +101,12 @@ def _filtered_aggregate(f: exp.Filter) -> exp.Expression:
         raise PlanError(f"FILTER (WHERE ...) on {agg.sql(dialect='duckdb')} is not supported")
 
     def when(value: exp.Expression) -> exp.Expression:
-        return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
+        if not any(type(c) is exp.Cast for c in value.find_all(exp.Cast)):
+            return exp.Case(ifs=[exp.If(this=cond.copy(), true=value)])
+        # DuckDB casts the argument on every row, the ones FILTER drops too (its error is an error): a first
+        # branch that is never taken evaluates it on every row (CASE evaluates a THEN only where it is taken)
+        every_row = exp.Is(this=exp.Paren(this=exp.Is(this=value.copy(), expression=exp.Null())), expression=exp.Null())
+        return exp.Case(ifs=[exp.If(this=every_row, true=exp.Null()), exp.If(this=cond.copy(), true=value)])
 
     arg = agg.this
     if isinstance(agg, exp.ArrayAgg) and not isinstance(

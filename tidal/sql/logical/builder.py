@@ -83,6 +83,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         q = self.query(target, top=True)
         width = len(q.root.names) - q.hidden
         types = [duckdb_type_name(t) for t in q.root.types[:width]]
+        if isinstance(target, exp.Select) and not (target.args.get("from") or target.args.get("from_")):
+            types = _literal_integers(target.expressions, types)  # DESCRIBE SELECT 42: an INTEGER
         none = pa.array([None] * width, pa.string())
         table = pa.table(
             {
@@ -105,7 +107,10 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         target = summarized_query(tree)
         q = type(self)(self.catalog).query(target.copy(), top=True)
         width = len(q.root.names) - q.hidden
-        summary = summarize_tree(target, list(q.output_names[:width]), list(q.root.types[:width]), parse)
+        texts = None
+        if isinstance(target, exp.Select) and not (target.args.get("from") or target.args.get("from_")):
+            texts = _literal_integers(target.expressions, [duckdb_type_name(t) for t in q.root.types[:width]])
+        summary = summarize_tree(target, list(q.output_names[:width]), list(q.root.types[:width]), parse, texts)
         return self.build(summary)
 
     def labels_for(self, node: Node) -> dict[str, str]:
@@ -124,6 +129,8 @@ class Builder(FromItems, SelectList, WindowList, MatchItems, CorrelatedSubquerie
         try:
             if with_ is not None:
                 for cte in with_.expressions:
+                    if cte.alias.lower() in self.ctes[-1]:  # DuckDB's parser error too
+                        raise PlanError(f"duplicate CTE name {cte.alias!r} in one WITH: not supported")
                     node, names = self._rename_visible(self.query(cte.this)), cte.args["alias"].columns
                     if names:  # WITH t(a, b) AS (...): the first columns take these names
                         node = self._rename_columns(node, [c.name for c in names], cte)
@@ -458,3 +465,20 @@ def _text_castable(t: pa.DataType) -> bool:
 
 def _is_number(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _literal_integers(items, types: list[str]) -> list[str]:
+    """DuckDB's INTEGER where a BIGINT item of a FROM-less SELECT is one (``typeof``'s rule: tidal computes
+    integers as BIGINT; a literal that fits 32 bits, and sums of such, are DuckDB's INTEGER)."""
+    from ...expr.sqldecimal import expr_int_width
+    from ..expressions import translate
+
+    out = list(types)
+    for k, item in enumerate(items[: len(types)]):
+        if out[k] == "BIGINT" and not isinstance(item, exp.Star):
+            try:
+                width = expr_int_width(translate(item.this if isinstance(item, exp.Alias) else item).node, None)
+            except PlanError:
+                continue
+            out[k] = "INTEGER" if width == 10 else out[k]
+    return out

@@ -11,7 +11,7 @@ keys ORDER BY order) = 1``, so the statement is rewritten into::
 
 The helper columns start with ``__``, which ``*`` never expands to. Keys and ORDER BY terms name a
 select alias (which wins over an input column of that name, as in DuckDB's ORDER BY), a position
-(``ORDER BY 2``) or any expression over the input.
+(``ORDER BY 2``, ``DISTINCT ON (1)``) or any expression over the input.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _target(term: exp.Expression, items: list[exp.Expression], positional: bool)
     if positional and isinstance(term, exp.Literal) and not term.is_string:
         k = int(term.name)
         if not 1 <= k <= len(items):
-            raise PlanError(f"ORDER BY position {k} is not in the select list (1 to {len(items)})")
+            raise PlanError(f"ORDER BY / DISTINCT ON position {k} is not in the select list (1 to {len(items)})")
         item = items[k - 1]
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             raise PlanError("DISTINCT ON with ORDER BY a position of * is not supported: name the column")
@@ -54,7 +54,9 @@ def rewrite_distinct_on(sel: exp.Select) -> exp.Select:
     extra = []
     part = []
     for i, key in enumerate(keys):
-        target = _target(key, items, positional=False)
+        if isinstance(key, exp.Literal) and key.is_string:  # DuckDB's error: the key would be one constant
+            raise PlanError(f"DISTINCT ON a non-integer literal ({key.sql()}) has no effect: not supported")
+        target = _target(key, items, positional=True)  # DISTINCT ON (1): the first select item, as DuckDB
         extra.append(exp.alias_(target, f"__don{i}"))
         part.append(target.copy())
     window_order = []

@@ -49,7 +49,7 @@ def _text(e: str) -> str:
     return f"CAST({e} AS VARCHAR)"
 
 
-def _column_select(name: str, sql_type: pa.DataType) -> str:
+def _column_select(name: str, sql_type: pa.DataType, type_text: str | None = None) -> str:
     if pa.types.is_nested(sql_type):
         raise PlanError(f"SUMMARIZE of column {name} ({duckdb_type_name(sql_type)}) is not supported (nested values)")
     if pa.types.is_temporal(sql_type):
@@ -67,7 +67,7 @@ def _column_select(name: str, sql_type: pa.DataType) -> str:
         avg = std = "CAST(NULL AS VARCHAR)"
         qs = ["CAST(NULL AS VARCHAR)"] * 3
     label = exp.Literal.string(name).sql(dialect="duckdb")
-    type_name = exp.Literal.string(duckdb_type_name(sql_type)).sql(dialect="duckdb")
+    type_name = exp.Literal.string(type_text or duckdb_type_name(sql_type)).sql(dialect="duckdb")
     return (
         f"SELECT {label} AS column_name, {type_name} AS column_type, {_text(f'min({col})')} AS min, "
         f"{_text(f'max({col})')} AS max, count(DISTINCT {col}) AS approx_unique, {avg} AS avg, {std} AS std, "
@@ -77,12 +77,15 @@ def _column_select(name: str, sql_type: pa.DataType) -> str:
     )
 
 
-def summarize_tree(target: exp.Expression, names: list[str], types: list[pa.DataType], parse) -> exp.Expression:
+def summarize_tree(
+    target: exp.Expression, names: list[str], types: list[pa.DataType], parse, texts=None
+) -> exp.Expression:
     """The summary of ``target`` (whose visible columns are ``names`` of ``types``) as a query tree;
     ``parse`` reads SQL text in tidal's dialect. Rows come in column order, as DuckDB gives them."""
     if not names:
         raise PlanError("SUMMARIZE of a query without columns is not supported")
-    parts = [_column_select(n, t) for n, t in zip(names, types, strict=True)]
+    texts = texts or [None] * len(names)  # DuckDB's type names where tidal's types do not tell them
+    parts = [_column_select(n, t, x) for n, t, x in zip(names, types, texts, strict=True)]
     union = " UNION ALL ".join(f"SELECT *, {i} AS summarized__ord FROM ({p})" for i, p in enumerate(parts))
     outer = ", ".join(COLUMNS)
     tree = parse(f"WITH {SOURCE} AS (SELECT 1) SELECT {outer} FROM ({union}) ORDER BY summarized__ord")
