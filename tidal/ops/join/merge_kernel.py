@@ -1,30 +1,12 @@
-"""The merge join's kernel (its queue, search and output pieces are shared: :mod:`.kernel_parts`)."""
+"""The merge join's kernel (flat on purpose, like every join kernel: see :mod:`.hash_kernels`)."""
 
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 from ...core.time import INFINITY, MIN_TIME
-from .kernel_parts import lower_bound, overlap_end, put, put_pair, queue_first, queue_pop, queue_push, room
-from .kinds import _ERR_FIFO, _ERR_ORDER, END, START
-
-
-@numba.njit(cache=True, inline="always")
-def _end_pairs(out, n, t, kc, srt, m, inl, st, en, s, x, open_only):
-    """Row ``x`` of side ``s`` ends at ``t``: emit its pairs with the other side's alive rows of its key (with
-    ``open_only``, only those without an end yet: pairs of two intervals came out as intervals), each ending
-    at ``t``. Returns ``(out, n)``."""
-    o = 1 - s
-    key = kc[s, x]
-    lo = lower_bound(kc, srt, o, 0, m[o], key)
-    while lo < m[o] and kc[o, srt[o, lo]] == key:
-        y = srt[o, lo]
-        lo += 1
-        if inl[o, y] and (not open_only or en[o, y] == INFINITY):
-            out = room(out, n)
-            put_pair(out, n, t, max(st[s, x], st[o, y]), s, x, y)
-            n += 1
-    return out, n
+from .kinds import _ERR_FIFO, _ERR_ORDER, END, FIFO, START
 
 
 @numba.njit(cache=True)
@@ -51,23 +33,82 @@ def merge_join_kernel(
             t = e_sync[p0]
         if p1 < n_ev and e_sync[p1] < t:
             t = e_sync[p1]
-        qs, qtime = queue_first(qt, qmeta)
+        qs = -1
+        qtime = INFINITY
+        if qmeta[0, 1] > qmeta[0, 0]:
+            qs = 0
+            qtime = qt[0, qmeta[0, 0]]
+        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+            qs = 1
+            qtime = qt[1, qmeta[1, 0]]
         if qs >= 0 and qtime < bound and qtime < t:
             t = qtime
         if t == INFINITY or t >= bound:
             break
         # 1. interval ends due now (either side): pairs with an open start edge end here
         while True:
-            qs, qtime = queue_first(qt, qmeta)
+            qs = -1
+            qtime = INFINITY
+            if qmeta[0, 1] > qmeta[0, 0]:
+                qs = 0
+                qtime = qt[0, qmeta[0, 0]]
+            if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
+                qs = 1
+                qtime = qt[1, qmeta[1, 0]]
             if qs < 0 or qtime != t:
                 break
             s = qs
-            x = queue_pop(qt, qv, qmeta, qkind, s)
+            if qkind[s] == FIFO:
+                x = qv[s, qmeta[s, 0]]
+                qmeta[s, 0] += 1
+            else:
+                x = qv[s, 0]
+                mm = qmeta[s, 1] - 1
+                qmeta[s, 1] = mm
+                if mm > 0:
+                    lt = qt[s, mm]
+                    lv = qv[s, mm]
+                    j = 0
+                    while True:
+                        c = 2 * j + 1
+                        if c >= mm:
+                            break
+                        if c + 1 < mm and qt[s, c + 1] < qt[s, c]:
+                            c += 1
+                        if qt[s, c] >= lt:
+                            break
+                        qt[s, j] = qt[s, c]
+                        qv[s, j] = qv[s, c]
+                        j = c
+                    qt[s, j] = lt
+                    qv[s, j] = lv
             if not inl[s, x]:
                 continue
             inl[s, x] = False
             alive[s] -= 1
-            out, n = _end_pairs(out, n, t, kc, srt, m, inl, st, en, s, x, True)
+            o = 1 - s
+            key = kc[s, x]
+            lo = 0
+            hi = m[o]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if kc[o, srt[o, mid]] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            while lo < m[o] and kc[o, srt[o, lo]] == key:
+                y = srt[o, lo]
+                lo += 1
+                if inl[o, y] and en[o, y] == INFINITY:
+                    if n >= out.shape[1]:
+                        bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                        bigger[:, :n] = out[:, :n]
+                        out = bigger
+                    out[0, n] = t
+                    out[1, n] = max(st[s, x], st[o, y])
+                    out[2, n] = x if s == 0 else y
+                    out[3, n] = y if s == 0 else x
+                    n += 1
         # the runs of events at t: [a0, b0) and [a1, b1)
         a0 = p0
         while p0 < n0 and e_sync[p0] == t:
@@ -79,6 +120,7 @@ def merge_join_kernel(
         for s in range(2):
             a = a0 if s == 0 else a1
             b = p0 if s == 0 else p1
+            o = 1 - s
             prev_key = MIN_TIME
             for i in range(a, b):
                 key = e_key[i]
@@ -88,7 +130,14 @@ def merge_join_kernel(
                 prev_key = key
                 if e_kind[i] != END:
                     continue
-                lo = lower_bound(kc, srt, s, 0, m[s], key)
+                lo = 0
+                hi = m[s]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[s, srt[s, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
                 x = -1
                 while lo < m[s] and kc[s, srt[s, lo]] == key:
                     y = srt[s, lo]
@@ -100,7 +149,27 @@ def merge_join_kernel(
                     continue
                 inl[s, x] = False
                 alive[s] -= 1
-                out, n = _end_pairs(out, n, t, kc, srt, m, inl, st, en, s, x, False)
+                lo = 0
+                hi = m[o]
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[o, srt[o, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                while lo < m[o] and kc[o, srt[o, lo]] == key:
+                    y = srt[o, lo]
+                    lo += 1
+                    if inl[o, y]:
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = max(st[s, x], st[o, y])
+                        out[2, n] = x if s == 0 else y
+                        out[3, n] = y if s == 0 else x
+                        n += 1
         # 3. starts at t: register them, then meet the other side's older rows by a forward walk
         for s in range(2):
             a = a0 if s == 0 else a1
@@ -123,13 +192,35 @@ def merge_join_kernel(
                 else:
                     other_time = e_other[i]
                     en[s, x] = other_time
-                    if queue_push(qt, qv, qmeta, qkind, s, other_time, x):
-                        err = _ERR_FIFO
+                    j = qmeta[s, 1]
+                    if qkind[s] == FIFO:
+                        if j > qmeta[s, 0] and qt[s, j - 1] > other_time:
+                            err = _ERR_FIFO
+                        qt[s, j] = other_time
+                        qv[s, j] = x
+                        qmeta[s, 1] = j + 1
+                    else:
+                        qmeta[s, 1] = j + 1
+                        while j > 0:
+                            pj = (j - 1) >> 1
+                            if qt[s, pj] <= other_time:
+                                break
+                            qt[s, j] = qt[s, pj]
+                            qv[s, j] = qv[s, pj]
+                            j = pj
+                        qt[s, j] = other_time
+                        qv[s, j] = x
                 # gallop: keys only grow along the run, so the walk never goes back
                 step = 1
                 while lo + step < m[o] and kc[o, srt[o, lo + step - 1]] < key:
                     step *= 2
-                lo = lower_bound(kc, srt, o, lo, min(lo + step, m[o]), key)
+                hi = min(lo + step, m[o])
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if kc[o, srt[o, mid]] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
                 xe = en[s, x]
                 q = lo
                 while q < m[o] and kc[o, srt[o, q]] == key:
@@ -137,8 +228,14 @@ def merge_join_kernel(
                     q += 1
                     if inl[o, y]:
                         ye = en[o, y]
-                        out = room(out, n)
-                        put_pair(out, n, t, overlap_end(xe, ye), s, x, y)
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+                        out[2, n] = x if s == 0 else y
+                        out[3, n] = y if s == 0 else x
                         n += 1
         # 4. the two new runs meet each other: a merge of two key-sorted runs
         i = a0
@@ -172,8 +269,14 @@ def merge_join_kernel(
                             continue
                         y = e_row[jj]
                         ye = en[1, y]
-                        out = room(out, n)
-                        put(out, n, t, overlap_end(xe, ye), x, y)
+                        if n >= out.shape[1]:
+                            bigger = np.empty((4, 2 * out.shape[1] + 1), np.int64)
+                            bigger[:, :n] = out[:, :n]
+                            out = bigger
+                        out[0, n] = t
+                        out[1, n] = min(xe, ye) if (xe != INFINITY and ye != INFINITY) else INFINITY
+                        out[2, n] = x
+                        out[3, n] = y
                         n += 1
                 i = i_end
                 j = j_end
