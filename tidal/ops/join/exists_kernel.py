@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 
 from ...core.time import INFINITY, MIN_TIME
-from .kernel_parts import find_start_edge, list_add, list_remove, put, queue_first, queue_pop, queue_push
+from .kernel_parts import event, find_start_edge, list_add, list_remove, put, queue_first, queue_pop, queue_push
 from .kinds import _ERR_FIFO, END, INTERVAL, NONE, START
 
 
@@ -109,12 +109,7 @@ def exists_kernel(
                 n_touched = _touch(cnt, mark, before, stamp, touched, n_touched, v)
                 cnt[v] -= 1
         else:
-            g = e_gid[i]
-            k = e_kind[i]
-            side = e_side[i]
-            other_time = e_other[i]
-            h = e_ph[i]
-            row = e_row[i]
+            g, k, side, other_time, h, row = event(e_gid, e_kind, e_side, e_other, e_ph, e_row, i)
             i += 1
             if g < 0:
                 continue

@@ -12,6 +12,7 @@ import numba
 
 from ...core.time import INFINITY
 from .kernel_parts import (
+    event,
     find_start_edge,
     list_add,
     list_remove,
@@ -77,12 +78,7 @@ def join_kernel(
             g = gr[s, x]
             mode = _EXPIRE
         else:
-            g = e_gid[e]
-            k = e_kind[e]
-            s = e_side[e]
-            other_time = e_other[e]
-            h = e_ph[e]
-            x = e_row[e]
+            g, k, s, other_time, h, x = event(e_gid, e_kind, e_side, e_other, e_ph, e_row, e)
             i += 1
             if g < 0:
                 continue
@@ -170,12 +166,7 @@ def clip_kernel(
             if inl[0, v]:
                 x = v
         else:
-            g = e_gid[i]
-            k = e_kind[i]
-            other_time = e_other[i]
-            h = e_ph[i]
-            row = e_row[i]
-            side = e_side[i]
+            g, k, side, other_time, h, row = event(e_gid, e_kind, e_side, e_other, e_ph, e_row, i)
             i += 1
             if g < 0:
                 continue

@@ -17,6 +17,8 @@ own inline copies of the queue operations.
 * Per-key lists of the rows alive now (the symmetric hash table): ``head[s, g]`` the first row of key id
   ``g``, ``nxt``/``prv`` the doubly linked neighbours, ``inl[s, x]`` whether row ``x`` is in its list,
   ``lcount[s, g]`` the list's length, ``alive[s]`` the rows alive on side ``s``.
+* Staged events (a chunk of both sides, merged by time): ``e_gid``, ``e_kind``, ``e_side``, ``e_other``,
+  ``e_ph``, ``e_row``, one entry per event.
 * Output rows: ``out[:, n] = (sync, other, left row, right row)``.
 """
 
@@ -26,6 +28,12 @@ import numba
 
 from ...core.time import INFINITY
 from .kinds import FIFO
+
+
+@numba.njit(cache=True, inline="always")
+def event(e_gid, e_kind, e_side, e_other, e_ph, e_row, i):
+    """Staged event ``i``: its key id (-1: it joins nothing), kind, side, other time, payload hash and row."""
+    return e_gid[i], e_kind[i], e_side[i], e_other[i], e_ph[i], e_row[i]
 
 
 @numba.njit(cache=True, inline="always")
