@@ -41,9 +41,13 @@ def run(roots: dict[str, str], worker: str, args: list[str], cases: list[str], r
         )
         print(label, procs[label].stdout.readline().strip(), flush=True)
     times = {(label, c): [] for label in procs for c in cases}
-    for _ in range(repeat):
+    # each round starts with the next checkout: a shared machine favours some places in a round, and the
+    # rotation spreads that over every checkout alike
+    order = list(procs.items())
+    for r in range(repeat):
+        turn = order[r % len(order) :] + order[: r % len(order)]
         for c in cases:
-            for label, p in procs.items():
+            for label, p in turn:
                 p.stdin.write(c + "\n")
                 p.stdin.flush()
                 times[(label, c)].append(float(p.stdout.readline()))

@@ -89,7 +89,18 @@ def max_lateness(t: np.ndarray) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-class HeapqSorter:
+class _Releasing:
+    """A competitor's punctuation: the watermark moves up and what is at or below it leaves (``_release``)."""
+
+    def punctuate(self, t):
+        self.wm = max(self.wm, t)
+        return self._release(t)
+
+    def flush_all(self):
+        return self._release(np.iinfo(np.int64).max)
+
+
+class HeapqSorter(_Releasing):
     name = "heapq"
 
     def __init__(self):
@@ -107,13 +118,6 @@ class HeapqSorter:
             row += 1
         self.row = row
         return late
-
-    def punctuate(self, t):
-        self.wm = max(self.wm, t)
-        return self._release(t)
-
-    def flush_all(self):
-        return self._release(np.iinfo(np.int64).max)
 
     def _release(self, t):
         heap, pop = self.heap, heapq.heappop
@@ -175,7 +179,7 @@ def _heap_pop_le(t, ht, hr, size, out_t, out_r):
     return k, size
 
 
-class NumbaHeapSorter:
+class NumbaHeapSorter(_Releasing):
     name = "heap-numba"
 
     def __init__(self, cap=1024):
@@ -201,19 +205,12 @@ class NumbaHeapSorter:
         self.row += times.shape[0]
         return times < self.wm
 
-    def punctuate(self, t):
-        self.wm = max(self.wm, t)
-        return self._release(t)
-
-    def flush_all(self):
-        return self._release(np.iinfo(np.int64).max)
-
     def _release(self, t):
         k, self.size = _heap_pop_le(t, self.ht, self.hr, self.size, self.ot, self.orr)
         return self.ot[:k].copy(), self.orr[:k].copy()
 
 
-class BufferSortSorter:
+class BufferSortSorter(_Releasing):
     name = "buffer-sort"
 
     def __init__(self, cap=1024):
@@ -239,13 +236,6 @@ class BufferSortSorter:
         self.br[self.n : self.n + m] = rows
         self.n += m
         return late
-
-    def punctuate(self, t):
-        self.wm = max(self.wm, t)
-        return self._release(t)
-
-    def flush_all(self):
-        return self._release(np.iinfo(np.int64).max)
 
     def _release(self, t):
         n = self.n

@@ -167,9 +167,9 @@ def _vars(tree):
 
 
 # -- against the enumerator -----------------------------------------------------------------------------
-@settings(max_examples=examples(250), deadline=None)
-@given(case=cases(), batch=st.sampled_from([1, 3, 1000]))
-def test_detect_matches_the_enumerator(case, batch):
+def _prepared(case):
+    """A drawn case's pattern, rows and options, its DEFINE conditions and measures (over the variables the
+    pattern uses), and the enumerator's matches."""
     tree, rows, keyed, kinds, within, skip = case
     used = {v.name for v in _vars(tree)}
     assume(not isinstance(skip, tuple) or skip[1] in used)
@@ -177,7 +177,13 @@ def test_detect_matches_the_enumerator(case, batch):
     for v in used:
         tests.setdefault(v, lambda rows, i, mapped: True)
     ms = measures_for(used)
-    want = expected(rows, tree, tests, within, skip, keyed, ms)
+    return tree, rows, keyed, within, skip, define, ms, expected(rows, tree, tests, within, skip, keyed, ms)
+
+
+@settings(max_examples=examples(250), deadline=None)
+@given(case=cases(), batch=st.sampled_from([1, 3, 1000]))
+def test_detect_matches_the_enumerator(case, batch):
+    tree, rows, keyed, within, skip, define, ms, want = _prepared(case)
     stream = tidal.from_arrow(table(rows), time="t", batch_size=batch)
     assert actual(detect(stream, tree, define, within, skip, keyed, ms), keyed, ms) == want
 
@@ -185,14 +191,7 @@ def test_detect_matches_the_enumerator(case, batch):
 @settings(max_examples=examples(100), deadline=None)
 @given(case=cases(distinct_times=True), seed=st.integers(0, 1000))
 def test_disordered_input_through_a_watermark_gives_the_same_matches(case, seed):
-    tree, rows, keyed, kinds, within, skip = case
-    used = {v.name for v in _vars(tree)}
-    assume(not isinstance(skip, tuple) or skip[1] in used)
-    define, tests = conditions({v: k for v, k in kinds.items() if v in used})
-    for v in used:
-        tests.setdefault(v, lambda rows, i, mapped: True)
-    ms = measures_for(used)
-    want = expected(rows, tree, tests, within, skip, keyed, ms)
+    tree, rows, keyed, within, skip, define, ms, want = _prepared(case)
     arrived = list(rows)
     random.Random(seed).shuffle(arrived)
     latency = 1 + max([r["t"] for r in rows], default=0)  # nothing late: the sort restores the order

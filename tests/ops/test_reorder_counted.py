@@ -20,7 +20,7 @@ from tidal.io.disorder import DisorderPolicy
 from tidal.ops.impatience import ImpatienceSorter
 from tidal.ops.reorder import BandTap
 
-from .test_reorder_fast_paths import Sink, _batch, _expected, _op, batch_sizes, punctuations, streams
+from .test_reorder_fast_paths import Sink, _batch, _expected, _feed, _op, batch_sizes, punctuations, streams
 
 
 class CountSink(Sink):
@@ -60,17 +60,8 @@ def test_counted_bands_get_the_reference_events_without_columns(
 ):
     policy = DisorderPolicy(latencies, "drop", **punct)
     counted = {j for j in counted if j < len(latencies)}
-    op, sinks = _counted_op(policy, slack, counted)
-    for b, start in enumerate(range(0, len(times), batch_size)):
-        if b == split:  # checkpoint (a store that keeps no columns) and go on from a fresh operator
-            state = op.snapshot()
-            old = sinks
-            op, sinks = _counted_op(policy, slack, counted)
-            op.restore(state)
-            for s, o in zip(sinks, old, strict=True):
-                s.rows, s.puncts = o.rows, o.puncts
-        op.on_batch(_batch(times[start : start + batch_size], start, points, False))
-    op.on_completed()
+    # checkpointed at batch ``split`` (a store that keeps no columns), then on from a fresh operator
+    op, sinks = _feed(times, batch_size, split, lambda: _counted_op(policy, slack, counted), points, False)
     want, late = _expected(times.tolist(), policy, points, False)
     for j in range(len(latencies)):
         expect = [r[:2] for r in want[j]] if j in counted else want[j]
@@ -113,19 +104,11 @@ def test_sorters_making_chunks_give_the_reference_output(latencies, punct, batch
         op.sorters = [ImpatienceSorter(chunk_min=2) for _ in op.sorters]
         return op, sinks
 
-    op, sinks = make()
-    for b, start in enumerate(range(0, len(times), batch_size)):
-        if b == split:
-            state = op.snapshot()
-            old = sinks
-            op, sinks = make()
-            op.restore(state)
-            for sorter in op.sorters:  # (restored sorters take the default chunk size)
-                sorter._chunk_min = 2
-            for s, o in zip(sinks, old, strict=True):
-                s.rows, s.puncts = o.rows, o.puncts
-        op.on_batch(_batch(times[start : start + batch_size], start, points, True))
-    op.on_completed()
+    def restored(op):
+        for sorter in op.sorters:  # (restored sorters take the default chunk size)
+            sorter._chunk_min = 2
+
+    op, sinks = _feed(times, batch_size, split, make, points, True, restored)
     want, late = _expected(times.tolist(), policy, points, True)
     for j in range(len(latencies)):
         assert sinks[j].rows == want[j], j

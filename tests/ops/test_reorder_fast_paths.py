@@ -74,6 +74,26 @@ def _expected(times: list[int], policy: DisorderPolicy, points: bool, strings: b
     return out, sorted(late, key=lambda r: (r[0], r[2]))
 
 
+def _feed(times: np.ndarray, batch_size: int, split: int, make, points: bool, strings: bool, restored=None):
+    """Push ``times`` in batches of ``batch_size`` into ``make()``'s operator; before batch ``split``, checkpoint
+    it and go on from a fresh one (``restored(op)`` adjusts it), its sinks taking over what the old ones got.
+    Returns the operator and its sinks once completed."""
+    op, sinks = make()
+    for b, start in enumerate(range(0, len(times), batch_size)):
+        if b == split:
+            state = op.snapshot()
+            old = sinks
+            op, sinks = make()
+            op.restore(state)
+            if restored is not None:
+                restored(op)
+            for s, o in zip(sinks, old, strict=True):
+                s.rows, s.puncts = o.rows, o.puncts
+        op.on_batch(_batch(times[start : start + batch_size], start, points, strings))
+    op.on_completed()
+    return op, sinks
+
+
 @st.composite
 def streams(draw):
     """Arrival-ordered times: runs in order with some events delayed (sometimes a lot), or all in order."""
@@ -106,18 +126,8 @@ punctuations = st.sampled_from(
 )
 def test_sorted_output_equals_the_reference(times, latencies, punct, batch_size, points, strings, slack, split):
     policy = DisorderPolicy(latencies, "drop", **punct)
-    op, sinks = _op(policy, slack)
     starts = list(range(0, len(times), batch_size))
-    for b, start in enumerate(starts):
-        if b == split:  # checkpoint and go on from a fresh operator
-            state = op.snapshot()
-            old = sinks
-            op, sinks = _op(policy, slack)
-            op.restore(state)
-            for s, o in zip(sinks, old, strict=True):
-                s.rows, s.puncts = o.rows, o.puncts
-        op.on_batch(_batch(times[start : start + batch_size], start, points, strings))
-    op.on_completed()
+    op, sinks = _feed(times, batch_size, split, lambda: _op(policy, slack), points, strings)
     want, late = _expected(times.tolist(), policy, points, strings)
     for j in range(len(latencies)):
         assert sinks[j].rows == want[j], j

@@ -76,9 +76,18 @@ QUERIES = [
 
 @pytest.fixture
 def where(tmp_path):
+    """A folder with OUTER as o.parquet and INNER as i.parquet (test_quantified_subqueries uses it too)."""
     pq.write_table(OUTER, tmp_path / "o.parquet")
     pq.write_table(INNER, tmp_path / "i.parquet")
     return tmp_path
+
+
+def write_int_tables(where, ok, ox, ik, iy) -> None:
+    """o.parquet (k, x) and i.parquet (k, y), int64 columns, each cut to its shorter list's length."""
+    n, m = min(len(ok), len(ox)), min(len(ik), len(iy))
+    ints = pa.int64()
+    pq.write_table(pa.table({"k": pa.array(ok[:n], ints), "x": pa.array(ox[:n], ints)}), where / "o.parquet")
+    pq.write_table(pa.table({"k": pa.array(ik[:m], ints), "y": pa.array(iy[:m], ints)}), where / "i.parquet")
 
 
 @pytest.mark.parametrize("sql", QUERIES)
@@ -135,10 +144,7 @@ _values = st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=0, max_siz
 @given(ok=_values, ox=_values, ik=_values, iy=_values)
 def test_random_tables_as_duckdb(tmp_path_factory, ok, ox, ik, iy):
     where = tmp_path_factory.mktemp("corr")
-    n, m = min(len(ok), len(ox)), min(len(ik), len(iy))
-    ints = pa.int64()
-    pq.write_table(pa.table({"k": pa.array(ok[:n], ints), "x": pa.array(ox[:n], ints)}), where / "o.parquet")
-    pq.write_table(pa.table({"k": pa.array(ik[:m], ints), "y": pa.array(iy[:m], ints)}), where / "i.parquet")
+    write_int_tables(where, ok, ox, ik, iy)
     for sql in (
         "SELECT k, x FROM 'o.parquet' o WHERE EXISTS (SELECT 1 FROM 'i.parquet' i WHERE i.k = o.k AND i.y >= o.x)",
         "SELECT k, x FROM 'o.parquet' o WHERE x NOT IN (SELECT y FROM 'i.parquet' i WHERE i.k = o.k)",

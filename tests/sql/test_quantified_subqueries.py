@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from tidal.core.errors import TidalError
 from tidal.sql import plan
 
+from . import test_correlated_subqueries as correlated
 from .test_conformance_expressions import assert_same, assert_unsupported
-from .test_correlated_subqueries import INNER, OUTER
 
+where = correlated.where  # the fixture: OUTER and INNER written as o.parquet and i.parquet
+write_int_tables = correlated.write_int_tables
 OT, IT = "'o.parquet'", "'i.parquet'"
 
 QUERIES = [
@@ -69,13 +71,6 @@ QUERIES = [
     f"SELECT id FROM {OT} o WHERE EXISTS (SELECT 1 FROM (SELECT k FROM {IT} i WHERE i.s = o.s) d "
     f"LEFT JOIN {IT} j ON d.k = j.k WHERE j.y > 5)",
 ]
-
-
-@pytest.fixture
-def where(tmp_path):
-    pq.write_table(OUTER, tmp_path / "o.parquet")
-    pq.write_table(INNER, tmp_path / "i.parquet")
-    return tmp_path
 
 
 @pytest.mark.parametrize("sql", QUERIES)
@@ -145,10 +140,7 @@ _values = st.lists(st.one_of(st.none(), st.integers(-3, 3)), min_size=0, max_siz
 @given(ok=_values, ox=_values, ik=_values, iy=_values, op=st.sampled_from(["=", "<>", "<", ">="]))
 def test_random_tables_as_duckdb(tmp_path_factory, ok, ox, ik, iy, op):
     where = tmp_path_factory.mktemp("quant")
-    n, m = min(len(ok), len(ox)), min(len(ik), len(iy))
-    ints = pa.int64()
-    pq.write_table(pa.table({"k": pa.array(ok[:n], ints), "x": pa.array(ox[:n], ints)}), where / "o.parquet")
-    pq.write_table(pa.table({"k": pa.array(ik[:m], ints), "y": pa.array(iy[:m], ints)}), where / "i.parquet")
+    write_int_tables(where, ok, ox, ik, iy)
     for sql in (
         f"SELECT k, x, x {op} ANY (SELECT y FROM {IT}), x {op} ALL (SELECT y FROM {IT}) FROM {OT}",
         f"SELECT k, x, x {op} ANY (SELECT y FROM {IT} i WHERE i.k = o.k), "

@@ -1,14 +1,28 @@
-"""The semi/anti-join kernel (flat on purpose, like every join kernel: see :mod:`.hash_kernels`)."""
+"""The semi/anti-join kernel (flat on purpose, like every join kernel: see :mod:`.hash_kernels`; shared pieces in
+:mod:`.kernel_parts`)."""
 
 from __future__ import annotations
 
 import numba
 
 from ...core.time import INFINITY, MIN_TIME
-from .kinds import _ERR_FIFO, END, FIFO, INTERVAL, NONE, START
+from .kernel_parts import event, find_start_edge, list_add, list_remove, put, queue_first, queue_pop, queue_push
+from .kinds import _ERR_FIFO, END, INTERVAL, NONE, START
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
+def _touch(cnt, mark, before, stamp, touched, n_touched, g):
+    """Note key ``g``'s right count before this time step changes it (once per step); returns the new number of
+    keys noted."""
+    if mark[g] != stamp[0]:
+        mark[g] = stamp[0]
+        before[g] = cnt[g]
+        touched[n_touched] = g
+        n_touched += 1
+    return n_touched
+
+
+@numba.njit(cache=True, _nrt=False)
 def exists_kernel(
     e_side, e_kind, e_sync, e_other, e_gid, e_row, e_ph, bound, out, i0, exists,
     st, en, ph, gr, seg, nxt, prv, inl, head, lcount, cnt, mark, before, stamp, touched, pending, step,
@@ -30,14 +44,7 @@ def exists_kernel(
     cur = step[2]
     i = i0
     while True:
-        qs = -1
-        qtime = INFINITY
-        if qmeta[0, 1] > qmeta[0, 0]:
-            qs = 0
-            qtime = qt[0, qmeta[0, 0]]
-        if qmeta[1, 1] > qmeta[1, 0] and (qs < 0 or qt[1, qmeta[1, 0]] < qtime):
-            qs = 1
-            qtime = qt[1, qmeta[1, 0]]
+        qs, qtime = queue_first(qt, qmeta)
         use_queue = qs >= 0 and qtime < bound and (i >= n_ev or qtime <= e_sync[i])
         if use_queue:
             t = qtime
@@ -71,20 +78,14 @@ def exists_kernel(
                                 emit_other = seg[x]
                                 seg[x] = NONE
                             if emit_other != -1:
-                                out[0, n] = cur
-                                out[1, n] = emit_other
-                                out[2, n] = x
-                                out[3, n] = -1
+                                put(out, n, cur, emit_other, x, -1)
                                 n += 1
                         x = nxt[0, x]
             n_touched = 0
             for j in range(n_pending):
                 x = pending[j]
                 if inl[0, x] and (cnt[gr[0, x]] > 0) == exists:
-                    out[0, n] = cur
-                    out[1, n] = INFINITY
-                    out[2, n] = x
-                    out[3, n] = -1
+                    put(out, n, cur, INFINITY, x, -1)
                     n += 1
                     seg[x] = cur
             n_pending = 0
@@ -100,86 +101,28 @@ def exists_kernel(
         x = -1  # a left event that ends now, if any
         if use_queue:
             s = qs
-            if qkind[s] == FIFO:
-                v = qv[s, qmeta[s, 0]]
-                qmeta[s, 0] += 1
-            else:
-                v = qv[s, 0]
-                m = qmeta[s, 1] - 1
-                qmeta[s, 1] = m
-                if m > 0:
-                    lt = qt[s, m]
-                    lv = qv[s, m]
-                    j = 0
-                    while True:
-                        c = 2 * j + 1
-                        if c >= m:
-                            break
-                        if c + 1 < m and qt[s, c + 1] < qt[s, c]:
-                            c += 1
-                        if qt[s, c] >= lt:
-                            break
-                        qt[s, j] = qt[s, c]
-                        qv[s, j] = qv[s, c]
-                        j = c
-                    qt[s, j] = lt
-                    qv[s, j] = lv
+            v = queue_pop(qt, qv, qmeta, qkind, s)
             if s == 0:
                 if inl[0, v]:
                     x = v
             else:
-                if mark[v] != stamp[0]:
-                    mark[v] = stamp[0]
-                    before[v] = cnt[v]
-                    touched[n_touched] = v
-                    n_touched += 1
+                n_touched = _touch(cnt, mark, before, stamp, touched, n_touched, v)
                 cnt[v] -= 1
         else:
-            g = e_gid[i]
-            k = e_kind[i]
-            side = e_side[i]
-            other_time = e_other[i]
-            h = e_ph[i]
-            row = e_row[i]
+            g, k, side, other_time, h, row = event(e_gid, e_kind, e_side, e_other, e_ph, e_row, i)
             i += 1
             if g < 0:
                 continue
             if side == 1:
-                if mark[g] != stamp[0]:
-                    mark[g] = stamp[0]
-                    before[g] = cnt[g]
-                    touched[n_touched] = g
-                    n_touched += 1
+                n_touched = _touch(cnt, mark, before, stamp, touched, n_touched, g)
                 if k == END:
                     cnt[g] -= 1
                 else:
                     cnt[g] += 1
-                    if k == INTERVAL:
-                        j = qmeta[1, 1]
-                        if qkind[1] == FIFO:
-                            if j > qmeta[1, 0] and qt[1, j - 1] > other_time:
-                                err = _ERR_FIFO
-                            qt[1, j] = other_time
-                            qv[1, j] = g
-                            qmeta[1, 1] = j + 1
-                        else:
-                            qmeta[1, 1] = j + 1
-                            while j > 0:
-                                p = (j - 1) >> 1
-                                if qt[1, p] <= other_time:
-                                    break
-                                qt[1, j] = qt[1, p]
-                                qv[1, j] = qv[1, p]
-                                j = p
-                            qt[1, j] = other_time
-                            qv[1, j] = g
+                    if k == INTERVAL and queue_push(qt, qv, qmeta, qkind, 1, other_time, g):
+                        err = _ERR_FIFO
             elif k == END:
-                y = head[0, g]
-                while y >= 0:
-                    if st[0, y] == other_time and en[0, y] == INFINITY and ph[0, y] == h:
-                        break
-                    y = nxt[0, y]
-                x = y
+                x = find_start_edge(head, nxt, st, en, ph, 0, g, other_time, h)
             else:
                 x = row
                 st[0, x] = t
@@ -190,55 +133,17 @@ def exists_kernel(
                     en[0, x] = INFINITY
                 else:
                     en[0, x] = other_time
-                    j = qmeta[0, 1]
-                    if qkind[0] == FIFO:
-                        if j > qmeta[0, 0] and qt[0, j - 1] > other_time:
-                            err = _ERR_FIFO
-                        qt[0, j] = other_time
-                        qv[0, j] = x
-                        qmeta[0, 1] = j + 1
-                    else:
-                        qmeta[0, 1] = j + 1
-                        while j > 0:
-                            p = (j - 1) >> 1
-                            if qt[0, p] <= other_time:
-                                break
-                            qt[0, j] = qt[0, p]
-                            qv[0, j] = qv[0, p]
-                            j = p
-                        qt[0, j] = other_time
-                        qv[0, j] = x
-                q = head[0, g]
-                nxt[0, x] = q
-                prv[0, x] = -1
-                if q >= 0:
-                    prv[0, q] = x
-                head[0, g] = x
-                inl[0, x] = True
-                lcount[0, g] += 1
-                alive[0] += 1
+                    if queue_push(qt, qv, qmeta, qkind, 0, other_time, x):
+                        err = _ERR_FIFO
+                list_add(head, nxt, prv, inl, lcount, alive, 0, g, x)
                 pending[n_pending] = x
                 n_pending += 1
                 x = -1
         if x >= 0:
             # left event x ends at t: leave the table, close its open piece
-            g = gr[0, x]
-            p = prv[0, x]
-            q = nxt[0, x]
-            if p >= 0:
-                nxt[0, p] = q
-            else:
-                head[0, g] = q
-            if q >= 0:
-                prv[0, q] = p
-            inl[0, x] = False
-            lcount[0, g] -= 1
-            alive[0] -= 1
+            list_remove(head, nxt, prv, inl, lcount, alive, 0, gr[0, x], x)
             if seg[x] != NONE:
-                out[0, n] = t
-                out[1, n] = seg[x]
-                out[2, n] = x
-                out[3, n] = -1
+                put(out, n, t, seg[x], x, -1)
                 n += 1
                 seg[x] = NONE
     step[0] = 0

@@ -1,4 +1,7 @@
-"""The merge join's kernel (flat on purpose, like every join kernel: see :mod:`.hash_kernels`)."""
+"""The merge join's kernel (flat on purpose, like every join kernel: see :mod:`.hash_kernels`).
+
+It grows its output buffer itself, so it runs under numba's runtime and spells out its queue operations
+rather than splicing in :mod:`.kernel_parts` (whose pieces would be reference counted here: see there)."""
 
 from __future__ import annotations
 
