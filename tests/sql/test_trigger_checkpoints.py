@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 import random
-
 from collections import Counter
 
 import pyarrow as pa
