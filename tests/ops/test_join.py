@@ -208,6 +208,29 @@ def test_a_piece_starting_at_time_minus_one_is_closed(op, start):
         assert_same_snapshots(result, OPS[op](reference(left), reference(right)))
 
 
+def _pairs(g):
+    """An A-then-B self-join: a positive ``v``, then a non-positive one within 3 ticks."""
+    a, b = g.where(lambda e: e.v > 0), g.where(lambda e: e.v <= 0).alter_duration(3)
+    return a.join(b, None, None, lambda x, y: {"a": x.v, "b": y.v})
+
+
+def _pairs_within(g):  # an engine stream is read twice through one multicast
+    return g.multicast(_pairs) if isinstance(g, tidal.Stream) else _pairs(g)
+
+
+@pytest.mark.parametrize("bs", [1, 1000])
+def test_nested_group_apply_of_a_self_join_matches_reference(bs):
+    """Groups whose join gives no pair (so its result lambda never runs) once made the reference drop the
+    result's fields from every group (the names came from the last group)."""
+    inf = INFINITY
+    evs = [(0, inf, (0, v), True) for v in (0, 1, 2, 0, 0, 0)] + [(4, 9, (1, 5), False)]
+    query = lambda s: s.group_apply("k", lambda g: g.group_apply(lambda e: e.v % 2, _pairs_within))  # noqa: E731
+    result = query(make_stream(evs, "general", bs, None)).to_arrow()
+    check_physical(result)
+    assert result.num_rows == 8
+    assert_same_snapshots(result, query(reference(evs)))
+
+
 def test_bad_keys_are_plan_errors():
     a = make_stream([(0, 3, (1, 1), False)], "general", 10, None)
     with pytest.raises(tidal.PlanError, match="nope"):
