@@ -3,7 +3,8 @@
 For each query: the final answer equals DuckDB's over the rows the watermark kept (late rows dropped, or
 moved up to the watermark they were behind), the changelog's net effect is that answer, and a run
 checkpointed after a random number of messages (its state through pickle), restored into a new query
-and run to its end gives the uninterrupted run's events.
+and run to its end gives the uninterrupted run's events. The same for two such sources, each with its own
+watermark, inner/left/full joined on a key and their windows and grouped.
 """
 
 from __future__ import annotations
@@ -157,14 +158,87 @@ def test_windows_answer_like_duckdb_and_restore_exactly(
         for r in plan(sql, late=late).changelog().to_pylist():
             net[(r["user"], _us(r["window_start"]), _us(r["window_end"]), r["n"], r["s"])] += -1 if r["undo"] else 1
         assert +net == expected and all(c >= 0 for c in net.values())
-        stream = plan(sql, late=late).stream()
-        whole = stream.query()
-        whole.run()
-        first = stream.query()
-        first.run(max_messages=cut)
-        state = pickle.loads(pickle.dumps(first.checkpoint()))
-        second = stream.query()
-        second.restore(state)
-        assert second.run()
-        parts = [t for t in (first.sink.table(), second.sink.table()) if t is not None]
-        assert _events(pa.concat_tables(parts) if parts else None) == _events(whole.sink.table())
+        _assert_restore_continues(plan(sql, late=late).stream(), cut)
+
+
+# -- two disordered sources, each with its own watermark, joined on a key and their tumble windows ------------
+def _windows_of(name: str, offset: int) -> str:
+    return (
+        f"tumble(source => TABLE(max_diff_watermark(source => TABLE('{name}.csv'), time_field => DESCRIPTOR(time),"
+        f" offset => INTERVAL {offset} SECONDS)), time_field => DESCRIPTOR(time), window_length => INTERVAL 5 SECONDS)"
+    )
+
+
+def _write(directory, name: str, rows) -> None:
+    stamps = pa.array([BASE + dt.timedelta(seconds=t) for t, _, _ in rows], pa.timestamp("us"))
+    table = pa.table({"user": [u for _, u, _ in rows], "time": stamps, "v": [v for _, _, v in rows]})
+    pv.write_csv(table, directory / f"{name}.csv")
+
+
+def _duck_side(rows, offset: int, late: str) -> pa.Table:
+    """One side's kept rows with their window start ``ws``, in microseconds."""
+    rows, size = kept(rows, offset, late), 5 * SECOND
+    t = [_us(BASE) + x for x, _, _ in rows]
+    return pa.table(
+        {
+            "user": pa.array([u for _, u, _ in rows], pa.string()),
+            "v": pa.array([v for _, _, v in rows], pa.int64()),
+            "ws": pa.array([x // size * size for x in t], pa.int64()),
+        }
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    a=arrivals(),
+    b=arrivals(),
+    offset=st.sampled_from([0, 3]),
+    join=st.sampled_from(["JOIN", "LEFT JOIN", "FULL JOIN"]),
+    trigger=st.sampled_from(["", "TRIGGER ON WATERMARK", "TRIGGER COUNTING 2"]),
+    late=st.sampled_from(["drop", "adjust"]),
+    batch_rows=st.sampled_from([1, 4, 65_536]),
+    cut=st.integers(0, 40),
+)
+def test_joined_windows_answer_like_duckdb_and_restore_exactly(
+    tmp_path_factory, a, b, offset, join, trigger, late, batch_rows, cut
+):
+    directory = tmp_path_factory.mktemp("j")
+    _write(directory, "a", a)
+    _write(directory, "b", b)
+    sql = (
+        f"SELECT x.user AS u, x.window_start AS ws, COUNT(*) AS n, SUM(y.v) AS s FROM {_windows_of('a', offset)} x"
+        f" {join} {_windows_of('b', offset)} y ON x.user = y.user AND x.window_start = y.window_start"
+        f" GROUP BY x.user, x.window_start {trigger}"
+    )
+    con = duckdb.connect()
+    con.register("ev_a", _duck_side(a, offset, late))
+    con.register("ev_b", _duck_side(b, offset, late))
+    oracle = f"SELECT x.user, x.ws, COUNT(*), SUM(y.v) FROM ev_a x {join} ev_b y ON x.user = y.user AND x.ws = y.ws"
+    expected = Counter(tuple(r) for r in con.sql(oracle + " GROUP BY x.user, x.ws").fetchall())
+    con.close()
+
+    def row(r):
+        return r["u"], None if r["ws"] is None else _us(r["ws"]), r["n"], r["s"]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(directory)
+        mp.setattr(planner, "BATCH_ROWS", batch_rows)
+        assert Counter(row(r) for r in plan(sql, late=late).result().to_pylist()) == expected
+        net: Counter = Counter()
+        for r in plan(sql, late=late).changelog().to_pylist():
+            net[row(r)] += -1 if r["undo"] else 1
+        assert +net == expected and all(c >= 0 for c in net.values())
+        _assert_restore_continues(plan(sql, late=late).stream(), cut)
+
+
+def _assert_restore_continues(stream, cut: int) -> None:
+    whole = stream.query()
+    whole.run()
+    first = stream.query()
+    first.run(max_messages=cut)
+    state = pickle.loads(pickle.dumps(first.checkpoint()))
+    second = stream.query()
+    second.restore(state)
+    assert second.run()
+    parts = [t for t in (first.sink.table(), second.sink.table()) if t is not None]
+    assert _events(pa.concat_tables(parts) if parts else None) == _events(whole.sink.table())
