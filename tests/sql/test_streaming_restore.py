@@ -134,9 +134,7 @@ def test_windows_answer_like_duckdb_and_restore_exactly(
     tmp_path_factory, rows, kind, offset, trigger, late, batch_rows, cut
 ):
     directory = tmp_path_factory.mktemp("e")
-    stamps = pa.array([BASE + dt.timedelta(seconds=t) for t, _, _ in rows], pa.timestamp("us"))
-    table = pa.table({"user": [u for _, u, _ in rows], "time": stamps, "v": [v for _, _, v in rows]})
-    pv.write_csv(table, directory / "e.csv")
+    _write(directory, "e", rows)
     sql = tidal_sql(kind, offset, trigger)
     base = _us(BASE)
     ev = pa.table(  # noqa: F841 (read by DuckDB)
