@@ -4,7 +4,8 @@ For each query: the final answer equals DuckDB's over the rows the watermark kep
 moved up to the watermark they were behind), the changelog's net effect is that answer, and a run
 checkpointed after a random number of messages (its state through pickle), restored into a new query
 and run to its end gives the uninterrupted run's events. The same for two such sources, each with its own
-watermark, inner/left/full joined on a key and their windows and grouped.
+watermark, inner/left/full joined on a key and their windows and grouped; and for a windowed aggregate's
+changes under each TRIGGER (retractions included) regrouped, numbered by ROW_NUMBER or cut by ORDER BY ... LIMIT.
 """
 
 from __future__ import annotations
@@ -240,3 +241,56 @@ def _assert_restore_continues(stream, cut: int) -> None:
     assert second.run()
     parts = [t for t in (first.sink.table(), second.sink.table()) if t is not None]
     assert _events(pa.concat_tables(parts) if parts else None) == _events(whole.sink.table())
+
+
+# -- retractions downstream: a TRIGGER's changelog regrouped, ranked or cut by ORDER BY ... LIMIT -----------------
+INNER_TRIGGERS = ["", "TRIGGER COUNTING 1", "TRIGGER COUNTING 2", "TRIGGER ON WATERMARK", TRIGGERS[3]]
+OUTER = {  # the same SQL in tidal (over the triggered inner query) and in DuckDB (over its plain answer)
+    "regroup": "SELECT n, COUNT(*) AS c, SUM(s) AS t FROM ({inner}) i GROUP BY n",
+    "top": "SELECT user, ws, n, s FROM ({inner}) i ORDER BY s DESC, n, ws, user NULLS FIRST LIMIT 3",
+    "rank": "SELECT user, ws, n, ROW_NUMBER() OVER (PARTITION BY user ORDER BY s, ws) AS r FROM ({inner}) i",
+}
+
+
+def _plain(v):
+    return _us(v) if isinstance(v, dt.datetime) else v
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=arrivals(),
+    offset=st.sampled_from([0, 3]),
+    inner_trigger=st.sampled_from(INNER_TRIGGERS),
+    outer=st.sampled_from(sorted(OUTER)),
+    outer_trigger=st.sampled_from(["", "TRIGGER COUNTING 1", "TRIGGER ON WATERMARK"]),
+    late=st.sampled_from(["drop", "adjust"]),
+    batch_rows=st.sampled_from([1, 4, 65_536]),
+    cut=st.integers(0, 40),
+)
+def test_a_triggers_changes_regrouped_ranked_or_cut_answer_like_duckdb(
+    tmp_path_factory, rows, offset, inner_trigger, outer, outer_trigger, late, batch_rows, cut
+):
+    directory = tmp_path_factory.mktemp("n")
+    _write(directory, "e", rows)
+    inner = (
+        f"SELECT user, window_start AS ws, COUNT(*) AS n, SUM(v) AS s FROM {_windows_of('e', offset)} w"
+        f" GROUP BY user, window_start {inner_trigger}"
+    )
+    sql = OUTER[outer].format(inner=inner) + (f" {outer_trigger}" if outer == "regroup" else "")
+    con = duckdb.connect()
+    con.register("ev", _duck_side(rows, offset, late))
+    duck_inner = "SELECT user, ws, COUNT(*) AS n, SUM(v) AS s FROM ev GROUP BY user, ws"
+    expected = Counter(tuple(r) for r in con.sql(OUTER[outer].format(inner=duck_inner)).fetchall())
+    con.close()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(directory)
+        mp.setattr(planner, "BATCH_ROWS", batch_rows)
+        got = Counter(tuple(_plain(v) for v in r.values()) for r in plan(sql, late=late).result().to_pylist())
+        assert got == expected
+        net: Counter = Counter()
+        for r in plan(sql, late=late).changelog().to_pylist():
+            undo = r.pop("undo")
+            r.pop("time")
+            net[tuple(_plain(v) for v in r.values())] += -1 if undo else 1
+        assert +net == expected and all(c >= 0 for c in net.values())
+        _assert_restore_continues(plan(sql, late=late).stream(), cut)
