@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tidal.sql import plan, planner
 
-BASE = dt.datetime(2024, 6, 1, 9, 0, 0)
+BASE = dt.datetime(1969, 12, 31, 23, 59, 40)  # times before and after the epoch: negative ticks too
 SECOND = 1_000_000
 
 
@@ -54,23 +54,29 @@ def tidal_sql(kind: str, offset: int, trigger: str) -> str:
     )
 
 
+def _down(x: str, period: int) -> str:
+    """``x`` rounded down to a multiple of ``period`` in DuckDB (its ``//`` truncates toward zero)."""
+    return f"({x} - (({x} % {period}) + {period}) % {period})"
+
+
 def duck_sql(kind: str) -> str:
     """The same groups in DuckDB over ``ev(user, t, v)`` (``t`` in microseconds): buckets, hops, sessions."""
     if kind == "tumble":
-        bounds = f"t // {5 * SECOND} * {5 * SECOND} AS ws, t // {5 * SECOND} * {5 * SECOND} + {5 * SECOND} AS we"
+        size = 5 * SECOND
+        bounds = f"{_down('t', size)} AS ws, {_down('t', size)} + {size} AS we"
         return f"SELECT user, ws, we, COUNT(*), SUM(v) FROM (SELECT *, {bounds} FROM ev) GROUP BY user, ws, we"
     if kind == "hop":
         hop, size = 2 * SECOND, 6 * SECOND
         return (
-            f"SELECT user, t // {hop} * {hop} - j * {hop} AS ws, t // {hop} * {hop} - j * {hop} + {size} AS we,"
+            f"SELECT user, {_down('t', hop)} - j * {hop} AS ws, {_down('t', hop)} - j * {hop} + {size} AS we,"
             " COUNT(*), SUM(v) FROM ev, range(3) r(j) GROUP BY user, ws, we"
         )
     gap, cap = 3 * SECOND, 10 * SECOND
     return f"""
     WITH y AS (SELECT *, LAG(t) OVER (PARTITION BY user ORDER BY t) AS prev FROM ev),
-    z AS (SELECT *, SUM(CASE WHEN prev IS NULL OR t - prev >= {gap} OR t // {cap} <> prev // {cap} THEN 1 ELSE 0 END)
-                   OVER (PARTITION BY user ORDER BY t ROWS UNBOUNDED PRECEDING) AS sid FROM y)
-    SELECT user, MIN(t) AS ws, LEAST(MAX(t) + {gap}, (MIN(t) // {cap} + 1) * {cap}) AS we, COUNT(*), SUM(v)
+    z AS (SELECT *, SUM(CASE WHEN prev IS NULL OR t - prev >= {gap} OR {_down("t", cap)} <> {_down("prev", cap)}
+                   THEN 1 ELSE 0 END) OVER (PARTITION BY user ORDER BY t ROWS UNBOUNDED PRECEDING) AS sid FROM y)
+    SELECT user, MIN(t) AS ws, LEAST(MAX(t) + {gap}, {_down("MIN(t)", cap)} + {cap}) AS we, COUNT(*), SUM(v)
     FROM z GROUP BY user, sid"""
 
 
