@@ -8,6 +8,7 @@ tests/test_impatience.py::test_paper_example.)
 
 from __future__ import annotations
 
+import pickle
 import re
 from unittest import mock
 
@@ -334,6 +335,59 @@ def test_sort_as_needed_matches_reference(case, latency, batch_size, every, wind
         check_physical(out)
         assert_same_snapshots(out, ref)
     assert q.late_count() == len(passed) - len(keep)
+
+
+WINDOWS = [(5, 5, 0, "start"), (6, 2, 1, "start"), (2, 5, 1, "start"), (6, 3, 0, "end"), (3, 7, 2, "end")]
+PUNCTUATIONS = [{}, {"punctuate_every_events": 2}, {"punctuate_every": 4}, {"punctuate_every": 1}]
+
+
+@given(
+    arrivals(max_events=30),
+    st.sampled_from(WINDOWS),
+    st.sampled_from([0, 3, 15]),
+    st.sampled_from(["drop", "adjust"]),
+    st.sampled_from(PUNCTUATIONS),
+    batch_sizes,
+    st.integers(0, 30),
+)
+def test_windows_before_the_sort_adjust_on_the_grid_and_restore(case, window, latency, disorder, punct, bs, cut):
+    """Hopping/tumbling windows (either alignment, gaps included) before the sort: lateness is decided on the
+    windowed starts, "adjust" moves a late one up to the first grid point at or after the punctuation
+    (duration kept), and a query checkpointed mid-stream (through pickle) and restored continues exactly."""
+    times, durations = case
+    size, hop, offset, align = window
+    q = (
+        tidal.from_arrow(table(times, durations), time="t", end="e", sorted=False, batch_size=bs, **punct)
+        .hopping_window(size, hop, offset, align)
+        .to_stream(latency, disorder)
+        .aggregate(tidal.agg.count(), tidal.agg.sum("i"))
+    )
+    names = ("t", "i", "v", "e")
+    windowed = Reference(
+        names, [(t, t + d, (t, i, i % 7, t + d)) for i, (t, d) in enumerate(zip(times, durations, strict=True))]
+    ).hopping_window(size, hop, offset, align)  # one event each (none in a gap), in arrival order
+    bounds = late_bounds_model([s for s, _, _ in windowed.events], DisorderPolicy((latency,), disorder, **punct))
+    kept = []
+    for (s, e, p), b in zip(windowed.events, bounds, strict=True):
+        if s >= b:
+            kept.append((s, e, p))
+        elif disorder == "adjust":
+            moved = b + (offset - b) % hop
+            kept.append((moved, e + moved - s, p))
+    expected = Reference(names, kept).aggregate(tidal.agg.count(), tidal.agg.sum("i"))
+    if not times:
+        return
+    out = q.to_arrow()
+    check_physical(out)
+    assert_same_snapshots(out, expected)
+    first = q.query()
+    first.run(max_messages=cut)
+    state = pickle.loads(pickle.dumps(first.checkpoint()))
+    second = q.query()
+    second.restore(state)
+    assert second.run()
+    parts = [t for t in (first.sink.table(), second.sink.table()) if t is not None]
+    assert_same_snapshots(pa.concat_tables(parts, promote_options="permissive"), expected)
 
 
 def _within(times, policy, j):

@@ -59,7 +59,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch
-from ..core.time import INFINITY
+from ..core.time import INFINITY, MIN_TIME
 from .base import Operator
 
 SNAPSHOT_BLOCK = 4096  # keys per pickled block of a snapshot; a block no key of which changed is reused
@@ -137,8 +137,8 @@ class TriggerOp(Operator):
         self._unfired: set[tuple] = set()
         self.timers: list[tuple[int, int, tuple]] = []  # (tick, seq, key) heap of watermark/delay deadlines
         self._seq = 0
-        self.last_out = 0
-        self.last_tick = 0
+        self.last_out = MIN_TIME  # no output yet (times may be negative: before 1970 in SQL)
+        self.last_tick = MIN_TIME
         self._out: list[tuple[int, int, tuple]] = []  # (sync, other, payload) awaiting emission
         # no rules: start-edge batches kept as they are until end of input (None: per-key bookkeeping)
         plain = all(_plain_key(schema.field(k).type) for k in self.key_fields)

@@ -250,7 +250,9 @@ class Reference:
                     value = value if isinstance(value, dict) else {"value": value}
                     names = tuple(value)
                     out.append((s, e, tuple(value.values())))
-            if result is None:
+            if result is None and (names is None or sub.events):
+                # a group whose subquery gave nothing may not know its fields (a join's result lambda
+                # is never called): the names come from a group with events, where there is one
                 names = tuple(key_names) + tuple(n for n in sub.names if n not in key_names)
         return Reference(names or tuple(key_names) + self.names, out)
 

@@ -70,14 +70,17 @@ def exists_kernel(
                     x = head[0, g]
                     while x >= 0:
                         if st[0, x] < cur:
-                            emit_other = -1
+                            # a flag, not a sentinel time: a piece may start at any time, -1 included
+                            emit = False
+                            emit_other = INFINITY
                             if want and seg[x] == NONE:
-                                emit_other = INFINITY
+                                emit = True
                                 seg[x] = cur
                             elif not want and seg[x] != NONE:
+                                emit = True
                                 emit_other = seg[x]
                                 seg[x] = NONE
-                            if emit_other != -1:
+                            if emit:
                                 put(out, n, cur, emit_other, x, -1)
                                 n += 1
                         x = nxt[0, x]
