@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import tidal
 from tidal import INFINITY
+from tidal.core.time import EARLIEST, LATEST
 from tidal.core.batch import EventBatch
 from tidal.io.disorder import DisorderPolicy, late_bounds_model
 from tidal.ops import reorder as reorder_mod
@@ -72,9 +73,11 @@ def expected_sorted(times, ends, policy: DisorderPolicy, latency_index: int = -1
 
 @st.composite
 def arrivals(draw, max_events=40):
-    """Arrival-ordered times: a sorted sequence with some events delayed, and durations."""
+    """Arrival-ordered times: a sorted sequence with some events delayed, and durations; around 0 (-1
+    and 0 are times, never markers), or moved far before 1970 or near either end of the range."""
     n = draw(st.integers(0, max_events))
-    times = sorted(draw(st.lists(st.integers(-20, 120), min_size=n, max_size=n)))
+    base = draw(st.sampled_from([0, 0, 0, -(2**40), EARLIEST + 60, LATEST - 130]))
+    times = sorted(base + t for t in draw(st.lists(st.integers(-20, 120), min_size=n, max_size=n)))
     share = draw(st.sampled_from([0.0, 0.2, 0.6, 1.0]))
     delays = draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))
     coins = draw(st.lists(st.floats(0, 1), min_size=n, max_size=n))
