@@ -15,6 +15,7 @@ from pattern_oracle import SkipError, all_matches, examples, measure, patterns
 import tidal
 from tidal.core.batch import EventBatch
 from tidal.core.errors import InputError, PlanError
+from tidal.core.time import EARLIEST
 from tidal.ops.pattern.syntax import Alt, Seq, Var, check, parse_pattern, to_text
 from tidal.plan import nodes
 
@@ -128,12 +129,15 @@ def table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=pa.schema([("t", pa.int64()), ("k", pa.int64()), ("v", pa.int64())]))
 
 
-def rows_of(values: list[int], gaps: list[int], keys: list[int]) -> list[dict]:
-    t, rows = 0, []
+def rows_of(values: list[int], gaps: list[int], keys: list[int], base: int = 0) -> list[dict]:
+    t, rows = base, []
     for v, g, k in zip(values, gaps, keys, strict=False):
         t += g
         rows.append({"t": t, "k": k, "v": v})
     return rows
+
+
+BASES = st.sampled_from([0, 0, -4, -(2**40), EARLIEST])
 
 
 @st.composite
@@ -151,7 +155,8 @@ def cases(draw, distinct_times=False):
     kinds = {v: draw(condition_kinds(v)) for v in VARS}
     within = draw(st.one_of(st.none(), st.integers(1, 8)))
     skip = draw(SKIPS)
-    return tree, rows_of(values, gaps, keys), keyed, kinds, within, skip
+    base = draw(BASES)  # times before 1970 too: around -1 and 0 (never markers), far back, the range's start
+    return tree, rows_of(values, gaps, keys, base), keyed, kinds, within, skip
 
 
 def detect(stream, tree, define, within, skip, keyed, ms):
@@ -194,7 +199,8 @@ def test_disordered_input_through_a_watermark_gives_the_same_matches(case, seed)
     tree, rows, keyed, within, skip, define, ms, want = _prepared(case)
     arrived = list(rows)
     random.Random(seed).shuffle(arrived)
-    latency = 1 + max([r["t"] for r in rows], default=0)  # nothing late: the sort restores the order
+    times = [r["t"] for r in rows]
+    latency = 1 + max(times, default=0) - min(times, default=0)  # nothing late: the sort restores the order
     stream = tidal.from_arrow(
         table(arrived), time="t", disorder="drop", reorder_latency=latency, punctuate_every_events=2
     )
