@@ -22,10 +22,11 @@ from tidal.sql import plan
 from .test_triggers import duck, stream_and_batch
 
 BASE = dt.datetime(2024, 6, 1, 9, 0, 0)
+BEFORE_1970 = dt.datetime(1969, 12, 31, 23, 10, 0)  # two hours of clicks across the epoch: negative ticks, -1, 0
 MINUTE = 60_000_000
 
 
-def write_clicks(path, n: int, seed: int, disorder_s: int = 0, users: int = 5) -> None:
+def write_clicks(path, n: int, seed: int, disorder_s: int = 0, users: int = 5, base: dt.datetime = BASE) -> None:
     """Clicks of a few users over two hours with bursts and pauses, in arrival order (each row
     arrives up to ``disorder_s`` seconds after its time); some users are null."""
     rng = np.random.default_rng(seed)
@@ -34,7 +35,7 @@ def write_clicks(path, n: int, seed: int, disorder_s: int = 0, users: int = 5) -
     arrival = times + rng.integers(0, disorder_s * 1_000_000 + 1, n)
     order = np.argsort(arrival, kind="stable")
     user = pa.array([None if u == users else f"u{u}" for u in rng.integers(0, users + 1, n)], pa.string())
-    stamps = pa.array(np.datetime64(BASE, "us") + times[order].astype("timedelta64[us]"))
+    stamps = pa.array(np.datetime64(base, "us") + times[order].astype("timedelta64[us]"))
     table = pa.table({"user": user.take(pa.array(order)), "time": stamps, "v": rng.integers(0, 100, n)[order]})
     pv.write_csv(table, path)
 
@@ -42,8 +43,9 @@ def write_clicks(path, n: int, seed: int, disorder_s: int = 0, users: int = 5) -
 def duck_sessions(path, gap: int, max_duration: int | None, keyed: bool) -> str:
     """DuckDB's sessions: one row per input row with its session's start and end (microseconds)."""
     part = "PARTITION BY user" if keyed else ""
-    grid = f" OR t // {max_duration} <> prev // {max_duration}" if max_duration else ""
-    cap = f", (MIN(t) OVER s // {max_duration} + 1) * {max_duration}" if max_duration else ""
+    # grid lines by floor division (DuckDB's // truncates toward zero: wrong before 1970)
+    grid = f" OR {_floor('t', max_duration)} <> {_floor('prev', max_duration)}" if max_duration else ""
+    cap = f", {_floor('MIN(t) OVER s', max_duration)} + {max_duration}" if max_duration else ""
     return f"""
     WITH x AS (SELECT user, time, v, epoch_us(time) AS t FROM '{path}'),
     y AS (SELECT *, LAG(t) OVER ({part} ORDER BY t) AS prev FROM x),
@@ -52,6 +54,11 @@ def duck_sessions(path, gap: int, max_duration: int | None, keyed: bool) -> str:
     SELECT user, t, v, MIN(t) OVER s AS ws, LEAST(MAX(t) OVER s + {gap}{cap}) AS we
     FROM z WINDOW s AS ({part}{"," if keyed else "PARTITION BY"} sid)
     """
+
+
+def _floor(t: str, m: int) -> str:
+    """DuckDB text for the grid point ``k * m`` at or before ``t`` (negative ``t`` too)."""
+    return f"({t} - ((({t}) % {m}) + {m}) % {m})"
 
 
 def _us(v) -> int:
@@ -77,14 +84,21 @@ def session_sql(gap_min: int, max_min: int | None, keyed: bool, source: str = "T
 
 
 @pytest.mark.parametrize(
-    ("gap", "cap", "keyed", "batch_rows"),
-    [(2, None, True, 65_536), (1, 15, True, 65_536), (3, 20, False, 65_536), (2, 10, True, 7)],
+    ("gap", "cap", "keyed", "batch_rows", "base"),
+    [
+        (2, None, True, 65_536, BASE),
+        (1, 15, True, 65_536, BASE),
+        (3, 20, False, 65_536, BASE),
+        (2, 10, True, 7, BASE),
+        (2, 10, True, 7, BEFORE_1970),
+        (1, 15, False, 65_536, BEFORE_1970),
+    ],
 )
-def test_rows_get_duckdbs_sessions(in_dir, monkeypatch, gap, cap, keyed, batch_rows):
+def test_rows_get_duckdbs_sessions(in_dir, monkeypatch, gap, cap, keyed, batch_rows, base):
     from tidal.sql import planner
 
     monkeypatch.setattr(planner, "BATCH_ROWS", batch_rows)  # batching never changes a session
-    write_clicks(in_dir / "c.csv", 1500 if batch_rows > 100 else 400, seed=gap + (cap or 0))
+    write_clicks(in_dir / "c.csv", 1500 if batch_rows > 100 else 400, seed=gap + (cap or 0), base=base)
     q = plan(f"SELECT user, time, v, window_start, window_end FROM {session_sql(gap, cap, keyed)} s")
     got = sorted(
         (r["user"] or "", _us(r["time"]), r["v"], _us(r["window_start"]), _us(r["window_end"]))
