@@ -83,7 +83,7 @@ BASE = dt.datetime(2024, 6, 1)
 
 def rows_table(seed: int, n: int, disorder_ms: int) -> pa.Table:
     rng = np.random.default_rng(seed)
-    t = np.sort(rng.integers(0, 60_000, n))
+    t = np.sort(rng.integers(-30_000, 30_000, n))  # a minute across the epoch: negative ticks, windows at -10 s, 0
     arrival = np.argsort(t + rng.integers(0, disorder_ms + 1, n), kind="stable")
     f = rng.integers(-8, 8, n) / 4.0  # exact binary fractions: sums do not depend on their order
     return pa.table(
