@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tidal.core.batch import EventBatch
-from tidal.core.time import INFINITY
+from tidal.core.time import EARLIEST, INFINITY
 from tidal.ops.base import Consumer
 from tidal.ops.rank import RowNumberOp
 from tidal.ops.window_functions import WindowCall, WindowFunctionsOp
@@ -82,7 +82,8 @@ def inputs(draw, ends: bool):
     """Events in sync order: start edges, and (``ends``) intervals and end edges retracting earlier rows."""
     n = draw(st.integers(0, 40))
     rows = draw(st.lists(row, min_size=n, max_size=n))
-    times = sorted(draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)))
+    base = draw(st.sampled_from([0, 0, -6, -(2**40), EARLIEST]))  # times before 1970 too: -1 and 0 are no markers
+    times = sorted(base + t for t in draw(st.lists(st.integers(0, 12), min_size=n, max_size=n)))
     events = []
     for t, r in zip(times, rows, strict=True):
         if ends and draw(st.booleans()):
