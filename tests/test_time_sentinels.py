@@ -1,0 +1,126 @@
+"""Times used as markers (issue: fuzz8's audit). Ticks are int64 and may be negative (before 1970 in
+SQL), so no operator may take 0 or -1 for "no time yet": each test here drives one operator with times
+around -1 and 0, far before 1970 and at the start of the range, in random batches, against a plain model
+written from the operator's documented semantics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tidal
+from tidal import agg
+from tidal.core.batch import EventBatch
+from tidal.core.time import EARLIEST, INFINITY
+from tidal.ops.base import Consumer
+from tidal.ops.empty_default import EmptyDefaultOp
+from tidal.plan.nodes import relational as rel
+from tidal.stream.streamable import Stream
+from tidal.testing import Reference, assert_same_snapshots
+
+BASES = [0, -3, -20, -(2**40), EARLIEST]  # -3, -20: times around -1 and 0
+
+
+class _Collect(Consumer):
+    """Every message in order: ("b", sync, other, row), ("p", time), ("c",)."""
+
+    def __init__(self):
+        self.log: list[tuple] = []
+
+    def on_batch(self, batch: EventBatch) -> None:
+        rows = list(zip(*(batch.columns[n].to_pylist() for n in batch.columns), strict=True))
+        self.log += [("b", s, o, r) for s, o, r in zip(batch.sync.tolist(), batch.other.tolist(), rows, strict=True)]
+
+    def on_punctuation(self, time: int) -> None:
+        self.log.append(("p", time))
+
+    def on_completed(self) -> None:
+        self.log.append(("c",))
+
+
+@st.composite
+def relational_changes(draw):
+    """Messages of a global aggregate's result: start edges, end edges retracting live ones and intervals,
+    in time order, with punctuations between batches, ending at completion or a punctuation at INFINITY."""
+    base = draw(st.sampled_from(BASES))
+    t, live, msgs = base, [], []
+    for _ in range(draw(st.integers(0, 8))):
+        if draw(st.integers(0, 3)) == 0:  # a punctuation, at or beyond the last time
+            t += draw(st.integers(0, 3))
+            msgs.append(("p", t))
+            continue
+        batch = []
+        for _ in range(draw(st.integers(1, 4))):
+            t += draw(st.integers(0, 2))
+            kind = draw(st.integers(0, 2))
+            if kind == 0 and live:  # retract a live row
+                s, v = live.pop(draw(st.integers(0, len(live) - 1)))
+                batch.append((t, s, v))
+            elif kind == 1:  # an interval: alive a while, then gone
+                batch.append((t, t + draw(st.integers(1, 3)), draw(st.integers(0, 9))))
+            else:
+                v = draw(st.integers(0, 9))
+                live.append((t, v))
+                batch.append((t, INFINITY, v))
+        msgs.append(("b", batch))
+    msgs.append(("p", INFINITY) if draw(st.booleans()) else ("c",))
+    return msgs
+
+
+def _expected(msgs) -> int | None:
+    """The default row's time (None: no row, something is alive at the end) per the operator's docstring:
+    the last time reached (an event's sync time or a punctuation), tick 0 when none was reached."""
+    alive, reached = 0, None
+    for m in msgs:
+        times = [s for s, _, _ in m[1]] if m[0] == "b" else [m[1]] if m[0] == "p" and m[1] < INFINITY else []
+        for s in times:
+            reached = s if reached is None else max(reached, s)
+        if m[0] == "b":
+            alive += sum(1 for s, o, _ in m[1] if o == INFINITY) - sum(1 for s, o, _ in m[1] if o < s)
+    return None if alive else 0 if reached is None else reached
+
+
+@given(msgs=relational_changes())
+def test_the_empty_default_row_comes_at_the_last_time_reached_negative_times_too(msgs):
+    schema = pa.schema([("n", pa.int64())])
+    op, sink = EmptyDefaultOp(schema, {"n": -1}), _Collect()
+    op.downstream = [sink]
+    for m in msgs:
+        if m[0] == "b":
+            s, o, v = zip(*m[1], strict=True)
+            op.on_batch(EventBatch(np.array(s, np.int64), np.array(o, np.int64), {"n": pa.array(v, pa.int64())}))
+        elif m[0] == "p":
+            op.on_punctuation(m[1])
+        else:
+            op.on_completed()
+    at = _expected(msgs)
+    defaults = [e for e in sink.log if e[0] == "b" and e[3] == (-1,)]
+    assert defaults == ([] if at is None else [("b", at, INFINITY, (-1,))])
+    # the input passes through unchanged, and nothing is stamped before a punctuation already given
+    assert [e for e in sink.log if e[0] == "b" and e[3] != (-1,)] == [
+        ("b", s, o, (v,)) for m in msgs if m[0] == "b" for s, o, v in m[1]
+    ]
+    punctuated = EARLIEST - 1
+    for e in sink.log:
+        if e[0] == "p":
+            punctuated = max(punctuated, e[1])
+        elif e[0] == "b":
+            assert e[1] >= punctuated, sink.log
+
+
+def test_a_count_that_ends_before_1970_gets_its_zero_row_there_not_at_0():
+    """Rows alive over [-10, -3) and nothing after: the count over no rows is 0 from -3 on (at tick 0
+    before the fix: no row at all over [-3, 0))."""
+    table = pa.table(
+        {
+            "sync_time": pa.array([-10, -3], pa.int64()),
+            "other_time": pa.array([INFINITY, -10], pa.int64()),
+            "v": pa.array([1, 1], pa.int64()),
+        }
+    )
+    counted = tidal.from_arrow(table, time="sync_time", other="other_time").aggregate(n=agg.count())
+    out = Stream(rel.EmptyDefault(counted.node, {"n": 0})).to_arrow()
+    expected = Reference(("n",), [(-10, -3, (1,)), (-3, INFINITY, (0,))])
+    assert_same_snapshots(out, expected)
