@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import tidal
 from tidal import INFINITY
-from tidal.core.time import EARLIEST, LATEST
 from tidal.core.batch import EventBatch
+from tidal.core.time import EARLIEST, LATEST
 from tidal.io.disorder import DisorderPolicy, late_bounds_model
 from tidal.ops import reorder as reorder_mod
 from tidal.ops.base import Consumer

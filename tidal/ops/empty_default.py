@@ -3,9 +3,10 @@
 Temporal semantics: the output is the input, plus one default row (counts 0, other aggregates
 NULL) as a start edge when the input's final snapshot is empty: at end of input (completion, or a
 punctuation at ``INFINITY``), at the last time the input reached (an event's sync time or a
-punctuation; times may be negative), or at tick 0 (where SQL's relational rows sit) when it reached none. Only for relational input (rows
-that start and never end, or are retracted and replaced at one tick), where the final snapshot is
-the answer; event-time aggregates keep Trill's rule that an empty snapshot has no result.
+punctuation; times may be negative), or at tick 0 (where SQL's relational rows sit) when it reached
+none. Only for relational input (rows that start and never end, or are retracted and replaced at one
+tick), where the final snapshot is the answer; event-time aggregates keep Trill's rule that an empty
+snapshot has no result.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class EmptyDefaultOp(Operator):
         self.done = True
         if self.alive == 0:
             cols = {f.name: pa.array([self.row.get(f.name)], f.type) for f in self.schema}
-            self.emit(EventBatch(np.array([0 if self.last is None else self.last], np.int64), np.array([INFINITY], np.int64), cols))
+            at = 0 if self.last is None else self.last
+            self.emit(EventBatch(np.array([at], np.int64), np.array([INFINITY], np.int64), cols))
 
     def on_punctuation(self, time: int) -> None:
         if time >= INFINITY:
