@@ -10,12 +10,13 @@ from hypothesis import strategies as st
 
 import tidal
 from tidal import INFINITY, agg
+from tidal.core.time import EARLIEST
 from tidal.stream.streamable import Stream
 from tidal.testing.reference import canonical
 
-ROWS = st.lists(
-    st.tuples(st.integers(0, 40), st.integers(0, 3), st.sampled_from([None, "a", "b", "", "é"])), max_size=40
-)
+# times around -1 and 0, far before 1970 and at the start of the range: no time is a marker
+TIMES = st.integers(-20, 20) | st.integers(-(2**40), -(2**40) + 5) | st.integers(EARLIEST, EARLIEST + 3)
+ROWS = st.lists(st.tuples(TIMES, st.integers(0, 3), st.sampled_from([None, "a", "b", "", "é"])), max_size=40)
 
 
 def _table(rows) -> pa.Table:
@@ -51,6 +52,7 @@ def test_final_only_gives_the_same_final_snapshot_in_one_result_per_group(rows, 
     # one start edge per group, nothing retracted
     assert got.num_rows == len({r[1] for r in rows})
     assert all(o == INFINITY for o in got.column("other_time").to_pylist())
+    assert set(got.column("sync_time").to_pylist()) <= {last}  # stamped with the last input tick
 
 
 @settings(max_examples=40, deadline=None)
