@@ -31,7 +31,7 @@ def _aggs():
 
 
 events = st.lists(
-    st.tuples(st.integers(0, 40), st.integers(1, 15), st.integers(0, 3), st.integers(-50, 50), st.integers(0, 9)),
+    st.tuples(st.integers(-20, 40), st.integers(1, 15), st.integers(0, 3), st.integers(-50, 50), st.integers(0, 9)),
     max_size=120,
 )
 

@@ -24,7 +24,7 @@ def cases(draw, floats=False):
     n = draw(st.integers(0, 22))
     events = []
     for _ in range(n):
-        s = draw(st.integers(0, 30))
+        s = draw(st.integers(-15, 30))  # around -1 and 0 too: no time is a marker
         e = INFINITY if draw(st.integers(0, 4)) == 0 else s + draw(st.integers(1, 12))
         v = draw(FLOATS if floats else VALUES)
         events.append((s, e, (draw(st.integers(0, 2)), v, draw(st.sampled_from([None, "a", "b", "c"])))))
