@@ -16,6 +16,7 @@ from tidal.sql import plan
 from tidal.stream.query import Query
 
 BASE = dt.datetime(2024, 6, 1, 18, 0, 0)
+BEFORE_1970 = dt.datetime(1969, 12, 31, 23, 59, 30)  # rows across the epoch: negative ticks, -1 and 0 no markers
 WATERMARKED = (
     "max_diff_watermark(source => TABLE('e.csv'), time_field => DESCRIPTOR(t), offset => INTERVAL {lag} SECONDS)"
 )
@@ -48,10 +49,10 @@ rows = st.lists(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=rows, lag=st.integers(0, 8), query=st.sampled_from(QUERIES))
-def test_final_values_equal_the_aggregate_and_trigger_apart(in_dir, rows, lag, query):
+@given(rows=rows, lag=st.integers(0, 8), query=st.sampled_from(QUERIES), base=st.sampled_from([BASE, BEFORE_1970]))
+def test_final_values_equal_the_aggregate_and_trigger_apart(in_dir, rows, lag, query, base):
     rows = [*rows, (30, "a", 1)]  # one number at least: a column of nulls only would be read as text
-    lines = ["t,k,v"] + [f"{BASE + dt.timedelta(seconds=s)},{k},{'' if v is None else v}" for s, k, v in rows]
+    lines = ["t,k,v"] + [f"{base + dt.timedelta(seconds=s)},{k},{'' if v is None else v}" for s, k, v in rows]
     (in_dir / "e.csv").write_text("\n".join(lines) + "\n")
     sql = query.format(src=WATERMARKED.format(lag=lag))
     assert _events(sql, fused=True) == _events(sql, fused=False)

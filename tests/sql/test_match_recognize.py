@@ -106,7 +106,7 @@ def cases(draw, distinct_times=False):
     except PlanError:
         assume(False)
     n = draw(st.integers(1, 10))  # a CSV file without rows has text columns
-    rows, t = [], 0
+    rows, t = [], draw(st.sampled_from([0, 0, -5, -(2**40)]))  # before 1970 too: -1 and 0 are no markers
     for _ in range(n):
         t += draw(st.integers(1 if distinct_times else 0, 3))
         rows.append({"t": t, "k": draw(st.sampled_from(["x", "y"])), "v": draw(st.integers(0, 5))})
@@ -193,7 +193,8 @@ def test_disordered_rows_through_a_watermark_give_the_same_matches(case, seed):
     tree, rows, keyed, kinds, within, skip = case
     arrived = list(rows)
     random.Random(seed).shuffle(arrived)
-    latency = 1 + max([r["t"] for r in rows], default=0)  # nothing is late
+    times = [r["t"] for r in rows]
+    latency = 1 + max(times, default=0) - min(times, default=0)  # nothing is late
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rows.csv"
         write(arrived, path)
