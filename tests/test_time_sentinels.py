@@ -5,18 +5,23 @@ written from the operator's documented semantics."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
+
+import duckdb
 import numpy as np
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tidal
 from tidal import agg
 from tidal.core.batch import EventBatch
-from tidal.core.time import EARLIEST, INFINITY
+from tidal.core.time import EARLIEST, INFINITY, LATEST
 from tidal.ops.base import Consumer
 from tidal.ops.empty_default import EmptyDefaultOp
 from tidal.plan.nodes import relational as rel
+from tidal.sql import plan
 from tidal.stream.streamable import Stream
 from tidal.testing import Reference, assert_same_snapshots
 
@@ -124,3 +129,36 @@ def test_a_count_that_ends_before_1970_gets_its_zero_row_there_not_at_0():
     out = Stream(rel.EmptyDefault(counted.node, {"n": 0})).to_arrow()
     expected = Reference(("n",), [(-10, -3, (1,)), (-3, INFINITY, (0,))])
     assert_same_snapshots(out, expected)
+
+
+# -- SQL event time without a watermark: nothing is late, however far apart the times ------------------
+NEAR = st.sampled_from([EARLIEST + 20, -(2**40), -3, LATEST - 40])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    rows=st.lists(st.tuples(NEAR, st.integers(0, 9), st.integers(-5, 5)), min_size=1, max_size=20),
+    order=st.randoms(use_true_random=False),
+)
+def test_sql_event_time_without_a_watermark_keeps_every_row_across_the_whole_range(tmp_path_factory, rows, order):
+    """No watermark generator: the sort waits for the end of input and no row is late. Its latency was 2**62,
+    less than the range of event times (2**63 - 1 ticks): after a row near 2**62, one near -2**62 was dropped."""
+    rows = [(base + k, k % 3, v) for base, k, v in rows]
+    order.shuffle(rows)  # arrival order: anything
+    directory = tmp_path_factory.mktemp("t")
+    with open(directory / "w.csv", "w", newline="") as f:
+        csv.writer(f).writerows([("t", "k", "v"), *rows])
+    sql = (
+        "SELECT epoch_us(window_start) AS ws, k, count(*) AS n, sum(v) AS s FROM tumble(source => TABLE('w.csv'),"
+        " time_field => DESCRIPTOR(t), window_length => INTERVAL 10 MICROSECONDS) GROUP BY window_start, k"
+    )
+    with contextlib.chdir(directory):
+        q = plan(sql)
+        got = sorted(tuple(r.values()) for r in q.result().to_pylist())
+    assert q.stats.late == 0
+    con = duckdb.connect()
+    con.execute("CREATE TABLE e(t BIGINT, k BIGINT, v BIGINT)")
+    con.executemany("INSERT INTO e VALUES (?, ?, ?)", rows)
+    # windows by floor division (DuckDB's // truncates toward zero)
+    want = con.execute("SELECT t - ((t % 10) + 10) % 10 AS ws, k, count(*), sum(v) FROM e GROUP BY ALL").fetchall()
+    assert got == sorted(want)

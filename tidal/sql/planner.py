@@ -42,7 +42,7 @@ from sqlglot import exp
 from ..core.batch import EventBatch
 from ..core.errors import InputError, PlanError
 from ..core.messages import Completed, Punctuation
-from ..core.time import INFINITY
+from ..core.time import EARLIEST, INFINITY, LATEST
 from ..io.disorder import disordered_messages
 from ..io.files import read_file
 from ..ops.aggregate.functions import ORDER_SENSITIVE
@@ -91,7 +91,9 @@ def _shaped(stream: Stream, schema: pa.Schema) -> Stream:
 
 # -- translation -------------------------------------------------------------------------------
 
-NO_WATERMARK_LATENCY = 1 << 62  # event time without a watermark generator: nothing is late, sorted at the end
+# event time without a watermark generator: nothing is late, sorted at the end. The latency spans the whole range of
+# event times (2**62 did not: after a row at 2**62 - 1, one at -2**62 was dropped as late)
+NO_WATERMARK_LATENCY = LATEST - EARLIEST
 
 
 @dataclass

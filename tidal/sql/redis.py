@@ -17,6 +17,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..core.errors import PlanError
+from ..core.time import EARLIEST, LATEST
 from ..io.redis_streams import RedisStreamFeed
 from ..plan.nodes import Source
 from ..plan.nodes import relational as rel
@@ -26,7 +27,9 @@ from ..stream.streamable import Stream
 from .expressions import pushable_predicate
 
 FORMAT = "redis"
-NO_WATERMARK_LATENCY = 1 << 62  # event time without a watermark: nothing is late (planner.NO_WATERMARK_LATENCY)
+NO_WATERMARK_LATENCY = (
+    LATEST - EARLIEST
+)  # event time without a watermark: nothing is late (planner.NO_WATERMARK_LATENCY)
 
 
 def feed_for(opts: dict, schema: pa.Schema | None = None, **extra) -> RedisStreamFeed:
