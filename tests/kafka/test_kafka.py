@@ -332,3 +332,26 @@ def test_json_messages_may_span_lines_but_hold_one_object_each(broker, topic):
         tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop="latest").to_arrow()
     ok = tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop={0: 2}).to_arrow()
     assert ok.select(["k", "v"]).to_pylist() == [{"k": 2, "v": 3}, {"k": 0, "v": 1}]
+
+
+def test_times_before_1970_merge_in_order_and_times_out_of_range_are_named(broker, topic):
+    """Negative times (-1 and 0 are no markers) merge across partitions like any others; a time outside the
+    range of event times (int64's ends included: the largest is INFINITY) is an error naming its message
+    (it was taken as is: 2**63 - 1 became an event ending before it started)."""
+    broker.create_topic(topic, 2)
+    p0 = [{"t": t, "k": 0, "v": i} for i, t in enumerate([-(2**40), -1, -1, 0, 3])]
+    p1 = [{"t": t, "k": 1, "v": 10 + i} for i, t in enumerate([-(2**62), -5, -1, 0])]
+    broker.produce(topic, p0, partition=0)
+    broker.produce(topic, p1, partition=1)
+    out = tidal.from_kafka(broker.address, topic, time_field="t", schema=SCHEMA, stop="latest", batch_size=2)
+    got = out.to_arrow()
+    assert got.column("sync_time").to_pylist() == sorted(r["t"] for r in p0 + p1)
+    assert _rows(got.select(["t", "k", "v"])) == sorted((r["t"], r["k"], r["v"]) for r in p0 + p1)
+    for bad in (2**63 - 1, 2**62, -(2**62) - 1, -(2**63)):
+        name = f"{topic}-{bad < 0}-{abs(bad) % 1000}"
+        broker.create_topic(name, 1)
+        broker.produce(name, [{"t": 1, "k": 0, "v": 0}, {"t": bad, "k": 0, "v": 1}], partition=0)
+        with pytest.raises(
+            tidal.InputError, match=rf"kafka topic {name} partition 0 offset 1: time field 't' is {bad}"
+        ):
+            tidal.from_kafka(broker.address, name, time_field="t", schema=SCHEMA, stop="latest").to_arrow()

@@ -46,7 +46,7 @@ from ..core.batch import EventBatch
 from ..core.errors import InputError, TidalError
 from ..core.feed import Feed
 from ..core.messages import Completed, Punctuation
-from ..core.time import INFINITY
+from ..core.time import INFINITY, TIME_RANGE_TEXT, first_out_of_range
 from .kafka_formats import Decoder, MalformedMessage
 from .kafka_state import FeedState
 
@@ -471,6 +471,12 @@ class KafkaFeed(Feed):
             sync = np.zeros(len(parts), np.int64)
         else:
             sync = self._times(table, parts, offs)
+            bad = first_out_of_range(sync)  # (INFINITY, or a time with no room for a duration, would wrap)
+            if bad >= 0:
+                raise InputError(
+                    f"kafka topic {self.topic} partition {parts[bad]} offset {offs[bad]}: time field "
+                    f"{self.time_field!r} is {int(sync[bad])}, outside the range of event times {TIME_RANGE_TEXT}"
+                )
         late = sync < st.emitted if st.emitted is not None else np.zeros(len(sync), bool)
         if late.any():
             n = int(late.sum())
