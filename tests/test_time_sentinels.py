@@ -11,13 +11,15 @@ import csv
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tidal
 from tidal import agg
 from tidal.core.batch import EventBatch
-from tidal.core.time import EARLIEST, INFINITY, LATEST
+from tidal.core.errors import PlanError
+from tidal.core.time import EARLIEST, INFINITY, LATEST, MAX_SPAN
 from tidal.ops.base import Consumer
 from tidal.ops.empty_default import EmptyDefaultOp
 from tidal.plan.nodes import relational as rel
@@ -162,3 +164,20 @@ def test_sql_event_time_without_a_watermark_keeps_every_row_across_the_whole_ran
     # windows by floor division (DuckDB's // truncates toward zero)
     want = con.execute("SELECT t - ((t % 10) + 10) % 10 AS ws, k, count(*), sum(v) FROM e GROUP BY ALL").fetchall()
     assert got == sorted(want)
+
+
+def test_a_trigger_delay_longer_than_the_longest_span_is_refused(tmp_path):
+    """A deadline is a tick plus the delay: a delay near 2**63 put firings beyond the range of event times
+    (9.2e18 for INTERVAL 106700000 DAYS) and one past INFINITY fired at end of input instead (earlier)."""
+    (tmp_path / "d.csv").write_text("k,t\na,1969-12-31 23:59:58\na,1970-01-01 00:00:03\n")
+    sql = (
+        "SELECT k, count(*) AS n FROM max_diff_watermark(source => TABLE('d.csv'), time_field => DESCRIPTOR(t),"
+        " offset => INTERVAL 1 SECOND) GROUP BY k TRIGGER AFTER DELAY INTERVAL {} DAYS"
+    )
+    day = 86_400_000_000
+    with contextlib.chdir(tmp_path):
+        with pytest.raises(PlanError, match=r"TRIGGER AFTER DELAY: the delay .* longest supported span, 2\*\*61"):
+            plan(sql.format(106_700_000)).changelog()
+        longest = MAX_SPAN // day  # the longest delay in whole days: each change pushes its key's deadline back
+        log = plan(sql.format(longest)).changelog().to_pylist()
+    assert [(r["time"], r["n"]) for r in log] == [(3_000_000 + longest * day, 2)]

@@ -23,7 +23,8 @@ a key fires when any rule says so, and a firing resets every rule's state for th
   the tick it changes. A key without an event time fires at end of input.
 * ``AFTER DELAY d``: at tick ``t + d`` where ``t`` is the tick of the key's latest change: each
   change pushes the deadline back (a key fires once it has been quiet for ``d`` ticks of event
-  time). Input without an event time has no clock, so such keys fire at end of input.
+  time). Input without an event time has no clock, so such keys fire at end of input. ``d`` is at
+  most ``MAX_SPAN`` (2**61 ticks, about 73,000 years of microseconds), so no deadline passes INFINITY.
 * no rule: the key fires at end of input only.
 
 A firing whose value equals the value already materialised emits nothing (it still resets the
@@ -59,7 +60,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.batch import EventBatch
-from ..core.time import INFINITY, MIN_TIME
+from ..core.time import INFINITY, MIN_TIME, check_span
 from .base import Operator
 
 SNAPSHOT_BLOCK = 4096  # keys per pickled block of a snapshot; a block no key of which changed is reused
@@ -72,6 +73,10 @@ class TriggerSpec:
     counting: int | None = None
     delay: int | None = None  # ticks of event time; None = no delay rule
     watermark: bool = False
+
+    def __post_init__(self):
+        # a deadline is a time plus the delay: beyond MAX_SPAN it could pass INFINITY (and wrap in int64)
+        check_span(self.delay, "TRIGGER AFTER DELAY: the delay (microseconds)")
 
     def describe(self) -> str:
         parts = []
