@@ -181,3 +181,33 @@ def test_a_trigger_delay_longer_than_the_longest_span_is_refused(tmp_path):
         longest = MAX_SPAN // day  # the longest delay in whole days: each change pushes its key's deadline back
         log = plan(sql.format(longest)).changelog().to_pylist()
     assert [(r["time"], r["n"]) for r in log] == [(3_000_000 + longest * day, 2)]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    times=st.lists(st.tuples(NEAR, st.integers(0, 9)), min_size=1, max_size=8),
+    # (SQL reads INTERVAL n MICROSECONDS through a double, as DuckDB does: 2**61 is exact)
+    offset=st.sampled_from([0, -3, 7, MAX_SPAN, -MAX_SPAN]),
+)
+def test_sql_tumble_columns_near_the_ends_of_the_range_equal_duckdb(tmp_path_factory, times, offset):
+    """``tumble``'s window columns for times near both ends of the range and offsets up to the longest span
+    (an offset beyond it is refused: ``t - offset`` wrapped in int64 and put rows in windows off the grid)."""
+    rows = sorted(base + k for base, k in times)
+    directory = tmp_path_factory.mktemp("t")
+    (directory / "w.csv").write_text("t\n" + "".join(f"{t}\n" for t in rows))
+    sql = (
+        "SELECT t, epoch_us(window_start) AS ws, epoch_us(window_end) AS we FROM tumble(source => TABLE('w.csv'),"
+        f" time_field => DESCRIPTOR(t), window_length => INTERVAL 10 MICROSECONDS, offset => INTERVAL {offset}"
+        " MICROSECONDS)"
+    )
+    with contextlib.chdir(directory):
+        got = sorted(tuple(r.values()) for r in plan(sql).result().to_pylist())
+        with pytest.raises(PlanError, match=r"tumble\(\.\.\.\): the offset .* longest supported span"):
+            # (this offset, a multiple of 10, put a row near 2**62 in [...551616, ...561616) off the grid)
+            plan(sql.replace(f"INTERVAL {offset} MICRO", "INTERVAL -9218880000000000000 MICRO")).result()
+    con = duckdb.connect()
+    con.execute("CREATE TABLE e(t BIGINT)")
+    con.executemany("INSERT INTO e VALUES (?)", [(t,) for t in rows])
+    m, off = 10, offset % 10  # the grid: offset + k * 10 (DuckDB's % keeps the sign: made non-negative here)
+    want = con.execute(f"SELECT t, t - (((t - {off}) % {m}) + {m}) % {m} AS ws, ws + {m} FROM e").fetchall()
+    assert got == sorted(want)

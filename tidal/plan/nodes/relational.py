@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ...core.time import check_span
 from ...ops import watermark
 from ...ops.base import Operator
 from ...ops.rank import RowNumberOp
@@ -78,6 +79,9 @@ class Tumble(PlanNode):
     def __init__(
         self, input: PlanNode, length: int, offset: int, hop: int | None, schema: pa.Schema, align: str = "start"
     ):
+        name = "tumble" if hop is None else "hop"
+        for value, what in ((length, "window_length"), (hop, "hop"), (offset, "offset")):
+            check_span(value, f"{name}(...): the {what} (microseconds)")  # (t - offset in int64 wrapped)
         props = input.props.but(grouping=())
         super().__init__((input,), schema, props, length=length, offset=offset, hop=hop, align=align)
 
