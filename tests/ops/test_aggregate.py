@@ -153,7 +153,7 @@ def test_fused_window_variant_is_refused_where_it_does_not_apply():
 def start_edge_cases(draw):
     n = draw(st.integers(0, 20))
     events = [
-        (draw(st.integers(0, 40)), INFINITY, (draw(st.integers(0, 3)), draw(st.integers(-5, 5))), True)
+        (draw(st.integers(-20, 40)), INFINITY, (draw(st.integers(0, 3)), draw(st.integers(-5, 5))), True)
         for _ in range(n)
     ]
     batch = draw(st.sampled_from([1, 2, 5, 80_000]))
@@ -354,7 +354,7 @@ EXTREME_FLOATS = [float("-inf"), -1e308, -2.5, -0.0, 0.0, 5e-324, 1.5, 2.0**53 +
 
 @given(
     events=st.lists(
-        st.tuples(st.integers(0, 30), st.integers(1, 12), st.integers(0, 2), st.integers(0, 8)), max_size=30
+        st.tuples(st.integers(-15, 30), st.integers(1, 12), st.integers(0, 2), st.integers(0, 8)), max_size=30
     ),
     floats=st.booleans(),
     window=st.sampled_from([None, 5]),
