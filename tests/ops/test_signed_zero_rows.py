@@ -88,7 +88,7 @@ def _events(draw):
     n = draw(st.integers(1, 12))
     out = []
     for _ in range(n):
-        start = draw(st.integers(0, 6))
+        start = draw(st.integers(-3, 6))  # around -1 and 0 too
         end = draw(st.one_of(st.just(INFINITY), st.integers(start + 1, 8)))
         out.append((start, end, (draw(VALUES), draw(st.sampled_from(["a", "b"])))))
     return sorted(out, key=lambda e: e[0])
