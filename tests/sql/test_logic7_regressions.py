@@ -34,6 +34,8 @@ def tables(in_dir):
     for name, sql in {
         "far": "SELECT * FROM (VALUES ('-99999-01-01'::DATE), ('99999-01-01'::DATE), ('1992-03-03'::DATE)) v(d)",
         "bc": "SELECT * FROM (VALUES ('1994-08-14 (BC)'::DATE), ('2020-01-01'::DATE)) v(d)",
+        # half a day before 0001-01-01: its day is 1 BC's last (days by floor division, not toward zero)
+        "bcts": "SELECT * FROM (VALUES ('0001-12-31 (BC) 12:00:00'::TIMESTAMP), ('2020-01-01'::TIMESTAMP)) v(t)",
         "specials": "SELECT * FROM (VALUES ('infinity'::TIMESTAMP, 'infinity'::DATE), "
         "('1970-01-01'::TIMESTAMP, '1970-01-01'::DATE)) v(ts, dt)",
     }.items():
@@ -112,6 +114,7 @@ def test_errs_where_duckdb_errs(tables, sql, match):
         # tidal's INTERVAL is a duration: DuckDB's text keeps hours apart from days ('30:00:00')
         ("SELECT CAST(INTERVAL 30 HOURS AS VARCHAR)", "INTERVAL|duration"),
         ("SELECT CAST(d AS VARCHAR) FROM 'bc.parquet'", "VARCHAR is not supported"),
+        ("SELECT CAST(t AS VARCHAR) FROM 'bcts.parquet'", "VARCHAR is not supported"),  # was '0000-12-31 12:00:00'
         ("SELECT '2020-01-01 10:00:00.123456'::TIMESTAMP(3)", "unsupported type"),
         # text DuckDB reads as a date and tidal does not: refused, never TRY_CAST's NULL
         ("SELECT TRY_CAST('2004/02/29' AS DATE)", "not supported"),

@@ -276,14 +276,24 @@ def text_unlike_duckdb(v) -> bool:
     if pa.types.is_duration(v.type) or pa.types.is_timestamp(v.type) and v.type.tz is not None:
         return True
     if pa.types.is_date(v.type) or pa.types.is_timestamp(v.type):
-        days = pc.cast(v, pa.int32()) if pa.types.is_date32(v.type) else None
-        if days is None:
-            per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
-            days = pc.divide(pc.cast(v, pa.int64()), per_day)
-        low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
-        # 0001-01-01 and 9999-12-31 as days since 1970-01-01
-        return low.is_valid and (low.as_py() < -719162 or high.as_py() > 2932896)
+        days = _day_range(v)  # 0001-01-01 and 9999-12-31 as days since 1970-01-01
+        return days is not None and (days[0] < -719162 or days[1] > 2932896)
     return False
+
+
+def _day_range(v) -> tuple[int, int] | None:
+    """The first and last day (since 1970-01-01) of a date or timestamp array or scalar, None without a value.
+    Days by floor division: a time on the day before 1970-01-01 (or before 0001-01-01) is on that day, not the
+    next (Arrow's integer divide truncates toward zero: 0000-12-31 12:00 was read as on 0001-01-01)."""
+    ticks = pc.cast(v, pa.int32() if pa.types.is_date32(v.type) else pa.int64())
+    low, high = (ticks, ticks) if isinstance(ticks, pa.Scalar) else pc.min_max(ticks).values()
+    if not low.is_valid:
+        return None
+    if pa.types.is_date(v.type):
+        per_day = 1 if pa.types.is_date32(v.type) else 86_400_000  # (date64: milliseconds)
+    else:
+        per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
+    return low.as_py() // per_day, high.as_py() // per_day
 
 
 def date_trunc(v, unit: str):
@@ -361,12 +371,7 @@ def check_calendar_range(v, what: str):
     the years Arrow's calendar functions compute right (DuckDB's dates reach 5,881,580)."""
     if not (pa.types.is_date(v.type) or pa.types.is_timestamp(v.type)):
         return v
-    if pa.types.is_date32(v.type):
-        days = pc.cast(v, pa.int32())
-    else:
-        per_day = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit] * 86400
-        days = pc.divide(pc.cast(v, pa.int64()), per_day)
-    low, high = (days, days) if isinstance(days, pa.Scalar) else pc.min_max(days).values()
-    if low.is_valid and (low.as_py() < _FAR[0] or high.as_py() > _FAR[1]):
+    days = _day_range(v)
+    if days is not None and (days[0] < _FAR[0] or days[1] > _FAR[1]):
         raise NotExact(f"{what} of a date beyond the years -32767 to 32767 is not supported")
     return v
