@@ -355,12 +355,12 @@ class _Folder:
             left, right = node.left, node.right
             lk, rk = self.kind(left), self.kind(right)
             if isinstance(right, Const) and isinstance(right.value, DecimalLiteral):
-                if lk == "float" or node.op == "/":
+                if lk == "float" or node.op == "/" and lk is not None:  # (a FLOAT's kind is None: FLOAT / 0.1 is FLOAT)
                     return _replace(node, right=Const(float(right.value.value)))
                 if lk == "int" and isinstance(node, Compare):
                     return _int_compare(node.op, left, right.value.value, flipped=False)
             if isinstance(left, Const) and isinstance(left.value, DecimalLiteral):
-                if rk == "float" or node.op == "/":
+                if rk == "float" or node.op == "/" and rk is not None:
                     return _replace(node, left=Const(float(left.value.value)))
                 if rk == "int" and isinstance(node, Compare):
                     return _int_compare(node.op, right, left.value.value, flipped=True)

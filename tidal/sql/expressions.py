@@ -504,8 +504,18 @@ class Evaluator:
         return self._run(node, "mask")
 
 
-def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
-    """A literal for a folded constant, or None when it has no plain literal form."""
+def scalar_to_sql(value: pa.Scalar, typed: bool = False) -> exp.Expression | None:
+    """A literal for a folded constant, or None when it has no plain literal form. ``typed``: a number of a
+    type other than BIGINT or DOUBLE (``CAST(120 AS TINYINT)``) stays a cast of its literal, so the
+    arithmetic it meets keeps DuckDB's type (TINYINT overflows at 127, FLOAT at about 3.4e38)."""
+    if typed and (pa.types.is_integer(value.type) or pa.types.is_float32(value.type)):
+        if value.type not in (pa.int64(), pa.float32()) and value.is_valid:
+            inner = scalar_to_sql(pa.scalar(value.as_py(), pa.int64()) if pa.types.is_integer(value.type) else value)
+            name = _SMALL_NUMBER_TYPES.get(value.type)
+            return None if inner is None or name is None else exp.Cast(this=inner, to=exp.DataType.build(name))
+        if pa.types.is_float32(value.type) and value.is_valid:
+            inner = scalar_to_sql(pa.scalar(value.as_py(), pa.float64()))
+            return None if inner is None else exp.Cast(this=inner, to=exp.DataType.build("FLOAT"))
     try:
         py = value.as_py()
     except (OverflowError, ValueError):  # a date or time Python cannot hold (before year 1, after 9999)
@@ -526,6 +536,12 @@ def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     if isinstance(py, str):
         return exp.Literal.string(py)
     return None
+
+
+_SMALL_NUMBER_TYPES = {
+    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER",
+    pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT", pa.uint32(): "UINTEGER",
+}  # fmt: skip
 
 
 def _signed_number(text: str) -> exp.Expression:

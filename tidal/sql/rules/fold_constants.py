@@ -69,7 +69,7 @@ def _fold(expr: exp.Expression) -> exp.Expression:
             except Exception:
                 return None
             if hasattr(value, "as_py"):
-                lit = scalar_to_sql(value) if not hasattr(value, "__len__") else None
+                lit = scalar_to_sql(value, typed=True) if not hasattr(value, "__len__") else None
                 if lit is not None:
                     folded.append(lit)
                 return lit
