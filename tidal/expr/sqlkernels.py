@@ -397,8 +397,7 @@ class SqlEvaluator:
             v = decimal_rounded(v, 0, "half_towards_infinity")  # a DECIMAL half away from zero
         out = cast_to(v, target)
         if pa.types.is_float32(target) and pa.types.is_float64(v.type):  # DuckDB: a finite DOUBLE beyond FLOAT errs
-            finite_in, finite_out = pc.is_finite(v), pc.is_finite(out)
-            if pc.any(pc.and_(finite_in, pc.invert(finite_out))).as_py():
+            if pc.any(pc.and_(pc.is_finite(v), pc.invert(pc.is_finite(out)))).as_py():
                 raise SqlTypeError(f"cannot evaluate {text}: a DOUBLE is out of FLOAT's range (conversion error)")
         return out
 
