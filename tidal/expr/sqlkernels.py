@@ -136,7 +136,7 @@ _PARTS = {
     "year": pc.year,
     "month": pc.month,
     "day": pc.day,
-    "hour": pc.hour,
+    "hour": sqltime.hours,
     "minute": pc.minute,
     "second": pc.second,
     "doy": pc.day_of_year,
