@@ -248,7 +248,7 @@ def fmt(v) -> str:
 def values(column) -> list:
     """A column's values for ``fmt``; dates and timestamps Python cannot hold (BC, after 9999, DuckDB's
     infinities) as the text DuckDB prints for them."""
-    if pa.types.is_time(column.type):  # as DuckDB prints a TIME: 24:00:00 and nanoseconds too (Python's time holds neither)
+    if pa.types.is_time(column.type):  # as DuckDB prints a TIME: 24:00:00, nanoseconds (Python's time has neither)
         digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}[column.type.unit]
         ints = column.cast(pa.int64() if pa.types.is_time64(column.type) else pa.int32()).to_pylist()
         return [None if n is None else _time_text(n, digits) for n in ints]

@@ -358,6 +358,8 @@ def parse(sql: str) -> exp.Expression:
         tokens = dialect.tokenize(sql)
     except TokenError:
         tokens = None  # the parser reports it
+    if tokens is not None and (unglued := dialect_checks.unglue_numbers(sql, tokens)) != sql:
+        sql, tokens = unglued, dialect.tokenize(unglued)
     if tokens is not None:
         _check_nesting(sql, tokens)
         dialect_checks.check_tokens(sql, tokens)

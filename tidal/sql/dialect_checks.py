@@ -2,8 +2,8 @@
 
 - chained comparisons (``1 < 2 < 3``, ``a = b = c``, ``x IS DISTINCT FROM y IS DISTINCT FROM z``): DuckDB's
   parser refuses them ("use AND"); sqlglot reads them as a comparison of a boolean;
-- a number written ``1e308+1e308`` without spaces: sqlglot's tokenizer reads ``1e308+1`` as one number and
-  ``e308`` as an alias;
+- a number written ``1e308+1e308`` or ``1e3+1`` without spaces: sqlglot's tokenizer reads ``1e308+1`` as one
+  number (and ``e308`` as an alias): :func:`unglue_numbers` puts the space in;
 - a string before ``:`` in the select list (``SELECT 'j': 42``): DuckDB's prefix alias takes an identifier
   only, sqlglot takes the string as the alias.
 """
@@ -25,6 +25,20 @@ _OPERAND = {
     TokenType.IDENTIFIER, TokenType.MOD, TokenType.DPIPE,
 }  # fmt: skip
 _GLUED_NUMBER = re.compile(r"[eE][+-]?\d+[+-]")
+_GLUED_AT = re.compile(r"^[\d_.]*[eE][+-]?\d+(?=[+-])")
+
+
+def unglue_numbers(sql: str, tokens) -> str:
+    """``sql`` with a space after each number with an exponent that sqlglot glued to a sign after it (``1e3+1``:
+    one number for sqlglot, ``1e3 + 1`` for DuckDB); ``sql`` itself when there is none."""
+    for tok in reversed(tokens):
+        if (
+            tok.token_type == TokenType.NUMBER
+            and (m := _GLUED_AT.match(tok.text))
+            and sql[tok.start : tok.end + 1] == tok.text
+        ):
+            sql = sql[: tok.start + m.end()] + " " + sql[tok.start + m.end() :]
+    return sql
 
 
 def _at(sql: str, tok) -> str:
