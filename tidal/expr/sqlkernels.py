@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from . import sqldecimal as dec
-from . import sqlmore, sqltime
+from . import sqlints, sqltime
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
@@ -244,7 +244,7 @@ class SqlEvaluator:
                 if (dated := date_arith(node.op, a, b)) is not None:
                     return dated
                 if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):  # DuckDB: overflow is an error
-                    return self._checked(_ARITH_CHECKED[node.op], node, *sqlmore.same_signs(a, b, self.sql(node)))
+                    return self._checked(_ARITH_CHECKED[node.op], node, *sqlints.int_operands(self, node, a, b))
                 return _ARITH[node.op](a, b)
             if not (_numeric(a.type) and _numeric(b.type)):
                 raise SqlTypeError(f"type error in {self.sql(node)}: cannot divide {a.type} by {b.type}")

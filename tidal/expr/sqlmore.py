@@ -47,15 +47,6 @@ def _align(a, b):
     return a, b
 
 
-def same_signs(a, b, text: str):
-    """``a`` and ``b`` for integer ``+ - *``, refused where one is unsigned and the other signed: DuckDB types
-    ``UBIGINT + 1`` UBIGINT (``0::UINTEGER - 1`` overflows) and ``UBIGINT + TINYINT`` HUGEINT, Arrow neither."""
-    if pa.types.is_unsigned_integer(a.type) != pa.types.is_unsigned_integer(b.type):
-        raise SqlTypeError(f"{text}: arithmetic of an unsigned integer ({a.type}) with a signed one ({b.type}) is not "
-                           "supported; CAST one of them (to BIGINT, say)")  # fmt: skip
-    return a, b
-
-
 def cast_to(v, target: pa.DataType, safe=None):
     """``pc.cast``, but an integer (or decimal) becomes floating point as SQL converts it: rounded to the
     nearest DOUBLE. Arrow's checked cast refuses integers beyond 2**53, and its compute functions cast
