@@ -66,6 +66,16 @@ def _outcome(run):
         "SELECT i * 10000::SMALLINT FROM smallints",
         "SELECT i::TINYINT + 120::TINYINT FROM smallints",
         "SELECT a + b FROM (SELECT CAST(100 AS TINYINT) AS a, CAST(100 AS TINYINT) AS b) t",
+        # an integer literal takes the narrow column's type where it fits (TINYINT + 120 overflows at 127), else
+        # an INTEGER's (SMALLINT * 100000 is an INTEGER), and INTEGER literals overflow at 32 bits
+        "SELECT i + 120 FROM tinyints",
+        "SELECT i + 100, i - -100, i * 12 FROM tinyints",
+        "SELECT i * 100000 FROM smallints",
+        "SELECT i * 1000000 FROM tinyints",
+        "SELECT i + 1 FROM tinyints",
+        "SELECT 2000000000 + 2000000000",
+        "SELECT 2000000000 + 3000000000, 2147483647 * 2",
+        "SELECT i * 300000000 FROM floats",
         # FLOAT arithmetic is FLOAT: beyond about 3.4e38 it is infinite; FLOAT / a number is FLOAT
         "SELECT 2e38::FLOAT + 2e38::FLOAT, 2e38::FLOAT * 2, -2e38::REAL - 2e38::REAL",
         "SELECT 2e38::FLOAT / 0.1, 2e38::REAL / 0.1::REAL, 1::FLOAT / 3, 1 / 3::FLOAT",
@@ -98,6 +108,9 @@ def test_as_duckdb(con, sql):
     [
         "SELECT typeof(i + 120::TINYINT) FROM tinyints WHERE i = 1",
         "SELECT typeof(CAST(1 AS INTEGER) + i) FROM tinyints",
+        "SELECT typeof(i + 1), typeof(i + 1000), typeof(i + -1), typeof(i - (-1)), typeof(i * 3000000000) FROM "
+        "tinyints WHERE i = 1",
+        "SELECT typeof(1 + 1), typeof(3000000000 + 1)",
         "SELECT typeof(2e38::FLOAT + 2e38::FLOAT), typeof(1::FLOAT / 2), typeof(1::FLOAT / 2::DOUBLE)",
         "SELECT typeof(f / 0.1), typeof(f / i), typeof(d / f) FROM floats",
     ],
@@ -141,27 +154,30 @@ def test_what_is_not_chained_still_answers(con, sql):
 SMALL = {"TINYINT": 2**7, "SMALLINT": 2**15, "INTEGER": 2**31}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     kind=st.sampled_from(sorted(SMALL)),
     xs=st.lists(st.integers(-(2**7), 2**7 - 1), min_size=1, max_size=4),
     c=st.integers(-(2**7), 2**7 - 1),
     op=st.sampled_from(["+", "-", "*"]),
     scale=st.sampled_from([1, 200, 2**15 - 1, 2**24]),
+    typed=st.booleans(),
 )
-def test_narrow_integer_arithmetic_overflows_as_duckdb(tmp_path_factory, kind, xs, c, op, scale):
-    """A narrow integer column with a constant of its type: DuckDB's value and type, or both an overflow error."""
+def test_narrow_integer_arithmetic_overflows_as_duckdb(tmp_path_factory, kind, xs, c, op, scale, typed):
+    """A narrow integer column with a constant of its type (``typed``) or an integer literal: DuckDB's value and
+    type, or both an overflow error."""
     import os
 
     d = tmp_path_factory.mktemp("narrow")
     half = SMALL[kind]
     vals = [max(-half, min(half - 1, x * scale)) for x in xs]
-    const = max(-half, min(half - 1, c * scale))
+    const = max(-half, min(half - 1, c * scale)) if typed else c * scale  # (a literal may be wider)
     con = duckdb.connect()
     pq.write_table(pa.table({"x": pa.array(vals, pa.int64())}), d / "raw.parquet")
     con.execute(f"COPY (SELECT x::{kind} AS x FROM '{d / 'raw.parquet'}') TO '{d / 'n.parquet'}' (FORMAT parquet)")
     con.execute(f"CREATE VIEW n AS FROM '{d / 'n.parquet'}'")
-    sql = f"SELECT x {op} CAST({const} AS {kind}) AS v, typeof(x {op} CAST({const} AS {kind})) AS t FROM n"
+    rhs = f"CAST({const} AS {kind})" if typed else str(const)
+    sql = f"SELECT x {op} {rhs} AS v, typeof(x {op} {rhs}) AS t FROM n"
     old = os.getcwd()
     os.chdir(d)
     try:
