@@ -506,16 +506,12 @@ class Evaluator:
 
 def scalar_to_sql(value: pa.Scalar, typed: bool = False) -> exp.Expression | None:
     """A literal for a folded constant, or None when it has no plain literal form. ``typed``: a number of a
-    type other than BIGINT or DOUBLE (``CAST(120 AS TINYINT)``) stays a cast of its literal, so the
-    arithmetic it meets keeps DuckDB's type (TINYINT overflows at 127, FLOAT at about 3.4e38)."""
-    if typed and (pa.types.is_integer(value.type) or pa.types.is_float32(value.type)):
-        if value.type not in (pa.int64(), pa.float32()) and value.is_valid:
-            inner = scalar_to_sql(pa.scalar(value.as_py(), pa.int64()) if pa.types.is_integer(value.type) else value)
-            name = _SMALL_NUMBER_TYPES.get(value.type)
-            return None if inner is None or name is None else exp.Cast(this=inner, to=exp.DataType.build(name))
-        if pa.types.is_float32(value.type) and value.is_valid:
-            inner = scalar_to_sql(pa.scalar(value.as_py(), pa.float64()))
-            return None if inner is None else exp.Cast(this=inner, to=exp.DataType.build("FLOAT"))
+    type other than BIGINT or DOUBLE (``CAST(120 AS TINYINT)``) stays a cast of its literal, so the arithmetic
+    it meets keeps DuckDB's type (TINYINT overflows at 127, FLOAT at about 3.4e38); an INTEGER only when
+    ``typed == "cast"`` (an explicit CAST: ``2 + 3`` stays a literal, which takes a narrower column's type)."""
+    if typed and value.is_valid and value.type in _NARROW and (typed == "cast" or value.type != pa.int32()):
+        inner = scalar_to_sql(pa.scalar(value.as_py(), pa.int64() if pa.types.is_integer(value.type) else pa.float64()))
+        return None if inner is None else exp.Cast(this=inner, to=exp.DataType.build(_NARROW[value.type]))
     try:
         py = value.as_py()
     except (OverflowError, ValueError):  # a date or time Python cannot hold (before year 1, after 9999)
@@ -538,9 +534,8 @@ def scalar_to_sql(value: pa.Scalar, typed: bool = False) -> exp.Expression | Non
     return None
 
 
-_SMALL_NUMBER_TYPES = {
-    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER",
-    pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT", pa.uint32(): "UINTEGER",
+_NARROW = {
+    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.float32(): "FLOAT",
 }  # fmt: skip
 
 
