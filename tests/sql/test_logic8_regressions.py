@@ -80,6 +80,12 @@ def _outcome(run):
         "SELECT 2e38::FLOAT + 2e38::FLOAT, 2e38::FLOAT * 2, -2e38::REAL - 2e38::REAL",
         "SELECT 2e38::FLOAT / 0.1, 2e38::REAL / 0.1::REAL, 1::FLOAT / 3, 1 / 3::FLOAT",
         "SELECT f / 0.1, f + f, f * 2, f / 2 FROM floats",
+        # FLOAT // and % with FLOAT or an exact number are FLOAT; a narrow integer // a literal keeps its type
+        "SELECT f // 5::TINYINT, (f // 5::TINYINT) * 1.5, f % 1.5, i % f, 2::SMALLINT % 0.1::FLOAT FROM floats",
+        "SELECT i // 1, typeof(i // 1), i % 7, typeof(i % 7), typeof(i // 1000) FROM tinyints",
+        "SELECT typeof(f // 2), typeof(f % 2), typeof(f // 2::DOUBLE), typeof(d % f) FROM floats",
+        # a narrow integer with a literal, then a DECIMAL: the DECIMAL's width is the narrow type's
+        "SELECT (i + 100) - 1.5, typeof((i + 100) - 1.5), (i * 1) + 1.5, typeof((i * 1) + 1.5) FROM smallints",
         # a finite DOUBLE beyond FLOAT's range is a conversion error; an infinite one stays infinite
         "SELECT 1e308::REAL",
         "SELECT d::REAL FROM floats",

@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .nodes import Const, Unary
-from .sqlmore import cast_to
 from .sqlstrings import SqlTypeError
 
 
-def int_operands(ev, node, a, b):
+def int_operands(ev, node, a, b, sides=None):
     """``a`` and ``b`` for integer ``+ - *`` in DuckDB's type, where the result overflows. An integer literal is
     an INTEGER (a BIGINT beyond one) but takes the other operand's type where it fits in it: ``tinyint_col + 1``
     is a TINYINT (``+ 120`` overflows at 127), ``smallint_col * 100000`` an INTEGER. Refused: one operand
-    unsigned and the other signed (DuckDB types ``UBIGINT + 1`` UBIGINT, ``UBIGINT + TINYINT`` HUGEINT)."""
+    unsigned and the other signed (DuckDB types ``UBIGINT + 1`` UBIGINT, ``UBIGINT + TINYINT`` HUGEINT).
+    ``sides``: the operands' nodes where ``node`` is no BinOp (``a // b``, ``a % b``)."""
     if pa.types.is_unsigned_integer(a.type) != pa.types.is_unsigned_integer(b.type):
         raise SqlTypeError(
             f"{ev.sql(node)}: arithmetic of an unsigned integer ({a.type}) with a signed one ({b.type}) is not "
             "supported; CAST one of them (to BIGINT, say)"
         )
-    la, lb = _int_literal(node.left), _int_literal(node.right)
+    left, right = sides or (node.left, node.right)
+    la, lb = _int_literal(left), _int_literal(right)
     if la is None and lb is None or pa.types.is_unsigned_integer(a.type):
         return a, b
     if la is not None and lb is not None:
@@ -35,7 +37,7 @@ def int_operands(ev, node, a, b):
         info = np.iinfo(other.to_pandas_dtype())
         fits = info.min <= value <= info.max
         target = other if fits else max(other, _literal_type(value), key=lambda t: t.bit_width)
-    return cast_to(a, target), cast_to(b, target)
+    return pc.cast(a, target), pc.cast(b, target)
 
 
 def _int_literal(node) -> int | None:
