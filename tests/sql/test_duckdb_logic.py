@@ -28,6 +28,12 @@ AREA_FLOORS |= {"aggregate_more": 0.45, "numeric_more": 0.66, "string_more": 0.5
 # types/interval), CTEs, Top-N and DISTINCT: mostly refusals of what tidal does not hold (DuckDB's infinities,
 # BC and far dates, months in intervals, time zones, recursive CTEs, GROUPING SETS...)
 AREA_FLOORS |= {"date": 0.52, "timestamp": 0.35, "interval": 0.35, "cte": 0.53, "topn": 0.98, "distinct": 0.62}
+# floats (NaN, infinities), conjunctions, operators, generic functions (least, greatest, BETWEEN...), numeric types
+# (try_cast of every integer width: refusals of HUGEINT and the unsigned types), overflow, the optimizer's expression
+# rewrites, SELECT and TIME (types/float, conjunction, function/operator, function/generic, types/numeric, overflow,
+# optimizer, select, function/time and types/time)
+AREA_FLOORS |= {"float": 0.84, "conjunction": 0.99, "operator": 0.88, "generic": 0.73, "numeric_types": 0.69}
+AREA_FLOORS |= {"overflow": 0.96, "optimizer": 0.77, "select": 0.8, "time": 0.62}
 
 
 @pytest.fixture(scope="module")

@@ -124,6 +124,12 @@ def expr_int_width(node, columns) -> int | None:
         return int_width(col.type) if col is not None and pa.types.is_integer(col.type) else None
     if isinstance(node, BinOp) and node.op in ("+", "-", "*"):
         parts = (node.left, node.right)
+        lits = [p.value for p in parts if isinstance(p, Const) and type(p.value) is int]
+        if len(lits) == 1:  # a literal takes the other operand's type where it fits in it (tinyint_col + 1: TINYINT)
+            other = expr_int_width(parts[1] if isinstance(parts[0], Const) else parts[0], columns)
+            bits = {3: 8, 5: 16, 10: 32, 19: 64}.get(other) if other is not None else None
+            if bits is not None and -(2 ** (bits - 1)) <= lits[0] < 2 ** (bits - 1):
+                return other
     elif isinstance(node, Unary) and node.op == "-" or isinstance(node, Call) and node.func == "abs":
         parts = node.children()
     elif isinstance(node, SqlCall) and node.func in _SAME_INT:
@@ -355,12 +361,12 @@ class _Folder:
             left, right = node.left, node.right
             lk, rk = self.kind(left), self.kind(right)
             if isinstance(right, Const) and isinstance(right.value, DecimalLiteral):
-                if lk == "float" or node.op == "/":
+                if lk == "float" or node.op == "/" and lk is not None:  # (a FLOAT's kind is None: FLOAT / 0.1 is FLOAT)
                     return _replace(node, right=Const(float(right.value.value)))
                 if lk == "int" and isinstance(node, Compare):
                     return _int_compare(node.op, left, right.value.value, flipped=False)
             if isinstance(left, Const) and isinstance(left.value, DecimalLiteral):
-                if rk == "float" or node.op == "/":
+                if rk == "float" or node.op == "/" and rk is not None:
                     return _replace(node, left=Const(float(left.value.value)))
                 if rk == "int" and isinstance(node, Compare):
                     return _int_compare(node.op, right, left.value.value, flipped=True)

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from . import sqldecimal as dec
-from . import sqltime
+from . import sqlints, sqltime
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
@@ -136,7 +136,7 @@ _PARTS = {
     "year": pc.year,
     "month": pc.month,
     "day": pc.day,
-    "hour": pc.hour,
+    "hour": sqltime.hours,
     "minute": pc.minute,
     "second": pc.second,
     "doy": pc.day_of_year,
@@ -244,11 +244,13 @@ class SqlEvaluator:
                 if (dated := date_arith(node.op, a, b)) is not None:
                     return dated
                 if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):  # DuckDB: overflow is an error
-                    return self._checked(_ARITH_CHECKED[node.op], node, a, b)
+                    return self._checked(_ARITH_CHECKED[node.op], node, *sqlints.int_operands(self, node, a, b))
                 return _ARITH[node.op](a, b)
             if not (_numeric(a.type) and _numeric(b.type)):
                 raise SqlTypeError(f"type error in {self.sql(node)}: cannot divide {a.type} by {b.type}")
-            return pc.divide(cast_to(a, pa.float64()), cast_to(b, pa.float64()))
+            ts = (a.type, b.type)  # FLOAT / FLOAT (or an exact number): FLOAT
+            real = pa.float32() if pa.float32() in ts and pa.float64() not in ts else pa.float64()
+            return pc.divide(cast_to(a, real), cast_to(b, real))
         if isinstance(node, Compare):
             return self.compare(node.op, self.eval(node.left), self.eval(node.right))
         if isinstance(node, BoolOp):
@@ -393,7 +395,11 @@ class SqlEvaluator:
             v = pc.round(v)  # DuckDB rounds a DOUBLE half to even when casting it to an integer
         if pa.types.is_decimal(v.type) and pa.types.is_integer(target):
             v = decimal_rounded(v, 0, "half_towards_infinity")  # a DECIMAL half away from zero
-        return cast_to(v, target)
+        out = cast_to(v, target)
+        if pa.types.is_float32(target) and pa.types.is_float64(v.type):  # DuckDB: a finite DOUBLE beyond FLOAT errs
+            if pc.any(pc.and_(pc.is_finite(v), pc.invert(pc.is_finite(out)))).as_py():
+                raise SqlTypeError(f"cannot evaluate {text}: a DOUBLE is out of FLOAT's range (conversion error)")
+        return out
 
     def _try_cast(self, node: Cast):
         try:

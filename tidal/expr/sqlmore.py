@@ -548,21 +548,26 @@ def _divided(ev, node, what: str):
         return pa.scalar(None, b.type if pa.types.is_null(a.type) else a.type)
     if not (_numeric(a.type) and _numeric(b.type)):
         raise SqlTypeError(f"type error in {ev.sql(node)}: not defined for {a.type}, {b.type}")
-    if what == "%" and (exact := _decimal_mod(ev, node, a, b)) is not None:
+    ts = (a.type, b.type)  # FLOAT with FLOAT or an exact number: FLOAT (DuckDB's), else DOUBLE
+    real = pa.float32() if pa.float32() in ts and pa.float64() not in ts else pa.float64()
+    if what == "%" and real == pa.float64() and (exact := _decimal_mod(ev, node, a, b)) is not None:
         return exact
     if pa.types.is_integer(a.type) and pa.types.is_integer(b.type):
+        from .sqlints import int_operands  # the literal's type: DuckDB's tinyint_col // 2 is a TINYINT
+
+        a, b = int_operands(ev, node, a, b, node.args[:2])
         try:
             q = pc.divide_checked(a, b)  # truncates toward zero
         except pa.ArrowInvalid as exc:
             problem = "division by zero" if "zero" in str(exc) else "integer overflow"
             raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {problem}") from None
         return q if what == "//" else pc.subtract(a, pc.multiply(q, b))
-    a, b = cast_to(a, pa.float64()), cast_to(b, pa.float64())
+    a, b = cast_to(a, real), cast_to(b, real)
     if what == "//":
         if pc.any(pc.equal(b, 0.0)).as_py():
             raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: division by zero")
         return pc.divide(a, b)
-    fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), np.float64) for x in (a, b))
+    fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), real.to_pandas_dtype()) for x in (a, b))
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.fmod(fa, fb)
     return pa.array(r, mask=np.asarray(pc.or_(ev._broadcast(pc.is_null(a)), ev._broadcast(pc.is_null(b)))))

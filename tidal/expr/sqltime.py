@@ -136,6 +136,16 @@ def epoch(ev, node):
     return pc.divide(pc.cast(us, pa.float64(), safe=False), 1e6)
 
 
+def hours(v):
+    """The ``hour`` part; of a TIME, its whole hours since midnight, so DuckDB's ``24:00:00`` is hour 24 (Arrow's
+    ``hour`` takes it modulo a day)."""
+    if pa.types.is_time(v.type):
+        per_hour = 3600 * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[v.type.unit]
+        ints = pc.cast(v, pa.int64() if pa.types.is_time64(v.type) else pa.int32())
+        return pc.cast(pc.divide(ints, per_hour), pa.int64())
+    return pc.hour(v)
+
+
 def milliseconds(v):
     """DuckDB's ``millisecond`` part: the milliseconds within the minute (seconds included), 0-59999."""
     return pc.add(pc.multiply(pc.second(v), 1000), pc.millisecond(v))

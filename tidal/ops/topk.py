@@ -125,7 +125,8 @@ def _nan_largest(table: pa.Table, keys: list[tuple[str, str, str]]):
         col = table.column(name)
         if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
             flag = f"\0nan {name}"
-            table = table.append_column(flag, pc.cast(pc.is_nan(col), pa.int8()))
+            if flag not in table.column_names:  # (a key named twice: PARTITION BY f ORDER BY f)
+                table = table.append_column(flag, pc.cast(pc.is_nan(col), pa.int8()))
             out.append((flag, direction, nulls))
         out.append((name, direction, nulls))
     return table, out

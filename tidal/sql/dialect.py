@@ -27,6 +27,7 @@ from sqlglot.tokens import TokenType
 from ..core.errors import ParseError as TidalParseError
 from ..core.errors import PlanError
 from ..core.trees import tree_depth
+from . import dialect_checks
 
 
 class SqlSyntaxError(TidalParseError):
@@ -357,8 +358,11 @@ def parse(sql: str) -> exp.Expression:
         tokens = dialect.tokenize(sql)
     except TokenError:
         tokens = None  # the parser reports it
+    if tokens is not None and (unglued := dialect_checks.unglue_numbers(sql, tokens)) != sql:
+        sql, tokens = unglued, dialect.tokenize(unglued)
     if tokens is not None:
         _check_nesting(sql, tokens)
+        dialect_checks.check_tokens(sql, tokens)
     try:
         with room_to_recurse():
             grouped = _group_typed_literals(sql, tokens) if tokens is not None else sql
@@ -391,4 +395,5 @@ def parse(sql: str) -> exp.Expression:
         )
     _check_literals(sql, tree)
     _check_arguments(sql, tree)
+    dialect_checks.check_tree(sql, tree)
     return tree

@@ -504,8 +504,14 @@ class Evaluator:
         return self._run(node, "mask")
 
 
-def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
-    """A literal for a folded constant, or None when it has no plain literal form."""
+def scalar_to_sql(value: pa.Scalar, typed: bool = False) -> exp.Expression | None:
+    """A literal for a folded constant, or None when it has no plain literal form. ``typed``: a number of a
+    type other than BIGINT or DOUBLE (``CAST(120 AS TINYINT)``) stays a cast of its literal, so the arithmetic
+    it meets keeps DuckDB's type (TINYINT overflows at 127, FLOAT at about 3.4e38); an INTEGER only when
+    ``typed == "cast"`` (an explicit CAST: ``2 + 3`` stays a literal, which takes a narrower column's type)."""
+    if typed and value.is_valid and value.type in _NARROW and (typed == "cast" or value.type != pa.int32()):
+        inner = scalar_to_sql(pa.scalar(value.as_py(), pa.int64() if pa.types.is_integer(value.type) else pa.float64()))
+        return None if inner is None else exp.Cast(this=inner, to=exp.DataType.build(_NARROW[value.type]))
     try:
         py = value.as_py()
     except (OverflowError, ValueError):  # a date or time Python cannot hold (before year 1, after 9999)
@@ -526,6 +532,11 @@ def scalar_to_sql(value: pa.Scalar) -> exp.Expression | None:
     if isinstance(py, str):
         return exp.Literal.string(py)
     return None
+
+
+_NARROW = {
+    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.float32(): "FLOAT",
+}  # fmt: skip
 
 
 def _signed_number(text: str) -> exp.Expression:

@@ -69,7 +69,8 @@ def _fold(expr: exp.Expression) -> exp.Expression:
             except Exception:
                 return None
             if hasattr(value, "as_py"):
-                lit = scalar_to_sql(value) if not hasattr(value, "__len__") else None
+                typed = "cast" if isinstance(e, exp.Cast) else True  # (an explicit CAST keeps an INTEGER's type)
+                lit = scalar_to_sql(value, typed) if not hasattr(value, "__len__") else None
                 if lit is not None:
                     folded.append(lit)
                 return lit
