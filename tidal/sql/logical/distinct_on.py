@@ -19,6 +19,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...core.errors import PlanError
+from .star import no_effect_literal
 
 
 def _target(term: exp.Expression, items: list[exp.Expression], positional: bool) -> exp.Expression:
@@ -54,7 +55,7 @@ def rewrite_distinct_on(sel: exp.Select) -> exp.Select:
     extra = []
     part = []
     for i, key in enumerate(keys):
-        if isinstance(key, exp.Literal) and key.is_string:  # DuckDB's error: the key would be one constant
+        if no_effect_literal(key):  # DuckDB's error: the key would be one constant
             raise PlanError(f"DISTINCT ON a non-integer literal ({key.sql()}) has no effect: not supported")
         target = _target(key, items, positional=True)  # DISTINCT ON (1): the first select item, as DuckDB
         extra.append(exp.alias_(target, f"__don{i}"))
@@ -62,6 +63,8 @@ def rewrite_distinct_on(sel: exp.Select) -> exp.Select:
     window_order = []
     outer_order = []
     for j, o in enumerate(ordered):
+        if no_effect_literal(o.this):  # as a plain SELECT's ORDER BY: DuckDB's error
+            raise PlanError(f"ORDER BY a non-integer literal ({o.this.sql()}) is not supported: it has no effect")
         name = f"__dord{j}"
         target = _target(o.this, items, positional=True)
         extra.append(exp.alias_(target, name))

@@ -162,6 +162,8 @@ def _const_int(node: exp.Expression, what: str) -> int:
         value = None
     if not isinstance(value, int):
         raise PlanError(f"{what} must be an integer constant, got {node.sql()}")
+    if value < 0 and what in ("LIMIT", "OFFSET"):  # DuckDB: an error (a negative count is no count)
+        raise PlanError(f"a negative {what} is not supported: {node.sql()}")
     return value
 
 

@@ -84,7 +84,9 @@ class FromItems:
         if method == "NATURAL":  # USING every column name the two sides share
             rnames = {n.lower() for _, n in right.scope if n and not n.startswith("__")}
             common = [n for _, n in left.scope if n.lower() in rnames]
-            using = [exp.to_identifier(n) for n in dict.fromkeys(common)] or None
+            if not common:  # DuckDB: a binder error, no columns found to join
+                raise PlanError(f"NATURAL JOIN of sides sharing no column name is not supported: {join.sql()}")
+            using = [exp.to_identifier(n) for n in dict.fromkeys(common)]
         elif method:
             raise PlanError(f"{method} JOIN is not supported: {join.sql()}")
         if kind_word in ("SEMI", "ANTI"):

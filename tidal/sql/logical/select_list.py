@@ -31,7 +31,7 @@ from .exprs import (
 )
 from .nodes import AggCall, Aggregate, Filter, Node, Project, Query
 from .quantified import is_quantified
-from .star import expand_star, lateral_aliases, set_op_position
+from .star import expand_star, lateral_aliases, no_effect_literal, set_op_position
 from .types import _agg_type, checked_agg, is_condition_type, sql_type_name
 from .windows import has_window, named_windows
 
@@ -123,7 +123,7 @@ class SelectList:
             key = o.this
             desc = bool(o.args.get("desc"))
             target = None
-            if isinstance(key, exp.Literal) and key.is_string:  # DuckDB: an error, it orders nothing
+            if no_effect_literal(key):  # DuckDB: an error, it orders nothing ('a', NULL, TRUE)
                 raise PlanError(f"ORDER BY a non-integer literal ({key.sql()}) is not supported: it has no effect")
             if isinstance(key, exp.Literal) and not key.is_string:
                 pos = int(key.name)
@@ -186,7 +186,7 @@ class SelectList:
                 key = o.this
                 hits = [p for p in q.root.names if p.lower() == key.name.lower()] if isinstance(key, exp.Column) else []
                 if isinstance(key, exp.Literal):
-                    hits = [q.root.names[int(key.name) - 1]]
+                    hits = list(q.root.names[int(key.name) - 1 : int(key.name)]) if int(key.name) >= 1 else []
                 hits = hits or ([q.root.names[p]] if (p := set_op_position(tree, key)) is not None else [])
                 if not hits:
                     raise PlanError(f"ORDER BY of a {tree.key.upper()} must name an output column: {key.sql()}")

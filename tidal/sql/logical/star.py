@@ -88,9 +88,11 @@ def lateral_aliases(items: list, node: Node, plain) -> list[exp.Expression]:
 def set_op_position(tree: exp.Expression, key: exp.Expression) -> int | None:
     """DuckDB's ORDER BY of a set operation that names no output column: a side's alias (``l`` in
     ``SELECT a AS k FROM t UNION SELECT a AS l FROM t ORDER BY l``) or a side's selected expression
-    (``ORDER BY a - 10``) orders by that column; the sides are searched left to right (None: none)."""
+    (``ORDER BY a - 10``) orders by that column; the sides are searched left to right (None: none). Sides
+    naming it at different positions make it ambiguous: DuckDB's binder error, refused here."""
     text = key.sql(dialect="duckdb").lower()
     sides = [tree]
+    found: list[int] = []
     while sides:
         side = sides.pop(0)
         if isinstance(side, exp.SetOperation):
@@ -100,8 +102,18 @@ def set_op_position(tree: exp.Expression, key: exp.Expression) -> int | None:
         elif isinstance(side, exp.Select) and not any(i.find(exp.Star) for i in side.expressions):
             for pos, item in enumerate(side.expressions):
                 named = isinstance(item, exp.Alias) and isinstance(key, exp.Column) and not key.table
-                if named and item.alias.lower() == key.name.lower():
-                    return pos
-                if (item.this if isinstance(item, exp.Alias) else item).sql(dialect="duckdb").lower() == text:
-                    return pos
-    return None
+                if (named and item.alias.lower() == key.name.lower()) or (
+                    (item.this if isinstance(item, exp.Alias) else item).sql(dialect="duckdb").lower() == text
+                ):
+                    found.append(pos)
+                    break
+    if len(set(found)) > 1:
+        raise PlanError(
+            f"ORDER BY {key.sql()} of a set operation is ambiguous (its sides hold it at different positions)"
+        )
+    return found[0] if found else None
+
+
+def no_effect_literal(key: exp.Expression) -> bool:
+    """Whether an ORDER BY / DISTINCT ON key is a constant that orders nothing ('a', NULL, TRUE): DuckDB errs."""
+    return isinstance(key, exp.Null | exp.Boolean) or (isinstance(key, exp.Literal) and key.is_string)

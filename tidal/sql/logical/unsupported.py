@@ -69,6 +69,16 @@ def refuse_unsupported(tree: exp.Expression) -> None:
             # (SELECT ...) used as a value is planned as a scalar subquery (uncorrelated only)
             if not isinstance(parent, _SUBQUERY_PARENTS) and not isinstance(node, exp.Subquery):
                 raise PlanError(f"scalar subqueries are not supported: {_short(node)}")
+        if isinstance(node, exp.SetOperation) and node.args.get("by_name"):  # it matches columns by name
+            raise PlanError(f"{node.key.upper()} BY NAME is not supported: {_short(node)}")
+        if (
+            isinstance(node, exp.Limit)
+            and node.args.get("limit_options")
+            and node.args["limit_options"].args.get("percent")
+        ):
+            raise PlanError(f"LIMIT ... PERCENT is not supported: {_short(node)}")
+        if isinstance(node, exp.Subquery) and node.args.get("joins"):  # sqlglot's FROM (a), (b): joins tidal would drop
+            raise PlanError(f"joins attached to a parenthesised subquery are not supported: {_short(node)}")
         if isinstance(node, exp.IgnoreNulls):
             raise PlanError(f"IGNORE NULLS is not supported: {_short(node)}")
 
