@@ -34,8 +34,9 @@ AREA_FLOORS |= {"date": 0.52, "timestamp": 0.35, "interval": 0.35, "cte": 0.53, 
 # optimizer, select, function/time and types/time)
 AREA_FLOORS |= {"float": 0.84, "conjunction": 0.99, "operator": 0.88, "generic": 0.73, "numeric_types": 0.69}
 AREA_FLOORS |= {"overflow": 0.96, "optimizer": 0.77, "select": 0.8, "time": 0.62}
-# more joins (join/inner, left_outer, semianti, full_outer, natural, cross_product), HUGEINT (types/hugeint: refusals of
-# what does not fit 64 bits), more of order/limit, setops and subquery (LATERAL, row values, UNNEST: refusals), types/string
+# more joins (join/inner, left_outer, semianti, full_outer, natural, cross_product), HUGEINT (types/hugeint:
+# refusals of what does not fit 64 bits), more of order/limit, setops and subquery (LATERAL, row values, UNNEST:
+# refusals), types/string
 AREA_FLOORS |= {"join_more": 0.79, "hugeint": 0.39, "order_more": 0.69, "setops_more": 0.63, "subquery_more": 0.3}
 AREA_FLOORS |= {"string_types": 0.85}
 
