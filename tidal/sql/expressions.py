@@ -38,6 +38,9 @@ _TYPES = {
     "BIGINT": pa.int64(),
     "HUGEINT": pa.int64(),
     "UBIGINT": pa.uint64(),
+    "UINT": pa.uint32(),
+    "USMALLINT": pa.uint16(),
+    "UTINYINT": pa.uint8(),
     "FLOAT": pa.float32(),
     "DOUBLE": pa.float64(),
     "DECIMAL": pa.float64(),
@@ -57,7 +60,7 @@ def arrow_type(node: exp.DataType) -> pa.DataType:
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
     name = name.upper().replace("TYPE.", "")
     if name not in _TYPES or name.startswith(("TIMESTAMP", "DATE")) and node.expressions:
-        raise PlanError(f"unsupported type {node.sql()}")  # TIMESTAMP(3): DuckDB's TIMESTAMP_MS
+        raise PlanError(f"the type {node.sql()} is not supported")  # TIMESTAMP(3): DuckDB's TIMESTAMP_MS
     return _TYPES[name]
 
 
