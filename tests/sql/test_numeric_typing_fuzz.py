@@ -69,7 +69,9 @@ def _value(column: str):
         small = st.integers(-9, 9).map(float)
     else:
         small = st.integers(0 if pa.types.is_unsigned_integer(t) else -9, 9)
-    return st.one_of(st.none(), st.sampled_from([0, *edges]) if not pa.types.is_decimal(t) else st.sampled_from(edges), small)
+    return st.one_of(
+        st.none(), st.sampled_from([0, *edges]) if not pa.types.is_decimal(t) else st.sampled_from(edges), small
+    )
 
 
 @st.composite
@@ -184,8 +186,14 @@ def _run_tidal(sql: str):
 def _run_duckdb(sql: str):
     """DuckDB's answer with its Arrow types as tidal maps DuckDB's: a HUGEINT (an integer sum) is a BIGINT in
     tidal (a sum beyond it an error), where DuckDB's Arrow export makes it a DECIMAL(38,0)."""
+    con = duckdb.connect()
+    # DuckDB's MIN/MAX over a whole Parquet file answer from its statistics, which leave NaN out (1.5 for MAX of
+    # 1.5 and NaN): DuckDB reads the same file's table through Arrow instead
+    for name in set(re.findall(r"'(t\d+\.parquet)'", sql)):
+        con.register(name.split(".")[0], pq.read_table(name))
+        sql = sql.replace(f"'{name}'", name.split(".")[0])
     try:
-        rel = duckdb.connect().sql(sql)
+        rel = con.sql(sql)
         table = rel.to_arrow_table()
     except duckdb.Error as exc:
         return exc
@@ -213,18 +221,32 @@ def _literal_widened(sql: str, got: pa.DataType, want: pa.DataType) -> bool:
     return not STRICT and got == pa.int64() and narrow and re.search(r"(?<![\w.])\d+(?![\w.])", sql) is not None
 
 
+def _known_type(sql: str, got: pa.DataType, want: pa.DataType) -> bool:
+    """Known and left (fuzz9's report): ROUND of an unsigned integer keeps its type in tidal, DuckDB's is a BIGINT
+    (a HUGEINT of a UBIGINT); TIDAL_FUZZ_STRICT=1 reports it."""
+    return _literal_widened(sql, got, want) or (
+        not STRICT and "round(" in sql and pa.types.is_unsigned_integer(got) and pa.types.is_integer(want)
+    )
+
+
+def _known_error(got: Exception) -> bool:
+    """Known and left: ``-x`` of an unsigned column is a type error in tidal, DuckDB's answer has x's type (an
+    error only where x is not 0)."""
+    return not STRICT and re.search(r"type error in -.*not defined for U", str(got)) is not None
+
+
 def finding(sql: str, summed: bool) -> str | None:
     """Why tidal's answer to ``sql`` differs from DuckDB's, or None where they agree (or tidal refuses by name)."""
     got, want = _run_tidal(sql), _run_duckdb(sql)
     if isinstance(got, Exception):
-        if "not supported" in str(got) or isinstance(want, Exception):
+        if "not supported" in str(got) or isinstance(want, Exception) or _known_error(got):
             return None
         return f"tidal errs where DuckDB answers:\n {sql}\n tidal: {type(got).__name__}: {got}\n DuckDB: {_rows(want)}"
     if isinstance(want, Exception):
         return f"tidal answers where DuckDB errs:\n {sql}\n tidal: {_rows(got)}\n DuckDB: {want}"
     got_types, want_types = [f.type for f in got.schema], [f.type for f in want.schema]
     if len(got_types) != len(want_types) or not all(
-        g == w or _literal_widened(sql, g, w) for g, w in zip(got_types, want_types, strict=True)
+        g == w or _known_type(sql, g, w) for g, w in zip(got_types, want_types, strict=True)
     ):
         return f"types differ:\n {sql}\n tidal: {got_types}\n DuckDB: {want_types}"
     g, w = _rows(got), _rows(want)
