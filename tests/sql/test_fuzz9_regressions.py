@@ -25,6 +25,7 @@ def numbers(in_dir):
                 "db": pa.array([1.5, 2.5, -0.4, None], pa.float64()),
                 "fl": pa.array([1.5, math.nan, None, 3.0], pa.float32()),
                 "si": pa.array([1, -1, None, 300], pa.int16()),
+                "z": pa.array([0.0, 1.0, 2.0, 0.0], pa.float64()),
                 "ut": pa.array([1, 200, 3, None], pa.uint8()),
                 "ub": pa.array([2**64 - 1, 1, 3, 5], pa.uint64()),
                 "bi": pa.array([2**63 - 1, -(2**63), 3, 5], pa.int64()),
@@ -61,6 +62,11 @@ def _same(a, b) -> bool:
         "SELECT coalesce(fl, 1) AS a, coalesce(fl, ti) AS b, coalesce(fl, db) AS c FROM t",
         # BIGINT's minimum beside a DECIMAL: |-2**63| wrapped in int64, passed the fast path's range check, and
         # -2**63 * 100 wrapped to 0 (2.25 - bi was 2.25)
+        # a zero divisor of a real // was an error in a row whose dividend is NULL (DuckDB's NULL)
+        "SELECT db // 0 AS a FROM t WHERE db IS NULL",
+        "SELECT fl // 0 AS b, db % 0 AS c FROM t WHERE fl IS NULL",
+        # COALESCE evaluated its later arguments in every row: DuckDB only where the earlier ones are NULL
+        "SELECT coalesce(db, 1 // 0.0) AS a, coalesce(ii, CAST(ub AS INTEGER)) AS b FROM t WHERE db IS NOT NULL",
         "SELECT 2.25 - bi AS a, bi + 0.5 AS b, bi * 1.5 AS c, bi + CAST(1.25 AS DECIMAL(18,2)) AS d FROM t",
     ],
 )

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from . import sqldecimal as dec
-from . import sqlints, sqltime
+from . import sqlints, sqlmore, sqltime
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
@@ -510,7 +510,7 @@ def _scalar_subquery(ev: SqlEvaluator, node):
 
 
 def _coalesce(ev: SqlEvaluator, node):
-    args = ev._args(node)
+    args = sqlmore.lazy_args(ev, node)
     if (exact := dec.common_type([a.type for a in args], node.args, ev.columns)) is not None:
         return pc.coalesce(*[ev._broadcast(cast_to(a, exact)) for a in args])
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())

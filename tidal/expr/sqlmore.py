@@ -564,7 +564,7 @@ def _divided(ev, node, what: str):
         return q if what == "//" else pc.subtract(a, pc.multiply(q, b))
     a, b = cast_to(a, real), cast_to(b, real)
     if what == "//":
-        if pc.any(pc.equal(b, 0.0)).as_py():
+        if pc.any(ev._broadcast(pc.and_(pc.equal(b, 0.0), pc.is_valid(a)))).as_py():  # DuckDB: NULL // 0 is NULL
             raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: division by zero")
         return pc.divide(a, b)
     fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), real.to_pandas_dtype()) for x in (a, b))
@@ -583,3 +583,14 @@ def _decimal_mod(ev, node, a, b):
         return arithmetic("%", a, b, node.args[0], node.args[1], ev.columns)
     except pa.ArrowInvalid as exc:
         raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {exc}") from None
+
+
+def lazy_args(ev, node) -> list:
+    """COALESCE's arguments as DuckDB evaluates them: each only in the rows where every earlier one is NULL (a
+    division by zero, an overflow or a bad cast in a row an earlier argument answers is no error)."""
+    args, reach = [], None
+    for arg in node.args:
+        v = ev.eval(arg) if reach is None else ev._branch(arg, reach)
+        args.append(v)
+        reach = pc.is_null(v) if reach is None else pc.and_(reach, pc.is_null(v))
+    return args
