@@ -99,3 +99,15 @@ def test_a_ubigint_beside_a_signed_integer_is_refused_by_name(numbers, expr):
     assert str(numbers.sql(f"SELECT {expr} FROM t").types[0]) == "HUGEINT"  # a type tidal does not have
     with pytest.raises(TidalError, match="UBIGINT beside a signed integer.*not supported"):
         plan(f"SELECT {expr} AS v FROM 't.parquet'").result()
+
+
+@pytest.mark.parametrize("t", ["INTEGER", "UINTEGER"])
+def test_an_integer_rescaled_to_a_wide_decimal_is_checked(in_dir, t):
+    # 2**31 - 1 (or 2**32 - 1) * 10**29 wrapped in Arrow's 128-bit rescale: CAST gave 892143625.79..., not an error
+    values = f"(VALUES (CAST(2147483647 AS {t})), (CAST(0 AS {t}))) v(i)"
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(f"SELECT CAST(i AS DECIMAL(38,29)) FROM {values}").fetchall()
+    with pytest.raises(TidalError, match="DECIMAL"):
+        plan(f"SELECT CAST(i AS DECIMAL(38,29)) AS d FROM {values}").result()
+    sql = f"SELECT TRY_CAST(i AS DECIMAL(38,29)) AS d FROM {values}"
+    assert plan(sql).result().column("d").to_pylist() == [r[0] for r in duckdb.sql(sql).fetchall()]

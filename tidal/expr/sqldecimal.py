@@ -262,6 +262,8 @@ def cast_decimal(v, target: pa.DataType, text: str):
     if t.scale > target.scale:
         wide = pa.decimal256(min(76, t.precision + 1), t.scale)
         v = pc.round(pc.cast(v, wide), ndigits=target.scale, round_mode="half_towards_infinity")
+    elif t.scale < target.scale:  # rescaled in 256 bits: Arrow's 128-bit rescale wraps (2**32 * 10**29)
+        v = pc.cast(pc.cast(v, pa.decimal256(t.precision, t.scale)), pa.decimal256(76, target.scale))
     try:
         return pc.cast(v, target)
     except pa.ArrowInvalid:
