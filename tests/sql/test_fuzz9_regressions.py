@@ -4,6 +4,7 @@ values of the same type, an error where DuckDB errs."""
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
@@ -25,6 +26,7 @@ def numbers(in_dir):
                 "db": pa.array([1.5, 2.5, -0.4, None], pa.float64()),
                 "fl": pa.array([1.5, math.nan, None, 3.0], pa.float32()),
                 "si": pa.array([1, -1, None, 300], pa.int16()),
+                "d": pa.array([Decimal("1.5"), None, Decimal("-99.9"), Decimal("0.1")], pa.decimal128(4, 1)),
                 "z": pa.array([0.0, 1.0, 2.0, 0.0], pa.float64()),
                 "ut": pa.array([1, 200, 3, None], pa.uint8()),
                 "ub": pa.array([2**64 - 1, 1, 3, 5], pa.uint64()),
@@ -67,6 +69,11 @@ def _same(a, b) -> bool:
         "SELECT fl // 0 AS b, db % 0 AS c FROM t WHERE fl IS NULL",
         # COALESCE evaluated its later arguments in every row: DuckDB only where the earlier ones are NULL
         "SELECT coalesce(db, 1 // 0.0) AS a, coalesce(ii, CAST(ub AS INTEGER)) AS b FROM t WHERE db IS NOT NULL",
+        # a constant cast to an unsigned type was folded to a BIGINT literal (max(CAST(2.25 AS USMALLINT)) a BIGINT)
+        "SELECT g, max(CAST(2.25 AS USMALLINT)) AS a, min(CAST(7 AS UINTEGER)) AS b, max(CAST(5 AS UBIGINT)) AS c "
+        "FROM t GROUP BY g",
+        # the DECIMAL width of GREATEST/CASE of an unsigned and a signed integer: DuckDB's wider common type
+        "SELECT (greatest(ut, ti) - (-d)) - ut AS a, (CASE WHEN db IS NULL THEN -ti ELSE ut END) * d AS b FROM t",
         "SELECT 2.25 - bi AS a, bi + 0.5 AS b, bi * 1.5 AS c, bi + CAST(1.25 AS DECIMAL(18,2)) AS d FROM t",
     ],
 )
