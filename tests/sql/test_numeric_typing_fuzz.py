@@ -221,14 +221,6 @@ def _literal_widened(sql: str, got: pa.DataType, want: pa.DataType) -> bool:
     return not STRICT and got == pa.int64() and narrow and re.search(r"(?<![\w.])\d+(?![\w.])", sql) is not None
 
 
-def _known_type(sql: str, got: pa.DataType, want: pa.DataType) -> bool:
-    """Known and left (fuzz9's report): ROUND of an unsigned integer keeps its type in tidal, DuckDB's is a BIGINT
-    (a HUGEINT of a UBIGINT); TIDAL_FUZZ_STRICT=1 reports it."""
-    return _literal_widened(sql, got, want) or (
-        not STRICT and "round(" in sql and pa.types.is_unsigned_integer(got) and pa.types.is_integer(want)
-    )
-
-
 def _known_error(got: Exception) -> bool:
     """Known and left: ``-x`` of an unsigned column is a type error in tidal, DuckDB's answer has x's type (an
     error only where x is not 0)."""
@@ -246,7 +238,7 @@ def finding(sql: str, summed: bool) -> str | None:
         return f"tidal answers where DuckDB errs:\n {sql}\n tidal: {_rows(got)}\n DuckDB: {want}"
     got_types, want_types = [f.type for f in got.schema], [f.type for f in want.schema]
     if len(got_types) != len(want_types) or not all(
-        g == w or _known_type(sql, g, w) for g, w in zip(got_types, want_types, strict=True)
+        g == w or _literal_widened(sql, g, w) for g, w in zip(got_types, want_types, strict=True)
     ):
         return f"types differ:\n {sql}\n tidal: {got_types}\n DuckDB: {want_types}"
     g, w = _rows(got), _rows(want)

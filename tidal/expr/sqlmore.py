@@ -444,6 +444,10 @@ def _round(v, digits: int):
         return decimal_rounded(v, digits, "half_towards_infinity")
     if pa.types.is_floating(v.type):
         return _float_round(v, np.int64(digits))
+    if pa.types.is_uint64(v.type):
+        raise SqlTypeError("ROUND of a UBIGINT (a HUGEINT in DuckDB) is not supported; CAST it to BIGINT or DOUBLE")
+    if pa.types.is_unsigned_integer(v.type):  # DuckDB has no unsigned ROUND: it rounds the value as a BIGINT
+        return _round(cast_to(v, pa.int64()), digits)
     if pa.types.is_integer(v.type) and v.type.bit_width < 64:  # as a BIGINT; one out of the type's range errs
         return cast_to(_round(cast_to(v, pa.int64()), digits), v.type)
     if digits < -18:  # 0, or beyond BIGINT where a value rounds to 10**19 (DuckDB's overflow error)
