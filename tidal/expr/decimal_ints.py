@@ -52,7 +52,7 @@ def arithmetic(op: str, a, b, target: pa.DataType):
     if ua[0].ndim == ub[0].ndim == 0:  # two constants: one row
         ua, ub = ((np.atleast_1d(v), np.atleast_1d(m), s) for v, m, s in (ua, ub))
     (x, xm, xs), (y, ym, ys) = ua, ub
-    big = [float(np.max(np.abs(v))) if v.size else 0.0 for v in (x, y)]
+    big = [float(np.max(np.abs(v.astype(np.float64)))) if v.size else 0.0 for v in (x, y)]  # int64 min: no wrap
     if op == "*":
         if big[0] * big[1] >= _LIMIT:
             return None

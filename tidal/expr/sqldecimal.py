@@ -138,8 +138,20 @@ def expr_int_width(node, columns) -> int | None:
         parts = (*(v for _, v in node.whens), node.default)
     else:
         return None
-    widths = [w for p in parts if not (isinstance(p, Const) and p.value is None) for w in [expr_int_width(p, columns)]]
+    parts = [p for p in parts if not (isinstance(p, Const) and p.value is None)]
+    if len(parts) > 1 and len({_unsigned(p, columns) for p in parts}) > 1:
+        return None  # unsigned beside signed: DuckDB's common type is wider than either (the value's own type)
+    widths = [expr_int_width(p, columns) for p in parts]
     return max(widths) if widths and None not in widths else None
+
+
+def _unsigned(node, columns) -> bool:
+    from .nodes import Cast, Col
+
+    if isinstance(node, Cast):
+        return pa.types.is_unsigned_integer(node.to)
+    col = columns.get(node.name) if isinstance(node, Col) and columns is not None else None
+    return col is not None and pa.types.is_unsigned_integer(col.type)
 
 
 def result_type(op: str, a: tuple[int, int], b: tuple[int, int]) -> pa.DataType:
@@ -262,6 +274,8 @@ def cast_decimal(v, target: pa.DataType, text: str):
     if t.scale > target.scale:
         wide = pa.decimal256(min(76, t.precision + 1), t.scale)
         v = pc.round(pc.cast(v, wide), ndigits=target.scale, round_mode="half_towards_infinity")
+    elif t.scale < target.scale:  # rescaled in 256 bits: Arrow's 128-bit rescale wraps (2**32 * 10**29)
+        v = pc.cast(pc.cast(v, pa.decimal256(t.precision, t.scale)), pa.decimal256(76, target.scale))
     try:
         return pc.cast(v, target)
     except pa.ArrowInvalid:

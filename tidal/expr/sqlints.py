@@ -49,3 +49,33 @@ def _int_literal(node) -> int | None:
 
 def _literal_type(value: int) -> pa.DataType:
     return pa.int32() if -(2**31) <= value < 2**31 else pa.int64()
+
+
+def comparable(a, b):
+    """``a`` and ``b`` for a comparison: a UBIGINT beside a signed integer compares as a DECIMAL(20,0), which holds
+    both (Arrow's common type, BIGINT, cannot hold a UBIGINT past 2**63 - 1: DuckDB compares them exactly)."""
+    ints = [t for t in (a.type, b.type) if pa.types.is_integer(t)]
+    if len(ints) == 2 and pa.uint64() in ints and any(pa.types.is_signed_integer(t) for t in ints):
+        return pc.cast(a, pa.decimal128(20, 0)), pc.cast(b, pa.decimal128(20, 0))
+    return a, b
+
+
+def common_int(types) -> pa.DataType | None:
+    """DuckDB's common type of the integer types among ``types`` (CASE, COALESCE, GREATEST/LEAST): the widest
+    signed or unsigned one, and beside a signed one an unsigned integer needs the signed type of twice its
+    width (UTINYINT and TINYINT meet in SMALLINT). None when no type is an integer. A UBIGINT beside a signed
+    integer (DuckDB's HUGEINT) is refused by name."""
+    ints = [t for t in types if pa.types.is_integer(t)]
+    if not ints:
+        return None
+    signed = max((t.bit_width for t in ints if pa.types.is_signed_integer(t)), default=0)
+    unsigned = max((t.bit_width for t in ints if pa.types.is_unsigned_integer(t)), default=0)
+    if not signed:
+        return pa.type_for_alias(f"uint{unsigned}")
+    width = max(signed, 2 * unsigned)
+    if width > 64:
+        raise SqlTypeError(
+            "a UBIGINT beside a signed integer (CASE, COALESCE, GREATEST, LEAST: DuckDB's HUGEINT) is not supported; "
+            "CAST one of them"
+        )
+    return pa.type_for_alias(f"int{width}")

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from ..core.errors import PlanError
 from . import sqldecimal as dec
-from . import sqlints, sqltime
+from . import sqlints, sqlmore, sqltime
 from .nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, IsNull, Like, Node, SqlCall, Unary
 from .sqlextra import FUNCS as EXTRA_FUNCS
 from .sqlmore import FUNCS as MORE_FUNCS
@@ -56,7 +56,7 @@ def compare_values(op: str, a, b):
         b = cast_to(b, a.type)
     if pa.types.is_floating(a.type) or pa.types.is_floating(b.type):
         return _compare_floats(op, a, b)
-    return _CMP[op](a, b)
+    return _CMP[op](*sqlints.comparable(a, b))
 
 
 def _compare_floats(op: str, a, b):
@@ -89,16 +89,16 @@ def _truth(v):
     return v
 
 
-def _nulls_as(values, nodes=None, columns=None):
-    """Untyped NULLs among ``values`` cast to the first typed one's type (BIGINT when all are NULL)."""
+def _nulls_as(values, nodes=None, columns=None):  # untyped NULLs cast to the common type (BIGINT: all NULL)
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
     if (exact := dec.common_type([v.type for v in values], nodes, columns)) is not None:
         return [cast_to(v, exact) if v.type != exact else v for v in values]
     if _temporal(target):
         target = next((v.type for v in values if pa.types.is_timestamp(v.type)), target)
     if _numeric(target):  # integers beside reals: DOUBLE (Arrow's own cast refuses integers beyond 2**53)
-        target = next((v.type for v in values if pa.types.is_floating(v.type)), target)
-    cast = [pa.types.is_null(v.type) or _temporal(target) or pa.types.is_floating(target) for v in values]
+        reals = sorted((v.type for v in values if pa.types.is_floating(v.type)), key=lambda t: -t.bit_width)
+        target = reals[0] if reals else sqlints.common_int([v.type for v in values])
+    cast = [pa.types.is_null(v.type) or _temporal(target) or _numeric(target) for v in values]
     return [cast_to(v, target) if c and v.type != target else v for v, c in zip(values, cast, strict=True)]
 
 
@@ -354,10 +354,10 @@ class SqlEvaluator:
             t = v.type
             if pa.types.is_null(t):
                 continue
-            if target is None or (pa.types.is_integer(target) and pa.types.is_floating(t)):
+            if target is None or (pa.types.is_integer(target) or target == pa.float32()) and pa.types.is_floating(t):
                 target = t
             elif pa.types.is_integer(target) and pa.types.is_integer(t) and t != target:
-                target = pa.int64()  # integers of two widths: BIGINT holds both
+                target = sqlints.common_int([target, t])  # integers of two widths: DuckDB's common type
             elif pa.types.is_date(target) and pa.types.is_timestamp(t):  # a date and a timestamp: timestamps
                 target = t
         target = target or pa.null()
@@ -510,14 +510,14 @@ def _scalar_subquery(ev: SqlEvaluator, node):
 
 
 def _coalesce(ev: SqlEvaluator, node):
-    args = ev._args(node)
+    args = sqlmore.lazy_args(ev, node)
     if (exact := dec.common_type([a.type for a in args], node.args, ev.columns)) is not None:
         return pc.coalesce(*[ev._broadcast(cast_to(a, exact)) for a in args])
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
     if any(pa.types.is_floating(a.type) for a in args) and _numeric(target):
-        target = pa.float64()
+        target = pa.float64() if any(pa.types.is_float64(a.type) for a in args) else pa.float32()
     elif pa.types.is_integer(target) and any(pa.types.is_integer(a.type) and a.type != target for a in args):
-        target = pa.int64()  # integers of two widths: BIGINT holds both
+        target = sqlints.common_int([a.type for a in args])  # integers of two widths: DuckDB's common type
     target = next((a.type for a in args if pa.types.is_timestamp(a.type)), target) if _temporal(target) else target
     return pc.coalesce(*[ev._broadcast(cast_to(a, target)) for a in args])
 

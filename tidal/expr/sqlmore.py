@@ -444,6 +444,10 @@ def _round(v, digits: int):
         return decimal_rounded(v, digits, "half_towards_infinity")
     if pa.types.is_floating(v.type):
         return _float_round(v, np.int64(digits))
+    if pa.types.is_uint64(v.type):
+        raise SqlTypeError("ROUND of a UBIGINT (a HUGEINT in DuckDB) is not supported; CAST it to BIGINT or DOUBLE")
+    if pa.types.is_unsigned_integer(v.type):  # DuckDB has no unsigned ROUND: it rounds the value as a BIGINT
+        return _round(cast_to(v, pa.int64()), digits)
     if pa.types.is_integer(v.type) and v.type.bit_width < 64:  # as a BIGINT; one out of the type's range errs
         return cast_to(_round(cast_to(v, pa.int64()), digits), v.type)
     if digits < -18:  # 0, or beyond BIGINT where a value rounds to 10**19 (DuckDB's overflow error)
@@ -564,7 +568,7 @@ def _divided(ev, node, what: str):
         return q if what == "//" else pc.subtract(a, pc.multiply(q, b))
     a, b = cast_to(a, real), cast_to(b, real)
     if what == "//":
-        if pc.any(pc.equal(b, 0.0)).as_py():
+        if pc.any(ev._broadcast(pc.and_(pc.equal(b, 0.0), pc.is_valid(a)))).as_py():  # DuckDB: NULL // 0 is NULL
             raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: division by zero")
         return pc.divide(a, b)
     fa, fb = (np.asarray(ev._broadcast(x).to_numpy(zero_copy_only=False), real.to_pandas_dtype()) for x in (a, b))
@@ -583,3 +587,14 @@ def _decimal_mod(ev, node, a, b):
         return arithmetic("%", a, b, node.args[0], node.args[1], ev.columns)
     except pa.ArrowInvalid as exc:
         raise SqlTypeError(f"cannot evaluate {ev.sql(node)}: {exc}") from None
+
+
+def lazy_args(ev, node) -> list:
+    """COALESCE's arguments as DuckDB evaluates them: each only in the rows where every earlier one is NULL (a
+    division by zero, an overflow or a bad cast in a row an earlier argument answers is no error)."""
+    args, reach = [], None
+    for arg in node.args:
+        v = ev.eval(arg) if reach is None else ev._branch(arg, reach)
+        args.append(v)
+        reach = pc.is_null(v) if reach is None else pc.and_(reach, pc.is_null(v))
+    return args

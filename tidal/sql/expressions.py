@@ -38,6 +38,9 @@ _TYPES = {
     "BIGINT": pa.int64(),
     "HUGEINT": pa.int64(),
     "UBIGINT": pa.uint64(),
+    "UINT": pa.uint32(),
+    "USMALLINT": pa.uint16(),
+    "UTINYINT": pa.uint8(),
     "FLOAT": pa.float32(),
     "DOUBLE": pa.float64(),
     "DECIMAL": pa.float64(),
@@ -57,7 +60,7 @@ def arrow_type(node: exp.DataType) -> pa.DataType:
     name = node.this.name if hasattr(node.this, "name") else str(node.this)
     name = name.upper().replace("TYPE.", "")
     if name not in _TYPES or name.startswith(("TIMESTAMP", "DATE")) and node.expressions:
-        raise PlanError(f"unsupported type {node.sql()}")  # TIMESTAMP(3): DuckDB's TIMESTAMP_MS
+        raise PlanError(f"the type {node.sql()} is not supported")  # TIMESTAMP(3): DuckDB's TIMESTAMP_MS
     return _TYPES[name]
 
 
@@ -505,12 +508,12 @@ class Evaluator:
 
 
 def scalar_to_sql(value: pa.Scalar, typed: bool = False) -> exp.Expression | None:
-    """A literal for a folded constant, or None when it has no plain literal form. ``typed``: a number of a
-    type other than BIGINT or DOUBLE (``CAST(120 AS TINYINT)``) stays a cast of its literal, so the arithmetic
-    it meets keeps DuckDB's type (TINYINT overflows at 127, FLOAT at about 3.4e38); an INTEGER only when
-    ``typed == "cast"`` (an explicit CAST: ``2 + 3`` stays a literal, which takes a narrower column's type)."""
+    """A literal for a folded constant, or None when it has no plain literal form. ``typed``: a number of a type other
+    than BIGINT or DOUBLE (``CAST(120 AS TINYINT)``, a UTINYINT) stays a cast of its literal, so the arithmetic it meets
+    keeps DuckDB's type; an INTEGER only when ``typed == "cast"`` (``2 + 3`` stays a literal: a column's type)."""
     if typed and value.is_valid and value.type in _NARROW and (typed == "cast" or value.type != pa.int32()):
-        inner = scalar_to_sql(pa.scalar(value.as_py(), pa.int64() if pa.types.is_integer(value.type) else pa.float64()))
+        v = value.as_py()
+        inner = scalar_to_sql(pa.scalar(v, pa.float64() if isinstance(v, float) else pa.int64())) if v < 2**63 else None
         return None if inner is None else exp.Cast(this=inner, to=exp.DataType.build(_NARROW[value.type]))
     try:
         py = value.as_py()
@@ -536,6 +539,8 @@ def scalar_to_sql(value: pa.Scalar, typed: bool = False) -> exp.Expression | Non
 
 _NARROW = {
     pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.float32(): "FLOAT",
+    pa.uint8(): exp.DataType.Type.UTINYINT, pa.uint16(): exp.DataType.Type.USMALLINT,
+    pa.uint32(): exp.DataType.Type.UINT, pa.uint64(): exp.DataType.Type.UBIGINT,
 }  # fmt: skip
 
 

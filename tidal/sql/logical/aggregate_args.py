@@ -135,11 +135,12 @@ _NAN_FIXES = ("count_not_null", "count_distinct", "sum", "average", "max", "min"
 _NAN = exp.Cast(this=exp.Literal.string("nan"), to=exp.DataType.build("DOUBLE"))
 
 
-def _nan_fix(fn: str, out: str, nans: str, others: str | None = None) -> exp.Expression:
+def _nan_fix(fn: str, out: str, nans: str, others: str | None = None, float32: bool = False) -> exp.Expression:
     """The value of aggregate ``out`` as DuckDB computes it, from the engine's value (which skips NaN
     like NULL) and ``nans``, the group's count of NaN: NaN is a value, larger than every number, so
     COUNT counts it, SUM/AVG/MAX/variance are NaN with one, MIN is NaN when there is nothing else; ``others``
-    (the count of the other values) keeps a sample variance of one value NULL."""
+    (the count of the other values) keeps a sample variance of one value NULL. ``float32``: MIN/MAX of a FLOAT
+    stay FLOAT (DuckDB's type), so their NaN is a FLOAT too."""
     value, n = _col(out), _col(nans)
     some = exp.GT(this=n.copy(), expression=exp.Literal.number(0))
     if fn == "count_not_null":
@@ -154,7 +155,10 @@ def _nan_fix(fn: str, out: str, nans: str, others: str | None = None) -> exp.Exp
     if others is not None:  # a sample variance of fewer than two values (NaN counted) stays NULL
         total = exp.Add(this=n.copy(), expression=_col(others))
         some = exp.And(this=some, expression=exp.GTE(this=total, expression=exp.Literal.number(2)))
-    return exp.Case(ifs=[exp.If(this=some, true=_NAN.copy())], default=value)
+    nan = _NAN.copy()
+    if float32 and fn in ("min", "max"):
+        nan.set("to", exp.DataType.build("FLOAT"))
+    return exp.Case(ifs=[exp.If(this=some, true=nan)], default=value)
 
 
 def check_arity(e: exp.Expression) -> None:

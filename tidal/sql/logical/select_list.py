@@ -386,7 +386,7 @@ class SelectList:
                 others = self.fresh("g") if fn in ("variance", "stddev") else None
                 if others is not None:
                     calls.append(AggCall(others, "count_not_null", arg_phys))
-                nan_fixes[out] = _nan_fix(fn, out, nans, others)
+                nan_fixes[out] = _nan_fix(fn, out, nans, others, pa.types.is_float32(arg_type))
             calls.append(AggCall(out, fn, arg_phys, param))
             self._label(out, e)
             agg_map[text] = out
