@@ -123,7 +123,14 @@ class ArgumentValues:
     def ints(self, a: int) -> np.ndarray:
         """The values as int64, nulls as 0."""
         col = self.cols[a]
-        vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
+        try:
+            vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
+        except pa.ArrowInvalid as exc:  # a UBIGINT above 2**63 - 1: DuckDB sums it as a HUGEINT
+            from .functions import SumOverflowError
+
+            raise SumOverflowError(
+                f"an aggregate of {col.type} values above BIGINT's maximum (2**63 - 1) is not supported"
+            ) from exc
         return as_numpy(vals.fill_null(0) if vals.null_count else vals)
 
     def finite_floats(self, a: int) -> np.ndarray:
