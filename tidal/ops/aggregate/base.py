@@ -10,6 +10,7 @@ from ...core.errors import PlanError
 from ...expr.compile import CompiledLambda
 from ...expr.kernels import Evaluator, to_arrow_column
 from ...expr.nodes import Node
+from .functions import SumOverflowError
 from .picks import pair_column
 
 MODE_NONE, MODE_FIFO, MODE_HEAP, MODE_WINDOW = 0, 1, 2, 3
@@ -126,8 +127,6 @@ class ArgumentValues:
         try:
             vals = col.cast(pa.int64()) if not pa.types.is_int64(col.type) else col
         except pa.ArrowInvalid as exc:  # a UBIGINT above 2**63 - 1: DuckDB sums it as a HUGEINT
-            from .functions import SumOverflowError
-
             raise SumOverflowError(
                 f"an aggregate of {col.type} values above BIGINT's maximum (2**63 - 1) is not supported"
             ) from exc
