@@ -253,6 +253,21 @@ def common_type(types: list[pa.DataType], nodes=None, columns=None) -> pa.DataTy
     return pa.decimal128(min(MAX_WIDTH, digits + scale), scale)
 
 
+def comparable(a, b):
+    """``a`` and ``b`` for a comparison as DuckDB binds one of a DECIMAL with a DECIMAL or an integer: in a
+    DECIMAL with the most integer digits and the largest scale; past 38 digits DECIMAL(38, that scale), where
+    a value with more integer digits than it holds is an error (DuckDB's failed cast), never a wrong answer.
+    Within 38 digits (or other types) they are returned as they are: Arrow compares those exactly itself."""
+    ta, tb = as_decimal_type(a.type), as_decimal_type(b.type)
+    if ta is None or tb is None or not (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
+        return a, b
+    scale = max(ta[1], tb[1])
+    if max(ta[0] - ta[1], tb[0] - tb[1]) + scale <= MAX_WIDTH:
+        return a, b
+    target = pa.decimal128(MAX_WIDTH, scale)
+    return cast_decimal(a, target, "comparison"), cast_decimal(b, target, "comparison")
+
+
 def cast_decimal(v, target: pa.DataType, text: str):
     """A value cast to DECIMAL(p, s) as DuckDB casts: rounded half away from zero to ``s`` digits, an error
     for a value with more than ``p - s`` integer digits (or a NaN, an infinity, a bad text)."""

@@ -56,7 +56,7 @@ def compare_values(op: str, a, b):
         b = cast_to(b, a.type)
     if pa.types.is_floating(a.type) or pa.types.is_floating(b.type):
         return _compare_floats(op, a, b)
-    return _CMP[op](*sqlints.comparable(a, b))
+    return _CMP[op](*dec.comparable(*sqlints.comparable(a, b)))
 
 
 def _compare_floats(op: str, a, b):

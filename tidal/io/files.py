@@ -3,7 +3,7 @@
 Parquet is read with ``pyarrow.parquet`` (by ``pyarrow.dataset``, which imports pandas, when a filter is pushed down),
 Arrow IPC by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv``/``pyarrow.json``, which infer types (JSON dates
 as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` read standard input. Times are normalised to
-microseconds, tidal's SQL time unit. CSV's compiled scans (:mod:`.csvscan`, numba) load with the first CSV read only.
+microseconds, tidal's SQL time unit, and string (binary) views to strings (binaries). CSV's compiled scans (:mod:`.csvscan`, numba) load with the first CSV read only.
 Malformed CSV rows stop the read with an error naming the file, line and column, unless ``on_error="skip"``: then they
 are skipped and counted in :attr:`FileRead.skipped`; nothing is dropped silently. Pushdown: ``columns`` limits the
 columns read; ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan or the table as read.
@@ -107,7 +107,12 @@ def _open(path: str):
 
 
 def _needs_normalising(t: pa.DataType) -> bool:
-    return (pa.types.is_timestamp(t) and t.unit != "us") or pa.types.is_date64(t)
+    return (
+        (pa.types.is_timestamp(t) and t.unit != "us")
+        or pa.types.is_date64(t)
+        or pa.types.is_string_view(t)
+        or pa.types.is_binary_view(t)
+    )
 
 
 def _to_microseconds(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -128,7 +133,9 @@ def _to_microseconds(name: str, col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _normalise_times(table: pa.Table) -> pa.Table:
-    """Timestamps to microseconds (tidal's SQL tick), keeping their time zone."""
+    """Timestamps to microseconds (tidal's SQL tick), keeping their time zone; string and binary views
+    (Parquet written by Arrow-rs and DataFusion, TPC-H's tpchgen) to the plain string and binary
+    columns every kernel takes (few of pyarrow's compute functions take views)."""
     if not any(_needs_normalising(t) for t in table.schema.types):
         return table
     cols = []
@@ -138,6 +145,10 @@ def _normalise_times(table: pa.Table) -> pa.Table:
             col = _to_microseconds(table.column_names[len(cols)], col)
         elif pa.types.is_date64(t):
             col = col.cast(pa.date32())
+        elif pa.types.is_string_view(t):
+            col = col.cast(pa.string())
+        elif pa.types.is_binary_view(t):
+            col = col.cast(pa.binary())
         cols.append(col)
     return pa.Table.from_arrays(cols, names=table.column_names)
 
