@@ -3,7 +3,8 @@
 Parquet is read with ``pyarrow.parquet`` (by ``pyarrow.dataset``, which imports pandas, when a filter is pushed down),
 Arrow IPC by ``pyarrow.dataset``, CSV and JSON lines by ``pyarrow.csv``/``pyarrow.json``, which infer types (JSON dates
 as DuckDB: :mod:`.json_dates`). ``stdin.csv`` / ``stdin.json`` read standard input. Times are normalised to
-microseconds, tidal's SQL time unit, and string (binary) views to strings (binaries). CSV's compiled scans (:mod:`.csvscan`, numba) load with the first CSV read only.
+microseconds, tidal's SQL time unit, and string (binary) views to strings (binaries). CSV's compiled scans
+(:mod:`.csvscan`, numba) load with the first CSV read only.
 Malformed CSV rows stop the read with an error naming the file, line and column, unless ``on_error="skip"``: then they
 are skipped and counted in :attr:`FileRead.skipped`; nothing is dropped silently. Pushdown: ``columns`` limits the
 columns read; ``predicate`` (a ``pyarrow.compute.Expression``) filters the dataset scan or the table as read.

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 
 from ..logical import Node
 from .drop_identity_projections import drop_identity_projections
+from .factor_disjunctions import factor_disjunctions
 from .fold_constants import fold_constants
 from .lookup_joins import lookup_joins
 from .prune_columns import prune_columns
 from .push_filters import push_filters
 
-RULES = (fold_constants, push_filters, lookup_joins, prune_columns, drop_identity_projections)
+RULES = (fold_constants, factor_disjunctions, push_filters, lookup_joins, prune_columns, drop_identity_projections)
 
 
 def explain_logical(node: Node, depth: int = 0) -> str:
