@@ -158,12 +158,13 @@ def group_ids(columns: list[pa.Array]) -> Groups:
         combined = combined * k + codes
         size *= k
     final, group_codes = _dense(combined)
-    keys = []
-    rest = group_codes.copy()
-    for _, k, values, _ in reversed(parts):  # peel each column's code off the combined one, last first
-        keys.append(values.take(from_numpy(rest % k)))
-        rest //= k
-    keys.reverse()
+    # each group's key from its first row: the combined code cannot be peeled apart once compacted above
+    first = np.empty(len(final), bool)
+    if len(final):  # dense codes by first appearance: a row opens a group where the running maximum grows
+        first[0] = True
+        first[1:] = final[1:] > np.maximum.accumulate(final)[:-1]
+    rows = np.flatnonzero(first)
+    keys = [values.take(from_numpy(codes[rows].astype(np.int64))) for codes, _, values, _ in parts]
     return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
 
 

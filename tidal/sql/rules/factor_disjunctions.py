@@ -52,16 +52,23 @@ def _fixed(e: exp.Expression) -> bool:
     return True
 
 
+def _same(a: exp.Expression, b: exp.Expression) -> bool:
+    """Whether two conjuncts are the same condition (``x = y`` and ``y = x`` are)."""
+    if a == b:
+        return True
+    return isinstance(a, exp.EQ) and isinstance(b, exp.EQ) and a.this == b.expression and a.expression == b.this
+
+
 def _factored(part: exp.Expression) -> list[exp.Expression]:
     """``part`` as conjuncts: an OR's shared conjuncts first, then the OR of what is left of its branches."""
     branches = _disjuncts(part)
     if len(branches) < 2:
         return [part]
     split = [_conjuncts(b) for b in branches]
-    shared = [c for c in split[0] if _fixed(c) and all(any(c == d for d in other) for other in split[1:])]
+    shared = [c for c in split[0] if _fixed(c) and all(any(_same(c, d) for d in other) for other in split[1:])]
     if not shared:
         return [part]
-    rests = [[c for c in conj if not any(c == s for s in shared)] for conj in split]
+    rests = [[c for c in conj if not any(_same(c, s) for s in shared)] for conj in split]
     if any(not rest for rest in rests):  # a branch that was only shared conjuncts: the OR is true
         return shared
     rest = exp.Paren(this=_and(rests[0]))
