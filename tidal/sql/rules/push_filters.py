@@ -1,4 +1,5 @@
-"""Rule: move filters below renaming projections, unions and joins, and into file scans."""
+"""Rule: move filters below renaming projections, unions and joins, and into file scans; regroup a cross
+join of three inputs that the filter joins pairwise (see _regrouped)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,9 @@ def _push_into_join(node: Filter, join: Join, push) -> Node:
     """A filter over a join: conjuncts over one side move to that side (for an inner or cross join
     either side; for a left outer join only the left, whose rows all survive it), and on an inner
     or cross join an equality between a left and a right column becomes a join key."""
+    regrouped = _regrouped(node, join)
+    if regrouped is not None:
+        return push(regrouped)
     lnames, rnames = set(join.left.names), set(join.right.names)
     types = dict(zip(join.names, join.types, strict=True))
     inner = join.kind in ("inner", "cross")
@@ -117,6 +121,34 @@ def _push_into_join(node: Filter, join: Join, push) -> Node:
     kind = "inner" if inner and lkeys else join.kind
     moved = replace(join, left=left, right=right, kind=kind, left_keys=tuple(lkeys), right_keys=tuple(rkeys))
     return Filter(moved, _and(rest)) if rest else moved
+
+
+def _regrouped(node: Filter, join: Join) -> Node | None:
+    """``(A x B) x C`` under a filter that joins C to A and to B and nothing to do with A and B together
+    (FROM part, supplier, lineitem WHERE p = l_p AND s = l_s: TPC-H Q9) as ``(A x C) x B`` with the columns
+    in their first order: the keys then join A with C and that with B, where A x B crossed every pair.
+    None where that does not apply (inner joins reorder freely; only the rows' order can change)."""
+    inner = join.left
+    if not (join.kind == "cross" and isinstance(inner, Join) and inner.kind == "cross") or join.left_keys:
+        return None
+    if inner.left_keys or inner.condition is not None or join.condition is not None:
+        return None
+    a, b, c = set(inner.left.names), set(inner.right.names), set(join.right.names)
+    types = dict(zip(join.names, join.types, strict=True))
+    linked = set()
+    for part in _conjuncts(node.condition):
+        cols = _columns(part)
+        if cols & a and cols & b and cols <= a | b:
+            return None  # A and B meet in the filter: their join has keys of its own
+        if isinstance(part, exp.EQ) and not has_subquery(part):
+            for side, name in ((a, "a"), (b, "b")):
+                if _key_pair(part, side, c, types):
+                    linked.add(name)
+    if linked != {"a", "b"}:
+        return None
+    regrouped = Join(Join(inner.left, join.right, "cross"), inner.right, "cross")
+    ordered = Project(regrouped, tuple((n, _col(n)) for n in join.names), join.scope, join.types)
+    return Filter(ordered, node.condition)
 
 
 def _key_pair(part: exp.EQ, lnames: set, rnames: set, types: dict) -> tuple[str, str] | None:
