@@ -6,12 +6,12 @@ session. The queries are DuckDB's copies of the specification's text with its va
 (``tpch_queries/``, vendored unchanged; Q15's view is a CTE there). Tidal reads ``FROM lineitem`` as the
 file ``lineitem.parquet`` of the working directory; DuckDB reads the same files through views.
 
-Answers must be equal: the same column names and Arrow types (a SUM of integers is tidal's BIGINT where DuckDB
-has a HUGEINT), DECIMALs exactly, DOUBLEs exactly unless
-:data:`DOUBLE_TOLERANCE` names the column and says why, rows in the order the query's ORDER BY fixes (rows
-tied on every ORDER BY column may come in any order, and must then be the same multiset). A query tidal
-refuses is listed in :data:`REFUSED` with the construct; the list must not grow, and a listed query that
-starts to run fails until it is taken off (so an answer it starts to give is checked).
+Answers must be equal: the same column names and Arrow types (a SUM of integers is tidal's BIGINT where
+DuckDB has a HUGEINT), DECIMALs exactly, DOUBLEs exactly unless :data:`DOUBLE_TOLERANCE` names the column and
+says why, rows in the order the query's ORDER BY fixes (rows tied on every ORDER BY column may come in any
+order, and must then be the same multiset; a LIMIT must not cut through such a tie). A query tidal refuses
+is listed in :data:`REFUSED` with the construct; the list must not grow, and a listed query that starts to
+run fails until it is taken off (so an answer it starts to give is checked).
 """
 
 from __future__ import annotations
@@ -125,6 +125,7 @@ def _check(name: str, got: list[dict], want: list[dict], keys: list[str]) -> Non
     got_runs, want_runs = _runs(got, keys), _runs(want, keys)
     assert len(got_runs) == len(want_runs), f"{name}: rows ordered differently from DuckDB's"
     for g, w in zip(got_runs, want_runs, strict=True):
+        assert len(g) == len(w), f"{name}: rows ordered differently from DuckDB's near {w[0]}"
         if len(w) > 1:  # tied on every ORDER BY column: any order, the same rows
             g, w = sorted(g, key=_key), sorted(w, key=_key)
         for gr, wr in zip(g, w, strict=True):
