@@ -125,7 +125,9 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
         # one group per value: -0.0 joins 0.0 and every NaN one NaN (Arrow hashes their bits apart);
         # the group's key is its earliest entry's (the first row's value)
         valid = np.flatnonzero(np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False)))
-        f = np.asarray(dictionary.cast(pa.float64()).take(from_numpy(valid)).to_numpy(zero_copy_only=False)) + 0.0
+        f = np.asarray(dictionary.cast(pa.float64()).take(from_numpy(valid)).to_numpy(zero_copy_only=False))
+        with np.errstate(invalid="ignore"):  # a signalling NaN's add raises the invalid flag: no warning
+            f = f + 0.0
         bits = np.where(np.isnan(f), np.float64("nan"), f).view(np.int64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
         if len(first) < len(valid):

@@ -224,8 +224,8 @@ ROOM = 1024  # groups the arrays hold at first (they grow by doubling: allocatin
 
 def new_tables() -> tuple[np.ndarray, ...]:
     """``(first, counts, sums, table_keys, table_ids, state)`` for no groups yet."""
-    return (np.zeros(ROOM, np.int64), np.zeros(ROOM, np.int64), np.zeros(ROOM, np.float64),
-            np.zeros(4 * ROOM, np.int64), np.full(4 * ROOM, _EMPTY, np.int64), np.array([0, -1, 0], np.int64))  # fmt: skip
+    groups, table = (np.zeros(ROOM, np.int64), np.zeros(ROOM, np.int64), np.zeros(ROOM, np.float64)), 4 * ROOM
+    return (*groups, np.zeros(table, np.int64), np.full(table, _EMPTY, np.int64), np.array([0, -1, 0], np.int64))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -243,8 +243,10 @@ def key_groups(bits, is_float, validity, offset, has_validity, weights, has_weig
     first, counts, sums = np.zeros(ROOM, np.int64), np.zeros(ROOM, np.int64), np.zeros(ROOM, np.float64)
     table_keys, table_ids = np.zeros(4 * ROOM, np.int64), np.full(4 * ROOM, _EMPTY, np.int64)
     state = np.array([0, -1, 0], np.int64)
-    first, counts, sums, _, _ = _group_rows(bits, is_float, validity, offset, has_validity, weights, has_weights,
-                                            state, want_codes, codes, first, counts, sums, table_keys, table_ids)  # fmt: skip
+    first, counts, sums, _, _ = _group_rows(
+        bits, is_float, validity, offset, has_validity, weights, has_weights, state, want_codes, codes,
+        first, counts, sums, table_keys, table_ids,
+    )  # fmt: skip
     groups = state[0]
     return codes, groups, first[:groups].copy(), counts[:groups].copy(), sums[:groups].copy()
 
