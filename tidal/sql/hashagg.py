@@ -288,7 +288,7 @@ class PieceGroups:
         """``(groups, {output: column})`` as :func:`grouped` makes them (the calls' argument columns may
         be any arrays of the argument's type: only their identity is read), or None when a NaN reached
         the sums (SQL does not count it: the caller groups the whole columns instead)."""
-        first, counts, sums, _, _, state = self.tables
+        first, counts, sums, _, state = self.tables
         size = int(state[0])
         sums = sums[:size]
         if not self.ok or np.isnan(sums).any():  # a NaN anywhere makes its group's sum NaN

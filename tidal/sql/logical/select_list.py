@@ -547,9 +547,8 @@ class SelectList:
 
     def _agg_arg(self, arg: exp.Expression, node: Node, pre: list) -> str:
         bound = self.bind(arg, node)
-        text = bound.sql()
         for phys, e in pre:
-            if e.sql() == text:
+            if e.sql() == bound.sql():
                 return phys
         phys = self.fresh("a")
         self.check(bound, node)
