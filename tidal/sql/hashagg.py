@@ -125,7 +125,9 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int, pa.Array, np.ndarray]
         # one group per value: -0.0 joins 0.0 and every NaN one NaN (Arrow hashes their bits apart);
         # the group's key is its earliest entry's (the first row's value)
         valid = np.flatnonzero(np.asarray(dictionary.is_valid().to_numpy(zero_copy_only=False)))
-        f = np.asarray(dictionary.cast(pa.float64()).take(from_numpy(valid)).to_numpy(zero_copy_only=False)) + 0.0
+        f = np.asarray(dictionary.cast(pa.float64()).take(from_numpy(valid)).to_numpy(zero_copy_only=False))
+        with np.errstate(invalid="ignore"):  # a signalling NaN's add raises the invalid flag: no warning
+            f = f + 0.0
         bits = np.where(np.isnan(f), np.float64("nan"), f).view(np.int64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
         if len(first) < len(valid):
@@ -168,9 +170,9 @@ def group_ids(columns: list[pa.Array]) -> Groups:
     return Groups(final, len(group_codes), np.arange(len(group_codes), dtype=np.int64), keys)
 
 
-def _fused_key(col: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
-    """``(int64 bits, the same memory as float64, is_float)`` of a key column the compiled grouping
-    pass takes (floats, integers, times), or None."""
+def _fused_key(col: pa.Array) -> tuple[np.ndarray, bool] | None:
+    """``(int64 bits, is_float)`` of a key column the compiled grouping pass takes (floats as their
+    float64 bits, integers, times), or None."""
     t = col.type
     if pa.types.is_floating(t):
         if not pa.types.is_float64(t):
@@ -183,7 +185,7 @@ def _fused_key(col: pa.Array) -> tuple[np.ndarray, np.ndarray, bool] | None:
         return None
     data = col.buffers()[1]
     bits = np.frombuffer(data, np.int64, count=len(col) + col.offset)[col.offset :] if data else np.zeros(0, np.int64)
-    return bits, bits.view(np.float64), is_float
+    return bits, is_float
 
 
 def grouped(
@@ -206,12 +208,12 @@ def grouped(
         weights = arg.floats() if arg.valid() is None else None
     validity = key.buffers()[0] if key.null_count else None
     bitmap = np.frombuffer(validity, np.uint8) if validity is not None else np.zeros(1, np.uint8)
-    bits, floats, is_float = fused
+    bits, is_float = fused
     # the row codes are written only for the aggregates that read them (not COUNT(*) nor this sum's)
     done = ("count",) if weights is None else ("count", "sum", "average")
     want_codes = any(f not in done or (f != "count" and c is not first_sum) for _, f, c in calls)
     codes, size, first, rows, sums = jit.key_groups(
-        bits, floats, is_float, bitmap, key.offset, validity is not None,
+        bits, is_float, bitmap, key.offset, validity is not None,
         weights if weights is not None else np.zeros(1), weights is not None, want_codes,
     )  # fmt: skip
     order = np.arange(size, dtype=np.int64)
@@ -235,14 +237,7 @@ class PieceGroups:
         self.keys: list[pa.Array] = []
         self.rows = 0
         self.ok = True
-        room = 1024
-        self.first = np.zeros(room, np.int64)
-        self.group_keys = np.zeros(room, np.int64)
-        self.counts = np.zeros(room, np.int64)
-        self.sums = np.zeros(room, np.float64)
-        self.table_keys = np.zeros(4 * room, np.int64)
-        self.table_ids = np.full(4 * room, -1, np.int64)
-        self.state = np.array([0, -1, -1], np.int64)
+        self.tables = self.jit.new_tables() if self.jit is not None else None
 
     @staticmethod
     def applies(key_type: pa.DataType, calls: list[tuple[str, str | None, pa.DataType | None]]) -> bool:
@@ -265,16 +260,16 @@ class PieceGroups:
         if argument is not None and argument.null_count:
             self.ok = False
             return False
-        bits, floats, is_float = _fused_key(key)
+        bits, is_float = _fused_key(key)
         validity = key.buffers()[0] if key.null_count else None
         bitmap = np.frombuffer(validity, np.uint8) if validity is not None else np.zeros(1, np.uint8)
         weights = np.zeros(1) if argument is None else _Argument(argument).floats()
+        state = self.tables[-1]
         got = self.jit.key_groups_more(
-            bits, floats, is_float, bitmap, key.offset, validity is not None, weights, argument is not None,
-            self.rows, self.first, self.group_keys, self.counts, self.sums, self.table_keys, self.table_ids,
-            self.state,
+            bits, is_float, bitmap, key.offset, validity is not None, weights, argument is not None, self.rows,
+            *self.tables,
         )  # fmt: skip
-        self.first, self.group_keys, self.counts, self.sums, self.table_keys, self.table_ids = got
+        self.tables = (*got, state)
         self.rows += n
         return True
 
@@ -294,13 +289,14 @@ class PieceGroups:
         """``(groups, {output: column})`` as :func:`grouped` makes them (the calls' argument columns may
         be any arrays of the argument's type: only their identity is read), or None when a NaN reached
         the sums (SQL does not count it: the caller groups the whole columns instead)."""
-        size = int(self.state[0])
-        sums = self.sums[:size]
+        first, counts, sums, _, state = self.tables
+        size = int(state[0])
+        sums = sums[:size]
         if not self.ok or np.isnan(sums).any():  # a NaN anywhere makes its group's sum NaN
             return None
-        key = self._first_keys(self.first[:size])
+        key = self._first_keys(first[:size])
         groups = Groups(None, size, np.arange(size, dtype=np.int64), [key])
-        groups.rows = self.counts[:size].copy()
+        groups.rows = counts[:size].copy()
         args: dict[int, _Argument] = {}
         first_sum = _first_float_sum(calls)
         if first_sum is not None:

@@ -3,6 +3,8 @@ aggregate, and a correlated subquery's reference to a group key."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from sqlglot import exp
 
 from ...core.errors import PlanError
@@ -165,17 +167,17 @@ def check_arity(e: exp.Expression) -> None:
     """Refuse an aggregate call with arguments tidal would otherwise drop: ``COUNT(a, b)``,
     ``FIRST(x, y)``, ``STRING_AGG(x, sep, extra)`` (DuckDB's errors), ``MIN(x, n)``/``MAX(x, n)`` (DuckDB's
     lists of the n smallest/largest), ``mode(x ORDER BY k)`` (the order breaks mode's ties)."""
-    text = e.sql(dialect="duckdb")
+    text = partial(e.sql, dialect="duckdb")  # printed only for an error (every plan checks its aggregates)
     if isinstance(e, exp.Count) and e.expressions:
-        raise PlanError(f"{text}: COUNT takes one argument (no function count matches {len(e.expressions) + 1})")
+        raise PlanError(f"{text()}: COUNT takes one argument (no function count matches {len(e.expressions) + 1})")
     if isinstance(e, exp.First | exp.Last) and e.args.get("expression") is not None:
-        raise PlanError(f"{text}: {e.sql_name()} takes one argument")
+        raise PlanError(f"{text()}: {e.sql_name()} takes one argument")
     if isinstance(e, exp.GroupConcat) and e.args.get("on_overflow") is not None:
-        raise PlanError(f"{text}: STRING_AGG takes at most two arguments")
+        raise PlanError(f"{text()}: STRING_AGG takes at most two arguments")
     if isinstance(e, exp.Min | exp.Max) and e.args.get("count") is not None:
-        raise PlanError(f"{text}: {e.sql_name()} with a count (a list of the n best values) is not supported")
+        raise PlanError(f"{text()}: {e.sql_name()} with a count (a list of the n best values) is not supported")
     if isinstance(e, exp.Mode) and isinstance(e.this, exp.Order):
-        raise PlanError(f"ORDER BY inside mode is not supported: {text}")
+        raise PlanError(f"ORDER BY inside mode is not supported: {text()}")
 
 
 def within_group_order(x: exp.WithinGroup) -> list:
