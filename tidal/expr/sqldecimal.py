@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from ..core.frozen import Frozen, immutable, set_field
 from . import decimal_ints, decimal_sum
+from .sqltime import number_text
 
 MAX_WIDTH = 38
 _INT_WIDTH = {8: 3, 16: 5, 32: 10}
@@ -260,7 +261,7 @@ def cast_decimal(v, target: pa.DataType, text: str):
     if pa.types.is_null(t):
         return pc.cast(v, target)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _from_python(v, target, text, lambda s: Decimal(s.strip()))
+        return _from_python(v, target, text, lambda s: Decimal(number_text(s.strip())))
     if pa.types.is_floating(t):
         return _from_python(v, target, text, lambda x: Decimal(repr(float(x))) if math.isfinite(x) else None)
     if pa.types.is_boolean(t):

@@ -45,7 +45,7 @@ from .sqlmore import (
 )
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
-from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_int
+from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_number
 
 
 def compare_values(op: str, a, b):
@@ -389,8 +389,8 @@ class SqlEvaluator:
             return cast_to(pc.floor_temporal(v, unit="day"), target)
         if pa.types.is_string(v.type) and pa.types.is_boolean(target):
             return text_to_bool(v, text)
-        if pa.types.is_string(v.type) and pa.types.is_integer(target):
-            return text_to_int(v, target, text)
+        if pa.types.is_string(v.type) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+            return text_to_number(v, target, text)
         if pa.types.is_floating(v.type) and pa.types.is_integer(target):
             v = pc.round(v)  # DuckDB rounds a DOUBLE half to even when casting it to an integer
         if pa.types.is_decimal(v.type) and pa.types.is_integer(target):

@@ -185,6 +185,18 @@ def _text_bool(s: str) -> bool:
     raise ValueError(s)
 
 
+_MISPLACED_SEPARATOR = re.compile(r"(?<![0-9])_|_(?![0-9])")
+
+
+def number_text(s: str) -> str:
+    """A number's text without DuckDB's digit separators: an ``_`` stands only between two digits ('1_000',
+    '1.2_5e1_0'); anywhere else ('_1', '1_', '1__0', '1_.5', '1e_5') the text is no number (ValueError).
+    (Python's ``Decimal`` takes an ``_`` anywhere.)"""
+    if "_" in s and _MISPLACED_SEPARATOR.search(s):
+        raise ValueError(s)
+    return s.replace("_", "")
+
+
 def _text_int(s: str) -> int:
     """An integer's text as DuckDB casts it: spaces around, a sign, ``_`` between digits, ``0x`` hex, and a
     decimal or exponent rounded half away from zero ('2.5' is 3)."""
@@ -195,7 +207,8 @@ def _text_int(s: str) -> int:
     if body != body.strip():
         raise ValueError(s)
     if body[:2].lower() == "0x":
-        return sign * int(body[2:], 16)
+        return sign * int(body[2:], 16)  # (Python's int takes an ``_`` between hex digits only, as DuckDB)
+    body = number_text(body)
     try:
         return sign * int(body)
     except ValueError:
@@ -211,12 +224,18 @@ def text_to_bool(v, text: str):
     return _per_value(v, _text_bool, pa.bool_(), text)
 
 
-def text_to_int(v, target: pa.DataType, text: str):
-    """CAST(text AS an integer type) as DuckDB (see :func:`_text_int`); out of the type's range an error."""
+def text_to_number(v, target: pa.DataType, text: str):
+    """CAST(text AS an integer or a floating-point type) as DuckDB (see :func:`_text_int`, :func:`number_text`);
+    out of the type's range an error."""
     try:
         return pc.cast(v, target)
     except pa.ArrowInvalid as exc:
         refused = exc
+    if pa.types.is_floating(target):  # Arrow reads no digit separators: '1_000.5'
+        try:
+            return pc.cast(_per_value(v, lambda s: number_text(s.strip()), pa.string(), text, target), target)
+        except (SqlTypeError, pa.ArrowInvalid):
+            raise refused from None
     try:
         wide = _per_value(
             v, _text_int, pa.decimal128(38, 0), text, target
