@@ -85,8 +85,8 @@ def narrow_literals(values: list, nodes) -> list:
     """``values`` of CASE, COALESCE, GREATEST or LEAST (``nodes``: their expressions) with each integer literal that
     fits the common type of the other integer values cast to that type, as DuckDB's literal takes it:
     ``coalesce(tinyint_col, 1)`` is a TINYINT (``+ 120`` overflows at 127), ``greatest(ubigint_col, 0)`` a UBIGINT;
-    a literal that does not fit is an INTEGER (a BIGINT beyond one). Unchanged where a value is no integer (a DECIMAL's or a DOUBLE's common type is the caller's) or every one is
-    a literal (an INTEGER)."""
+    a literal that does not fit is an INTEGER (a BIGINT beyond one). Unchanged where a value is no integer (a
+    DECIMAL's or a DOUBLE's common type is the caller's) or every one is a literal (an INTEGER)."""
     if nodes is None or len(nodes) != len(values):
         return values
     literals = [_int_literal(n) for n in nodes]

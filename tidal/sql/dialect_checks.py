@@ -127,7 +127,9 @@ def normalise(tree: exp.Expression) -> exp.Expression:
             continue
         select = holder.parent if isinstance(holder, exp.From) else None
         if not isinstance(select, exp.Select) or holder.arg_key not in ("from", "from_"):
-            raise PlanError(f"joins attached to a table outside a FROM are not supported: {source.sql(dialect='duckdb')}")
+            raise PlanError(
+                f"joins attached to a table outside a FROM are not supported: {source.sql(dialect='duckdb')}"
+            )
         source.set("joins", None)
         select.set("joins", [*joins, *(select.args.get("joins") or [])])
     for fetch in list(tree.find_all(exp.Fetch)):
