@@ -186,6 +186,7 @@ def _text_bool(s: str) -> bool:
 
 
 _MISPLACED_SEPARATOR = re.compile(r"(?<![0-9])_|_(?![0-9])")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+(?:_[0-9a-fA-F]+)*")
 
 
 def number_text(s: str) -> str:
@@ -200,14 +201,14 @@ def number_text(s: str) -> str:
 def _text_int(s: str) -> int:
     """An integer's text as DuckDB casts it: spaces around, a sign, ``_`` between digits, ``0x`` hex, and a
     decimal or exponent rounded half away from zero ('2.5' is 3)."""
+    if _HEX.fullmatch(s):  # hex: no sign, no spaces around, its value unsigned ('0x80' is 128, beyond a TINYINT)
+        return int(s[2:].replace("_", ""), 16)
     t = s.strip()
     if not t.isascii() or not t:
         raise ValueError(s)
     sign, body = (-1, t[1:]) if t[0] == "-" else (1, t[1:] if t[0] == "+" else t)
     if body != body.strip():
         raise ValueError(s)
-    if body[:2].lower() == "0x":
-        return sign * int(body[2:], 16)  # (Python's int takes an ``_`` between hex digits only, as DuckDB)
     body = number_text(body)
     try:
         return sign * int(body)
@@ -224,10 +225,18 @@ def text_to_bool(v, text: str):
     return _per_value(v, _text_bool, pa.bool_(), text)
 
 
+def _has_x(v) -> bool:
+    if isinstance(v, pa.Scalar):
+        return v.is_valid and "x" in v.as_py().lower()
+    return bool(pc.any(pc.match_substring(v, "x", ignore_case=True)).as_py())
+
+
 def text_to_number(v, target: pa.DataType, text: str):
     """CAST(text AS an integer or a floating-point type) as DuckDB (see :func:`_text_int`, :func:`number_text`);
     out of the type's range an error."""
     try:
+        if pa.types.is_integer(target) and _has_x(v):  # Arrow reads '0x80' as a TINYINT's bits (-128)
+            raise pa.ArrowInvalid(f"Failed to parse string as {target}")
         return pc.cast(v, target)
     except pa.ArrowInvalid as exc:
         refused = exc
