@@ -58,6 +58,10 @@ ANSWERED = [
     # CAST of a DECIMAL to an unsigned integer (fuzz9 saw pyarrow's raw error): DuckDB's answer
     "SELECT CAST(1.5 AS UBIGINT), CAST(12.25::DECIMAL(10,2) AS UINTEGER), CAST(-0.4 AS UTINYINT)",
     "SELECT CAST(12345678901234567890.5::DECIMAL(38,1) AS UBIGINT), CAST(255.4 AS UTINYINT)",
+    "SELECT '0x7F'::TINYINT, '0xFF'::UTINYINT, '0X1_0'::INTEGER, TRY_CAST('0x80' AS TINYINT), TRY_CAST('-0x1' AS INT)",
+    "SELECT * EXCLUDE (i), 'a' FROM t",
+    "SELECT * EXCLUDE (t.i) FROM t, u ORDER BY ALL",
+    "SELECT * EXCLUDE (i) REPLACE (s || 'z' AS s) FROM u ORDER BY s",
 ]
 
 
@@ -113,14 +117,31 @@ DUCKDB_ERRS = [
     ("SELECT * FROM t AT (TIMESTAMP => TIMESTAMP '2020-01-01')", "time travel"),
     ("SELECT i FROM t ORDER BY i FETCH FIRST 50 PERCENT ROWS ONLY", "PERCENT"),
     ("SELECT i FROM t ORDER BY i FETCH FIRST 2 ROWS WITH TIES", "WITH TIES"),
+    ("SELECT '0x80'::TINYINT", "0x80"),  # Arrow read the hex as a TINYINT's bits: -128
+    ("SELECT '-0x10'::INT", "0x10"),  # was -16
+    ("SELECT '0x-1'::INT", "0x-1"),  # was -1
+    # star modifiers DuckDB refuses: tidal answered (ignoring the qualifier or the repeat)
+    ("SELECT * EXCLUDE (i) FROM t", "empty"),
+    ("SELECT * EXCLUDE (u.i) FROM t", "u.i"),
+    ("SELECT * EXCLUDE (t.i, i) FROM t JOIN u USING (i)", "duplicate"),
+    ("SELECT * REPLACE (i + 1 AS i, i + 2 AS i) FROM u", "duplicate"),
+    ("SELECT * EXCLUDE (s) REPLACE (s || 'z' AS s) FROM u", "both"),
 ]
 
 
 @pytest.mark.parametrize(("sql", "match"), DUCKDB_ERRS)
 def test_errs_where_duckdb_errs(con, sql, match):
     with pytest.raises(duckdb.Error):
-        con.execute(sql.replace("FROM t AT", "FROM 't.parquet' AT")).fetchall()
+        con.execute(sql.replace("FROM t AT", "FROM 't.parquet' AT")).fetchall()  # (DuckDB's views: no time travel)
     with pytest.raises(TidalError, match=match):
+        _tidal(sql)
+
+
+def test_star_ilike_is_refused_by_name(con):
+    """``* ILIKE 'pattern'`` picks columns by name: tidal ignored the pattern and gave every column."""
+    sql = "SELECT * ILIKE 'S%' FROM u"
+    assert len(con.execute(sql).fetchall()[0]) == 1
+    with pytest.raises(TidalError, match="ILIKE.*not supported"):
         _tidal(sql)
 
 
