@@ -126,6 +126,8 @@ DUCKDB_ERRS = [
     ("SELECT * EXCLUDE (t.i, i) FROM t JOIN u USING (i)", "duplicate"),
     ("SELECT * REPLACE (i + 1 AS i, i + 2 AS i) FROM u", "duplicate"),
     ("SELECT * EXCLUDE (s) REPLACE (s || 'z' AS s) FROM u", "both"),
+    ("SELECT xyz.*, 1 FROM t", "no table xyz"),  # a star of no table gave no columns: [(1,)]
+    ("SELECT u.* FROM t", "no table u"),
 ]
 
 

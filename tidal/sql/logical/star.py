@@ -48,6 +48,10 @@ def expand_star(items, node: Node) -> list[exp.Expression]:
         qual = star.table if isinstance(star, exp.Column) else None
         inner = star.this if isinstance(star, exp.Column) else star
         excluded, replaced = _star_modifiers(inner)
+        if qual and not any((q or "").lower() == qual.lower() for q, _ in node.scope):
+            if any(n.lower() == qual.lower() for _, n in node.scope):
+                raise PlanError(f"{qual}.* of a STRUCT column (its fields as columns) is not supported")
+            raise PlanError(f"{qual}.*: no table {qual} in the FROM clause")
         seen = set()
         for phys, (q, n) in zip(node.names, node.scope, strict=True):
             if n.startswith("__") or not n or phys.startswith("__using_"):
