@@ -139,6 +139,16 @@ def test_errs_where_duckdb_errs(con, sql, match):
         _tidal(sql)
 
 
+def test_text_in_numbers_is_refused_by_name(con):
+    """``'01' IN (1)``: DuckDB casts the VARCHAR to INTEGER (true); Arrow's lookup compared '01' with '1' (false)."""
+    sql = "SELECT s IN (1, 2) FROM (VALUES ('01')) v(s)"
+    assert con.execute(sql).fetchall() == [(True,)]
+    with pytest.raises(TidalError, match="VARCHAR among numbers.*not supported"):
+        _tidal(sql)
+    neighbour = "SELECT s IN ('01', 'b'), s IN ('a') FROM (VALUES ('01')) v(s)"
+    assert _rows(_tidal(neighbour)) == con.execute(neighbour).fetchall()
+
+
 def test_star_ilike_is_refused_by_name(con):
     """``* ILIKE 'pattern'`` picks columns by name: tidal ignored the pattern and gave every column."""
     sql = "SELECT * ILIKE 'S%' FROM u"

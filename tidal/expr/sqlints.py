@@ -100,3 +100,13 @@ def narrow_literals(values: list, nodes) -> list:
         v if lit is None else pc.cast(v, target if fit else _literal_type(lit))
         for v, lit, fit in zip(values, literals, fits, strict=True)
     ]
+
+
+def refuse_text_among_numbers(v: pa.DataType, values: pa.Array) -> pa.Array:
+    """``values`` of ``x IN (...)``; a VARCHAR ``x`` among numbers (or a number among texts) is refused by name:
+    DuckDB casts the text to the number's type ('01' IN (1) is true), Arrow's lookup compared texts ('01' <> '1')."""
+    text = (pa.types.is_string(v) or pa.types.is_large_string(v), pa.types.is_string(values.type))
+    numeric = [pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (v, values.type)]
+    if (text[0] and numeric[1]) or (text[1] and numeric[0]):
+        raise SqlTypeError(f"IN of a VARCHAR among numbers ({v} IN {values.type}) is not supported: CAST one side")
+    return values

@@ -417,7 +417,7 @@ class SqlEvaluator:
         value_set = pa.array([s.as_py() for s in non_null]) if non_null else pa.array([], target)
         if _temporal(target) or pa.types.is_null(value_set.type) is False and value_set.type != target:
             try:
-                v, value_set = _in_types(v, value_set)
+                v, value_set = _in_types(v, sqlints.refuse_text_among_numbers(v.type, value_set))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 pass
         hit = pc.is_in(*_zero_signless(v, value_set))
