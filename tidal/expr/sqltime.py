@@ -186,6 +186,7 @@ def _text_bool(s: str) -> bool:
 
 
 _MISPLACED_SEPARATOR = re.compile(r"(?<![0-9])_|_(?![0-9])")
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)$")
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+(?:_[0-9a-fA-F]+)*")
 
 
@@ -210,6 +211,8 @@ def _text_int(s: str) -> int:
     if body != body.strip():
         raise ValueError(s)
     body = number_text(body)
+    if (e := _EXPONENT.search(body)) and int(e.group(1)) < -32768:  # DuckDB reads an exponent as a SMALLINT
+        raise ValueError(s)
     try:
         return sign * int(body)
     except ValueError:

@@ -18,7 +18,8 @@ def _star_modifiers(star: exp.Star) -> tuple[list, dict]:
         if star.args.get(arg):
             raise PlanError(f"* {arg.upper()} (...) is not supported: name the columns in the select list")
     excluded = [
-        (c.table.lower() or None, c.name.lower()) for c in star.args.get("except_") or star.args.get("except") or ()
+        ((c.table.lower() or None) if isinstance(c, exp.Column) else None, c.name.lower())
+        for c in star.args.get("except_") or star.args.get("except") or ()
     ]
     for k, (qual, name) in enumerate(excluded):
         if any(n == name and (q is None or qual is None or q == qual) for q, n in excluded[:k]):
