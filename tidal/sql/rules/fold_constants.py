@@ -72,7 +72,7 @@ def _fold(expr: exp.Expression) -> exp.Expression:
             if hasattr(value, "as_py"):
                 typed = "cast" if isinstance(e, exp.Cast) else True  # (an explicit CAST keeps an INTEGER's type)
                 lit = scalar_to_sql(value, typed) if not hasattr(value, "__len__") else None
-                if lit is not None and pa.types.is_integer(value.type) and not _literal(e):
+                if lit is not None and pa.types.is_integer(value.type) and not _literal(e) and not _compared(e):
                     lit = _computed_integer(e, lit)
                 if lit is not None:
                     folded.append(lit)
@@ -90,6 +90,12 @@ def _literal(e: exp.Expression) -> bool:
     while isinstance(e, exp.Paren | exp.Neg):
         e = e.this
     return isinstance(e, exp.Literal)
+
+
+def _compared(e: exp.Expression) -> bool:
+    """Whether ``e`` is a side of a comparison, where its integer type changes no answer (a literal keeps the
+    comparison one that a scan can take: ``x > 1 + 0`` is pushed into the scan as ``x > 1``)."""
+    return isinstance(e.parent, exp.EQ | exp.NEQ | exp.GT | exp.GTE | exp.LT | exp.LTE | exp.Between | exp.In)
 
 
 def _computed_integer(e: exp.Expression, lit: exp.Expression) -> exp.Expression:
