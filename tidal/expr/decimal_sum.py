@@ -108,11 +108,11 @@ def combine(limb_sums: list[pa.Array], target: pa.DataType, within_width: bool =
         if a.null_count:
             nulls |= np.asarray(a.is_null().to_numpy(zero_copy_only=False), bool)
     sums = [np.where(nulls, 0, np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False), np.int64)) for a in limb_sums]
-    # carries, in int64 while every limb sum is below 2**62 (a limb's sum reaches that past 2**30 rows of
-    # a group): otherwise each such row in Python's integers
+    # carries, in int64 while every limb sum is within (-2**62, 2**62) (a limb's sum reaches that past 2**30 rows
+    # of a group): otherwise each such row in Python's integers (both bounds compared: np.abs(-2**63) wraps)
     far = np.zeros(n, bool)
     for s in sums:
-        far |= np.abs(s) >= 2**62
+        far |= (s >= 2**62) | (s <= -(2**62))
     digits = []
     carry = np.zeros(n, np.int64)
     for s in sums[:-1]:

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from ..core.frozen import Frozen, immutable, set_field
 from . import decimal_ints, decimal_sum
+from .sqltime import number_text
 
 MAX_WIDTH = 38
 _INT_WIDTH = {8: 3, 16: 5, 32: 10}
@@ -139,6 +140,15 @@ def expr_int_width(node, columns) -> int | None:
     else:
         return None
     parts = [p for p in parts if not (isinstance(p, Const) and p.value is None)]
+    literals = [p.value for p in parts if isinstance(p, Const) and type(p.value) is int]
+    others = [p for p in parts if not (isinstance(p, Const) and type(p.value) is int)]
+    if literals and others:  # a literal takes the others' type where it fits in it (coalesce(ti, 1): TINYINT)
+        widths = [expr_int_width(p, columns) for p in others]
+        bits = {3: 8, 5: 16, 10: 32, 19: 64}.get(max(widths)) if None not in widths else None
+        if bits is None or any(_unsigned(p, columns) for p in others):
+            return None  # (unsigned, or not known: the value's own type)
+        outside = [v for v in literals if not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)]
+        return max([max(widths), *(int_width(pa.int64(), v) for v in outside)])
     if len(parts) > 1 and len({_unsigned(p, columns) for p in parts}) > 1:
         return None  # unsigned beside signed: DuckDB's common type is wider than either (the value's own type)
     widths = [expr_int_width(p, columns) for p in parts]
@@ -275,7 +285,7 @@ def cast_decimal(v, target: pa.DataType, text: str):
     if pa.types.is_null(t):
         return pc.cast(v, target)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _from_python(v, target, text, lambda s: Decimal(s.strip()))
+        return _from_python(v, target, text, lambda s: Decimal(number_text(s.strip())))
     if pa.types.is_floating(t):
         return _from_python(v, target, text, lambda x: Decimal(repr(float(x))) if math.isfinite(x) else None)
     if pa.types.is_boolean(t):

@@ -79,3 +79,34 @@ def common_int(types) -> pa.DataType | None:
             "CAST one of them"
         )
     return pa.type_for_alias(f"int{width}")
+
+
+def narrow_literals(values: list, nodes) -> list:
+    """``values`` of CASE, COALESCE, GREATEST or LEAST (``nodes``: their expressions) with each integer literal that
+    fits the common type of the other integer values cast to that type, as DuckDB's literal takes it:
+    ``coalesce(tinyint_col, 1)`` is a TINYINT (``+ 120`` overflows at 127), ``greatest(ubigint_col, 0)`` a UBIGINT;
+    a literal that does not fit is an INTEGER (a BIGINT beyond one). Unchanged where a value is no integer (a
+    DECIMAL's or a DOUBLE's common type is the caller's) or every one is a literal (an INTEGER)."""
+    if nodes is None or len(nodes) != len(values):
+        return values
+    literals = [_int_literal(n) for n in nodes]
+    typed = [v.type for v, lit in zip(values, literals, strict=True) if lit is None and not pa.types.is_null(v.type)]
+    if not typed or len(typed) == len(values) or not all(pa.types.is_integer(t) for t in typed):
+        return values
+    target = common_int(typed)
+    info = np.iinfo(target.to_pandas_dtype())
+    fits = [lit is not None and info.min <= lit <= info.max for lit in literals]
+    return [
+        v if lit is None else pc.cast(v, target if fit else _literal_type(lit))
+        for v, lit, fit in zip(values, literals, fits, strict=True)
+    ]
+
+
+def refuse_text_among_numbers(v: pa.DataType, values: pa.Array) -> pa.Array:
+    """``values`` of ``x IN (...)``; a VARCHAR ``x`` among numbers (or a number among texts) is refused by name:
+    DuckDB casts the text to the number's type ('01' IN (1) is true), Arrow's lookup compared texts ('01' <> '1')."""
+    text = (pa.types.is_string(v) or pa.types.is_large_string(v), pa.types.is_string(values.type))
+    numeric = [pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (v, values.type)]
+    if (text[0] and numeric[1]) or (text[1] and numeric[0]):
+        raise SqlTypeError(f"IN of a VARCHAR among numbers ({v} IN {values.type}) is not supported: CAST one side")
+    return values

@@ -45,7 +45,7 @@ from .sqlmore import (
 )
 from .sqlstrings import FUNCS as STRING_FUNCS
 from .sqlstrings import SqlTypeError, like
-from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_int
+from .sqltime import date_arith, epoch, microseconds, milliseconds, strftime, text_to_bool, text_to_number
 
 
 def compare_values(op: str, a, b):
@@ -90,6 +90,7 @@ def _truth(v):
 
 
 def _nulls_as(values, nodes=None, columns=None):  # untyped NULLs cast to the common type (BIGINT: all NULL)
+    values = sqlints.narrow_literals(values, nodes)
     target = next((v.type for v in values if not pa.types.is_null(v.type)), pa.int64())
     if (exact := dec.common_type([v.type for v in values], nodes, columns)) is not None:
         return [cast_to(v, exact) if v.type != exact else v for v in values]
@@ -347,6 +348,7 @@ class SqlEvaluator:
         return v
 
     def _choose(self, conds, values, nodes=None):
+        values = sqlints.narrow_literals(values, nodes)
         target = dec.common_type([v.type for v in values], nodes, self.columns)
         values = [cast_to(v, target) if target is not None and v.type != target else v for v in values]
         target = None
@@ -389,8 +391,8 @@ class SqlEvaluator:
             return cast_to(pc.floor_temporal(v, unit="day"), target)
         if pa.types.is_string(v.type) and pa.types.is_boolean(target):
             return text_to_bool(v, text)
-        if pa.types.is_string(v.type) and pa.types.is_integer(target):
-            return text_to_int(v, target, text)
+        if pa.types.is_string(v.type) and (pa.types.is_integer(target) or pa.types.is_floating(target)):
+            return text_to_number(v, target, text)
         if pa.types.is_floating(v.type) and pa.types.is_integer(target):
             v = pc.round(v)  # DuckDB rounds a DOUBLE half to even when casting it to an integer
         if pa.types.is_decimal(v.type) and pa.types.is_integer(target):
@@ -415,7 +417,7 @@ class SqlEvaluator:
         value_set = pa.array([s.as_py() for s in non_null]) if non_null else pa.array([], target)
         if _temporal(target) or pa.types.is_null(value_set.type) is False and value_set.type != target:
             try:
-                v, value_set = _in_types(v, value_set)
+                v, value_set = _in_types(v, sqlints.refuse_text_among_numbers(v.type, value_set))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 pass
         hit = pc.is_in(*_zero_signless(v, value_set))
@@ -510,7 +512,7 @@ def _scalar_subquery(ev: SqlEvaluator, node):
 
 
 def _coalesce(ev: SqlEvaluator, node):
-    args = sqlmore.lazy_args(ev, node)
+    args = sqlints.narrow_literals(sqlmore.lazy_args(ev, node), node.args)
     if (exact := dec.common_type([a.type for a in args], node.args, ev.columns)) is not None:
         return pc.coalesce(*[ev._broadcast(cast_to(a, exact)) for a in args])
     target = next((a.type for a in args if not pa.types.is_null(a.type)), pa.null())
@@ -577,9 +579,7 @@ _FUNCS = (
         "date": _date,
         # DuckDB's greatest/least skip NULLs (NULL only when every argument is)
         "greatest": lambda ev, node: _greatest(_nulls_as(ev._args(node), node.args, ev.columns)),
-        "least": lambda ev, node: pc.min_element_wise(
-            *_nulls_as(ev._args(node), node.args, ev.columns), skip_nulls=True
-        ),
+        "least": lambda ev, n: pc.min_element_wise(*_nulls_as(ev._args(n), n.args, ev.columns), skip_nulls=True),
         "pow": lambda ev, node: pc.power(*(cast_to(x, pa.float64()) for x in _align(*ev._args(node)))),
         # SQL rounds half away from zero
         "round": _first(lambda v, digits: _round(v, digits)),
@@ -588,9 +588,7 @@ _FUNCS = (
         "strptime": _first(sqltime.strptime, pa.timestamp("us")),
         "strftime": _first(strftime, pa.string()),
         "to_date": _first(lambda v: cast_to(v, pa.date32())),
-        "current_timestamp": lambda ev, node: pa.scalar(
-            dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")
-        ),
+        "current_timestamp": lambda ev, n: pa.scalar(dt.datetime.now(dt.UTC).replace(tzinfo=None), pa.timestamp("us")),
         "current_date": lambda ev, node: pa.scalar(dt.date.today(), pa.date32()),
     }
     | STRING_FUNCS

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid, check_substring_range
+from .sqlstrings import SqlTypeError, _ints, _literal, _text, _valid, check_substring_range, text_beside_time
 from .sqltime import refuse_time_text
 
 
@@ -29,9 +29,9 @@ def _align(a, b):
     """Implicit casts SQL makes in comparisons and arithmetic: a string literal next to a time."""
     ta, tb = a.type, b.type
     if _temporal(ta) and pa.types.is_string(tb):
-        return a, cast_to(b, ta if pa.types.is_timestamp(ta) else pa.date32())
+        return a, cast_to(text_beside_time(b, ta), ta if pa.types.is_timestamp(ta) else pa.date32())
     if _temporal(tb) and pa.types.is_string(ta):
-        return cast_to(a, tb if pa.types.is_timestamp(tb) else pa.date32()), b
+        return cast_to(text_beside_time(a, tb), tb if pa.types.is_timestamp(tb) else pa.date32()), b
     if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
         return a, cast_to(b, ta)
     if pa.types.is_date(ta) and pa.types.is_timestamp(tb):

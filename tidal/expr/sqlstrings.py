@@ -167,6 +167,14 @@ def _flags(options: str) -> str:
     return f"(?{flags})" if flags else ""
 
 
+def text_beside_time(v, kind: pa.DataType):
+    """``v``, a text compared with (or added to) a ``kind`` time: DuckDB casts a string literal to the time, never a
+    VARCHAR column ("Cannot compare values of type DATE and VARCHAR"): a column's text is refused."""
+    if isinstance(v, pa.Scalar):
+        return v
+    raise SqlTypeError(f"a VARCHAR column beside a {kind} is not supported (DuckDB refuses it too): CAST it")
+
+
 def _literal(pattern: str, options: str) -> str:
     return re.sub(r"([^\w\s])", r"\\\1", pattern) if "l" in options else pattern
 

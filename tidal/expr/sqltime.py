@@ -185,17 +185,34 @@ def _text_bool(s: str) -> bool:
     raise ValueError(s)
 
 
+_MISPLACED_SEPARATOR = re.compile(r"(?<![0-9])_|_(?![0-9])")
+_EXPONENT = re.compile(r"[eE]([+-]?\d+)$")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+(?:_[0-9a-fA-F]+)*")
+
+
+def number_text(s: str) -> str:
+    """A number's text without DuckDB's digit separators: an ``_`` stands only between two digits ('1_000',
+    '1.2_5e1_0'); anywhere else ('_1', '1_', '1__0', '1_.5', '1e_5') the text is no number (ValueError).
+    (Python's ``Decimal`` takes an ``_`` anywhere.)"""
+    if "_" in s and _MISPLACED_SEPARATOR.search(s):
+        raise ValueError(s)
+    return s.replace("_", "")
+
+
 def _text_int(s: str) -> int:
     """An integer's text as DuckDB casts it: spaces around, a sign, ``_`` between digits, ``0x`` hex, and a
     decimal or exponent rounded half away from zero ('2.5' is 3)."""
+    if _HEX.fullmatch(s):  # hex: no sign, no spaces around, its value unsigned ('0x80' is 128, beyond a TINYINT)
+        return int(s[2:].replace("_", ""), 16)
     t = s.strip()
     if not t.isascii() or not t:
         raise ValueError(s)
     sign, body = (-1, t[1:]) if t[0] == "-" else (1, t[1:] if t[0] == "+" else t)
     if body != body.strip():
         raise ValueError(s)
-    if body[:2].lower() == "0x":
-        return sign * int(body[2:], 16)
+    body = number_text(body)
+    if (e := _EXPONENT.search(body)) and int(e.group(1)) < -32768:  # DuckDB reads an exponent as a SMALLINT
+        raise ValueError(s)
     try:
         return sign * int(body)
     except ValueError:
@@ -211,12 +228,26 @@ def text_to_bool(v, text: str):
     return _per_value(v, _text_bool, pa.bool_(), text)
 
 
-def text_to_int(v, target: pa.DataType, text: str):
-    """CAST(text AS an integer type) as DuckDB (see :func:`_text_int`); out of the type's range an error."""
+def _has_x(v) -> bool:
+    if isinstance(v, pa.Scalar):
+        return v.is_valid and "x" in v.as_py().lower()
+    return bool(pc.any(pc.match_substring(v, "x", ignore_case=True)).as_py())
+
+
+def text_to_number(v, target: pa.DataType, text: str):
+    """CAST(text AS an integer or a floating-point type) as DuckDB (see :func:`_text_int`, :func:`number_text`);
+    out of the type's range an error."""
     try:
+        if pa.types.is_integer(target) and _has_x(v):  # Arrow reads '0x80' as a TINYINT's bits (-128)
+            raise pa.ArrowInvalid(f"Failed to parse string as {target}")
         return pc.cast(v, target)
     except pa.ArrowInvalid as exc:
         refused = exc
+    if pa.types.is_floating(target):  # Arrow reads no digit separators: '1_000.5'
+        try:
+            return pc.cast(_per_value(v, lambda s: number_text(s.strip()), pa.string(), text, target), target)
+        except (SqlTypeError, pa.ArrowInvalid):
+            raise refused from None
     try:
         wide = _per_value(
             v, _text_int, pa.decimal128(38, 0), text, target

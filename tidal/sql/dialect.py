@@ -396,4 +396,4 @@ def parse(sql: str) -> exp.Expression:
     _check_literals(sql, tree)
     _check_arguments(sql, tree)
     dialect_checks.check_tree(sql, tree)
-    return tree
+    return dialect_checks.normalise(tree)

@@ -6,6 +6,10 @@
   number (and ``e308`` as an alias): :func:`unglue_numbers` puts the space in;
 - a string before ``:`` in the select list (``SELECT 'j': 42``): DuckDB's prefix alias takes an identifier
   only, sqlglot takes the string as the alias.
+
+:func:`normalise` rewrites what sqlglot reads into a shape the rest of tidal reads in full: the joins of a
+FROM-first query (``FROM a JOIN b USING (i)``), which sqlglot hangs on the table (the planner would drop them),
+and ``FETCH FIRST n ROWS ONLY`` as ``LIMIT n``.
 """
 
 from __future__ import annotations
@@ -112,3 +116,27 @@ def check_tree(sql: str, tree: exp.Expression) -> None:
                     f"chained comparisons ({node.sql(dialect='duckdb')}) are not supported: use AND to combine "
                     "comparisons (as DuckDB says), or parentheses to compare a comparison's truth value"
                 )
+
+
+def normalise(tree: exp.Expression) -> exp.Expression:
+    """``tree`` with a FROM-first query's joins on its SELECT and ``FETCH FIRST n ROWS`` as ``LIMIT n``."""
+    for source in list(tree.find_all(exp.Table)):
+        joins = source.args.get("joins")
+        holder = source.parent
+        if not joins:
+            continue
+        select = holder.parent if isinstance(holder, exp.From) else None
+        if not isinstance(select, exp.Select) or holder.arg_key not in ("from", "from_"):
+            raise PlanError(
+                f"joins attached to a table outside a FROM are not supported: {source.sql(dialect='duckdb')}"
+            )
+        source.set("joins", None)
+        select.set("joins", [*joins, *(select.args.get("joins") or [])])
+    for fetch in list(tree.find_all(exp.Fetch)):
+        options = fetch.args.get("limit_options")
+        for flag, what in (("percent", "FETCH ... PERCENT"), ("with_ties", "FETCH ... WITH TIES")):
+            if options is not None and options.args.get(flag):
+                raise PlanError(f"{what} is not supported: {fetch.sql(dialect='duckdb')}")
+        count = fetch.args.get("count") or exp.Literal.number(1)  # FETCH FIRST ROW ONLY: one row
+        fetch.replace(exp.Limit(expression=count))
+    return tree

@@ -28,7 +28,7 @@ from ..expr.nodes import BinOp, BoolOp, Call, Case, Cast, Col, Compare, Const, I
 from ..expr.sqlcompile import CompiledSql
 from ..expr.sqldecimal import DecimalLiteral, decimal_text, number_literal
 from ..expr.sqlkernels import SqlEvaluator, SqlTypeError  # noqa: F401  (SqlTypeError: tidal.sql's, defined with its evaluator)
-from .exprmore import MoreTranslations, interval_micros, regex_options  # noqa: F401  (imported from here)
+from .exprmore import MoreTranslations, interval_micros, regex_options, sql_text  # noqa: F401  (imported from here)
 
 _TYPES = {
     "INT": pa.int32(),
@@ -419,7 +419,7 @@ class _Translator(MoreTranslations):
             return self._call(name, e, [args[0]])
         if (node := self.more_function(name, e)) is not None:
             return node
-        raise PlanError(f"unknown function {e.sql()}")
+        raise PlanError(f"unknown function {sql_text(e)}")
 
     # -- date and time -------------------------------------------------------------------------
     def t_TimeToUnix(self, e):  # DuckDB's epoch(t)

@@ -22,6 +22,15 @@ _UNIT_US = {
 }
 
 
+def sql_text(e: exp.Expression) -> str:
+    """``e`` as SQL text for an error; a call whose arguments sqlglot cannot print (a MAP with a non-text key:
+    ``switch(x, MAP {1: 'a'})``) as its name and the count of its arguments."""
+    try:
+        return e.sql()
+    except ValueError:
+        return f"{e.name.upper()}({len(e.expressions)} arguments)"
+
+
 def interval_micros(node: exp.Expression) -> int:
     """The length of an ``INTERVAL n UNIT`` literal (``INTERVAL '1 day 2 hours'``: every part), or a plain
     integer, in microseconds."""

@@ -11,16 +11,27 @@ from .exprs import _col, _display, _transform
 from .nodes import Node
 
 
-def _star_modifiers(star: exp.Star) -> tuple[set, dict]:
-    """``* EXCLUDE (a, b)`` and ``* REPLACE (expr AS a)``: the excluded names and the replacements."""
-    for arg in ("rename",):
+def _star_modifiers(star: exp.Star) -> tuple[list, dict]:
+    """``* EXCLUDE (a, t.b)`` and ``* REPLACE (expr AS a)``: the excluded (qualifier or None, name) pairs and the
+    replacements by name; a name twice, or in both lists, is DuckDB's error."""
+    for arg in ("rename", "ilike"):
         if star.args.get(arg):
-            raise PlanError(f"* {arg.upper()} (...) is not supported: alias the columns in the select list")
-    excluded = {c.name.lower() for c in star.args.get("except_") or star.args.get("except") or ()}
+            raise PlanError(f"* {arg.upper()} (...) is not supported: name the columns in the select list")
+    excluded = [
+        ((c.table.lower() or None) if isinstance(c, exp.Column) else None, c.name.lower())
+        for c in star.args.get("except_") or star.args.get("except") or ()
+    ]
+    for k, (qual, name) in enumerate(excluded):
+        if any(n == name and (q is None or qual is None or q == qual) for q, n in excluded[:k]):
+            raise PlanError(f"duplicate entry {name!r} in the EXCLUDE list of *")
     replaced = {}
     for r in star.args.get("replace") or ():
         if not isinstance(r, exp.Alias):
             raise PlanError(f"* REPLACE needs expr AS column, got {r.sql(dialect='duckdb')}")
+        if r.alias.lower() in replaced:
+            raise PlanError(f"duplicate entry {r.alias!r} in the REPLACE list of *")
+        if any(n == r.alias.lower() for _, n in excluded):
+            raise PlanError(f"column {r.alias!r} cannot occur in both the EXCLUDE and the REPLACE list of *")
         replaced[r.alias.lower()] = r.this
     return excluded, replaced
 
@@ -38,14 +49,19 @@ def expand_star(items, node: Node) -> list[exp.Expression]:
         qual = star.table if isinstance(star, exp.Column) else None
         inner = star.this if isinstance(star, exp.Column) else star
         excluded, replaced = _star_modifiers(inner)
+        if qual and not any((q or "").lower() == qual.lower() for q, _ in node.scope):
+            if any(n.lower() == qual.lower() for _, n in node.scope):
+                raise PlanError(f"{qual}.* of a STRUCT column (its fields as columns) is not supported")
+            raise PlanError(f"{qual}.*: no table {qual} in the FROM clause")
         seen = set()
         for phys, (q, n) in zip(node.names, node.scope, strict=True):
             if n.startswith("__") or not n or phys.startswith("__using_"):
                 continue
             if qual and (q or "").lower() != qual.lower():
                 continue
-            if n.lower() in excluded:
-                seen.add(n.lower())
+            hits = [(eq, en) for eq, en in excluded if en == n.lower() and eq in (None, (q or "").lower())]
+            if hits:
+                seen.update(hits)
                 continue
             if n.lower() in replaced:
                 seen.add(n.lower())
@@ -54,9 +70,13 @@ def expand_star(items, node: Node) -> list[exp.Expression]:
             col = exp.Alias(this=_col(phys), alias=exp.to_identifier(n))
             col._bound = True
             out.append(col)
-        missing = [n for n in (*excluded, *replaced) if n not in seen]
+        missing = [
+            ".".join(filter(None, e)) if isinstance(e, tuple) else e for e in (*excluded, *replaced) if e not in seen
+        ]
         if missing:
             raise PlanError(f"column {missing[0]} in the EXCLUDE/REPLACE list of * is not among its columns")
+    if items and not out:
+        raise PlanError("the SELECT list is empty after resolving * (EXCLUDE took every column)")
     return out
 
 

@@ -25,6 +25,9 @@ _CLAUSES = {
     "into": "SELECT ... INTO",
     "locks": "FOR UPDATE / FOR SHARE",
     "settings": "SETTINGS",
+    "when": "AT (VERSION => ...) / AT (TIMESTAMP => ...) (time travel)",
+    "version": "FOR VERSION (time travel)",
+    "system_time": "FOR SYSTEM_TIME (time travel)",
 }
 # where a subquery may stand: as a FROM item, a UNION side, a CTE, IN (subquery), EXISTS (subquery)
 _SUBQUERY_PARENTS = (

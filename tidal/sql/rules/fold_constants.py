@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pyarrow as pa
 from sqlglot import exp
 
 from ..expressions import IN_SUBQUERY, SCALAR_SUBQUERY, Evaluator, has_subquery, scalar_to_sql
@@ -71,6 +72,8 @@ def _fold(expr: exp.Expression) -> exp.Expression:
             if hasattr(value, "as_py"):
                 typed = "cast" if isinstance(e, exp.Cast) else True  # (an explicit CAST keeps an INTEGER's type)
                 lit = scalar_to_sql(value, typed) if not hasattr(value, "__len__") else None
+                if lit is not None and pa.types.is_integer(value.type) and not _literal(e) and not _compared(e):
+                    lit = _computed_integer(e, lit)
                 if lit is not None:
                     folded.append(lit)
                 return lit
@@ -80,6 +83,29 @@ def _fold(expr: exp.Expression) -> exp.Expression:
     # nothing folded (a constant without a plain literal: CAST('nan' AS DOUBLE)): the copy is ``expr``
     # node for node, so ``expr`` itself is kept (the callers then compare no SQL texts)
     return out if folded else expr
+
+
+def _literal(e: exp.Expression) -> bool:
+    """Whether ``e`` is a number as DuckDB reads a literal: ``2``, ``-2``, ``(2)``."""
+    while isinstance(e, exp.Paren | exp.Neg):
+        e = e.this
+    return isinstance(e, exp.Literal)
+
+
+def _compared(e: exp.Expression) -> bool:
+    """Whether ``e`` is a side of a comparison, where its integer type changes no answer (a literal keeps the
+    comparison one that a scan can take: ``x > 1 + 0`` is pushed into the scan as ``x > 1``)."""
+    return isinstance(e.parent, exp.EQ | exp.NEQ | exp.GT | exp.GTE | exp.LT | exp.LTE | exp.Between | exp.In)
+
+
+def _computed_integer(e: exp.Expression, lit: exp.Expression) -> exp.Expression:
+    """The folded integer ``lit`` of a computed ``e`` (``1 + 1``, ``abs(-2)``) as a cast to DuckDB's type of ``e``:
+    a literal would take a narrower column's type beside it (``ti + (1 + 1)`` is an INTEGER in DuckDB, and
+    ``ti + 2`` a TINYINT, which overflows at 127)."""
+    name = Evaluator({}, 0).eval(exp.Typeof(this=e.copy())).as_py()
+    if name not in ("INTEGER", "BIGINT") or isinstance(lit, exp.Cast):
+        return lit
+    return exp.Cast(this=lit, to=exp.DataType.build(name))
 
 
 def fold_constants(root: Node) -> Node:
