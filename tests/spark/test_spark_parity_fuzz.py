@@ -258,3 +258,40 @@ def test_sql(spark, tmp_path_factory, left, right, name, partitions):
         assert got.to_pylist() == expected.to_pylist()
     else:
         assert _sql_rows(got, tolerant) == _sql_rows(expected, tolerant)
+
+
+# -- pinned: what the fuzzer found ---------------------------------------------------------------
+def test_a_pushed_down_lambda_where_keeps_pythons_meaning(spark):
+    """A lambda ``where`` that Spark SQL runs means what Python makes of it, as embedded: NaN compares
+    false (Spark's NaN is the largest double), None != 1 is true and None == None too (Spark's null
+    comparisons are null, dropping the row), and an ordering of None raises (Spark dropped the row)."""
+    nan = math.nan
+    table = pa.table(
+        {
+            "t": pa.array([-3, -3, 0, 4, 4], pa.int64()),
+            "k": pa.array([None, 1, 2, None, 1], pa.int64()),
+            "i": pa.array([5, 0, 7, 1, None], pa.int64()),
+            "v": pa.array([nan, 2.0, -0.0, 1.0, nan], pa.float64()),
+        }
+    )
+    src = tidal.from_arrow(table, time="t", batch_size=2)
+    answered = {
+        "nan": (src.where(lambda e: e.v >= 1.0), [(2.0,), (1.0,)]),
+        "none_unequal": (src.where(lambda e: e.k != 1), [(None,), (2,), (None,)]),
+        "none_equal": (src.where(lambda e: e.k == e.k and e.v != e.v), [(None,), (1,)]),
+        "and_stops": (src.where(lambda e: e.i != e.i and e.i > 0), []),
+    }
+    for name, (q, kept) in answered.items():
+        assert "Where in Spark SQL" in tidal.spark.explain(q, partitions=2, spark=spark), name
+        field = "v" if name == "nan" else "k"
+        assert sorted(map(repr, zip(q.to_arrow().column(field).to_pylist()))) == sorted(map(repr, kept)), name
+        for partitions in (1, 3):
+            assert_same_snapshots(tidal.spark.to_arrow(q, partitions=partitions, spark=spark), q.to_arrow())
+    refused = src.where(lambda e: e.i > 0)  # None > 0 is a TypeError
+    with pytest.raises(tidal.LambdaError, match="TypeError"):
+        refused.to_arrow()
+    with pytest.raises(Exception, match=r"tidal: where lambda \(i > 0\) raised TypeError"):
+        tidal.spark.to_arrow(refused, partitions=2, spark=spark)
+    wide = tidal.from_arrow(pa.table({"t": [0], "i": pa.array([2**62], pa.int64())}), time="t")
+    with pytest.raises(Exception, match="not supported on Spark: .* overflows 64-bit integers"):
+        tidal.spark.to_arrow(wide.where(lambda e: e.i * 4 > 0), partitions=1, spark=spark)
