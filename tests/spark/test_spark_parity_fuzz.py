@@ -29,7 +29,7 @@ from tidal import agg
 from tidal.testing import assert_same_snapshots
 from tidal.testing.reference import check_physical
 
-FUZZ = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 import os as _os  # EXPLORE-TEMP
 if _os.environ.get("S10_EXPLORE"):  # EXPLORE-TEMP
     from hypothesis import Phase  # EXPLORE-TEMP
@@ -87,6 +87,8 @@ PREFIXES = {
     "select": lambda s: s.select("k", "i", "v"),
     "renamed": lambda s: s.select(k="k", i="i", v="v"),
     "computed": lambda s: s.select(lambda e: {"k": e.k, "i": e.i, "v": e.v * 2.0}),
+    "where_float_pushed": lambda s: s.where(lambda e: e.k != 1 and e.v >= 1.0),  # NaN, None: Python's meaning
+    "where_null_safe": lambda s: s.where(lambda e: e.k == e.k and e.i != 0),
 }
 WINDOWS = {
     "none": lambda s: s,
@@ -98,6 +100,12 @@ WINDOWS = {
     "end_aligned": lambda s: s.tumbling_window(6, align="end"),
     "session": lambda s: s.session_window(4),
     "session_capped": lambda s: s.session_window(5, max_duration=9),
+    "lifetimes": lambda s: s.shift_lifetime(-3).extend_lifetime(4).clip_duration(6),
+    "chop": lambda s: s.alter_duration(7).chop(3, 1),
+    "point_at_end": lambda s: s.alter_duration(3).point_at_end(),
+    "quantize": lambda s: s.quantize_lifetime(5),
+    "distinct": lambda s: s.alter_duration(6).distinct(),
+    "stitch": lambda s: s.alter_duration(2).stitch(),
 }
 AGGREGATES = {
     "count": lambda: agg.count(),
@@ -113,6 +121,14 @@ AGGREGATES = {
     "count_distinct_i": lambda: agg.count_distinct("i"),
     "median_i": lambda: agg.median("i"),
     "variance_i": lambda: agg.variance("i"),
+    "first_i": lambda: agg.first("i"),
+    "last_i": lambda: agg.last("i"),
+    "arg_max_i": lambda: agg.arg_max("i", "v"),
+    "mode_i": lambda: agg.mode("i"),
+    "top_k_i": lambda: agg.top_k("i", 2),
+    "list_agg_i": lambda: agg.list_agg("i"),
+    "sum_distinct_i": lambda: agg.sum_distinct("i"),
+    "percentile_v": lambda: agg.percentile_disc("v", 0.5),
 }
 
 
@@ -295,3 +311,36 @@ def test_a_pushed_down_lambda_where_keeps_pythons_meaning(spark):
     wide = tidal.from_arrow(pa.table({"t": [0], "i": pa.array([2**62], pa.int64())}), time="t")
     with pytest.raises(Exception, match="not supported on Spark: .* overflows 64-bit integers"):
         tidal.spark.to_arrow(wide.where(lambda e: e.i * 4 > 0), partitions=1, spark=spark)
+
+
+# -- Spark DataFrame sources: timestamps before and after 1970, spread over partitions --------------
+SOURCE_QUERIES = {
+    "tumbling": lambda s: s.tumbling_window(10_000_000).group_aggregate("k", n=agg.count(), s=agg.sum("i")),
+    "hopping_global": lambda s: s.hopping_window(9_000_000, 3_000_000).aggregate(n=agg.count(), lo=agg.min("i")),
+    "where": lambda s: s.where(lambda e: e.k == 1 and e.i > -9).alter_duration(2_000_000),
+    "session": lambda s: s.session_window(4_000_000).group_aggregate("k", n=agg.count()),
+}
+
+
+@settings(FUZZ)
+@given(
+    table=tables(),
+    micros=st.integers(-999_999, 999_999),
+    shape=st.sampled_from(["point", "interval", "start"]),
+    name=st.sampled_from(sorted(SOURCE_QUERIES)),
+    spread=st.integers(1, 4),
+    partitions=st.integers(1, 4),
+)
+def test_spark_dataframe_sources(spark, table, micros, shape, name, spread, partitions):
+    """``t`` seconds plus ``micros`` as a timestamp (so times before 1970 have fractions of a second)."""
+    ticks = pa.compute.add(pa.compute.multiply(table.column("t"), pa.scalar(1_000_000, pa.int64())), micros)
+    frame = table.drop_columns(["t", "v"]).append_column("ts", ticks.cast(pa.timestamp("us", tz="UTC")))
+    if shape == "interval":
+        ends = pa.compute.add(ticks, pa.scalar(3_500_000, pa.int64())).cast(pa.timestamp("us", tz="UTC"))
+        frame = frame.append_column("te", ends)
+    df = spark.createDataFrame(frame).repartition(spread)
+    end = "te" if shape == "interval" else None
+    src = tidal.spark.from_spark(df, time="ts", end=end, kind="start" if shape == "start" else "point")
+    if end is not None:
+        src = src.select("k", "i")
+    _compare(spark, SOURCE_QUERIES[name](src), partitions, tolerant=False)
