@@ -30,10 +30,6 @@ from tidal.testing import assert_same_snapshots
 from tidal.testing.reference import check_physical
 
 FUZZ = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-import os as _os  # EXPLORE-TEMP
-if _os.environ.get("S10_EXPLORE"):  # EXPLORE-TEMP
-    from hypothesis import Phase  # EXPLORE-TEMP
-    FUZZ = settings(FUZZ, max_examples=int(_os.environ["S10_EXPLORE"]), phases=[Phase.generate], derandomize=False)  # EXPLORE-TEMP
 FLOATS = [0.0, -0.0, 1.5, -2.25, 1e16, math.nan, math.inf, -math.inf, 3.0, None]
 # aggregates whose answer depends on the order values are added in (floats): compared within 1e-9
 ORDER_SENSITIVE = {"sum", "average", "variance", "stddev"}
