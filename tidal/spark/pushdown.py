@@ -92,7 +92,9 @@ def _expression(node: Node, schema: pa.Schema) -> exp.Expression | None:
 
 
 def _raise(message: str, columns_: list[str]) -> exp.Expression:
-    row = f"to_json(named_struct({', '.join(f'{string(c)}, {ident(c)}' for c in columns_)}))"
+    """Spark's ``raise_error``: the query fails with ``message`` and the fields the predicate reads."""
+    fields = ", ".join(f"{string(c)}, {ident(c)}" for c in columns_)
+    row = f"to_json(named_struct({fields}))" if columns_ else string("{}")
     return exp.maybe_parse(f"raise_error(concat({string('tidal: ' + message + ' in row ')}, {row}))", dialect="spark")
 
 
