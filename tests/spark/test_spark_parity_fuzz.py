@@ -155,7 +155,8 @@ def test_windows_and_aggregates(spark, table, batch, shape, prefix, window, grou
         for j in swaps:
             if j + 3 < len(order):
                 order[j], order[j + 3] = order[j + 3], order[j]
-        src = tidal.from_arrow(table.take(order), time="t", disorder=shape, reorder_latency=2, batch_size=batch)
+        ordered = table.take(pa.array(order, pa.int64()))
+        src = tidal.from_arrow(ordered, time="t", disorder=shape, reorder_latency=2, batch_size=batch)
     else:
         src = tidal.from_arrow(table, time="t", kind=shape, batch_size=batch)
     q = WINDOWS[window](PREFIXES[prefix](src))
