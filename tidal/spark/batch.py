@@ -204,13 +204,15 @@ class SparkPlanner:
         self._step(f"source {node.label}: {table.num_rows} events into {self.partitions} partitions")
         return _Rel(df, payload)
 
-    def _shuffle(self, df, keys, why: str):
+    def _shuffle(self, df, keys, why: str, by_key: bool = False):
         if keys:
             df = df.repartition(self.partitions, *columns(df, keys))
             self._step(f"shuffle into {self.partitions} partitions by {_fields(keys)}, sort by sync time: {why}")
         else:
             df = df.repartition(1)
             self._step(f"gather into one partition, sort by sync time: {why}")
+        if by_key and keys:
+            return df.sortWithinPartitions(df[SYNC_FIELD], *[c.asc_nulls_last() for c in columns(df, keys)])
         return _sorted(df)
 
     def _reduce_one(self, node: PlanNode) -> _Rel:
@@ -297,7 +299,9 @@ class SparkPlanner:
         side_payloads = tuple(schema for _, schema in sides)
         how = " and ".join(_fields(k) for k in key_lists)
         self._step(f"co-partition both inputs of {node.label} by {how}")
-        df = self._shuffle(both, layout.keys, node.label)
+        # within a sync time, by key (nulls last) too: a merge join's inputs (sorted_by their key, or
+        # variant="merge") must arrive in key order, which a sort by sync time alone does not keep
+        df = self._shuffle(both, layout.keys, node.label, by_key=True)
         return _Rel(df, pa.schema([]), (node,), True, side_payloads, side_columns=layout.side_columns)
 
     def _broadcast(self, node: PlanNode, small: int) -> _Rel:
