@@ -22,6 +22,7 @@ from .exprs import (
     column_labels,
 )
 from .nodes import AggCall, Aggregate, Node, Project
+from .order_by import explicitly_named, named_item
 from .quantified import is_quantified
 from .types import _agg_type, checked_agg, sql_type_name
 
@@ -318,15 +319,16 @@ class GroupedSelect:
                 new_items.append(new)
             having_expr = rewrite(with_aliases(having.this)) if having is not None else None
             new_order = []
+            names = [_display(i) for i in items]
+            explicit = explicitly_named(items, node.scope)
             for o in order_exprs:
                 key = o.this
-                if (
-                    isinstance(key, exp.Column)
-                    and not key.table
-                    and any(_display(i).lower() == key.name.lower() for i in items)
-                ):
-                    new_order.append(o)
-                    continue
+                if isinstance(key, exp.Column) and not key.table:
+                    if named_item(key.name, names, explicit) is not None:
+                        new_order.append(o)  # an item of the SELECT: resolved over the output
+                        continue
+                    if any(n.lower() == key.name.lower() for n in names):
+                        self.bind(key, node)  # items of that name name none: an error if the FROM's is ambiguous
                 if isinstance(key, exp.Literal):
                     new_order.append(o)
                     continue

@@ -19,6 +19,7 @@ from .exprs import (
 )
 from .grouping import GroupedSelect, _has_aggregate
 from .nodes import Aggregate, Filter, Node, Project, Query
+from .order_by import explicitly_named, named_item
 from .star import expand_star, lateral_aliases, no_effect_literal, set_op_position
 from .types import is_condition_type, sql_type_name
 from .windows import has_window, named_windows
@@ -74,8 +75,7 @@ class SelectList(GroupedSelect):
         having = sel.args.get("having")
         aggs_present = any(_has_aggregate(e) for e in items) or having is not None
         order_exprs = _order_all(sel.args.get("order").expressions if sel.args.get("order") else [], len(items))
-        # items named by an explicit AS (not a column's own name, not a * expansion)
-        explicit = [isinstance(i, exp.Alias) and not getattr(i, "_bound", False) for i in items]
+        explicit = explicitly_named(items, node.scope)
         if group is not None or aggs_present:
             node, items, having_expr, order_exprs = self.aggregate(node, items, group, having, order_exprs, triggers)
         else:
@@ -118,15 +118,10 @@ class SelectList(GroupedSelect):
                 if not 1 <= pos <= len(exprs):
                     raise PlanError(f"ORDER BY position {pos} is out of range")
                 target = exprs[pos - 1][0]
-            elif isinstance(key, exp.Column) and not key.table:
-                # DuckDB: the last explicit alias of that name, else a selected column of that name
-                named = [
-                    (p, ex)
-                    for (p, _), n, ex in zip(visible, names, explicit, strict=True)
-                    if n.lower() == key.name.lower()
-                ]
-                aliased = [p for p, ex in named if ex]
-                target = aliased[-1] if aliased else named[0][0] if named else None
+            elif isinstance(key, exp.Column) and not key.table and not getattr(o, "_bound", False):
+                # (a key rewritten over the groups names a physical column, which may share an item's name)
+                position = named_item(key.name, names, explicit)
+                target = visible[position][0] if position is not None else None
             if target is None:
                 text = key.sql()
                 hits = [p for (p, e), item in zip(visible, items, strict=True) if item.sql() == text]
