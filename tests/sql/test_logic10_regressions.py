@@ -187,3 +187,61 @@ def test_decimal_limb_sums_near_int64s_minimum():
     got = combine([pa.array([-1], pa.int64()), pa.array([-(2**63)], pa.int64())], pa.decimal128(38, 0))
     want = duckdb.sql("SELECT -1::DECIMAL(38,0) - (2::HUGEINT ** 95)::HUGEINT::DECIMAL(38,0)").fetchall()[0][0]
     assert got.to_pylist() == [want] == [Decimal(-1 - 2**95)]
+
+
+@pytest.fixture
+def items(in_dir):
+    """ss and cs both hold item_id, joined on k in opposite orders of item_id; x is ss's alone."""
+    c = duckdb.connect()
+    c.execute("COPY (SELECT * FROM (VALUES (1, 1, 50), (2, 2, 40), (3, 3, 60)) v(item_id, k, x)) TO 'ss.parquet'")
+    c.execute("COPY (SELECT * FROM (VALUES (3, 1, 7), (2, 2, 9), (1, 3, 8)) v(item_id, k, y)) TO 'cs.parquet'")
+    for name in ("ss", "cs"):
+        c.execute(f"CREATE VIEW {name} AS FROM '{name}.parquet'")
+    return c
+
+
+# ORDER BY a bare name that two unaliased select items share binds over the FROM clause (DuckDB's binder): an
+# ambiguity error where two tables hold the column; tidal ordered by the first of the items
+ORDER_BY_AMBIGUOUS = [
+    "SELECT ss.item_id, cs.item_id FROM ss, cs ORDER BY item_id",
+    "SELECT ss.item_id, cs.item_id FROM ss, cs ORDER BY item_id DESC",
+    "SELECT ss.item_id, cs.item_id FROM ss, cs WHERE ss.k = cs.k ORDER BY item_id NULLS FIRST",
+    "SELECT ss.item_id, ss.item_id FROM ss, cs ORDER BY item_id",  # the same column twice: still the FROM's name
+    "SELECT DISTINCT ss.item_id, cs.item_id FROM ss, cs ORDER BY item_id",
+    "SELECT * FROM ss, cs ORDER BY item_id",
+    "SELECT ss.item_id, cs.item_id FROM ss, cs GROUP BY ALL ORDER BY item_id",
+    "SELECT ss.item_id, cs.item_id, count(*) FROM ss, cs GROUP BY 1, 2 ORDER BY item_id DESC",
+]
+
+
+@pytest.mark.parametrize("sql", ORDER_BY_AMBIGUOUS)
+def test_order_by_a_shared_name_errs_as_duckdb(items, sql):
+    with pytest.raises(duckdb.BinderException, match="Ambiguous reference"):
+        items.execute(sql).fetchall()
+    with pytest.raises(TidalError, match="item_id is ambiguous"):
+        _tidal(sql)
+
+
+# and where DuckDB answers (an explicit alias, one unaliased item of the name, a name only one table holds, a column
+# written in another case than its table's, which DuckDB takes as an alias): its order, each row apart
+ORDER_BY_ANSWERED = [
+    "SELECT ss.item_id FROM ss, cs WHERE ss.k = cs.k ORDER BY item_id",
+    "SELECT ss.item_id + 1 AS a, cs.y AS a FROM ss, cs WHERE ss.k = cs.k ORDER BY a",
+    "SELECT ss.item_id, cs.item_id AS item_id FROM ss, cs WHERE ss.k = cs.k ORDER BY item_id",
+    "SELECT ss.item_id AS item_id, cs.item_id FROM ss, cs WHERE ss.k = cs.k ORDER BY item_id",
+    "SELECT item_id, item_id FROM ss ORDER BY item_id DESC",
+    "SELECT ss.x, ss.x FROM ss, cs WHERE ss.k = cs.k ORDER BY x DESC",
+    "SELECT ss.x, ss.x FROM ss, cs WHERE ss.k = cs.k GROUP BY ALL ORDER BY x DESC",
+    "SELECT ss.item_id, cs.item_id FROM ss JOIN cs USING (item_id) ORDER BY item_id DESC",
+    "SELECT ss.item_id, CS.ITEM_ID FROM ss, cs WHERE ss.k = cs.k ORDER BY item_id",  # tidal ordered by ss's
+    "SELECT ss.ITEM_ID, cs.ITEM_ID FROM ss, cs WHERE ss.k = cs.k ORDER BY item_id",  # the last alias: cs's
+    "SELECT ss.ITEM_ID, cs.item_id FROM ss, cs WHERE ss.k = cs.k GROUP BY ALL ORDER BY item_id DESC",
+    # a key bound over the groups is a column named as its input: tidal took it for cs.item_id's output
+    "SELECT ss.item_id AS i, cs.item_id FROM ss, cs WHERE ss.k = cs.k GROUP BY ALL ORDER BY ss.item_id DESC",
+    "SELECT ss.item_id AS i, cs.item_id FROM ss, cs WHERE ss.k = cs.k GROUP BY 1, 2 ORDER BY ss.item_id",
+]
+
+
+@pytest.mark.parametrize("sql", ORDER_BY_ANSWERED)
+def test_order_by_a_name_answers_as_duckdb(items, sql):
+    assert _rows(_tidal(sql)) == items.execute(sql).fetchall(), sql
