@@ -8,6 +8,7 @@ argument ``x`` is a field name or a row lambda. Results are named after the aggr
 
 from __future__ import annotations
 
+from .core.errors import PlanError
 from .ops.aggregate.functions import AggregateFunction, UserAggregate, user_defined
 
 __all__ = [
@@ -82,7 +83,24 @@ def list_agg(x, order=None) -> AggregateFunction:
     multiset: equal values among them come out together, in the order each value first arrived);
     SQL's ``list(x ORDER BY k)`` passes a struct of the keys and the value (so its NULLs are kept),
     and ``order`` as each key's (descending, nulls first)."""
-    return AggregateFunction("list_agg", x, param=tuple(order) if order else None)
+    return AggregateFunction("list_agg", x, param=_order_pairs(order) if order is not None else None)
+
+
+def _order_pairs(order) -> tuple | None:
+    """``list_agg``'s ``order``: a sequence of (descending, nulls first) pairs of booleans, one per key."""
+    pairs = None if isinstance(order, str | bytes) else tuple(order) if hasattr(order, "__iter__") else None
+    if pairs is None or not all(
+        isinstance(p, tuple | list) and len(p) == 2 and all(_is_flag(b) for b in p) for p in pairs
+    ):
+        raise PlanError(
+            f"list_agg's order takes (descending, nulls_first) pairs of booleans, one per ORDER BY key packed "
+            f"before the value in x (or None), got {order!r}"
+        )
+    return tuple((bool(desc), bool(nulls_first)) for desc, nulls_first in pairs) or None
+
+
+def _is_flag(value) -> bool:
+    return type(value).__name__ in ("bool", "bool_")  # (numpy's booleans too)
 
 
 def sum_distinct(x) -> AggregateFunction:

@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ...core.errors import TidalError, TidalTypeError
+from ...core.errors import PlanError, TidalError, TidalTypeError
 
 
 class SumOverflowError(TidalError, ArithmeticError):
@@ -194,6 +194,9 @@ def result_type(fn: AggregateFunction, arg_type):
     if fn.kind in ("arg_min", "arg_max"):  # the argument packs (by, x): the result is x
         return arg_type.field(1).type if pa.types.is_struct(arg_type) else None
     if fn.kind == "list_agg":  # the argument packs the ORDER BY keys and the value (last), or is the value
+        packed = arg_type.num_fields if pa.types.is_struct(arg_type) else 1
+        if len(fn.param or ()) > packed:
+            raise PlanError(f"{fn.describe()}: order has {len(fn.param)} keys, x packs {packed} column(s): {arg_type}")
         return pa.list_(arg_type.field(arg_type.num_fields - 1).type if pa.types.is_struct(arg_type) else arg_type)
     return arg_type
 
