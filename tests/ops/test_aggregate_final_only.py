@@ -4,12 +4,15 @@ the aggregate that computes every tick's result, one start edge per group and no
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tidal
 from tidal import INFINITY, agg
+from tidal.core.errors import PlanError
 from tidal.core.time import EARLIEST
 from tidal.stream.streamable import Stream
 from tidal.testing.reference import canonical
@@ -82,3 +85,21 @@ def test_list_agg_of_plain_values_lists_them_in_time_order(rows, batch):
             keys.extend([k] * len(values))
     # a group without a non-null value has no list (NULL), as every aggregate over no values
     assert final == {k: (texts or None, keys) for k, (texts, keys) in want.items()}
+
+
+@pytest.mark.parametrize("order", ["i", (True, False), [("desc", False)], [(True,)], 3])
+def test_list_agg_refuses_an_order_that_is_not_pairs_of_booleans(order):
+    """``order`` is one (descending, nulls first) pair per key packed before the value: a field name failed at
+    run time with a raw ``ValueError`` (a bool with a ``TypeError``) raised while computing the result."""
+    with pytest.raises(PlanError, match=r"list_agg's order takes \(descending, nulls_first\) pairs of booleans"):
+        agg.list_agg("s", order=order)
+
+
+def test_list_agg_refuses_more_order_keys_than_its_argument_packs():
+    """Two pairs over a plain value (one packed column) raised an ``IndexError`` at run time; one pair (numpy's
+    booleans too) orders by the value, as before."""
+    stream = tidal.from_arrow(_table([(0, 0, "a"), (1, 0, "c"), (2, 0, "b")]), time="t", kind="start")
+    with pytest.raises(PlanError, match=r"order has 2 keys, x packs 1 column"):
+        stream.group_aggregate("k", v=agg.list_agg("s", order=[(True, False), (False, False)]))
+    out = stream.group_aggregate("k", v=agg.list_agg("s", order=[(np.True_, np.False_)])).to_arrow()
+    assert [list(v) for s, e, (k, v) in canonical(out) if e == INFINITY] == [["c", "b", "a"]]
