@@ -328,7 +328,7 @@ class GroupedSelect:
                         new_order.append(o)  # an item of the SELECT: resolved over the output
                         continue
                     if any(n.lower() == key.name.lower() for n in names):
-                        self.bind(key, node)  # items of that name name none: an error if the FROM's is ambiguous
+                        self.bind(key, node)  # two items of that name: the FROM's column (an error if ambiguous)
                 if isinstance(key, exp.Literal):
                     new_order.append(o)
                     continue
