@@ -27,7 +27,7 @@ def test_a_nan_group_key_is_one_group_on_the_ordered_path(in_dir, aggregate):
     table = pa.table(
         {
             "f": pa.array([math.nan, math.nan, 1.0, float("nan")], pa.float64()),
-            "s": pa.array(["a", "b", "c", "d"]),
+            "s": pa.array(["a", "b", "c", "b"]),  # no tie for mode(s) in the NaN group: DuckDB breaks ties as it likes
             "i": pa.array([3, 1, 2, 2], pa.int64()),
         }
     )
