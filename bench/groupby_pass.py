@@ -7,7 +7,7 @@
 
 Decoding and planning are not measured (``bench/ab_taxi.py`` measures the whole query).
 
-    python bench/bench_groupby_pass.py [--repeat 21]
+    python bench/groupby_pass.py [--repeat 21]
 """
 
 from __future__ import annotations
